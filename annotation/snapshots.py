@@ -1,0 +1,139 @@
+"""Frozen preference snapshots: votes -> TRL conversational preference rows -> a hashed, read-only JSONL file.
+
+A row is ``{"prompt": [...messages], "chosen": [assistant msg], "rejected": [assistant msg], "provenance": {...}}``.
+The hash is the SHA-256 of the file's bytes, so the same votes always give the same snapshot. Only decisive
+votes (A or B better) make pairs; for a later turn the pair is kept only when both sides saw the same history
+(the same earlier answers), otherwise chosen and rejected would not share a prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from arena.records import battle_records
+from db.models import DatasetSnapshot
+from db.session import data_home
+
+
+class SnapshotError(ValueError):
+    """A snapshot cannot be made or used (too few pairs, empty answers, missing file...)."""
+
+
+@dataclass
+class SnapshotInfo:
+    id: int
+    hash: str
+    n_pairs: int
+    path: str
+    created: bool
+    skipped: dict[str, int]
+
+
+def preference_pairs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Turn FastChat-layout records (with conversations) into TRL conversational preference rows."""
+    rows, skipped = [], {"not_decisive": 0, "diverged_history": 0, "empty_answer": 0}
+    for r in records:
+        if r["winner"] not in ("model_a", "model_b"):
+            skipped["not_decisive"] += 1
+            continue
+        conv_a, conv_b = r["conversation_a"], r["conversation_b"]
+        if conv_a[:-1] != conv_b[:-1]:
+            skipped["diverged_history"] += 1
+            continue
+        ans_a, ans_b = conv_a[-1]["content"], conv_b[-1]["content"]
+        if not ans_a.strip() or not ans_b.strip():
+            skipped["empty_answer"] += 1
+            continue
+        win_a = r["winner"] == "model_a"
+        rows.append({
+            "prompt": conv_a[:-1],
+            "chosen": [{"role": "assistant", "content": ans_a if win_a else ans_b}],
+            "rejected": [{"role": "assistant", "content": ans_b if win_a else ans_a}],
+            "provenance": {
+                "source": "arena_vote", "vote_id": r.get("vote_id"), "battle_id": r.get("battle_id"),
+                "turn": r.get("turn"), "chosen_model": r["model_a"] if win_a else r["model_b"],
+                "rejected_model": r["model_b"] if win_a else r["model_a"], "tstamp": r.get("tstamp"),
+            },
+        })
+    return rows, skipped
+
+
+def write_snapshot(session: Session, rows: list[dict[str, Any]], filt: dict[str, Any],
+                   skipped: dict[str, int] | None = None) -> SnapshotInfo:
+    """Freeze rows into a content-addressed file and record it (idempotent on identical content)."""
+    body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode("utf-8")
+    digest = hashlib.sha256(body).hexdigest()
+    existing = session.scalar(select(DatasetSnapshot).where(DatasetSnapshot.hash == digest))
+    if existing is not None:
+        return SnapshotInfo(existing.id, digest, existing.n_pairs, existing.path, False, skipped or {})
+    folder = data_home() / "snapshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{digest}.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(body)
+        os.chmod(tmp, 0o444)
+        tmp.replace(path)
+    vote_ids = [r["provenance"].get("vote_id") for r in rows if r.get("provenance", {}).get("vote_id")]
+    snap = DatasetSnapshot(hash=digest, filter=filt, n_pairs=len(rows), path=str(path), source_vote_ids=vote_ids)
+    session.add(snap)
+    session.flush()
+    return SnapshotInfo(snap.id, digest, len(rows), str(path), True, skipped or {})
+
+
+def snapshot_from_votes(session: Session, include_named: bool = False, include_revealed: bool = False,
+                        min_pairs: int = 1) -> SnapshotInfo:
+    records = battle_records(session, include_named=include_named, include_revealed=include_revealed)
+    rows, skipped = preference_pairs(records)
+    if len(rows) < min_pairs:
+        raise SnapshotError(
+            f"only {len(rows)} preference pair(s) from {len(records)} vote(s) (skipped: "
+            + ", ".join(f"{k}={v}" for k, v in skipped.items()) + f"); at least {min_pairs} needed"
+        )
+    filt = {"source": "arena_votes", "include_named": include_named, "include_revealed": include_revealed}
+    return write_snapshot(session, rows, filt, skipped)
+
+
+def load_snapshot(path: str | Path, expected_hash: str | None = None) -> list[dict[str, Any]]:
+    """Read a snapshot back, verifying its hash when given; only the TRL columns are kept per row."""
+    p = Path(path)
+    if not p.exists():
+        raise SnapshotError(f"snapshot file {p} is missing")
+    body = p.read_bytes()
+    if expected_hash and hashlib.sha256(body).hexdigest() != expected_hash:
+        raise SnapshotError(f"snapshot file {p} does not match its hash {expected_hash[:12]}: it was modified")
+    rows = []
+    for lineno, line in enumerate(body.decode("utf-8").splitlines(), start=1):
+        r = json.loads(line)
+        for key in ("prompt", "chosen", "rejected"):
+            if not r.get(key):
+                raise SnapshotError(f"{p.name}:{lineno}: field {key!r} is empty")
+        if not r["chosen"][-1]["content"].strip() or not r["rejected"][-1]["content"].strip():
+            raise SnapshotError(f"{p.name}:{lineno}: an answer is empty")
+        rows.append({k: r[k] for k in ("prompt", "chosen", "rejected")})
+    return rows
+
+
+def get_snapshot(session: Session, ident: int | str) -> DatasetSnapshot:
+    col = DatasetSnapshot.id if isinstance(ident, int) else DatasetSnapshot.hash
+    snap = session.scalar(select(DatasetSnapshot).where(col == ident))
+    if snap is None and isinstance(ident, str):
+        snap = session.scalar(select(DatasetSnapshot).where(DatasetSnapshot.hash.startswith(ident)))
+    if snap is None:
+        raise SnapshotError(f"no snapshot {ident!r}")
+    return snap
+
+
+def list_snapshots(session: Session) -> list[dict[str, Any]]:
+    return [
+        {"id": s.id, "hash": s.hash, "n_pairs": s.n_pairs, "path": s.path, "created_at": s.created_at}
+        for s in session.scalars(select(DatasetSnapshot).order_by(DatasetSnapshot.id.desc()))
+    ]

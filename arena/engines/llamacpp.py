@@ -1,0 +1,120 @@
+"""llama.cpp engine (GGUF on the CPU, the studio's default).
+
+Keeps a small pool of ``Llama`` instances per GGUF file so both sides of a battle can stream at the same time
+(one llama.cpp context is not safe to share between threads). The chat prompt is rendered from the template
+stored in the GGUF, then the persona's prefill is appended and the model continues from there.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
+
+_POOLS: dict[tuple[str, int], queue.Queue[Any]] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def pool_size() -> int:
+    return int(os.environ.get("VIBESTUDIO_LLAMA_POOL", "2"))
+
+
+def _threads_per_instance(size: int) -> int:
+    return max(1, (os.cpu_count() or 2) // size)
+
+
+def _load(path: str, n_ctx: int, threads: int) -> Any:
+    from llama_cpp import Llama
+
+    if not os.path.exists(path):
+        raise EngineError(f"GGUF file not found: {path}")
+    return Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=256, verbose=False)
+
+
+def _pool(path: str, n_ctx: int) -> queue.Queue[Any]:
+    key = (path, n_ctx)
+    with _POOL_LOCK:
+        if key not in _POOLS:
+            size = pool_size()
+            q: queue.Queue[Any] = queue.Queue()
+            for _ in range(size):
+                q.put(_load(path, n_ctx, _threads_per_instance(size)))
+            _POOLS[key] = q
+        return _POOLS[key]
+
+
+def render_chat(template: str, messages: list[dict[str, str]], bos: str, eos: str) -> str:
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(template).render(
+        messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos
+    )
+
+
+class LlamaCppEngine:
+    """Streams chat completions from a GGUF file with llama-cpp-python."""
+
+    name = "llama_cpp"
+
+    def __init__(self, model_path: str, n_ctx: int = 2048) -> None:
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self._pool = _pool(model_path, n_ctx)
+
+    def _prompt(self, llm: Any, messages: list[dict[str, str]], prefill: str) -> tuple[str, list[str]]:
+        meta = llm.metadata or {}
+        template = meta.get("tokenizer.chat_template")
+        bos = llm.detokenize([llm.token_bos()]).decode("utf-8", "ignore") if llm.token_bos() >= 0 else ""
+        eos = llm.detokenize([llm.token_eos()]).decode("utf-8", "ignore") if llm.token_eos() >= 0 else ""
+        if template:
+            text = render_chat(template, messages, bos, eos)
+        else:  # ChatML fallback
+            text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+            text += "<|im_start|>assistant\n"
+        stops = [s for s in {eos, "<|im_end|>", "<|im_start|>"} if s]
+        return text + prefill, stops
+
+    def count_tokens(self, text: str) -> int:
+        llm = self._pool.get()
+        try:
+            return len(llm.tokenize(text.encode("utf-8"), add_bos=False))
+        finally:
+            self._pool.put(llm)
+
+    def stream_chat(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = "") -> Stream:
+        stats = GenerationStats()
+        return Stream(timed(self._generate(messages, sampling, prefill), stats), stats)
+
+    def _generate(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str) -> Iterator[str]:
+        llm = self._pool.get()
+        try:
+            prompt, stops = self._prompt(llm, messages, prefill)
+            n_prompt = len(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+            if n_prompt + 8 >= self.n_ctx:
+                raise EngineError(f"conversation is {n_prompt} tokens; this engine's context is {self.n_ctx}")
+            max_tokens = min(sampling.max_tokens, self.n_ctx - n_prompt - 1)
+            if prefill:
+                yield prefill
+            chunks = llm.create_completion(
+                prompt,
+                max_tokens=max_tokens,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                repeat_penalty=sampling.repeat_penalty,
+                seed=sampling.seed if sampling.seed is not None else -1,
+                stop=stops,
+                stream=True,
+            )
+            for chunk in chunks:
+                yield chunk["choices"][0].get("text") or ""
+        except EngineError:
+            raise
+        except Exception as exc:  # llama.cpp raises plain exceptions
+            raise EngineError(f"llama.cpp failed: {exc}") from exc
+        finally:
+            self._pool.put(llm)

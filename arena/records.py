@@ -1,0 +1,62 @@
+"""Read votes out of the database as battle records in FastChat's layout (the ratings' input format).
+
+Votes in named mode and turns flagged ``revealed_before_vote`` are left out by default; errored battles never
+have votes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, aliased
+
+from db.models import Battle, Contestant, Prompt, Turn, Vote
+
+WINNER = {"a": "model_a", "b": "model_b", "tie": "tie", "both_bad": "tie (bothbad)", "both_good": "tie (bothgood)"}
+
+
+def battle_records(
+    session: Session, include_named: bool = False, include_revealed: bool = False, with_text: bool = True
+) -> list[dict[str, Any]]:
+    ca, cb = aliased(Contestant), aliased(Contestant)
+    q = (
+        select(Vote, Battle, ca.public_name, cb.public_name, Prompt.question_id)
+        .join(Battle, Vote.battle_id == Battle.id)
+        .join(ca, Battle.a_id == ca.id)
+        .join(cb, Battle.b_id == cb.id)
+        .outerjoin(Prompt, Battle.prompt_id == Prompt.id)
+        .order_by(Vote.created_at, Vote.id)
+    )
+    if not include_named:
+        q = q.where(Battle.mode == "anonymous")
+    if not include_revealed:
+        q = q.where(Vote.revealed_before_vote.is_(False))
+    rows = session.execute(q).all()
+    turns: dict[int, list[Turn]] = {}
+    if with_text and rows:
+        ids = {v.battle_id for v, *_ in rows}
+        for t in session.scalars(select(Turn).where(Turn.battle_id.in_(ids)).order_by(Turn.idx)):
+            turns.setdefault(t.battle_id, []).append(t)
+    out = []
+    for vote, battle, name_a, name_b, qid in rows:
+        rec: dict[str, Any] = {
+            "model_a": name_a,
+            "model_b": name_b,
+            "winner": WINNER[vote.outcome],
+            "tstamp": vote.created_at.timestamp(),
+            "category": battle.category,
+            "question_id": qid,
+            "sampling_prob": battle.sampling_prob,
+            "turn": vote.turn_idx,
+            "battle_id": battle.id,
+            "vote_id": vote.id,
+        }
+        if with_text:
+            ts = [t for t in turns.get(battle.id, []) if t.idx <= vote.turn_idx]
+            rec["conversation_a"] = [m for t in ts for m in (
+                {"role": "user", "content": t.user_msg}, {"role": "assistant", "content": t.answer_a})]
+            rec["conversation_b"] = [m for t in ts for m in (
+                {"role": "user", "content": t.user_msg}, {"role": "assistant", "content": t.answer_b})]
+        out.append(rec)
+    return out

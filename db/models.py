@@ -1,0 +1,238 @@
+"""SQLAlchemy 2 models: the studio's data model (contestants, battles, turns, votes, snapshots, jobs).
+
+Columns hold plain values and JSON; business rules (who may vote, how outcomes count) live in the domain
+packages. Every table that a service writes in one request is written inside one transaction by the caller.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    role: Mapped[str] = mapped_column(String(32), default="annotator")
+    password_hash: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Contestant(Base):
+    """A playable model: engine + model reference (+ adapter) + persona (system prompt, prefill) + sampling."""
+
+    __tablename__ = "contestants"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    public_name: Mapped[str] = mapped_column(String(128), unique=True)
+    engine: Mapped[str] = mapped_column(String(32))
+    model_ref: Mapped[str] = mapped_column(Text)
+    adapter_ref: Mapped[str | None] = mapped_column(Text, nullable=True)
+    persona: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    sampling: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    aliases: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", use_alter=True), nullable=True)
+    snapshot_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class PromptSet(Base):
+    __tablename__ = "prompt_sets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    source: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    prompts: Mapped[list[Prompt]] = relationship(back_populates="prompt_set", cascade="all, delete-orphan")
+
+
+class Prompt(Base):
+    __tablename__ = "prompts"
+    __table_args__ = (UniqueConstraint("set_id", "question_id", name="uq_prompt_set_question"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    set_id: Mapped[int] = mapped_column(ForeignKey("prompt_sets.id", ondelete="CASCADE"), index=True)
+    question_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    turns: Mapped[list[Any]] = mapped_column(JSON)
+    category: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    prompt_set: Mapped[PromptSet] = relationship(back_populates="prompts")
+
+
+class Battle(Base):
+    """Two contestants on one conversation. ``left_is_a`` records which side the user saw A on."""
+
+    __tablename__ = "battles"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    a_id: Mapped[int] = mapped_column(ForeignKey("contestants.id"), index=True)
+    b_id: Mapped[int] = mapped_column(ForeignKey("contestants.id"), index=True)
+    left_is_a: Mapped[bool] = mapped_column(Boolean)
+    sampling_prob: Mapped[float | None] = mapped_column(Float, nullable=True)
+    mode: Mapped[str] = mapped_column(String(16), default="anonymous")
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompts.id"), nullable=True)
+    category: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    turns: Mapped[list[Turn]] = relationship(back_populates="battle", order_by="Turn.idx")
+    votes: Mapped[list[Vote]] = relationship(back_populates="battle", order_by="Vote.turn_idx")
+
+
+class Turn(Base):
+    __tablename__ = "turns"
+    __table_args__ = (UniqueConstraint("battle_id", "idx", name="uq_turn_battle_idx"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    battle_id: Mapped[int] = mapped_column(ForeignKey("battles.id", ondelete="CASCADE"))
+    idx: Mapped[int] = mapped_column(Integer)
+    user_msg: Mapped[str] = mapped_column(Text)
+    answer_a: Mapped[str] = mapped_column(Text, default="")
+    answer_b: Mapped[str] = mapped_column(Text, default="")
+    tokens_a: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    tokens_b: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    latency_a: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latency_b: Mapped[float | None] = mapped_column(Float, nullable=True)
+    tps_a: Mapped[float | None] = mapped_column(Float, nullable=True)
+    tps_b: Mapped[float | None] = mapped_column(Float, nullable=True)
+    leak_a: Mapped[bool] = mapped_column(Boolean, default=False)
+    leak_b: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    battle: Mapped[Battle] = relationship(back_populates="turns")
+
+
+class Vote(Base):
+    """One verdict on one turn. Outcomes: a, b, tie, both_good, both_bad (in A/B terms, not left/right)."""
+
+    __tablename__ = "votes"
+    __table_args__ = (UniqueConstraint("battle_id", "turn_idx", name="uq_vote_battle_turn"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    battle_id: Mapped[int] = mapped_column(ForeignKey("battles.id", ondelete="CASCADE"), index=True)
+    turn_idx: Mapped[int] = mapped_column(Integer)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    outcome: Mapped[str] = mapped_column(String(16))
+    revealed_before_vote: Mapped[bool] = mapped_column(Boolean, default=False)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    battle: Mapped[Battle] = relationship(back_populates="votes")
+
+
+class RubricScore(Base):
+    __tablename__ = "rubric_scores"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    vote_id: Mapped[int | None] = mapped_column(ForeignKey("votes.id", ondelete="CASCADE"), nullable=True)
+    item_id: Mapped[int | None] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"), nullable=True)
+    criterion: Mapped[str] = mapped_column(String(128))
+    side: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    value: Mapped[float] = mapped_column(Float)
+
+
+class QueueItem(Base):
+    __tablename__ = "queue_items"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    queue_id: Mapped[str] = mapped_column(String(128), index=True)
+    prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompts.id"), nullable=True)
+    policy_contestant_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
+    answer_1: Mapped[str] = mapped_column(Text, default="")
+    answer_2: Mapped[str] = mapped_column(Text, default="")
+    meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Judgement(Base):
+    __tablename__ = "judgements"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"), index=True)
+    judge: Mapped[str] = mapped_column(String(128))
+    verdict: Mapped[str] = mapped_column(String(32))
+    swapped: Mapped[bool] = mapped_column(Boolean, default=False)
+    raw: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DatasetSnapshot(Base):
+    """A frozen preference dataset: file at ``path`` whose content hashes to ``hash``."""
+
+    __tablename__ = "dataset_snapshots"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    hash: Mapped[str] = mapped_column(String(64), unique=True)
+    filter: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    n_pairs: Mapped[int] = mapped_column(Integer)
+    path: Mapped[str] = mapped_column(Text)
+    source_vote_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Job(Base):
+    """A training job run out of process. Status: queued, running, succeeded, failed, cancelled."""
+
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    config_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    log_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    output_dir: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("dataset_snapshots.id"), nullable=True)
+    parent_contestant_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class JobMetric(Base):
+    __tablename__ = "job_metrics"
+    __table_args__ = (Index("ix_job_metrics_job_step", "job_id", "step"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    step: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(128))
+    value: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(Integer)
+    path: Mapped[str] = mapped_column(Text)
+    contestant_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

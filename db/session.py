@@ -1,0 +1,115 @@
+"""Engine and session factory: SQLite (WAL) under the data home by default, PostgreSQL by URL.
+
+``VIBESTUDIO_HOME`` (default ``~/.vibestudio``) holds the SQLite file, models, snapshots and job folders;
+``VIBESTUDIO_DATABASE_URL`` points at another database (for teams: PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def data_home() -> Path:
+    """The studio's data directory, created on first use."""
+    home = Path(os.environ.get("VIBESTUDIO_HOME") or Path.home() / ".vibestudio").expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def default_database_url() -> str:
+    return os.environ.get("VIBESTUDIO_DATABASE_URL") or f"sqlite:///{data_home() / 'studio.sqlite'}"
+
+
+def _normalise_url(url: str) -> str:
+    # Plain postgresql:// means psycopg2 to SQLAlchemy; we ship psycopg 3.
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    url = _normalise_url(url)
+    if url.startswith("sqlite"):
+        path = url.split(":///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+class Database:
+    """One engine + session factory. ``session()`` is a transaction: commit on success, rollback on error."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = _normalise_url(url or default_database_url())
+        self.engine = make_engine(self.url)
+        self._factory = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.url.startswith("sqlite")
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        s = self._factory()
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+    def migrate(self, revision: str = "head") -> None:
+        """Bring the schema to ``revision`` with Alembic (idempotent)."""
+        from alembic import command
+
+        command.upgrade(alembic_config(self.url), revision)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def alembic_config(url: str):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", _normalise_url(url).replace("%", "%%"))
+    return cfg
+
+
+_DEFAULT: Database | None = None
+
+
+def get_database(url: str | None = None) -> Database:
+    """The process-wide database (created and migrated on first call) or a new one for an explicit URL."""
+    global _DEFAULT
+    if url is not None:
+        db = Database(url)
+        db.migrate()
+        return db
+    if _DEFAULT is None or _DEFAULT.url != _normalise_url(default_database_url()):
+        _DEFAULT = Database()
+        _DEFAULT.migrate()
+    return _DEFAULT

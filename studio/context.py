@@ -1,0 +1,35 @@
+"""Wiring: one database, the arena service and first-start set-up (migrations, default contestants, prompts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arena.battles import ArenaLimits, ArenaService
+from arena.prompts import ensure_mt_bench
+from arena.registry import ensure_defaults
+from db.session import Database
+from studio.settings import Settings
+
+
+@dataclass
+class StudioContext:
+    settings: Settings
+    db: Database
+    arena: ArenaService
+
+
+def build_context(settings: Settings | None = None) -> StudioContext:
+    settings = settings or Settings()
+    db = Database(settings.database_url)
+    db.migrate()
+    with db.session() as s:
+        ensure_defaults(s)
+        ensure_mt_bench(s)
+    limits = ArenaLimits(settings.max_prompt_chars, settings.max_turns, settings.answer_timeout_s)
+    try:
+        from training.runner import reconcile
+
+        reconcile(db)
+    except ImportError:  # training extras absent
+        pass
+    return StudioContext(settings, db, ArenaService(db, limits))

@@ -1,0 +1,17 @@
+"""Settings from the environment (``VIBESTUDIO_*``) with defaults that make ``make demo`` work as is."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="VIBESTUDIO_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 7860
+    database_url: str | None = None
+    max_prompt_chars: int = 4000
+    max_turns: int = 8
+    answer_timeout_s: float = 180.0
+    leaderboard_bootstrap: int = 100
