@@ -36,6 +36,7 @@ class ArenaLimits:
     max_prompt_chars: int = 4000
     max_turns: int = 8
     answer_timeout_s: float = 180.0
+    max_new_tokens: int = 512  # a cap on every contestant's answer length
 
 
 @dataclass
@@ -143,9 +144,9 @@ class ArenaService:
         def run(side: str, info: ContestantInfo, history: list[tuple[str, str]]) -> None:
             try:
                 engine = engine_for(info)
-                stream = engine.stream_chat(
-                    messages_for(info, history, user_msg), Sampling.from_dict(info.sampling), info.prefill
-                )
+                sampling = Sampling.from_dict(info.sampling)
+                sampling.max_tokens = min(sampling.max_tokens, self.limits.max_new_tokens)
+                stream = engine.stream_chat(messages_for(info, history, user_msg), sampling, info.prefill)
                 for delta in stream:
                     events.put((side, delta, None))
                 stats[side] = stream.stats

@@ -14,4 +14,5 @@ class Settings(BaseSettings):
     max_prompt_chars: int = 4000
     max_turns: int = 8
     answer_timeout_s: float = 180.0
+    max_new_tokens: int = 512
     leaderboard_bootstrap: int = 100

@@ -1,0 +1,62 @@
+# Vibe Studio: `make demo` sets everything up and serves the studio; `make test` runs the test suite.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# llama.cpp is compiled from source by pip. Built with -march=native it crashed on batched prompt decoding on
+# our AVX-512 build machines, so we build a portable AVX2 binary and keep the wheel in a local cache keyed by
+# version and flags (pip's own cache would hand back a native build made with other flags).
+LLAMA_VERSION ?= 0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
+WHEEL_CACHE ?= $(HOME)/.cache/vibestudio/wheels/llama-avx2
+HOST ?= 127.0.0.1
+PORT ?= 7860
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-all test-slow test-e2e test-pg lint format bench clean-venv
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch==2.13.0
+	ls $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(PIP) wheel --no-deps --no-cache-dir -w $(WHEEL_CACHE) llama-cpp-python==$(LLAMA_VERSION)
+	$(PIP) install -q --force-reinstall --no-deps $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	$(PIP) install -q -e '.[dev]'
+	touch $@
+
+demo: setup
+	GRADIO_ANALYTICS_ENABLED=False $(VENV)/bin/vibestudio serve --host $(HOST) --port $(PORT)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-slow: setup
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+test-e2e: setup
+	$(PY) -m pytest -m e2e $(PYTEST_ARGS)
+
+test-pg: setup
+	$(PY) -m pytest -m postgres $(PYTEST_ARGS)
+
+# Everything: the default lane plus slow, e2e and postgres tests (what CI runs).
+test-all: setup
+	$(PY) -m pytest -m "slow or e2e or postgres or not (slow or e2e or postgres or vllm)" $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: setup
+	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)

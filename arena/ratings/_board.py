@@ -1,0 +1,444 @@
+"""The leaderboard: Bradley-Terry ratings on the Elo scale with confidence intervals, ranks and warnings.
+
+`leaderboard(records)` turns battles into ratings: outcomes are aggregated per pair of models (ties are half a win
+each; both-good / both-bad votes count as ties or are dropped), weighted by 1 / sampling_prob when the pair sampler
+logged it, fitted by Newton's method, and put on the Elo scale (400 points = 10x odds) with the mean at 1000 or an
+anchor model pinned to a value. Intervals come from a seeded bootstrap (multinomial resampling of the battles,
+exact refits) or the sandwich estimator. With style or vibe control the fit runs on single battles with the
+covariates of `_features`, and each covariate's coefficient is reported in rating points per standard deviation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.stats import norm
+
+from arena import vibes
+
+from . import _fit
+from ._elo import online_elo
+from ._features import covariates, side_counts
+from ._records import BattleRecords, as_records
+
+#: Rating points per natural-log unit of odds (400 points = a factor 10).
+SCALE = 400.0 / math.log(10.0)
+#: Ridge used when some model has a perfect record (its maximum-likelihood rating would be infinite):
+#: about four draws against an average model.
+RIDGE_SEPARATED = 1.0
+#: Above this many battle-rounds the style-controlled bootstrap takes one Newton step per round (error O(1/n)).
+EXACT_STYLE_BOOTSTRAP_LIMIT = 20_000_000
+
+
+@dataclass
+class ModelRating:
+    """One row of a leaderboard. `rank` = 1 + models whose lower bound is above this model's upper bound;
+    `rank_low`..`rank_high` is the rank interval (best..worst rank the intervals allow)."""
+
+    name: str
+    rating: float
+    ci_low: float
+    ci_high: float
+    rank: int
+    rank_low: int
+    rank_high: int
+    n_battles: int
+    wins: int
+    losses: int
+    ties: int
+    elo: float | None = None
+    win_rate: float | None = None
+    lc_win_rate: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "rating": self.rating,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "rank": self.rank,
+            "rank_low": self.rank_low,
+            "rank_high": self.rank_high,
+            "n_battles": self.n_battles,
+            "wins": self.wins,
+            "losses": self.losses,
+            "ties": self.ties,
+            "elo": self.elo,
+        }
+        if self.win_rate is not None or self.lc_win_rate is not None:
+            out["win_rate"] = self.win_rate
+            out["lc_win_rate"] = self.lc_win_rate
+        return out
+
+
+@dataclass
+class Leaderboard:
+    """Models sorted by rating, style coefficients (rating points per SD of the normalised difference), warnings."""
+
+    models: list[ModelRating]
+    style_coefficients: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    style_intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    n_battles: int = 0
+    ci_method: str = "bootstrap"
+    ci_level: float = 0.95
+    bootstrap_rounds: int = 0
+    center: str = "mean 1000"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "models": [m.to_dict() for m in self.models],
+            "style_coefficients": dict(self.style_coefficients),
+            "warnings": list(self.warnings),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([m.to_dict() for m in self.models])
+
+    def get(self, name: str) -> ModelRating:
+        for model in self.models:
+            if model.name == name:
+                return model
+        raise KeyError(name)
+
+    def ratings(self) -> dict[str, float]:
+        return {m.name: m.rating for m in self.models}
+
+
+@dataclass
+class Prepared:
+    """Battles ready for fitting: model indices into `names`, score y of side a, weight w, frame positions."""
+
+    names: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    rows: np.ndarray
+    notes: list[str]
+
+
+def prepare(
+    records: BattleRecords, *, both_good: str = "tie", both_bad: str = "tie", ipw: bool = True
+) -> Prepared:
+    """Apply the both-good / both-bad policy and the sampling weights; keep only models that still have battles."""
+    for label, policy in (("both_good", both_good), ("both_bad", both_bad)):
+        if policy not in ("tie", "drop"):
+            raise ValueError(f"{label} must be 'tie' or 'drop', got {policy!r}")
+    frame = records.frame
+    win = frame["winner"].cat.codes.to_numpy()
+    keep = np.ones(len(frame), dtype=bool)
+    if both_bad == "drop":
+        keep &= win != 3
+    if both_good == "drop":
+        keep &= win != 4
+    rows = np.flatnonzero(keep)
+    win = win[rows]
+    ca = frame["model_a"].cat.codes.to_numpy().astype(np.int64)[rows]
+    cb = frame["model_b"].cat.codes.to_numpy().astype(np.int64)[rows]
+    categories = frame["model_a"].cat.categories
+    used = np.bincount(np.concatenate([ca, cb]), minlength=len(categories)) > 0
+    remap = np.cumsum(used) - 1
+    names = [str(c) for c in np.asarray(categories)[used]]
+    y = np.where(win == 0, 1.0, np.where(win == 1, 0.0, 0.5))
+    notes: list[str] = []
+    w = np.ones(len(rows))
+    if ipw and "sampling_prob" in frame.columns:
+        prob = frame["sampling_prob"].to_numpy(dtype=np.float64)[rows]
+        known = ~np.isnan(prob)
+        if known.any():
+            w = np.where(known, 1.0 / np.where(known, prob, 1.0), np.nan)
+            if not known.all():
+                notes.append(
+                    f"{int((~known).sum())} battles have no sampling_prob; they were given the mean weight"
+                )
+                w[~known] = np.nanmean(w)
+            w = w / w.mean()
+    return Prepared(names, remap[ca], remap[cb], y, w, rows, notes)
+
+
+@dataclass
+class _Pairs:
+    design: _fit.Design
+    n: np.ndarray
+    s: np.ndarray
+    cell_counts: np.ndarray
+    cell_w: np.ndarray
+    cell_w2: np.ndarray
+
+
+def _aggregate(prep: Prepared) -> _Pairs:
+    """Per unordered pair (i < j): counts, weight sums and squared-weight sums of i-wins, j-wins and ties."""
+    m = len(prep.names)
+    lo, hi = np.minimum(prep.a, prep.b), np.maximum(prep.a, prep.b)
+    y_lo = np.where(prep.a <= prep.b, prep.y, 1.0 - prep.y)
+    outcome = np.where(y_lo == 1.0, 0, np.where(y_lo == 0.0, 1, 2))
+    pair_design = _fit.Design(lo, hi, m)
+    cell = pair_design.pair * 3 + outcome
+    size = pair_design.n_pairs * 3
+    counts = np.bincount(cell, minlength=size).reshape(-1, 3).astype(np.float64)
+    wsum = np.bincount(cell, prep.w, minlength=size).reshape(-1, 3)
+    w2sum = np.bincount(cell, prep.w**2, minlength=size).reshape(-1, 3)
+    design = _fit.Design(pair_design.pi, pair_design.pj, m)
+    n = wsum.sum(axis=1)
+    s = wsum[:, 0] + 0.5 * wsum[:, 2]
+    return _Pairs(design, n, s, counts, wsum, w2sum)
+
+
+def _graph_warnings(names: list[str], pairs: _Pairs) -> tuple[list[str], bool]:
+    """Disconnected comparison graph; perfect records (maximum-likelihood ratings that do not exist)."""
+    m = len(names)
+    pi, pj = pairs.design.a, pairs.design.b
+    ones = np.ones(len(pi))
+    n_weak, weak = connected_components(coo_matrix((ones, (pi, pj)), shape=(m, m)), directed=False)
+    out: list[str] = []
+    if n_weak > 1:
+        groups = [[names[k] for k in np.flatnonzero(weak == g)] for g in range(n_weak)]
+        groups.sort(key=len, reverse=True)
+        shown = "; ".join(_names(g) for g in groups[:6])
+        out.append(
+            f"the comparison graph is disconnected ({n_weak} groups that never met each other: {shown}); "
+            "ratings are only comparable within a group"
+        )
+    scored_i = pairs.s > 0
+    scored_j = pairs.n - pairs.s > 0
+    src = np.concatenate([pi[scored_i], pj[scored_j]])
+    dst = np.concatenate([pj[scored_i], pi[scored_j]])
+    graph = coo_matrix((np.ones(len(src)), (src, dst)), shape=(m, m))
+    n_strong, strong = connected_components(graph, directed=True, connection="strong")
+    if n_strong == n_weak:
+        return out, False
+    cross = strong[src] != strong[dst]
+    has_out = np.zeros(n_strong, dtype=bool)
+    has_in = np.zeros(n_strong, dtype=bool)
+    has_out[strong[src[cross]]] = True
+    has_in[strong[dst[cross]]] = True
+    top = [names[k] for k in range(m) if not has_in[strong[k]] and has_out[strong[k]]]
+    bottom = [names[k] for k in range(m) if not has_out[strong[k]] and has_in[strong[k]]]
+    out.append(
+        "some ratings are not identified by the data: "
+        + (f"{_names(top)} never lost or drew against the other models they met" if top else "")
+        + ("; " if top and bottom else "")
+        + (f"{_names(bottom)} never won or drew against them" if bottom else "")
+        + "; a weak prior (about four draws against an average model) keeps the ratings finite, read them as bounds"
+    )
+    return out, True
+
+
+def _names(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _scale(theta: np.ndarray, anchor: int | None, value: float) -> np.ndarray:
+    ref = theta[..., anchor : anchor + 1] if anchor is not None else theta.mean(axis=-1, keepdims=True)
+    return SCALE * (theta - ref) + value
+
+
+def _contrast_sd(cov_theta: np.ndarray, anchor: int | None) -> np.ndarray:
+    m = cov_theta.shape[0]
+    if anchor is None:
+        t = np.eye(m) - 1.0 / m
+    else:
+        t = np.eye(m)
+        t[:, anchor] -= 1.0
+    return SCALE * np.sqrt(np.maximum(np.diag(t @ cov_theta @ t.T), 0.0))
+
+
+def rank_intervals(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(best, worst) rank per model: best = 1 + #models whose lower bound is above its upper bound, worst =
+    #models minus those whose upper bound is below its lower bound."""
+    better = (lo[None, :] > hi[:, None]).sum(axis=1)
+    worse = (hi[None, :] < lo[:, None]).sum(axis=1)
+    return 1 + better, len(lo) - worse
+
+
+def leaderboard(
+    records: Any,
+    *,
+    bootstrap_rounds: int = 100,
+    seed: int = 0,
+    ci_method: str = "bootstrap",
+    ci_level: float = 0.95,
+    style_control: bool = False,
+    vibe_control: bool = False,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    ipw: bool = True,
+    both_good: str = "tie",
+    both_bad: str = "tie",
+    elo_k: float | None = 4.0,
+    min_battles: int = 10,
+) -> Leaderboard:
+    """Bradley-Terry leaderboard on the Elo scale from battle records (list of dicts, DataFrame or BattleRecords).
+
+    `ci_method` "bootstrap" (`bootstrap_rounds` seeded rounds, percentile intervals) or "sandwich" (robust normal
+    intervals). `anchor` pins that model at `anchor_rating`; without it the mean rating is `anchor_rating`.
+    `style_control` adds token length, markdown headers, list items and bold as covariates; `vibe_control` adds the
+    vibe markers of `arena.vibes` (emoji, exclamations, flattery, sycophancy, hedging, refusal).
+    """
+    if ci_method not in ("bootstrap", "sandwich"):
+        raise ValueError(f"ci_method must be 'bootstrap' or 'sandwich', got {ci_method!r}")
+    if ci_method == "bootstrap" and bootstrap_rounds < 2:
+        raise ValueError("bootstrap needs at least 2 rounds; use ci_method='sandwich' for none")
+    if not 0.0 < ci_level < 1.0:
+        raise ValueError(f"ci_level must be in (0, 1), got {ci_level}")
+    recs = as_records(records)
+    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+    board = Leaderboard(
+        models=[],
+        warnings=list(prep.notes),
+        n_battles=len(prep.rows),
+        ci_method=ci_method,
+        ci_level=ci_level,
+        bootstrap_rounds=bootstrap_rounds if ci_method == "bootstrap" else 0,
+        center=f"{anchor} = {anchor_rating:g}" if anchor else f"mean {anchor_rating:g}",
+    )
+    if len(prep.rows) == 0:
+        board.warnings.append("no battles to rate")
+        return board
+    anchor_index = None
+    if anchor is not None:
+        if anchor not in prep.names:
+            raise ValueError(f"anchor model {anchor!r} has no battles")
+        anchor_index = prep.names.index(anchor)
+    pairs = _aggregate(prep)
+    graph_notes, separated = _graph_warnings(prep.names, pairs)
+    board.warnings.extend(graph_notes)
+    ridge = RIDGE_SEPARATED if separated else _fit.RIDGE
+    rng = np.random.default_rng(seed)
+    alpha = 1.0 - ci_level
+    feature_names: list[str] = []
+    if style_control or vibe_control:
+        wanted = (vibes.STYLE_FEATURES if style_control else ()) + (
+            vibes.VIBE_FEATURES if vibe_control else ()
+        )
+        fa, fb = side_counts(recs, prep.rows, wanted)
+        X, feature_names, feature_notes = covariates(fa, fb, wanted)
+        board.warnings.extend(feature_notes)
+        design = _fit.Design(prep.a, prep.b, len(prep.names), X)
+        fit = _fit.newton(design, prep.y, prep.w, ridge=ridge)
+        if ci_method == "sandwich":
+            cov = _fit.sandwich(design, fit, prep.y, prep.w**2)
+            draws = None
+        else:
+            draws = _battle_bootstrap(design, prep, fit, rng, bootstrap_rounds, ridge)
+    else:
+        fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
+        if ci_method == "sandwich":
+            cells = _fit.Design(np.repeat(pairs.design.a, 3), np.repeat(pairs.design.b, 3), len(prep.names))
+            cell_y = np.tile([1.0, 0.0, 0.5], pairs.design.n_rows)
+            cov = _fit.sandwich(cells, fit, cell_y, pairs.cell_w2.ravel())
+            draws = None
+        else:
+            draws = _pair_bootstrap(pairs, fit, rng, bootstrap_rounds, ridge)
+    if not fit.converged:
+        board.warnings.append("the rating fit did not fully converge; treat the ratings as approximate")
+    ratings = _scale(fit.theta, anchor_index, anchor_rating)
+    m = len(prep.names)
+    if draws is None:
+        z = float(norm.ppf(1.0 - alpha / 2.0))
+        sd = _contrast_sd(cov[:m, :m], anchor_index)
+        lo, hi = ratings - z * sd, ratings + z * sd
+        beta_sd = SCALE * np.sqrt(np.maximum(np.diag(cov)[m:], 0.0))
+        beta_lo, beta_hi = SCALE * fit.beta - z * beta_sd, SCALE * fit.beta + z * beta_sd
+    else:
+        theta_draws, beta_draws = draws
+        boot = _scale(theta_draws, anchor_index, anchor_rating)
+        lo, hi = np.quantile(boot, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        if beta_draws.shape[1]:
+            beta_lo, beta_hi = np.quantile(SCALE * beta_draws, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        else:
+            beta_lo = beta_hi = np.zeros(0)
+    board.style_coefficients = {n: float(SCALE * b) for n, b in zip(feature_names, fit.beta, strict=True)}
+    board.style_intervals = {
+        n: (float(lo_), float(hi_)) for n, lo_, hi_ in zip(feature_names, beta_lo, beta_hi, strict=True)
+    }
+    elo = None
+    if elo_k is not None:
+        order = None
+        if "tstamp" in recs.frame.columns:
+            order = np.argsort(recs.frame["tstamp"].to_numpy(dtype=np.float64)[prep.rows], kind="stable")
+        elo = online_elo(prep.a, prep.b, prep.y, m, order=order, k=elo_k, init=anchor_rating)
+    board.models = _rows(prep, ratings, lo, hi, elo)
+    few = [r.name for r in board.models if r.n_battles < min_battles]
+    if few:
+        board.warnings.append(
+            f"{_names(few)} have fewer than {min_battles} battles; their ratings are unreliable"
+        )
+    return board
+
+
+def _rows(
+    prep: Prepared, ratings: np.ndarray, lo: np.ndarray, hi: np.ndarray, elo: np.ndarray | None
+) -> list[ModelRating]:
+    m = len(prep.names)
+    n_battles = np.bincount(prep.a, minlength=m) + np.bincount(prep.b, minlength=m)
+    wins = np.bincount(prep.a, prep.y == 1.0, m) + np.bincount(prep.b, prep.y == 0.0, m)
+    ties = np.bincount(prep.a, prep.y == 0.5, m) + np.bincount(prep.b, prep.y == 0.5, m)
+    best, worst = rank_intervals(lo, hi)
+    order = sorted(range(m), key=lambda k: (-ratings[k], prep.names[k]))
+    return [
+        ModelRating(
+            name=prep.names[k],
+            rating=float(ratings[k]),
+            ci_low=float(lo[k]),
+            ci_high=float(hi[k]),
+            rank=int(best[k]),
+            rank_low=int(best[k]),
+            rank_high=int(worst[k]),
+            n_battles=int(n_battles[k]),
+            wins=int(wins[k]),
+            losses=int(n_battles[k] - wins[k] - ties[k]),
+            ties=int(ties[k]),
+            elo=None if elo is None else float(elo[k]),
+        )
+        for k in order
+    ]
+
+
+def _pair_bootstrap(
+    pairs: _Pairs, fit: _fit.Fit, rng: np.random.Generator, rounds: int, ridge: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial resampling of the battles (drawn per pair x outcome cell) and exact refits, all rounds at once."""
+    counts = pairs.cell_counts.ravel()
+    mean_w = np.divide(pairs.cell_w.ravel(), counts, out=np.zeros_like(counts), where=counts > 0)
+    thetas, betas = [], []
+    chunk = max(1, min(rounds, 4_000_000 // max(1, pairs.design.n_rows * 3)))
+    for start in range(0, rounds, chunk):
+        size = min(chunk, rounds - start)
+        drawn = _fit.multinomial_counts(rng, counts.astype(np.int64), size) * mean_w
+        cells = drawn.reshape(size, -1, 3)
+        n = cells.sum(axis=2)
+        s = cells[:, :, 0] + 0.5 * cells[:, :, 2]
+        y = np.divide(s, n, out=np.full_like(s, 0.5), where=n > 0)
+        theta, beta = _fit.refit_batch(pairs.design, y, n, fit, ridge=ridge)
+        thetas.append(theta)
+        betas.append(beta)
+    return np.concatenate(thetas), np.concatenate(betas)
+
+
+def _battle_bootstrap(
+    design: _fit.Design, prep: Prepared, fit: _fit.Fit, rng: np.random.Generator, rounds: int, ridge: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap over single battles: exact refits for small data, one Newton step per round for large data."""
+    n = design.n_rows
+    exact = n * rounds <= EXACT_STYLE_BOOTSTRAP_LIMIT
+    chunk = max(1, min(rounds, (2_000_000 if exact else 4_000_000) // n))
+    thetas, betas = [], []
+    for start in range(0, rounds, chunk):
+        size = min(chunk, rounds - start)
+        counts = _fit.battle_counts(rng, n, size)
+        if exact:
+            theta, beta = _fit.refit_batch(design, prep.y, counts * prep.w, fit, ridge=ridge)
+        else:
+            theta, beta = _fit.one_step_batch(design, prep.y, prep.w, counts, fit, ridge=ridge)
+        thetas.append(theta)
+        betas.append(beta)
+    return np.concatenate(thetas), np.concatenate(betas)

@@ -1,0 +1,598 @@
+"""Battle records: reading FastChat-layout battle files, validating them, and the column store the ratings work on.
+
+A battle is a dict with `model_a`, `model_b`, `winner` (one of `WINNERS`) and optional `conversation_a` /
+`conversation_b` (lists of {role, content}), `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`,
+`conv_metadata` (FastChat's precomputed style counts) and anything else (kept, e.g. for `leaderboard_by`).
+AlpacaEval annotation files (`generator_1`, `generator_2`, `preference`, `output_1`, `output_2`, `instruction`) are
+read too and converted; one file must use one layout.
+
+Big JSONL/JSON files go through DuckDB (parallel JSON parsing, model names turned into categorical codes in SQL)
+after a vectorised validity check; if anything is off, the file is re-read line by line in Python so that the error
+names the exact line and field (or, with `skip_bad`, the skipped lines and reasons). In-memory inputs (lists of
+dicts, DataFrames) get the same checks, with locations like `records[12]`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import pandas as pd
+
+WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
+REQUIRED: tuple[str, ...] = ("model_a", "model_b", "winner")
+_WINNER_SET = frozenset(WINNERS)
+_ALPACA_KEYS = ("generator_1", "generator_2")
+_PAIR_KEYS = ("chosen", "rejected")
+_LAYOUT_NAMES = {
+    "fastchat": "the FastChat battle layout (model_a/model_b/winner)",
+    "alpaca_eval": "the AlpacaEval layout (generator_1/generator_2/preference)",
+}
+#: Files at least this big are read with DuckDB first.
+DUCKDB_MIN_BYTES = 256 * 1024
+
+
+class RatingsInputError(ValueError):
+    """Bad battle input; the message names the line (or record index) and the field."""
+
+    def __init__(
+        self, message: str, *, line: int | None = None, index: int | None = None, field: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.line = line
+        self.index = index
+        self.field = field
+
+
+class _RowProblem(Exception):
+    def __init__(self, field: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+    def describe(self) -> str:
+        return f"field '{self.field}': {self.reason}" if self.field else self.reason
+
+
+# ---------------------------------------------------------------------------------------------------- row checks
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _check_optional(obj: dict[str, Any]) -> None:
+    for field in ("tstamp", "sampling_prob"):
+        value = obj.get(field)
+        if _missing(value):
+            continue
+        if not _is_number(value) or not math.isfinite(float(value)):
+            raise _RowProblem(field, f"expected a number, got {value!r}")
+        if field == "sampling_prob" and not 0.0 < float(value) <= 1.0:
+            raise _RowProblem(field, f"must be in (0, 1], got {value!r}")
+    turn = obj.get("turn")
+    if not _missing(turn) and (not _is_number(turn) or float(turn) != int(turn) or int(turn) < 1):
+        raise _RowProblem("turn", f"expected a whole number >= 1, got {turn!r}")
+    qid = obj.get("question_id")
+    if not _missing(qid) and not isinstance(qid, (str, numbers.Integral)):
+        raise _RowProblem("question_id", f"expected a string or integer, got {qid!r}")
+    category = obj.get("category")
+    if not _missing(category) and not isinstance(category, str):
+        if not isinstance(category, (list, tuple, np.ndarray)) or not all(
+            isinstance(c, str) for c in category
+        ):
+            raise _RowProblem("category", f"expected a string or a list of strings, got {category!r}")
+    for field in ("conversation_a", "conversation_b"):
+        conv = obj.get(field)
+        if _missing(conv):
+            continue
+        if not isinstance(conv, (list, tuple, np.ndarray)):
+            raise _RowProblem(
+                field, f"expected a list of {{role, content}} messages, got {type(conv).__name__}"
+            )
+        for k, msg in enumerate(conv):
+            if not isinstance(msg, Mapping):
+                raise _RowProblem(field, f"message {k} is not an object")
+            if not isinstance(msg.get("role"), str):
+                raise _RowProblem(field, f"message {k} has no string 'role'")
+            if not isinstance(msg.get("content"), str):
+                raise _RowProblem(field, f"message {k} has no string 'content'")
+    meta = obj.get("conv_metadata")
+    if not _missing(meta) and not isinstance(meta, Mapping):
+        raise _RowProblem("conv_metadata", f"expected an object, got {type(meta).__name__}")
+
+
+def _check_fastchat(obj: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(obj)
+    for field in REQUIRED:
+        if _missing(out.get(field)):
+            raise _RowProblem(field, "missing")
+    for field in ("model_a", "model_b"):
+        value = out[field]
+        if not isinstance(value, str) or not value.strip():
+            raise _RowProblem(field, f"expected a non-empty model name, got {value!r}")
+    winner = out["winner"]
+    if not isinstance(winner, str) or winner not in _WINNER_SET:
+        allowed = ", ".join(WINNERS)
+        raise _RowProblem("winner", f"unknown winner label {winner!r} (expected one of: {allowed})")
+    if out["model_a"] == out["model_b"]:
+        raise _RowProblem("model_b", f"self-battle: model_a and model_b are both {out['model_a']!r}")
+    _check_optional(out)
+    return out
+
+
+def _from_alpaca_eval(obj: Mapping[str, Any]) -> dict[str, Any]:
+    for field in (*_ALPACA_KEYS, "preference"):
+        if _missing(obj.get(field)):
+            raise _RowProblem(field, "missing")
+    pref = obj["preference"]
+    if not _is_number(pref) or float(pref) not in (0.0, 1.0, 1.5, 2.0):
+        raise _RowProblem(
+            "preference", f"expected 1 (output_1 wins), 2 (output_2 wins) or 1.5 (tie), got {pref!r}"
+        )
+    winner = {1.0: "model_a", 2.0: "model_b"}.get(float(pref), "tie")
+    out: dict[str, Any] = {"model_a": obj["generator_1"], "model_b": obj["generator_2"], "winner": winner}
+    instruction = obj.get("instruction")
+    for side, key in (("a", "output_1"), ("b", "output_2")):
+        if isinstance(obj.get(key), str):
+            messages = [{"role": "assistant", "content": obj[key]}]
+            if isinstance(instruction, str):
+                messages.insert(0, {"role": "user", "content": instruction})
+            out[f"conversation_{side}"] = messages
+    if isinstance(obj.get("dataset"), str):
+        out["category"] = obj["dataset"]
+    for key in ("question_id", "tstamp", "sampling_prob", "turn", "category"):
+        if key in obj and key not in out:
+            out[key] = obj[key]
+    return _check_fastchat(out)
+
+
+def _layout(obj: Mapping[str, Any]) -> str:
+    if any(k in obj for k in REQUIRED):
+        return "fastchat"
+    if any(k in obj for k in _ALPACA_KEYS):
+        return "alpaca_eval"
+    if all(k in obj for k in _PAIR_KEYS):
+        raise _RowProblem(
+            None, "a preference pair (prompt/chosen/rejected) names no models, so it is not a battle"
+        )
+    raise _RowProblem("model_a", "missing (no battle fields model_a/model_b/winner in this record)")
+
+
+class _Checker:
+    """Checks records one by one and remembers the layout of the first one."""
+
+    def __init__(self) -> None:
+        self.layout: str | None = None
+        self.first_where = ""
+
+    def __call__(self, obj: Any, where: str) -> dict[str, Any]:
+        if not isinstance(obj, Mapping):
+            raise _RowProblem(None, f"expected a JSON object, got {type(obj).__name__}")
+        layout = _layout(obj)
+        if self.layout is None:
+            self.layout, self.first_where = layout, where
+        elif layout != self.layout:
+            field = next(k for k in (*REQUIRED, *_ALPACA_KEYS) if k in obj)
+            raise _RowProblem(
+                field,
+                f"this record uses {_LAYOUT_NAMES[layout]} but {self.first_where} uses {_LAYOUT_NAMES[self.layout]}; "
+                "one input must use one layout",
+            )
+        return _check_fastchat(obj) if layout == "fastchat" else _from_alpaca_eval(obj)
+
+
+# ------------------------------------------------------------------------------------------------------ parsing
+
+
+def _iter_jsonl(text: str) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield number, _RowProblem(None, f"invalid JSON ({exc.msg} at column {exc.colno})")
+
+
+def _iter_json_array(text: str, source: str) -> Iterator[tuple[int, Any]]:
+    decoder = json.JSONDecoder()
+    pos = text.index("[") + 1
+    line, counted = 1, 0
+    length = len(text)
+
+    def skip(p: int) -> int:
+        while p < length and text[p] in " \t\r\n":
+            p += 1
+        return p
+
+    pos = skip(pos)
+    if pos < length and text[pos] == "]":
+        return
+    while True:
+        line += text.count("\n", counted, pos)
+        counted = pos
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise RatingsInputError(
+                f"{source}: line {exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})",
+                line=exc.lineno,
+            ) from None
+        yield line, obj
+        pos = skip(pos)
+        if pos < length and text[pos] == ",":
+            pos = skip(pos + 1)
+            continue
+        if pos < length and text[pos] == "]":
+            return
+        bad_line = line + text.count("\n", counted, pos)
+        raise RatingsInputError(
+            f"{source}: line {bad_line}: invalid JSON (expected ',' or ']')", line=bad_line
+        )
+
+
+def _is_array_file(path: Path) -> bool:
+    with path.open("rb") as handle:
+        head = handle.read(4096).lstrip()
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:].lstrip()
+    return head.startswith(b"[")
+
+
+# ---------------------------------------------------------------------------------------------- column store
+
+
+class BattleRecords(Sequence[dict[str, Any]]):
+    """Validated battles: a read-only sequence of dicts, stored column-wise in a pandas DataFrame (`frame`).
+
+    `model_a`, `model_b` (shared categories) and `winner` are categorical columns. `lines[i]` is the file line of
+    record i when known (None for in-memory data). Indexing builds a plain dict, so it can be treated like the list
+    of dicts it was read from.
+    """
+
+    def __init__(
+        self, frame: pd.DataFrame, lines: np.ndarray | None = None, source: str | None = None
+    ) -> None:
+        self.frame = frame
+        self.lines = lines
+        self.source = source
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        row = self.frame.iloc[index]
+        return {key: _plain(value) for key, value in row.items() if not _is_missing_cell(value)}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def where(self, position: int) -> str:
+        """Human location of record `position`: 'FILE line N' or 'records[i]'."""
+        if self.lines is not None:
+            return (
+                f"{self.source}: line {int(self.lines[position])}"
+                if self.source
+                else f"line {self.lines[position]}"
+            )
+        return f"records[{position}]"
+
+    def line_of(self, position: int) -> int | None:
+        return None if self.lines is None else int(self.lines[position])
+
+
+def _is_missing_cell(value: Any) -> bool:
+    if isinstance(value, (list, tuple, np.ndarray, Mapping)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _finish_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Shared categorical codes for model_a/model_b, categorical winner, float tstamp/sampling_prob."""
+    frame = frame.copy(deep=False)
+    names_a = (
+        frame["model_a"].astype("category") if frame["model_a"].dtype != "category" else frame["model_a"]
+    )
+    names_b = (
+        frame["model_b"].astype("category") if frame["model_b"].dtype != "category" else frame["model_b"]
+    )
+    cats = sorted(set(names_a.cat.categories.astype(str)) | set(names_b.cat.categories.astype(str)))
+    frame["model_a"] = names_a.cat.set_categories(cats, ordered=False)
+    frame["model_b"] = names_b.cat.set_categories(cats, ordered=False)
+    winner = frame["winner"]
+    if not (isinstance(winner.dtype, pd.CategoricalDtype) and list(winner.cat.categories) == list(WINNERS)):
+        frame["winner"] = pd.Categorical(winner.astype(object), categories=list(WINNERS))
+    else:
+        frame["winner"] = winner.cat.as_unordered()
+    for field in ("tstamp", "sampling_prob"):
+        if field in frame.columns:
+            frame[field] = pd.to_numeric(frame[field], errors="coerce").astype(np.float64)
+    return frame
+
+
+def _records_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=list(REQUIRED))
+    for field in ("model_a", "model_b"):
+        frame[field] = frame[field].astype(object)
+    return _finish_frame(frame)
+
+
+def _frame_is_clean(frame: pd.DataFrame) -> bool:
+    """Vectorised validity check of a finished frame (True = every row passes the per-record checks)."""
+    a, b = frame["model_a"], frame["model_b"]
+    if not all(isinstance(c, str) and c.strip() for c in a.cat.categories):
+        return False
+    codes_a, codes_b = a.cat.codes.to_numpy(), b.cat.codes.to_numpy()
+    if (codes_a < 0).any() or (codes_b < 0).any() or (codes_a == codes_b).any():
+        return False
+    if (frame["winner"].cat.codes.to_numpy() < 0).any():
+        return False
+    if any(k in frame.columns and frame[k].notna().any() for k in (*_ALPACA_KEYS, *_PAIR_KEYS)):
+        return False
+    for field in ("tstamp", "sampling_prob"):
+        if field in frame.columns:
+            values = frame[field].to_numpy()
+            finite = values[~np.isnan(values)]
+            if not np.isfinite(finite).all():
+                return False
+            if field == "sampling_prob" and ((finite <= 0) | (finite > 1)).any():
+                return False
+    if "turn" in frame.columns:
+        given = frame["turn"].notna()
+        turn = pd.to_numeric(frame["turn"][given], errors="coerce")
+        if turn.isna().any() or (turn < 1).any() or (turn % 1 != 0).any():
+            return False
+    if "conv_metadata" in frame.columns:
+        if not all(_missing_or(v, Mapping) for v in frame["conv_metadata"].to_numpy()):
+            return False
+    if "category" in frame.columns and frame["category"].dtype == object:
+        if not all(
+            isinstance(v, str) or _missing_or(v, (list, np.ndarray)) for v in frame["category"].to_numpy()
+        ):
+            return False
+    for field in ("conversation_a", "conversation_b"):
+        if field in frame.columns:
+            for conv in frame[field].to_numpy():
+                if _is_missing_cell(conv):
+                    continue
+                if not isinstance(conv, (list, tuple, np.ndarray)):
+                    return False
+                for msg in conv:
+                    if not isinstance(msg, Mapping) or not isinstance(msg.get("role"), str):
+                        return False
+                    if not isinstance(msg.get("content"), str):
+                        return False
+    return True
+
+
+def _missing_or(value: Any, kinds: Any) -> bool:
+    return isinstance(value, kinds) or _is_missing_cell(value)
+
+
+def _check_rows(
+    items: Iterable[tuple[int, Any]], where: Callable[[int], str], skip_bad: bool, *, by_line: bool
+) -> tuple[list[dict[str, Any]], list[int], list[tuple[int, str]]]:
+    checker = _Checker()
+    rows: list[dict[str, Any]] = []
+    kept: list[int] = []
+    skipped: list[tuple[int, str]] = []
+    for key, obj in items:
+        try:
+            if isinstance(obj, _RowProblem):
+                raise obj
+            rows.append(checker(obj, where(key)))
+            kept.append(key)
+        except _RowProblem as problem:
+            if not skip_bad:
+                raise RatingsInputError(
+                    f"{where(key)}, {problem.describe()}",
+                    line=key if by_line else None,
+                    index=None if by_line else key,
+                    field=problem.field,
+                ) from None
+            skipped.append((key, problem.describe()))
+    return rows, kept, skipped
+
+
+# ------------------------------------------------------------------------------------------------------- entry
+
+
+def load_battles_file(
+    path: str | os.PathLike[str], skip_bad: bool = False, *, engine: str = "auto"
+) -> tuple[BattleRecords, list[tuple[int, str]]]:
+    """Read a JSON (list) or JSONL battle file; returns (records, skipped) with skipped = [(line, reason), ...].
+
+    Raises `RatingsInputError` naming the line and field of the first bad record unless `skip_bad`. `engine` is
+    "auto" (DuckDB for files of 256 KiB and more), "duckdb" or "python".
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise RatingsInputError(f"{file}: no such file")
+    if engine not in ("auto", "duckdb", "python"):
+        raise ValueError(f"engine must be 'auto', 'duckdb' or 'python', got {engine!r}")
+    is_array = _is_array_file(file)
+    if engine == "duckdb" or (engine == "auto" and file.stat().st_size >= DUCKDB_MIN_BYTES):
+        fast = _load_duckdb(file, is_array)
+        if fast is not None:
+            return fast, []
+    return _load_python(file, is_array, skip_bad)
+
+
+def _load_python(file: Path, is_array: bool, skip_bad: bool) -> tuple[BattleRecords, list[tuple[int, str]]]:
+    text = file.read_text(encoding="utf-8-sig")
+    items = _iter_json_array(text, str(file)) if is_array else _iter_jsonl(text)
+    rows, kept, skipped = _check_rows(items, lambda line: f"{file}: line {line}", skip_bad, by_line=True)
+    frame = _records_to_frame(rows)
+    return BattleRecords(frame, np.asarray(kept, dtype=np.int64), str(file)), skipped
+
+
+_SQL_TYPES = {
+    "model_a": ("varchar",),
+    "model_b": ("varchar",),
+    "winner": ("varchar",),
+    "tstamp": (
+        "double",
+        "float",
+        "bigint",
+        "integer",
+        "hugeint",
+        "ubigint",
+        "decimal",
+        "smallint",
+        "tinyint",
+    ),
+    "sampling_prob": ("double", "float", "decimal", "bigint", "integer"),
+    "turn": ("bigint", "integer", "smallint", "tinyint", "ubigint", "hugeint"),
+    "question_id": ("varchar", "bigint", "integer", "ubigint", "hugeint"),
+    "category": ("varchar", "list"),
+    "conversation_a": ("list",),
+    "conversation_b": ("list",),
+    "conv_metadata": ("struct",),
+}
+
+
+def _load_duckdb(file: Path, is_array: bool) -> BattleRecords | None:
+    """Fast path; None when the file needs the line-by-line reader (bad rows, odd types, parse errors)."""
+    import duckdb
+
+    fmt = "array" if is_array else "newline_delimited"
+    con = duckdb.connect()
+    try:
+        con.execute(
+            f"CREATE TEMP TABLE raw AS SELECT * FROM read_json(?, format='{fmt}', records=true)", [str(file)]
+        )
+        rel = con.table("raw")
+        types = {name: (t.id, str(t)) for name, t in zip(rel.columns, rel.types, strict=True)}
+        if any(k not in types for k in REQUIRED) or any(k in types for k in (*_ALPACA_KEYS, *_PAIR_KEYS)):
+            return None
+        for name, allowed in _SQL_TYPES.items():
+            if name in types and types[name][0] not in allowed:
+                return None
+        for name in ("conversation_a", "conversation_b"):
+            if name in types and types[name][1] != 'STRUCT("role" VARCHAR, "content" VARCHAR)[]':
+                return None
+        winners = ", ".join(f"'{w}'" for w in WINNERS)
+        checks = [
+            "model_a IS NULL OR model_b IS NULL OR winner IS NULL",
+            "trim(model_a) = '' OR trim(model_b) = ''",
+            f"winner NOT IN ({winners})",
+            "model_a = model_b",
+        ]
+        if "sampling_prob" in types:
+            checks.append(
+                "sampling_prob IS NOT NULL AND (sampling_prob <= 0 OR sampling_prob > 1 OR isnan(sampling_prob))"
+            )
+        if "tstamp" in types and types["tstamp"][0] in ("double", "float"):
+            checks.append("tstamp IS NOT NULL AND NOT isfinite(tstamp)")
+        if "turn" in types:
+            checks.append("turn IS NOT NULL AND turn < 1")
+        for name in ("conversation_a", "conversation_b"):
+            if name in types:
+                checks.append(f"len(list_filter({name}, m -> m.role IS NULL OR m.content IS NULL)) > 0")
+        bad = con.execute(
+            f"SELECT count(*) FROM raw WHERE {' OR '.join(f'({c})' for c in checks)}"
+        ).fetchone()
+        if bad is None or bad[0]:
+            return None
+        n_rows = con.execute("SELECT count(*) FROM raw").fetchone()[0]  # type: ignore[index]
+        lines = None if is_array else _jsonl_line_numbers(file, n_rows)
+        if not is_array and lines is None:
+            return None
+        con.execute(
+            "CREATE TYPE _model AS ENUM "
+            "(SELECT DISTINCT m FROM (SELECT model_a AS m FROM raw UNION ALL SELECT model_b FROM raw) ORDER BY m)"
+        )
+        con.execute(f"CREATE TYPE _winner AS ENUM ({winners})")
+        frame = con.execute(
+            "SELECT * REPLACE (model_a::_model AS model_a, model_b::_model AS model_b, winner::_winner AS winner) "
+            "FROM raw"
+        ).df()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    if "question_id" in frame.columns and frame["question_id"].dtype != object:
+        frame["question_id"] = (
+            frame["question_id"].astype("string").astype(object).where(frame["question_id"].notna())
+        )
+    if "turn" in frame.columns:
+        frame["turn"] = pd.to_numeric(frame["turn"], errors="coerce").astype(np.float64)
+    return BattleRecords(_finish_frame(frame), lines, str(file))
+
+
+def _jsonl_line_numbers(file: Path, n_rows: int) -> np.ndarray | None:
+    """Line number of each record in a JSONL file (blank lines skipped); None if they do not match the row count."""
+    data = np.fromfile(file, dtype=np.uint8)
+    newlines = np.flatnonzero(data == 10)
+    starts = np.concatenate([[0], newlines + 1])
+    ends = np.concatenate([newlines, [len(data)]])
+    nonblank = ends > starts
+    for k in np.flatnonzero(nonblank & (ends - starts <= 8)):
+        nonblank[k] = bool(data[starts[k] : ends[k]].tobytes().strip())
+    numbers_ = np.flatnonzero(nonblank) + 1
+    return numbers_ if len(numbers_) == n_rows else None
+
+
+def as_records(records: Any) -> BattleRecords:
+    """Validated `BattleRecords` from a BattleRecords, a pandas DataFrame or a sequence of dicts."""
+    if isinstance(records, BattleRecords):
+        return records
+    if isinstance(records, pd.DataFrame):
+        for field in REQUIRED:
+            if field not in records.columns:
+                raise RatingsInputError(f"records: field '{field}': missing column", field=field)
+        try:
+            frame = _finish_frame(records)
+            clean = _frame_is_clean(frame)
+        except (TypeError, ValueError):
+            clean = False
+        if not clean:
+            checked, _, _ = _check_rows(
+                enumerate(records.to_dict("records")),
+                lambda i: f"records[{i}]",
+                skip_bad=False,
+                by_line=False,
+            )
+            frame = _records_to_frame(checked)
+        return BattleRecords(frame)
+    if isinstance(records, (str, os.PathLike)):
+        raise TypeError("pass battle records, not a path; use load_battles_file(path) first")
+    rows, _, _ = _check_rows(enumerate(records), lambda i: f"records[{i}]", skip_bad=False, by_line=False)
+    return BattleRecords(_records_to_frame(rows))

@@ -1,0 +1,101 @@
+"""`ratings_report`: what `vibestudio ratings --battles FILE` prints, as a readable table or as JSON.
+
+Reads the battle file, builds the leaderboard (bootstrap intervals, or sandwich intervals when bootstrap is 0),
+optionally adds win rates against a baseline, and formats. The CLI only parses its options and prints this string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ._board import Leaderboard, leaderboard
+from ._records import load_battles_file
+from ._winrate import win_rates
+
+
+def ratings_report(
+    path: str | os.PathLike[str],
+    *,
+    style_control: bool = False,
+    vibe_control: bool = False,
+    bootstrap: int = 100,
+    baseline: str | None = None,
+    as_json: bool = False,
+    skip_bad: bool = False,
+    seed: int = 0,
+) -> str:
+    """Leaderboard for a battle file. `bootstrap` rounds (0 = sandwich intervals); `baseline` adds each model's
+    `win_rate` and `lc_win_rate` (percent) against it. Raises `RatingsInputError` on bad input unless `skip_bad`."""
+    records, skipped = load_battles_file(path, skip_bad=skip_bad)
+    board = leaderboard(
+        records,
+        bootstrap_rounds=bootstrap,
+        ci_method="bootstrap" if bootstrap > 0 else "sandwich",
+        seed=seed,
+        style_control=style_control,
+        vibe_control=vibe_control,
+    )
+    if skipped:
+        shown = "; ".join(f"line {line}: {reason}" for line, reason in skipped[:5])
+        more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
+        board.warnings.insert(0, f"skipped {len(skipped)} bad rows: {shown}{more}")
+    if baseline is not None:
+        rates = win_rates(records, baseline)
+        for model in board.models:
+            if model.name in rates:
+                model.win_rate = rates[model.name]["win_rate"]
+                model.lc_win_rate = rates[model.name]["lc_win_rate"]
+        if any(r["lc_win_rate"] is None for r in rates.values()):
+            board.warnings.append(
+                "length-controlled win rates need the answers (conversations) or token counts"
+            )
+    if as_json:
+        return json.dumps(board.to_dict(), indent=2)
+    return format_board(board, baseline=baseline)
+
+
+def format_board(board: Leaderboard, *, baseline: str | None = None) -> str:
+    """Plain-text table of a leaderboard, with style coefficients and warnings below it."""
+    level = round(board.ci_level * 100)
+    how = f"bootstrap, {board.bootstrap_rounds} rounds" if board.ci_method == "bootstrap" else "sandwich"
+    control = " with style control" if board.style_coefficients else ""
+    lines = [
+        f"Bradley-Terry ratings{control} (Elo scale, {board.center}), {level}% intervals by {how}",
+        f"{board.n_battles:,} battles, {len(board.models)} models",
+        "",
+    ]
+    width = max([len("model"), *(len(m.name) for m in board.models)])
+    header = (
+        f"{'rank':>4}  {'range':<7}  {'model':<{width}}  {'rating':>7}  {f'{level}% CI':>17}  {'battles':>8}"
+    )
+    header += f"  {'elo':>7}"
+    if baseline is not None:
+        header += f"  {'win%':>6}  {'LC win%':>7}"
+    lines.append(header)
+    lines.append("-" * len(header))
+    for m in board.models:
+        span = f"{m.rank_low}-{m.rank_high}" if m.rank_high != m.rank_low else f"{m.rank_low}"
+        ci = f"[{m.ci_low:7.1f}, {m.ci_high:7.1f}]"
+        row = f"{m.rank:>4}  {span:<7}  {m.name:<{width}}  {m.rating:7.1f}  {ci:>17}  {m.n_battles:>8,}"
+        row += f"  {m.elo:7.1f}" if m.elo is not None else f"  {'':>7}"
+        if baseline is not None:
+            row += f"  {_pct(m.win_rate):>6}  {_pct(m.lc_win_rate):>7}"
+        lines.append(row)
+    if board.style_coefficients:
+        lines += [
+            "",
+            "Style coefficients (rating points per standard deviation of the normalised difference):",
+        ]
+        for name, value in board.style_coefficients.items():
+            lo, hi = board.style_intervals.get(name, (float("nan"), float("nan")))
+            lines.append(f"  {name:<14} {value:+8.1f}   [{lo:+.1f}, {hi:+.1f}]")
+    if baseline is not None:
+        lines += ["", f"win% and LC win% are against {baseline} (length-controlled as in AlpacaEval 2)."]
+    if board.warnings:
+        lines += ["", "Warnings:"] + [f"  - {w}" for w in board.warnings]
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

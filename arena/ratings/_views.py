@@ -1,0 +1,178 @@
+"""Views on top of the leaderboard as plain data: category boards, pairwise matrices, rating over time, vibe profiles.
+
+Each function takes the same battle records as `leaderboard` and returns dicts or pandas DataFrames ready for a
+table or a plotly heatmap / line chart; nothing here draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from arena import vibes
+
+from . import _fit
+from ._board import SCALE, Leaderboard, _aggregate, leaderboard, prepare
+from ._features import assistant_text, user_turns
+from ._records import BattleRecords, _is_missing_cell, as_records
+
+
+@dataclass
+class PairwiseMatrices:
+    """Row model vs column model, models ordered by rating: observed win rate (ties half; NaN where they never
+    met), number of battles, and the Bradley-Terry predicted win probability."""
+
+    win_rate: pd.DataFrame
+    counts: pd.DataFrame
+    predicted: pd.DataFrame
+
+
+def pairwise_matrices(records: Any, *, both_good: str = "tie", both_bad: str = "tie") -> PairwiseMatrices:
+    """Win-rate, battle-count and predicted-win-probability matrices (for heatmaps)."""
+    recs = as_records(records)
+    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=False)
+    m = len(prep.names)
+    count = np.zeros((m, m))
+    score = np.zeros((m, m))
+    np.add.at(count, (prep.a, prep.b), 1.0)
+    np.add.at(score, (prep.a, prep.b), prep.y)
+    count_sym = count + count.T
+    score_sym = score + (count.T - score.T)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(count_sym > 0, score_sym / count_sym, np.nan)
+    if m:
+        pairs = _aggregate(prep)
+        theta = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n).theta
+    else:
+        theta = np.zeros(0)
+    predicted = expit(theta[:, None] - theta[None, :])
+    order = sorted(range(m), key=lambda k: (-theta[k], prep.names[k]))
+    names = [prep.names[k] for k in order]
+
+    def frame(values: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame(values[np.ix_(order, order)], index=names, columns=names)
+
+    return PairwiseMatrices(win_rate=frame(rate), counts=frame(count_sym), predicted=frame(predicted))
+
+
+def _labels(recs: BattleRecords, key: str | Callable[[Mapping[str, Any]], Any]) -> list[list[str]]:
+    frame = recs.frame
+    if callable(key):
+        values: list[Any] = [key(recs[i]) for i in range(len(recs))]
+    elif key == "multi_turn":
+        if "turn" in frame.columns:
+            turns = pd.to_numeric(frame["turn"], errors="coerce").to_numpy(dtype=np.float64)
+        else:
+            turns = np.full(len(frame), np.nan)
+        if "conversation_a" in frame.columns:
+            convs = frame["conversation_a"].to_numpy(dtype=object)
+            turns = np.where(np.isnan(turns), [user_turns(c) for c in convs], turns)
+        values = [
+            None if np.isnan(t) or t == 0 else ("multi-turn" if t > 1 else "single-turn") for t in turns
+        ]
+    elif key in frame.columns:
+        values = frame[key].to_numpy(dtype=object).tolist()
+    else:
+        raise KeyError(f"no field {key!r} in the battles")
+    out: list[list[str]] = []
+    for value in values:
+        if isinstance(value, (list, tuple, np.ndarray)):
+            out.append([str(v) for v in value if not _is_missing_cell(v)])
+        elif _is_missing_cell(value):
+            out.append([])
+        else:
+            out.append([str(value)])
+    return out
+
+
+def leaderboard_by(
+    records: Any, key: str | Callable[[Mapping[str, Any]], Any], **options: Any
+) -> dict[str, Leaderboard]:
+    """One leaderboard per value of `key`, largest group first.
+
+    `key` is a field name (e.g. "category", "language"; a list-valued field puts a battle in every listed group),
+    "multi_turn" (single-turn vs multi-turn, from `turn` or the conversation), or a function of the record dict.
+    `options` go to `leaderboard`.
+    """
+    recs = as_records(records)
+    groups: dict[str, list[int]] = {}
+    for position, labels in enumerate(_labels(recs, key)):
+        for label in labels:
+            groups.setdefault(label, []).append(position)
+    out: dict[str, Leaderboard] = {}
+    for label, positions in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        rows = np.asarray(positions)
+        subset = BattleRecords(
+            recs.frame.iloc[rows].reset_index(drop=True),
+            None if recs.lines is None else recs.lines[rows],
+            recs.source,
+        )
+        out[label] = leaderboard(subset, **options)
+    return out
+
+
+def rating_over_time(
+    records: Any, freq: str = "W", *, both_good: str = "tie", both_bad: str = "tie", ipw: bool = True
+) -> pd.DataFrame:
+    """Bradley-Terry rating (mean 1000 over the models seen so far) using all battles up to the end of each period.
+
+    `freq` is a pandas period alias ("D", "W", "M", ...); battles need `tstamp` (Unix seconds). Rows: period end;
+    columns: models; NaN before a model's first battle.
+    """
+    recs = as_records(records)
+    if "tstamp" not in recs.frame.columns:
+        raise ValueError("rating_over_time needs a tstamp on the battles")
+    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+    stamps = recs.frame["tstamp"].to_numpy(dtype=np.float64)[prep.rows]
+    timed = ~np.isnan(stamps)
+    if not timed.any():
+        raise ValueError("rating_over_time needs a tstamp on the battles")
+    periods = pd.to_datetime(stamps[timed], unit="s").to_period(freq)
+    codes, uniques = pd.factorize(periods, sort=True)
+    m = len(prep.names)
+    a, b, y, w = prep.a[timed], prep.b[timed], prep.y[timed], prep.w[timed]
+    full = _fit.Design(a, b, m)
+    pair_design = _fit.Design(full.pi, full.pj, m)
+    lo_is_a = a <= b
+    score_lo = np.where(lo_is_a, y, 1.0 - y) * w
+    n = np.zeros(full.n_pairs)
+    s = np.zeros(full.n_pairs)
+    seen = np.zeros(m, dtype=bool)
+    theta = None
+    rows = []
+    for period in range(len(uniques)):
+        sel = codes == period
+        n += np.bincount(full.pair[sel], w[sel], full.n_pairs)
+        s += np.bincount(full.pair[sel], score_lo[sel], full.n_pairs)
+        seen[a[sel]] = True
+        seen[b[sel]] = True
+        y_pair = np.divide(s, n, out=np.full_like(s, 0.5), where=n > 0)
+        theta = _fit.newton(pair_design, y_pair, n, theta0=theta).theta
+        ratings = np.where(seen, SCALE * (theta - theta[seen].mean()) + 1000.0, np.nan)
+        rows.append(ratings)
+    index = pd.DatetimeIndex([p.end_time for p in uniques], name="period_end")
+    return pd.DataFrame(rows, index=index, columns=prep.names)
+
+
+def vibe_profiles(records: Any, models: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """`arena.vibes.profile` of each model's answers (assistant turns) across its battles."""
+    recs = as_records(records)
+    frame = recs.frame
+    if "conversation_a" not in frame.columns or "conversation_b" not in frame.columns:
+        raise ValueError("vibe profiles need conversation_a / conversation_b")
+    texts: dict[str, list[str]] = {}
+    for side in ("a", "b"):
+        names = frame[f"model_{side}"].astype(str).to_numpy()
+        convs = frame[f"conversation_{side}"].to_numpy(dtype=object)
+        for name, conv in zip(names, convs, strict=True):
+            if models is not None and name not in models:
+                continue
+            text = assistant_text(conv)
+            if text is not None:
+                texts.setdefault(name, []).append(text)
+    return {name: vibes.profile(items) for name, items in sorted(texts.items())}

@@ -1,0 +1,155 @@
+"""Win rate and length-controlled win rate against a baseline, the AlpacaEval 2 way (Dubois et al. 2024).
+
+For battles of model m against the baseline on instruction x, with y the score of m (tie = 0.5) and
+t = tanh((len_m - len_baseline) / sd_m), where sd_m is the standard deviation of that length difference over m's
+battles, the model is
+
+    logit P(m wins) = theta_m + phi_m * t + psi_m * gamma_x
+
+gamma_x is the instruction difficulty, fitted once across all models (logit = theta_m + phi_m t + gamma_x with a
+N(0, 1) prior on gamma, battles grouped by `question_id`, else by prompt text); then each model gets its own
+(theta, phi, psi). The length-controlled win rate is the model's prediction at zero length difference, averaged
+over its instructions: 100 * mean_x sigmoid(theta_m + psi_m * gamma_x). A model that wins only by writing more gets
+pulled towards 50. Lengths are token counts (`arena.vibes`), FastChat `conv_metadata` or `style_tokens_a/_b`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+
+from ._board import prepare
+from ._features import prompt_text, side_counts
+from ._records import RatingsInputError, as_records
+
+_GAMMA_PRIOR = 1.0
+_RIDGE = 1e-4
+
+
+def win_rates(
+    records: Any, baseline: str, *, both_good: str = "tie", both_bad: str = "tie"
+) -> dict[str, dict[str, float | None]]:
+    """Per model that met `baseline`: `win_rate` and `lc_win_rate` in percent (ties count half) and `n_battles`.
+
+    `lc_win_rate` is None when the answers' lengths are unknown (no conversations, no precomputed counts).
+    """
+    recs = as_records(records)
+    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=False)
+    if baseline not in prep.names:
+        raise ValueError(f"baseline model {baseline!r} has no battles")
+    base = prep.names.index(baseline)
+    involved = (prep.a == base) | (prep.b == base)
+    if not involved.any():
+        return {}
+    base_is_a = prep.a[involved] == base
+    model = np.where(base_is_a, prep.b[involved], prep.a[involved])
+    y = np.where(base_is_a, 1.0 - prep.y[involved], prep.y[involved])
+    rows = prep.rows[involved]
+    raw = {int(m): float(100.0 * y[model == m].mean()) for m in np.unique(model)}
+    counts = {int(m): int((model == m).sum()) for m in np.unique(model)}
+    try:
+        fa, fb = side_counts(recs, rows, ("tokens",))
+    except RatingsInputError:
+        lc: dict[int, float] | None = None
+    else:
+        len_a, len_b = fa[:, 0], fb[:, 0]
+        delta = np.where(base_is_a, len_b - len_a, len_a - len_b)
+        lc = _length_controlled(model, y, delta, _groups(recs, rows))
+    return {
+        prep.names[m]: {
+            "win_rate": raw[m],
+            "lc_win_rate": None if lc is None else lc[m],
+            "n_battles": float(counts[m]),
+        }
+        for m in sorted(raw, key=lambda k: prep.names[k])
+    }
+
+
+def _groups(recs: Any, rows: np.ndarray) -> np.ndarray | None:
+    """Instruction id per battle: question_id when present, else the prompt text; None when neither exists."""
+    frame = recs.frame
+    keys: list[Any] = [None] * len(rows)
+    if "question_id" in frame.columns:
+        qids = frame["question_id"].to_numpy(dtype=object)
+        keys = [None if _blank(qids[r]) else f"q:{qids[r]}" for r in rows]
+    if "conversation_a" in frame.columns and any(k is None for k in keys):
+        convs = frame["conversation_a"].to_numpy(dtype=object)
+        keys = [k if k is not None else _prompt_key(convs[r]) for k, r in zip(keys, rows, strict=True)]
+    if all(k is None for k in keys):
+        return None
+    labels: dict[Any, int] = {}
+    return np.asarray(
+        [labels.setdefault(k if k is not None else ("row", i), len(labels)) for i, k in enumerate(keys)]
+    )
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+def _prompt_key(conversation: Any) -> str | None:
+    text = prompt_text(conversation)
+    return None if text is None else "p:" + text.strip()
+
+
+def _length_controlled(
+    model: np.ndarray, y: np.ndarray, delta: np.ndarray, groups: np.ndarray | None
+) -> dict[int, float]:
+    ids, local = np.unique(model, return_inverse=True)
+    k = len(ids)
+    sd = np.array([delta[local == i].std() for i in range(k)])
+    t = np.tanh(delta / np.where(sd[local] > 0, sd[local], 1.0))
+    t[sd[local] == 0] = 0.0
+    gamma = np.zeros(len(y)) if groups is None else _difficulty(local, k, y, t, groups)[groups]
+    out = {}
+    for i in range(k):
+        sel = local == i
+        features = np.column_stack([np.ones(sel.sum()), t[sel], gamma[sel]])
+        coef = _logistic(features, y[sel])
+        out[int(ids[i])] = float(100.0 * expit(coef[0] + coef[2] * gamma[sel]).mean())
+    return out
+
+
+def _difficulty(local: np.ndarray, k: int, y: np.ndarray, t: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Instruction difficulty gamma per group from logit = theta_m + phi_m t + gamma_x, gamma ~ N(0, 1)."""
+    n_groups = int(groups.max()) + 1
+
+    def objective(params: np.ndarray) -> tuple[float, np.ndarray]:
+        theta, phi, gamma = params[:k], params[k : 2 * k], params[2 * k :]
+        eta = theta[local] + phi[local] * t + gamma[groups]
+        value = -(y * log_expit(eta) + (1.0 - y) * log_expit(-eta)).sum()
+        value += 0.5 * _GAMMA_PRIOR * (gamma**2).sum() + 0.5 * _RIDGE * (theta**2 + phi**2).sum()
+        r = expit(eta) - y
+        grad = np.concatenate(
+            [
+                np.bincount(local, r, k) + _RIDGE * theta,
+                np.bincount(local, r * t, k) + _RIDGE * phi,
+                np.bincount(groups, r, n_groups) + _GAMMA_PRIOR * gamma,
+            ]
+        )
+        return float(value), grad
+
+    result = minimize(
+        objective, np.zeros(2 * k + n_groups), jac=True, method="L-BFGS-B", options={"maxiter": 500}
+    )
+    gamma = result.x[2 * k :]
+    return gamma - gamma.mean()
+
+
+def _logistic(features: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
+    """Ridge-stabilised logistic regression with fractional outcomes, by Newton's method."""
+    coef = np.zeros(features.shape[1])
+    for _ in range(iterations):
+        p = expit(features @ coef)
+        grad = features.T @ (p - y) + _RIDGE * coef
+        hess = (features * (p * (1.0 - p))[:, None]).T @ features + _RIDGE * np.eye(len(coef))
+        step = np.linalg.solve(hess, grad)
+        step *= min(1.0, 2.0 / max(np.abs(step).max(), 1e-300))
+        coef -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return coef

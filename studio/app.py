@@ -1,0 +1,39 @@
+"""The Gradio app composer: one tab per page module, built over a shared StudioContext."""
+
+from __future__ import annotations
+
+import os
+
+import gradio as gr
+
+from studio.context import StudioContext, build_context
+from studio.pages import arena, data, leaderboard, train
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+CSS = "#arena-reveal h3 {margin-top: 0.5em}"
+
+
+def build_app(ctx: StudioContext) -> gr.Blocks:
+    with gr.Blocks(title="Vibe Studio") as demo:
+        gr.Markdown("# 🎛️ Vibe Studio\nWhich model do people actually like, and why?")
+        with gr.Tab("Arena", id="arena"):
+            arena.build(ctx)
+        with gr.Tab("Leaderboard", id="leaderboard"):
+            leaderboard.build(ctx, demo)
+        with gr.Tab("Data", id="data"):
+            data.build(ctx, demo)
+        with gr.Tab("Train", id="train"):
+            train.build(ctx, demo)
+    demo.queue(default_concurrency_limit=8)
+    return demo
+
+
+def serve(host: str | None = None, port: int | None = None, block: bool = True,
+          ctx: StudioContext | None = None) -> tuple[gr.Blocks, str]:
+    """Build and launch the app; returns the Blocks and the local URL."""
+    ctx = ctx or build_context()
+    demo = build_app(ctx)
+    _, url, _ = demo.launch(server_name=host or ctx.settings.host, server_port=port or ctx.settings.port,
+                            prevent_thread_lock=not block, css=CSS, show_error=True, quiet=not block)
+    return demo, url

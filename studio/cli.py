@@ -1,0 +1,186 @@
+"""The ``vibestudio`` command line: a thin layer over the same services the web app uses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
+                  no_args_is_help=True, add_completion=False)
+models_app = typer.Typer(help="Contestants in the arena.", no_args_is_help=True)
+train_app = typer.Typer(help="Training jobs (run out of process).", no_args_is_help=True)
+db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+app.add_typer(train_app, name="train")
+app.add_typer(db_app, name="db")
+
+
+def _fail(msg: str) -> None:
+    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+def _ctx():  # type: ignore[no-untyped-def]
+    from studio.context import build_context
+
+    return build_context()
+
+
+@app.command()
+def serve(host: str = typer.Option(None, help="Interface to bind (default 127.0.0.1)."),
+          port: int = typer.Option(None, help="Port (default 7860).")) -> None:
+    """Serve the studio web app."""
+    from studio.app import serve as run
+
+    typer.echo("Preparing the studio (database, default contestants, prompt sets)...")
+    run(host, port, block=True)
+
+
+@db_app.command("migrate")
+def db_migrate() -> None:
+    """Create or upgrade the database schema to the latest migration."""
+    from db.session import Database
+
+    db = Database()
+    db.migrate()
+    typer.echo(f"Database at head: {db.url}")
+
+
+@models_app.command("list")
+def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List contestants with their engine, persona and lineage."""
+    from arena.registry import list_contestants
+
+    ctx = _ctx()
+    with ctx.db.session() as s:
+        items = list_contestants(s, active_only=False)
+    if as_json:
+        typer.echo(json.dumps([c.as_dict() for c in items], default=str, indent=2))
+        return
+    for c in items:
+        lineage = f" parent={c.parent_id} job={c.job_id} snapshot={(c.snapshot_hash or '')[:12]}" if c.parent_id \
+            else ""
+        typer.echo(f"{c.id:>4}  {c.public_name:<28} {c.engine:<13} {c.description[:50]}{lineage}")
+
+
+@app.command()
+def export(out: Path = typer.Option(None, help="Also copy the snapshot JSONL here."),
+           include_named: bool = typer.Option(False, help="Include named-mode battles."),
+           min_pairs: int = typer.Option(1, help="Fail when fewer pairs result.")) -> None:
+    """Freeze the current decisive votes into a hashed preference snapshot (TRL conversational rows)."""
+    from annotation.snapshots import SnapshotError, snapshot_from_votes
+
+    ctx = _ctx()
+    try:
+        with ctx.db.session() as s:
+            snap = snapshot_from_votes(s, include_named=include_named, min_pairs=min_pairs)
+    except SnapshotError as exc:
+        _fail(str(exc))
+        return
+    if out:
+        out.write_bytes(Path(snap.path).read_bytes())
+    typer.echo(json.dumps({"id": snap.id, "hash": snap.hash, "n_pairs": snap.n_pairs, "path": snap.path,
+                           "created": snap.created, "skipped": snap.skipped}))
+
+
+@train_app.command("dpo")
+def train_dpo(parent: str = typer.Option("smollm2-plain", help="Contestant to start from."),
+              snapshot: str = typer.Option(None, help="Snapshot hash (prefix); default: freeze current votes."),
+              steps: int = typer.Option(16, help="Optimizer steps."),
+              beta: float = typer.Option(0.1, help="DPO beta."),
+              lora: bool = typer.Option(True, help="LoRA (default) or full fine-tune."),
+              config: Path = typer.Option(None, help="YAML config file (fields as in the DPO job config)."),
+              wait: bool = typer.Option(True, help="Wait for the job and show progress."),
+              timeout: float = typer.Option(3600, help="Seconds to wait.")) -> None:
+    """Launch a DPO job in its own process; publish the checkpoint as a contestant when it ends."""
+    import yaml
+
+    from annotation.snapshots import SnapshotError
+    from training.config import ConfigError
+    from training.errors import JobError
+    from training.runner import launch_dpo
+
+    ctx = _ctx()
+    overrides: dict = {"max_steps": steps, "beta": beta, "lora": lora}
+    if config:
+        try:
+            overrides.update(yaml.safe_load(config.read_text()) or {})
+        except (OSError, yaml.YAMLError) as exc:
+            _fail(f"{config}: {exc}")
+    try:
+        job_id = launch_dpo(ctx.db, overrides.pop("parent_contestant", parent), snapshot=snapshot, **overrides)
+    except (SnapshotError, ConfigError, JobError) as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"Job {job_id} submitted.")
+    if wait:
+        _follow(ctx.db, job_id, timeout)
+
+
+def _follow(db, job_id: int, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    from tqdm import tqdm
+
+    from training.runner import job_view
+
+    bar = tqdm(total=100, desc=f"job {job_id}", unit="%")
+    deadline = time.monotonic() + timeout
+    while True:
+        v = job_view(db, job_id)
+        bar.n = int(100 * (v.progress or 0))
+        bar.set_postfix(status=v.status, loss=v.last("loss"))
+        bar.refresh()
+        if v.done or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    bar.close()
+    if v.status != "succeeded":
+        _fail(f"job {job_id} {v.status}: {v.error or ''}")
+    typer.echo(f"Job {job_id} succeeded; contestant id {v.contestant_id}.")
+
+
+@app.command()
+def ratings(battles: Path = typer.Option(None, help="Battles file (FastChat layout, JSON or JSONL); "
+                                                  "without it the studio database is used."),
+            style_control: bool = typer.Option(False, "--style-control", help="Control for length and markdown."),
+            bootstrap: int = typer.Option(100, help="Bootstrap rounds for confidence intervals."),
+            baseline: str = typer.Option(None, help="Add win rate and LC win rate against this model."),
+            as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+            skip_bad: bool = typer.Option(False, help="Skip bad rows (listed) instead of failing.")) -> None:
+    """Ratings (Bradley-Terry with CIs, Elo) from a battles file or the studio database."""
+    from arena.ratings import RatingsInputError, ratings_report
+
+    if battles is None:
+        from arena.records import battle_records
+
+        ctx = _ctx()
+        with ctx.db.session() as s:
+            records = battle_records(s, with_text=style_control)
+        tmp = ctx.db.url  # for the message only
+        if not records:
+            _fail(f"no rated votes in {tmp}")
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+            for r in records:
+                fh.write(json.dumps(r) + "\n")
+            battles = Path(fh.name)
+    try:
+        out = ratings_report(battles, style_control=style_control, bootstrap=bootstrap, baseline=baseline,
+                             as_json=as_json, skip_bad=skip_bad)
+    except (RatingsInputError, OSError) as exc:
+        _fail(str(exc))
+        return
+    typer.echo(out)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Data tab: what has been collected, prompt-set import, and frozen preference snapshots for training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+from sqlalchemy import func, select
+
+from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
+from arena.prompts import PromptImportError, import_prompt_set
+from db.models import Battle, Vote
+from studio.context import StudioContext
+
+
+def _counts(ctx: StudioContext) -> str:
+    with ctx.db.session() as s:
+        battles = s.scalar(select(func.count(Battle.id))) or 0
+        votes = s.scalar(select(func.count(Vote.id))) or 0
+        decisive = s.scalar(select(func.count(Vote.id)).where(Vote.outcome.in_(["a", "b"]))) or 0
+    return f"**{battles}** battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
+
+
+def _snapshots(ctx: StudioContext) -> pd.DataFrame:
+    with ctx.db.session() as s:
+        snaps = list_snapshots(s)
+    return pd.DataFrame([{"id": x["id"], "hash": x["hash"][:16], "pairs": x["n_pairs"],
+                          "created": str(x["created_at"])[:19]} for x in snaps],
+                        columns=["id", "hash", "pairs", "created"])
+
+
+def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    counts = gr.Markdown(elem_id="data-counts")
+    gr.Markdown("### Preference snapshots\nFreeze the current decisive votes into a hashed, read-only "
+                "dataset (TRL conversational preference rows). Training jobs only read frozen snapshots.")
+    freeze = gr.Button("❄️ Freeze snapshot from votes", elem_id="data-freeze")
+    result = gr.Markdown(elem_id="data-snapshot-result")
+    table = gr.Dataframe(interactive=False, elem_id="data-snapshots")
+    gr.Markdown("### Import a prompt set\nJSONL or CSV in the MT-Bench layout (`turns`, `category`, "
+                "optional `question_id`). Every row is checked before anything is written.")
+    with gr.Row():
+        set_name = gr.Textbox(label="Prompt set name")
+        upload = gr.File(label="File", file_types=[".jsonl", ".csv", ".json"])
+    do_import = gr.Button("Import")
+    import_result = gr.Markdown()
+
+    def on_freeze():
+        try:
+            with ctx.db.session() as s:
+                snap = snapshot_from_votes(s)
+        except SnapshotError as exc:
+            raise gr.Error(str(exc)) from exc
+        verb = "Created" if snap.created else "Already frozen:"
+        skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
+        text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
+        return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
+
+    def on_import(name: str, file: str | None):
+        if not name or not name.strip():
+            raise gr.Error("Give the prompt set a name.")
+        if not file:
+            raise gr.Error("Choose a file to import.")
+        path = Path(file)
+        try:
+            with ctx.db.session() as s:
+                n = import_prompt_set(s, name.strip(), path.name, path.read_bytes())
+        except PromptImportError as exc:
+            raise gr.Error(str(exc)) from exc
+        return f"Imported **{n}** prompts into **{name.strip()}**."
+
+    freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")
+    do_import.click(on_import, [set_name, upload], [import_result], api_name="data_import_prompts")
+    demo.load(lambda: (_counts(ctx), _snapshots(ctx)), None, [counts, table], api_name=False)

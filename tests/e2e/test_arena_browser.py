@@ -1,0 +1,60 @@
+"""A person's first visit in real Chromium: battle, vote, reveal, and the leaderboard changes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def _battle_and_vote(page, prompt: str, vote: str) -> str:
+    page.locator("#arena-prompt textarea").fill(prompt)
+    page.locator("#arena-send").click()
+    page.wait_for_selector(f"#vote-{vote}:not([disabled])", timeout=120_000)
+    page.locator(f"#vote-{vote}").click()
+    page.wait_for_function("document.querySelector('#arena-reveal').innerText.includes('Model A was')",
+                           timeout=30_000)
+    return page.locator("#arena-reveal").inner_text()
+
+
+def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(studio_server)
+    page.wait_for_selector("#arena-prompt textarea")
+    # before the vote nothing on the page names a contestant
+    page.locator("#arena-prompt textarea").fill("Give me one tip for better sleep.")
+    page.locator("#arena-send").click()
+    page.wait_for_selector("#vote-left:not([disabled])", timeout=120_000)
+    html = page.content()
+    for name in ("smollm2-plain", "smollm2-concise", "smollm2-warm", "smollm2-playful", "smollm2-structured"):
+        assert name not in html
+    shot = os.environ.get("VIBESTUDIO_SCREENSHOT")
+    if shot:
+        Path(shot).parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=shot, full_page=True)
+    page.locator("#vote-left").click()
+    page.wait_for_function("document.querySelector('#arena-reveal').innerText.includes('Model A was')",
+                           timeout=30_000)
+    reveal = page.locator("#arena-reveal").inner_text()
+    assert "smollm2-" in reveal
+
+    # a second battle via the random-prompt button
+    page.locator("#arena-new").click()
+    page.locator("#arena-random").click()
+    page.wait_for_function("document.querySelector('#arena-prompt textarea').value.length > 0", timeout=30_000)
+    page.locator("#arena-send").click()
+    page.wait_for_selector("#vote-right:not([disabled])", timeout=120_000)
+    page.locator("#vote-right").click()
+    page.wait_for_function("document.querySelector('#arena-reveal').innerText.includes('Model A was')",
+                           timeout=30_000)
+
+    page.get_by_role("tab", name="Leaderboard").click()
+    page.locator("#leaderboard-refresh").click()
+    page.wait_for_function(
+        "document.querySelector('#leaderboard-summary').innerText.includes('2 rated votes')", timeout=60_000)
+    table = page.locator("#leaderboard-table").inner_text()
+    assert "smollm2-" in table
+    page.close()
