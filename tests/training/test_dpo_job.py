@@ -1,0 +1,70 @@
+"""DPO through the real runner: a detached worker process trains the tiny model and publishes a contestant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from safetensors.torch import load_file
+
+from arena.engines.base import Sampling
+from arena.engines.hf import TransformersEngine
+from arena.registry import get_contestant
+from db.models import Checkpoint
+from tests.training.conftest import FAST
+from training.runner import job_view, list_jobs, wait
+from training.service import launch_dpo
+
+
+def test_dpo_job_trains_publishes_and_plays(db, tiny_parent, make_snapshot, tiny_model_dir: Path):
+    snap = make_snapshot(8)
+    job_id = launch_dpo(db, "tiny-parent", snap, **FAST)
+    view = wait(db, job_id, timeout=180)
+    assert view.status == "succeeded", view.error or view.log_tail
+
+    # metrics: TRL's scalars per step, progress, measured KL, publish time
+    for name in (
+        "loss",
+        "rewards/chosen",
+        "rewards/rejected",
+        "rewards/margins",
+        "rewards/accuracies",
+        "logps/chosen",
+        "learning_rate",
+        "grad_norm",
+        "progress",
+        "kl",
+        "publish_seconds",
+    ):
+        assert name in view.metrics, name
+    assert [s for s, _ in view.metrics["loss"]] == [1, 2, 3, 4]
+    assert view.last("progress") == 1.0
+    assert view.progress == 1.0
+
+    # the adapter moved: LoRA B matrices start at zero and are non-zero after training
+    out = Path(view.output_dir)
+    weights = load_file(out / "adapter_model.safetensors")
+    b_mats = [v for k, v in weights.items() if "lora_B" in k]
+    assert b_mats and all(float(b.abs().max()) > 0 for b in b_mats)
+    assert not (out / "ref").exists()  # only the trained adapter is saved
+
+    # published with lineage, inheriting the parent's sampling, and it answers
+    info = get_contestant_by_job(db, view.contestant_id)
+    assert info.public_name == f"tiny-parent-dpo-j{job_id}"
+    assert info.engine == "transformers" and info.model_ref == str(tiny_model_dir)
+    assert info.adapter_ref == str(out)
+    assert info.parent_id == tiny_parent and info.job_id == job_id and info.snapshot_hash == snap
+    assert info.sampling["max_tokens"] == 12 and info.system_prompt == "" and "TinyLlama" in info.aliases
+    with db.session() as s:
+        ckpt = s.query(Checkpoint).filter_by(job_id=job_id).one()
+        assert ckpt.contestant_id == info.id and ckpt.step == 4
+    engine = TransformersEngine(info.model_ref, info.adapter_ref)
+    text = "".join(engine.stream_chat([{"role": "user", "content": "Hi"}], Sampling(max_tokens=5, seed=1)))
+    assert text.strip()
+
+    assert [j.id for j in list_jobs(db)] == [job_id]
+    assert "[publish]" in job_view(db, job_id).log_tail
+
+
+def get_contestant_by_job(db, contestant_id):
+    with db.session() as s:
+        return get_contestant(s, contestant_id)

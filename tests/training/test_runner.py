@@ -1,0 +1,120 @@
+"""Runner lifecycle on real processes: bad input writes nothing, a killed worker is reconciled, cancel, the queue."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from db.models import Job
+from tests.training.conftest import FAST, pair_rows
+from training import runner
+from training.errors import JobError
+from training.service import launch_dpo
+
+
+def _count_jobs(db) -> int:
+    with db.session() as s:
+        return s.scalar(select(func.count(Job.id)))
+
+
+def _wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _running_pid(db, job_id: int) -> int:
+    return _wait_for(lambda: runner.job_view(db, job_id).pid, what="worker pid")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_too_few_pairs_is_refused_before_anything_is_written(db, tiny_parent, make_snapshot, tmp_path):
+    snap = make_snapshot(3)
+    with pytest.raises(JobError, match=r"has 3 preference pair\(s\); at least 4 are needed"):
+        launch_dpo(db, "tiny-parent", snap)
+    assert _count_jobs(db) == 0
+    assert not (tmp_path / "home" / "jobs").exists()
+
+
+def test_no_votes_and_bad_inputs_give_clear_errors(db, tiny_parent, make_snapshot):
+    with pytest.raises(JobError, match="only 0 preference pair"):
+        launch_dpo(db, "tiny-parent")  # no snapshot given, and the arena has no votes
+    snap = make_snapshot(8)
+    with pytest.raises(JobError, match="parent contestant 'nobody' not found"):
+        launch_dpo(db, "nobody", snap)
+    with pytest.raises(JobError, match="no snapshot 'feedbeef'"):
+        launch_dpo(db, "tiny-parent", "feedbeef")
+    with pytest.raises(JobError, match="unknown field.*'bta'"):
+        launch_dpo(db, "tiny-parent", snap, bta=0.2)
+    with pytest.raises(JobError, match="beta must be > 0"):
+        launch_dpo(db, "tiny-parent", snap, beta=0)
+    with pytest.raises(JobError, match="already exists"):
+        launch_dpo(db, "tiny-parent", snap, output_name="tiny-parent")
+    assert _count_jobs(db) == 0
+
+
+def test_empty_answer_in_snapshot_is_refused(db, tiny_parent, make_snapshot):
+    rows = pair_rows(6)
+    rows[2]["rejected"][0]["content"] = "   "
+    snap = make_snapshot(rows=rows)
+    with pytest.raises(JobError, match="an answer is empty"):
+        launch_dpo(db, "tiny-parent", snap)
+    assert _count_jobs(db) == 0
+
+
+def test_killed_worker_is_marked_failed_with_log_tail(db, tiny_parent, make_snapshot):
+    job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 500})
+    pid = _running_pid(db, job_id)
+    _wait_for(
+        lambda: "[worker] job" in runner.log_tail(runner.job_view(db, job_id).log_path), what="log line"
+    )
+    os.kill(pid, signal.SIGKILL)  # what the OOM killer does
+    _wait_for(lambda: not runner.pid_alive(pid), what="worker death")
+    assert runner.job_view(db, job_id).status == "running"  # nobody has noticed yet
+    assert runner.reconcile(db) == [job_id]
+    view = runner.job_view(db, job_id)
+    assert view.status == "failed" and view.ended_at is not None
+    assert f"pid {pid}" in view.error and "--- log tail ---" in view.error and "[worker] job" in view.error
+
+
+def test_cancel_running_job_leaves_no_process_and_starts_the_next(db, tiny_parent, make_snapshot):
+    snap = make_snapshot(8)
+    first = launch_dpo(db, "tiny-parent", snap, **{**FAST, "max_steps": 500})
+    second = launch_dpo(db, "tiny-parent", snap, **FAST)
+    assert runner.job_view(db, second).status == "queued"
+    assert runner.job_view(db, second).queue_position == 0
+    pid = _running_pid(db, first)
+    view = runner.cancel(db, first, grace=5.0)
+    assert view.status == "cancelled" and view.error == "cancelled by user"
+    assert not runner.pid_alive(pid) and _gone(pid)
+    # the queue moved on: the second job runs (and finishes) after the cancel
+    done = runner.wait(db, second, timeout=180)
+    assert done.status == "succeeded", done.error
+    with pytest.raises(JobError, match="already succeeded"):
+        runner.cancel(db, second)
+
+
+def test_cancel_queued_job(db, tiny_parent, make_snapshot):
+    snap = make_snapshot(8)
+    first = launch_dpo(db, "tiny-parent", snap, **{**FAST, "max_steps": 500})
+    second = launch_dpo(db, "tiny-parent", snap, **FAST)
+    assert runner.cancel(db, second).status == "cancelled"
+    pid = _running_pid(db, first)
+    runner.cancel(db, first, grace=5.0)
+    assert _gone(pid)
+    assert [j.status for j in runner.list_jobs(db)] == ["cancelled", "cancelled"]

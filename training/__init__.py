@@ -1,0 +1,14 @@
+"""Training: typed job configs, an out-of-process job runner, TRL trainers, checkpoint publishing.
+
+The flow: a frozen preference snapshot + a parent contestant -> a validated config saved as YAML -> a detached
+worker process (``python -m training.worker``) whose status, metrics and log live in the database and the job
+folder -> a checkpoint published back into the arena as a new contestant with its lineage.
+
+Public API (plain functions returning dataclasses; the UI and CLI call these):
+- ``training.service.launch_dpo(db, parent, snapshot=None, **overrides) -> job_id`` (and ``launch(db, kind, ...)``)
+- ``training.runner``: ``submit``, ``job_view``, ``list_jobs``, ``cancel``, ``reconcile``, ``wait``
+- ``training.config``: ``DPOJobConfig`` (and the other kinds), ``load_config`` / ``save_config``, ``help_table``
+
+Nothing here imports gradio; torch, transformers and TRL are imported only inside the worker's code paths, so
+importing ``training`` from the app is cheap.
+"""

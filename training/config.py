@@ -1,0 +1,274 @@
+"""Typed job configs: one dataclass per job kind, every field with a default and a help string, saved as YAML.
+
+A config is everything a worker needs to run a job from scratch, so the same file can be re-run by hand
+(``python -m training.worker config.yaml``) or under ``accelerate launch``. Defaults follow the papers and TRL:
+DPO (Rafailov et al. 2023) beta 0.1 with the sigmoid loss; LoRA (Hu et al. 2021) r 16, alpha 32, dropout 0.05 on
+all linear layers.
+
+Learning rate: TRL's DPO default is 1e-6 and the DPO paper used 5e-7..1e-6 for full fine-tunes of 1-7B models on
+large batches. We train small models (135M) on small batches of arena votes, so the full default is 5e-6. A LoRA
+update starts at zero and is scaled by alpha/r; the usual practice (and what moves a LoRA adapter within a few
+dozen steps) is about 10x the full-fine-tune rate, so LoRA defaults to 5e-5. ``learning_rate: null`` picks the
+one matching ``lora``; an explicit value always wins.
+
+This module knows nothing about processes or the database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+DPO_LOSS_TYPES = (
+    "sigmoid",
+    "hinge",
+    "ipo",
+    "exo_pair",
+    "nca_pair",
+    "robust",
+    "bco_pair",
+    "sppo_hard",
+    "aot",
+    "aot_unpaired",
+    "apo_zero",
+    "apo_down",
+    "discopop",
+    "sft",
+    "sigmoid_norm",
+)
+LORA_LR = 5e-5
+FULL_LR = 5e-6
+
+
+class ConfigError(ValueError):
+    """A job config is invalid: unknown field, wrong type or out-of-range value (the message names the field)."""
+
+
+def _f(default: Any, help: str, **extra: Any) -> Any:
+    """A dataclass field with a help string (lists and dicts get a factory)."""
+    meta = {"help": help, **extra}
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class JobConfig:
+    """Fields every job kind shares: what to train on, what to start from, how to publish."""
+
+    kind: ClassVar[str] = ""
+
+    parent_contestant: str = _f(
+        "smollm2-plain",
+        "Contestant (id or public name) the job starts from. Its model is the base unless base_model is set; "
+        "the published checkpoint records it as parent and inherits its sampling settings.",
+    )
+    snapshot_hash: str = _f("", "Content hash (or unique prefix) of the frozen dataset snapshot to train on.")
+    base_model: str = _f(
+        "",
+        "Override the base model: an HF checkpoint directory or a builtin: reference. Empty = derived from the "
+        "parent (the SmolLM2 GGUF parent trains on its HF conversion, builtin:smollm2-135m-instruct-hf).",
+    )
+    output_name: str = _f("", "Public name of the published contestant. Empty = '<parent>-<kind>-j<job id>'.")
+    publish: bool = _f(True, "Register the final checkpoint as an arena contestant when the job succeeds.")
+    min_pairs: int = _f(4, "Refuse to launch on a snapshot with fewer preference pairs than this.")
+    max_steps: int = _f(16, "Optimizer steps to run (the data is repeated as needed).")
+    per_device_train_batch_size: int = _f(4, "Rows per device per step.")
+    gradient_accumulation_steps: int = _f(1, "Micro-batches accumulated per optimizer step.")
+    learning_rate: float | None = _f(
+        None, f"Peak AdamW learning rate. null = {LORA_LR:g} with LoRA, {FULL_LR:g} for a full fine-tune."
+    )
+    lr_scheduler_type: str = _f("linear", "Learning-rate schedule (any transformers scheduler name).")
+    warmup_ratio: float = _f(0.0, "Fraction of max_steps spent warming the learning rate up from 0.")
+    max_length: int = _f(256, "Maximum tokens per prompt + answer; longer sequences are truncated.")
+    seed: int = _f(42, "Random seed for data order, LoRA init and sampling.")
+    lora: bool = _f(True, "Train a LoRA adapter (small, fast to publish). false = full fine-tune.")
+    lora_r: int = _f(16, "LoRA rank.")
+    lora_alpha: int = _f(32, "LoRA scaling numerator (update scaled by alpha / r).")
+    lora_dropout: float = _f(0.05, "Dropout on the LoRA input.")
+    lora_target_modules: str = _f(
+        "all-linear", "Modules that get adapters: 'all-linear' or comma-separated names."
+    )
+    logging_steps: int = _f(1, "Write metrics every this many steps.")
+    save_steps: int = _f(0, "Save a resumable checkpoint every this many steps (0 = only the final one).")
+    use_cpu: bool | None = _f(None, "Force CPU training. null = CPU when no accelerator is visible.")
+
+    # ---- derived values -------------------------------------------------------------------------------------
+    def effective_learning_rate(self) -> float:
+        if self.learning_rate is not None:
+            return float(self.learning_rate)
+        return LORA_LR if self.lora else FULL_LR
+
+    def validate(self) -> None:
+        """Range checks; raises ConfigError naming the field."""
+        _positive(
+            self,
+            "max_steps",
+            "per_device_train_batch_size",
+            "gradient_accumulation_steps",
+            "logging_steps",
+            "lora_r",
+            "lora_alpha",
+        )
+        if self.min_pairs < 1:
+            raise ConfigError("min_pairs must be at least 1")
+        if self.max_length < 16:
+            raise ConfigError(f"max_length must be at least 16 (got {self.max_length})")
+        if self.learning_rate is not None and not 0 < self.learning_rate < 1:
+            raise ConfigError(f"learning_rate must be in (0, 1) (got {self.learning_rate})")
+        if not 0 <= self.lora_dropout < 1:
+            raise ConfigError(f"lora_dropout must be in [0, 1) (got {self.lora_dropout})")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ConfigError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio})")
+        if self.save_steps < 0:
+            raise ConfigError("save_steps must be >= 0")
+        if not str(self.parent_contestant).strip() and not self.base_model:
+            raise ConfigError("parent_contestant is empty (set it, or set base_model)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+def _positive(cfg: Any, *names: str) -> None:
+    for name in names:
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"{name} must be at least 1 (got {getattr(cfg, name)})")
+
+
+@dataclass
+class DPOJobConfig(JobConfig):
+    """Direct Preference Optimization on a frozen preference snapshot (TRL DPOTrainer)."""
+
+    kind: ClassVar[str] = "dpo"
+
+    beta: float = _f(0.1, "DPO temperature: higher keeps the policy closer to the reference (paper: 0.1).")
+    loss_type: str = _f("sigmoid", "DPO loss: " + ", ".join(DPO_LOSS_TYPES) + ".")
+    label_smoothing: float = _f(0.0, "Assumed label-flip rate for the robust / cDPO losses (0 = plain DPO).")
+    kl_prompts: int = _f(
+        8,
+        "Held-out prompts (MT-Bench, not in the snapshot) on which KL(policy || reference) is measured by "
+        "sampling from the policy. 0 disables the measurement.",
+    )
+    kl_every: int = _f(0, "Also measure KL every this many steps (0 = only at the end).")
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+        if self.loss_type not in DPO_LOSS_TYPES:
+            raise ConfigError(
+                f"loss_type {self.loss_type!r} unknown; choose one of {', '.join(DPO_LOSS_TYPES)}"
+            )
+        if not 0 <= self.label_smoothing < 0.5:
+            raise ConfigError(f"label_smoothing must be in [0, 0.5) (got {self.label_smoothing})")
+        if self.kl_prompts < 0 or self.kl_every < 0 or self.kl_max_new_tokens < 1:
+            raise ConfigError("kl_prompts and kl_every must be >= 0, kl_max_new_tokens >= 1")
+
+
+CONFIG_KINDS: dict[str, type[JobConfig]] = {"dpo": DPOJobConfig}
+
+
+def register_kind(cls: type[JobConfig]) -> type[JobConfig]:
+    """Make a config class loadable by its ``kind`` (used by the other job kinds' modules)."""
+    CONFIG_KINDS[cls.kind] = cls
+    return cls
+
+
+def help_table(cls: type[JobConfig]) -> list[tuple[str, Any, str]]:
+    """(name, default, help) for every field: what a UI form or ``--help`` shows."""
+    out = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        out.append((f.name, default, f.metadata.get("help", "")))
+    return out
+
+
+def _check_type(kind: str, name: str, value: Any, annotation: Any) -> Any:
+    """Accept ``value`` for ``annotation`` (int for float, None for optionals); raise ConfigError otherwise."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        for opt in options:
+            if opt is type(None):
+                continue
+            try:
+                return _check_type(kind, name, value, opt)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{kind} config field {name!r}: {value!r} is not a valid {annotation}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{kind} config field {name!r}: expected a list, got {value!r}")
+        (item,) = typing.get_args(annotation) or (Any,)
+        return [_check_type(kind, name, v, item) for v in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{kind} config field {name!r}: expected a mapping, got {value!r}")
+        return dict(value)
+    if annotation is Any:
+        return value
+    if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if annotation is str and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # a contestant id written as a number
+    if annotation is bool and not isinstance(value, bool):
+        raise ConfigError(f"{kind} config field {name!r}: expected true/false, got {value!r}")
+    if annotation is int and isinstance(value, bool):
+        raise ConfigError(f"{kind} config field {name!r}: expected an integer, got {value!r}")
+    if isinstance(annotation, type) and not isinstance(value, annotation):
+        raise ConfigError(f"{kind} config field {name!r}: expected {annotation.__name__}, got {value!r}")
+    return value
+
+
+def config_from_dict(data: dict[str, Any], kind: str | None = None) -> JobConfig:
+    """Build and validate a config; unknown fields and wrong types raise ConfigError naming the field."""
+    data = dict(data)
+    kind = data.pop("kind", None) or kind
+    if kind not in CONFIG_KINDS:
+        raise ConfigError(f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")
+    cls = CONFIG_KINDS[kind]
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [k for k in data if k not in names]
+    if unknown:
+        raise ConfigError(
+            f"unknown field(s) in {kind} config: {', '.join(map(repr, unknown))} (known: {', '.join(names)})"
+        )
+    values = {k: _check_type(kind, k, v, hints[k]) for k, v in data.items()}
+    cfg = cls(**values)
+    cfg.validate()
+    return cfg
+
+
+def make_config(kind: str, **overrides: Any) -> JobConfig:
+    """A validated config of ``kind`` with the given fields changed."""
+    return config_from_dict(overrides, kind)
+
+
+def save_config(cfg: JobConfig, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
+    return p
+
+
+def load_config(path: str | Path, kind: str | None = None) -> JobConfig:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {p} not found") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of field: value")
+    return config_from_dict(data, kind)

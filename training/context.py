@@ -1,0 +1,142 @@
+"""What a running job knows (config, checked inputs, folders, metric writer) and the model loading every
+trainer shares: base checkpoint (+ the parent's adapter), tokenizer, LoRA config, device arguments.
+
+Trainer modules (``training.dpo`` ...) take a JobContext and return a TrainResult; they never touch job status
+or the arena registry (the worker and ``training.publish`` do).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.config import JobConfig
+from training.metrics import MetricWriter
+from training.preflight import Checked
+
+
+@dataclass
+class JobContext:
+    job_id: int | None
+    cfg: JobConfig
+    checked: Checked
+    job_dir: Path
+    metrics: MetricWriter
+    resume: bool = False
+
+    @property
+    def output_dir(self) -> Path:
+        return self.job_dir / "output"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.job_dir / "checkpoints"
+
+    def base_path(self) -> str:
+        from arena.registry import resolve_model_ref
+
+        return resolve_model_ref(self.checked.base.model_ref)
+
+    def last_checkpoint(self) -> str | None:
+        """The newest ``checkpoint-<step>`` folder from an earlier attempt (for resume)."""
+        found = sorted(self.checkpoints_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+        return str(found[-1]) if found else None
+
+
+@dataclass
+class TrainResult:
+    output_dir: Path
+    adapter: bool  # True: a PEFT adapter over the base; False: a full checkpoint
+    step: int
+    train_seconds: float
+    ended_at: float  # time.perf_counter() when training (not saving) ended
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    peft_config: Any | None  # a fresh LoraConfig for the trainer to apply, or None
+    # an explicit reference model: only when the parent's adapter was merged for a full fine-tune
+    ref_model: Any | None
+
+
+def on_cpu(cfg: JobConfig) -> bool:
+    import torch
+
+    return bool(cfg.use_cpu) if cfg.use_cpu is not None else not torch.cuda.is_available()
+
+
+def device_args(cfg: JobConfig) -> dict[str, Any]:
+    """TrainingArguments that depend on the device (MACHINE.md: CPU needs use_cpu, no bf16, no checkpointing)."""
+    import torch
+
+    cpu = on_cpu(cfg)
+    bf16 = (not cpu) and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return {"use_cpu": cpu, "bf16": bf16, "fp16": False, "gradient_checkpointing": False}
+
+
+def common_args(ctx: JobContext) -> dict[str, Any]:
+    """TrainingArguments every job kind shares, taken from the config."""
+    cfg = ctx.cfg
+    return {
+        "output_dir": str(ctx.checkpoints_dir),
+        "max_steps": cfg.max_steps,
+        "per_device_train_batch_size": cfg.per_device_train_batch_size,
+        "gradient_accumulation_steps": cfg.gradient_accumulation_steps,
+        "learning_rate": cfg.effective_learning_rate(),
+        "lr_scheduler_type": cfg.lr_scheduler_type,
+        "warmup_steps": cfg.warmup_ratio,  # a float below 1 is a ratio of max_steps
+        "logging_steps": cfg.logging_steps,
+        "save_strategy": "steps" if cfg.save_steps else "no",
+        "save_steps": cfg.save_steps or 500,
+        "save_total_limit": 2,
+        "seed": cfg.seed,
+        "report_to": [],
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        **device_args(cfg),
+    }
+
+
+def load_model(
+    ctx: JobContext, lora_task: str = "CAUSAL_LM", model_cls: Any = None, **model_kwargs: Any
+) -> LoadedModel:
+    """Load the base (and the parent's adapter); decide what the trainer adapts and what the reference is."""
+    import torch
+    from peft import LoraConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cfg = ctx.cfg
+    path = ctx.base_path()
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    cls = model_cls or AutoModelForCausalLM
+    dtype = torch.float32 if on_cpu(cfg) else torch.bfloat16
+    model = cls.from_pretrained(path, dtype=dtype, **model_kwargs)
+    if getattr(model.config, "pad_token_id", None) is None:
+        model.config.pad_token_id = tok.pad_token_id
+    adapter = ctx.checked.base.adapter_ref
+    peft_config, ref_model = None, None
+    if adapter and cfg.lora:
+        # Keep training the parent's adapter; TRL copies it as the frozen reference ("ref" adapter).
+        model = PeftModel.from_pretrained(model, adapter, is_trainable=True)
+    elif adapter:
+        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+        ref_model = copy.deepcopy(model).eval()
+    elif cfg.lora:
+        targets: Any = cfg.lora_target_modules
+        if targets != "all-linear":
+            targets = [t.strip() for t in targets.split(",") if t.strip()]
+        peft_config = LoraConfig(
+            r=cfg.lora_r,
+            lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout,
+            target_modules=targets,
+            task_type=lora_task,
+        )
+    return LoadedModel(model, tok, peft_config, ref_model)

@@ -1,0 +1,102 @@
+"""Checks before launch and the choice of base model: everything that can fail cheaply fails here, not in a worker.
+
+``preflight`` runs inside the submitting transaction: it finds the parent contestant, decides which checkpoint
+the job trains on (``choose_base``), and opens the snapshot (hash verified, answers non-empty, enough pairs).
+It never loads a model, so it takes milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot
+from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
+from db.models import Contestant
+from training.config import JobConfig
+from training.errors import JobError
+
+
+@dataclass
+class BaseChoice:
+    """What a job trains: ``model_ref`` (a builtin: ref or a checkpoint path, as the contestant will record it),
+    optionally on top of the parent's LoRA adapter."""
+
+    model_ref: str
+    adapter_ref: str | None = None
+
+
+@dataclass
+class Checked:
+    parent: ContestantInfo | None
+    base: BaseChoice
+    snapshot_id: int
+    snapshot_hash: str
+    snapshot_path: str
+    n_pairs: int
+
+    @property
+    def parent_id(self) -> int | None:
+        return self.parent.id if self.parent else None
+
+
+def find_parent(session: Session, ident: str | int) -> ContestantInfo:
+    """A contestant by public name, or by id when ``ident`` is a number that is not a name."""
+    try:
+        return get_contestant(session, str(ident))
+    except RegistryError:
+        if str(ident).isdigit():
+            try:
+                return get_contestant(session, int(ident))
+            except RegistryError:
+                pass
+    raise JobError(f"parent contestant {ident!r} not found (give a public name or an id)")
+
+
+def choose_base(parent: ContestantInfo | None, base_model: str = "") -> BaseChoice:
+    """The checkpoint to train: ``base_model`` when given, else derived from the parent's engine and model."""
+    if base_model:
+        looks_local = base_model.startswith(("/", ".", "~")) or Path(base_model).exists()
+        if looks_local and not (Path(base_model).expanduser() / "config.json").exists():
+            raise JobError(f"base_model {base_model!r} is not a checkpoint directory (no config.json)")
+        return BaseChoice(base_model)
+    if parent is None:
+        raise JobError("no parent contestant and no base_model: nothing to train")
+    if parent.engine == "llama_cpp":
+        if parent.model_ref == BUILTIN_GGUF:
+            return BaseChoice(BUILTIN_HF)
+        raise JobError(
+            f"contestant {parent.public_name!r} runs a GGUF file ({parent.model_ref}); training needs an HF "
+            "checkpoint: set base_model to its HF directory"
+        )
+    if parent.engine == "transformers":
+        return BaseChoice(parent.model_ref, parent.adapter_ref)
+    raise JobError(
+        f"contestant {parent.public_name!r} uses engine {parent.engine!r}, which cannot be trained here"
+    )
+
+
+def preflight(session: Session, cfg: JobConfig) -> Checked:
+    """Validate a job against the database; raises JobError with a message a user can act on."""
+    parent = find_parent(session, cfg.parent_contestant) if str(cfg.parent_contestant).strip() else None
+    base = choose_base(parent, cfg.base_model)
+    if not cfg.snapshot_hash:
+        raise JobError("no dataset snapshot given (snapshot_hash is empty); make one from votes first")
+    try:
+        snap = get_snapshot(session, cfg.snapshot_hash)
+        rows = load_snapshot(snap.path, snap.hash)
+    except SnapshotError as exc:
+        raise JobError(f"snapshot {cfg.snapshot_hash[:12]}: {exc}") from exc
+    if len(rows) < cfg.min_pairs:
+        raise JobError(
+            f"snapshot {snap.hash[:12]} has {len(rows)} preference pair(s); at least {cfg.min_pairs} are needed "
+            "(collect more votes, or lower min_pairs)"
+        )
+    if cfg.output_name and session.scalar(
+        select(Contestant.id).where(Contestant.public_name == cfg.output_name)
+    ):
+        raise JobError(f"a contestant named {cfg.output_name!r} already exists; choose another output_name")
+    return Checked(parent, base, snap.id, snap.hash, snap.path, len(rows))

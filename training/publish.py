@@ -1,0 +1,85 @@
+"""Checkpoint publishing: a finished job's output becomes a Checkpoint row and (by default) an arena contestant.
+
+The contestant plays with the transformers engine: the base model reference (``builtin:`` refs stay symbolic, so
+the database holds no machine paths for the embedded model) plus the adapter folder, or the full checkpoint
+folder. Lineage goes into the row: parent id, job id, snapshot hash; the description names config essentials.
+Sampling is inherited from the parent; the persona is not (the training prompts had no system prompt/prefill).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.registry import ContestantSpec, register
+from db.models import Checkpoint
+from db.session import Database
+from training.config import DPOJobConfig
+from training.context import JobContext, TrainResult
+
+
+@dataclass
+class Published:
+    checkpoint_id: int
+    contestant_id: int | None
+    public_name: str | None
+    seconds: float  # training end -> contestant registered
+
+
+def default_name(ctx: JobContext) -> str:
+    parent = ctx.checked.parent
+    stem = parent.public_name if parent else Path(ctx.checked.base.model_ref.rstrip("/")).name
+    return f"{stem}-{ctx.cfg.kind}-j{ctx.job_id}"
+
+
+def describe(ctx: JobContext, result: TrainResult) -> str:
+    cfg = ctx.cfg
+    how = f"LoRA r{cfg.lora_r}" if result.adapter else "full fine-tune"
+    extra = f", beta {cfg.beta}, {cfg.loss_type} loss" if isinstance(cfg, DPOJobConfig) else ""
+    parent = ctx.checked.parent.public_name if ctx.checked.parent else ctx.checked.base.model_ref
+    return (
+        f"{cfg.kind.upper()} ({how}{extra}, {result.step} steps, lr {cfg.effective_learning_rate():g}) of "
+        f"{parent} on snapshot {ctx.checked.snapshot_hash[:12]} ({ctx.checked.n_pairs} pairs), job {ctx.job_id}."
+    )
+
+
+def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
+    """Record the checkpoint; register the contestant when ``cfg.publish``; record ``publish_seconds``."""
+    parent = ctx.checked.parent
+    if result.adapter:
+        model_ref, adapter_ref = ctx.checked.base.model_ref, str(result.output_dir)
+    else:
+        model_ref, adapter_ref = str(result.output_dir), None
+    name = None
+    with db.session() as s:
+        ckpt = Checkpoint(job_id=ctx.job_id, step=result.step, path=str(result.output_dir))
+        s.add(ckpt)
+        s.flush()
+        if ctx.cfg.publish:
+            name = ctx.cfg.output_name or default_name(ctx)
+            ckpt.contestant_id = register(
+                s,
+                ContestantSpec(
+                    public_name=name,
+                    engine="transformers",
+                    model_ref=model_ref,
+                    adapter_ref=adapter_ref,
+                    description=describe(ctx, result),
+                    sampling=dict(parent.sampling) if parent else {},
+                    aliases=list(parent.aliases) if parent else [],
+                    parent_id=parent.id if parent else None,
+                    job_id=ctx.job_id,
+                    snapshot_hash=ctx.checked.snapshot_hash,
+                ),
+            )
+        checkpoint_id, contestant_id = ckpt.id, ckpt.contestant_id
+    seconds = time.perf_counter() - result.ended_at
+    ctx.metrics.log(result.step, {"publish_seconds": seconds})
+    print(
+        f"[publish] checkpoint {checkpoint_id}"
+        + (f" -> contestant {name!r} (id {contestant_id})" if name else "")
+        + f" in {seconds:.2f} s after training ended",
+        flush=True,
+    )
+    return Published(checkpoint_id, contestant_id, name, seconds)

@@ -1,0 +1,417 @@
+"""Job runner: validate, queue and launch training jobs as detached worker processes; cancel and re-attach.
+
+State lives only in the database (``jobs``, ``job_metrics``) and the job folder
+``<data_home>/jobs/<id>/`` (config.yaml, train.log, output/), so any process (the app after a restart, the CLI,
+a test) can look at a job. One job runs at a time: ``_start_next`` claims the oldest queued job with a single
+conditional UPDATE (atomic on SQLite; serialised by an advisory lock on PostgreSQL), so two launchers never start
+two workers. A worker starts the next queued job when it exits; ``reconcile`` (run at app start) marks jobs whose
+process is gone as failed, with the tail of their log.
+
+The runner knows nothing about TRL; ``training.worker`` does the training.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import exists, func, select, text, update
+from sqlalchemy.orm import Session, aliased
+
+from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
+from db.session import Database, data_home
+from training.config import JobConfig, save_config
+from training.errors import JobError
+from training.preflight import preflight
+
+TERMINAL = ("succeeded", "failed", "cancelled")
+STATUSES = ("queued", "running", *TERMINAL)
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # workers this process started (to reap them)
+_START_TIMEOUT = timedelta(seconds=120)
+
+
+@dataclass
+class JobSummary:
+    id: int
+    kind: str
+    status: str
+    progress: float | None
+    parent_contestant_id: int | None
+    snapshot_id: int | None
+    contestant_id: int | None
+    created_at: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    error: str | None
+
+
+@dataclass
+class JobView(JobSummary):
+    config: dict[str, Any] = field(default_factory=dict)
+    pid: int | None = None
+    log_path: str | None = None
+    output_dir: str | None = None
+    log_tail: str = ""
+    metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    queue_position: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    def last(self, name: str) -> float | None:
+        series = self.metrics.get(name)
+        return series[-1][1] if series else None
+
+
+def job_dir(job_id: int) -> Path:
+    return data_home() / "jobs" / str(job_id)
+
+
+def log_tail(path: str | Path | None, lines: int = 40, max_chars: int = 4000) -> str:
+    """The last lines of a log (carriage-return progress bars collapsed)."""
+    if not path or not Path(path).exists():
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 64_000))
+        data = fh.read().decode("utf-8", errors="replace")
+    out = [ln.rsplit("\r", 1)[-1] for ln in data.split("\n")]
+    return "\n".join([ln for ln in out if ln.strip()][-lines:])[-max_chars:]
+
+
+# ---- submit --------------------------------------------------------------------------------------------------
+def submit(
+    db: Database, kind: str, config: JobConfig, created_by: int | None = None, start: bool = True
+) -> int:
+    """Validate ``config``, record a queued job, save its config file and start it when nothing else runs.
+
+    Everything that can be checked before launch is (config ranges, parent contestant, snapshot exists and its
+    file matches its hash, enough pairs, no empty answers, free output name); on any failure JobError is raised
+    and nothing is written.
+    """
+    if config.kind != kind:
+        raise JobError(f"job kind {kind!r} does not match a {config.kind!r} config")
+    try:
+        config.validate()
+    except ValueError as exc:
+        raise JobError(str(exc)) from exc
+    with db.session() as s:
+        checked = preflight(s, config)
+        job = Job(
+            kind=kind,
+            config={},
+            status="queued",
+            created_by=created_by,
+            snapshot_id=checked.snapshot_id,
+            parent_contestant_id=checked.parent_id,
+        )
+        s.add(job)
+        s.flush()
+        folder = job_dir(job.id)
+        config.snapshot_hash = checked.snapshot_hash
+        job.config = config.to_dict()
+        job.config_path = str(save_config(config, folder / "config.yaml"))
+        job.log_path = str(folder / "train.log")
+        job.output_dir = str(folder / "output")
+        job_id = job.id
+    if start:
+        start_next(db)
+    return job_id
+
+
+# ---- launching -----------------------------------------------------------------------------------------------
+def start_next(db: Database) -> int | None:
+    """Start the oldest queued job if no job is running; return its id (None when nothing was started)."""
+    while True:
+        job_id = _claim_next(db)
+        if job_id is None:
+            return None
+        try:
+            _spawn(db, job_id)
+            return job_id
+        except Exception as exc:  # could not even start the process: fail it and try the next one
+            finish(db, job_id, "failed", f"could not start the worker process: {exc}", only_if="running")
+
+
+def _claim_next(db: Database) -> int | None:
+    with db.session() as s:
+        if not db.is_sqlite:
+            s.execute(text("SELECT pg_advisory_xact_lock(734601)"))
+        nxt = s.scalar(select(Job.id).where(Job.status == "queued").order_by(Job.id).limit(1))
+        if nxt is None:
+            return None
+        other = aliased(Job)
+        busy = exists(select(other.id).where(other.status == "running"))
+        result = s.execute(
+            update(Job)
+            .where(Job.id == nxt, Job.status == "queued", ~busy)
+            .values(status="running", started_at=utcnow(), pid=None)
+        )
+        return nxt if _rowcount(result) == 1 else None
+
+
+def _spawn(db: Database, job_id: int) -> int:
+    with db.session() as s:
+        job = s.get(Job, job_id)
+        assert job is not None
+        config_path, log_path = job.config_path, job.log_path
+    assert config_path and log_path
+    env = dict(os.environ)
+    env["VIBESTUDIO_DATABASE_URL"] = db.url
+    env["VIBESTUDIO_HOME"] = str(data_home())
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "training.worker", config_path, "--job", str(job_id)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(Path(config_path).parent),
+            start_new_session=True,
+            close_fds=True,
+        )
+    _CHILDREN[proc.pid] = proc
+    with db.session() as s:
+        s.execute(update(Job).where(Job.id == job_id, Job.pid.is_(None)).values(pid=proc.pid))
+    return proc.pid
+
+
+def finish(db: Database, job_id: int, status: str, error: str | None, only_if: str | None = None) -> bool:
+    """Move a job to a terminal status (conditionally on its current status); True when it changed."""
+    with db.session() as s:
+        q = update(Job).where(Job.id == job_id)
+        if only_if:
+            q = q.where(Job.status == only_if)
+        return _rowcount(s.execute(q.values(status=status, error=error, ended_at=utcnow()))) == 1
+
+
+def _rowcount(result: Any) -> int:
+    return int(result.rowcount)
+
+
+# ---- process liveness ----------------------------------------------------------------------------------------
+def pid_alive(pid: int | None) -> bool:
+    """True when ``pid`` is a live (non-zombie) training worker; reaps our own finished children."""
+    if not pid:
+        return False
+    proc = _CHILDREN.get(pid)
+    if proc is not None:
+        if proc.poll() is None:
+            return True
+        _CHILDREN.pop(pid, None)
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        if stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            return False
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"training.worker" in cmdline  # otherwise the pid was reused by something else
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): trust kill(0)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid_alive(pgid) or _group_has_live_members(pgid)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    proc = Path("/proc")
+    if not proc.exists():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+# ---- reconcile / cancel / wait -------------------------------------------------------------------------------
+def reconcile(db: Database, start: bool = True) -> list[int]:
+    """Mark running jobs whose worker is gone as failed (with their log tail); start the next queued job.
+
+    Call at app start and whenever a page wants fresh state. Returns the ids marked failed.
+    """
+    failed = []
+    with db.session() as s:
+        running = [
+            (j.id, j.pid, j.started_at, j.log_path)
+            for j in s.scalars(select(Job).where(Job.status == "running"))
+        ]
+    for job_id, pid, started_at, log_path in running:
+        if pid is None:
+            if started_at is not None and utcnow() - started_at < _START_TIMEOUT:
+                continue  # a launcher is starting it right now
+            reason = "the worker process was never started (the launcher died)"
+        elif pid_alive(pid):
+            continue
+        else:
+            reason = f"the worker process (pid {pid}) died without reporting a result (killed by the OS or a signal?)"
+        tail = log_tail(log_path)
+        if finish(
+            db, job_id, "failed", reason + ("\n--- log tail ---\n" + tail if tail else ""), only_if="running"
+        ):
+            failed.append(job_id)
+    if start:
+        start_next(db)
+    return failed
+
+
+def cancel(db: Database, job_id: int, grace: float = 10.0) -> JobView:
+    """Cancel a queued or running job: SIGTERM to its process group, SIGKILL after ``grace`` seconds."""
+    with db.session() as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise JobError(f"no job {job_id}")
+        status, pid = job.status, job.pid
+    if status in TERMINAL:
+        raise JobError(f"job {job_id} already {status}")
+    if not finish(db, job_id, "cancelled", "cancelled by user", only_if=status):
+        return cancel(db, job_id, grace)  # it moved on (queued -> running) while we looked: try again
+    if status == "running" and pid:
+        _terminate_group(pid, grace)
+        start_next(db)
+    return job_view(db, job_id)
+
+
+def _terminate_group(pgid: int, grace: float) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 10.0)
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.1)
+        if not _group_alive(pgid):
+            break
+    proc = _CHILDREN.pop(pgid, None)
+    if proc is not None:
+        proc.wait(timeout=10)
+
+
+def wait(db: Database, job_id: int, timeout: float = 600.0, poll: float = 0.5) -> JobView:
+    """Block until the job ends (reconciling a dead worker); TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        view = job_view(db, job_id)
+        if view.done:
+            return view
+        if view.status == "running" and view.pid and not pid_alive(view.pid):
+            time.sleep(poll)  # give the worker's last write a moment, then reconcile
+            reconcile(db)
+            continue
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id} still {view.status} after {timeout:.0f} s")
+        time.sleep(poll)
+
+
+# ---- views ---------------------------------------------------------------------------------------------------
+def _progress(s: Session, job_id: int) -> float | None:
+    return s.scalar(
+        select(JobMetric.value)
+        .where(JobMetric.job_id == job_id, JobMetric.name == "progress")
+        .order_by(JobMetric.step.desc(), JobMetric.id.desc())
+        .limit(1)
+    )
+
+
+def _contestant_id(s: Session, job_id: int) -> int | None:
+    cid = s.scalar(
+        select(Contestant.id).where(Contestant.job_id == job_id).order_by(Contestant.id.desc()).limit(1)
+    )
+    if cid is None:
+        cid = s.scalar(
+            select(Checkpoint.contestant_id)
+            .where(Checkpoint.job_id == job_id, Checkpoint.contestant_id.is_not(None))
+            .limit(1)
+        )
+    return cid
+
+
+def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
+    return dict(
+        id=job.id,
+        kind=job.kind,
+        status=job.status,
+        progress=_progress(s, job.id),
+        parent_contestant_id=job.parent_contestant_id,
+        snapshot_id=job.snapshot_id,
+        contestant_id=_contestant_id(s, job.id),
+        created_at=job.created_at,
+        started_at=job.started_at,
+        ended_at=job.ended_at,
+        error=job.error,
+    )
+
+
+def job_view(db: Database, job_id: int, tail_lines: int = 40) -> JobView:
+    """Everything a job page shows: status, error, metric series {name: [(step, value)]}, log tail, result."""
+    with db.session() as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise JobError(f"no job {job_id}")
+        metrics: dict[str, list[tuple[int, float]]] = {}
+        rows = s.execute(
+            select(JobMetric.name, JobMetric.step, JobMetric.value)
+            .where(JobMetric.job_id == job_id)
+            .order_by(JobMetric.step, JobMetric.id)
+        )
+        for name, step, value in rows:
+            metrics.setdefault(name, []).append((step, value))
+        position = None
+        if job.status == "queued":
+            position = (
+                s.scalar(select(func.count(Job.id)).where(Job.status == "queued", Job.id < job.id)) or 0
+            )
+        return JobView(
+            **_summary_fields(s, job),
+            config=dict(job.config or {}),
+            pid=job.pid,
+            log_path=job.log_path,
+            output_dir=job.output_dir,
+            log_tail=log_tail(job.log_path, tail_lines),
+            metrics=metrics,
+            queue_position=position,
+        )
+
+
+def list_jobs(db: Database, limit: int = 100) -> list[JobSummary]:
+    """Newest first: id, kind, status, progress, lineage ids and times."""
+    with db.session() as s:
+        jobs = s.scalars(select(Job).order_by(Job.id.desc()).limit(limit)).all()
+        return [JobSummary(**_summary_fields(s, j)) for j in jobs]

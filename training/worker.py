@@ -1,0 +1,141 @@
+"""The worker process: ``python -m training.worker <config.yaml> --job <id>``.
+
+It owns one job from start to end: marks it running (pid), re-checks its inputs, runs the trainer for the job's
+kind, publishes the checkpoint, and records succeeded / failed (exception + log tail). SIGTERM (a cancel) ends it
+cleanly. On exit it starts the next queued job, so the queue drains without the app. If an earlier attempt of the
+same job left ``checkpoints/checkpoint-*``, training resumes from the newest one.
+
+Everything it prints goes to the job's ``train.log`` (the runner redirects stdout and stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+TRAINERS = {
+    "dpo": "training.dpo:run_dpo",
+    "reward": "training.reward:run_reward",
+    "grpo": "training.grpo:run_grpo",
+}
+
+
+class Cancelled(SystemExit):
+    """Raised in the worker when it receives SIGTERM."""
+
+
+def _on_sigterm(signum, frame) -> None:  # type: ignore[no-untyped-def]
+    raise Cancelled(128 + signum)
+
+
+def trainer_for(kind: str):  # type: ignore[no-untyped-def]
+    if kind not in TRAINERS:
+        raise ValueError(f"no trainer for job kind {kind!r}")
+    module, func = TRAINERS[kind].split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untyped-def]
+    """Run job ``job_id`` to a terminal state; returns the process exit code."""
+    from sqlalchemy import select
+
+    from db.models import Job, utcnow
+    from training import runner
+    from training.config import load_config
+    from training.context import JobContext
+    from training.metrics import MetricWriter
+    from training.preflight import preflight
+    from training.publish import publish
+
+    with db.session() as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            print(f"[worker] no job {job_id} in {db.url}", flush=True)
+            return 2
+        if job.status in runner.TERMINAL:
+            print(f"[worker] job {job_id} is already {job.status}; nothing to do", flush=True)
+            return 0
+        job.status, job.pid = "running", os.getpid()
+        job.started_at = job.started_at or utcnow()
+    code = 1
+    try:
+        cfg = load_config(config_path)
+        with db.session() as s:
+            checked = preflight(s, cfg)
+        ctx = JobContext(job_id, cfg, checked, Path(config_path).parent, MetricWriter(db, job_id))
+        ctx.resume = ctx.last_checkpoint() is not None
+        if ctx.resume:
+            print(f"[worker] resuming from {ctx.last_checkpoint()}", flush=True)
+        result = trainer_for(cfg.kind)(ctx)
+        print(
+            f"[worker] trained {result.step} steps in {result.train_seconds:.1f} s "
+            f"({result.train_seconds / max(result.step, 1):.2f} s/step)",
+            flush=True,
+        )
+        publish(db, ctx, result)
+        runner.finish(db, job_id, "succeeded", None, only_if="running")
+        code = 0
+    except Cancelled as exc:
+        print("[worker] cancelled (SIGTERM)", flush=True)
+        runner.finish(db, job_id, "cancelled", "cancelled by user", only_if="running")
+        code = int(exc.code or 143)
+    except BaseException as exc:
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with db.session() as s:
+            log_path = s.scalar(select(Job.log_path).where(Job.id == job_id))
+        reason = f"{type(exc).__name__}: {exc}"
+        tail = runner.log_tail(log_path, lines=25)
+        runner.finish(
+            db, job_id, "failed", reason + ("\n--- log tail ---\n" + tail if tail else ""), only_if="running"
+        )
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            runner.start_next(db)
+        except Exception:
+            traceback.print_exc()
+    return code
+
+
+def _quiet_libraries() -> None:
+    """Progress bars write carriage returns into train.log; the metrics callback reports progress instead."""
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "warning")
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=".*gradient.checkpointing.*")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m training.worker", description="Run one training job.")
+    ap.add_argument("config", help="the job's config.yaml")
+    ap.add_argument("--job", type=int, required=True, help="job id in the database")
+    args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    print(
+        f"[worker] job {args.job}: pid {os.getpid()}, config {args.config}, "
+        f"started {time.strftime('%Y-%m-%d %H:%M:%S')}",
+        flush=True,
+    )
+    _quiet_libraries()
+    from db.session import Database
+
+    db = Database(os.environ.get("VIBESTUDIO_DATABASE_URL"))
+    try:
+        return run_job(db, args.job, args.config)
+    finally:
+        db.dispose()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
