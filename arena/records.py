@@ -48,7 +48,7 @@ def battle_records(
             "category": battle.category,
             "question_id": qid,
             "sampling_prob": battle.sampling_prob,
-            "turn": vote.turn_idx,
+            "turn": vote.turn_idx + 1,  # FastChat counts turns from 1
             "battle_id": battle.id,
             "vote_id": vote.id,
         }

@@ -101,7 +101,7 @@ def train_dpo(parent: str = typer.Option("smollm2-plain", help="Contestant to st
     from annotation.snapshots import SnapshotError
     from training.config import ConfigError
     from training.errors import JobError
-    from training.runner import launch_dpo
+    from training.service import launch_dpo
 
     ctx = _ctx()
     overrides: dict = {"max_steps": steps, "beta": beta, "lora": lora}

@@ -61,9 +61,16 @@ class Engine(Protocol):
     ) -> Stream: ...
 
 
-def timed(deltas: Iterator[str], stats: GenerationStats, count_tokens: bool = True) -> Iterator[str]:
-    """Wrap a delta iterator so it fills ``stats`` (ttft, tokens when counted per delta, tokens/s)."""
+def timed(
+    deltas: Iterator[str], stats: GenerationStats, count_tokens: bool = True, prefill: str = ""
+) -> Iterator[str]:
+    """Wrap a delta iterator so it fills ``stats`` (ttft, tokens when counted per delta, tokens/s).
+
+    ``prefill`` is yielded first but is not model output: it counts neither as first token nor as tokens.
+    """
     t0 = time.perf_counter()
+    if prefill:
+        yield prefill
     for text in deltas:
         if not text:
             continue

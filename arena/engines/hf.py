@@ -55,7 +55,8 @@ class TransformersEngine:
 
     def stream_chat(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = "") -> Stream:
         stats = GenerationStats()
-        return Stream(timed(self._generate(messages, sampling, prefill, stats), stats, count_tokens=False), stats)
+        deltas = self._generate(messages, sampling, prefill, stats)
+        return Stream(timed(deltas, stats, count_tokens=False, prefill=prefill), stats)
 
     def _generate(
         self, messages: list[dict[str, str]], sampling: Sampling, prefill: str, stats: GenerationStats
@@ -91,8 +92,6 @@ class TransformersEngine:
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
-        if prefill:
-            yield prefill
         yield from streamer
         thread.join()
         if "error" in result:

@@ -88,7 +88,7 @@ class LlamaCppEngine:
 
     def stream_chat(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = "") -> Stream:
         stats = GenerationStats()
-        return Stream(timed(self._generate(messages, sampling, prefill), stats), stats)
+        return Stream(timed(self._generate(messages, sampling, prefill), stats, prefill=prefill), stats)
 
     def _generate(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str) -> Iterator[str]:
         llm = self._pool.get()
@@ -98,8 +98,6 @@ class LlamaCppEngine:
             if n_prompt + 8 >= self.n_ctx:
                 raise EngineError(f"conversation is {n_prompt} tokens; this engine's context is {self.n_ctx}")
             max_tokens = min(sampling.max_tokens, self.n_ctx - n_prompt - 1)
-            if prefill:
-                yield prefill
             chunks = llm.create_completion(
                 prompt,
                 max_tokens=max_tokens,

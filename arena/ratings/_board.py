@@ -11,6 +11,7 @@ covariates of `_features`, and each covariate's coefficient is reported in ratin
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,13 +26,14 @@ from arena import vibes
 from . import _fit
 from ._elo import online_elo
 from ._features import covariates, side_counts
-from ._records import BattleRecords, as_records
+from ._records import WINNERS, BattleRecords, as_records
 
 #: Rating points per natural-log unit of odds (400 points = a factor 10).
 SCALE = 400.0 / math.log(10.0)
 #: Ridge used when some model has a perfect record (its maximum-likelihood rating would be infinite):
 #: about four draws against an average model.
 RIDGE_SEPARATED = 1.0
+_SCORE = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
 #: Above this many battle-rounds the style-controlled bootstrap takes one Newton step per round (error O(1/n)).
 EXACT_STYLE_BOOTSTRAP_LIMIT = 20_000_000
 
@@ -133,20 +135,24 @@ def prepare(
             raise ValueError(f"{label} must be 'tie' or 'drop', got {policy!r}")
     frame = records.frame
     win = frame["winner"].cat.codes.to_numpy()
-    keep = np.ones(len(frame), dtype=bool)
-    if both_bad == "drop":
-        keep &= win != 3
-    if both_good == "drop":
-        keep &= win != 4
-    rows = np.flatnonzero(keep)
-    win = win[rows]
-    ca = frame["model_a"].cat.codes.to_numpy().astype(np.int64)[rows]
-    cb = frame["model_b"].cat.codes.to_numpy().astype(np.int64)[rows]
+    if both_bad == "drop" or both_good == "drop":
+        drop = np.zeros(len(WINNERS), dtype=bool)
+        drop[3], drop[4] = both_bad == "drop", both_good == "drop"
+        rows = np.flatnonzero(~drop[win])
+        win = win[rows]
+    else:
+        rows = np.arange(len(frame))
+    ca = frame["model_a"].cat.codes.to_numpy().astype(np.int64)
+    cb = frame["model_b"].cat.codes.to_numpy().astype(np.int64)
+    if len(rows) < len(frame):
+        ca, cb = ca[rows], cb[rows]
     categories = frame["model_a"].cat.categories
-    used = np.bincount(np.concatenate([ca, cb]), minlength=len(categories)) > 0
-    remap = np.cumsum(used) - 1
+    used = np.bincount(ca, minlength=len(categories)) + np.bincount(cb, minlength=len(categories)) > 0
+    if not used.all():
+        remap = np.cumsum(used) - 1
+        ca, cb = remap[ca], remap[cb]
     names = [str(c) for c in np.asarray(categories)[used]]
-    y = np.where(win == 0, 1.0, np.where(win == 1, 0.0, 0.5))
+    y = _SCORE[win]
     notes: list[str] = []
     w = np.ones(len(rows))
     if ipw and "sampling_prob" in frame.columns:
@@ -160,7 +166,7 @@ def prepare(
                 )
                 w[~known] = np.nanmean(w)
             w = w / w.mean()
-    return Prepared(names, remap[ca], remap[cb], y, w, rows, notes)
+    return Prepared(names, ca, cb, y, w, rows, notes)
 
 
 @dataclass
@@ -183,8 +189,11 @@ def _aggregate(prep: Prepared) -> _Pairs:
     cell = pair_design.pair * 3 + outcome
     size = pair_design.n_pairs * 3
     counts = np.bincount(cell, minlength=size).reshape(-1, 3).astype(np.float64)
-    wsum = np.bincount(cell, prep.w, minlength=size).reshape(-1, 3)
-    w2sum = np.bincount(cell, prep.w**2, minlength=size).reshape(-1, 3)
+    if np.all(prep.w == 1.0):
+        wsum = w2sum = counts
+    else:
+        wsum = np.bincount(cell, prep.w, minlength=size).reshape(-1, 3)
+        w2sum = np.bincount(cell, prep.w**2, minlength=size).reshape(-1, 3)
     design = _fit.Design(pair_design.pi, pair_design.pj, m)
     n = wsum.sum(axis=1)
     s = wsum[:, 0] + 0.5 * wsum[:, 2]
@@ -366,7 +375,7 @@ def leaderboard(
         if "tstamp" in recs.frame.columns:
             order = np.argsort(recs.frame["tstamp"].to_numpy(dtype=np.float64)[prep.rows], kind="stable")
         elo = online_elo(prep.a, prep.b, prep.y, m, order=order, k=elo_k, init=anchor_rating)
-    board.models = _rows(prep, ratings, lo, hi, elo)
+    board.models = _rows(prep.names, pairs, ratings, lo, hi, elo)
     few = [r.name for r in board.models if r.n_battles < min_battles]
     if few:
         board.warnings.append(
@@ -376,17 +385,18 @@ def leaderboard(
 
 
 def _rows(
-    prep: Prepared, ratings: np.ndarray, lo: np.ndarray, hi: np.ndarray, elo: np.ndarray | None
+    names: list[str], pairs: _Pairs, ratings: np.ndarray, lo: np.ndarray, hi: np.ndarray, elo: np.ndarray | None
 ) -> list[ModelRating]:
-    m = len(prep.names)
-    n_battles = np.bincount(prep.a, minlength=m) + np.bincount(prep.b, minlength=m)
-    wins = np.bincount(prep.a, prep.y == 1.0, m) + np.bincount(prep.b, prep.y == 0.0, m)
-    ties = np.bincount(prep.a, prep.y == 0.5, m) + np.bincount(prep.b, prep.y == 0.5, m)
+    m = len(names)
+    pi, pj, counts = pairs.design.a, pairs.design.b, pairs.cell_counts
+    n_battles = np.bincount(pi, counts.sum(axis=1), m) + np.bincount(pj, counts.sum(axis=1), m)
+    wins = np.bincount(pi, counts[:, 0], m) + np.bincount(pj, counts[:, 1], m)
+    ties = np.bincount(pi, counts[:, 2], m) + np.bincount(pj, counts[:, 2], m)
     best, worst = rank_intervals(lo, hi)
-    order = sorted(range(m), key=lambda k: (-ratings[k], prep.names[k]))
+    order = sorted(range(m), key=lambda k: (-ratings[k], names[k]))
     return [
         ModelRating(
-            name=prep.names[k],
+            name=names[k],
             rating=float(ratings[k]),
             ci_low=float(lo[k]),
             ci_high=float(hi[k]),
@@ -406,21 +416,30 @@ def _rows(
 def _pair_bootstrap(
     pairs: _Pairs, fit: _fit.Fit, rng: np.random.Generator, rounds: int, ridge: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Multinomial resampling of the battles (drawn per pair x outcome cell) and exact refits, all rounds at once."""
-    counts = pairs.cell_counts.ravel()
-    mean_w = np.divide(pairs.cell_w.ravel(), counts, out=np.zeros_like(counts), where=counts > 0)
+    """Multinomial resampling of the battles (drawn per pair x outcome cell) and exact refits of every round.
+
+    Rounds go in chunks; the next chunk's counts are drawn in a helper thread while the current chunk is refitted
+    (both spend most of their time in numpy code that releases the GIL). Draws come from the one seeded generator
+    in order, so results do not depend on timing.
+    """
+    counts = pairs.cell_counts.ravel().astype(np.int64)
+    mean_w = np.divide(pairs.cell_w.ravel(), counts, out=np.zeros(len(counts)), where=counts > 0)
+    chunk = max(1, min(25, 4_000_000 // max(1, len(counts))))
+    sizes = [min(chunk, rounds - start) for start in range(0, rounds, chunk)]
     thetas, betas = [], []
-    chunk = max(1, min(rounds, 4_000_000 // max(1, pairs.design.n_rows * 3)))
-    for start in range(0, rounds, chunk):
-        size = min(chunk, rounds - start)
-        drawn = _fit.multinomial_counts(rng, counts.astype(np.int64), size) * mean_w
-        cells = drawn.reshape(size, -1, 3)
-        n = cells.sum(axis=2)
-        s = cells[:, :, 0] + 0.5 * cells[:, :, 2]
-        y = np.divide(s, n, out=np.full_like(s, 0.5), where=n > 0)
-        theta, beta = _fit.refit_batch(pairs.design, y, n, fit, ridge=ridge)
-        thetas.append(theta)
-        betas.append(beta)
+    with ThreadPoolExecutor(max_workers=1) as helper:
+        pending = helper.submit(_fit.multinomial_counts, rng, counts, sizes[0])
+        for k, size in enumerate(sizes):
+            drawn = pending.result()
+            if k + 1 < len(sizes):
+                pending = helper.submit(_fit.multinomial_counts, rng, counts, sizes[k + 1])
+            cells = (drawn * mean_w).reshape(size, -1, 3)
+            n = cells.sum(axis=2)
+            s = cells[:, :, 0] + 0.5 * cells[:, :, 2]
+            y = np.divide(s, n, out=np.full_like(s, 0.5), where=n > 0)
+            theta, beta = _fit.refit_batch(pairs.design, y, n, fit, ridge=ridge)
+            thetas.append(theta)
+            betas.append(beta)
     return np.concatenate(thetas), np.concatenate(betas)
 
 

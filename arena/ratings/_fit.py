@@ -208,7 +208,7 @@ def refit_batch(
     fit: Fit,
     *,
     ridge: float = RIDGE,
-    tol: float = 1e-8,
+    tol: float = 1e-7,
     max_iter: int = 100,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact refits for each row of `weights` (R x rows; `y` is (rows,) or (R, rows)), warm-started at `fit`.

@@ -327,22 +327,19 @@ def _plain(value: Any) -> Any:
 def _finish_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Shared categorical codes for model_a/model_b, categorical winner, float tstamp/sampling_prob."""
     frame = frame.copy(deep=False)
-    names_a = (
-        frame["model_a"].astype("category") if frame["model_a"].dtype != "category" else frame["model_a"]
-    )
-    names_b = (
-        frame["model_b"].astype("category") if frame["model_b"].dtype != "category" else frame["model_b"]
-    )
-    cats = sorted(set(names_a.cat.categories.astype(str)) | set(names_b.cat.categories.astype(str)))
-    frame["model_a"] = names_a.cat.set_categories(cats, ordered=False)
-    frame["model_b"] = names_b.cat.set_categories(cats, ordered=False)
-    winner = frame["winner"]
-    if not (isinstance(winner.dtype, pd.CategoricalDtype) and list(winner.cat.categories) == list(WINNERS)):
-        frame["winner"] = pd.Categorical(winner.astype(object), categories=list(WINNERS))
-    else:
-        frame["winner"] = winner.cat.as_unordered()
+    codes_a, seen_a = pd.factorize(frame["model_a"])
+    codes_b, seen_b = pd.factorize(frame["model_b"])
+    names = sorted(set(seen_a) | set(seen_b), key=lambda v: (not isinstance(v, str), str(v)))
+    index = {name: k for k, name in enumerate(names)}
+    categories = pd.Index(names, dtype=object if any(not isinstance(v, str) for v in names) else None)
+    for field, codes, seen in (("model_a", codes_a, seen_a), ("model_b", codes_b, seen_b)):
+        mapping = np.array([index[v] for v in seen] + [-1], dtype=np.int64)
+        frame[field] = pd.Categorical.from_codes(mapping[codes], categories=categories)
+    codes_w, seen_w = pd.factorize(frame["winner"])
+    winner_map = np.array([WINNERS.index(v) if v in _WINNER_SET else -1 for v in seen_w] + [-1], dtype=np.int64)
+    frame["winner"] = pd.Categorical.from_codes(winner_map[codes_w], categories=list(WINNERS))
     for field in ("tstamp", "sampling_prob"):
-        if field in frame.columns:
+        if field in frame.columns and frame[field].dtype != np.float64:
             frame[field] = pd.to_numeric(frame[field], errors="coerce").astype(np.float64)
     return frame
 
@@ -559,10 +556,17 @@ def _load_duckdb(file: Path, is_array: bool) -> BattleRecords | None:
 
 def _jsonl_line_numbers(file: Path, n_rows: int) -> np.ndarray | None:
     """Line number of each record in a JSONL file (blank lines skipped); None if they do not match the row count."""
+    newlines, last = 0, b"\n"
+    with file.open("rb") as handle:
+        while chunk := handle.read(1 << 24):
+            newlines += chunk.count(b"\n")
+            last = chunk[-1:]
+    if newlines + (last != b"\n") == n_rows:
+        return np.arange(1, n_rows + 1, dtype=np.int64)
     data = np.fromfile(file, dtype=np.uint8)
-    newlines = np.flatnonzero(data == 10)
-    starts = np.concatenate([[0], newlines + 1])
-    ends = np.concatenate([newlines, [len(data)]])
+    ends = np.flatnonzero(data == 10)
+    starts = np.concatenate([[0], ends + 1])
+    ends = np.concatenate([ends, [len(data)]])
     nonblank = ends > starts
     for k in np.flatnonzero(nonblank & (ends - starts <= 8)):
         nonblank[k] = bool(data[starts[k] : ends[k]].tobytes().strip())

@@ -15,7 +15,8 @@ from arena.registry import list_contestants
 from studio.context import StudioContext
 from training.config import ConfigError
 from training.errors import JobError
-from training.runner import cancel, job_view, launch_dpo, list_jobs
+from training.runner import cancel, job_view, list_jobs
+from training.service import launch_dpo
 
 NEW_SNAPSHOT = "new snapshot from current votes"
 CURVES = ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen", "rewards/rejected", "kl"]

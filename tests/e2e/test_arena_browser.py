@@ -24,13 +24,16 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(studio_server)
     page.wait_for_selector("#arena-prompt textarea")
-    # before the vote nothing on the page names a contestant
+    names = ("smollm2-plain", "smollm2-concise", "smollm2-warm", "smollm2-playful", "smollm2-structured")
+    # Other tabs (leaderboard, train) list every contestant; a battle must add no mention of any of them
+    # until the vote is stored.
+    before = {n: page.content().count(n) for n in names}
     page.locator("#arena-prompt textarea").fill("Give me one tip for better sleep.")
     page.locator("#arena-send").click()
     page.wait_for_selector("#vote-left:not([disabled])", timeout=120_000)
     html = page.content()
-    for name in ("smollm2-plain", "smollm2-concise", "smollm2-warm", "smollm2-playful", "smollm2-structured"):
-        assert name not in html
+    assert {n: html.count(n) for n in names} == before
+    assert page.locator("#arena-reveal").inner_text().strip() == ""
     shot = os.environ.get("VIBESTUDIO_SCREENSHOT")
     if shot:
         Path(shot).parent.mkdir(parents=True, exist_ok=True)
@@ -55,6 +58,6 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
     page.locator("#leaderboard-refresh").click()
     page.wait_for_function(
         "document.querySelector('#leaderboard-summary').innerText.includes('2 rated votes')", timeout=60_000)
-    table = page.locator("#leaderboard-table").inner_text()
-    assert "smollm2-" in table
+    page.wait_for_function("document.querySelector('#leaderboard-table').innerText.includes('smollm2-')",
+                           timeout=30_000)
     page.close()
