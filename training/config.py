@@ -44,6 +44,10 @@ DPO_LOSS_TYPES = (
 )
 LORA_LR = 5e-5
 FULL_LR = 5e-6
+RM_LORA_LR = 1e-4  # TRL's RewardConfig default
+RM_FULL_LR = 1e-5  # InstructGPT's reward models: 9e-6
+GRPO_LORA_LR = 1e-5
+GRPO_FULL_LR = 1e-6  # DeepSeekMath GRPO and TRL's default
 
 
 class ConfigError(ValueError):
@@ -63,6 +67,7 @@ class JobConfig:
     """Fields every job kind shares: what to train on, what to start from, how to publish."""
 
     kind: ClassVar[str] = ""
+    default_lr: ClassVar[tuple[float, float]] = (LORA_LR, FULL_LR)  # (LoRA, full)
 
     parent_contestant: str = _f(
         "smollm2-plain",
@@ -82,7 +87,10 @@ class JobConfig:
     per_device_train_batch_size: int = _f(4, "Rows per device per step.")
     gradient_accumulation_steps: int = _f(1, "Micro-batches accumulated per optimizer step.")
     learning_rate: float | None = _f(
-        None, f"Peak AdamW learning rate. null = {LORA_LR:g} with LoRA, {FULL_LR:g} for a full fine-tune."
+        None,
+        "Peak AdamW learning rate. null = the kind's default for LoRA / full fine-tuning "
+        f"(DPO {LORA_LR:g} / {FULL_LR:g}, reward model {RM_LORA_LR:g} / {RM_FULL_LR:g}, "
+        f"GRPO {GRPO_LORA_LR:g} / {GRPO_FULL_LR:g}).",
     )
     lr_scheduler_type: str = _f("linear", "Learning-rate schedule (any transformers scheduler name).")
     warmup_ratio: float = _f(0.0, "Fraction of max_steps spent warming the learning rate up from 0.")
@@ -103,7 +111,7 @@ class JobConfig:
     def effective_learning_rate(self) -> float:
         if self.learning_rate is not None:
             return float(self.learning_rate)
-        return LORA_LR if self.lora else FULL_LR
+        return self.default_lr[0] if self.lora else self.default_lr[1]
 
     def validate(self) -> None:
         """Range checks; raises ConfigError naming the field."""
@@ -172,7 +180,89 @@ class DPOJobConfig(JobConfig):
             raise ConfigError("kl_prompts and kl_every must be >= 0, kl_max_new_tokens >= 1")
 
 
-CONFIG_KINDS: dict[str, type[JobConfig]] = {"dpo": DPOJobConfig}
+@dataclass
+class RewardJobConfig(JobConfig):
+    """A reward model (Bradley-Terry on chosen/rejected, TRL RewardTrainer) from a preference snapshot.
+
+    The result scores (prompt, answer) pairs; it is not a contestant (``publish`` must stay false) but can serve as
+    a reward in a GRPO job (``{type: reward_model, job: <id>}``).
+    """
+
+    kind: ClassVar[str] = "reward"
+    default_lr: ClassVar[tuple[float, float]] = (RM_LORA_LR, RM_FULL_LR)
+
+    publish: bool = _f(False, "Reward models do not play in the arena; must be false.")
+    center_rewards_coefficient: float | None = _f(
+        None, "Penalty pulling mean rewards towards zero (Eisenstein et al. 2023 use 0.01). null = none."
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.publish:
+            raise ConfigError("publish must be false for a reward model: it scores answers, it does not chat")
+
+
+@dataclass
+class GRPOJobConfig(JobConfig):
+    """GRPO (Shao et al. 2024) with verifiable rewards on the prompts of a snapshot (TRL GRPOTrainer).
+
+    ``rewards`` is a list of specs (see ``training.rewards``), e.g. ``[{type: length, max: 60}, {type: format,
+    format: no_emoji, weight: 0.5}]``. The chosen answer of each snapshot row is available to ``exact_match`` as
+    the ``reference`` column.
+    """
+
+    kind: ClassVar[str] = "grpo"
+    default_lr: ClassVar[tuple[float, float]] = (GRPO_LORA_LR, GRPO_FULL_LR)
+
+    min_pairs: int = _f(4, "Refuse to launch on a snapshot with fewer distinct prompts than this.")
+    rewards: list[dict[str, Any]] = _f(
+        [{"type": "length", "min": 5, "max": 60, "unit": "words"}],
+        "Reward functions and weights: a list of {type, weight, ...} specs (length, regex, format, exact_match, "
+        "contains, reward_model).",
+    )
+    num_generations: int = _f(
+        4, "Answers sampled per prompt (the group). The paper used 64; 4 keeps CPUs usable."
+    )
+    max_completion_length: int = _f(64, "Maximum tokens per sampled answer.")
+    temperature: float = _f(1.0, "Sampling temperature for the group.")
+    beta: float = _f(
+        0.04, "KL penalty to the reference (GRPO paper: 0.04; TRL's default 0 skips the reference)."
+    )
+    loss_type: str = _f(
+        "dapo", "TRL GRPO loss: grpo, dr_grpo, dapo (TRL default, no length bias), bnpo, cispo."
+    )
+    scale_rewards: str = _f("group", "Advantage scaling: group (paper), batch, or none (Dr. GRPO).")
+    use_vllm: bool = _f(False, "Generate with vLLM colocated on the GPU (needs the vllm extra and a GPU).")
+
+    def validate(self) -> None:
+        super().validate()
+        from training.rewards import RewardSpecError, validate_specs
+
+        try:
+            validate_specs(self.rewards)
+        except RewardSpecError as exc:
+            raise ConfigError(f"rewards: {exc}") from exc
+        if self.num_generations < 2:
+            raise ConfigError("num_generations must be at least 2 (GRPO compares answers within a group)")
+        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if batch % self.num_generations:
+            raise ConfigError(
+                f"per_device_train_batch_size x gradient_accumulation_steps ({batch}) must be a multiple of "
+                f"num_generations ({self.num_generations})"
+            )
+        if self.beta < 0 or self.temperature <= 0 or self.max_completion_length < 1:
+            raise ConfigError("beta must be >= 0, temperature > 0 and max_completion_length >= 1")
+        if self.loss_type not in ("grpo", "dr_grpo", "dapo", "bnpo", "cispo"):
+            raise ConfigError(f"loss_type {self.loss_type!r} unknown for GRPO")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise ConfigError(f"scale_rewards {self.scale_rewards!r} unknown; choose group, batch or none")
+
+
+CONFIG_KINDS: dict[str, type[JobConfig]] = {
+    "dpo": DPOJobConfig,
+    "reward": RewardJobConfig,
+    "grpo": GRPOJobConfig,
+}
 
 
 def register_kind(cls: type[JobConfig]) -> type[JobConfig]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training.artifacts import write_manifest
 from training.config import JobConfig
 from training.metrics import MetricWriter
 from training.preflight import Checked
@@ -140,3 +141,53 @@ def load_model(
             task_type=lora_task,
         )
     return LoadedModel(model, tok, peft_config, ref_model)
+
+
+def run_trainer(ctx: JobContext, trainer, final_eval: Any = None) -> TrainResult:  # type: ignore[no-untyped-def]
+    """Train (resuming when an earlier attempt left a checkpoint), run the final evaluation, save; timed."""
+    import time
+
+    quiet(trainer)
+    t0 = time.perf_counter()
+    trainer.train(resume_from_checkpoint=ctx.last_checkpoint() if ctx.resume else None)
+    trained = time.perf_counter()
+    step = trainer.state.global_step
+    if final_eval is not None:
+        final_eval(step)
+    ended = time.perf_counter()  # training and its final evaluation are over; saving + publishing start here
+    ctx.metrics.log(step, {"train_seconds": trained - t0, "final_eval_seconds": ended - trained})
+    return save_result(trainer, ctx, step, trained - t0, ended)
+
+
+def quiet(trainer) -> None:  # type: ignore[no-untyped-def]
+    """Drop transformers' raw log-dict printer: our callback prints one compact line per log instead."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+
+
+def save_result(trainer, ctx: JobContext, step: int, seconds: float, ended: float) -> TrainResult:  # type: ignore[no-untyped-def]
+    """Save the adapter (only the trained one, not TRL's frozen "ref" copy) or the full model, + tokenizer."""
+    from peft import PeftModel
+
+    out = ctx.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    adapter = isinstance(model, PeftModel)
+    if adapter:
+        model.save_pretrained(out, selected_adapters=["default"])
+    else:
+        model.save_pretrained(out)
+    trainer.processing_class.save_pretrained(out)
+    write_manifest(
+        out,
+        kind=ctx.cfg.kind,
+        job_id=ctx.job_id,
+        step=step,
+        adapter=adapter,
+        base_model_ref=ctx.checked.base.model_ref,
+        base_path=ctx.base_path(),
+        parent_adapter=ctx.checked.base.adapter_ref,
+        snapshot_hash=ctx.checked.snapshot_hash,
+    )
+    return TrainResult(out, adapter, step, seconds, ended)

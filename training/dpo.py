@@ -6,11 +6,9 @@ KL(policy || reference) on held-out prompts (``training.kl``), which TRL's DPO d
 
 from __future__ import annotations
 
-import time
-
 from annotation.snapshots import load_snapshot
 from training.config import DPOJobConfig
-from training.context import JobContext, TrainResult, common_args, load_model
+from training.context import JobContext, TrainResult, common_args, load_model, run_trainer
 from training.metrics import make_callback
 
 
@@ -54,37 +52,10 @@ def run_dpo(ctx: JobContext) -> TrainResult:
         peft_config=loaded.peft_config,
         callbacks=[make_callback(ctx.metrics, on_step)],
     )
-    quiet(trainer)
     trainer_ref.append(trainer)
-    t0 = time.perf_counter()
-    trainer.train(resume_from_checkpoint=ctx.last_checkpoint() if ctx.resume else None)
-    trained = time.perf_counter()
-    step = trainer.state.global_step
-    if kl is not None and (not cfg.kl_every or step % cfg.kl_every):
-        kl.measure(trainer, step)
-    ended = time.perf_counter()  # training and its final evaluation are over; saving + publishing start here
-    ctx.metrics.log(step, {"train_seconds": trained - t0, "final_eval_seconds": ended - trained})
-    return save_result(trainer, ctx, step, trained - t0, ended)
 
+    def final_eval(step: int) -> None:
+        if kl is not None and (not cfg.kl_every or step % cfg.kl_every):
+            kl.measure(trainer, step)
 
-def quiet(trainer) -> None:  # type: ignore[no-untyped-def]
-    """Drop transformers' raw log-dict printer: our callback prints one compact line per log instead."""
-    from transformers.trainer_callback import PrinterCallback
-
-    trainer.remove_callback(PrinterCallback)
-
-
-def save_result(trainer, ctx: JobContext, step: int, seconds: float, ended: float) -> TrainResult:  # type: ignore[no-untyped-def]
-    """Save the adapter (only the trained one, not TRL's frozen "ref" copy) or the full model, + tokenizer."""
-    from peft import PeftModel
-
-    out = ctx.output_dir
-    out.mkdir(parents=True, exist_ok=True)
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    adapter = isinstance(model, PeftModel)
-    if adapter:
-        model.save_pretrained(out, selected_adapters=["default"])
-    else:
-        model.save_pretrained(out)
-    trainer.processing_class.save_pretrained(out)
-    return TrainResult(out, adapter, step, seconds, ended)
+    return run_trainer(ctx, trainer, final_eval)

@@ -15,7 +15,7 @@ from pathlib import Path
 from arena.registry import ContestantSpec, register
 from db.models import Checkpoint
 from db.session import Database
-from training.config import DPOJobConfig
+from training.config import DPOJobConfig, GRPOJobConfig
 from training.context import JobContext, TrainResult
 
 
@@ -36,7 +36,11 @@ def default_name(ctx: JobContext) -> str:
 def describe(ctx: JobContext, result: TrainResult) -> str:
     cfg = ctx.cfg
     how = f"LoRA r{cfg.lora_r}" if result.adapter else "full fine-tune"
-    extra = f", beta {cfg.beta}, {cfg.loss_type} loss" if isinstance(cfg, DPOJobConfig) else ""
+    extra = ""
+    if isinstance(cfg, DPOJobConfig):
+        extra = f", beta {cfg.beta}, {cfg.loss_type} loss"
+    elif isinstance(cfg, GRPOJobConfig):
+        extra = ", rewards " + "+".join(str(r.get("name") or r.get("type")) for r in cfg.rewards)
     parent = ctx.checked.parent.public_name if ctx.checked.parent else ctx.checked.base.model_ref
     return (
         f"{cfg.kind.upper()} ({how}{extra}, {result.step} steps, lr {cfg.effective_learning_rate():g}) of "

@@ -1,0 +1,276 @@
+"""Verifiable reward functions for GRPO (RLVR): format constraints, exact match, length bounds, regex, and a
+trained reward model, each built from a small spec dict that a job config holds.
+
+A spec is ``{"type": ..., "weight": 1.0, **params}``. ``build_rewards(specs)`` returns TRL-ready callables
+``f(prompts, completions, **columns) -> list[float]`` (each with a readable ``__name__``, which TRL uses for the
+per-function metric ``rewards/<name>/mean``) and their weights. The functions are pure and fast; only
+``reward_model`` loads a model. This module knows nothing about jobs or the database.
+
+Types and their parameters:
+- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default) or ``chars``. 1.0 inside the bounds,
+  falling linearly to 0 at twice the distance (so the policy gets a gradient towards the window).
+- ``regex``: ``pattern`` (Python ``re``), ``flags`` (e.g. ``"IMS"``), ``mode`` ``search`` (default) or
+  ``fullmatch``; ``negate: true`` rewards *not* matching. 1.0 or 0.0.
+- ``format``: ``format`` one of ``json``, ``markdown_heading``, ``bullets``, ``no_markdown``, ``no_emoji``,
+  ``single_paragraph``, ``ends_with_punctuation``. 1.0 or 0.0.
+- ``exact_match``: compares the answer (or the first group of ``extract``, a regex) with the dataset column
+  ``column`` (default ``reference``), case- and space-normalised unless ``normalize: false``. 1.0 or 0.0.
+- ``contains``: ``keywords`` list, ``mode`` ``any`` (default) or ``all``; case-insensitive. 1.0 or 0.0.
+- ``reward_model``: ``path`` of a reward-model checkpoint made by a ``reward`` job (or ``job``: its id, resolved
+  by the worker). The raw scalar score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+RewardFn = Callable[..., list[float]]
+
+FORMATS = (
+    "json",
+    "markdown_heading",
+    "bullets",
+    "no_markdown",
+    "no_emoji",
+    "single_paragraph",
+    "ends_with_punctuation",
+)
+TYPES = ("length", "regex", "format", "exact_match", "contains", "reward_model")
+_EMOJI = re.compile("[\U0001f300-\U0001faff\U0001f1e6-\U0001f1ff\u2600-\u27bf\u2b50\u2b55]")
+_MARKDOWN = re.compile(r"^\s{0,3}(#{1,6}\s|[-*+]\s|\d+[.)]\s|```)|\*\*[^*]+\*\*", re.MULTILINE)
+
+
+class RewardSpecError(ValueError):
+    """A reward spec is malformed (the message names the spec index and the parameter)."""
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion, standard (a string) or conversational (a list of messages)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(m.get("content", "") for m in completion if m.get("role", "assistant") == "assistant")
+    if isinstance(completion, dict):
+        return str(completion.get("content", ""))
+    return str(completion)
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.lower().split()).strip(" .!?")
+
+
+# ---- the functions -------------------------------------------------------------------------------------------
+def length_score(text: str, lo: float, hi: float, unit: str = "words") -> float:
+    n = len(text.split()) if unit == "words" else len(text)
+    if lo <= n <= hi:
+        return 1.0
+    if n < lo:
+        return max(0.0, 1.0 - (lo - n) / max(lo, 1))
+    return max(0.0, 1.0 - (n - hi) / max(hi, 1))
+
+
+def format_ok(text: str, fmt: str) -> bool:
+    t = text.strip()
+    if fmt == "json":
+        try:
+            json.loads(t)
+            return True
+        except ValueError:
+            return False
+    if fmt == "markdown_heading":
+        return bool(re.match(r"#{1,6}\s+\S", t))
+    if fmt == "bullets":
+        return bool(re.search(r"^\s*[-*+]\s+\S", t, re.MULTILINE))
+    if fmt == "no_markdown":
+        return not _MARKDOWN.search(t)
+    if fmt == "no_emoji":
+        return not _EMOJI.search(t)
+    if fmt == "single_paragraph":
+        return bool(t) and "\n\n" not in t
+    if fmt == "ends_with_punctuation":
+        return t.endswith((".", "!", "?"))
+    raise RewardSpecError(f"unknown format {fmt!r}")
+
+
+def _named(fn: Callable[..., list[float]], name: str) -> RewardFn:
+    fn.__name__ = name
+    return fn
+
+
+def make_reward(spec: dict[str, Any], index: int = 0) -> RewardFn:
+    """One TRL reward function from a spec (validated here)."""
+    kind = spec.get("type")
+    where = f"reward {index} ({kind})"
+    allowed = {"type", "weight", "name"} | _PARAMS.get(str(kind), set())
+    if kind not in TYPES:
+        raise RewardSpecError(f"reward {index}: type {kind!r} unknown; choose one of {', '.join(TYPES)}")
+    unknown = set(spec) - allowed
+    if unknown:
+        raise RewardSpecError(f"{where}: unknown parameter(s) {', '.join(sorted(unknown))}")
+    name = str(spec.get("name") or kind)
+    if kind == "length":
+        lo, hi = float(spec.get("min", 0)), float(spec.get("max", 1e9))
+        unit = spec.get("unit", "words")
+        if unit not in ("words", "chars") or lo < 0 or hi < lo:
+            raise RewardSpecError(f"{where}: need 0 <= min <= max and unit words|chars")
+
+        def length(completions: Sequence[Any], **_: Any) -> list[float]:
+            return [length_score(completion_text(c), lo, hi, unit) for c in completions]
+
+        return _named(length, name)
+    if kind == "regex":
+        pattern = spec.get("pattern")
+        if not pattern:
+            raise RewardSpecError(f"{where}: 'pattern' is required")
+        flags = 0
+        for letter in str(spec.get("flags", "")):
+            flags |= {"I": re.I, "M": re.M, "S": re.S, "X": re.X}.get(letter.upper(), 0)
+        try:
+            rx = re.compile(pattern, flags)
+        except re.error as exc:
+            raise RewardSpecError(f"{where}: bad pattern ({exc})") from exc
+        match = rx.fullmatch if spec.get("mode", "search") == "fullmatch" else rx.search
+        negate = bool(spec.get("negate", False))
+        return _named(
+            lambda completions, **_: [
+                float(bool(match(completion_text(c).strip())) != negate) for c in completions
+            ],
+            name,
+        )
+    if kind == "format":
+        fmt = spec.get("format")
+        if fmt not in FORMATS:
+            raise RewardSpecError(f"{where}: format {fmt!r} unknown; choose one of {', '.join(FORMATS)}")
+
+        def formatted(completions: Sequence[Any], **_: Any) -> list[float]:
+            return [float(format_ok(completion_text(c), fmt)) for c in completions]
+
+        return _named(formatted, str(spec.get("name") or f"format_{fmt}"))
+    if kind == "exact_match":
+        column = spec.get("column", "reference")
+        extract = re.compile(spec["extract"], re.S) if spec.get("extract") else None
+        normalise = bool(spec.get("normalize", True))
+
+        def exact(completions: Sequence[Any], **columns: Any) -> list[float]:
+            refs = columns.get(column)
+            if refs is None:
+                raise RewardSpecError(f"{where}: the dataset has no column {column!r}")
+            out = []
+            for c, ref in zip(completions, refs, strict=True):
+                text = completion_text(c)
+                if extract is not None:
+                    m = extract.search(text)
+                    text = (m.group(1) if m and m.groups() else m.group(0)) if m else ""
+                a, b = (
+                    (_normalise(text), _normalise(str(ref)))
+                    if normalise
+                    else (text.strip(), str(ref).strip())
+                )
+                out.append(float(a == b))
+            return out
+
+        return _named(exact, name)
+    if kind == "contains":
+        words = [str(w).lower() for w in spec.get("keywords", [])]
+        if not words:
+            raise RewardSpecError(f"{where}: 'keywords' must be a non-empty list")
+        test = all if spec.get("mode", "any") == "all" else any
+        return _named(
+            lambda completions, **_: [
+                float(test(w in completion_text(c).lower() for w in words)) for c in completions
+            ],
+            name,
+        )
+    path = spec.get("path")
+    if not path:
+        raise RewardSpecError(f"{where}: 'path' (or 'job', resolved by the worker) is required")
+    return _named(RewardModelScorer(str(path)), name)
+
+
+_PARAMS: dict[str, set[str]] = {
+    "length": {"min", "max", "unit"},
+    "regex": {"pattern", "flags", "mode", "negate"},
+    "format": {"format"},
+    "exact_match": {"column", "extract", "normalize"},
+    "contains": {"keywords", "mode"},
+    "reward_model": {"path", "job"},
+}
+
+
+def validate_specs(specs: list[dict[str, Any]]) -> None:
+    """Check every spec without loading anything (reward models are checked by the worker)."""
+    if not specs:
+        raise RewardSpecError("at least one reward function is needed")
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, dict):
+            raise RewardSpecError(f"reward {i}: expected a mapping like {{type: length, max: 80}}")
+        if not isinstance(spec.get("weight", 1.0), int | float):
+            raise RewardSpecError(f"reward {i}: weight must be a number")
+        if spec.get("type") == "reward_model":
+            if not (spec.get("path") or spec.get("job")):
+                raise RewardSpecError(f"reward {i} (reward_model): 'path' or 'job' is required")
+            continue
+        make_reward(spec, i)
+
+
+def build_rewards(specs: list[dict[str, Any]]) -> tuple[list[RewardFn], list[float]]:
+    """TRL reward functions and weights, names made unique (``length``, ``length_2``...)."""
+    validate_specs(specs)
+    funcs: list[RewardFn] = []
+    weights: list[float] = []
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        fn = make_reward(spec, i)
+        count = seen.get(fn.__name__, 0) + 1
+        seen[fn.__name__] = count
+        if count > 1:
+            fn.__name__ = f"{fn.__name__}_{count}"
+        funcs.append(fn)
+        weights.append(float(spec.get("weight", 1.0)))
+    return funcs, weights
+
+
+class RewardModelScorer:
+    """Scores completions with a reward model saved by a ``reward`` job (full model or LoRA + score head)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._model: Any = None
+        self._tok: Any = None
+        self.__name__ = "reward_model"
+
+    def _load(self) -> None:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from training.artifacts import read_manifest
+
+        manifest = read_manifest(self.path)
+        base = manifest.get("base_path") or self.path
+        self._tok = AutoTokenizer.from_pretrained(self.path)
+        model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, dtype=torch.float32)
+        if manifest.get("adapter"):
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, self.path)
+        model.config.pad_token_id = self._tok.pad_token_id
+        self._model = model.eval()
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **_: Any) -> list[float]:
+        import torch
+
+        if self._model is None:
+            self._load()
+        texts = []
+        for p, c in zip(prompts, completions, strict=True):
+            msgs = list(p) if isinstance(p, list) else [{"role": "user", "content": str(p)}]
+            msgs.append({"role": "assistant", "content": completion_text(c)})
+            texts.append(self._tok.apply_chat_template(msgs, tokenize=False))
+        enc = self._tok(texts, return_tensors="pt", padding=True, truncation=True, max_length=1024)
+        device = next(self._model.parameters()).device
+        with torch.no_grad():
+            scores = self._model(**{k: v.to(device) for k, v in enc.items()}).logits[:, 0]
+        return [float(s) for s in scores]
