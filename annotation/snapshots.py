@@ -53,21 +53,28 @@ def preference_pairs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
             skipped["empty_answer"] += 1
             continue
         win_a = r["winner"] == "model_a"
-        rows.append({
-            "prompt": conv_a[:-1],
-            "chosen": [{"role": "assistant", "content": ans_a if win_a else ans_b}],
-            "rejected": [{"role": "assistant", "content": ans_b if win_a else ans_a}],
-            "provenance": {
-                "source": "arena_vote", "vote_id": r.get("vote_id"), "battle_id": r.get("battle_id"),
-                "turn": r.get("turn"), "chosen_model": r["model_a"] if win_a else r["model_b"],
-                "rejected_model": r["model_b"] if win_a else r["model_a"], "tstamp": r.get("tstamp"),
-            },
-        })
+        rows.append(
+            {
+                "prompt": conv_a[:-1],
+                "chosen": [{"role": "assistant", "content": ans_a if win_a else ans_b}],
+                "rejected": [{"role": "assistant", "content": ans_b if win_a else ans_a}],
+                "provenance": {
+                    "source": "arena_vote",
+                    "vote_id": r.get("vote_id"),
+                    "battle_id": r.get("battle_id"),
+                    "turn": r.get("turn"),
+                    "chosen_model": r["model_a"] if win_a else r["model_b"],
+                    "rejected_model": r["model_b"] if win_a else r["model_a"],
+                    "tstamp": r.get("tstamp"),
+                },
+            }
+        )
     return rows, skipped
 
 
-def write_snapshot(session: Session, rows: list[dict[str, Any]], filt: dict[str, Any],
-                   skipped: dict[str, int] | None = None) -> SnapshotInfo:
+def write_snapshot(
+    session: Session, rows: list[dict[str, Any]], filt: dict[str, Any], skipped: dict[str, int] | None = None
+) -> SnapshotInfo:
     """Freeze rows into a content-addressed file and record it (idempotent on identical content)."""
     body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode("utf-8")
     digest = hashlib.sha256(body).hexdigest()
@@ -83,20 +90,24 @@ def write_snapshot(session: Session, rows: list[dict[str, Any]], filt: dict[str,
         os.chmod(tmp, 0o444)
         tmp.replace(path)
     vote_ids = [r["provenance"].get("vote_id") for r in rows if r.get("provenance", {}).get("vote_id")]
-    snap = DatasetSnapshot(hash=digest, filter=filt, n_pairs=len(rows), path=str(path), source_vote_ids=vote_ids)
+    snap = DatasetSnapshot(
+        hash=digest, filter=filt, n_pairs=len(rows), path=str(path), source_vote_ids=vote_ids
+    )
     session.add(snap)
     session.flush()
     return SnapshotInfo(snap.id, digest, len(rows), str(path), True, skipped or {})
 
 
-def snapshot_from_votes(session: Session, include_named: bool = False, include_revealed: bool = False,
-                        min_pairs: int = 1) -> SnapshotInfo:
+def snapshot_from_votes(
+    session: Session, include_named: bool = False, include_revealed: bool = False, min_pairs: int = 1
+) -> SnapshotInfo:
     records = battle_records(session, include_named=include_named, include_revealed=include_revealed)
     rows, skipped = preference_pairs(records)
     if len(rows) < min_pairs:
         raise SnapshotError(
             f"only {len(rows)} preference pair(s) from {len(records)} vote(s) (skipped: "
-            + ", ".join(f"{k}={v}" for k, v in skipped.items()) + f"); at least {min_pairs} needed"
+            + ", ".join(f"{k}={v}" for k, v in skipped.items())
+            + f"); at least {min_pairs} needed"
         )
     filt = {"source": "arena_votes", "include_named": include_named, "include_revealed": include_revealed}
     return write_snapshot(session, rows, filt, skipped)
@@ -109,7 +120,9 @@ def load_snapshot(path: str | Path, expected_hash: str | None = None) -> list[di
         raise SnapshotError(f"snapshot file {p} is missing")
     body = p.read_bytes()
     if expected_hash and hashlib.sha256(body).hexdigest() != expected_hash:
-        raise SnapshotError(f"snapshot file {p} does not match its hash {expected_hash[:12]}: it was modified")
+        raise SnapshotError(
+            f"snapshot file {p} does not match its hash {expected_hash[:12]}: it was modified"
+        )
     rows = []
     for lineno, line in enumerate(body.decode("utf-8").splitlines(), start=1):
         r = json.loads(line)

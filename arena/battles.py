@@ -97,8 +97,16 @@ class ArenaService:
                 if a_id == b_id:
                     raise BattleError("a contestant cannot battle itself")
                 prob = None
-            b = Battle(a_id=a_id, b_id=b_id, left_is_a=self.rng.random() < 0.5, sampling_prob=prob,
-                       mode=mode, user_id=user_id, prompt_id=prompt_id, category=category)
+            b = Battle(
+                a_id=a_id,
+                b_id=b_id,
+                left_is_a=self.rng.random() < 0.5,
+                sampling_prob=prob,
+                mode=mode,
+                user_id=user_id,
+                prompt_id=prompt_id,
+                category=category,
+            )
             s.add(b)
             s.flush()
             return BattleView(b.id)
@@ -182,21 +190,32 @@ class ArenaService:
                 text[side] += delta
                 yield view()
         if errors:
-            message = "; ".join(f"{'left' if (k == 'a') == b.left_is_a else 'right'} model: {v}"
-                                if k in "ab" else v for k, v in errors.items())
+            message = "; ".join(
+                f"{'left' if (k == 'a') == b.left_is_a else 'right'} model: {v}" if k in "ab" else v
+                for k, v in errors.items()
+            )
             self._mark_errored(battle_id, message)
             yield view(done=True, error=f"The battle stopped and will not be rated: {message}")
             return
         idx = len(turns)
         with self.db.session() as s:
-            s.add(Turn(
-                battle_id=battle_id, idx=idx, user_msg=user_msg, answer_a=text["a"], answer_b=text["b"],
-                tokens_a=stats["a"].tokens, tokens_b=stats["b"].tokens,
-                latency_a=stats["a"].ttft, latency_b=stats["b"].ttft,
-                tps_a=stats["a"].tokens_per_s, tps_b=stats["b"].tokens_per_s,
-                leak_a=find_leak(text["a"], ca.aliases) is not None,
-                leak_b=find_leak(text["b"], cb.aliases) is not None,
-            ))
+            s.add(
+                Turn(
+                    battle_id=battle_id,
+                    idx=idx,
+                    user_msg=user_msg,
+                    answer_a=text["a"],
+                    answer_b=text["b"],
+                    tokens_a=stats["a"].tokens,
+                    tokens_b=stats["b"].tokens,
+                    latency_a=stats["a"].ttft,
+                    latency_b=stats["b"].ttft,
+                    tps_a=stats["a"].tokens_per_s,
+                    tps_b=stats["b"].tokens_per_s,
+                    leak_a=find_leak(text["a"], ca.aliases) is not None,
+                    leak_b=find_leak(text["b"], cb.aliases) is not None,
+                )
+            )
         yield view(done=True, idx=idx)
 
     def _mark_errored(self, battle_id: int, message: str) -> None:
@@ -206,8 +225,15 @@ class ArenaService:
             b.error = message
 
     # -- votes -------------------------------------------------------------------------------------------
-    def vote(self, battle_id: int, choice: str, turn_idx: int | None = None, user_id: int | None = None,
-             reason: str | None = None, finish: bool = True) -> Reveal:
+    def vote(
+        self,
+        battle_id: int,
+        choice: str,
+        turn_idx: int | None = None,
+        user_id: int | None = None,
+        reason: str | None = None,
+        finish: bool = True,
+    ) -> Reveal:
         """Store a vote on a turn (default: the latest) in left/right terms; reveal the contestants."""
         if choice not in CHOICES:
             raise BattleError(f"unknown vote {choice!r}; expected one of {', '.join(CHOICES)}")
@@ -223,15 +249,28 @@ class ArenaService:
             idx = turns[-1].idx if turn_idx is None else turn_idx
             if not 0 <= idx < len(turns):
                 raise BattleError(f"battle {battle_id} has no turn {idx}")
-            if b.status == "voted" or s.scalar(
-                select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx)
-            ) is not None:
+            if (
+                b.status == "voted"
+                or s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx))
+                is not None
+            ):
                 raise BattleError(f"battle {battle_id} turn {idx} already has a vote; start a new battle")
-            outcome = {"left": "a" if b.left_is_a else "b", "right": "b" if b.left_is_a else "a"}.get(choice, choice)
+            outcome = {"left": "a" if b.left_is_a else "b", "right": "b" if b.left_is_a else "a"}.get(
+                choice, choice
+            )
             t = turns[idx]
             leaked = any(x.leak_a or x.leak_b for x in turns[: idx + 1])
-            s.add(Vote(battle_id=battle_id, turn_idx=idx, user_id=user_id, outcome=outcome,
-                       revealed_before_vote=leaked, reason=reason, created_at=utcnow()))
+            s.add(
+                Vote(
+                    battle_id=battle_id,
+                    turn_idx=idx,
+                    user_id=user_id,
+                    outcome=outcome,
+                    revealed_before_vote=leaked,
+                    reason=reason,
+                    created_at=utcnow(),
+                )
+            )
             if finish:
                 b.status = "voted"
             a = s.get_one(Contestant, b.a_id)
@@ -239,5 +278,6 @@ class ArenaService:
             sa = {"tokens": t.tokens_a, "ttft_s": t.latency_a, "tokens_per_s": t.tps_a}
             sb = {"tokens": t.tokens_b, "ttft_s": t.latency_b, "tokens_per_s": t.tps_b}
             left, right = ((a, sa), (bb, sb)) if b.left_is_a else ((bb, sb), (a, sa))
-            return Reveal(battle_id, idx, left[0].public_name, right[0].public_name, outcome, leaked,
-                          left[1], right[1])
+            return Reveal(
+                battle_id, idx, left[0].public_name, right[0].public_name, outcome, leaked, left[1], right[1]
+            )

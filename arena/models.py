@@ -37,7 +37,9 @@ def ensure_hf_base(target: Path | None = None) -> Path:
 
         gguf = default_gguf_path()
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
         # The loaded model is marked quantized (it came from GGUF); after dequantisation it is plain fp32.
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):

@@ -47,8 +47,14 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
             turns = [rec[k] for k in sorted(rec) if k and k.startswith("turn") and rec[k]]
             if not turns and rec.get("prompt"):
                 turns = [rec["prompt"]]
-            rows.append({"line": lineno, "turns": turns, "category": rec.get("category"),
-                         "question_id": rec.get("question_id")})
+            rows.append(
+                {
+                    "line": lineno,
+                    "turns": turns,
+                    "category": rec.get("category"),
+                    "question_id": rec.get("question_id"),
+                }
+            )
     else:
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -62,8 +68,14 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
             turns = rec.get("turns")
             if turns is None and isinstance(rec.get("prompt"), str):
                 turns = [rec["prompt"]]
-            rows.append({"line": lineno, "turns": turns, "category": rec.get("category"),
-                         "question_id": rec.get("question_id")})
+            rows.append(
+                {
+                    "line": lineno,
+                    "turns": turns,
+                    "category": rec.get("category"),
+                    "question_id": rec.get("question_id"),
+                }
+            )
     seen: set[str] = set()
     for r in rows:
         where = f"{name}:{r.pop('line')}"
@@ -95,7 +107,9 @@ def import_prompt_set(session: Session, set_name: str, name: str, data: bytes, s
 def ensure_mt_bench(session: Session) -> None:
     if session.scalar(select(PromptSet.id).where(PromptSet.name == MT_BENCH)) is None:
         path = _DATA / "mt_bench_questions.jsonl"
-        import_prompt_set(session, MT_BENCH, path.name, path.read_bytes(), "MT-Bench (lm-sys/FastChat, Apache-2.0)")
+        import_prompt_set(
+            session, MT_BENCH, path.name, path.read_bytes(), "MT-Bench (lm-sys/FastChat, Apache-2.0)"
+        )
 
 
 def list_sets(session: Session) -> list[str]:
@@ -110,6 +124,8 @@ def random_prompt(session: Session, set_name: str = MT_BENCH, rng: random.Random
     n = session.scalar(select(func.count(Prompt.id)).where(Prompt.set_id == ps.id)) or 0
     if n == 0:
         raise PromptImportError(f"prompt set {set_name!r} is empty")
-    p = session.scalar(select(Prompt).where(Prompt.set_id == ps.id).order_by(Prompt.id).offset(rng.randrange(n)))
+    p = session.scalar(
+        select(Prompt).where(Prompt.set_id == ps.id).order_by(Prompt.id).offset(rng.randrange(n))
+    )
     assert p is not None
     return PromptInfo(p.id, set_name, p.question_id, list(p.turns), p.category)

@@ -13,7 +13,13 @@ from sqlalchemy.orm import Session, aliased
 
 from db.models import Battle, Contestant, Prompt, Turn, Vote
 
-WINNER = {"a": "model_a", "b": "model_b", "tie": "tie", "both_bad": "tie (bothbad)", "both_good": "tie (bothgood)"}
+WINNER = {
+    "a": "model_a",
+    "b": "model_b",
+    "tie": "tie",
+    "both_bad": "tie (bothbad)",
+    "both_good": "tie (bothgood)",
+}
 
 
 def battle_records(
@@ -54,9 +60,21 @@ def battle_records(
         }
         if with_text:
             ts = [t for t in turns.get(battle.id, []) if t.idx <= vote.turn_idx]
-            rec["conversation_a"] = [m for t in ts for m in (
-                {"role": "user", "content": t.user_msg}, {"role": "assistant", "content": t.answer_a})]
-            rec["conversation_b"] = [m for t in ts for m in (
-                {"role": "user", "content": t.user_msg}, {"role": "assistant", "content": t.answer_b})]
+            rec["conversation_a"] = [
+                m
+                for t in ts
+                for m in (
+                    {"role": "user", "content": t.user_msg},
+                    {"role": "assistant", "content": t.answer_a},
+                )
+            ]
+            rec["conversation_b"] = [
+                m
+                for t in ts
+                for m in (
+                    {"role": "user", "content": t.user_msg},
+                    {"role": "assistant", "content": t.answer_b},
+                )
+            ]
         out.append(rec)
     return out

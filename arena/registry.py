@@ -118,13 +118,19 @@ def register(session: Session, spec: ContestantSpec) -> int:
     _validate(spec)
     if session.scalar(select(Contestant.id).where(Contestant.public_name == spec.public_name)) is not None:
         raise RegistryError(f"a contestant named {spec.public_name!r} already exists")
-    aliases = list(dict.fromkeys([*spec.aliases, *SMOLLM_ALIASES] if "builtin:" in spec.model_ref else spec.aliases))
+    aliases = list(
+        dict.fromkeys([*spec.aliases, *SMOLLM_ALIASES] if "builtin:" in spec.model_ref else spec.aliases)
+    )
     row = Contestant(
         public_name=spec.public_name,
         engine=spec.engine,
         model_ref=spec.model_ref,
         adapter_ref=spec.adapter_ref,
-        persona={"system_prompt": spec.system_prompt, "prefill": spec.prefill, "description": spec.description},
+        persona={
+            "system_prompt": spec.system_prompt,
+            "prefill": spec.prefill,
+            "description": spec.description,
+        },
         sampling=dict(spec.sampling),
         aliases=aliases,
         parent_id=spec.parent_id,

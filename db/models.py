@@ -154,7 +154,9 @@ class RubricScore(Base):
     __tablename__ = "rubric_scores"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     vote_id: Mapped[int | None] = mapped_column(ForeignKey("votes.id", ondelete="CASCADE"), nullable=True)
-    item_id: Mapped[int | None] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"), nullable=True)
+    item_id: Mapped[int | None] = mapped_column(
+        ForeignKey("queue_items.id", ondelete="CASCADE"), nullable=True
+    )
     criterion: Mapped[str] = mapped_column(String(128))
     side: Mapped[str | None] = mapped_column(String(8), nullable=True)
     value: Mapped[float] = mapped_column(Float)

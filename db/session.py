@@ -80,7 +80,7 @@ class Database:
         finally:
             s.close()
 
-    def migrate(self, revision: str = "head") -> None:
+    def migrate(self, revision: str = "heads") -> None:
         """Bring the schema to ``revision`` with Alembic (idempotent)."""
         from alembic import command
 

@@ -29,11 +29,18 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
     return demo
 
 
-def serve(host: str | None = None, port: int | None = None, block: bool = True,
-          ctx: StudioContext | None = None) -> tuple[gr.Blocks, str]:
+def serve(
+    host: str | None = None, port: int | None = None, block: bool = True, ctx: StudioContext | None = None
+) -> tuple[gr.Blocks, str]:
     """Build and launch the app; returns the Blocks and the local URL."""
     ctx = ctx or build_context()
     demo = build_app(ctx)
-    _, url, _ = demo.launch(server_name=host or ctx.settings.host, server_port=port or ctx.settings.port,
-                            prevent_thread_lock=not block, css=CSS, show_error=True, quiet=not block)
+    _, url, _ = demo.launch(
+        server_name=host or ctx.settings.host,
+        server_port=port or ctx.settings.port,
+        prevent_thread_lock=not block,
+        css=CSS,
+        show_error=True,
+        quiet=not block,
+    )
     return demo, url

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import typer
 
-app = typer.Typer(help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 models_app = typer.Typer(help="Contestants in the arena.", no_args_is_help=True)
 train_app = typer.Typer(help="Training jobs (run out of process).", no_args_is_help=True)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
@@ -30,8 +33,10 @@ def _ctx():  # type: ignore[no-untyped-def]
 
 
 @app.command()
-def serve(host: str = typer.Option(None, help="Interface to bind (default 127.0.0.1)."),
-          port: int = typer.Option(None, help="Port (default 7860).")) -> None:
+def serve(
+    host: str = typer.Option(None, help="Interface to bind (default 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port (default 7860)."),
+) -> None:
     """Serve the studio web app."""
     from studio.app import serve as run
 
@@ -61,15 +66,20 @@ def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON."
         typer.echo(json.dumps([c.as_dict() for c in items], default=str, indent=2))
         return
     for c in items:
-        lineage = f" parent={c.parent_id} job={c.job_id} snapshot={(c.snapshot_hash or '')[:12]}" if c.parent_id \
+        lineage = (
+            f" parent={c.parent_id} job={c.job_id} snapshot={(c.snapshot_hash or '')[:12]}"
+            if c.parent_id
             else ""
+        )
         typer.echo(f"{c.id:>4}  {c.public_name:<28} {c.engine:<13} {c.description[:50]}{lineage}")
 
 
 @app.command()
-def export(out: Path = typer.Option(None, help="Also copy the snapshot JSONL here."),
-           include_named: bool = typer.Option(False, help="Include named-mode battles."),
-           min_pairs: int = typer.Option(1, help="Fail when fewer pairs result.")) -> None:
+def export(
+    out: Path = typer.Option(None, help="Also copy the snapshot JSONL here."),
+    include_named: bool = typer.Option(False, help="Include named-mode battles."),
+    min_pairs: int = typer.Option(1, help="Fail when fewer pairs result."),
+) -> None:
     """Freeze the current decisive votes into a hashed preference snapshot (TRL conversational rows)."""
     from annotation.snapshots import SnapshotError, snapshot_from_votes
 
@@ -82,19 +92,31 @@ def export(out: Path = typer.Option(None, help="Also copy the snapshot JSONL her
         return
     if out:
         out.write_bytes(Path(snap.path).read_bytes())
-    typer.echo(json.dumps({"id": snap.id, "hash": snap.hash, "n_pairs": snap.n_pairs, "path": snap.path,
-                           "created": snap.created, "skipped": snap.skipped}))
+    typer.echo(
+        json.dumps(
+            {
+                "id": snap.id,
+                "hash": snap.hash,
+                "n_pairs": snap.n_pairs,
+                "path": snap.path,
+                "created": snap.created,
+                "skipped": snap.skipped,
+            }
+        )
+    )
 
 
 @train_app.command("dpo")
-def train_dpo(parent: str = typer.Option("smollm2-plain", help="Contestant to start from."),
-              snapshot: str = typer.Option(None, help="Snapshot hash (prefix); default: freeze current votes."),
-              steps: int = typer.Option(16, help="Optimizer steps."),
-              beta: float = typer.Option(0.1, help="DPO beta."),
-              lora: bool = typer.Option(True, help="LoRA (default) or full fine-tune."),
-              config: Path = typer.Option(None, help="YAML config file (fields as in the DPO job config)."),
-              wait: bool = typer.Option(True, help="Wait for the job and show progress."),
-              timeout: float = typer.Option(3600, help="Seconds to wait.")) -> None:
+def train_dpo(
+    parent: str = typer.Option("smollm2-plain", help="Contestant to start from."),
+    snapshot: str = typer.Option(None, help="Snapshot hash (prefix); default: freeze current votes."),
+    steps: int = typer.Option(16, help="Optimizer steps."),
+    beta: float = typer.Option(0.1, help="DPO beta."),
+    lora: bool = typer.Option(True, help="LoRA (default) or full fine-tune."),
+    config: Path = typer.Option(None, help="YAML config file (fields as in the DPO job config)."),
+    wait: bool = typer.Option(True, help="Wait for the job and show progress."),
+    timeout: float = typer.Option(3600, help="Seconds to wait."),
+) -> None:
     """Launch a DPO job in its own process; publish the checkpoint as a contestant when it ends."""
     import yaml
 
@@ -111,7 +133,9 @@ def train_dpo(parent: str = typer.Option("smollm2-plain", help="Contestant to st
         except (OSError, yaml.YAMLError) as exc:
             _fail(f"{config}: {exc}")
     try:
-        job_id = launch_dpo(ctx.db, overrides.pop("parent_contestant", parent), snapshot=snapshot, **overrides)
+        job_id = launch_dpo(
+            ctx.db, overrides.pop("parent_contestant", parent), snapshot=snapshot, **overrides
+        )
     except (SnapshotError, ConfigError, JobError) as exc:
         _fail(str(exc))
         return
@@ -144,13 +168,16 @@ def _follow(db, job_id: int, timeout: float) -> None:  # type: ignore[no-untyped
 
 
 @app.command()
-def ratings(battles: Path = typer.Option(None, help="Battles file (FastChat layout, JSON or JSONL); "
-                                                  "without it the studio database is used."),
-            style_control: bool = typer.Option(False, "--style-control", help="Control for length and markdown."),
-            bootstrap: int = typer.Option(100, help="Bootstrap rounds for confidence intervals."),
-            baseline: str = typer.Option(None, help="Add win rate and LC win rate against this model."),
-            as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-            skip_bad: bool = typer.Option(False, help="Skip bad rows (listed) instead of failing.")) -> None:
+def ratings(
+    battles: Path = typer.Option(
+        None, help="Battles file (FastChat layout, JSON or JSONL); without it the studio database is used."
+    ),
+    style_control: bool = typer.Option(False, "--style-control", help="Control for length and markdown."),
+    bootstrap: int = typer.Option(100, help="Bootstrap rounds for confidence intervals."),
+    baseline: str = typer.Option(None, help="Add win rate and LC win rate against this model."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    skip_bad: bool = typer.Option(False, help="Skip bad rows (listed) instead of failing."),
+) -> None:
     """Ratings (Bradley-Terry with CIs, Elo) from a battles file or the studio database."""
     from arena.ratings import RatingsInputError, ratings_report
 
@@ -170,8 +197,14 @@ def ratings(battles: Path = typer.Option(None, help="Battles file (FastChat layo
                 fh.write(json.dumps(r) + "\n")
             battles = Path(fh.name)
     try:
-        out = ratings_report(battles, style_control=style_control, bootstrap=bootstrap, baseline=baseline,
-                             as_json=as_json, skip_bad=skip_bad)
+        out = ratings_report(
+            battles,
+            style_control=style_control,
+            bootstrap=bootstrap,
+            baseline=baseline,
+            as_json=as_json,
+            skip_bad=skip_bad,
+        )
     except (RatingsInputError, OSError) as exc:
         _fail(str(exc))
         return

@@ -25,8 +25,9 @@ def build_context(settings: Settings | None = None) -> StudioContext:
     with db.session() as s:
         ensure_defaults(s)
         ensure_mt_bench(s)
-    limits = ArenaLimits(settings.max_prompt_chars, settings.max_turns, settings.answer_timeout_s,
-                         settings.max_new_tokens)
+    limits = ArenaLimits(
+        settings.max_prompt_chars, settings.max_turns, settings.answer_timeout_s, settings.max_new_tokens
+    )
     try:
         from training.runner import reconcile
 

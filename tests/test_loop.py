@@ -17,8 +17,15 @@ from training.service import launch_dpo
 def test_votes_to_snapshot_to_dpo_to_new_contestant_that_battles(db, tiny_model_dir):
     with db.session() as s:
         for name, temp in (("tiny-a", 0.7), ("tiny-b", 1.0)):
-            register(s, ContestantSpec(name, engine="transformers", model_ref=str(tiny_model_dir),
-                                       sampling={"max_tokens": 8, "temperature": temp, "seed": 1}))
+            register(
+                s,
+                ContestantSpec(
+                    name,
+                    engine="transformers",
+                    model_ref=str(tiny_model_dir),
+                    sampling={"max_tokens": 8, "temperature": temp, "seed": 1},
+                ),
+            )
     svc = ArenaService(db, rng=random.Random(0))
     for i in range(6):
         bid = svc.start_battle().battle_id
@@ -30,8 +37,16 @@ def test_votes_to_snapshot_to_dpo_to_new_contestant_that_battles(db, tiny_model_
     assert snap.n_pairs == 6 and len(rows) == 6
     assert set(rows[0]) == {"prompt", "chosen", "rejected"} and rows[0]["prompt"][0]["role"] == "user"
 
-    job_id = launch_dpo(db, "tiny-a", snapshot=snap.hash, max_steps=2, per_device_train_batch_size=2,
-                        min_pairs=4, base_model=str(tiny_model_dir), kl_prompts=0)
+    job_id = launch_dpo(
+        db,
+        "tiny-a",
+        snapshot=snap.hash,
+        max_steps=2,
+        per_device_train_batch_size=2,
+        min_pairs=4,
+        base_model=str(tiny_model_dir),
+        kl_prompts=0,
+    )
     view = wait(db, job_id, timeout=300)
     assert view.status == "succeeded", view.error or view.log_tail
     assert view.metrics.get("loss")

@@ -26,25 +26,30 @@ def build(ctx: StudioContext) -> None:
     svc = ctx.arena
     battle = gr.State(None)  # battle id, or None before the first prompt
     drawn = gr.State(None)  # (prompt id, category) of a prompt drawn from a set
-    gr.Markdown("Ask anything. Two anonymous models answer side by side; vote for the better one to see who they were.")
+    gr.Markdown(
+        "Ask anything. Two anonymous models answer side by side; vote for the better one to see who they were."
+    )
     with gr.Row():
         left = gr.Chatbot(label="Model A", height=380, elem_id="chat-left")
         right = gr.Chatbot(label="Model B", height=380, elem_id="chat-right")
     status = gr.Markdown("", elem_id="arena-status")
     with gr.Row():
-        prompt = gr.Textbox(placeholder="Type a prompt and press Enter", show_label=False, scale=6,
-                            elem_id="arena-prompt")
+        prompt = gr.Textbox(
+            placeholder="Type a prompt and press Enter", show_label=False, scale=6, elem_id="arena-prompt"
+        )
         send = gr.Button("Send", variant="primary", scale=1, elem_id="arena-send")
     with gr.Row():
         with gr.Column(scale=3):
             with gr.Row():
-                vote_buttons = [gr.Button(label, interactive=False, elem_id=f"vote-{choice}")
-                                for label, choice in VOTES]
+                vote_buttons = [
+                    gr.Button(label, interactive=False, elem_id=f"vote-{choice}") for label, choice in VOTES
+                ]
         with gr.Column(scale=2), gr.Row():
             with ctx.db.session() as s:
                 sets = list_sets(s)
-            prompt_set = gr.Dropdown(sets, value=MT_BENCH if MT_BENCH in sets else None, label="Prompt set",
-                                     scale=2)
+            prompt_set = gr.Dropdown(
+                sets, value=MT_BENCH if MT_BENCH in sets else None, label="Prompt set", scale=2
+            )
             draw = gr.Button("🎲 Random prompt", scale=1, elem_id="arena-random")
             new = gr.Button("🆕 New battle", scale=1, elem_id="arena-new")
     reveal = gr.Markdown("", elem_id="arena-reveal")
@@ -91,10 +96,15 @@ def build(ctx: StudioContext) -> None:
                 r = svc.vote(battle_id, choice)
             except BattleError as exc:
                 raise gr.Error(str(exc)) from exc
-            note = " (an answer named its model before the vote: this vote is not rated)" if \
-                r.revealed_before_vote else ""
-            text = (f"### Model A was **{r.left_name}** · Model B was **{r.right_name}**{note}\n"
-                    f"Your vote is saved. Press **New battle** (or send a prompt) for the next round.")
+            note = (
+                " (an answer named its model before the vote: this vote is not rated)"
+                if r.revealed_before_vote
+                else ""
+            )
+            text = (
+                f"### Model A was **{r.left_name}** · Model B was **{r.right_name}**{note}\n"
+                f"Your vote is saved. Press **New battle** (or send a prompt) for the next round."
+            )
             off = [gr.update(interactive=False)] * len(VOTES)
             return None, None, text, "Vote saved.", *off
 
@@ -109,7 +119,15 @@ def build(ctx: StudioContext) -> None:
     prompt.submit(on_send, [prompt, battle, drawn, left, right], outs, api_name=False)
     draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):
-        btn.click(make_vote(choice), [battle], [battle, drawn, reveal, status, *vote_buttons],
-                  api_name=f"arena_vote_{choice}")
-    new.click(on_new, None, [battle, drawn, left, right, prompt, reveal, status, *vote_buttons],
-              api_name="arena_new")
+        btn.click(
+            make_vote(choice),
+            [battle],
+            [battle, drawn, reveal, status, *vote_buttons],
+            api_name=f"arena_vote_{choice}",
+        )
+    new.click(
+        on_new,
+        None,
+        [battle, drawn, left, right, prompt, reveal, status, *vote_buttons],
+        api_name="arena_new",
+    )

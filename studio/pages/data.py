@@ -25,20 +25,33 @@ def _counts(ctx: StudioContext) -> str:
 def _snapshots(ctx: StudioContext) -> pd.DataFrame:
     with ctx.db.session() as s:
         snaps = list_snapshots(s)
-    return pd.DataFrame([{"id": x["id"], "hash": x["hash"][:16], "pairs": x["n_pairs"],
-                          "created": str(x["created_at"])[:19]} for x in snaps],
-                        columns=["id", "hash", "pairs", "created"])
+    return pd.DataFrame(
+        [
+            {
+                "id": x["id"],
+                "hash": x["hash"][:16],
+                "pairs": x["n_pairs"],
+                "created": str(x["created_at"])[:19],
+            }
+            for x in snaps
+        ],
+        columns=["id", "hash", "pairs", "created"],
+    )
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     counts = gr.Markdown(elem_id="data-counts")
-    gr.Markdown("### Preference snapshots\nFreeze the current decisive votes into a hashed, read-only "
-                "dataset (TRL conversational preference rows). Training jobs only read frozen snapshots.")
+    gr.Markdown(
+        "### Preference snapshots\nFreeze the current decisive votes into a hashed, read-only "
+        "dataset (TRL conversational preference rows). Training jobs only read frozen snapshots."
+    )
     freeze = gr.Button("❄️ Freeze snapshot from votes", elem_id="data-freeze")
     result = gr.Markdown(elem_id="data-snapshot-result")
     table = gr.Dataframe(interactive=False, elem_id="data-snapshots")
-    gr.Markdown("### Import a prompt set\nJSONL or CSV in the MT-Bench layout (`turns`, `category`, "
-                "optional `question_id`). Every row is checked before anything is written.")
+    gr.Markdown(
+        "### Import a prompt set\nJSONL or CSV in the MT-Bench layout (`turns`, `category`, "
+        "optional `question_id`). Every row is checked before anything is written."
+    )
     with gr.Row():
         set_name = gr.Textbox(label="Prompt set name")
         upload = gr.File(label="File", file_types=[".jsonl", ".csv", ".json"])

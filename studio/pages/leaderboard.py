@@ -24,14 +24,25 @@ def _table(board: dict[str, Any]) -> pd.DataFrame:
 
 def _chart(board: dict[str, Any]) -> go.Figure:
     models = sorted(board["models"], key=lambda m: m["rating"])
-    fig = go.Figure(go.Scatter(
-        x=[m["rating"] for m in models], y=[m["name"] for m in models], mode="markers",
-        error_x={"type": "data", "symmetric": False,
-                 "array": [m["ci_high"] - m["rating"] for m in models],
-                 "arrayminus": [m["rating"] - m["ci_low"] for m in models]},
-    ))
-    fig.update_layout(title="Bradley-Terry rating with 95% interval", height=120 + 40 * len(models),
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title="rating")
+    fig = go.Figure(
+        go.Scatter(
+            x=[m["rating"] for m in models],
+            y=[m["name"] for m in models],
+            mode="markers",
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [m["ci_high"] - m["rating"] for m in models],
+                "arrayminus": [m["rating"] - m["ci_low"] for m in models],
+            },
+        )
+    )
+    fig.update_layout(
+        title="Bradley-Terry rating with 95% interval",
+        height=120 + 40 * len(models),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis_title="rating",
+    )
     return fig
 
 

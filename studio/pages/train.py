@@ -23,9 +23,17 @@ CURVES = ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen", "re
 
 
 def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
-    rows = [{"id": j.id, "kind": j.kind, "status": j.status,
-             "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
-             "contestant": j.contestant_id or "", "error": (j.error or "")[:80]} for j in list_jobs(ctx.db)]
+    rows = [
+        {
+            "id": j.id,
+            "kind": j.kind,
+            "status": j.status,
+            "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
+            "contestant": j.contestant_id or "",
+            "error": (j.error or "")[:80],
+        }
+        for j in list_jobs(ctx.db)
+    ]
     return pd.DataFrame(rows, columns=["id", "kind", "status", "progress", "contestant", "error"])
 
 
@@ -41,19 +49,28 @@ def _figure(metrics: dict[str, list[tuple[int, float]]]) -> go.Figure:
     for name in CURVES:
         series = metrics.get(name) or metrics.get(f"train/{name}")
         if series:
-            fig.add_scatter(x=[p[0] for p in series], y=[p[1] for p in series], name=name, mode="lines+markers")
-    fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis_title="step",
-                      title="Training metrics")
+            fig.add_scatter(
+                x=[p[0] for p in series], y=[p[1] for p in series], name=name, mode="lines+markers"
+            )
+    fig.update_layout(
+        height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis_title="step", title="Training metrics"
+    )
     return fig
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     parents, snaps = _choices(ctx)
-    gr.Markdown("Train a DPO (LoRA) checkpoint on collected preferences. When the job succeeds, the checkpoint "
-                "joins the arena as a new contestant with its lineage recorded.")
+    gr.Markdown(
+        "Train a DPO (LoRA) checkpoint on collected preferences. When the job succeeds, the checkpoint "
+        "joins the arena as a new contestant with its lineage recorded."
+    )
     with gr.Row():
-        parent = gr.Dropdown(parents, value=parents[0] if parents else None, label="Start from (parent)",
-                             elem_id="train-parent")
+        parent = gr.Dropdown(
+            parents,
+            value=parents[0] if parents else None,
+            label="Start from (parent)",
+            elem_id="train-parent",
+        )
         snapshot = gr.Dropdown(snaps, value=NEW_SNAPSHOT, label="Dataset snapshot", elem_id="train-snapshot")
     with gr.Row():
         steps = gr.Number(16, label="Steps", precision=0, minimum=1)
@@ -81,8 +98,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except (SnapshotError, ConfigError, JobError) as exc:
             raise gr.Error(str(exc)) from exc
         _, new_snaps = _choices(ctx)
-        return (f"Job **{jid}** submitted.", jid, _jobs_table(ctx),
-                gr.update(choices=new_snaps))
+        return (f"Job **{jid}** submitted.", jid, _jobs_table(ctx), gr.update(choices=new_snaps))
 
     def on_tick(jid):
         table = _jobs_table(ctx)
@@ -100,8 +116,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         if v.contestant_id:
             with ctx.db.session() as s:
                 names = {c.id: c.public_name for c in list_contestants(s, active_only=False)}
-            text += f"\n\n✅ Published as contestant **{names.get(v.contestant_id, v.contestant_id)}**: it is " \
-                    "now in the arena."
+            text += (
+                f"\n\n✅ Published as contestant **{names.get(v.contestant_id, v.contestant_id)}**: it is "
+                "now in the arena."
+            )
         if v.error:
             text += f"\n\n❌ {v.error[:500]}"
         return table, text, _figure(v.metrics), v.log_tail
@@ -115,8 +133,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise gr.Error(str(exc)) from exc
         return f"Job {v.id} is {v.status}."
 
-    launch.click(on_launch, [parent, snapshot, steps, beta, lora, lr], [launched, job_id, jobs, snapshot],
-                 api_name="train_launch_dpo")
+    launch.click(
+        on_launch,
+        [parent, snapshot, steps, beta, lora, lr],
+        [launched, job_id, jobs, snapshot],
+        api_name="train_launch_dpo",
+    )
     timer.tick(on_tick, [job_id], [jobs, detail, plot, log], api_name=False, show_progress="hidden")
     stop.click(on_cancel, [job_id], [detail], api_name="train_cancel")
 

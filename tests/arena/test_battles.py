@@ -14,8 +14,17 @@ from db.models import Battle, Turn, Vote
 
 def _short_pair(db, n=2):
     with db.session() as s:
-        ids = [register(s, ContestantSpec(f"tiny-{i}", sampling={"max_tokens": 12, "temperature": 0.5, "seed": i},
-                                          system_prompt="Answer briefly.")) for i in range(n)]
+        ids = [
+            register(
+                s,
+                ContestantSpec(
+                    f"tiny-{i}",
+                    sampling={"max_tokens": 12, "temperature": 0.5, "seed": i},
+                    system_prompt="Answer briefly.",
+                ),
+            )
+            for i in range(n)
+        ]
     return ids
 
 
@@ -25,7 +34,12 @@ def test_defaults_register_plain_model_and_personas(db):
         again = ensure_defaults(s)
         items = list_contestants(s)
     assert len(new) >= 4 and again == []
-    assert {c.public_name for c in items} >= {"smollm2-plain", "smollm2-concise", "smollm2-warm", "smollm2-playful"}
+    assert {c.public_name for c in items} >= {
+        "smollm2-plain",
+        "smollm2-concise",
+        "smollm2-warm",
+        "smollm2-playful",
+    }
     assert len({(c.system_prompt, c.prefill, str(c.sampling)) for c in items}) == len(items)
     assert all("SmolLM2" in c.aliases for c in items)
 
@@ -55,7 +69,9 @@ def test_battle_streams_both_sides_stores_turn_and_reveals_after_vote(db):
         assert {battle.a_id, battle.b_id} == {a, b}
         assert battle.sampling_prob == pytest.approx(1.0)
         left_is_a = battle.left_is_a
-        assert (turn.answer_a, turn.answer_b) == ((final.left, final.right) if left_is_a else (final.right, final.left))
+        assert (turn.answer_a, turn.answer_b) == (
+            (final.left, final.right) if left_is_a else (final.right, final.left)
+        )
         assert turn.tokens_a > 0 and turn.latency_a is not None and turn.tps_a and turn.tps_a > 0
     reveal = svc.vote(view.battle_id, "left")
     assert reveal.outcome == ("a" if left_is_a else "b")

@@ -58,12 +58,14 @@ def test_prompt_import_validates_every_row_before_writing(db):
     with pytest.raises(PromptImportError, match=r"p3.jsonl:2: invalid JSON"), db.session() as s:
         import_prompt_set(s, "other", "p3.jsonl", b'{"turns": ["a"]}\n{oops\n')
     with pytest.raises(PromptImportError, match="duplicated"), db.session() as s:
-        import_prompt_set(s, "other", "p4.jsonl", b'{"turns":["a"],"question_id":1}\n{"turns":["b"],"question_id":1}\n')
+        import_prompt_set(
+            s, "other", "p4.jsonl", b'{"turns":["a"],"question_id":1}\n{"turns":["b"],"question_id":1}\n'
+        )
     with pytest.raises(PromptImportError, match="not UTF-8"), db.session() as s:
         import_prompt_set(s, "other", "p5.jsonl", b"\xff\xfe\x00garbage")
     with db.session() as s:
         assert s.scalar(select(func.count(Prompt.id))) == 2
-    csv_data = "turn1,turn2,category\nHello?,And then?,chat\n".encode()
+    csv_data = b"turn1,turn2,category\nHello?,And then?,chat\n"
     with db.session() as s:
         assert import_prompt_set(s, "csvset", "p.csv", csv_data) == 1
         assert random_prompt(s, "csvset").turns == ["Hello?", "And then?"]

@@ -14,8 +14,16 @@ import httpx
 import pytest
 
 CHROMIUM = os.environ.get("VIBESTUDIO_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 
 def free_port() -> int:
@@ -26,12 +34,21 @@ def free_port() -> int:
 
 def start_server(home: Path, env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {**os.environ, "VIBESTUDIO_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False",
-           "VIBESTUDIO_MAX_NEW_TOKENS": "24", **(env_extra or {})}
+    env = {
+        **os.environ,
+        "VIBESTUDIO_HOME": str(home),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "VIBESTUDIO_MAX_NEW_TOKENS": "24",
+        **(env_extra or {}),
+    }
     env.pop("VIBESTUDIO_DATABASE_URL", None)
     log = open(home / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "studio.cli", "serve", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "studio.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

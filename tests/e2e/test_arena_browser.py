@@ -15,8 +15,9 @@ def _battle_and_vote(page, prompt: str, vote: str) -> str:
     page.locator("#arena-send").click()
     page.wait_for_selector(f"#vote-{vote}:not([disabled])", timeout=120_000)
     page.locator(f"#vote-{vote}").click()
-    page.wait_for_function("document.querySelector('#arena-reveal').innerText.includes('Model A was')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
+    )
     return page.locator("#arena-reveal").inner_text()
 
 
@@ -39,25 +40,31 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
         Path(shot).parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=shot, full_page=True)
     page.locator("#vote-left").click()
-    page.wait_for_function("document.querySelector('#arena-reveal').innerText.includes('Model A was')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
+    )
     reveal = page.locator("#arena-reveal").inner_text()
     assert "smollm2-" in reveal
 
     # a second battle via the random-prompt button
     page.locator("#arena-new").click()
     page.locator("#arena-random").click()
-    page.wait_for_function("document.querySelector('#arena-prompt textarea').value.length > 0", timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('#arena-prompt textarea').value.length > 0", timeout=30_000
+    )
     page.locator("#arena-send").click()
     page.wait_for_selector("#vote-right:not([disabled])", timeout=120_000)
     page.locator("#vote-right").click()
-    page.wait_for_function("document.querySelector('#arena-reveal').innerText.includes('Model A was')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
+    )
 
     page.get_by_role("tab", name="Leaderboard").click()
     page.locator("#leaderboard-refresh").click()
     page.wait_for_function(
-        "document.querySelector('#leaderboard-summary').innerText.includes('2 rated votes')", timeout=60_000)
-    page.wait_for_function("document.querySelector('#leaderboard-table').innerText.includes('smollm2-')",
-                           timeout=30_000)
+        "document.querySelector('#leaderboard-summary').innerText.includes('2 rated votes')", timeout=60_000
+    )
+    page.wait_for_function(
+        "document.querySelector('#leaderboard-table').innerText.includes('smollm2-')", timeout=30_000
+    )
     page.close()
