@@ -146,7 +146,7 @@ class ArenaService:
         b, ca, cb, turns = self._load(battle_id)
         hist_a = [(t.user_msg, t.answer_a) for t in turns]
         hist_b = [(t.user_msg, t.answer_b) for t in turns]
-        events: queue.Queue[tuple[str, str | None, object]] = queue.Queue()
+        events: queue.Queue[tuple[str, str | None, str | None]] = queue.Queue()
         stats = {"a": GenerationStats(), "b": GenerationStats()}
 
         def run(side: str, info: ContestantInfo, history: list[tuple[str, str]]) -> None:

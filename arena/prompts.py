@@ -11,6 +11,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -44,7 +45,7 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
     if name.lower().endswith(".csv"):
         reader = csv.DictReader(io.StringIO(text))
         for lineno, rec in enumerate(reader, start=2):
-            turns = [rec[k] for k in sorted(rec) if k and k.startswith("turn") and rec[k]]
+            turns: Any = [rec[k] for k in sorted(rec) if k and k.startswith("turn") and rec[k]]
             if not turns and rec.get("prompt"):
                 turns = [rec["prompt"]]
             rows.append(

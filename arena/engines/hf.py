@@ -26,7 +26,7 @@ def load_model(model_ref: str, adapter_ref: str | None = None) -> tuple[Any, Any
 
         try:
             tok = AutoTokenizer.from_pretrained(model_ref)
-            model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=torch.float32)
+            model: Any = AutoModelForCausalLM.from_pretrained(model_ref, dtype=torch.float32)
             if adapter_ref:
                 from peft import PeftModel
 

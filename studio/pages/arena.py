@@ -116,7 +116,7 @@ def build(ctx: StudioContext) -> None:
 
     outs = [left, right, battle, prompt, status, reveal, *vote_buttons]
     send.click(on_send, [prompt, battle, drawn, left, right], outs, api_name="arena_send")
-    prompt.submit(on_send, [prompt, battle, drawn, left, right], outs, api_name=False)
+    prompt.submit(on_send, [prompt, battle, drawn, left, right], outs, api_visibility="private")
     draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):
         btn.click(

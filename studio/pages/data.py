@@ -84,4 +84,4 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")
     do_import.click(on_import, [set_name, upload], [import_result], api_name="data_import_prompts")
-    demo.load(lambda: (_counts(ctx), _snapshots(ctx)), None, [counts, table], api_name=False)
+    demo.load(lambda: (_counts(ctx), _snapshots(ctx)), None, [counts, table], api_visibility="private")

@@ -63,4 +63,4 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return text, _table(board), _chart(board) if board["models"] else None
 
     refresh.click(on_refresh, None, [summary, table, chart], api_name="leaderboard")
-    demo.load(on_refresh, None, [summary, table, chart], api_name=False)
+    demo.load(on_refresh, None, [summary, table, chart], api_visibility="private")

@@ -139,11 +139,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         [launched, job_id, jobs, snapshot],
         api_name="train_launch_dpo",
     )
-    timer.tick(on_tick, [job_id], [jobs, detail, plot, log], api_name=False, show_progress="hidden")
+    timer.tick(on_tick, [job_id], [jobs, detail, plot, log], api_visibility="private", show_progress="hidden")
     stop.click(on_cancel, [job_id], [detail], api_name="train_cancel")
 
     def refresh_choices():
         p, s = _choices(ctx)
         return gr.update(choices=p), gr.update(choices=s), _jobs_table(ctx)
 
-    demo.load(refresh_choices, None, [parent, snapshot, jobs], api_name=False)
+    demo.load(refresh_choices, None, [parent, snapshot, jobs], api_visibility="private")
