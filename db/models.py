@@ -160,6 +160,13 @@ class RubricScore(Base):
     criterion: Mapped[str] = mapped_column(String(128))
     side: Mapped[str | None] = mapped_column(String(8), nullable=True)
     value: Mapped[float] = mapped_column(Float)
+    # annotation: the label (human / import) or the judgement (AI judge) that gave this score
+    label_id: Mapped[int | None] = mapped_column(
+        ForeignKey("labels.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    judgement_id: Mapped[int | None] = mapped_column(
+        ForeignKey("judgements.id", ondelete="CASCADE"), nullable=True, index=True
+    )
 
 
 class QueueItem(Base):
@@ -172,6 +179,10 @@ class QueueItem(Base):
     answer_2: Mapped[str] = mapped_column(Text, default="")
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # annotation: the conversation before the answers, a content hash (dedup), a per-prompt checklist
+    prompt_messages: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    content_key: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    checklist: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class Judgement(Base):
@@ -182,6 +193,68 @@ class Judgement(Base):
     verdict: Mapped[str] = mapped_column(String(32))
     swapped: Mapped[bool] = mapped_column(Boolean, default=False)
     raw: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # annotation: pairwise or absolute, the graded answer (absolute), the combined label it fed
+    kind: Mapped[str] = mapped_column(String(16), default="pairwise", server_default="pairwise")
+    side: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    label_id: Mapped[int | None] = mapped_column(
+        ForeignKey("labels.id", ondelete="SET NULL"), nullable=True
+    )
+
+
+class AnnotationQueue(Base):
+    """A set of items to label: on-policy generations or an import. Items refer to it by ``name``."""
+
+    __tablename__ = "annotation_queues"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    kind: Mapped[str] = mapped_column(String(16), default="on_policy")
+    status: Mapped[str] = mapped_column(String(16), default="ready")
+    prompt_set_id: Mapped[int | None] = mapped_column(ForeignKey("prompt_sets.id"), nullable=True)
+    policy_contestant_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
+    rubric: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    overlap: Mapped[int] = mapped_column(Integer, default=1)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    source: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Assignment(Base):
+    """An item handed to an annotator: their order position and the left/right layout they saw."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("item_id", "annotator", name="uq_assignment_item_annotator"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"), index=True)
+    queue: Mapped[str] = mapped_column(String(128), index=True)
+    annotator: Mapped[str] = mapped_column(String(128), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    position: Mapped[int] = mapped_column(Integer)
+    order_key: Mapped[str] = mapped_column(String(16))
+    left_is_first: Mapped[bool] = mapped_column(Boolean)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    done_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class Label(Base):
+    """One verdict on one queue item, in item terms: outcome 1, 2, tie, both_good, both_bad (judges also
+    inconsistent, unparsed). ``kind`` says who gave it: human, judge, import or argilla."""
+
+    __tablename__ = "labels"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"), index=True)
+    queue: Mapped[str] = mapped_column(String(128), index=True)
+    annotator: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(16), default="human")
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    assignment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("assignments.id", ondelete="SET NULL"), nullable=True
+    )
+    outcome: Mapped[str] = mapped_column(String(16))
+    left_is_first: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
