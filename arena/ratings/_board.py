@@ -24,6 +24,7 @@ from scipy.stats import norm
 from arena import vibes
 
 from . import _fit
+from ._blas import single_threaded
 from ._elo import online_elo
 from ._features import covariates, side_counts
 from ._records import WINNERS, BattleRecords, as_records
@@ -182,19 +183,29 @@ class _Pairs:
 def _aggregate(prep: Prepared) -> _Pairs:
     """Per unordered pair (i < j): counts, weight sums and squared-weight sums of i-wins, j-wins and ties."""
     m = len(prep.names)
-    lo, hi = np.minimum(prep.a, prep.b), np.maximum(prep.a, prep.b)
-    y_lo = np.where(prep.a <= prep.b, prep.y, 1.0 - prep.y)
-    outcome = np.where(y_lo == 1.0, 0, np.where(y_lo == 0.0, 1, 2))
-    pair_design = _fit.Design(lo, hi, m)
-    cell = pair_design.pair * 3 + outcome
-    size = pair_design.n_pairs * 3
-    counts = np.bincount(cell, minlength=size).reshape(-1, 3).astype(np.float64)
+    a, b = prep.a, prep.b
+    swap = a > b
+    # outcome seen from the lower index: 0 = it won, 1 = it lost, 2 = tie
+    outcome = np.where(prep.y == 0.5, 2, (prep.y == 0.0) ^ swap).astype(np.int64)
+    key = np.minimum(a, b) * m + np.maximum(a, b)
+    if m * m * 3 <= 30_000_000:
+        present = np.flatnonzero(np.bincount(key, minlength=m * m))
+        index = np.zeros(m * m, dtype=np.int64)
+        index[present] = np.arange(len(present))
+        cell = index[key] * 3 + outcome
+    else:
+        present, pair = np.unique(key, return_inverse=True)
+        cell = pair * 3 + outcome
+    size = len(present) * 3
+    counts: np.ndarray = np.bincount(cell, minlength=size).reshape(-1, 3).astype(np.float64)
+    wsum: np.ndarray
+    w2sum: np.ndarray
     if np.all(prep.w == 1.0):
         wsum = w2sum = counts
     else:
         wsum = np.bincount(cell, prep.w, minlength=size).reshape(-1, 3)
         w2sum = np.bincount(cell, prep.w**2, minlength=size).reshape(-1, 3)
-    design = _fit.Design(pair_design.pi, pair_design.pj, m)
+    design = _fit.Design(present // m, present % m, m)
     n = wsum.sum(axis=1)
     s = wsum[:, 0] + 0.5 * wsum[:, 2]
     return _Pairs(design, n, s, counts, wsum, w2sum)
@@ -268,6 +279,7 @@ def rank_intervals(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return 1 + better, len(lo) - worse
 
 
+@single_threaded
 def leaderboard(
     records: Any,
     *,
@@ -332,7 +344,13 @@ def leaderboard(
         X, feature_names, feature_notes = covariates(fa, fb, wanted)
         board.warnings.extend(feature_notes)
         design = _fit.Design(prep.a, prep.b, len(prep.names), X)
-        fit = _fit.newton(design, prep.y, prep.w, ridge=ridge)
+        start = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge).theta
+        fit = _fit.newton(design, prep.y, prep.w, ridge=ridge, theta0=start)
+        if _fit.near_singular(fit):
+            board.warnings.append(
+                "the style/vibe covariates are (nearly) collinear with the models (e.g. a feature only one model "
+                "ever shows): their coefficients and those models' ratings are not separately identified"
+            )
         if ci_method == "sandwich":
             cov = _fit.sandwich(design, fit, prep.y, prep.w**2)
             draws = None
@@ -385,7 +403,12 @@ def leaderboard(
 
 
 def _rows(
-    names: list[str], pairs: _Pairs, ratings: np.ndarray, lo: np.ndarray, hi: np.ndarray, elo: np.ndarray | None
+    names: list[str],
+    pairs: _Pairs,
+    ratings: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    elo: np.ndarray | None,
 ) -> list[ModelRating]:
     m = len(names)
     pi, pj, counts = pairs.design.a, pairs.design.b, pairs.cell_counts
@@ -427,6 +450,7 @@ def _pair_bootstrap(
     chunk = max(1, min(25, 4_000_000 // max(1, len(counts))))
     sizes = [min(chunk, rounds - start) for start in range(0, rounds, chunk)]
     thetas, betas = [], []
+    fit.chord_inverse()
     with ThreadPoolExecutor(max_workers=1) as helper:
         pending = helper.submit(_fit.multinomial_counts, rng, counts, sizes[0])
         for k, size in enumerate(sizes):
@@ -448,16 +472,14 @@ def _battle_bootstrap(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap over single battles: exact refits for small data, one Newton step per round for large data."""
     n = design.n_rows
-    exact = n * rounds <= EXACT_STYLE_BOOTSTRAP_LIMIT
-    chunk = max(1, min(rounds, (2_000_000 if exact else 4_000_000) // n))
+    if n * rounds > EXACT_STYLE_BOOTSTRAP_LIMIT:
+        return _fit.one_step_bootstrap(design, prep.y, prep.w, fit, rng, rounds, ridge=ridge)
+    chunk = max(1, min(rounds, 2_000_000 // n))
     thetas, betas = [], []
     for start in range(0, rounds, chunk):
         size = min(chunk, rounds - start)
         counts = _fit.battle_counts(rng, n, size)
-        if exact:
-            theta, beta = _fit.refit_batch(design, prep.y, counts * prep.w, fit, ridge=ridge)
-        else:
-            theta, beta = _fit.one_step_batch(design, prep.y, prep.w, counts, fit, ridge=ridge)
+        theta, beta = _fit.refit_batch(design, prep.y, counts * prep.w, fit, ridge=ridge)
         thetas.append(theta)
         betas.append(beta)
     return np.concatenate(thetas), np.concatenate(betas)

@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from scipy.special import expit, log_expit
 
 #: Ridge on theta (natural-log units). Negligible next to the curvature of any real data set; it keeps the Newton
 #: system well posed for disconnected comparison graphs.
-RIDGE = 1e-6
+RIDGE = 1e-9
 _MAX_DENSE_PAIRS = 40_000_000
 
 
@@ -49,28 +50,35 @@ class Design:
         self.pj = uniq % m
         self.n_pairs = len(uniq)
 
+    def incidence(self) -> csr_matrix:
+        """Sparse rows x models matrix with +1 at a and -1 at b (built once)."""
+        cached = getattr(self, "_incidence", None)
+        if cached is None:
+            n = self.n_rows
+            data = np.tile([1.0, -1.0], n)
+            indices = np.column_stack([self.a, self.b]).ravel()
+            cached = csr_matrix((data, indices, np.arange(0, 2 * n + 1, 2)), shape=(n, self.n_models))
+            self._incidence = cached
+        return cached
+
     @property
     def size(self) -> int:
         """Number of parameters: models plus covariates."""
         return self.n_models + self.n_features
 
     def eta(self, theta: np.ndarray, beta: np.ndarray | None) -> np.ndarray:
-        """Logits per row; theta is (M,) or (R, M), beta (F,) or (R, F)."""
-        out = theta[..., self.a] - theta[..., self.b]
+        """Logits per row for one parameter vector: theta (M,), beta (F,) or None."""
+        out = self.incidence() @ theta
         if self.X is not None and beta is not None:
-            out = out + beta @ self.X.T
+            out += self.X @ beta
         return out
 
     def scatter(self, v: np.ndarray) -> np.ndarray:
-        """Gradient-style reduction: sum_r v_r (e_a - e_b, x_r) for each leading index; v is (rows,) or (R, rows)."""
-        m = self.n_models
-        v2 = np.atleast_2d(v)
-        out = np.empty((v2.shape[0], self.size))
-        for r, row in enumerate(v2):
-            out[r, :m] = np.bincount(self.a, row, m) - np.bincount(self.b, row, m)
-        if self.X is not None:
-            out[:, m:] = v2 @ self.X
-        return out if v.ndim == 2 else out[0]
+        """Gradient-style reduction sum_r v_r (e_a - e_b, x_r); v is (rows,) or (rows, R), giving (K,) or (K, R)."""
+        top = self.incidence().T @ v
+        if self.X is None:
+            return np.asarray(top)
+        return np.concatenate([top, self.X.T @ v], axis=0)
 
     def assemble(self, c: np.ndarray) -> np.ndarray:
         """sum_r c_r z_r z_r^T with z_r = (e_a - e_b, x_r); c is (rows,) or (R, rows); gives (K, K) or (R, K, K)."""
@@ -80,21 +88,13 @@ class Design:
         out = np.zeros((n_batch, k, k))
         diag = np.arange(m)
         for r, row in enumerate(c2):
-            per_pair = row if self.n_pairs == self.n_rows and _identity_pairs(self) else None
-            if per_pair is None:
-                per_pair = np.bincount(self.pair, row, self.n_pairs)
+            per_pair = row if _identity_pairs(self) else np.bincount(self.pair, row, self.n_pairs)
             out[r, self.pi, self.pj] = -per_pair
             out[r, self.pj, self.pi] = -per_pair
             out[r, diag, diag] = np.bincount(self.pi, per_pair, m) + np.bincount(self.pj, per_pair, m)
             if self.X is not None:
                 cx = row[:, None] * self.X
-                cross = np.stack(
-                    [
-                        np.bincount(self.a, cx[:, f], m) - np.bincount(self.b, cx[:, f], m)
-                        for f in range(k - m)
-                    ],
-                    axis=1,
-                )
+                cross = self.incidence().T @ cx
                 out[r, :m, m:] = cross
                 out[r, m:, :m] = cross.T
                 out[r, m:, m:] = self.X.T @ cx
@@ -104,7 +104,9 @@ class Design:
 def _identity_pairs(design: Design) -> bool:
     cached = getattr(design, "_identity", None)
     if cached is None:
-        cached = bool(np.array_equal(design.pair, np.arange(design.n_rows)))
+        cached = design.n_pairs == design.n_rows and bool(
+            np.array_equal(design.pair, np.arange(design.n_rows))
+        )
         design._identity = cached  # type: ignore[attr-defined]
     return cached
 
@@ -118,18 +120,27 @@ class Fit:
     hessian: np.ndarray
     iterations: int
     converged: bool
+    _chord: np.ndarray | None = None
+
+    def chord_inverse(self) -> np.ndarray:
+        """Inverse of the gauged Hessian (computed once): the fixed matrix of chord steps and one-step refits."""
+        if self._chord is None:
+            self._chord = np.linalg.inv(_gauged(self.hessian, len(self.theta)))
+        return self._chord
 
 
-def loss(
-    design: Design, y: np.ndarray, w: np.ndarray, theta: np.ndarray, beta: np.ndarray | None, ridge: float
-):
-    """Weighted negative log-likelihood plus ridge/2 * |theta|^2 (and the same on beta)."""
-    eta = design.eta(theta, beta)
-    value = -(w * (y * log_expit(eta) + (1.0 - y) * log_expit(-eta))).sum(axis=-1)
-    value = value + 0.5 * ridge * (theta**2).sum(axis=-1)
-    if beta is not None and beta.shape[-1]:
-        value = value + 0.5 * ridge * (beta**2).sum(axis=-1)
-    return value
+def _evaluate(
+    design: Design, y: np.ndarray, w: np.ndarray, theta: np.ndarray, beta: np.ndarray, ridge: float
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Loss (weighted negative log-likelihood + ridge/2 |params|^2), logits and log sigmoid(logits) at one point.
+
+    Uses log sigmoid(-eta) = log sigmoid(eta) - eta, so one transcendental pass serves loss and probabilities.
+    """
+    eta = design.eta(theta, beta if design.n_features else None)
+    log_p = log_expit(eta)
+    value = -float(np.dot(w, log_p - (1.0 - y) * eta))
+    value += 0.5 * ridge * (float(theta @ theta) + float(beta @ beta))
+    return value, eta, log_p
 
 
 def _gauged(h: np.ndarray, m: int) -> np.ndarray:
@@ -163,11 +174,13 @@ def newton(
     theta = np.zeros(m) if theta0 is None else np.array(theta0, dtype=np.float64)
     theta -= theta.mean()
     beta = np.zeros(f) if beta0 is None else np.array(beta0, dtype=np.float64)
-    current = loss(design, y, w, theta, beta, ridge)
+    current, _, log_p = _evaluate(design, y, w, theta, beta, ridge)
     converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        p = expit(design.eta(theta, beta))
+    iterations = 0
+    hess = np.zeros((design.size, design.size))
+    while iterations < max_iter:
+        iterations += 1
+        p = np.exp(log_p)
         grad = design.scatter(w * (p - y))
         grad[:m] += ridge * theta
         grad[m:] += ridge * beta
@@ -176,17 +189,28 @@ def newton(
         t = 1.0
         while True:
             new_theta, new_beta = theta - t * step[:m], beta - t * step[m:]
-            new = loss(design, y, w, new_theta, new_beta, ridge)
+            new, _, new_log_p = _evaluate(design, y, w, new_theta, new_beta, ridge)
             if new <= current + 1e-12 * abs(current) or t < 1e-6:
                 break
             t *= 0.5
-        theta, beta, current = new_theta, new_beta, new
+        theta, beta, current, log_p = new_theta, new_beta, new, new_log_p
         if np.max(np.abs(t * step)) < tol:
             converged = True
             break
-    p = expit(design.eta(theta, beta))
-    hess = _ridge_hessian(design, w * p * (1.0 - p), ridge)
-    return Fit(theta=theta, beta=beta, hessian=hess, iterations=it, converged=converged)
+    # The Hessian of the last iteration is taken at a point within `tol` of the optimum.
+    return Fit(theta=theta, beta=beta, hessian=hess, iterations=iterations, converged=converged)
+
+
+def near_singular(fit: Fit, threshold: float = 1e-9) -> bool:
+    """True when the covariates add a direction of (almost) no curvature to the Hessian: unidentified parameters.
+
+    Flat directions already present in the models-only block (disconnected comparison graph) do not count.
+    """
+    m = len(fit.theta)
+    gauged = _gauged(fit.hessian, m)
+    full = np.linalg.eigvalsh(gauged)
+    models = np.linalg.eigvalsh(gauged[:m, :m])
+    return bool((full <= threshold * full[-1]).sum() > (models <= threshold * full[-1]).sum())
 
 
 def sandwich(design: Design, fit: Fit, y: np.ndarray, w2: np.ndarray) -> np.ndarray:
@@ -201,6 +225,14 @@ def sandwich(design: Design, fit: Fit, y: np.ndarray, w2: np.ndarray) -> np.ndar
     return bread_inv @ meat @ bread_inv
 
 
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """Logistic function through tanh (faster than scipy's expit on big arrays, same values to rounding)."""
+    out = np.tanh(0.5 * x)
+    out *= 0.5
+    out += 0.5
+    return out
+
+
 def refit_batch(
     design: Design,
     y: np.ndarray,
@@ -208,42 +240,55 @@ def refit_batch(
     fit: Fit,
     *,
     ridge: float = RIDGE,
-    tol: float = 1e-7,
+    tol: float = 1e-6,
     max_iter: int = 100,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact refits for each row of `weights` (R x rows; `y` is (rows,) or (R, rows)), warm-started at `fit`.
 
     Returns theta (R, M) and beta (R, F). Chord steps reuse the full-data Hessian (one small inverse for all
     rounds); a round whose chord steps contract slowly switches to its own Hessian (Newton). Either way a round
-    stops at its own optimum (largest step below `tol`); converged rounds drop out of the batch.
+    stops at its own optimum (largest step below `tol` log-odds); converged rounds drop out of the batch. Works
+    column-wise (rows x rounds) with a sparse incidence matrix, so each iteration is a few passes over the data.
     """
     m = design.n_models
     n_rounds = weights.shape[0]
-    targets = np.broadcast_to(y, weights.shape)
-    params = np.tile(np.concatenate([fit.theta, fit.beta]), (n_rounds, 1))
-    chord_inv = np.linalg.inv(_gauged(fit.hessian, m))
+    w_all = np.ascontiguousarray(weights.T)
+    score_all = w_all * (y.T if y.ndim == 2 else y[:, None])
+    params = np.tile(np.concatenate([fit.theta, fit.beta])[:, None], (1, n_rounds))
+    chord_inv = fit.chord_inverse()
     previous = np.full(n_rounds, np.inf)
     newton_mode = np.zeros(n_rounds, dtype=bool)
     active = np.arange(n_rounds)
+    w, score = w_all, score_all
     for _ in range(max_iter):
-        if active.size == 0:
-            break
-        current, w, t = params[active], weights[active], targets[active]
-        p = expit(design.eta(current[:, :m], current[:, m:] if design.n_features else None))
-        grad = design.scatter(w * (p - t)) + ridge * current
-        step = grad @ chord_inv
+        current = params[:, active]
+        eta = design.incidence() @ current[:m]
+        if design.X is not None:
+            eta += design.X @ current[m:]
+        p = _sigmoid(eta)
+        resid = w * p
+        resid -= score
+        grad = design.scatter(resid)
+        grad += ridge * current
+        step = chord_inv @ grad
         in_newton = newton_mode[active]
         if in_newton.any():
             idx = np.flatnonzero(in_newton)
-            hess = _ridge_hessian(design, w[idx] * p[idx] * (1.0 - p[idx]), ridge)
-            step[idx] = _cap(np.linalg.solve(_gauged(hess, m), grad[idx][..., None])[..., 0])
-        params[active] = current - step
-        size = np.max(np.abs(step), axis=1)
+            curvature = (w[:, idx] * p[:, idx] * (1.0 - p[:, idx])).T
+            hess = _ridge_hessian(design, curvature, ridge)
+            step[:, idx] = _cap(np.linalg.solve(_gauged(hess, m), grad[:, idx].T[..., None])[..., 0]).T
+        params[:, active] = current - step
+        size = np.max(np.abs(step), axis=0)
         slow = ~in_newton & (size > 0.25 * previous[active])
         newton_mode[active[slow]] = True
         previous[active] = size
-        active = active[size >= tol]
-    return params[:, :m], params[:, m:]
+        keep = size >= tol
+        if not keep.any():
+            break
+        if not keep.all():
+            active = active[keep]
+            w, score = w_all[:, active], score_all[:, active]
+    return params[:m].T.copy(), params[m:].T.copy()
 
 
 def _cap(step: np.ndarray, limit: float = 2.0) -> np.ndarray:
@@ -251,22 +296,38 @@ def _cap(step: np.ndarray, limit: float = 2.0) -> np.ndarray:
     return step * np.minimum(1.0, limit / np.maximum(biggest, 1e-300))
 
 
-def one_step_batch(
-    design: Design, y: np.ndarray, w: np.ndarray, counts: np.ndarray, fit: Fit, *, ridge: float = RIDGE
+def one_step_bootstrap(
+    design: Design,
+    y: np.ndarray,
+    w: np.ndarray,
+    fit: Fit,
+    rng: np.random.Generator,
+    rounds: int,
+    *,
+    ridge: float = RIDGE,
+    chunk: int = 8,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Linearised refits: one Newton step from the full-data fit per row of `counts` (R x rows), full-data Hessian.
+    """Linearised bootstrap over single rows: per round, multinomial counts of the rows and one Newton step from the
+    full-data fit with the full-data Hessian. Returns theta (R, M) and beta (R, F).
 
-    Differs from an exact refit by O(1/n) (second order), so for large data it is the bootstrap at a fraction of the
-    cost: only one gradient pass per round.
+    The step differs from an exact refit by O(1/n) (second order), so for large data this is the bootstrap at the
+    cost of one gradient pass per round.
     """
-    m = design.n_models
+    m, n = design.n_models, design.n_rows
     p = expit(design.eta(fit.theta, fit.beta if design.n_features else None))
     residual = w * (p - y)
-    grad = design.scatter(counts * residual)
-    grad += ridge * np.concatenate([fit.theta, fit.beta])
-    step = grad @ np.linalg.inv(_gauged(fit.hessian, m))
-    params = np.concatenate([fit.theta, fit.beta]) - step
-    return params[:, :m], params[:, m:]
+    params = np.concatenate([fit.theta, fit.beta])
+    chord_inv = fit.chord_inverse()
+    out = np.empty((rounds, design.size))
+    for start in range(0, rounds, chunk):
+        size = min(chunk, rounds - start)
+        weighted = np.empty((n, size))
+        for k in range(size):
+            weighted[:, k] = np.bincount(rng.integers(0, n, n), minlength=n)
+        weighted *= residual[:, None]
+        grad = design.scatter(weighted) + ridge * params[:, None]
+        out[start : start + size] = (params[:, None] - chord_inv @ grad).T
+    return out[:, :m].copy(), out[:, m:].copy()
 
 
 def multinomial_counts(rng: np.random.Generator, counts: np.ndarray, rounds: int) -> np.ndarray:

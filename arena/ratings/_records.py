@@ -20,7 +20,7 @@ import numbers
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeGuard, overload
 
 import numpy as np
 import pandas as pd
@@ -69,7 +69,7 @@ def _missing(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[numbers.Real]:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
@@ -83,7 +83,7 @@ def _check_optional(obj: dict[str, Any]) -> None:
         if field == "sampling_prob" and not 0.0 < float(value) <= 1.0:
             raise _RowProblem(field, f"must be in (0, 1], got {value!r}")
     turn = obj.get("turn")
-    if not _missing(turn) and (not _is_number(turn) or float(turn) != int(turn) or int(turn) < 1):
+    if not _missing(turn) and (not _is_number(turn) or float(turn) % 1 != 0 or float(turn) < 1):
         raise _RowProblem("turn", f"expected a whole number >= 1, got {turn!r}")
     qid = obj.get("question_id")
     if not _missing(qid) and not isinstance(qid, (str, numbers.Integral)):
@@ -336,7 +336,9 @@ def _finish_frame(frame: pd.DataFrame) -> pd.DataFrame:
         mapping = np.array([index[v] for v in seen] + [-1], dtype=np.int64)
         frame[field] = pd.Categorical.from_codes(mapping[codes], categories=categories)
     codes_w, seen_w = pd.factorize(frame["winner"])
-    winner_map = np.array([WINNERS.index(v) if v in _WINNER_SET else -1 for v in seen_w] + [-1], dtype=np.int64)
+    winner_map = np.array(
+        [WINNERS.index(v) if v in _WINNER_SET else -1 for v in seen_w] + [-1], dtype=np.int64
+    )
     frame["winner"] = pd.Categorical.from_codes(winner_map[codes_w], categories=list(WINNERS))
     for field in ("tstamp", "sampling_prob"):
         if field in frame.columns and frame[field].dtype != np.float64:
@@ -419,7 +421,7 @@ def _check_rows(
         except _RowProblem as problem:
             if not skip_bad:
                 raise RatingsInputError(
-                    f"{where(key)}, {problem.describe()}",
+                    f"{where(key)}{', ' if problem.field else ': '}{problem.describe()}",
                     line=key if by_line else None,
                     index=None if by_line else key,
                     field=problem.field,

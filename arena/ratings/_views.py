@@ -17,6 +17,7 @@ from scipy.special import expit
 from arena import vibes
 
 from . import _fit
+from ._blas import single_threaded
 from ._board import SCALE, Leaderboard, _aggregate, leaderboard, prepare
 from ._features import assistant_text, user_turns
 from ._records import BattleRecords, _is_missing_cell, as_records
@@ -32,6 +33,7 @@ class PairwiseMatrices:
     predicted: pd.DataFrame
 
 
+@single_threaded
 def pairwise_matrices(records: Any, *, both_good: str = "tie", both_bad: str = "tie") -> PairwiseMatrices:
     """Win-rate, battle-count and predicted-win-probability matrices (for heatmaps)."""
     recs = as_records(records)
@@ -116,6 +118,7 @@ def leaderboard_by(
     return out
 
 
+@single_threaded
 def rating_over_time(
     records: Any, freq: str = "W", *, both_good: str = "tie", both_bad: str = "tie", ipw: bool = True
 ) -> pd.DataFrame:

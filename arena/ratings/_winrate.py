@@ -6,9 +6,10 @@ battles, the model is
 
     logit P(m wins) = theta_m + phi_m * t + psi_m * gamma_x
 
-gamma_x is the instruction difficulty, fitted once across all models (logit = theta_m + phi_m t + gamma_x with a
-N(0, 1) prior on gamma, battles grouped by `question_id`, else by prompt text); then each model gets its own
-(theta, phi, psi). The length-controlled win rate is the model's prediction at zero length difference, averaged
+gamma_x is the instruction difficulty, fitted across models (logit = theta_m + phi_m t + gamma_x with a N(0, 1)
+prior on gamma, battles grouped by `question_id`, else by prompt text) without the model's own battles (AlpacaEval
+estimates it from many other models; fitting it on the model's own outcomes would let them leak into the difficulty
+and undo the length control); then each model gets its own (theta, phi, psi). The length-controlled win rate is the model's prediction at zero length difference, averaged
 over its instructions: 100 * mean_x sigmoid(theta_m + psi_m * gamma_x). A model that wins only by writing more gets
 pulled towards 50. Lengths are token counts (`arena.vibes`), FastChat `conv_metadata` or `style_tokens_a/_b`.
 """
@@ -22,14 +23,19 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
+from ._blas import single_threaded
 from ._board import prepare
 from ._features import prompt_text, side_counts
 from ._records import RatingsInputError, as_records
 
 _GAMMA_PRIOR = 1.0
 _RIDGE = 1e-4
+#: Up to this many models each gets instruction difficulties fitted without its own battles (no leakage of its
+#: outcomes into the difficulty term); with more models one shared fit is used (the leak shrinks like 1 / models).
+LEAVE_OUT_MAX_MODELS = 20
 
 
+@single_threaded
 def win_rates(
     records: Any, baseline: str, *, both_good: str = "tie", both_bad: str = "tie"
 ) -> dict[str, dict[str, float | None]]:
@@ -104,26 +110,38 @@ def _length_controlled(
     sd = np.array([delta[local == i].std() for i in range(k)])
     t = np.tanh(delta / np.where(sd[local] > 0, sd[local], 1.0))
     t[sd[local] == 0] = 0.0
-    gamma = np.zeros(len(y)) if groups is None else _difficulty(local, k, y, t, groups)[groups]
+    shared = None
+    if groups is not None and k > LEAVE_OUT_MAX_MODELS:
+        shared = _difficulty(local, k, y, t, groups, np.ones(len(y)))
     out = {}
     for i in range(k):
         sel = local == i
-        features = np.column_stack([np.ones(sel.sum()), t[sel], gamma[sel]])
+        if groups is None:
+            gamma = np.zeros(int(sel.sum()))
+        else:
+            per_group = (
+                shared if shared is not None else _difficulty(local, k, y, t, groups, (~sel).astype(float))
+            )
+            gamma = per_group[groups[sel]]
+        features = np.column_stack([np.ones(sel.sum()), t[sel], gamma])
         coef = _logistic(features, y[sel])
-        out[int(ids[i])] = float(100.0 * expit(coef[0] + coef[2] * gamma[sel]).mean())
+        out[int(ids[i])] = float(100.0 * expit(coef[0] + coef[2] * gamma).mean())
     return out
 
 
-def _difficulty(local: np.ndarray, k: int, y: np.ndarray, t: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Instruction difficulty gamma per group from logit = theta_m + phi_m t + gamma_x, gamma ~ N(0, 1)."""
+def _difficulty(
+    local: np.ndarray, k: int, y: np.ndarray, t: np.ndarray, groups: np.ndarray, keep: np.ndarray
+) -> np.ndarray:
+    """Instruction difficulty gamma per group from logit = theta_m + phi_m t + gamma_x with gamma ~ N(0, 1), fitted
+    on the rows where `keep` is 1 (the other models' battles, so a model's own outcomes do not leak into it)."""
     n_groups = int(groups.max()) + 1
 
     def objective(params: np.ndarray) -> tuple[float, np.ndarray]:
         theta, phi, gamma = params[:k], params[k : 2 * k], params[2 * k :]
         eta = theta[local] + phi[local] * t + gamma[groups]
-        value = -(y * log_expit(eta) + (1.0 - y) * log_expit(-eta)).sum()
+        value = -(keep * (y * log_expit(eta) + (1.0 - y) * log_expit(-eta))).sum()
         value += 0.5 * _GAMMA_PRIOR * (gamma**2).sum() + 0.5 * _RIDGE * (theta**2 + phi**2).sum()
-        r = expit(eta) - y
+        r = keep * (expit(eta) - y)
         grad = np.concatenate(
             [
                 np.bincount(local, r, k) + _RIDGE * theta,

@@ -1,0 +1,77 @@
+"""Tests for arena.vibes: feature counts on crafted answers, the versioned marker file, profiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena import vibes
+
+ANSWER = """Great question! You're absolutely right to ask.
+
+# Overview
+## Details
+
+- first point with **bold** text
+- second point
+1. numbered item
+2) another one
+
+It's important to note that this might depend on context. 🚀🎉
+
+```python
+print("hi")
+```
+"""
+
+
+def test_features_counts_markdown_and_markers() -> None:
+    f = vibes.features(ANSWER)
+    assert set(f) == set(vibes.FEATURE_NAMES)
+    assert f["headers"] == 2
+    assert f["list_items"] == 4
+    assert f["bold"] == 1
+    assert f["code_blocks"] == 1
+    assert f["emoji"] == 2
+    assert f["exclamations"] == 1
+    assert f["flattery"] == 1
+    assert f["sycophancy"] == 1  # "you're absolutely right" counted once, not again as "you're right"
+    assert f["hedging"] == 2  # "it's important to note", "might"
+    assert f["refusal"] == 0.0
+    assert f["tokens"] > 40
+
+
+def test_refusal_and_curly_apostrophes() -> None:
+    assert vibes.features("I’m sorry, but I can’t help with that.")["refusal"] == 1.0
+    assert vibes.features("Sure, here you go.")["refusal"] == 0.0
+    assert vibes.features("You’re absolutely right.")["sycophancy"] == 1
+
+
+def test_markers_need_whole_words() -> None:
+    assert vibes.features("The mighty river")["hedging"] == 0  # "might" inside "mighty"
+    assert vibes.features("This might work")["hedging"] == 1
+
+
+def test_empty_and_plain_text() -> None:
+    f = vibes.features("")
+    assert all(v == 0.0 for v in f.values())
+    g = vibes.features("Just three words")
+    assert g["tokens"] == 3 and g["headers"] == 0 and g["list_items"] == 0
+
+
+def test_marker_file_is_versioned_and_loaded_once() -> None:
+    data = vibes.load_markers()
+    assert isinstance(vibes.markers_version(), int)
+    assert vibes.load_markers() is data
+    for category in vibes.MARKER_CATEGORIES:
+        assert data[category]
+
+
+def test_profile_and_compare() -> None:
+    prof = vibes.profile(["Great question!", "Plain answer.", "Another plain one."])
+    assert prof["flattery"]["rate"] == pytest.approx(1 / 3)
+    assert prof["flattery"]["mean"] == pytest.approx(1 / 3)
+    assert prof["exclamations"]["median"] == 0.0
+    empty = vibes.profile([])
+    assert empty["tokens"] == {"mean": 0.0, "rate": 0.0, "median": 0.0}
+    diff = vibes.compare_profiles(prof, empty)
+    assert diff["flattery"]["mean_diff"] == pytest.approx(1 / 3)
