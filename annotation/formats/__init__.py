@@ -1,0 +1,39 @@
+"""Preference data in and out: importers (FastChat battles, AlpacaEval, UltraFeedback, HelpSteer2, TRL) and
+exporters (TRL standard / conversational, KTO, and the same third-party layouts) with provenance.
+
+``reading`` turns untrusted files into records with line numbers, ``importers`` validates records into one
+canonical row, ``store`` writes an import in one transaction, ``exporters`` turns labels back into rows and files.
+"""
+
+from annotation.formats.exporters import (
+    EXPORT_FORMATS,
+    FILE_FORMATS,
+    ExportResult,
+    ExportSpec,
+    export_file,
+    export_rows,
+    snapshot_from_labels,
+    write_rows,
+)
+from annotation.formats.importers import FORMATS, detect_format
+from annotation.formats.reading import RowError, read_records
+from annotation.formats.store import ImportReport, ImportValidationError, import_file, parse_file
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "FILE_FORMATS",
+    "FORMATS",
+    "ExportResult",
+    "ExportSpec",
+    "ImportReport",
+    "ImportValidationError",
+    "RowError",
+    "detect_format",
+    "export_file",
+    "export_rows",
+    "import_file",
+    "parse_file",
+    "read_records",
+    "snapshot_from_labels",
+    "write_rows",
+]

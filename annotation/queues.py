@@ -1,0 +1,202 @@
+"""Annotation queues and their items: create, look up, list; the vocabulary of outcomes.
+
+A queue is a named set of items. An item is a conversation (``prompt_messages``) and one or two answers
+(``answer_1``, ``answer_2``) with a stamp per answer in ``meta["answers"]`` (model, policy version, sampling
+parameters, tokens). Items are written by on-policy generation (``annotation.onpolicy``) and by imports
+(``annotation.formats``); labels on them by annotators, judges and imports. ``content_key`` identifies the same
+prompt and answers regardless of answer order, so a pair is stored once however many people labelled it.
+
+Outcomes are in item terms: ``1`` / ``2`` (that answer is better), ``tie``, ``both_good``, ``both_bad``; a
+single-answer item takes ``good`` / ``bad``; judges may also record ``inconsistent`` (the verdict flipped when
+the answers swapped places) or ``unparsed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from annotation.rubrics import Rubric, rubric_from_dict
+from db.models import AnnotationQueue, Label, QueueItem
+
+PAIR_OUTCOMES = ("1", "2", "tie", "both_good", "both_bad")
+SINGLE_OUTCOMES = ("good", "bad")
+JUDGE_OUTCOMES = ("inconsistent", "unparsed")
+OUTCOMES = PAIR_OUTCOMES + SINGLE_OUTCOMES + JUDGE_OUTCOMES
+LABEL_KINDS = ("human", "judge", "import", "argilla")
+FLIP = {"1": "2", "2": "1"}
+
+
+class QueueError(ValueError):
+    """A queue request cannot be served (unknown queue, duplicate name, bad item...). Nothing was written."""
+
+
+@dataclass
+class QueueInfo:
+    id: int
+    name: str
+    kind: str
+    status: str
+    overlap: int
+    rubric: dict[str, Any]
+    config: dict[str, Any]
+    source: str | None
+    n_items: int
+    n_labels: int
+    created_at: datetime | None = None
+    policy_contestant_id: int | None = None
+    prompt_set_id: int | None = None
+
+    @property
+    def rubric_obj(self) -> Rubric | None:
+        return rubric_from_dict(self.rubric, self.name) if self.rubric else None
+
+
+@dataclass
+class NewItem:
+    """An item to add: the conversation so far, one or two answers, one stamp per answer."""
+
+    prompt_messages: list[dict[str, str]]
+    answers: list[str]
+    stamps: list[dict[str, Any]] = field(default_factory=list)
+    prompt_id: int | None = None
+    policy_contestant_id: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def content_key(prompt_messages: list[dict[str, Any]], answers: list[str]) -> str:
+    """SHA-256 of the conversation and the answers in sorted order (so a swapped pair hashes the same)."""
+    body = json.dumps([prompt_messages, sorted(answers)], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def check_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise QueueError("a queue needs a name")
+    if len(name) > 128:
+        raise QueueError(f"queue name is {len(name)} characters; at most 128")
+    return name
+
+
+def create_queue(
+    session: Session,
+    name: str,
+    kind: str = "on_policy",
+    rubric: Rubric | None = None,
+    overlap: int = 1,
+    prompt_set_id: int | None = None,
+    policy_contestant_id: int | None = None,
+    config: dict[str, Any] | None = None,
+    source: str | None = None,
+    status: str = "ready",
+) -> AnnotationQueue:
+    name = check_name(name)
+    if overlap < 1:
+        raise QueueError(f"overlap must be at least 1 annotator per item, got {overlap}")
+    if session.scalar(select(AnnotationQueue.id).where(AnnotationQueue.name == name)) is not None:
+        raise QueueError(f"a queue named {name!r} already exists")
+    q = AnnotationQueue(
+        name=name,
+        kind=kind,
+        status=status,
+        rubric=rubric.as_dict() if rubric else {},
+        overlap=overlap,
+        prompt_set_id=prompt_set_id,
+        policy_contestant_id=policy_contestant_id,
+        config=dict(config or {}),
+        source=source,
+    )
+    session.add(q)
+    session.flush()
+    return q
+
+
+def queue_row(session: Session, name: str) -> AnnotationQueue:
+    q = session.scalar(select(AnnotationQueue).where(AnnotationQueue.name == name))
+    if q is None:
+        known = ", ".join(session.scalars(select(AnnotationQueue.name).order_by(AnnotationQueue.name)))
+        raise QueueError(f"no queue named {name!r}" + (f" (known: {known})" if known else ""))
+    return q
+
+
+def _info(session: Session, q: AnnotationQueue) -> QueueInfo:
+    n_items = session.scalar(select(func.count(QueueItem.id)).where(QueueItem.queue_id == q.name)) or 0
+    n_labels = session.scalar(select(func.count(Label.id)).where(Label.queue == q.name)) or 0
+    return QueueInfo(
+        q.id,
+        q.name,
+        q.kind,
+        q.status,
+        q.overlap,
+        dict(q.rubric or {}),
+        dict(q.config or {}),
+        q.source,
+        n_items,
+        n_labels,
+        q.created_at,
+        q.policy_contestant_id,
+        q.prompt_set_id,
+    )
+
+
+def get_queue(session: Session, name: str) -> QueueInfo:
+    return _info(session, queue_row(session, name))
+
+
+def list_queues(session: Session) -> list[QueueInfo]:
+    return [_info(session, q) for q in session.scalars(select(AnnotationQueue).order_by(AnnotationQueue.id))]
+
+
+def add_item(session: Session, queue: str, item: NewItem) -> QueueItem:
+    if not 1 <= len(item.answers) <= 2:
+        raise QueueError(f"an item holds one or two answers, got {len(item.answers)}")
+    stamps = list(item.stamps) + [{}] * (len(item.answers) - len(item.stamps))
+    row = QueueItem(
+        queue_id=queue,
+        prompt_id=item.prompt_id,
+        policy_contestant_id=item.policy_contestant_id,
+        answer_1=item.answers[0],
+        answer_2=item.answers[1] if len(item.answers) > 1 else "",
+        prompt_messages=item.prompt_messages,
+        content_key=content_key(item.prompt_messages, item.answers),
+        meta={**item.meta, "answers": stamps, "n_answers": len(item.answers)},
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def n_answers(item: QueueItem) -> int:
+    return int((item.meta or {}).get("n_answers") or (2 if item.answer_2 else 1))
+
+
+def stamps(item: QueueItem) -> list[dict[str, Any]]:
+    s = list((item.meta or {}).get("answers") or [])
+    return s + [{}] * (n_answers(item) - len(s))
+
+
+def item_answer(item: QueueItem, side: str) -> str:
+    return item.answer_1 if side == "1" else item.answer_2
+
+
+def set_checklist(session: Session, item_id: int, lines: list[str], author: str = "human") -> list[str]:
+    """Store (or replace) the per-prompt checklist on an item and on the other items of the same prompt."""
+    clean = [ln.strip() for ln in lines if ln and ln.strip()]
+    if len(clean) > 12 or any(len(ln) > 300 for ln in clean):
+        raise QueueError("a checklist holds at most 12 lines of at most 300 characters")
+    item = session.get(QueueItem, item_id)
+    if item is None:
+        raise QueueError(f"no queue item {item_id}")
+    same = session.scalars(select(QueueItem).where(QueueItem.queue_id == item.queue_id)).all()
+    for other in same:
+        if other.id == item.id or other.prompt_messages == item.prompt_messages:
+            other.checklist = clean
+            other.meta = {**(other.meta or {}), "checklist_by": author}
+    return clean
