@@ -1,8 +1,20 @@
-"""Battle lifecycle: draw a pair, stream both answers side by side, store the turn, take the vote, reveal.
+"""Battle lifecycle: draw a pair, stream both answers side by side, vote on any turn, reveal at the end.
 
-The browser-facing views only ever carry "left"/"right" text; contestant identity stays here until a vote is
-stored. A turn is written in one transaction once both answers are complete; an engine error marks the battle
-``errored`` (never rated) and stores nothing else.
+A battle is a conversation between one user and two contestants (A and B in the database; left and right on the
+screen, with ``left_is_a`` a stored coin flip). Every turn goes to both contestants, each with its own earlier
+answers as context. Each turn can get one vote (left / right / tie / both_good / both_bad, stored in A/B terms)
+with optional quick rubric scores; votes do not reveal anything. ``reveal`` ends the battle and is the only call
+that returns contestant names in anonymous mode. ``regenerate`` re-runs the last, unvoted turn (the replaced
+answers are kept on the turn); ``new_round`` ends the battle and starts a fresh one (anonymous: a new pair;
+named: the same two contestants).
+
+Anonymity: everything returned before the reveal (``BattleView`` in anonymous mode, ``TurnUpdate``,
+``VoteReceipt``, ``BattleError`` messages) is free of names, ids, personas and engine details. Engine errors are
+stored in full on the battle but shown only by their identity-free kind. An answer that names either contestant
+flags its turn, and every vote cast once such an answer was on screen is stored ``revealed_before_vote``.
+
+Writes: a turn is written in one transaction once both answers are complete; an engine error or time-out marks
+the battle ``errored`` (never rated) and stores nothing else. Bad input raises ``BattleError`` before any write.
 """
 
 from __future__ import annotations
@@ -12,19 +24,27 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from arena.engines.base import EngineError, GenerationStats, Sampling
+from arena.engines.gate import gate_for
 from arena.leaks import find_leak
 from arena.registry import ContestantInfo, engine_for, list_contestants, messages_for, to_info
-from arena.sampling import uniform_pair
-from db.models import Battle, Contestant, Turn, Vote, utcnow
+from arena.sampling import Draw, PairPolicy, RatingInfo, SamplingError, draw_pair, eligible
+from db.models import Battle, Contestant, Prompt, RubricScore, Turn, Vote, utcnow
 from db.session import Database
 
 OUTCOMES = ("a", "b", "tie", "both_good", "both_bad")
 CHOICES = ("left", "right", "tie", "both_good", "both_bad")
+MODES = ("anonymous", "named")
+QUICK_RUBRIC = ("helpfulness", "correctness", "style")
+RUBRIC_RANGE = (1, 5)
+ENDED = ("voted", "abandoned")
 
 
 class BattleError(ValueError):
@@ -35,49 +55,120 @@ class BattleError(ValueError):
 class ArenaLimits:
     max_prompt_chars: int = 4000
     max_turns: int = 8
-    answer_timeout_s: float = 180.0
+    answer_timeout_s: float = 180.0  # per answer, from the moment its engine slot is taken
     max_new_tokens: int = 512  # a cap on every contestant's answer length
+    queue_timeout_s: float = 300.0  # longest wait for an engine slot
+    max_regenerations: int = 3  # per turn
+    max_conversation_chars: int = 24000  # all user messages and answers of a battle together
 
 
 @dataclass
 class BattleView:
-    """What the browser may know about a battle before the vote."""
+    """What the browser may know about a battle. Names only in named mode."""
 
     battle_id: int
     n_turns: int = 0
     status: str = "open"
+    mode: str = "anonymous"
+    category: str | None = None
+    voted_turns: list[int] = field(default_factory=list)
+    left_name: str | None = None
+    right_name: str | None = None
 
 
 @dataclass
 class TurnUpdate:
+    """One streaming step of a turn, in left/right terms."""
+
     left: str
     right: str
     done: bool = False
     error: str | None = None
     turn_idx: int | None = None
+    left_queue: int | None = None  # requests ahead of this side in its engine's queue (None: not waiting)
+    right_queue: int | None = None
+    left_error: str | None = None
+    right_error: str | None = None
+    regenerated: bool = False
+
+
+@dataclass
+class VoteReceipt:
+    """A stored vote; says nothing about who was voted for."""
+
+    battle_id: int
+    turn_idx: int
+    choice: str
+    revealed_before_vote: bool
+    n_rubric_scores: int = 0
+
+
+@dataclass
+class SideStats:
+    tokens: int | None = None
+    ttft_s: float | None = None
+    tokens_per_s: float | None = None
+    wait_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "ttft_s": self.ttft_s, "tokens_per_s": self.tokens_per_s}
+
+
+@dataclass
+class TurnSummary:
+    idx: int
+    vote: str | None  # in left/right terms
+    left: SideStats
+    right: SideStats
+    regenerations: int = 0
+    leaked: bool = False
 
 
 @dataclass
 class Reveal:
     battle_id: int
-    turn_idx: int
+    turn_idx: int  # the last voted turn
     left_name: str
     right_name: str
-    outcome: str
+    outcome: str  # that vote's outcome, in A/B terms
     revealed_before_vote: bool
     left_stats: dict = field(default_factory=dict)
     right_stats: dict = field(default_factory=dict)
+    turns: list[TurnSummary] = field(default_factory=list)
+    mode: str = "anonymous"
+
+
+@dataclass
+class _Side:
+    info: ContestantInfo
+    text: str = ""
+    queue_pos: int | None = None
+    started: float | None = None
+    wait_s: float | None = None
+    stats: GenerationStats | None = None
+    error: EngineError | None = None
+    done: bool = False
 
 
 class ArenaService:
     """Plain-Python arena API used by the UI, the CLI and tests alike."""
 
-    def __init__(self, db: Database, limits: ArenaLimits | None = None, rng: random.Random | None = None):
+    def __init__(
+        self,
+        db: Database,
+        limits: ArenaLimits | None = None,
+        rng: random.Random | None = None,
+        policy: PairPolicy | None = None,
+    ):
         self.db = db
         self.limits = limits or ArenaLimits()
         self.rng = rng or random.Random()
+        self.policy = policy or PairPolicy()
+        self._busy: set[int] = set()
+        self._busy_lock = threading.Lock()
+        self._ratings_cache: tuple[Any, dict[int, RatingInfo], dict[tuple[int, int], int]] | None = None
 
-    # -- battles -----------------------------------------------------------------------------------------
+    # -- starting --------------------------------------------------------------------------------------
     def start_battle(
         self,
         user_id: int | None = None,
@@ -85,23 +176,42 @@ class ArenaService:
         category: str | None = None,
         pair: tuple[int, int] | None = None,
         mode: str = "anonymous",
+        include: list[int | str] | None = None,
+        exclude: list[int | str] | None = None,
     ) -> BattleView:
-        """Create a battle with a drawn (or, in named mode, chosen) pair and a random left/right."""
+        """Create a battle: a drawn pair (anonymous) or a chosen one (``pair``; named mode needs it).
+
+        In named mode ``pair`` is (left, right) as the user picked them; otherwise left/right is a fair coin.
+        """
+        if mode not in MODES:
+            raise BattleError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        if mode == "named" and pair is None:
+            raise BattleError("named mode needs both contestants chosen")
         with self.db.session() as s:
+            if prompt_id is not None:
+                prompt = s.get(Prompt, prompt_id)
+                if prompt is None:
+                    raise BattleError(f"prompt {prompt_id} does not exist")
+                category = category or prompt.category
             if pair is None:
-                ids = [c.id for c in list_contestants(s)]
-                draw = uniform_pair(ids, self.rng)
-                a_id, b_id, prob = draw.a_id, draw.b_id, draw.probability
+                draw = self._draw(s, include, exclude)
+                left_is_a = self.rng.random() < 0.5
             else:
                 a_id, b_id = pair
                 if a_id == b_id:
-                    raise BattleError("a contestant cannot battle itself")
-                prob = None
+                    raise BattleError("a contestant cannot battle itself: choose two different models")
+                for cid in pair:
+                    c = s.get(Contestant, cid)
+                    if c is None or not c.active:
+                        raise BattleError(f"contestant {cid} does not exist or is not active")
+                draw = Draw(a_id, b_id, None, "named" if mode == "named" else "fixed")
+                left_is_a = True if mode == "named" else self.rng.random() < 0.5
             b = Battle(
-                a_id=a_id,
-                b_id=b_id,
-                left_is_a=self.rng.random() < 0.5,
-                sampling_prob=prob,
+                a_id=draw.a_id,
+                b_id=draw.b_id,
+                left_is_a=left_is_a,
+                sampling_prob=draw.probability,
+                sampler=draw.sampler,
                 mode=mode,
                 user_id=user_id,
                 prompt_id=prompt_id,
@@ -109,122 +219,432 @@ class ArenaService:
             )
             s.add(b)
             s.flush()
-            return BattleView(b.id)
+            return self._view(s, b)
+
+    def _draw(self, s: Any, include: list | None, exclude: list | None) -> Draw:
+        contestants = list_contestants(s)
+        try:
+            ids = eligible(
+                [(c.id, c.public_name) for c in contestants],
+                self.policy.include if include is None else include,
+                self.policy.exclude if exclude is None else exclude,
+            )
+            ratings, counts = self._rating_inputs(s) if self.policy.sampler == "active" else ({}, {})
+            return draw_pair(ids, self.rng, self.policy, ratings, counts)
+        except SamplingError as exc:
+            raise BattleError(str(exc)) from exc
+
+    def _rating_inputs(self, s: Any) -> tuple[dict[int, RatingInfo], dict[tuple[int, int], int]]:
+        """Current ratings with intervals and per-pair battle counts, recomputed only when votes change."""
+        from arena.records import battle_records
+
+        key = (s.scalar(select(func.count(Vote.id))), s.scalar(select(func.max(Vote.id))))
+        if self._ratings_cache is not None and self._ratings_cache[0] == key:
+            return self._ratings_cache[1], self._ratings_cache[2]
+        ids = {c.public_name: c.id for c in list_contestants(s, active_only=False)}
+        records = battle_records(s, with_text=False)
+        counts: dict[tuple[int, int], int] = {}
+        for r in records:
+            a, b = ids.get(r["model_a"]), ids.get(r["model_b"])
+            if a is not None and b is not None:
+                k = (min(a, b), max(a, b))
+                counts[k] = counts.get(k, 0) + 1
+        ratings: dict[int, RatingInfo] = {}
+        if records:
+            try:
+                from arena.ratings import leaderboard
+
+                board = leaderboard(records, ci_method="sandwich", elo_k=None, min_battles=0)
+                for m in board.models:
+                    if m.name in ids:
+                        ratings[ids[m.name]] = RatingInfo(m.rating, m.ci_low, m.ci_high, m.n_battles)
+            except Exception:  # ratings that cannot be fitted leave everyone "unrated": weights stay valid
+                ratings = {}
+        self._ratings_cache = (key, ratings, counts)
+        return ratings, counts
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def _view(self, s: Any, b: Battle) -> BattleView:
+        n_turns = s.scalar(select(func.count(Turn.id)).where(Turn.battle_id == b.id)) or 0
+        voted = list(s.scalars(select(Vote.turn_idx).where(Vote.battle_id == b.id).order_by(Vote.turn_idx)))
+        view = BattleView(b.id, n_turns, b.status, b.mode, b.category, voted)
+        if b.mode == "named":
+            a, bb = s.get_one(Contestant, b.a_id).public_name, s.get_one(Contestant, b.b_id).public_name
+            view.left_name, view.right_name = (a, bb) if b.left_is_a else (bb, a)
+        return view
+
+    def battle_view(self, battle_id: int) -> BattleView:
+        with self.db.session() as s:
+            return self._view(s, self._get(s, battle_id))
+
+    @staticmethod
+    def _get(s: Any, battle_id: int) -> Battle:
+        b = s.get(Battle, battle_id)
+        if b is None:
+            raise BattleError(f"battle {battle_id} does not exist")
+        return b
 
     def _load(self, battle_id: int) -> tuple[Battle, ContestantInfo, ContestantInfo, list[Turn]]:
         with self.db.session() as s:
-            b = s.get(Battle, battle_id)
-            if b is None:
-                raise BattleError(f"battle {battle_id} does not exist")
+            b = self._get(s, battle_id)
             a = to_info(s.get_one(Contestant, b.a_id))
             bb = to_info(s.get_one(Contestant, b.b_id))
             turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
             s.expunge_all()
             return b, a, bb, turns
 
+    # -- checks ----------------------------------------------------------------------------------------
     def check_prompt_text(self, user_msg: str) -> None:
         """Reject an empty or oversized prompt before anything is created."""
-        if not user_msg or not user_msg.strip():
+        if not isinstance(user_msg, str) or not user_msg.strip():
             raise BattleError("the prompt is empty: type a message or draw one from a prompt set")
         if len(user_msg) > self.limits.max_prompt_chars:
             raise BattleError(
                 f"the prompt is {len(user_msg)} characters; the limit is {self.limits.max_prompt_chars}"
             )
 
+    @staticmethod
+    def _check_open(b: Battle) -> None:
+        if b.status == "errored":
+            raise BattleError(
+                f"battle {b.id} stopped on an engine error and is not rated; start a new battle"
+            )
+        if b.status != "open":
+            raise BattleError(f"battle {b.id} has ended; start a new battle")
+
     def check_prompt(self, battle_id: int, user_msg: str) -> None:
-        """Reject a prompt the battle cannot take (bad text, battle not open, too many turns)."""
+        """Reject a prompt the battle cannot take (bad text, battle not open, too many turns, too long)."""
         self.check_prompt_text(user_msg)
         b, _, _, turns = self._load(battle_id)
-        if b.status != "open":
-            raise BattleError(f"battle {battle_id} is {b.status}; start a new battle")
+        self._check_open(b)
         if len(turns) >= self.limits.max_turns:
             raise BattleError(f"this battle has reached the limit of {self.limits.max_turns} turns")
+        size = len(user_msg) + sum(len(t.user_msg) + max(len(t.answer_a), len(t.answer_b)) for t in turns)
+        if size > self.limits.max_conversation_chars:
+            raise BattleError(
+                f"the conversation would be {size} characters; the limit is "
+                f"{self.limits.max_conversation_chars}: start a new battle"
+            )
 
+    @contextmanager
+    def _claim(self, battle_id: int) -> Iterator[None]:
+        with self._busy_lock:
+            if battle_id in self._busy:
+                raise BattleError("both models are still answering in this battle; wait for them to finish")
+            self._busy.add(battle_id)
+        try:
+            yield
+        finally:
+            with self._busy_lock:
+                self._busy.discard(battle_id)
+
+    def _not_busy(self, battle_id: int) -> None:
+        with self._busy_lock:
+            if battle_id in self._busy:
+                raise BattleError("both models are still answering; wait for both answers before voting")
+
+    # -- turns -----------------------------------------------------------------------------------------
     def generate_turn(self, battle_id: int, user_msg: str) -> Iterator[TurnUpdate]:
         """Stream both answers at once (left/right as the user sees them); store the turn when both finish."""
         self.check_prompt(battle_id, user_msg)
-        b, ca, cb, turns = self._load(battle_id)
-        hist_a = [(t.user_msg, t.answer_a) for t in turns]
-        hist_b = [(t.user_msg, t.answer_b) for t in turns]
-        events: queue.Queue[tuple[str, str | None, str | None]] = queue.Queue()
-        stats = {"a": GenerationStats(), "b": GenerationStats()}
+        with self._claim(battle_id):
+            b, ca, cb, turns = self._load(battle_id)
+            hist_a = [(t.user_msg, t.answer_a) for t in turns]
+            hist_b = [(t.user_msg, t.answer_b) for t in turns]
+            yield from self._run_turn(b, ca, cb, hist_a, hist_b, user_msg, len(turns), None)
 
-        def run(side: str, info: ContestantInfo, history: list[tuple[str, str]]) -> None:
+    def regenerate(self, battle_id: int) -> Iterator[TurnUpdate]:
+        """Re-run the last turn with the same two contestants; the replaced answers stay on the turn."""
+        b, _, _, turns = self._load(battle_id)
+        self._check_open(b)
+        if not turns:
+            raise BattleError("there is nothing to regenerate yet: send a prompt first")
+        last = turns[-1]
+        with self.db.session() as s:
+            if s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == last.idx)):
+                raise BattleError(f"turn {last.idx + 1} already has a vote; send a new prompt instead")
+        if len(last.replaced or []) >= self.limits.max_regenerations:
+            raise BattleError(
+                f"turn {last.idx + 1} was regenerated {self.limits.max_regenerations} times already"
+            )
+        with self._claim(battle_id):
+            b, ca, cb, turns = self._load(battle_id)
+            hist_a = [(t.user_msg, t.answer_a) for t in turns[:-1]]
+            hist_b = [(t.user_msg, t.answer_b) for t in turns[:-1]]
+            yield from self._run_turn(b, ca, cb, hist_a, hist_b, last.user_msg, last.idx, last)
+
+    def _run_side(
+        self,
+        side: str,
+        info: ContestantInfo,
+        messages: list[dict[str, str]],
+        events: queue.Queue,
+        cancel: threading.Event,
+    ) -> None:
+        try:
+            engine = engine_for(info)
+            t0 = time.monotonic()
+            gate = gate_for(engine)
+            took = gate.acquire(
+                timeout=self.limits.queue_timeout_s,
+                cancel=cancel,
+                on_position=lambda pos: events.put((side, "queue", pos)),
+            )
+            if not took:
+                if not cancel.is_set():
+                    msg = f"no free {engine.name} slot within {self.limits.queue_timeout_s:.0f} s"
+                    events.put((side, "error", EngineError(msg, "timeout")))
+                return
             try:
-                engine = engine_for(info)
+                events.put((side, "start", time.monotonic() - t0))
                 sampling = Sampling.from_dict(info.sampling)
                 sampling.max_tokens = min(sampling.max_tokens, self.limits.max_new_tokens)
-                stream = engine.stream_chat(messages_for(info, history, user_msg), sampling, info.prefill)
-                for delta in stream:
-                    events.put((side, delta, None))
-                stats[side] = stream.stats
-                events.put((side, None, None))
-            except Exception as exc:  # any engine failure ends the battle as errored
-                msg = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
-                events.put((side, None, msg))
+                stream = engine.stream_chat(messages, sampling, info.prefill)
+                try:
+                    for delta in stream:
+                        if cancel.is_set():
+                            return
+                        events.put((side, "delta", delta))
+                finally:
+                    stream.close()
+                events.put((side, "done", stream.stats))
+            finally:
+                gate.release()
+        except EngineError as exc:
+            events.put((side, "error", exc))
+        except Exception as exc:  # any other failure ends the battle as errored, detail kept server-side
+            events.put((side, "error", EngineError(f"{type(exc).__name__}: {exc}", "failed")))
 
-        for side, info, hist in (("a", ca, hist_a), ("b", cb, hist_b)):
-            threading.Thread(target=run, args=(side, info, hist), daemon=True).start()
+    def _run_turn(
+        self,
+        b: Battle,
+        ca: ContestantInfo,
+        cb: ContestantInfo,
+        hist_a: list[tuple[str, str]],
+        hist_b: list[tuple[str, str]],
+        user_msg: str,
+        idx: int,
+        replacing: Turn | None,
+    ) -> Iterator[TurnUpdate]:
+        events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        cancel = threading.Event()
+        sides = {"a": _Side(ca), "b": _Side(cb)}
+        started = time.monotonic()
+        for key, info, hist in (("a", ca, hist_a), ("b", cb, hist_b)):
+            args = (key, info, messages_for(info, hist, user_msg), events, cancel)
+            threading.Thread(target=self._run_side, args=args, daemon=True).start()
 
-        text = {"a": "", "b": ""}
-        finished: set[str] = set()
-        errors: dict[str, str] = {}
-        deadline = time.monotonic() + self.limits.answer_timeout_s
+        def view(done: bool = False, error: str | None = None) -> TurnUpdate:
+            left, right = (sides["a"], sides["b"]) if b.left_is_a else (sides["b"], sides["a"])
+            return TurnUpdate(
+                left.text,
+                right.text,
+                done,
+                error,
+                idx if done and not error else None,
+                None if left.started or left.done else left.queue_pos,
+                None if right.started or right.done else right.queue_pos,
+                left.error.public_message if left.error else None,
+                right.error.public_message if right.error else None,
+                replacing is not None,
+            )
 
-        def view(done: bool = False, error: str | None = None, idx: int | None = None) -> TurnUpdate:
-            left, right = (text["a"], text["b"]) if b.left_is_a else (text["b"], text["a"])
-            return TurnUpdate(left, right, done, error, idx)
+        def deadline(sd: _Side) -> float:
+            if sd.started is None:
+                return started + self.limits.queue_timeout_s + 5.0
+            return sd.started + self.limits.answer_timeout_s
 
-        while len(finished) < 2:
-            try:
-                side, delta, err = events.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                errors["timeout"] = f"no complete answer within {self.limits.answer_timeout_s:.0f} s"
-                break
-            if err is not None:
-                errors[side] = err
-                finished.add(side)
-            elif delta is None:
-                finished.add(side)
-            else:
-                text[side] += delta
+        try:
+            while not all(sd.done for sd in sides.values()):
+                now = time.monotonic()
+                pending = [sd for sd in sides.values() if not sd.done]
+                wait = min(deadline(sd) for sd in pending) - now
+                try:
+                    key, kind, payload = events.get(timeout=max(0.01, wait))
+                except queue.Empty:
+                    for sd in pending:
+                        if time.monotonic() >= deadline(sd):
+                            limit = (
+                                self.limits.answer_timeout_s if sd.started else self.limits.queue_timeout_s
+                            )
+                            sd.error = EngineError(f"no complete answer within {limit:.0f} s", "timeout")
+                            sd.done = True
+                    if any(sd.error for sd in sides.values()):
+                        break
+                    continue
+                sd = sides[key]
+                if kind == "queue":
+                    sd.queue_pos = int(payload)
+                elif kind == "start":
+                    sd.started, sd.wait_s, sd.queue_pos = time.monotonic(), float(payload), None
+                elif kind == "delta":
+                    sd.text += payload
+                elif kind == "done":
+                    sd.stats, sd.done = payload, True
+                elif kind == "error":
+                    sd.error, sd.done = payload, True
+                    break
                 yield view()
-        if errors:
-            message = "; ".join(
-                f"{'left' if (k == 'a') == b.left_is_a else 'right'} model: {v}" if k in "ab" else v
-                for k, v in errors.items()
-            )
-            self._mark_errored(battle_id, message)
-            yield view(done=True, error=f"The battle stopped and will not be rated: {message}")
+        finally:
+            cancel.set()  # also when the consumer stops listening: engines stop and free their slots
+
+        if any(sd.error for sd in sides.values()):
+            yield self._errored(b, sides, view)
             return
-        idx = len(turns)
-        with self.db.session() as s:
-            s.add(
-                Turn(
-                    battle_id=battle_id,
-                    idx=idx,
-                    user_msg=user_msg,
-                    answer_a=text["a"],
-                    answer_b=text["b"],
-                    tokens_a=stats["a"].tokens,
-                    tokens_b=stats["b"].tokens,
-                    latency_a=stats["a"].ttft,
-                    latency_b=stats["b"].ttft,
-                    tps_a=stats["a"].tokens_per_s,
-                    tps_b=stats["b"].tokens_per_s,
-                    leak_a=find_leak(text["a"], ca.aliases) is not None,
-                    leak_b=find_leak(text["b"], cb.aliases) is not None,
-                )
+        try:
+            self._store_turn(b, sides, user_msg, idx, replacing)
+        except BattleError as exc:
+            yield view(done=True, error=str(exc))
+            return
+        yield view(done=True)
+
+    def _errored(self, b: Battle, sides: dict[str, _Side], view: Any) -> TurnUpdate:
+        public, detail = [], []
+        for key in ("a", "b"):
+            sd = sides[key]
+            if sd.error is None:
+                continue
+            label = "Model A" if (key == "a") == b.left_is_a else "Model B"
+            public.append(f"{label}: {sd.error.public_message}")
+            detail.append(
+                f"{key} (contestant {sd.info.id} {sd.info.public_name!r}, {sd.info.engine}) "
+                f"[{sd.error.kind}] {sd.error}"
             )
-        yield view(done=True, idx=idx)
-
-    def _mark_errored(self, battle_id: int, message: str) -> None:
         with self.db.session() as s:
-            b = s.get_one(Battle, battle_id)
-            b.status = "errored"
-            b.error = message
+            row = s.get_one(Battle, b.id)
+            if row.status == "open":
+                row.status = "errored"
+                row.ended_at = utcnow()
+            row.error = "; ".join(detail)
+        return view(done=True, error="The battle stopped and will not be rated. " + "; ".join(public) + ".")
 
-    # -- votes -------------------------------------------------------------------------------------------
+    def _store_turn(
+        self, b: Battle, sides: dict[str, _Side], user_msg: str, idx: int, replacing: Turn | None
+    ) -> None:
+        sa, sb = sides["a"], sides["b"]
+        names = [*sa.info.identity_strings(), *sb.info.identity_strings()]
+        leak_a = find_leak(sa.text, names) is not None
+        leak_b = find_leak(sb.text, names) is not None
+        st_a, st_b = sa.stats or GenerationStats(), sb.stats or GenerationStats()
+        values = {
+            "answer_a": sa.text,
+            "answer_b": sb.text,
+            "tokens_a": st_a.tokens,
+            "tokens_b": st_b.tokens,
+            "latency_a": st_a.ttft,
+            "latency_b": st_b.ttft,
+            "tps_a": st_a.tokens_per_s,
+            "tps_b": st_b.tokens_per_s,
+            "wait_a": sa.wait_s,
+            "wait_b": sb.wait_s,
+        }
+        try:
+            with self.db.session() as s:
+                row = s.get_one(Battle, b.id)
+                if row.status != "open":
+                    raise BattleError(
+                        f"battle {b.id} ended while the models were answering; nothing was saved"
+                    )
+                if replacing is None:
+                    n = s.scalar(select(func.count(Turn.id)).where(Turn.battle_id == b.id)) or 0
+                    if n != idx:
+                        raise BattleError(
+                            "another turn was stored in this battle at the same time; nothing saved"
+                        )
+                    s.add(
+                        Turn(
+                            battle_id=b.id, idx=idx, user_msg=user_msg, leak_a=leak_a, leak_b=leak_b, **values
+                        )
+                    )
+                    return
+                turn = s.scalar(select(Turn).where(Turn.battle_id == b.id, Turn.idx == idx))
+                if turn is None or s.scalar(
+                    select(Vote.id).where(Vote.battle_id == b.id, Vote.turn_idx == idx)
+                ):
+                    raise BattleError(f"turn {idx + 1} changed while regenerating; nothing was saved")
+                old = {k: getattr(turn, k) for k in values}
+                old.update(leak_a=turn.leak_a, leak_b=turn.leak_b, created_at=turn.created_at.isoformat())
+                turn.replaced = [*(turn.replaced or []), old]
+                for k, v in values.items():
+                    setattr(turn, k, v)
+                # the user saw the replaced answers too: a leak there still counts
+                turn.leak_a, turn.leak_b = turn.leak_a or leak_a, turn.leak_b or leak_b
+                turn.created_at = utcnow()
+        except IntegrityError as exc:
+            raise BattleError(
+                "another turn was stored in this battle at the same time; nothing saved"
+            ) from exc
+
+    # -- votes and the end of a battle -------------------------------------------------------------------
+    def record_vote(
+        self,
+        battle_id: int,
+        choice: str,
+        turn_idx: int | None = None,
+        user_id: int | None = None,
+        reason: str | None = None,
+        rubric: dict[str, dict[str, float]] | None = None,
+    ) -> VoteReceipt:
+        """Store a blind vote on one turn (default: the latest), in left/right terms; reveal nothing.
+
+        ``rubric`` holds optional quick scores, ``{criterion: {"left": 1..5, "right": 1..5}}`` with criteria
+        from ``QUICK_RUBRIC``; they are stored beside the vote in the same transaction.
+        """
+        if choice not in CHOICES:
+            raise BattleError(f"unknown vote {choice!r}; expected one of {', '.join(CHOICES)}")
+        scores = _check_rubric(rubric)
+        self._not_busy(battle_id)
+        with self.db.session() as s:
+            b = self._get(s, battle_id)
+            if b.status == "errored":
+                raise BattleError(f"battle {battle_id} errored and cannot be voted on")
+            if b.status != "open":
+                raise BattleError(f"battle {battle_id} has ended; votes are closed")
+            turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
+            if not turns:
+                raise BattleError("there is nothing to vote on yet: send a prompt first")
+            idx = turns[-1].idx if turn_idx is None else turn_idx
+            if not 0 <= idx < len(turns):
+                raise BattleError(f"battle {battle_id} has no turn {idx + 1}")
+            if s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx)) is not None:
+                raise BattleError(f"turn {idx + 1} already has a vote")
+            to_ab = {"left": "a" if b.left_is_a else "b", "right": "b" if b.left_is_a else "a"}
+            leaked = any(t.leak_a or t.leak_b for t in turns)  # everything on screen when the vote was cast
+            vote = Vote(
+                battle_id=battle_id,
+                turn_idx=idx,
+                user_id=user_id,
+                outcome=to_ab.get(choice, choice),
+                revealed_before_vote=leaked,
+                reason=reason,
+                created_at=utcnow(),
+            )
+            s.add(vote)
+            s.flush()
+            s.add_all(
+                RubricScore(vote_id=vote.id, criterion=c, side=to_ab[side], value=v) for c, side, v in scores
+            )
+            return VoteReceipt(battle_id, idx, choice, leaked, len(scores))
+
+    def reveal(self, battle_id: int) -> Reveal:
+        """End the battle and name both contestants (needs at least one vote; again later returns the same)."""
+        self._not_busy(battle_id)
+        with self.db.session() as s:
+            b = self._get(s, battle_id)
+            if b.status == "errored":
+                raise BattleError(f"battle {battle_id} errored; it has nothing to reveal")
+            if b.status == "abandoned":
+                raise BattleError(f"battle {battle_id} ended without a vote; its models stay anonymous")
+            votes = list(s.scalars(select(Vote).where(Vote.battle_id == battle_id).order_by(Vote.turn_idx)))
+            if not votes and b.mode != "named":
+                raise BattleError("vote on at least one turn before the reveal")
+            if b.status == "open":
+                b.status = "voted"
+                b.ended_at = utcnow()
+            b.revealed_at = b.revealed_at or utcnow()
+            turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
+            return _reveal(s, b, turns, votes)
+
     def vote(
         self,
         battle_id: int,
@@ -232,52 +652,91 @@ class ArenaService:
         turn_idx: int | None = None,
         user_id: int | None = None,
         reason: str | None = None,
-        finish: bool = True,
+        rubric: dict[str, dict[str, float]] | None = None,
     ) -> Reveal:
-        """Store a vote on a turn (default: the latest) in left/right terms; reveal the contestants."""
-        if choice not in CHOICES:
-            raise BattleError(f"unknown vote {choice!r}; expected one of {', '.join(CHOICES)}")
+        """Vote on a turn and reveal at once (the one-shot flow: one turn, one vote, done)."""
+        self.record_vote(battle_id, choice, turn_idx, user_id, reason, rubric)
+        return self.reveal(battle_id)
+
+    def end_battle(self, battle_id: int) -> BattleView:
+        """Close a battle without revealing it: ``voted`` when it has votes, else ``abandoned``."""
         with self.db.session() as s:
-            b = s.get(Battle, battle_id)
-            if b is None:
-                raise BattleError(f"battle {battle_id} does not exist")
-            if b.status == "errored":
-                raise BattleError(f"battle {battle_id} errored and cannot be voted on")
-            turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
-            if not turns:
-                raise BattleError("there is nothing to vote on yet: send a prompt first")
-            idx = turns[-1].idx if turn_idx is None else turn_idx
-            if not 0 <= idx < len(turns):
-                raise BattleError(f"battle {battle_id} has no turn {idx}")
-            if (
-                b.status == "voted"
-                or s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx))
-                is not None
-            ):
-                raise BattleError(f"battle {battle_id} turn {idx} already has a vote; start a new battle")
-            outcome = {"left": "a" if b.left_is_a else "b", "right": "b" if b.left_is_a else "a"}.get(
-                choice, choice
+            b = self._get(s, battle_id)
+            if b.status == "open":
+                has_votes = s.scalar(select(Vote.id).where(Vote.battle_id == battle_id).limit(1)) is not None
+                b.status = "voted" if has_votes else "abandoned"
+                b.ended_at = utcnow()
+            return self._view(s, b)
+
+    def new_round(self, battle_id: int, user_id: int | None = None) -> BattleView:
+        """End this battle (unrevealed) and start the next: anonymous draws a new pair, named keeps both."""
+        with self.db.session() as s:
+            b = self._get(s, battle_id)
+            mode, pair = b.mode, ((b.a_id, b.b_id) if b.left_is_a else (b.b_id, b.a_id))
+        self.end_battle(battle_id)
+        if mode == "named":
+            return self.start_battle(user_id=user_id, pair=pair, mode="named")
+        return self.start_battle(user_id=user_id)
+
+
+def _check_rubric(rubric: dict[str, dict[str, float]] | None) -> list[tuple[str, str, float]]:
+    out: list[tuple[str, str, float]] = []
+    lo, hi = RUBRIC_RANGE
+    for criterion, sides in (rubric or {}).items():
+        if criterion not in QUICK_RUBRIC:
+            raise BattleError(
+                f"unknown rubric criterion {criterion!r}; expected one of {', '.join(QUICK_RUBRIC)}"
             )
-            t = turns[idx]
-            leaked = any(x.leak_a or x.leak_b for x in turns[: idx + 1])
-            s.add(
-                Vote(
-                    battle_id=battle_id,
-                    turn_idx=idx,
-                    user_id=user_id,
-                    outcome=outcome,
-                    revealed_before_vote=leaked,
-                    reason=reason,
-                    created_at=utcnow(),
-                )
+        if not isinstance(sides, dict):
+            raise BattleError(f"rubric {criterion!r} must map 'left'/'right' to a score")
+        for side, value in sides.items():
+            if value is None:
+                continue
+            if side not in ("left", "right"):
+                raise BattleError(f"rubric {criterion!r}: side must be 'left' or 'right', got {side!r}")
+            try:
+                v = float(value)
+            except (TypeError, ValueError) as exc:
+                raise BattleError(f"rubric {criterion!r} {side}: {value!r} is not a number") from exc
+            if not lo <= v <= hi:
+                raise BattleError(f"rubric {criterion!r} {side}: {v:g} is outside {lo}..{hi}")
+            out.append((criterion, side, v))
+    return out
+
+
+def _reveal(s: Any, b: Battle, turns: list[Turn], votes: list[Vote]) -> Reveal:
+    a = s.get_one(Contestant, b.a_id)
+    bb = s.get_one(Contestant, b.b_id)
+    to_lr = {"a": "left" if b.left_is_a else "right", "b": "right" if b.left_is_a else "left"}
+    by_turn = {v.turn_idx: v for v in votes}
+    summaries = []
+    for t in turns:
+        sa = SideStats(t.tokens_a, t.latency_a, t.tps_a, t.wait_a)
+        sb = SideStats(t.tokens_b, t.latency_b, t.tps_b, t.wait_b)
+        v = by_turn.get(t.idx)
+        summaries.append(
+            TurnSummary(
+                t.idx,
+                None if v is None else to_lr.get(v.outcome, v.outcome),
+                sa if b.left_is_a else sb,
+                sb if b.left_is_a else sa,
+                len(t.replaced or []),
+                bool(t.leak_a or t.leak_b),
             )
-            if finish:
-                b.status = "voted"
-            a = s.get_one(Contestant, b.a_id)
-            bb = s.get_one(Contestant, b.b_id)
-            sa = {"tokens": t.tokens_a, "ttft_s": t.latency_a, "tokens_per_s": t.tps_a}
-            sb = {"tokens": t.tokens_b, "ttft_s": t.latency_b, "tokens_per_s": t.tps_b}
-            left, right = ((a, sa), (bb, sb)) if b.left_is_a else ((bb, sb), (a, sa))
-            return Reveal(
-                battle_id, idx, left[0].public_name, right[0].public_name, outcome, leaked, left[1], right[1]
-            )
+        )
+    last = votes[-1] if votes else None
+    left, right = (a, bb) if b.left_is_a else (bb, a)
+    idx = last.turn_idx if last else (turns[-1].idx if turns else 0)
+    ts = summaries[idx] if idx < len(summaries) else None
+    return Reveal(
+        b.id,
+        idx,
+        left.public_name,
+        right.public_name,
+        last.outcome if last else "",
+        any(v.revealed_before_vote for v in votes),
+        ts.left.as_dict() if ts else {},
+        ts.right.as_dict() if ts else {},
+        summaries,
+        b.mode,
+    )

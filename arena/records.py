@@ -1,7 +1,9 @@
 """Read votes out of the database as battle records in FastChat's layout (the ratings' input format).
 
-Votes in named mode and turns flagged ``revealed_before_vote`` are left out by default; errored battles never
-have votes.
+One record per vote (a battle can have a vote on every turn); ``turn`` counts from 1 and the conversations hold
+the turns up to the voted one. Votes in named mode and votes flagged ``revealed_before_vote`` are left out by
+default; battles that stopped on an engine error are always left out. ``sampling_prob`` is the exact probability
+of the drawn pair (None when the pair was chosen) so ratings can reweight.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def battle_records(
         .outerjoin(Prompt, Battle.prompt_id == Prompt.id)
         .order_by(Vote.created_at, Vote.id)
     )
+    q = q.where(Battle.status != "errored")
     if not include_named:
         q = q.where(Battle.mode == "anonymous")
     if not include_revealed:
@@ -57,6 +60,7 @@ def battle_records(
             "turn": vote.turn_idx + 1,  # FastChat counts turns from 1
             "battle_id": battle.id,
             "vote_id": vote.id,
+            "anony": battle.mode == "anonymous",
         }
         if with_text:
             ts = [t for t in turns.get(battle.id, []) if t.idx <= vote.turn_idx]

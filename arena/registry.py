@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from arena.engines.base import Engine, Sampling
 from arena.engines.factory import ENGINE_KINDS, get_engine
+from arena.engines.factory import validate as validate_engine_config
 from db.models import Contestant
 
 BUILTIN_GGUF = "builtin:smollm2-135m-instruct-q4_1"
@@ -44,6 +45,11 @@ class ContestantInfo:
     active: bool
     created_at: datetime | None = None
     description: str = ""
+    engine_config: dict[str, Any] = field(default_factory=dict)
+
+    def identity_strings(self) -> list[str]:
+        """Everything that names this contestant: public name and aliases (what an answer must not say)."""
+        return list(dict.fromkeys([self.public_name, *self.aliases]))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +69,7 @@ class ContestantSpec:
     parent_id: int | None = None
     job_id: int | None = None
     snapshot_hash: str | None = None
+    engine_config: dict[str, Any] = field(default_factory=dict)
 
 
 DEFAULT_PERSONAS: list[ContestantSpec] = [
@@ -102,20 +109,26 @@ DEFAULT_PERSONAS: list[ContestantSpec] = [
 ]
 
 
-def _validate(spec: ContestantSpec) -> None:
+def validate_spec(spec: ContestantSpec) -> None:
+    """Raise RegistryError when a spec cannot be registered (checked before anything is written)."""
     if not spec.public_name.strip():
         raise RegistryError("contestant name is empty")
     if spec.engine not in ENGINE_KINDS:
         raise RegistryError(f"engine {spec.engine!r} unknown; known: {', '.join(ENGINE_KINDS)}")
+    if not spec.model_ref.strip():
+        raise RegistryError(f"contestant {spec.public_name!r}: model reference is empty")
     try:
         Sampling.from_dict(spec.sampling)
+        validate_engine_config(spec.engine, spec.engine_config)
     except (TypeError, ValueError) as exc:
         raise RegistryError(f"contestant {spec.public_name!r}: {exc}") from exc
+    if not all(isinstance(a, str) for a in spec.aliases):
+        raise RegistryError(f"contestant {spec.public_name!r}: aliases must be strings")
 
 
 def register(session: Session, spec: ContestantSpec) -> int:
     """Insert a contestant and return its id. Raises RegistryError on invalid or duplicate names."""
-    _validate(spec)
+    validate_spec(spec)
     if session.scalar(select(Contestant.id).where(Contestant.public_name == spec.public_name)) is not None:
         raise RegistryError(f"a contestant named {spec.public_name!r} already exists")
     aliases = list(
@@ -136,6 +149,7 @@ def register(session: Session, spec: ContestantSpec) -> int:
         parent_id=spec.parent_id,
         job_id=spec.job_id,
         snapshot_hash=spec.snapshot_hash,
+        engine_config=dict(spec.engine_config),
     )
     session.add(row)
     session.flush()
@@ -167,6 +181,7 @@ def to_info(row: Contestant) -> ContestantInfo:
         snapshot_hash=row.snapshot_hash,
         active=row.active,
         created_at=row.created_at,
+        engine_config=dict(row.engine_config or {}),
     )
 
 
@@ -196,7 +211,17 @@ def resolve_model_ref(ref: str) -> str:
 
 
 def engine_for(info: ContestantInfo) -> Engine:
-    return get_engine(info.engine, resolve_model_ref(info.model_ref), info.adapter_ref)
+    return get_engine(info.engine, resolve_model_ref(info.model_ref), info.adapter_ref, info.engine_config)
+
+
+def set_active(session: Session, ident: int | str, active: bool) -> ContestantInfo:
+    """Take a contestant out of (or back into) pair sampling; its votes and ratings stay."""
+    col = Contestant.id if isinstance(ident, int) else Contestant.public_name
+    row = session.scalar(select(Contestant).where(col == ident))
+    if row is None:
+        raise RegistryError(f"no contestant {ident!r}")
+    row.active = active
+    return to_info(row)
 
 
 def messages_for(info: ContestantInfo, history: list[tuple[str, str]], user_msg: str) -> list[dict[str, str]]:

@@ -69,6 +69,8 @@ class Contestant(Base):
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", use_alter=True), nullable=True)
     snapshot_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # engine settings that are not the model itself (base URL, API-key *variable name*, concurrency); never secrets
+    engine_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -108,6 +110,9 @@ class Battle(Base):
     category: Mapped[str | None] = mapped_column(String(128), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    sampler: Mapped[str | None] = mapped_column(String(32), nullable=True)  # how the pair was chosen
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    revealed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     turns: Mapped[list[Turn]] = relationship(back_populates="battle", order_by="Turn.idx")
     votes: Mapped[list[Vote]] = relationship(back_populates="battle", order_by="Vote.turn_idx")
 
@@ -130,6 +135,10 @@ class Turn(Base):
     leak_a: Mapped[bool] = mapped_column(Boolean, default=False)
     leak_b: Mapped[bool] = mapped_column(Boolean, default=False)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    wait_a: Mapped[float | None] = mapped_column(Float, nullable=True)  # seconds queued for an engine slot
+    wait_b: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # earlier answers to this turn that "regenerate" replaced (each a dict: answers, tokens, leaks, created_at)
+    replaced: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     battle: Mapped[Battle] = relationship(back_populates="turns")
 
@@ -197,9 +206,7 @@ class Judgement(Base):
     # annotation: pairwise or absolute, the graded answer (absolute), the combined label it fed
     kind: Mapped[str] = mapped_column(String(16), default="pairwise", server_default="pairwise")
     side: Mapped[str | None] = mapped_column(String(8), nullable=True)
-    label_id: Mapped[int | None] = mapped_column(
-        ForeignKey("labels.id", ondelete="SET NULL"), nullable=True
-    )
+    label_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id", ondelete="SET NULL"), nullable=True)
 
 
 class AnnotationQueue(Base):

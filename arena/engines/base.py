@@ -3,6 +3,10 @@
 An engine knows how to turn messages + sampling parameters into text. It knows nothing about battles,
 contestants or the database. ``prefill`` is an answer opening the model continues (and that is part of the
 answer), which is how personas get visible vibes out of small models that follow system prompts weakly.
+
+Errors carry a ``kind`` (down, timeout, garbage, too_long, config, failed). The message may name files, URLs or
+model references and is for logs and the database only; ``public_message`` is what a browser may see before a
+vote: it says what went wrong without saying which model or engine it was.
 """
 
 from __future__ import annotations
@@ -12,9 +16,27 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+ERROR_KINDS = {
+    "down": "its engine is not reachable",
+    "timeout": "it did not answer in time",
+    "garbage": "its engine returned a malformed response",
+    "too_long": "the conversation is longer than it can read",
+    "config": "it is not configured correctly",
+    "failed": "its engine failed",
+}
+
 
 class EngineError(RuntimeError):
-    """The engine could not produce an answer (down, timed out, returned garbage)."""
+    """The engine could not produce an answer (down, timed out, returned garbage...)."""
+
+    def __init__(self, message: str, kind: str = "failed") -> None:
+        super().__init__(message)
+        self.kind = kind if kind in ERROR_KINDS else "failed"
+
+    @property
+    def public_message(self) -> str:
+        """Identity-free wording, safe to show before the vote."""
+        return ERROR_KINDS[self.kind]
 
 
 @dataclass
@@ -30,21 +52,31 @@ class Sampling:
         d = dict(d or {})
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
-            raise ValueError(f"unknown sampling field(s): {', '.join(sorted(unknown))}")
-        return cls(**d)
+            raise ValueError(
+                f"unknown sampling field(s): {', '.join(sorted(unknown))} "
+                f"(known: {', '.join(cls.__dataclass_fields__)})"
+            )
+        s = cls(**d)
+        if not isinstance(s.max_tokens, int) or s.max_tokens < 1:
+            raise ValueError(f"sampling max_tokens must be a positive integer, got {s.max_tokens!r}")
+        if not isinstance(s.temperature, int | float) or not 0 <= s.temperature <= 5:
+            raise ValueError(f"sampling temperature must be between 0 and 5, got {s.temperature!r}")
+        if not isinstance(s.top_p, int | float) or not 0 < s.top_p <= 1:
+            raise ValueError(f"sampling top_p must be in (0, 1], got {s.top_p!r}")
+        return s
 
 
 @dataclass
 class GenerationStats:
     tokens: int = 0
-    ttft: float | None = None  # seconds from request to first text
+    ttft: float | None = None  # seconds from request to first model text
     seconds: float = 0.0
     tokens_per_s: float | None = None
 
 
 @dataclass
 class Stream:
-    """Iterate to get text deltas; ``stats`` is complete once iteration ends."""
+    """Iterate to get text deltas; ``stats`` is complete once iteration ends. ``close()`` stops early."""
 
     deltas: Iterator[str]
     stats: GenerationStats = field(default_factory=GenerationStats)
@@ -52,9 +84,15 @@ class Stream:
     def __iter__(self) -> Iterator[str]:
         return self.deltas
 
+    def close(self) -> None:
+        close = getattr(self.deltas, "close", None)
+        if close is not None:
+            close()
+
 
 class Engine(Protocol):
     name: str
+    concurrency: int  # how many answers it serves at once; more requests wait in its gate
 
     def stream_chat(
         self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = ""
@@ -67,18 +105,24 @@ def timed(
     """Wrap a delta iterator so it fills ``stats`` (ttft, tokens when counted per delta, tokens/s).
 
     ``prefill`` is yielded first but is not model output: it counts neither as first token nor as tokens.
+    Closing this generator closes the wrapped one, so engines release their resources on early stops.
     """
     t0 = time.perf_counter()
-    if prefill:
-        yield prefill
-    for text in deltas:
-        if not text:
-            continue
-        if stats.ttft is None:
-            stats.ttft = time.perf_counter() - t0
-        if count_tokens:
-            stats.tokens += 1
-        yield text
+    try:
+        if prefill:
+            yield prefill
+        for text in deltas:
+            if not text:
+                continue
+            if stats.ttft is None:
+                stats.ttft = time.perf_counter() - t0
+            if count_tokens:
+                stats.tokens += 1
+            yield text
+    finally:
+        close = getattr(deltas, "close", None)
+        if close is not None:
+            close()
     stats.seconds = time.perf_counter() - t0
     gen_time = stats.seconds - (stats.ttft or 0.0)
     if stats.tokens > 1 and gen_time > 0:

@@ -32,7 +32,9 @@ def load_model(model_ref: str, adapter_ref: str | None = None) -> tuple[Any, Any
 
                 model = PeftModel.from_pretrained(model, adapter_ref)
         except Exception as exc:
-            raise EngineError(f"could not load model {model_ref!r} (adapter {adapter_ref!r}): {exc}") from exc
+            raise EngineError(
+                f"could not load model {model_ref!r} (adapter {adapter_ref!r}): {exc}", kind="down"
+            ) from exc
         model.eval()
         _CACHE[key] = (tok, model, threading.Lock())
         return _CACHE[key]
@@ -47,6 +49,7 @@ class TransformersEngine:
     """Streams from a transformers model with ``TextIteratorStreamer``; counts generated tokens exactly."""
 
     name = "transformers"
+    concurrency = 1  # one generate() per model at a time (the model lock); more requests queue in the gate
 
     def __init__(self, model_ref: str, adapter_ref: str | None = None) -> None:
         self.model_ref = model_ref
@@ -62,13 +65,18 @@ class TransformersEngine:
         self, messages: list[dict[str, str]], sampling: Sampling, prefill: str, stats: GenerationStats
     ) -> Iterator[str]:
         import torch
-        from transformers import TextIteratorStreamer
+        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
         tok = self.tokenizer
         prompt = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) + prefill
         inputs = tok(prompt, return_tensors="pt", add_special_tokens=False)
         streamer = TextIteratorStreamer(tok, skip_prompt=True, skip_special_tokens=True)
         result: dict[str, Any] = {}
+        stop = threading.Event()
+
+        class _Stop(StoppingCriteria):  # lets a closed stream end generation early and free the model lock
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool)
 
         def run() -> None:
             try:
@@ -83,6 +91,7 @@ class TransformersEngine:
                         top_p=sampling.top_p,
                         repetition_penalty=sampling.repeat_penalty,
                         streamer=streamer,
+                        stopping_criteria=StoppingCriteriaList([_Stop()]),
                         pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
                     )
                 result["tokens"] = int(out.shape[-1] - inputs["input_ids"].shape[-1])
@@ -92,7 +101,10 @@ class TransformersEngine:
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
-        yield from streamer
+        try:
+            yield from streamer
+        finally:
+            stop.set()
         thread.join()
         if "error" in result:
             raise EngineError(f"transformers generation failed: {result['error']}")

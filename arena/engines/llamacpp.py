@@ -22,7 +22,11 @@ _POOL_LOCK = threading.Lock()
 
 
 def pool_size() -> int:
-    return int(os.environ.get("VIBESTUDIO_LLAMA_POOL", "2"))
+    return max(1, int(os.environ.get("VIBESTUDIO_LLAMA_POOL", "2")))
+
+
+def default_n_ctx() -> int:
+    return int(os.environ.get("VIBESTUDIO_LLAMA_CTX", "2048"))
 
 
 def _threads_per_instance(size: int) -> int:
@@ -33,8 +37,11 @@ def _load(path: str, n_ctx: int, threads: int) -> Any:
     from llama_cpp import Llama
 
     if not os.path.exists(path):
-        raise EngineError(f"GGUF file not found: {path}")
-    return Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=256, verbose=False)
+        raise EngineError(f"GGUF file not found: {path}", kind="down")
+    try:
+        return Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=256, verbose=False)
+    except Exception as exc:  # a corrupt or foreign file
+        raise EngineError(f"llama.cpp could not load {path}: {exc}", kind="config") from exc
 
 
 def _pool(path: str, n_ctx: int) -> queue.Queue[Any]:
@@ -57,14 +64,15 @@ def render_chat(template: str, messages: list[dict[str, str]], bos: str, eos: st
 
 
 class LlamaCppEngine:
-    """Streams chat completions from a GGUF file with llama-cpp-python."""
+    """Streams chat completions from a GGUF file with llama-cpp-python; serves ``concurrency`` answers at once."""
 
     name = "llama_cpp"
 
-    def __init__(self, model_path: str, n_ctx: int = 2048) -> None:
+    def __init__(self, model_path: str, n_ctx: int | None = None) -> None:
         self.model_path = model_path
-        self.n_ctx = n_ctx
-        self._pool = _pool(model_path, n_ctx)
+        self.n_ctx = n_ctx or default_n_ctx()
+        self._pool = _pool(model_path, self.n_ctx)
+        self.concurrency = pool_size()
 
     def _prompt(self, llm: Any, messages: list[dict[str, str]], prefill: str) -> tuple[str, list[str]]:
         meta = llm.metadata or {}
@@ -96,7 +104,10 @@ class LlamaCppEngine:
             prompt, stops = self._prompt(llm, messages, prefill)
             n_prompt = len(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
             if n_prompt + 8 >= self.n_ctx:
-                raise EngineError(f"conversation is {n_prompt} tokens; this engine's context is {self.n_ctx}")
+                raise EngineError(
+                    f"conversation is {n_prompt} tokens; this engine's context is {self.n_ctx}",
+                    kind="too_long",
+                )
             max_tokens = min(sampling.max_tokens, self.n_ctx - n_prompt - 1)
             chunks = llm.create_completion(
                 prompt,

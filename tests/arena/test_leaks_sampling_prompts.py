@@ -20,6 +20,9 @@ def test_leak_is_whole_word_and_case_insensitive():
     assert find_leak("SmolLM2-based answer", ["SmolLM2"]) == "SmolLM2"
     assert find_leak("smollm25 is not a name", ["SmolLM2"]) is None
     assert find_leak("Hi", ["ab"]) is None  # too short to be a meaningful alias
+    assert find_leak("made by huggingface", ["Hugging Face"]) == "Hugging Face"
+    assert find_leak("I'm smollm2 plain!", ["smollm2-plain"]) == "smollm2-plain"
+    assert find_leak("the hugs faced", ["Hugging Face"]) is None
 
 
 def test_uniform_pair_probability_and_spread():
@@ -35,8 +38,8 @@ def test_uniform_pair_probability_and_spread():
 def test_weighted_pair_reports_exact_probability():
     d = weighted_pair({(1, 2): 3.0, (1, 3): 1.0}, random.Random(3))
     assert d.probability == pytest.approx(0.75 if (d.a_id, d.b_id) == (1, 2) else 0.25)
-    with pytest.raises(SamplingError):
-        weighted_pair({(1, 2): 0.0}, random.Random(0))
+    fallback = weighted_pair({(1, 2): 0.0}, random.Random(0))  # never a crash: uniform over valid pairs
+    assert (fallback.probability, fallback.sampler) == (1.0, "uniform-fallback")
 
 
 def test_mt_bench_ships_and_draws(db):

@@ -1,0 +1,201 @@
+"""OpenAI-compatible HTTP engine: any server with ``POST /v1/chat/completions`` and SSE streaming.
+
+That covers vLLM, llama.cpp's servers, Ollama and hosted APIs. The engine holds a base URL, a model name and the
+*name* of an environment variable that holds the API key; the key itself is read from the environment at request
+time and never stored or logged. Error messages (kept server-side) may name the URL; ``EngineError.kind`` says
+what went wrong without it.
+
+Prefill: the opening is sent as a partial assistant message with ``continue_final_message`` (vLLM continues it);
+servers that ignore that flag see it as an earlier assistant message and answer after it. Token counts come from
+the stream's ``usage`` when the server sends it (``stream_usage``), else one token per content delta.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
+
+CONFIG_FIELDS = {
+    "base_url": "server root, e.g. http://127.0.0.1:8000/v1 (required)",
+    "api_key_env": "name of the environment variable holding the API key (the key is never stored)",
+    "timeout_s": "seconds to wait for the connection and between streamed chunks (default 60)",
+    "concurrency": "answers this server is sent at once; more wait in the queue (default 4)",
+    "stream_usage": "ask for token usage in the stream (vLLM, OpenAI); default false",
+    "extra_body": "extra JSON fields sent with every request",
+}
+
+
+def validate_config(config: dict[str, Any], need_base_url: bool = True) -> None:
+    """Raise ValueError naming the field when the engine config is incomplete or unknown."""
+    unknown = set(config) - set(CONFIG_FIELDS)
+    if "api_key" in config:
+        raise ValueError(
+            "engine_config field 'api_key' is not allowed: put the key in an environment variable and name it "
+            "with 'api_key_env'"
+        )
+    if unknown:
+        raise ValueError(
+            f"unknown engine_config field(s): {', '.join(sorted(unknown))} (known: {', '.join(CONFIG_FIELDS)})"
+        )
+    url = config.get("base_url")
+    if need_base_url and not url:
+        raise ValueError("engine_config field 'base_url' is required for an OpenAI-compatible engine")
+    if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
+        raise ValueError(f"engine_config field 'base_url' must be an http(s) URL, got {url!r}")
+
+
+class OpenAIEngine:
+    """Streams chat completions from an OpenAI-compatible server."""
+
+    name = "openai"
+
+    def __init__(self, model: str, config: dict[str, Any]) -> None:
+        try:
+            validate_config(config)
+        except ValueError as exc:
+            raise EngineError(str(exc), kind="config") from exc
+        self.model = model
+        self.base_url = str(config["base_url"]).rstrip("/")
+        self.api_key_env = config.get("api_key_env")
+        self.timeout_s = float(config.get("timeout_s", 60))
+        self.concurrency = int(config.get("concurrency", 4))
+        self.stream_usage = bool(config.get("stream_usage", False))
+        self.extra_body = dict(config.get("extra_body") or {})
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise EngineError(
+                    f"environment variable {self.api_key_env} (the API key) is not set", "config"
+                )
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _model_for_request(self) -> str:
+        return self.model
+
+    def _body(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str) -> dict[str, Any]:
+        msgs = list(messages)
+        body: dict[str, Any] = {
+            "model": self._model_for_request(),
+            "stream": True,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        if sampling.repeat_penalty and sampling.repeat_penalty != 1.0:
+            body["repetition_penalty"] = sampling.repeat_penalty  # vLLM's name
+            body["repeat_penalty"] = sampling.repeat_penalty  # llama.cpp's name
+        if prefill:
+            msgs.append({"role": "assistant", "content": prefill})
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
+        if self.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        body["messages"] = msgs
+        body.update(self.extra_body)
+        return body
+
+    def stream_chat(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = "") -> Stream:
+        stats = GenerationStats()
+        usage: dict[str, int] = {}
+        deltas = self._generate(messages, sampling, prefill, usage)
+        return Stream(_with_usage(timed(deltas, stats, prefill=prefill), stats, usage), stats)
+
+    def _generate(
+        self, messages: list[dict[str, str]], sampling: Sampling, prefill: str, usage: dict[str, int]
+    ) -> Iterator[str]:
+        url = f"{self.base_url}/chat/completions"
+        body = self._body(messages, sampling, prefill)
+        timeout = httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
+        try:
+            with (
+                httpx.Client(timeout=timeout) as client,
+                client.stream("POST", url, json=body, headers=self._headers()) as resp,
+            ):
+                if resp.status_code >= 400:
+                    detail = resp.read().decode("utf-8", "replace")[:300]
+                    kind = "config" if resp.status_code in (401, 403, 404) else "failed"
+                    if resp.status_code == 400 and "context" in detail.lower():
+                        kind = "too_long"
+                    raise EngineError(f"{url} answered HTTP {resp.status_code}: {detail}", kind)
+                yield from _parse_sse(resp.iter_lines(), url, usage)
+        except EngineError:
+            raise
+        except httpx.ConnectError as exc:
+            raise EngineError(f"cannot connect to {url}: {exc}", "down") from exc
+        except httpx.TimeoutException as exc:
+            raise EngineError(f"{url} timed out after {self.timeout_s:.0f} s: {exc}", "timeout") from exc
+        except httpx.HTTPError as exc:
+            raise EngineError(f"{url} failed: {type(exc).__name__}: {exc}", "down") from exc
+
+
+def _parse_sse(lines: Iterator[str], url: str, usage: dict[str, int]) -> Iterator[str]:
+    """Yield content deltas from an OpenAI chat-completions event stream; anything else is garbage."""
+    done = False
+    seen_data = False
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith(":") or line.startswith(("event:", "id:", "retry:")):
+            continue
+        if not line.startswith("data:"):
+            raise EngineError(f"{url} sent a line that is not server-sent events: {line[:120]!r}", "garbage")
+        data = line[5:].strip()
+        seen_data = True
+        if data == "[DONE]":
+            done = True
+            break
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise EngineError(f"{url} sent malformed JSON in the stream: {data[:120]!r}", "garbage") from exc
+        if not isinstance(chunk, dict):
+            raise EngineError(f"{url} sent a stream chunk that is not an object: {data[:120]!r}", "garbage")
+        if "error" in chunk:
+            raise EngineError(f"{url} reported an error mid-stream: {str(chunk['error'])[:300]}", "failed")
+        if isinstance(chunk.get("usage"), dict) and chunk["usage"].get("completion_tokens") is not None:
+            usage["completion_tokens"] = int(chunk["usage"]["completion_tokens"])
+        choices = chunk.get("choices")
+        if choices is None:
+            if "usage" in chunk:
+                continue
+            raise EngineError(f"{url} sent a stream chunk without choices: {data[:120]!r}", "garbage")
+        if not isinstance(choices, list):
+            raise EngineError(f"{url} sent 'choices' that is not a list: {data[:120]!r}", "garbage")
+        for choice in choices:
+            delta = (choice or {}).get("delta") or {}
+            text = delta.get("content")
+            if text:
+                if not isinstance(text, str):
+                    raise EngineError(f"{url} sent non-text content: {data[:120]!r}", "garbage")
+                yield text
+    if not seen_data:
+        raise EngineError(f"{url} returned no event stream", "garbage")
+    if not done:
+        # Some servers close without [DONE]; that is acceptable only when text was streamed.
+        return
+
+
+def _with_usage(deltas: Iterator[str], stats: GenerationStats, usage: dict[str, int]) -> Iterator[str]:
+    """Replace the per-delta token count by the server's own count when it reported one."""
+    try:
+        yield from deltas
+    finally:
+        close = getattr(deltas, "close", None)
+        if close is not None:
+            close()
+    n = usage.get("completion_tokens")
+    if n is not None and n > 0:
+        stats.tokens = n
+        gen = stats.seconds - (stats.ttft or 0.0)
+        stats.tokens_per_s = (n - 1) / gen if n > 1 and gen > 0 else stats.tokens_per_s
