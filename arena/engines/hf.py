@@ -30,7 +30,8 @@ def load_model(model_ref: str, adapter_ref: str | None = None) -> tuple[Any, Any
             if adapter_ref:
                 from peft import PeftModel
 
-                model = PeftModel.from_pretrained(model, adapter_ref)
+                # Merged for inference: an unmerged LoRA roughly halves CPU decoding speed.
+                model = PeftModel.from_pretrained(model, adapter_ref).merge_and_unload()
         except Exception as exc:
             raise EngineError(
                 f"could not load model {model_ref!r} (adapter {adapter_ref!r}): {exc}", kind="down"
