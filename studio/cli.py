@@ -18,6 +18,8 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(train_app, name="train")
 app.add_typer(db_app, name="db")
+prompts_app = typer.Typer(help="Prompt sets for the arena.", no_args_is_help=True)
+app.add_typer(prompts_app, name="prompts")
 
 
 def _fail(msg: str) -> None:
@@ -53,6 +55,35 @@ def db_migrate() -> None:
     typer.echo(f"Database at head: {db.url}")
 
 
+@db_app.command("backup")
+def db_backup(target: Path = typer.Argument(..., help="Backup file to write.")) -> None:
+    """Consistent backup of the database (SQLite online backup; PostgreSQL through pg_dump)."""
+    from db.backup import BackupError, backup
+    from db.session import Database
+
+    db = Database()
+    try:
+        backup(db.url, target)
+    except BackupError as exc:
+        _fail(str(exc))
+    typer.echo(f"Backed up {db.url} to {target}")
+
+
+@db_app.command("restore")
+def db_restore(source: Path = typer.Argument(..., help="Backup file to restore (SQLite).")) -> None:
+    """Replace the SQLite database with a backup (checked before anything is overwritten)."""
+    from db.backup import BackupError, integrity_check, restore
+    from db.session import Database
+
+    db = Database()
+    try:
+        restore(db.url, source)
+    except BackupError as exc:
+        _fail(str(exc))
+    db.migrate()
+    typer.echo(f"Restored {source} into {db.url}; integrity: {integrity_check(db.url)}")
+
+
 @models_app.command("list")
 def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List contestants with their engine, persona and lineage."""
@@ -71,6 +102,92 @@ def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON."
             else ""
         )
         typer.echo(f"{c.id:>4}  {c.public_name:<28} {c.engine:<13} {c.description[:50]}{lineage}")
+
+
+@models_app.command("add")
+def models_add(
+    yaml_file: Path = typer.Option(
+        None, "--yaml", help="Personas YAML file (one, a list, or {personas: [...]})."
+    ),
+    name: str = typer.Option(None, help="Public name of a single persona (instead of --yaml)."),
+    engine: str = typer.Option("llama_cpp", help="llama_cpp | transformers | openai | vllm."),
+    model: str = typer.Option(None, help="Model reference (default: the embedded SmolLM2 GGUF)."),
+    system_prompt: str = typer.Option("", help="System prompt."),
+    prefill: str = typer.Option("", help="Opening of every answer, continued by the model."),
+    temperature: float = typer.Option(None, help="Sampling temperature."),
+    max_tokens: int = typer.Option(None, help="Answer length cap in tokens."),
+    alias: list[str] = typer.Option(None, "--alias", help="A name answers must not say (repeatable)."),
+    base_url: str = typer.Option(None, help="Server root for openai/vllm engines."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the API key (never stored)."),
+) -> None:
+    """Add personas as arena contestants, from a YAML file or from flags; all or nothing."""
+    from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
+
+    try:
+        if yaml_file is not None:
+            specs, source = load_persona_file(yaml_file), str(yaml_file)
+        elif name:
+            data: dict = {"name": name, "engine": engine, "system_prompt": system_prompt, "prefill": prefill}
+            data["model"] = model
+            data["aliases"] = list(alias or [])
+            sampling = {
+                k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None
+            }
+            data["sampling"] = sampling
+            cfg = {k: v for k, v in (("base_url", base_url), ("api_key_env", api_key_env)) if v}
+            if cfg:
+                data["engine_config"] = cfg
+            specs, source = [spec_from_mapping(data, "command line")], "command line"
+        else:
+            _fail("give --yaml FILE or --name NAME")
+            return
+        from db.session import Database
+
+        db = Database()  # no default contestants are seeded: these personas may be the whole arena
+        db.migrate()
+        with db.session() as s:
+            ids = add_personas(s, specs, source)
+    except PersonaError as exc:
+        _fail(str(exc))
+        return
+    for cid, spec in zip(ids, specs, strict=True):
+        typer.echo(f"{cid:>4}  {spec.public_name}  ({spec.engine})")
+
+
+@prompts_app.command("import")
+def prompts_import(
+    file: Path = typer.Argument(
+        ..., help="JSONL or CSV in the MT-Bench layout (turns, category, question_id)."
+    ),
+    name: str = typer.Option(None, "--name", help="Prompt set name (default: the file name without suffix)."),
+) -> None:
+    """Import a prompt set; every row is checked before anything is written."""
+    from arena.prompts import PromptImportError, import_prompt_set
+
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        _fail(f"{file}: {exc}")
+        return
+    ctx = _ctx()
+    try:
+        with ctx.db.session() as s:
+            n = import_prompt_set(s, name or file.stem, file.name, data, str(file))
+    except PromptImportError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"Imported {n} prompts into set {name or file.stem!r}.")
+
+
+@prompts_app.command("list")
+def prompts_list() -> None:
+    """List prompt sets."""
+    from arena.prompts import list_sets
+
+    ctx = _ctx()
+    with ctx.db.session() as s:
+        for set_name in list_sets(s):
+            typer.echo(set_name)
 
 
 @app.command()

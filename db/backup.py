@@ -1,0 +1,80 @@
+"""Backups: SQLite online backup (consistent while the app writes) and restore; PostgreSQL via pg_dump.
+
+For PostgreSQL we shell out to ``pg_dump``/``pg_restore`` with an argument list (never a shell string); the
+password, if any, must come from the environment (PGPASSWORD or ~/.pgpass), never from the command line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+
+class BackupError(RuntimeError):
+    """A backup or restore could not be done; the message says why."""
+
+
+def _sqlite_path(url: str) -> Path:
+    path = make_url(url).database
+    if not path or path == ":memory:":
+        raise BackupError(f"{url} is not a file database")
+    return Path(path)
+
+
+def integrity_check(url: str) -> str:
+    """``ok`` when SQLite's integrity check passes (PostgreSQL: always ``ok``; it checks itself)."""
+    if not url.startswith("sqlite"):
+        return "ok"
+    with sqlite3.connect(_sqlite_path(url)) as conn:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def backup(url: str, target: Path) -> Path:
+    """Write a consistent copy of the database to ``target`` (a .sqlite file, or a pg_dump custom archive)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if url.startswith("sqlite"):
+        src_path = _sqlite_path(url)
+        if not src_path.exists():
+            raise BackupError(f"database file {src_path} does not exist")
+        tmp = target.with_name(target.name + ".partial")
+        with sqlite3.connect(src_path) as src, sqlite3.connect(tmp) as dst:
+            src.backup(dst)
+        with sqlite3.connect(tmp) as conn:
+            conn.execute("PRAGMA journal_mode=DELETE")
+        tmp.replace(target)
+        return target
+    if not shutil.which("pg_dump"):
+        raise BackupError("pg_dump is not installed; install the PostgreSQL client tools")
+    u = make_url(url)
+    cmd = ["pg_dump", "--format=custom", f"--file={target}", f"--dbname={u.database}"]
+    cmd += [f"--host={u.host}"] if u.host else []
+    cmd += [f"--port={u.port}"] if u.port else []
+    cmd += [f"--username={u.username}"] if u.username else []
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BackupError(f"pg_dump failed: {proc.stderr.strip()[-500:]}")
+    return target
+
+
+def restore(url: str, source: Path) -> None:
+    """Replace the SQLite database with ``source`` (checked first); PostgreSQL: see the docs (pg_restore)."""
+    if not source.exists():
+        raise BackupError(f"backup file {source} does not exist")
+    if not url.startswith("sqlite"):
+        raise BackupError("restore into PostgreSQL with: pg_restore --clean --if-exists --dbname=DB FILE")
+    try:
+        with sqlite3.connect(source) as conn:
+            status = conn.execute("PRAGMA integrity_check").fetchone()[0]
+            conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise BackupError(f"{source} is not a studio database backup: {exc}") from exc
+    if status != "ok":
+        raise BackupError(f"{source} fails the integrity check: {status}")
+    dst = _sqlite_path(url)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(source) as src, sqlite3.connect(dst) as out:
+        src.backup(out)
