@@ -190,6 +190,10 @@ def _criterion(raw: Any, where: str, errors: list[str]) -> Criterion | None:
                 key = str(int(level))
             if key not in allowed:
                 errors.append(f"{where}.anchors.{level}: not a level of scale {scale} ({', '.join(allowed)})")
+            elif isinstance(text, bool):
+                errors.append(
+                    f"{where}.anchors.{level}: YAML read an unquoted yes/no/on/off as {text}; put the text in quotes"
+                )
             elif not isinstance(text, str) or not text.strip():
                 errors.append(f"{where}.anchors.{level}: anchor text must be a non-empty string")
             else:
@@ -224,12 +228,13 @@ def rubric_from_dict(raw: Any, source: str = "<rubric>") -> Rubric:
         seen: set[str] = set()
         for i, c in enumerate(crits):
             crit = _criterion(c, f"{source}: criteria[{i}]", errors)
-            if crit is None:
-                continue
-            if crit.name in seen:
-                errors.append(f"{source}: criteria[{i}].name: {crit.name!r} is used twice")
-            seen.add(crit.name)
-            criteria.append(crit)
+            cname = c.get("name") if isinstance(c, dict) else None
+            if isinstance(cname, str):
+                if cname in seen:
+                    errors.append(f"{source}: criteria[{i}].name: {cname!r} is used twice")
+                seen.add(cname)
+            if crit is not None:
+                criteria.append(crit)
     if errors:
         raise RubricError(errors)
     return Rubric(str(name), int(version), str(desc).strip(), tuple(criteria), source)

@@ -1,0 +1,465 @@
+"""AI judges on any engine: pairwise verdicts with positions swapped, absolute rubric grades, per-prompt
+checklists, and the bias / human-agreement report.
+
+A judge is a contestant (any engine: llama.cpp, transformers, OpenAI-compatible, vLLM); its persona is not used,
+the judge prompt is. Prompts follow MT-Bench's pairwise format: the verdict is ``[[A]]``, ``[[B]]`` or ``[[C]]``
+(tie). The answer is prefilled up to ``Verdict: [[`` so even a small model's next token is the verdict, decoding
+is greedy and a handful of tokens long; parsing accepts the bracketed form anywhere and a few plain phrasings, and
+anything else is ``unparsed`` (kept, with the raw text, never guessed).
+
+Each item is judged twice, answer 1 first and then answer 2 first; both runs are stored as ``judgements`` and
+their combination (``annotation.bias.combine``) as one label of kind ``judge`` named after the judge, so judge
+labels export, snapshot and enter agreement like any other. Absolute grading asks for one criterion of the
+queue's rubric at a time, per answer, and stores rubric scores against the judgement.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from annotation.agreement import cohen_kappa, plurality
+from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
+from annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
+from annotation.rubrics import Criterion, rubric_from_dict
+from arena.engines.base import Engine, EngineError, Sampling
+from arena.registry import ContestantInfo, engine_for, get_contestant
+from db.models import Judgement, Label, QueueItem, RubricScore
+from db.session import Database
+
+Progress = Callable[[int, int, str], None]
+
+JUDGE_SYSTEM = (
+    "You are an impartial judge. Compare answers written by AI assistants for quality: helpfulness, "
+    "correctness, honesty and clarity. Ignore answer length and the order the answers are shown in."
+)
+PAIRWISE_PROMPT = (
+    "[Question]\n{question}\n\n[The Start of Answer A]\n{a}\n[The End of Answer A]\n\n"
+    "[The Start of Answer B]\n{b}\n[The End of Answer B]\n\n"
+    "{focus}Which answer is better? Reply with [[A]] if answer A is better, [[B]] if answer B is better, "
+    "or [[C]] for a tie."
+)
+PAIRWISE_PREFILL = "Verdict: [["
+ABSOLUTE_PROMPT = (
+    "[Question]\n{question}\n\n[The Start of Answer]\n{answer}\n[The End of Answer]\n\n"
+    "Rate the answer on {name}: {description}\nScale:\n{scale}\n"
+    "Reply with the rating only, in double brackets, for example [[{example}]]."
+)
+ABSOLUTE_PREFILL = "Rating: [["
+CHECKLIST_PROMPT = (
+    "Here is a question for an AI assistant:\n\n{question}\n\n"
+    "List {n} specific things a good answer to this question must get right. One short line each, numbered."
+)
+CHECKLIST_PREFILL = "1."
+_BRACKET = re.compile(r"\[\[\s*([ABC])\s*(?:\]\]|\]|$|\s)", re.IGNORECASE)
+_PLAIN = [
+    re.compile(r"\b(?i:verdict)\s*(?:is)?\s*[:=]?\s*\(?\s*([ABC])\b"),
+    re.compile(
+        r"\b(?:answer|assistant|response)\s+([AB])\s+is\s+(?:better|best|preferred|superior)", re.IGNORECASE
+    ),
+]
+
+
+class JudgeError(ValueError):
+    """A judge run cannot start (unknown judge or queue, nothing to judge)."""
+
+
+def parse_pairwise(text: str) -> str | None:
+    """``A``, ``B`` or ``C`` (tie) from a judge's reply; None when absent or contradictory."""
+    found = {m.group(1).upper() for m in _BRACKET.finditer(text)}
+    if len(found) == 1:
+        return found.pop()
+    if len(found) > 1:
+        return None
+    for pat in _PLAIN:
+        m = pat.search(text)
+        if m:
+            return m.group(1).upper()
+    if re.search(r"\b(?:it'?s a )?tie\b", text, re.IGNORECASE):
+        return "C"
+    return None
+
+
+def parse_rating(text: str, crit: Criterion) -> float | None:
+    """A rubric level from a judge's reply (the bracketed value first, else the first plausible token)."""
+    m = re.search(r"\[\[\s*([^\]\n]{1,40}?)\s*(?:\]|$|\n)", text)
+    candidates = [m.group(1)] if m else []
+    candidates += re.findall(r"[A-Za-z][A-Za-z_-]*|\d+(?:\.\d+)?", text)
+    for cand in candidates:
+        cand = cand.strip().strip(".")
+        if crit.scale == "categorical":
+            for i, cat in enumerate(crit.categories):
+                if cand.lower() == cat.lower() or (len(cand) >= 4 and cat.lower().startswith(cand.lower())):
+                    return float(i)
+            continue
+        try:
+            v = float(cand)
+        except ValueError:
+            continue
+        if v in crit.levels:
+            return v
+    return None
+
+
+def _ask(engine: Engine, prompt: str, prefill: str, max_tokens: int) -> str:
+    msgs = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
+    stream = engine.stream_chat(
+        msgs, Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0), prefill
+    )
+    return "".join(stream)
+
+
+def _question(item: QueueItem) -> str:
+    msgs = list(item.prompt_messages or [])
+    if len(msgs) == 1:
+        return msgs[0]["content"]
+    return "\n\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in msgs)
+
+
+def judge_pair(
+    engine: Engine, question: str, answer_1: str, answer_2: str, focus: str = "", max_tokens: int = 4
+) -> tuple[tuple[str, str], tuple[str, str]]:
+    """Two runs, answer 1 first then answer 2 first: ((verdict, raw), (verdict, raw)) in item terms."""
+    out = []
+    for swapped in (False, True):
+        a, b = (answer_2, answer_1) if swapped else (answer_1, answer_2)
+        raw = _ask(
+            engine,
+            PAIRWISE_PROMPT.format(question=question, a=a, b=b, focus=focus),
+            PAIRWISE_PREFILL,
+            max_tokens,
+        )
+        letter = parse_pairwise(raw)
+        if letter is None:
+            verdict = "unparsed"
+        elif letter == "C":
+            verdict = "tie"
+        else:
+            verdict = {"A": "2", "B": "1"}[letter] if swapped else {"A": "1", "B": "2"}[letter]
+        out.append((verdict, raw))
+    return out[0], out[1]
+
+
+def grade(
+    engine: Engine, question: str, answer: str, crit: Criterion, max_tokens: int = 6
+) -> tuple[float | None, str]:
+    scale = "\n".join(
+        f"- {name}" + (f": {crit.anchors[name]}" if name in crit.anchors else "") for name in crit.level_names
+    )
+    prompt = ABSOLUTE_PROMPT.format(
+        question=question,
+        answer=answer,
+        name=crit.name,
+        description=crit.description,
+        scale=scale,
+        example=crit.level_names[-1],
+    )
+    raw = _ask(engine, prompt, ABSOLUTE_PREFILL, max_tokens)
+    return parse_rating(raw, crit), raw
+
+
+def parse_checklist(text: str, n: int) -> list[str]:
+    lines = []
+    for ln in text.splitlines():
+        ln = re.sub(r"^\s*(?:\d+[.)]|[-*•])\s*", "", ln).strip()
+        if len(ln) >= 3:
+            lines.append(ln[:200])
+    return lines[:n]
+
+
+@dataclass
+class JudgeSpec:
+    judge: str | int
+    queue: str
+    pairwise: bool = True
+    absolute: bool = False
+    criteria: list[str] | None = None
+    max_items: int | None = None
+    max_tokens: int = 4
+    rerun: bool = False
+
+
+@dataclass
+class JudgeResult:
+    judge: str
+    queue: str
+    n_items: int
+    verdicts: dict[str, int]
+    n_scores: int
+    unparsed_scores: int
+    seconds: float
+    errors: list[str] = field(default_factory=list)
+
+
+def _judge_name(info: ContestantInfo) -> str:
+    return f"judge:{info.public_name}"
+
+
+def run_judge(db: Database, spec: JudgeSpec, progress: Progress | None = None) -> JudgeResult:
+    """Judge a queue's items (those this judge has not labelled yet, unless ``rerun``), one item per transaction."""
+    t0 = time.perf_counter()
+    with db.session() as s:
+        info = get_contestant(s, spec.judge)
+        q = queue_row(s, spec.queue)
+        rubric = rubric_from_dict(q.rubric, q.name) if q.rubric else None
+        done = set(
+            s.scalars(
+                select(Label.item_id).where(Label.queue == spec.queue, Label.annotator == _judge_name(info))
+            )
+        )
+        ids = [
+            i
+            for i in s.scalars(
+                select(QueueItem.id).where(QueueItem.queue_id == spec.queue).order_by(QueueItem.id)
+            )
+        ]
+    ids = [i for i in ids if spec.rerun or i not in done][: spec.max_items or None]
+    crits: list[Criterion] = []
+    if spec.absolute:
+        if rubric is None:
+            raise JudgeError(f"queue {spec.queue!r} has no rubric to grade against")
+        crits = [c for c in rubric.criteria if not spec.criteria or c.name in spec.criteria]
+    engine = engine_for(info)
+    name = _judge_name(info)
+    verdicts: Counter = Counter()
+    n_scores = unparsed = 0
+    errors: list[str] = []
+    for k, item_id in enumerate(ids):
+        if progress:
+            progress(k, len(ids), f"item {k + 1}/{len(ids)}")
+        with db.session() as s:
+            item = s.get(QueueItem, item_id)
+            if item is None:
+                continue
+            question, answers = _question(item), [item.answer_1, item.answer_2][: n_answers(item)]
+        try:
+            runs = (
+                judge_pair(engine, question, *answers, max_tokens=spec.max_tokens)
+                if spec.pairwise and len(answers) == 2
+                else None
+            )
+            grades = [
+                (side, c, *grade(engine, question, answers[int(side) - 1], c))
+                for side in ("1", "2")[: len(answers)]
+                for c in crits
+            ]
+        except EngineError as exc:
+            errors.append(f"item {item_id}: {exc}")
+            continue
+        with db.session() as s:
+            label_id = None
+            if runs is not None:
+                outcome = combine(runs[0][0], runs[1][0])
+                verdicts[outcome] += 1
+                label = Label(
+                    item_id=item_id,
+                    queue=spec.queue,
+                    annotator=name,
+                    kind="judge",
+                    outcome=outcome,
+                    meta={"runs": [runs[0][0], runs[1][0]], "judge_contestant_id": info.id},
+                )
+                s.add(label)
+                s.flush()
+                label_id = label.id
+                for swapped, (verdict, raw) in zip((False, True), runs, strict=True):
+                    s.add(
+                        Judgement(
+                            item_id=item_id,
+                            judge=name,
+                            verdict=verdict,
+                            swapped=swapped,
+                            raw=raw,
+                            kind="pairwise",
+                            label_id=label_id,
+                        )
+                    )
+            for side, crit, value, raw in grades:
+                j = Judgement(
+                    item_id=item_id,
+                    judge=name,
+                    verdict="unparsed" if value is None else str(value),
+                    raw=raw,
+                    kind="absolute",
+                    side=side,
+                    label_id=label_id,
+                )
+                s.add(j)
+                s.flush()
+                if value is None:
+                    unparsed += 1
+                    continue
+                s.add(
+                    RubricScore(
+                        item_id=item_id, judgement_id=j.id, criterion=crit.name, side=side, value=value
+                    )
+                )
+                n_scores += 1
+    if progress:
+        progress(len(ids), len(ids), "done")
+    return JudgeResult(
+        name, spec.queue, len(ids), dict(verdicts), n_scores, unparsed, time.perf_counter() - t0, errors
+    )
+
+
+def generate_checklists(
+    db: Database,
+    queue: str,
+    judge: str | int,
+    n: int = 3,
+    max_tokens: int = 60,
+    progress: Progress | None = None,
+) -> dict[str, list[str]]:
+    """Per-prompt checklists written by a judge model, stored on the queue's items (editable later)."""
+    with db.session() as s:
+        info = get_contestant(s, judge)
+        queue_row(s, queue)
+        first: dict[str, int] = {}
+        for it in s.scalars(select(QueueItem).where(QueueItem.queue_id == queue).order_by(QueueItem.id)):
+            first.setdefault(_question(it), it.id)
+    engine = engine_for(info)
+    out: dict[str, list[str]] = {}
+    for k, (question, item_id) in enumerate(first.items()):
+        if progress:
+            progress(k, len(first), f"prompt {k + 1}/{len(first)}")
+        msgs = [{"role": "user", "content": CHECKLIST_PROMPT.format(question=question, n=n)}]
+        raw = "".join(
+            engine.stream_chat(
+                msgs, Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0), CHECKLIST_PREFILL
+            )
+        )
+        lines = parse_checklist(raw, n)
+        if lines:
+            with db.session() as s:
+                out[question] = set_checklist(s, item_id, lines, author=_judge_name(info))
+    return out
+
+
+HUMAN_KINDS = ("human", "argilla")
+_AS_TIE = {"both_good": "tie", "both_bad": "tie"}
+
+
+@dataclass
+class BiasReport:
+    judge: str
+    queue: str
+    n_items: int
+    outcomes: dict[str, int]
+    consistency: Rate
+    first_position: Rate
+    longer: Rate
+    own_family: Rate
+    judge_family: str | None
+    human_longer: Rate
+    human_own_family: Rate
+    human_items: int
+    human_agreement: Rate
+    human_kappa: float
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "judge": self.judge,
+            "queue": self.queue,
+            "n_items": self.n_items,
+            "outcomes": self.outcomes,
+        }
+        for key in (
+            "consistency",
+            "first_position",
+            "longer",
+            "own_family",
+            "human_longer",
+            "human_own_family",
+            "human_agreement",
+        ):
+            r: Rate = getattr(self, key)
+            d[key] = {"rate": None if not r.n else r.value, "hits": r.hits, "n": r.n}
+        d["judge_family"] = self.judge_family
+        d["human_items"] = self.human_items
+        d["human_kappa"] = None if self.human_kappa != self.human_kappa else self.human_kappa
+        return d
+
+
+def bias_report(
+    db: Database,
+    queue: str,
+    judge: str,
+    family: str | None = None,
+    human_kinds: tuple[str, ...] = HUMAN_KINDS,
+) -> BiasReport:
+    """Position, length and own-family preference of one judge on a queue, and its agreement with humans."""
+    name = judge if judge.startswith("judge:") else f"judge:{judge}"
+    with db.session() as s:
+        queue_row(s, queue)
+        runs = [
+            (j.verdict, j.swapped)
+            for j in s.scalars(
+                select(Judgement)
+                .where(Judgement.judge == name, Judgement.kind == "pairwise")
+                .join(QueueItem, Judgement.item_id == QueueItem.id)
+                .where(QueueItem.queue_id == queue)
+            )
+        ]
+        labels = s.scalars(select(Label).where(Label.queue == queue)).all()
+        items = {it.id: it for it in s.scalars(select(QueueItem).where(QueueItem.queue_id == queue))}
+        judge_labels = {lab.item_id: lab.outcome for lab in labels if lab.annotator == name}
+        human: dict[int, list[str]] = {}
+        for lab in labels:
+            if lab.kind in human_kinds:
+                human.setdefault(lab.item_id, []).append(_AS_TIE.get(lab.outcome, lab.outcome))
+        lengths = {i: (len(it.answer_1), len(it.answer_2)) for i, it in items.items()}
+        fams = {i: tuple(model_family(st.get("model")) for st in stamps(it)[:2]) for i, it in items.items()}
+    if not judge_labels:
+        raise JudgeError(f"{name} has no verdicts on queue {queue!r}")
+    own = family or model_family(name.removeprefix("judge:"))
+    decided = [(o, i) for i, o in judge_labels.items() if o in ("1", "2", "tie", "inconsistent")]
+    human_major = {i: plurality(v) for i, v in human.items()}
+    human_major = {i: v for i, v in human_major.items() if v in ("1", "2", "tie")}
+    both = [i for i in judge_labels if i in human_major and judge_labels[i] in ("1", "2", "tie")]
+    kappa, _ = cohen_kappa([judge_labels[i] for i in both], [human_major[i] for i in both])
+    return BiasReport(
+        judge=name,
+        queue=queue,
+        n_items=len(judge_labels),
+        outcomes=dict(Counter(judge_labels.values())),
+        consistency=Rate(sum(1 for o, _ in decided if o != "inconsistent"), len(decided)),
+        first_position=position_rate(runs),
+        longer=longer_rate([(o, *lengths[i]) for i, o in judge_labels.items() if i in lengths]),
+        own_family=family_rate([(o, *fams[i]) for i, o in judge_labels.items() if i in fams], own),  # type: ignore[misc]
+        judge_family=own,
+        human_longer=longer_rate([(str(o), *lengths[i]) for i, o in human_major.items() if i in lengths]),
+        human_own_family=family_rate([(str(o), *fams[i]) for i, o in human_major.items() if i in fams], own),  # type: ignore[misc]
+        human_items=len(both),
+        human_agreement=Rate(sum(1 for i in both if judge_labels[i] == human_major[i]), len(both)),
+        human_kappa=kappa,
+    )
+
+
+def judge_names(db: Database, queue: str) -> list[str]:
+    with db.session() as s:
+        return sorted(
+            set(s.scalars(select(Label.annotator).where(Label.queue == queue, Label.kind == "judge")))
+        )
+
+
+__all__ = [
+    "BiasReport",
+    "JudgeError",
+    "JudgeResult",
+    "JudgeSpec",
+    "QueueError",
+    "bias_report",
+    "generate_checklists",
+    "grade",
+    "judge_pair",
+    "parse_checklist",
+    "parse_pairwise",
+    "parse_rating",
+    "run_judge",
+]
