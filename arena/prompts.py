@@ -130,3 +130,10 @@ def random_prompt(session: Session, set_name: str = MT_BENCH, rng: random.Random
     )
     assert p is not None
     return PromptInfo(p.id, set_name, p.question_id, list(p.turns), p.category)
+
+
+def get_prompt(session: Session, prompt_id: int) -> PromptInfo:
+    p = session.get(Prompt, prompt_id)
+    if p is None:
+        raise PromptImportError(f"prompt {prompt_id} does not exist")
+    return PromptInfo(p.id, p.prompt_set.name, p.question_id, list(p.turns), p.category)

@@ -1,6 +1,10 @@
-"""Arena tab: two anonymous answers stream side by side; vote; the contestants are revealed after the vote.
+"""Arena tab: two anonymous answers stream side by side; vote on any turn; reveal ends the battle.
 
-Only the battle id lives in ``gr.State``; names reach the page only in the reveal, after the vote is stored.
+Only ids live in ``gr.State`` (the battle id, the id of a prompt drawn from a set). Everything this page sends
+before the reveal comes from identity-free service results (``TurnUpdate``, ``VoteReceipt``, ``BattleError``);
+contestant names reach the page in the reveal, or, in named mode, because the user chose them. The names for
+named mode are loaded only when that mode is picked. Handlers convert inputs, call ``ArenaService`` and map the
+result to outputs; no rules live here.
 """
 
 from __future__ import annotations
@@ -9,8 +13,11 @@ from typing import Any
 
 import gradio as gr
 
-from arena.battles import BattleError
-from arena.prompts import MT_BENCH, PromptImportError, list_sets, random_prompt
+from arena.battles import QUICK_RUBRIC, BattleError, Reveal, TurnUpdate
+from arena.engines.factory import ENGINE_KINDS
+from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
+from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
+from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
 from studio.context import StudioContext
 
 VOTES = [
@@ -20,15 +27,67 @@ VOTES = [
     ("👍 Both good", "both_good"),
     ("👎 Both bad", "both_bad"),
 ]
+ANON, NAMED = "Anonymous", "Named (pick both models)"
+SCORES = ["1", "2", "3", "4", "5"]
+
+
+def _side_note(label: str, text: str, queue: int | None, error: str | None) -> str:
+    if error:
+        return f"⚠️ {label}: {error}"
+    if queue is not None:
+        return f"⏳ {label}: waiting for the engine ({queue} ahead)" if queue else f"⏳ {label}: next in line"
+    return f"✍️ {label}: answering" if text else f"⏳ {label}: starting"
+
+
+def _status(upd: TurnUpdate) -> str:
+    return " · ".join(
+        (
+            _side_note("Model A", upd.left, upd.left_queue, upd.left_error),
+            _side_note("Model B", upd.right, upd.right_queue, upd.right_error),
+        )
+    )
+
+
+def _pane(text: str, error: str | None) -> str:
+    return f"{text}\n\n⚠️ *{error}*" if error else text
+
+
+def _reveal_text(r: Reveal) -> str:
+    note = (
+        "\n\n*An answer named a model before a vote: this battle's votes are not rated.*"
+        if r.revealed_before_vote
+        else ""
+    )
+    rows = ["| turn | your vote | A: tokens · TTFT · tok/s | B: tokens · TTFT · tok/s |", "|---|---|---|---|"]
+
+    def stats(s: Any) -> str:
+        ttft = f"{s.ttft_s:.2f} s" if s.ttft_s is not None else "–"
+        tps = f"{s.tokens_per_s:.1f}" if s.tokens_per_s else "–"
+        return f"{s.tokens or 0} · {ttft} · {tps}"
+
+    for t in r.turns:
+        vote = {"left": "A", "right": "B"}.get(t.vote or "", (t.vote or "–").replace("_", " "))
+        regen = f" (regenerated ×{t.regenerations})" if t.regenerations else ""
+        rows.append(f"| {t.idx + 1}{regen} | {vote} | {stats(t.left)} | {stats(t.right)} |")
+    return (
+        f"### Model A was **{r.left_name}** · Model B was **{r.right_name}**{note}\n\n"
+        + "\n".join(rows)
+        + "\n\nPress **New round** (or send a prompt) for the next battle."
+    )
 
 
 def build(ctx: StudioContext) -> None:
     svc = ctx.arena
     battle = gr.State(None)  # battle id, or None before the first prompt
-    drawn = gr.State(None)  # (prompt id, category) of a prompt drawn from a set
+    drawn = gr.State(None)  # id of a prompt drawn from a set
     gr.Markdown(
-        "Ask anything. Two anonymous models answer side by side; vote for the better one to see who they were."
+        "Ask anything. Two anonymous models answer side by side. Vote on each answer (you can keep chatting "
+        "with both), then **Reveal** to see who they were."
     )
+    with gr.Row():
+        mode = gr.Radio([ANON, NAMED], value=ANON, label="Mode", scale=2, elem_id="arena-mode")
+        pick_left = gr.Dropdown([], label="Model A", visible=False, scale=2, elem_id="arena-pick-left")
+        pick_right = gr.Dropdown([], label="Model B", visible=False, scale=2, elem_id="arena-pick-right")
     with gr.Row():
         left = gr.Chatbot(label="Model A", height=380, elem_id="chat-left")
         right = gr.Chatbot(label="Model B", height=380, elem_id="chat-right")
@@ -39,95 +98,275 @@ def build(ctx: StudioContext) -> None:
         )
         send = gr.Button("Send", variant="primary", scale=1, elem_id="arena-send")
     with gr.Row():
-        with gr.Column(scale=3):
+        vote_buttons = [gr.Button(label, interactive=False, elem_id=f"vote-{c}") for label, c in VOTES]
+    with gr.Accordion("Quick rubric (optional, 1 = poor, 5 = great; stored with your next vote)", open=False):
+        rubric_inputs = []
+        for criterion in QUICK_RUBRIC:
             with gr.Row():
-                vote_buttons = [
-                    gr.Button(label, interactive=False, elem_id=f"vote-{choice}") for label, choice in VOTES
-                ]
-        with gr.Column(scale=2), gr.Row():
-            with ctx.db.session() as s:
-                sets = list_sets(s)
-            prompt_set = gr.Dropdown(
-                sets, value=MT_BENCH if MT_BENCH in sets else None, label="Prompt set", scale=2
-            )
-            draw = gr.Button("🎲 Random prompt", scale=1, elem_id="arena-random")
-            new = gr.Button("🆕 New battle", scale=1, elem_id="arena-new")
+                for side in ("A", "B"):
+                    rubric_inputs.append(
+                        gr.Radio(
+                            SCORES, value=None, label=f"{criterion.capitalize()} · Model {side}", scale=1
+                        )
+                    )
+    with gr.Row():
+        regen = gr.Button("🔁 Regenerate", interactive=False, elem_id="arena-regenerate")
+        reveal_btn = gr.Button("🔎 Reveal / end battle", interactive=False, elem_id="arena-reveal-btn")
+        new = gr.Button("🆕 New round", elem_id="arena-new")
+        with ctx.db.session() as s:
+            sets = list_sets(s)
+        prompt_set = gr.Dropdown(
+            sets, value=MT_BENCH if MT_BENCH in sets else None, label="Prompt set", scale=2
+        )
+        draw = gr.Button("🎲 Random prompt", elem_id="arena-random")
     reveal = gr.Markdown("", elem_id="arena-reveal")
+    _persona_form(ctx)
 
-    def on_draw(set_name: str | None) -> tuple[str, Any]:
+    off = [gr.update(interactive=False)] * len(VOTES)
+    clear_rubric = [gr.update(value=None)] * len(rubric_inputs)
+
+    def on_mode(m: str):
+        if m != NAMED:
+            return gr.update(visible=False), gr.update(visible=False)
+        with ctx.db.session() as s:
+            names = [c.public_name for c in list_contestants(s)]
+        return gr.update(choices=names, visible=True), gr.update(choices=names, visible=True)
+
+    def on_draw(set_name: str | None):
         try:
             with ctx.db.session() as s:
                 p = random_prompt(s, set_name or MT_BENCH)
         except PromptImportError as exc:
             raise gr.Error(str(exc)) from exc
-        return p.turns[0], (p.id, p.category)
+        return p.turns[0], p.id
 
-    def on_send(msg: str, battle_id: int | None, drawn_prompt: Any, chat_l: list, chat_r: list):
-        no_votes = [gr.update(interactive=False)] * len(VOTES)
+    def _start(m: str, a: str | None, b: str | None, pid: int | None):
+        if m != NAMED:
+            return svc.start_battle(prompt_id=pid)
+        if not a or not b:
+            raise BattleError("named mode: choose both models first")
+        try:
+            with ctx.db.session() as s:
+                pair = (get_contestant(s, a).id, get_contestant(s, b).id)
+        except RegistryError as exc:
+            raise BattleError(str(exc)) from exc
+        return svc.start_battle(prompt_id=pid, pair=pair, mode="named")
+
+    def _follow_up(battle_id: int, pid: int | None, n_turns: int) -> str:
+        """The next turn of a multi-turn prompt drawn from a set, if any."""
+        if pid is None:
+            return ""
+        with ctx.db.session() as s:
+            p = get_prompt(s, pid)
+        return p.turns[n_turns] if n_turns < len(p.turns) else ""
+
+    def _outs(
+        chat_l, chat_r, battle_id, prompt_value, status_text, votes: bool, regen_on: bool, reveal_on: bool
+    ):
+        flags = [gr.update(interactive=votes)] * len(VOTES)
+        return (
+            chat_l,
+            chat_r,
+            battle_id,
+            prompt_value,
+            status_text,
+            "",
+            *flags,
+            gr.update(interactive=regen_on),
+            gr.update(interactive=reveal_on),
+        )
+
+    def _stream(updates, chat_l: list, chat_r: list, battle_id: int, pid: int | None, labels: tuple):
+        done_msg = "Vote on this turn, send a follow-up to both models, or regenerate."
+        try:
+            for upd in updates:
+                chat_l[-1] = {"role": "assistant", "content": _pane(upd.left, upd.left_error)}
+                chat_r[-1] = {"role": "assistant", "content": _pane(upd.right, upd.right_error)}
+                cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
+                if upd.done and upd.error:
+                    yield _outs(cl, cr, None, gr.update(), f"⚠️ {upd.error}", False, False, False)
+                    return
+                if upd.done:
+                    nxt = _follow_up(battle_id, pid, (upd.turn_idx or 0) + 1)
+                    voted = bool(svc.battle_view(battle_id).voted_turns)
+                    yield _outs(cl, cr, battle_id, nxt or gr.update(), done_msg, True, True, voted)
+                    return
+                yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False)
+        except BattleError as exc:
+            raise gr.Error(str(exc)) from exc
+
+    def on_send(msg, battle_id, pid, m, a, b, chat_l, chat_r):
         try:
             if battle_id is None:
-                pid, cat = drawn_prompt or (None, None)
                 svc.check_prompt_text(msg)
-                battle_id = svc.start_battle(prompt_id=pid, category=cat).battle_id
-                chat_l, chat_r = [], []
+                view = _start(m, a, b, pid)
+                battle_id, chat_l, chat_r = view.battle_id, [], []
+            view = svc.battle_view(battle_id)
             svc.check_prompt(battle_id, msg)
         except BattleError as exc:
             raise gr.Error(str(exc)) from exc
+        labels = (view.left_name or "Model A", view.right_name or "Model B")
         chat_l = [*chat_l, {"role": "user", "content": msg}, {"role": "assistant", "content": ""}]
         chat_r = [*chat_r, {"role": "user", "content": msg}, {"role": "assistant", "content": ""}]
-        yield chat_l, chat_r, battle_id, "", "⏳ Both models are answering…", "", *no_votes
-        for upd in svc.generate_turn(battle_id, msg):
-            chat_l[-1] = {"role": "assistant", "content": upd.left}
-            chat_r[-1] = {"role": "assistant", "content": upd.right}
-            if upd.done and upd.error:
-                yield chat_l, chat_r, None, "", f"⚠️ {upd.error}", "", *no_votes
-                return
-            if upd.done:
-                on = [gr.update(interactive=True)] * len(VOTES)
-                yield chat_l, chat_r, battle_id, "", "Vote, or send a follow-up to both models.", "", *on
-                return
-            yield chat_l, chat_r, battle_id, "", "⏳ Both models are answering…", "", *no_votes
+        cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
+        yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False)
+        yield from _stream(svc.generate_turn(battle_id, msg), chat_l, chat_r, battle_id, pid, labels)
+
+    def on_regenerate(battle_id, pid, chat_l, chat_r):
+        if battle_id is None:
+            raise gr.Error("There is nothing to regenerate: send a prompt first.")
+        try:
+            view = svc.battle_view(battle_id)
+            updates = svc.regenerate(battle_id)
+            first = next(updates)
+        except (BattleError, StopIteration) as exc:
+            raise gr.Error(str(exc) or "nothing to regenerate") from exc
+        labels = (view.left_name or "Model A", view.right_name or "Model B")
+
+        def chained():
+            yield first
+            yield from updates
+
+        yield from _stream(chained(), list(chat_l), list(chat_r), battle_id, pid, labels)
 
     def make_vote(choice: str):
-        def on_vote(battle_id: int | None):
+        def on_vote(battle_id: int | None, *scores: str | None):
             if battle_id is None:
                 raise gr.Error("There is no battle to vote on: send a prompt first.")
+            rubric: dict[str, dict[str, float]] = {}
+            for i, criterion in enumerate(QUICK_RUBRIC):
+                for j, side in enumerate(("left", "right")):
+                    value = scores[2 * i + j]
+                    if value:
+                        rubric.setdefault(criterion, {})[side] = float(value)
             try:
-                r = svc.vote(battle_id, choice)
+                r = svc.record_vote(battle_id, choice, rubric=rubric or None)
             except BattleError as exc:
                 raise gr.Error(str(exc)) from exc
-            note = (
-                " (an answer named its model before the vote: this vote is not rated)"
-                if r.revealed_before_vote
-                else ""
+            msg = (
+                f"✅ Vote on turn {r.turn_idx + 1} saved. Send a follow-up to both models, "
+                "or press **Reveal / end battle**."
             )
-            text = (
-                f"### Model A was **{r.left_name}** · Model B was **{r.right_name}**{note}\n"
-                f"Your vote is saved. Press **New battle** (or send a prompt) for the next round."
-            )
-            off = [gr.update(interactive=False)] * len(VOTES)
-            return None, None, text, "Vote saved.", *off
+            return msg, *off, gr.update(interactive=False), gr.update(interactive=True), *clear_rubric
 
         return on_vote
 
-    def on_new():
-        off = [gr.update(interactive=False)] * len(VOTES)
-        return None, None, [], [], "", "", "", *off
+    def on_reveal(battle_id: int | None):
+        if battle_id is None:
+            raise gr.Error("There is no battle to reveal.")
+        try:
+            r = svc.reveal(battle_id)
+        except BattleError as exc:
+            raise gr.Error(str(exc)) from exc
+        return (
+            None,
+            None,
+            _reveal_text(r),
+            "Battle ended.",
+            *off,
+            gr.update(interactive=False),
+            gr.update(interactive=False),
+        )
 
-    outs = [left, right, battle, prompt, status, reveal, *vote_buttons]
-    send.click(on_send, [prompt, battle, drawn, left, right], outs, api_name="arena_send")
-    prompt.submit(on_send, [prompt, battle, drawn, left, right], outs, api_visibility="private")
+    def on_new(battle_id: int | None):
+        if battle_id is not None:
+            try:
+                svc.end_battle(battle_id)
+            except BattleError:
+                pass
+        return (
+            None,
+            None,
+            gr.update(value=[], label="Model A"),
+            gr.update(value=[], label="Model B"),
+            "",
+            "",
+            "",
+            *off,
+            gr.update(interactive=False),
+            gr.update(interactive=False),
+        )
+
+    buttons = [*vote_buttons, regen, reveal_btn]
+    stream_outs = [left, right, battle, prompt, status, reveal, *buttons]
+    send_inputs = [prompt, battle, drawn, mode, pick_left, pick_right, left, right]
+    send.click(on_send, send_inputs, stream_outs, api_name="arena_send")
+    prompt.submit(on_send, send_inputs, stream_outs, api_visibility="private")
+    regen.click(on_regenerate, [battle, drawn, left, right], stream_outs, api_name="arena_regenerate")
+    mode.change(on_mode, [mode], [pick_left, pick_right], api_visibility="private")
     draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):
         btn.click(
             make_vote(choice),
-            [battle],
-            [battle, drawn, reveal, status, *vote_buttons],
+            [battle, *rubric_inputs],
+            [status, *buttons, *rubric_inputs],
             api_name=f"arena_vote_{choice}",
         )
+    reveal_btn.click(on_reveal, [battle], [battle, drawn, reveal, status, *buttons], api_name="arena_reveal")
     new.click(
-        on_new,
-        None,
-        [battle, drawn, left, right, prompt, reveal, status, *vote_buttons],
-        api_name="arena_new",
+        on_new, [battle], [battle, drawn, left, right, prompt, reveal, status, *buttons], api_name="arena_new"
     )
+
+
+def _persona_form(ctx: StudioContext) -> None:
+    """A small form (and a YAML upload) that adds personas as contestants."""
+    with gr.Accordion("➕ Add a persona (model + system prompt + decoding)", open=False):
+        with gr.Row():
+            name = gr.Textbox(label="Name (shown after the vote)", elem_id="persona-name")
+            engine = gr.Dropdown(list(ENGINE_KINDS), value="llama_cpp", label="Engine")
+            model = gr.Textbox(BUILTIN_GGUF, label="Model", elem_id="persona-model")
+        system_prompt = gr.Textbox(label="System prompt", lines=2, elem_id="persona-system")
+        prefill = gr.Textbox(label="Answer opening (prefill, optional)", elem_id="persona-prefill")
+        with gr.Row():
+            temperature = gr.Slider(0.0, 2.0, value=0.7, step=0.05, label="Temperature")
+            max_tokens = gr.Number(200, label="Max tokens", precision=0)
+            aliases = gr.Textbox(label="Aliases (comma-separated names answers must not say)")
+        with gr.Row():
+            base_url = gr.Textbox(label="Base URL (HTTP engines)", placeholder="http://127.0.0.1:8000/v1")
+            key_env = gr.Textbox(
+                label="API key environment variable (HTTP engines)", placeholder="OPENAI_API_KEY"
+            )
+        add = gr.Button("Add persona", elem_id="persona-add")
+        with gr.Row():
+            upload = gr.File(label="…or a personas YAML file", file_types=[".yaml", ".yml"])
+            add_yaml = gr.Button("Import YAML", elem_id="persona-import")
+        result = gr.Markdown(elem_id="persona-result")
+
+    def on_add(n, e, m, sp, pf, t, mt, al, url, env):
+        data: dict[str, Any] = {
+            "name": n,
+            "engine": e,
+            "model": m,
+            "system_prompt": sp,
+            "prefill": pf,
+            "sampling": {"temperature": float(t), "max_tokens": int(mt or 0)},
+            "aliases": [a.strip() for a in (al or "").split(",") if a.strip()],
+        }
+        if e in ("openai", "vllm"):
+            data["engine_config"] = {k: v for k, v in (("base_url", url), ("api_key_env", env)) if v}
+        try:
+            spec = spec_from_mapping(data, "form")
+            with ctx.db.session() as s:
+                add_personas(s, [spec], "form")
+        except PersonaError as exc:
+            raise gr.Error(str(exc)) from exc
+        return f"✅ Added **{spec.public_name}**: it can be drawn in the next battle."
+
+    def on_yaml(file: Any):
+        if file is None:
+            raise gr.Error("Choose a YAML file first.")
+        try:
+            specs = load_persona_file(file if isinstance(file, str) else file.name)
+            with ctx.db.session() as s:
+                add_personas(s, specs, "upload")
+        except PersonaError as exc:
+            raise gr.Error(str(exc)) from exc
+        return f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{x.public_name}**" for x in specs)
+
+    add.click(
+        on_add,
+        [name, engine, model, system_prompt, prefill, temperature, max_tokens, aliases, base_url, key_env],
+        [result],
+        api_name="arena_add_persona",
+    )
+    add_yaml.click(on_yaml, [upload], [result], api_name="arena_import_personas")

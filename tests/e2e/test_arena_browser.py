@@ -15,10 +15,17 @@ def _battle_and_vote(page, prompt: str, vote: str) -> str:
     page.locator("#arena-send").click()
     page.wait_for_selector(f"#vote-{vote}:not([disabled])", timeout=120_000)
     page.locator(f"#vote-{vote}").click()
+    _reveal(page)
+    return page.locator("#arena-reveal").inner_text()
+
+
+def _reveal(page) -> None:
+    """Votes are blind; the reveal is its own step."""
+    page.wait_for_selector("#arena-reveal-btn:not([disabled])", timeout=30_000)
+    page.locator("#arena-reveal-btn").click()
     page.wait_for_function(
         "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
     )
-    return page.locator("#arena-reveal").inner_text()
 
 
 def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
@@ -40,9 +47,8 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
         Path(shot).parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=shot, full_page=True)
     page.locator("#vote-left").click()
-    page.wait_for_function(
-        "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
-    )
+    assert page.locator("#arena-reveal").inner_text().strip() == ""  # the vote alone reveals nothing
+    _reveal(page)
     reveal = page.locator("#arena-reveal").inner_text()
     assert "smollm2-" in reveal
 
@@ -55,9 +61,7 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
     page.locator("#arena-send").click()
     page.wait_for_selector("#vote-right:not([disabled])", timeout=120_000)
     page.locator("#vote-right").click()
-    page.wait_for_function(
-        "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
-    )
+    _reveal(page)
 
     page.get_by_role("tab", name="Leaderboard").click()
     page.locator("#leaderboard-refresh").click()
