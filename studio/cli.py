@@ -195,10 +195,34 @@ def export(
     out: Path = typer.Option(None, help="Also copy the snapshot JSONL here."),
     include_named: bool = typer.Option(False, help="Include named-mode battles."),
     min_pairs: int = typer.Option(1, help="Fail when fewer pairs result."),
+    fmt: str = typer.Option(
+        None,
+        "--format",
+        help="Export annotation labels instead: trl, kto, fastchat, alpaca_eval, ultrafeedback or helpsteer2 "
+        "(to --out: .jsonl, .json, .parquet, or a directory for datasets.save_to_disk).",
+    ),
+    queue: list[str] = typer.Option(None, help="With --format: only these queues (repeat)."),
+    source: str = typer.Option(None, help="With --format: label kinds, e.g. human,import,argilla,judge."),
+    aggregate: str = typer.Option(
+        "each", help="With --format: one row per label (each) or per item (majority)."
+    ),
+    conversational: bool = typer.Option(False, help="With --format trl/kto: message lists instead of text."),
+    file_format: str = typer.Option(
+        None, help="With --format: jsonl, json, parquet or datasets (default: from --out)."
+    ),
+    snapshot: bool = typer.Option(False, help="With --format: freeze labels as a hashed training snapshot."),
 ) -> None:
-    """Freeze the current decisive votes into a hashed preference snapshot (TRL conversational rows)."""
+    """Freeze the current decisive votes into a hashed preference snapshot (TRL conversational rows);
+    with --format, export annotation labels (with provenance) instead."""
     from annotation.snapshots import SnapshotError, snapshot_from_votes
 
+    if fmt or snapshot:
+        from studio.annotate_cli import export_labels
+
+        export_labels(
+            fmt or "trl", out, queue, source, aggregate, conversational, file_format, snapshot, min_pairs
+        )
+        return
     ctx = _ctx()
     try:
         with ctx.db.session() as s:
@@ -325,6 +349,11 @@ def ratings(
         _fail(str(exc))
         return
     typer.echo(out)
+
+
+from studio.annotate_cli import register as _register_annotation  # noqa: E402  (annotation commands)
+
+_register_annotation(app)
 
 
 def main() -> None:

@@ -1,0 +1,499 @@
+"""Annotation commands for the ``vibestudio`` CLI: import, queues, judges, agreement, rubrics, Argilla.
+
+A thin layer over ``annotation``: parse options, call the service, print a summary (or JSON). Registered on the
+main Typer app by ``register(app)``; the ``export`` command in ``studio.cli`` hands ``--format`` exports here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+
+queue_app = typer.Typer(
+    help="Annotation queues: on-policy generation, progress, checklists.", no_args_is_help=True
+)
+judge_app = typer.Typer(
+    help="AI judges: pairwise (positions swapped) and rubric grading; bias report.", no_args_is_help=True
+)
+rubric_app = typer.Typer(help="Rubrics (YAML model specs).", no_args_is_help=True)
+argilla_app = typer.Typer(help="Argilla connector (optional extra 'argilla').", no_args_is_help=True)
+
+
+def _fail(msg: str) -> None:
+    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+def _db():  # type: ignore[no-untyped-def]
+    from studio.context import build_context
+
+    return build_context().db
+
+
+def _tqdm_progress(desc: str):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, desc=desc, unit="step")
+
+    def progress(done: int, total: int, note: str) -> None:
+        bar.total = total
+        bar.n = done
+        bar.set_postfix_str(note)
+        bar.refresh()
+
+    return bar, progress
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def import_cmd(
+    file: Path = typer.Argument(..., help="JSON, JSONL, Parquet (optionally .gz) file to import."),
+    fmt: str = typer.Option(
+        "auto", "--format", help="fastchat, alpaca_eval, ultrafeedback, helpsteer2, trl or auto."
+    ),
+    queue: str = typer.Option(None, help="Queue to import into (default: import-FORMAT-FILESTEM)."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Import the good rows and list the bad ones."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate only; write nothing."),
+    encoding: str = typer.Option(None, help="File encoding when not UTF-8 (e.g. cp1252, latin-1, utf-16)."),
+    max_line_mb: float = typer.Option(16, help="Longest JSONL line accepted, in MB."),
+    rubric: str = typer.Option(None, help="Rubric for a new queue (name or YAML path)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Import preference data; every row is validated before anything is written (one transaction)."""
+    from annotation.formats import ImportValidationError, import_file
+    from annotation.queues import QueueError
+    from annotation.rubrics import RubricError
+
+    db = _db()
+    try:
+        with db.session() as s:
+            report = import_file(
+                s,
+                file,
+                fmt,
+                queue,
+                skip_bad=skip_bad,
+                dry_run=dry_run,
+                encoding=encoding,
+                max_line_bytes=int(max_line_mb * 2**20),
+                rubric=rubric,
+            )
+    except ImportValidationError as exc:
+        if as_json:
+            typer.echo(json.dumps(exc.report.as_dict(), indent=2))
+            raise typer.Exit(1) from exc
+        _fail(f"{exc}\nNothing was written. Fix the rows, or pass --skip-bad to import the others.")
+        return
+    except (QueueError, RubricError, OSError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2))
+        return
+    typer.echo(report.summary())
+    for line in report.lines():
+        typer.echo(f"  skipped: {line}")
+
+
+def export_labels(
+    fmt: str,
+    out: Path | None,
+    queues: list[str] | None,
+    source: str | None,
+    aggregate: str,
+    conversational: bool,
+    file_format: str | None,
+    snapshot: bool,
+    min_rows: int,
+) -> None:
+    """``vibestudio export --format ...``: labels to TRL / KTO / third-party layouts, or a frozen snapshot."""
+    from annotation.formats import ExportSpec, export_file, snapshot_from_labels
+    from annotation.queues import LABEL_KINDS, QueueError
+    from annotation.snapshots import SnapshotError
+
+    kinds = tuple(k.strip() for k in source.split(",")) if source else LABEL_KINDS
+    spec = ExportSpec(fmt, conversational, queues or None, kinds, aggregate)
+    db = _db()
+    try:
+        with db.session() as s:
+            if snapshot:
+                snap = snapshot_from_labels(s, spec, min_pairs=min_rows)
+                info: dict[str, Any] = {
+                    "snapshot_id": snap.id,
+                    "hash": snap.hash,
+                    "n_pairs": snap.n_pairs,
+                    "path": snap.path,
+                    "created": snap.created,
+                    "skipped": snap.skipped,
+                }
+            else:
+                if out is None:
+                    _fail(
+                        "--out is required with --format (a .jsonl, .json or .parquet file, or a directory)"
+                    )
+                    return
+                res = export_file(s, spec, out, file_format, min_rows=min_rows)
+                info = {
+                    "path": res.path,
+                    "format": res.fmt,
+                    "file_format": res.file_format,
+                    "rows": res.n_rows,
+                    "skipped": res.skipped,
+                    "sha256": res.sha256,
+                }
+    except (QueueError, SnapshotError, OSError) as exc:
+        _fail(str(exc))
+        return
+    typer.echo(json.dumps(info))
+
+
+@queue_app.command("create")
+def queue_create(
+    name: str = typer.Argument(..., help="Queue name."),
+    prompt_set: str = typer.Option("mt-bench", help="Prompt set (first turn of each prompt is used)."),
+    policy: str = typer.Option(..., help="Policy contestant (name)."),
+    k: int = typer.Option(2, help="Answers per prompt (all pairs among them are queued)."),
+    opponent: str = typer.Option(None, help="Pair the policy against this contestant instead of itself."),
+    temperature: list[float] = typer.Option(None, help="Temperature per variant (repeat; cycles)."),
+    seed: int = typer.Option(0, help="Seed of the first variant (variant i uses seed+i)."),
+    max_prompts: int = typer.Option(None, help="Use only the first N prompts."),
+    max_tokens: int = typer.Option(None, help="Cap answer length."),
+    overlap: int = typer.Option(1, help="Annotators per item."),
+    rubric: str = typer.Option("default", help="Rubric name or YAML path."),
+    workers: int = typer.Option(None, help="Concurrent requests (default: the engine's concurrency)."),
+) -> None:
+    """Generate an on-policy queue (resumes when NAME exists with the same settings)."""
+    from annotation.onpolicy import OnPolicySpec, generate_queue
+    from annotation.queues import QueueError
+    from annotation.rubrics import RubricError
+    from arena.registry import RegistryError
+
+    spec = OnPolicySpec(
+        queue=name,
+        prompt_set=prompt_set,
+        policy=policy,
+        k=k,
+        opponent=opponent,
+        temperatures=list(temperature or []),
+        seed=seed,
+        max_prompts=max_prompts,
+        max_tokens=max_tokens,
+        overlap=overlap,
+        rubric=rubric,
+        workers=workers,
+    )
+    bar, progress = _tqdm_progress(f"queue {name}")
+    try:
+        res = generate_queue(_db(), spec, progress)
+    except (QueueError, RubricError, RegistryError) as exc:
+        bar.close()
+        _fail(str(exc))
+        return
+    bar.close()
+    typer.echo(
+        f"Queue {res.queue!r}: {res.n_items} pair(s) from {res.n_prompts} prompt(s), {res.n_answers} answers "
+        f"({res.tokens} tokens, {res.tokens_per_s:.1f} tok/s, {res.seconds:.1f} s); "
+        f"{res.resumed} prompt(s) already done, {res.identical} identical pair(s) dropped"
+    )
+    for err in res.errors:
+        typer.secho(f"  {err}", fg=typer.colors.YELLOW)
+
+
+@queue_app.command("list")
+def queue_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List queues with their size and labels."""
+    from annotation.queues import list_queues
+
+    with _db().session() as s:
+        qs = list_queues(s)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [{k: v for k, v in vars(q).items() if k != "rubric"} for q in qs], default=str, indent=2
+            )
+        )
+        return
+    for q in qs:
+        typer.echo(
+            f"{q.name:<32} {q.kind:<10} {q.status:<10} items={q.n_items:<6} labels={q.n_labels:<6} overlap={q.overlap}"
+        )
+
+
+@queue_app.command("progress")
+def queue_progress_cmd(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Per-queue and per-annotator labelling progress."""
+    from annotation.labelling import queue_progress
+    from annotation.queues import QueueError
+
+    try:
+        with _db().session() as s:
+            p = queue_progress(s, name)
+    except QueueError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps({**vars(p), "annotators": [vars(a) for a in p.annotators]}, indent=2))
+        return
+    typer.echo(
+        f"{p.queue}: {p.labels}/{p.target} labels ({100 * p.fraction:.0f}%), {p.items_complete}/{p.n_items} items "
+        f"complete at overlap {p.overlap}"
+    )
+    for a in p.annotators:
+        typer.echo(
+            f"  {a.annotator:<24} done={a.done} skipped={a.skipped} pending={a.pending} available={a.available}"
+        )
+
+
+@queue_app.command("checklists")
+def queue_checklists(
+    name: str,
+    judge: str = typer.Option(..., help="Contestant that writes the checklists."),
+    n: int = typer.Option(3, help="Lines per prompt."),
+    max_tokens: int = typer.Option(80, help="Token budget per checklist."),
+) -> None:
+    """Write per-prompt checklists (what a good answer must get right) with a judge model."""
+    from annotation.judges import generate_checklists
+    from annotation.queues import QueueError
+    from arena.registry import RegistryError
+
+    bar, progress = _tqdm_progress("checklists")
+    try:
+        out = generate_checklists(_db(), name, judge, n=n, max_tokens=max_tokens, progress=progress)
+    except (QueueError, RegistryError) as exc:
+        bar.close()
+        _fail(str(exc))
+        return
+    bar.close()
+    typer.echo(f"{len(out)} prompt(s) got a checklist.")
+
+
+@judge_app.command("run")
+def judge_run(
+    queue: str,
+    judge: str = typer.Option(..., help="Judge contestant (any engine)."),
+    absolute: bool = typer.Option(False, help="Also grade every answer on the queue's rubric."),
+    pairwise: bool = typer.Option(True, help="Pairwise verdicts with positions swapped."),
+    criteria: list[str] = typer.Option(None, help="Only these rubric criteria (repeat)."),
+    max_items: int = typer.Option(None, help="Judge at most N items."),
+    max_tokens: int = typer.Option(4, help="Tokens per verdict."),
+    rerun: bool = typer.Option(False, help="Judge items this judge already labelled again."),
+) -> None:
+    """Run an AI judge over a queue; verdicts become labels of kind 'judge'."""
+    from annotation.judges import JudgeError, JudgeSpec, run_judge
+    from annotation.queues import QueueError
+    from arena.registry import RegistryError
+
+    spec = JudgeSpec(
+        judge, queue, pairwise, absolute, list(criteria or []) or None, max_items, max_tokens, rerun
+    )
+    bar, progress = _tqdm_progress(f"judge {judge}")
+    try:
+        res = run_judge(_db(), spec, progress)
+    except (JudgeError, QueueError, RegistryError) as exc:
+        bar.close()
+        _fail(str(exc))
+        return
+    bar.close()
+    typer.echo(json.dumps({k: v for k, v in vars(res).items()}, default=str))
+
+
+@judge_app.command("bias")
+def judge_bias(
+    queue: str,
+    judge: str = typer.Option(..., help="Judge contestant name."),
+    family: str = typer.Option(None, help="The judge's model family (default: from its name)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Position, length and own-family preference of a judge; agreement with human labels."""
+    from annotation.judges import JudgeError, bias_report
+    from annotation.queues import QueueError
+
+    try:
+        rep = bias_report(_db(), queue, judge, family)
+    except (JudgeError, QueueError) as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps(rep.as_dict(), indent=2))
+        return
+    typer.echo(f"{rep.judge} on {rep.queue}: {rep.n_items} items, outcomes {rep.outcomes}")
+    typer.echo(f"  consistent under position swap: {rep.consistency}")
+    typer.echo(f"  picks the first-shown answer:   {rep.first_position}   (0.50 = no position bias)")
+    typer.echo(f"  picks the longer answer:        {rep.longer}   (humans: {rep.human_longer})")
+    typer.echo(
+        f"  picks its own family ({rep.judge_family}): {rep.own_family}   (humans: {rep.human_own_family})"
+    )
+    typer.echo(f"  agrees with human majority:     {rep.human_agreement}   kappa {_num(rep.human_kappa)}")
+
+
+def agreement_cmd(
+    queue: str = typer.Argument(..., help="Queue name."),
+    kinds: str = typer.Option("human,import", help="Label kinds that count (human, import, argilla, judge)."),
+    interval: bool = typer.Option(False, help="Treat numeric rubric scales as interval (default ordinal)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Inter-annotator agreement: Krippendorff's alpha, Cohen's kappa per pair, Fleiss' kappa, majority."""
+    from annotation.agreement_report import agreement_report
+    from annotation.queues import QueueError
+
+    try:
+        with _db().session() as s:
+            rep = agreement_report(s, queue, tuple(k.strip() for k in kinds.split(",")), interval)
+    except QueueError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        typer.echo(json.dumps(rep.as_dict(), indent=2))
+        return
+    typer.echo(
+        f"{rep.queue}: {rep.n_labels} labels on {rep.n_items} items by {len(rep.annotators)} annotators"
+    )
+    typer.echo(
+        f"  outcome alpha (nominal): {_num(rep.outcome_alpha)}; ties merged: {_num(rep.outcome_alpha_merged)}"
+    )
+    typer.echo(f"  Fleiss' kappa: {_num(rep.fleiss)} over {rep.fleiss_items} items")
+    for c in rep.criteria:
+        typer.echo(f"  {c.criterion:<20} alpha ({c.level}) {_num(c.alpha)} over {c.n_units} units")
+    for p in rep.pairs:
+        typer.echo(f"  {p.a} ~ {p.b}: kappa {_num(p.kappa)}, agree {_num(p.percent)} on {p.n}")
+    for m in rep.majority:
+        typer.echo(f"  {m.annotator:<24} agrees with the others' majority {m.agree}/{m.n}")
+
+
+@rubric_app.command("list")
+def rubric_list() -> None:
+    """Rubrics available (user folder first, then shipped)."""
+    from annotation.rubrics import list_rubrics
+
+    for r in list_rubrics():
+        typer.echo(f"{r.name:<20} v{r.version}  {len(r.criteria)} criteria  ({r.source})")
+
+
+@rubric_app.command("show")
+def rubric_show(name: str = typer.Argument("default")) -> None:
+    """Print a rubric as YAML."""
+    from annotation.rubrics import RubricError, get_rubric
+
+    try:
+        typer.echo(get_rubric(name).to_yaml())
+    except RubricError as exc:
+        _fail(str(exc))
+
+
+@rubric_app.command("validate")
+def rubric_validate(path: Path) -> None:
+    """Check a rubric file; every problem is listed with its field."""
+    from annotation.rubrics import RubricError, load_rubric
+
+    try:
+        r = load_rubric(path)
+    except RubricError as exc:
+        for e in exc.errors:
+            typer.secho(e, fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"{path.name}: rubric {r.name!r} v{r.version}, {len(r.criteria)} criteria, valid")
+
+
+@argilla_app.command("export")
+def argilla_export(
+    queue: str, out: Path = typer.Option(..., help="JSON file for {settings, records}.")
+) -> None:
+    """Write the queue as Argilla dataset settings + records (offline)."""
+    from annotation.argilla import queue_to_argilla
+    from annotation.queues import QueueError
+
+    try:
+        with _db().session() as s:
+            data = queue_to_argilla(s, queue)
+    except QueueError as exc:
+        _fail(str(exc))
+        return
+    out.write_text(json.dumps(data, ensure_ascii=False, indent=1))
+    typer.echo(f"{len(data['records'])} record(s) written to {out}")
+
+
+@argilla_app.command("import")
+def argilla_import(
+    queue: str, records: Path = typer.Option(..., help="JSON list of records (Record.to_dict() layout).")
+) -> None:
+    """Store responses from exported Argilla records as labels (offline)."""
+    from annotation.argilla import labels_from_records
+    from annotation.queues import QueueError
+
+    try:
+        data = json.loads(records.read_text())
+        with _db().session() as s:
+            res = labels_from_records(s, queue, data if isinstance(data, list) else data.get("records", []))
+    except (QueueError, OSError, json.JSONDecodeError) as exc:
+        _fail(str(exc))
+        return
+    typer.echo(json.dumps(vars(res)))
+
+
+def _argilla_env(api_url: str | None, api_key: str | None) -> tuple[str, str]:
+    import os
+
+    url = api_url or os.environ.get("ARGILLA_API_URL")
+    key = api_key or os.environ.get("ARGILLA_API_KEY")
+    if not url or not key:
+        _fail("set ARGILLA_API_URL and ARGILLA_API_KEY (or pass --api-url / --api-key)")
+    return url, key  # type: ignore[return-value]
+
+
+@argilla_app.command("push")
+def argilla_push(
+    queue: str,
+    dataset: str = typer.Option(None),
+    workspace: str = typer.Option(None),
+    api_url: str = typer.Option(None),
+    api_key: str = typer.Option(None),
+) -> None:
+    """Create an Argilla dataset from the queue on a live server."""
+    from annotation.argilla import push_queue
+    from annotation.queues import QueueError
+
+    url, key = _argilla_env(api_url, api_key)
+    try:
+        with _db().session() as s:
+            n = push_queue(s, queue, url, key, dataset, workspace)
+    except QueueError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"{n} record(s) pushed")
+
+
+@argilla_app.command("pull")
+def argilla_pull(
+    queue: str,
+    dataset: str = typer.Option(None),
+    workspace: str = typer.Option(None),
+    api_url: str = typer.Option(None),
+    api_key: str = typer.Option(None),
+) -> None:
+    """Pull submitted responses from a live Argilla server as labels."""
+    from annotation.argilla import pull_responses
+    from annotation.queues import QueueError
+
+    url, key = _argilla_env(api_url, api_key)
+    try:
+        with _db().session() as s:
+            res = pull_responses(s, queue, url, key, dataset, workspace)
+    except QueueError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(json.dumps(vars(res)))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_cmd)
+    app.command("agreement")(agreement_cmd)
+    app.add_typer(queue_app, name="queue")
+    app.add_typer(judge_app, name="judge")
+    app.add_typer(rubric_app, name="rubric")
+    app.add_typer(argilla_app, name="argilla")

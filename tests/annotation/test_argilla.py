@@ -1,0 +1,119 @@
+"""Argilla connector: queue -> dataset settings and records, responses -> labels, offline; live round trip only
+when ARGILLA_API_URL points at a server (and the ``argilla`` extra is installed)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from annotation.argilla import labels_from_records, pull_responses, push_queue, queue_to_argilla
+from annotation.formats import ExportSpec, export_rows
+from annotation.queues import NewItem, add_item, create_queue
+from annotation.rubrics import get_rubric
+from db.models import Label, RubricScore
+
+
+def _queue(db, n=3):
+    with db.session() as s:
+        create_queue(s, "aq", rubric=get_rubric(), overlap=2)
+        for i in range(n):
+            add_item(
+                s,
+                "aq",
+                NewItem([{"role": "user", "content": f"Q{i}"}], [f"one {i}", f"two {i}"], [{"model": "zebra-7"}] * 2),
+            )
+
+
+def _responses(records, choice="left", user="u-1", score=None):
+    out = []
+    for rec in records:
+        responses = {"preference": [{"value": choice, "user_id": user}], "reason": [{"value": "clear", "user_id": user}]}
+        if score is not None:
+            responses["helpfulness_left"] = [{"value": score, "user_id": user}]
+            responses["formatting_right"] = [{"value": "over-formatted", "user_id": user}]
+        out.append({**rec, "responses": responses, "status": "completed"})
+    return out
+
+
+def test_settings_mirror_the_rubric_and_records_are_anonymous(db):
+    _queue(db)
+    with db.session() as s:
+        data = queue_to_argilla(s, "aq")
+    settings, records = data["settings"], data["records"]
+    assert [f["name"] for f in settings["fields"]] == ["prompt", "answer_left", "answer_right"]
+    qs = {q["name"]: q for q in settings["questions"]}
+    assert qs["preference"]["type"] == "label_selection" and set(qs["preference"]["labels"]) == {
+        "left",
+        "right",
+        "tie",
+        "both_good",
+        "both_bad",
+    }
+    assert qs["helpfulness_left"]["values"] == [1, 2, 3, 4, 5] and qs["no_sycophancy_right"]["values"] == [0, 1]
+    assert qs["formatting_left"]["type"] == "label_selection"
+    assert settings["distribution"] == {"strategy": "overlap", "min_submitted": 2}
+    assert all(not m["visible_for_annotators"] for m in settings["metadata"])
+    assert len(records) == 3 and "zebra" not in repr(records)
+    assert {r["metadata"]["left_is_first"] for r in records} <= {"true", "false"}
+
+
+def test_responses_become_labels_in_item_terms_and_pull_is_idempotent(db):
+    _queue(db)
+    with db.session() as s:
+        records = queue_to_argilla(s, "aq")["records"]
+        res = labels_from_records(s, "aq", _responses(records, "left", score=4), users={"u-1": "alice"})
+    assert (res.n_labels, res.n_scores, res.skipped) == (3, 6, [])
+    with db.session() as s:
+        labels = s.scalars(select(Label).order_by(Label.item_id)).all()
+        scores = s.scalars(select(RubricScore)).all()
+        again = labels_from_records(s, "aq", _responses(records, "left"), users={"u-1": "alice"})
+        rows, _ = export_rows(s, ExportSpec("trl", queues=["aq"]))
+    assert again.n_labels == 0 and again.already == 3
+    for lab, rec in zip(labels, records, strict=True):
+        first = rec["metadata"]["left_is_first"] == "true"
+        assert lab.outcome == ("1" if first else "2") and lab.kind == "argilla" and lab.annotator == "alice"
+        assert lab.reason == "clear"
+    # the answer shown on the left was chosen every time
+    assert [r["chosen"] for r in rows] == [rec["fields"]["answer_left"] for rec in records]
+    assert {(sc.criterion, sc.value) for sc in scores} == {("helpfulness", 4.0), ("formatting", 1.0)}
+
+
+def test_bad_records_are_listed_not_stored(db):
+    _queue(db, n=1)
+    with db.session() as s:
+        (rec,) = queue_to_argilla(s, "aq")["records"]
+        res = labels_from_records(
+            s,
+            "aq",
+            [
+                {"id": "x", "metadata": {}, "responses": {}},
+                {**rec, "responses": {"preference": [{"value": "maybe", "user_id": "u"}]}},
+                {**rec, "responses": {"preference": [{"value": "tie", "user_id": "u", "status": "draft"}]}},
+            ],
+        )
+    assert res.n_labels == 0 and len(res.skipped) == 2
+
+
+@pytest.mark.skipif(not os.environ.get("ARGILLA_API_URL"), reason="ARGILLA_API_URL not set (no Argilla server)")
+def test_live_round_trip(db):
+    pytest.importorskip("argilla")
+    _queue(db, n=2)
+    name = f"vibestudio-test-{uuid.uuid4().hex[:8]}"
+    url, key = os.environ["ARGILLA_API_URL"], os.environ.get("ARGILLA_API_KEY", "argilla.apikey")
+    with db.session() as s:
+        assert push_queue(s, "aq", url, key, dataset=name) == 2
+    import argilla as rg
+
+    client = rg.Argilla(api_url=url, api_key=key)
+    ds = client.datasets(name=name)
+    me = client.me
+    for record in ds.records:
+        record.responses.add(rg.Response("preference", "left", user_id=me.id, status="submitted"))
+        ds.records.log([record])
+    with db.session() as s:
+        res = pull_responses(s, "aq", url, key, dataset=name)
+    assert res.n_labels == 2
+    ds.delete()
