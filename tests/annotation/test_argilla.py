@@ -23,14 +23,21 @@ def _queue(db, n=3):
             add_item(
                 s,
                 "aq",
-                NewItem([{"role": "user", "content": f"Q{i}"}], [f"one {i}", f"two {i}"], [{"model": "zebra-7"}] * 2),
+                NewItem(
+                    [{"role": "user", "content": f"Q{i}"}],
+                    [f"one {i}", f"two {i}"],
+                    [{"model": "zebra-7"}] * 2,
+                ),
             )
 
 
 def _responses(records, choice="left", user="u-1", score=None):
     out = []
     for rec in records:
-        responses = {"preference": [{"value": choice, "user_id": user}], "reason": [{"value": "clear", "user_id": user}]}
+        responses = {
+            "preference": [{"value": choice, "user_id": user}],
+            "reason": [{"value": "clear", "user_id": user}],
+        }
         if score is not None:
             responses["helpfulness_left"] = [{"value": score, "user_id": user}]
             responses["formatting_right"] = [{"value": "over-formatted", "user_id": user}]
@@ -52,7 +59,10 @@ def test_settings_mirror_the_rubric_and_records_are_anonymous(db):
         "both_good",
         "both_bad",
     }
-    assert qs["helpfulness_left"]["values"] == [1, 2, 3, 4, 5] and qs["no_sycophancy_right"]["values"] == [0, 1]
+    assert qs["helpfulness_left"]["values"] == [1, 2, 3, 4, 5] and qs["no_sycophancy_right"]["values"] == [
+        0,
+        1,
+    ]
     assert qs["formatting_left"]["type"] == "label_selection"
     assert settings["distribution"] == {"strategy": "overlap", "min_submitted": 2}
     assert all(not m["visible_for_annotators"] for m in settings["metadata"])
@@ -97,7 +107,9 @@ def test_bad_records_are_listed_not_stored(db):
     assert res.n_labels == 0 and len(res.skipped) == 2
 
 
-@pytest.mark.skipif(not os.environ.get("ARGILLA_API_URL"), reason="ARGILLA_API_URL not set (no Argilla server)")
+@pytest.mark.skipif(
+    not os.environ.get("ARGILLA_API_URL"), reason="ARGILLA_API_URL not set (no Argilla server)"
+)
 def test_live_round_trip(db):
     pytest.importorskip("argilla")
     _queue(db, n=2)

@@ -32,7 +32,9 @@ def test_export_formats_agreement_and_queue_listing(tmp_path, fastchat_rows):
     assert res.exit_code == 0, res.output
     info = json.loads(res.output)
     assert info["rows"] == 2 and info["file_format"] == "parquet" and out.exists()
-    res = runner.invoke(app, ["export", "--format", "kto", "--conversational", "--out", str(tmp_path / "kto.jsonl")])
+    res = runner.invoke(
+        app, ["export", "--format", "kto", "--conversational", "--out", str(tmp_path / "kto.jsonl")]
+    )
     assert res.exit_code == 0 and json.loads(res.output)["rows"] == 6
     snap = runner.invoke(app, ["export", "--snapshot", "--queue", "fc"])
     assert snap.exit_code == 0 and json.loads(snap.output)["n_pairs"] == 2
