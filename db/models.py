@@ -51,6 +51,7 @@ class User(Base):
     password_hash: Mapped[str | None] = mapped_column(String(256), nullable=True)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    last_login_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 class Contestant(Base):
@@ -105,7 +106,7 @@ class Battle(Base):
     sampling_prob: Mapped[float | None] = mapped_column(Float, nullable=True)
     mode: Mapped[str] = mapped_column(String(16), default="anonymous")
     status: Mapped[str] = mapped_column(String(16), default="open")
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True, index=True)
     prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompts.id"), nullable=True)
     category: Mapped[str | None] = mapped_column(String(128), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -151,7 +152,7 @@ class Vote(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     battle_id: Mapped[int] = mapped_column(ForeignKey("battles.id", ondelete="CASCADE"), index=True)
     turn_idx: Mapped[int] = mapped_column(Integer)
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True, index=True)
     outcome: Mapped[str] = mapped_column(String(16))
     revealed_before_vote: Mapped[bool] = mapped_column(Boolean, default=False)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from arena.battles import ArenaLimits, ArenaService
 from arena.prompts import ensure_mt_bench
 from arena.registry import ensure_defaults
 from db.session import Database
+from studio.auth import Access
 from studio.settings import Settings
 
 
@@ -16,6 +17,7 @@ class StudioContext:
     settings: Settings
     db: Database
     arena: ArenaService
+    access: Access = field(default_factory=Access)  # login mode and per-user limits (open mode by default)
 
 
 def build_context(settings: Settings | None = None) -> StudioContext:
@@ -34,4 +36,4 @@ def build_context(settings: Settings | None = None) -> StudioContext:
         reconcile(db)
     except ImportError:  # training extras absent
         pass
-    return StudioContext(settings, db, ArenaService(db, limits))
+    return StudioContext(settings, db, ArenaService(db, limits), Access.from_settings(settings, db))

@@ -16,3 +16,8 @@ class Settings(BaseSettings):
     answer_timeout_s: float = 180.0
     max_new_tokens: int = 512
     leaderboard_bootstrap: int = 100
+    # login (studio/auth.py): auto = required once a user with a password exists; on; off
+    auth: str = "auto"
+    prompts_per_minute: int = 20  # per signed-in user (battle turns and regenerations); 0 = no limit
+    votes_per_minute: int = 60
+    failed_logins_per_minute: int = 5  # per user name, before further attempts are refused

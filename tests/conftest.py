@@ -1,8 +1,12 @@
-"""Shared fixtures: an isolated data home per test, a migrated SQLite database, a tiny random model."""
+"""Shared fixtures: an isolated data home per test, a migrated database (SQLite, and PostgreSQL with
+``-m postgres``), a tiny random model."""
 
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,14 +24,46 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-@pytest.fixture
-def db(tmp_path: Path):
+PG_URL = os.environ.get("VIBESTUDIO_TEST_PG_URL")
+
+
+@contextmanager
+def pg_schema(base_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL schema for one test; yields a URL whose connections use it, drops it afterwards."""
+    from sqlalchemy import create_engine, text
+
     from db.session import Database
 
-    database = Database(f"sqlite:///{tmp_path / 'test.sqlite'}")
-    database.migrate()
-    yield database
-    database.dispose()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(Database(base_url).url)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path):
+    """A migrated database: SQLite in a temp dir, and (``-m postgres``) a fresh schema on VIBESTUDIO_TEST_PG_URL."""
+    from db.session import Database
+
+    if request.param == "sqlite":
+        database = Database(f"sqlite:///{tmp_path / 'test.sqlite'}")
+        database.migrate()
+        yield database
+        database.dispose()
+        return
+    if not PG_URL:
+        pytest.skip("VIBESTUDIO_TEST_PG_URL not set")
+    with pg_schema(PG_URL) as url:
+        database = Database(url)
+        database.migrate()
+        yield database
+        database.dispose()
 
 
 @pytest.fixture(scope="session")
