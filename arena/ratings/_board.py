@@ -11,9 +11,10 @@ covariates of `_features`, and each covariate's coefficient is reported in ratin
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,10 @@ SCALE = 400.0 / math.log(10.0)
 #: Ridge used when some model has a perfect record (its maximum-likelihood rating would be infinite):
 #: about four draws against an average model.
 RIDGE_SEPARATED = 1.0
+_T = TypeVar("_T")
 _SCORE = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
+# (winner code * 2 + [a > b]) -> outcome seen from the lower model index: 0 = won, 1 = lost, 2 = tie
+_OUTCOME_LO = np.array([0, 1, 1, 0, 2, 2, 2, 2, 2, 2], dtype=np.int32)
 #: Above this many battle-rounds the style-controlled bootstrap takes one Newton step per round (error O(1/n)).
 EXACT_STYLE_BOOTSTRAP_LIMIT = 20_000_000
 
@@ -125,6 +129,8 @@ class Prepared:
     w: np.ndarray
     rows: np.ndarray
     notes: list[str]
+    winner: np.ndarray  # winner codes (index into WINNERS)
+    weighted: bool = False
 
 
 def prepare(
@@ -143,19 +149,20 @@ def prepare(
         win = win[rows]
     else:
         rows = np.arange(len(frame))
-    ca = frame["model_a"].cat.codes.to_numpy().astype(np.int64)
-    cb = frame["model_b"].cat.codes.to_numpy().astype(np.int64)
+    ca = frame["model_a"].cat.codes.to_numpy().astype(np.int32)
+    cb = frame["model_b"].cat.codes.to_numpy().astype(np.int32)
     if len(rows) < len(frame):
         ca, cb = ca[rows], cb[rows]
     categories = frame["model_a"].cat.categories
     used = np.bincount(ca, minlength=len(categories)) + np.bincount(cb, minlength=len(categories)) > 0
     if not used.all():
-        remap = np.cumsum(used) - 1
+        remap = (np.cumsum(used) - 1).astype(np.int32)
         ca, cb = remap[ca], remap[cb]
     names = [str(c) for c in np.asarray(categories)[used]]
     y = _SCORE[win]
     notes: list[str] = []
     w = np.ones(len(rows))
+    weighted = False
     if ipw and "sampling_prob" in frame.columns:
         prob = frame["sampling_prob"].to_numpy(dtype=np.float64)[rows]
         known = ~np.isnan(prob)
@@ -167,7 +174,8 @@ def prepare(
                 )
                 w[~known] = np.nanmean(w)
             w = w / w.mean()
-    return Prepared(names, ca, cb, y, w, rows, notes)
+            weighted = True
+    return Prepared(names, ca, cb, y, w, rows, notes, win, weighted)
 
 
 @dataclass
@@ -184,25 +192,29 @@ def _aggregate(prep: Prepared) -> _Pairs:
     """Per unordered pair (i < j): counts, weight sums and squared-weight sums of i-wins, j-wins and ties."""
     m = len(prep.names)
     a, b = prep.a, prep.b
-    swap = a > b
-    # outcome seen from the lower index: 0 = it won, 1 = it lost, 2 = tie
-    outcome = np.where(prep.y == 0.5, 2, (prep.y == 0.0) ^ swap).astype(np.int64)
-    key = np.minimum(a, b) * m + np.maximum(a, b)
+    # outcome seen from the lower index (0 = it won, 1 = it lost, 2 = tie), from the winner code and the order
+    outcome = _OUTCOME_LO[prep.winner.astype(np.int32) * 2 + (a > b)]
+    key = np.minimum(a, b).astype(np.int64 if m > 40_000 else np.int32)
+    key *= m
+    key += np.maximum(a, b)
     if m * m * 3 <= 30_000_000:
-        present = np.flatnonzero(np.bincount(key, minlength=m * m))
-        index = np.zeros(m * m, dtype=np.int64)
-        index[present] = np.arange(len(present))
-        cell = index[key] * 3 + outcome
+        flat = np.bincount(outcome * (m * m) + key, minlength=3 * m * m).reshape(3, m * m)
+        present = np.flatnonzero(flat.any(axis=0))
+        counts: np.ndarray = flat[:, present].T.astype(np.float64)
+        if prep.weighted:
+            index = np.zeros(m * m, dtype=np.int64)
+            index[present] = np.arange(len(present))
+            cell = index[key] * 3 + outcome
     else:
         present, pair = np.unique(key, return_inverse=True)
         cell = pair * 3 + outcome
-    size = len(present) * 3
-    counts: np.ndarray = np.bincount(cell, minlength=size).reshape(-1, 3).astype(np.float64)
+        counts = np.bincount(cell, minlength=len(present) * 3).reshape(-1, 3).astype(np.float64)
     wsum: np.ndarray
     w2sum: np.ndarray
-    if np.all(prep.w == 1.0):
+    if not prep.weighted:
         wsum = w2sum = counts
     else:
+        size = len(present) * 3
         wsum = np.bincount(cell, prep.w, minlength=size).reshape(-1, 3)
         w2sum = np.bincount(cell, prep.w**2, minlength=size).reshape(-1, 3)
     design = _fit.Design(present // m, present % m, m)
@@ -296,16 +308,21 @@ def leaderboard(
     both_bad: str = "tie",
     elo_k: float | None = 4.0,
     min_battles: int = 10,
+    resample: str = "multinomial",
 ) -> Leaderboard:
     """Bradley-Terry leaderboard on the Elo scale from battle records (list of dicts, DataFrame or BattleRecords).
 
     `ci_method` "bootstrap" (`bootstrap_rounds` seeded rounds, percentile intervals) or "sandwich" (robust normal
     intervals). `anchor` pins that model at `anchor_rating`; without it the mean rating is `anchor_rating`.
     `style_control` adds token length, markdown headers, list items and bold as covariates; `vibe_control` adds the
-    vibe markers of `arena.vibes` (emoji, exclamations, flattery, sycophancy, hedging, refusal).
+    vibe markers of `arena.vibes` (emoji, exclamations, flattery, sycophancy, hedging, refusal). `resample` is the
+    bootstrap scheme: "multinomial" (resample battles with replacement, as FastChat) or "bayesian" (Dirichlet weights
+    on the battles; same intervals to first order, about twice as fast to draw).
     """
     if ci_method not in ("bootstrap", "sandwich"):
         raise ValueError(f"ci_method must be 'bootstrap' or 'sandwich', got {ci_method!r}")
+    if resample not in ("multinomial", "bayesian"):
+        raise ValueError(f"resample must be 'multinomial' or 'bayesian', got {resample!r}")
     if ci_method == "bootstrap" and bootstrap_rounds < 2:
         raise ValueError("bootstrap needs at least 2 rounds; use ci_method='sandwich' for none")
     if not 0.0 < ci_level < 1.0:
@@ -355,16 +372,17 @@ def leaderboard(
             cov = _fit.sandwich(design, fit, prep.y, prep.w**2)
             draws = None
         else:
-            draws = _battle_bootstrap(design, prep, fit, rng, bootstrap_rounds, ridge)
-    else:
+            draws = _battle_bootstrap(design, prep, fit, rng, bootstrap_rounds, ridge, resample)
+    elif ci_method == "sandwich":
         fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
-        if ci_method == "sandwich":
-            cells = _fit.Design(np.repeat(pairs.design.a, 3), np.repeat(pairs.design.b, 3), len(prep.names))
-            cell_y = np.tile([1.0, 0.0, 0.5], pairs.design.n_rows)
-            cov = _fit.sandwich(cells, fit, cell_y, pairs.cell_w2.ravel())
-            draws = None
-        else:
-            draws = _pair_bootstrap(pairs, fit, rng, bootstrap_rounds, ridge)
+        cells = _fit.Design(np.repeat(pairs.design.a, 3), np.repeat(pairs.design.b, 3), len(prep.names))
+        cell_y = np.tile([1.0, 0.0, 0.5], pairs.design.n_rows)
+        cov = _fit.sandwich(cells, fit, cell_y, pairs.cell_w2.ravel())
+        draws = None
+    else:
+        with _PairBootstrap(pairs, rng, bootstrap_rounds, resample) as bootstrap:
+            fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
+            draws = bootstrap.refit(fit, ridge)
     if not fit.converged:
         board.warnings.append("the rating fit did not fully converge; treat the ratings as approximate")
     ratings = _scale(fit.theta, anchor_index, anchor_rating)
@@ -436,50 +454,87 @@ def _rows(
     ]
 
 
-def _pair_bootstrap(
-    pairs: _Pairs, fit: _fit.Fit, rng: np.random.Generator, rounds: int, ridge: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Multinomial resampling of the battles (drawn per pair x outcome cell) and exact refits of every round.
+class _PairBootstrap:
+    """Resampling of the battles (drawn per pair x outcome cell) and exact refits of every round.
 
-    Rounds go in chunks; the next chunk's counts are drawn in a helper thread while the current chunk is refitted
-    (both spend most of their time in numpy code that releases the GIL). Draws come from the one seeded generator
-    in order, so results do not depend on timing.
+    Rounds go in chunks, each with its own generator spawned from the seeded one, so results do not depend on
+    timing. Two helper threads start drawing counts as soon as the object is created (while the caller fits the
+    full data), then refit the chunks; both steps spend most of their time in numpy / scipy code that releases
+    the GIL, so the two threads use two cores.
     """
-    counts = pairs.cell_counts.ravel().astype(np.int64)
-    mean_w = np.divide(pairs.cell_w.ravel(), counts, out=np.zeros(len(counts)), where=counts > 0)
-    chunk = max(1, min(25, 4_000_000 // max(1, len(counts))))
-    sizes = [min(chunk, rounds - start) for start in range(0, rounds, chunk)]
-    thetas, betas = [], []
-    fit.chord_inverse()
-    with ThreadPoolExecutor(max_workers=1) as helper:
-        pending = helper.submit(_fit.multinomial_counts, rng, counts, sizes[0])
-        for k, size in enumerate(sizes):
-            drawn = pending.result()
-            if k + 1 < len(sizes):
-                pending = helper.submit(_fit.multinomial_counts, rng, counts, sizes[k + 1])
-            cells = (drawn * mean_w).reshape(size, -1, 3)
-            n = cells.sum(axis=2)
-            s = cells[:, :, 0] + 0.5 * cells[:, :, 2]
+
+    def __init__(self, pairs: _Pairs, rng: np.random.Generator, rounds: int, resample: str) -> None:
+        self.pairs = pairs
+        # outcome-major (3 x pairs) so the per-pair sums below are contiguous adds
+        counts = pairs.cell_counts.T.ravel().astype(np.int64)
+        chunk = max(1, min(25, 4_000_000 // max(1, len(counts))))
+        self.sizes = [min(chunk, rounds - start) for start in range(0, rounds, chunk)]
+        self.helpers = ThreadPoolExecutor(max_workers=2)
+        self.futures = [
+            self.helpers.submit(_fit.resample_counts, child, counts, size, resample)
+            for child, size in zip(rng.spawn(len(self.sizes)), self.sizes, strict=True)
+        ]
+
+    def __enter__(self) -> _PairBootstrap:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for future in self.futures:
+            future.cancel()
+        self.helpers.shutdown(wait=True)
+
+    def refit(self, fit: _fit.Fit, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+        pairs = self.pairs
+        weighted = not np.array_equal(pairs.cell_w, pairs.cell_counts)
+        mean_w = np.divide(
+            pairs.cell_w, pairs.cell_counts, out=np.zeros_like(pairs.cell_w), where=pairs.cell_counts > 0
+        )
+        fit.chord_inverse()
+        pairs.design.incidence(np.float32)
+
+        def refit_chunk(drawn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            drawn = drawn.reshape(len(drawn), 3, -1)
+            if weighted:
+                cells = drawn * mean_w.T[None, :, :]
+                n = cells[:, 0] + cells[:, 1] + cells[:, 2]
+                s = cells[:, 0] + 0.5 * cells[:, 2]
+            else:
+                n = (drawn[:, 0] + drawn[:, 1] + drawn[:, 2]).astype(np.float64)
+                s = drawn[:, 0] + 0.5 * drawn[:, 2]
             y = np.divide(s, n, out=np.full_like(s, 0.5), where=n > 0)
-            theta, beta = _fit.refit_batch(pairs.design, y, n, fit, ridge=ridge)
-            thetas.append(theta)
-            betas.append(beta)
-    return np.concatenate(thetas), np.concatenate(betas)
+            return _fit.refit_batch(pairs.design, y, n, fit, ridge=ridge, tol=1e-5)
+
+        # Queued behind every draw job, so a refit job only ever waits for a draw that is already running.
+        jobs = [self.helpers.submit(_after, future, refit_chunk) for future in self.futures]
+        results = [job.result() for job in jobs]
+        return np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
+
+
+def _after(future: Future[np.ndarray], then: Callable[[np.ndarray], _T]) -> _T:
+    return then(future.result())
 
 
 def _battle_bootstrap(
-    design: _fit.Design, prep: Prepared, fit: _fit.Fit, rng: np.random.Generator, rounds: int, ridge: float
+    design: _fit.Design,
+    prep: Prepared,
+    fit: _fit.Fit,
+    rng: np.random.Generator,
+    rounds: int,
+    ridge: float,
+    resample: str,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap over single battles: exact refits for small data, one Newton step per round for large data."""
     n = design.n_rows
     if n * rounds > EXACT_STYLE_BOOTSTRAP_LIMIT:
-        return _fit.one_step_bootstrap(design, prep.y, prep.w, fit, rng, rounds, ridge=ridge)
+        return _fit.one_step_bootstrap(
+            design, prep.y, prep.w, fit, rng, rounds, ridge=ridge, resample=resample
+        )
     chunk = max(1, min(rounds, 2_000_000 // n))
     thetas, betas = [], []
     for start in range(0, rounds, chunk):
         size = min(chunk, rounds - start)
-        counts = _fit.battle_counts(rng, n, size)
-        theta, beta = _fit.refit_batch(design, prep.y, counts * prep.w, fit, ridge=ridge)
+        weights = _fit.battle_weights(rng, n, size, resample)
+        theta, beta = _fit.refit_batch(design, prep.y, weights * prep.w, fit, ridge=ridge)
         thetas.append(theta)
         betas.append(beta)
     return np.concatenate(thetas), np.concatenate(betas)

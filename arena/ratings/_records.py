@@ -19,6 +19,7 @@ import math
 import numbers
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeGuard, overload
 
@@ -264,11 +265,16 @@ class BattleRecords(Sequence[dict[str, Any]]):
     """
 
     def __init__(
-        self, frame: pd.DataFrame, lines: np.ndarray | None = None, source: str | None = None
+        self,
+        frame: pd.DataFrame,
+        lines: np.ndarray | None = None,
+        source: str | None = None,
+        unit: str = "line",
     ) -> None:
         self.frame = frame
         self.lines = lines
         self.source = source
+        self.unit = unit
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -290,14 +296,11 @@ class BattleRecords(Sequence[dict[str, Any]]):
             yield self[i]
 
     def where(self, position: int) -> str:
-        """Human location of record `position`: 'FILE line N' or 'records[i]'."""
-        if self.lines is not None:
-            return (
-                f"{self.source}: line {int(self.lines[position])}"
-                if self.source
-                else f"line {self.lines[position]}"
-            )
-        return f"records[{position}]"
+        """Human location of record `position`: 'FILE: line N' ('row N' for Parquet) or 'records[i]'."""
+        if self.lines is None:
+            return f"records[{position}]"
+        place = f"{self.unit} {int(self.lines[position])}"
+        return f"{self.source}: {place}" if self.source else place
 
     def line_of(self, position: int) -> int | None:
         return None if self.lines is None else int(self.lines[position])
@@ -327,15 +330,20 @@ def _plain(value: Any) -> Any:
 def _finish_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Shared categorical codes for model_a/model_b, categorical winner, float tstamp/sampling_prob."""
     frame = frame.copy(deep=False)
-    codes_a, seen_a = pd.factorize(frame["model_a"])
-    codes_b, seen_b = pd.factorize(frame["model_b"])
+    if len(frame) >= 200_000:  # factorizing string columns releases the GIL: do the three at once
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            jobs = [pool.submit(pd.factorize, frame[c]) for c in ("model_a", "model_b", "winner")]
+            (codes_a, seen_a), (codes_b, seen_b), (codes_w, seen_w) = (job.result() for job in jobs)
+    else:
+        (codes_a, seen_a), (codes_b, seen_b), (codes_w, seen_w) = (
+            pd.factorize(frame[c]) for c in ("model_a", "model_b", "winner")
+        )
     names = sorted(set(seen_a) | set(seen_b), key=lambda v: (not isinstance(v, str), str(v)))
     index = {name: k for k, name in enumerate(names)}
     categories = pd.Index(names, dtype=object if any(not isinstance(v, str) for v in names) else None)
     for field, codes, seen in (("model_a", codes_a, seen_a), ("model_b", codes_b, seen_b)):
         mapping = np.array([index[v] for v in seen] + [-1], dtype=np.int64)
         frame[field] = pd.Categorical.from_codes(mapping[codes], categories=categories)
-    codes_w, seen_w = pd.factorize(frame["winner"])
     winner_map = np.array(
         [WINNERS.index(v) if v in _WINNER_SET else -1 for v in seen_w] + [-1], dtype=np.int64
     )
@@ -436,22 +444,36 @@ def _check_rows(
 def load_battles_file(
     path: str | os.PathLike[str], skip_bad: bool = False, *, engine: str = "auto"
 ) -> tuple[BattleRecords, list[tuple[int, str]]]:
-    """Read a JSON (list) or JSONL battle file; returns (records, skipped) with skipped = [(line, reason), ...].
+    """Read a JSON (list), JSONL or Parquet battle file; returns (records, skipped), skipped = [(line, reason)].
 
-    Raises `RatingsInputError` naming the line and field of the first bad record unless `skip_bad`. `engine` is
-    "auto" (DuckDB for files of 256 KiB and more), "duckdb" or "python".
+    Raises `RatingsInputError` naming the line (the row number for Parquet) and field of the first bad record
+    unless `skip_bad`. `engine` is "auto" (DuckDB for files of 256 KiB and more), "duckdb" or "python".
     """
     file = Path(path)
     if not file.is_file():
         raise RatingsInputError(f"{file}: no such file")
     if engine not in ("auto", "duckdb", "python"):
         raise ValueError(f"engine must be 'auto', 'duckdb' or 'python', got {engine!r}")
-    is_array = _is_array_file(file)
+    if file.suffix.lower() in (".parquet", ".pq"):
+        if engine != "python":
+            fast = _load_duckdb(file, "parquet")
+            if fast is not None:
+                return fast, []
+        return _load_parquet_rows(file, skip_bad)
+    kind = "array" if _is_array_file(file) else "jsonl"
     if engine == "duckdb" or (engine == "auto" and file.stat().st_size >= DUCKDB_MIN_BYTES):
-        fast = _load_duckdb(file, is_array)
+        fast = _load_duckdb(file, kind)
         if fast is not None:
             return fast, []
-    return _load_python(file, is_array, skip_bad)
+    return _load_python(file, kind == "array", skip_bad)
+
+
+def _load_parquet_rows(file: Path, skip_bad: bool) -> tuple[BattleRecords, list[tuple[int, str]]]:
+    rows = pd.read_parquet(file).to_dict("records")
+    items = enumerate(rows, start=1)
+    checked, kept, skipped = _check_rows(items, lambda row: f"{file}: row {row}", skip_bad, by_line=True)
+    records = BattleRecords(_records_to_frame(checked), np.asarray(kept, dtype=np.int64), str(file), "row")
+    return records, skipped
 
 
 def _load_python(file: Path, is_array: bool, skip_bad: bool) -> tuple[BattleRecords, list[tuple[int, str]]]:
@@ -487,16 +509,17 @@ _SQL_TYPES = {
 }
 
 
-def _load_duckdb(file: Path, is_array: bool) -> BattleRecords | None:
+def _load_duckdb(file: Path, kind: str) -> BattleRecords | None:
     """Fast path; None when the file needs the line-by-line reader (bad rows, odd types, parse errors)."""
     import duckdb
 
-    fmt = "array" if is_array else "newline_delimited"
+    if kind == "parquet":
+        source = "read_parquet(?)"
+    else:
+        source = f"read_json(?, format='{'array' if kind == 'array' else 'newline_delimited'}', records=true)"
     con = duckdb.connect()
     try:
-        con.execute(
-            f"CREATE TEMP TABLE raw AS SELECT * FROM read_json(?, format='{fmt}', records=true)", [str(file)]
-        )
+        con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {source}", [str(file)])
         rel = con.table("raw")
         types = {name: (t.id, str(t)) for name, t in zip(rel.columns, rel.types, strict=True)}
         if any(k not in types for k in REQUIRED) or any(k in types for k in (*_ALPACA_KEYS, *_PAIR_KEYS)):
@@ -531,9 +554,14 @@ def _load_duckdb(file: Path, is_array: bool) -> BattleRecords | None:
         if bad is None or bad[0]:
             return None
         n_rows = con.execute("SELECT count(*) FROM raw").fetchone()[0]  # type: ignore[index]
-        lines = None if is_array else _jsonl_line_numbers(file, n_rows)
-        if not is_array and lines is None:
-            return None
+        if kind == "parquet":
+            lines: np.ndarray | None = np.arange(1, n_rows + 1, dtype=np.int64)
+        elif kind == "array":
+            lines = None
+        else:
+            lines = _jsonl_line_numbers(file, n_rows)
+            if lines is None:
+                return None
         con.execute(
             "CREATE TYPE _model AS ENUM "
             "(SELECT DISTINCT m FROM (SELECT model_a AS m FROM raw UNION ALL SELECT model_b FROM raw) ORDER BY m)"
@@ -553,7 +581,7 @@ def _load_duckdb(file: Path, is_array: bool) -> BattleRecords | None:
         )
     if "turn" in frame.columns:
         frame["turn"] = pd.to_numeric(frame["turn"], errors="coerce").astype(np.float64)
-    return BattleRecords(_finish_frame(frame), lines, str(file))
+    return BattleRecords(_finish_frame(frame), lines, str(file), "row" if kind == "parquet" else "line")
 
 
 def _jsonl_line_numbers(file: Path, n_rows: int) -> np.ndarray | None:

@@ -24,6 +24,7 @@ def ratings_report(
     as_json: bool = False,
     skip_bad: bool = False,
     seed: int = 0,
+    resample: str = "multinomial",
 ) -> str:
     """Leaderboard for a battle file. `bootstrap` rounds (0 = sandwich intervals); `baseline` adds each model's
     `win_rate` and `lc_win_rate` (percent) against it. Raises `RatingsInputError` on bad input unless `skip_bad`."""
@@ -35,6 +36,7 @@ def ratings_report(
         seed=seed,
         style_control=style_control,
         vibe_control=vibe_control,
+        resample=resample,
     )
     if skipped:
         shown = "; ".join(f"line {line}: {reason}" for line, reason in skipped[:5])

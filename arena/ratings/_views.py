@@ -113,6 +113,7 @@ def leaderboard_by(
             recs.frame.iloc[rows].reset_index(drop=True),
             None if recs.lines is None else recs.lines[rows],
             recs.source,
+            recs.unit,
         )
         out[label] = leaderboard(subset, **options)
     return out

@@ -110,17 +110,34 @@ def test_agrees_with_reference_weighted() -> None:
 def test_bootstrap_and_sandwich_cover_truth_near_nominal_rate() -> None:
     skills = {"a": 1100.0, "b": 1030.0, "c": 980.0, "d": 890.0}
     truth = centred(skills)
-    hits = {"bootstrap": 0, "sandwich": 0}
+    methods = {
+        "bootstrap": {"ci_method": "bootstrap"},
+        "bayesian": {"ci_method": "bootstrap", "resample": "bayesian"},
+        "sandwich": {"ci_method": "sandwich"},
+    }
+    hits = dict.fromkeys(methods, 0)
     total = 0
     for sim in range(100):
         records = simulate(skills, 400, seed=100 + sim)
-        for method in hits:
-            board = leaderboard(records, ci_method=method, bootstrap_rounds=100, seed=sim, elo_k=None)
+        for method, options in methods.items():
+            board = leaderboard(records, bootstrap_rounds=100, seed=sim, elo_k=None, **options)
             hits[method] += sum(m.ci_low <= truth[m.name] <= m.ci_high for m in board.models)
         total += len(skills)
     for method, count in hits.items():
         rate = count / total
         assert 0.90 <= rate <= 0.99, (method, rate)
+
+
+def test_bayesian_and_multinomial_bootstrap_agree() -> None:
+    records = simulate(SKILLS, 20_000, seed=9)
+    multi = leaderboard(records, bootstrap_rounds=200)
+    bayes = leaderboard(records, bootstrap_rounds=200, resample="bayesian")
+    for m in multi.models:
+        other = bayes.get(m.name)
+        assert other.rating == m.rating
+        assert 0.75 < (other.ci_high - other.ci_low) / (m.ci_high - m.ci_low) < 1.33
+    with pytest.raises(ValueError, match="resample"):
+        leaderboard(records, resample="jackknife")
 
 
 def test_bootstrap_is_seeded() -> None:

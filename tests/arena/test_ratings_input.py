@@ -219,3 +219,17 @@ def test_conv_metadata_is_used_for_style(tmp_path: Path) -> None:
         board = leaderboard(records, style_control=True, ci_method="sandwich")
         assert set(board.style_coefficients) <= {"tokens", "headers", "list_items", "bold"}
         assert board.style_coefficients
+
+
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+def test_parquet_export(tmp_path: Path, engine: str) -> None:
+    path = tmp_path / "battles.parquet"
+    pd.DataFrame(GOOD[:2] * 3).to_parquet(path)
+    records, _ = load_battles_file(path, engine=engine)
+    assert len(records) == 6 and records[1]["winner"] == "tie"
+    bad = tmp_path / "bad.parquet"
+    pd.DataFrame([GOOD[0], {"model_a": "a", "model_b": "b", "winner": "nope"}]).to_parquet(bad)
+    with pytest.raises(RatingsInputError, match="row 2, field 'winner'"):
+        load_battles_file(bad, engine=engine)
+    records, skipped = load_battles_file(bad, skip_bad=True, engine=engine)
+    assert len(records) == 1 and skipped[0][0] == 2
