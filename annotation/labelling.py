@@ -261,13 +261,16 @@ def submit_label(
     scores: dict[str, dict[str, Any]] | None = None,
     reason: str | None = None,
 ) -> int:
-    """Store a verdict (left/right/tie/both_good/both_bad, or good/bad on a single answer); returns the label id."""
+    """Store a verdict (left/right/tie/both_good/both_bad; on a single answer good/bad, or left/right read as
+    good/bad); returns the label id."""
     annotator = check_annotator(annotator)
     a = _own_assignment(session, assignment_id, annotator)
     item = session.get(QueueItem, a.item_id)
     if item is None:
         raise LabelError("the item was deleted")
     single = n_answers(item) == 1
+    if single and choice in ("left", "right"):  # one answer shown: the first two keys mean good / bad
+        choice = {"left": "good", "right": "bad"}[choice]
     allowed = SINGLE_CHOICES if single else CHOICES
     if choice not in allowed:
         raise LabelError(f"choice {choice!r} is not one of {', '.join(allowed)}")

@@ -6,8 +6,9 @@ import os
 
 import gradio as gr
 
+from studio.auth import check_serving
 from studio.context import StudioContext, build_context
-from studio.pages import arena, data, leaderboard, train
+from studio.pages import admin, agreement, arena, data, label, leaderboard, queues, train
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -23,8 +24,16 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             leaderboard.build(ctx, demo)
         with gr.Tab("Data", id="data"):
             data.build(ctx, demo)
+        with gr.Tab("Annotate", id="annotate"):
+            queues.build(ctx, demo)
+        with gr.Tab("Label", id="label"):
+            label.build(ctx, demo)
+        with gr.Tab("Agreement", id="agreement"):
+            agreement.build(ctx, demo)
         with gr.Tab("Train", id="train"):
             train.build(ctx, demo)
+        with gr.Tab("Admin", id="admin"):
+            admin.build(ctx, demo)
     demo.queue(default_concurrency_limit=8)
     return demo
 

@@ -1,0 +1,223 @@
+"""Label tab: an annotator works through a queue, one pair at a time, with the rubric beside the answers.
+
+Keys: 1 = A better, 2 = B better, 3 = tie, 4 = both good, 5 = both bad, S = skip, N = next / start (ignored
+while typing in a text box). The page holds only the assignment id; the order, the left/right layout and the
+verdicts live in the database (``annotation.labelling``), and no model names ever reach the page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
+from annotation.queues import QueueError, get_queue, list_queues
+from annotation.rubrics import Criterion, rubric_from_dict
+from studio.context import StudioContext
+
+MAX_CRITERIA = 8
+CHOICES = [
+    ("1 · A is better", "left"),
+    ("2 · B is better", "right"),
+    ("3 · Tie", "tie"),
+    ("4 · Both good", "both_good"),
+    ("5 · Both bad", "both_bad"),
+]
+KEYS_JS = """
+if (!window.__vibeLabelKeys) {
+  window.__vibeLabelKeys = true;
+  const map = {"1": "label-choice-left", "2": "label-choice-right", "3": "label-choice-tie",
+               "4": "label-choice-both_good", "5": "label-choice-both_bad", "s": "label-skip", "n": "label-start"};
+  document.addEventListener("keydown", (e) => {
+    const t = e.target;
+    const typing = t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
+      (t.tagName === "INPUT" && !["radio", "checkbox", "button"].includes(t.type)));
+    if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    const id = map[(e.key || "").toLowerCase()];
+    const btn = id && document.getElementById(id);
+    if (!btn || btn.offsetParent === null || btn.disabled) return;
+    e.preventDefault();
+    btn.click();
+  });
+}
+"""
+
+
+def _prompt_md(task: LabelTask) -> str:
+    parts = []
+    for m in task.prompt:
+        who = {"user": "🧑 User", "assistant": "🤖 Assistant", "system": "⚙️ System"}.get(m["role"], m["role"])
+        parts.append(f"**{who}:** {m['content']}")
+    return "\n\n".join(parts)
+
+
+def _criterion_md(c: Criterion) -> str:
+    anchors = "; ".join(f"**{k}** {v}" for k, v in c.anchors.items())
+    return f"**{c.name}** — {c.description}" + (f"<br><small>{anchors}</small>" if anchors else "")
+
+
+def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask | None) -> str:
+    with ctx.db.session() as s:
+        p = queue_progress(s, queue)
+    mine = next((a for a in p.annotators if a.annotator == annotator), None)
+    done = mine.done if mine else 0
+    left = (task.remaining + 1) if task else 0
+    return (
+        f"**{annotator}**: {done} done · {left} left for you · queue {p.labels}/{p.target} labels "
+        f"({p.items_complete}/{p.n_items} items complete)"
+    )
+
+
+def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    assignment = gr.State(None)  # the current assignment id
+    gr.HTML("", js_on_load=KEYS_JS, elem_id="label-keys", visible=True)
+    with gr.Row():
+        annotator = gr.Textbox(label="Annotator name", scale=2, elem_id="label-annotator")
+        queue = gr.Dropdown([], label="Queue", scale=2, elem_id="label-queue", allow_custom_value=False)
+        start = gr.Button("▶ Start / next (N)", variant="primary", scale=1, elem_id="label-start")
+    progress = gr.Markdown("", elem_id="label-progress")
+    with gr.Row():
+        with gr.Column(scale=3):
+            prompt = gr.Markdown("Enter your name, pick a queue and press **Start**.", elem_id="label-prompt")
+            checklist = gr.Markdown("", elem_id="label-checklist")
+            with gr.Row():
+                left = gr.Markdown("", label="Answer A", elem_id="label-left", container=True)
+                right = gr.Markdown("", label="Answer B", elem_id="label-right", container=True)
+            with gr.Row():
+                buttons = [
+                    gr.Button(text, elem_id=f"label-choice-{c}", interactive=False) for text, c in CHOICES
+                ]
+                skip = gr.Button("S · Skip", elem_id="label-skip", interactive=False)
+            reason = gr.Textbox(label="Why? (optional)", lines=2, elem_id="label-reason")
+        with gr.Column(scale=2), gr.Accordion("Rubric", open=True):
+            rubric_title = gr.Markdown("", elem_id="label-rubric-title")
+            crit_md, crit_a, crit_b = [], [], []
+            for i in range(MAX_CRITERIA):
+                crit_md.append(gr.Markdown("", visible=False))
+                with gr.Row():
+                    crit_a.append(gr.Radio([], label="A", visible=False, elem_id=f"label-crit-{i}-a"))
+                    crit_b.append(gr.Radio([], label="B", visible=False, elem_id=f"label-crit-{i}-b"))
+
+    shown = [prompt, checklist, left, right, *buttons, skip, reason, rubric_title, *crit_md, *crit_a, *crit_b]
+
+    def view(task: LabelTask | None, queue_name: str, who: str) -> list[Any]:
+        if task is None:
+            off = [gr.update(interactive=False)] * (len(buttons) + 1)
+            blank = [gr.update(visible=False, value=None)] * (2 * MAX_CRITERIA)
+            return [
+                None,
+                _progress_md(ctx, queue_name, who, None),
+                "🎉 Nothing left for you in this queue.",
+                "",
+                "",
+                "",
+                *off,
+                "",
+                "",
+                *[gr.update(visible=False)] * MAX_CRITERIA,
+                *blank,
+            ]
+        rubric = rubric_from_dict(task.rubric, queue_name) if task.rubric else None
+        crits = list(rubric.criteria[:MAX_CRITERIA]) if rubric else []
+        if task.single:
+            labels = ["1 · Good", "2 · Bad"]
+            btns = [gr.update(value=labels[i], interactive=True, visible=True) for i in range(2)]
+            btns += [gr.update(interactive=False, visible=False)] * (len(buttons) - 2)
+        else:
+            btns = [gr.update(value=t, interactive=True, visible=True) for t, _ in CHOICES]
+        md = [gr.update(value=_criterion_md(c), visible=True) for c in crits]
+        md += [gr.update(value="", visible=False)] * (MAX_CRITERIA - len(crits))
+        ra = [gr.update(choices=c.level_names, value=None, visible=True) for c in crits]
+        ra += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
+        rb = [gr.update(choices=c.level_names, value=None, visible=not task.single) for c in crits]
+        rb += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
+        check = (
+            "**Checklist for this prompt:**\n" + "\n".join(f"- {x}" for x in task.checklist)
+            if task.checklist
+            else ""
+        )
+        title = (
+            f"### {rubric.name} v{rubric.version}\n{rubric.description}"
+            if rubric
+            else "_No rubric on this queue._"
+        )
+        return [
+            task.assignment_id,
+            _progress_md(ctx, queue_name, who, task),
+            _prompt_md(task),
+            check,
+            gr.update(value=f"**{'Answer' if task.single else 'Answer A'}**\n\n{task.left}"),
+            gr.update(value=f"**Answer B**\n\n{task.right}", visible=not task.single),
+            *btns,
+            gr.update(interactive=True),
+            "",
+            title,
+            *md,
+            *ra,
+            *rb,
+        ]
+
+    def _next(queue_name: str | None, who: str) -> list[Any]:
+        if not queue_name:
+            raise gr.Error("Pick a queue.")
+        try:
+            with ctx.db.session() as s:
+                task = next_task(s, queue_name, who)
+        except (LabelError, QueueError) as exc:
+            raise gr.Error(str(exc)) from exc
+        return view(task, queue_name, who.strip())
+
+    def on_start(queue_name: str | None, who: str) -> list[Any]:
+        return _next(queue_name, who)
+
+    def make_submit(choice: str):
+        def on_submit(
+            assignment_id: int | None, queue_name: str, who: str, why: str, *scores: Any
+        ) -> list[Any]:
+            if assignment_id is None:
+                raise gr.Error("Press Start first.")
+            try:
+                with ctx.db.session() as s:
+                    rubric = get_queue(s, queue_name).rubric_obj
+                    crits = list(rubric.criteria[:MAX_CRITERIA]) if rubric else []
+                    picked: dict[str, dict[str, Any]] = {}
+                    for i, c in enumerate(crits):
+                        a, b = scores[i], scores[MAX_CRITERIA + i]
+                        if a is not None or b is not None:
+                            picked[c.name] = {"left": a, "right": b}
+                    submit_label(s, assignment_id, who, choice, picked or None, why)
+            except (LabelError, QueueError) as exc:
+                raise gr.Error(str(exc)) from exc
+            return _next(queue_name, who)
+
+        return on_submit
+
+    def on_skip(assignment_id: int | None, queue_name: str, who: str) -> list[Any]:
+        if assignment_id is None:
+            raise gr.Error("Press Start first.")
+        try:
+            with ctx.db.session() as s:
+                skip_task(s, assignment_id, who.strip())
+        except LabelError as exc:
+            raise gr.Error(str(exc)) from exc
+        return _next(queue_name, who)
+
+    def refresh_queues(current: str | None):
+        with ctx.db.session() as s:
+            names = [q.name for q in list_queues(s)]
+        value = current if current in names else (names[0] if names else None)
+        return gr.update(choices=names, value=value)
+
+    outs = [assignment, progress, *shown]
+    start.click(on_start, [queue, annotator], outs, api_name="label_next")
+    for btn, (_, choice) in zip(buttons, CHOICES, strict=True):
+        btn.click(
+            make_submit(choice),
+            [assignment, queue, annotator, reason, *crit_a, *crit_b],
+            outs,
+            api_name=f"label_{choice}",
+        )
+    skip.click(on_skip, [assignment, queue, annotator], outs, api_name="label_skip")
+    demo.load(refresh_queues, [queue], [queue], api_name=False)
+    queue.focus(refresh_queues, [queue], [queue], api_name=False)

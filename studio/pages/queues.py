@@ -1,0 +1,251 @@
+"""Annotate tab: make queues (on-policy generation with a progress bar, or an import), run AI judges, export.
+
+Each handler converts inputs, calls one ``annotation`` service and maps its plain result to text; long work
+(generation, judging) reports through ``gr.Progress``. Exports are written under the data home and offered as
+downloads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from annotation.formats import (
+    EXPORT_FORMATS,
+    FORMATS,
+    ExportSpec,
+    ImportValidationError,
+    export_file,
+    import_file,
+    snapshot_from_labels,
+)
+from annotation.judges import JudgeError, JudgeSpec, run_judge
+from annotation.labelling import queue_progress
+from annotation.onpolicy import OnPolicySpec, generate_queue
+from annotation.queues import LABEL_KINDS, QueueError, list_queues
+from annotation.rubrics import RubricError, list_rubrics
+from annotation.snapshots import SnapshotError
+from arena.prompts import list_sets
+from arena.registry import RegistryError, list_contestants
+from db.session import data_home
+from studio.context import StudioContext
+
+FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
+
+
+def _progress_cb(progress: gr.Progress):
+    def cb(done: int, total: int, note: str) -> None:
+        progress((done, total) if total else 0, desc=note)
+
+    return cb
+
+
+def _table(ctx: StudioContext) -> pd.DataFrame:
+    rows = []
+    with ctx.db.session() as s:
+        for q in list_queues(s):
+            p = queue_progress(s, q.name)
+            rows.append(
+                [
+                    q.name,
+                    q.kind,
+                    q.status,
+                    q.n_items,
+                    q.overlap,
+                    f"{p.labels}/{p.target}",
+                    q.n_labels,
+                    q.source,
+                ]
+            )
+    return pd.DataFrame(
+        rows, columns=["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
+    )
+
+
+def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[str], list[str]]:
+    with ctx.db.session() as s:
+        sets = list_sets(s)
+        people = [c.public_name for c in list_contestants(s)]
+        queues = [q.name for q in list_queues(s)]
+    return sets, people, queues, [r.name for r in list_rubrics()]
+
+
+def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    table = gr.Dataframe(interactive=False, elem_id="queues-table")
+    refresh = gr.Button("🔄 Refresh", elem_id="queues-refresh")
+
+    with gr.Accordion("New on-policy queue", open=True):
+        with gr.Row():
+            name = gr.Textbox(label="Queue name", elem_id="queues-name")
+            prompt_set = gr.Dropdown([], label="Prompt set")
+            policy = gr.Dropdown([], label="Policy")
+            opponent = gr.Dropdown([], label="Against (optional)", value=None)
+        with gr.Row():
+            k = gr.Slider(2, 6, value=2, step=1, label="Answers per prompt (k)")
+            temps = gr.Textbox(label="Temperatures (comma-separated, optional)", placeholder="0.7, 1.0")
+            max_prompts = gr.Number(value=10, precision=0, label="Prompts (0 = all)")
+            max_tokens = gr.Number(value=256, precision=0, label="Max tokens per answer")
+            overlap = gr.Number(value=1, precision=0, label="Annotators per item")
+            rubric = gr.Dropdown([], label="Rubric")
+        create = gr.Button("Generate queue", variant="primary", elem_id="queues-create")
+        created = gr.Markdown(elem_id="queues-created")
+
+    with gr.Accordion("Import preference data", open=False):
+        with gr.Row():
+            upload = gr.File(label="File (JSON, JSONL, Parquet, .gz)")
+            fmt = gr.Dropdown(["auto", *FORMATS], value="auto", label="Layout")
+            imp_queue = gr.Textbox(label="Queue (optional)")
+            skip_bad = gr.Checkbox(False, label="Skip bad rows (and list them)")
+        do_import = gr.Button("Validate and import", elem_id="queues-import")
+        imported = gr.Markdown(elem_id="queues-imported")
+
+    with gr.Accordion("AI judge", open=False):
+        with gr.Row():
+            j_queue = gr.Dropdown([], label="Queue")
+            judge = gr.Dropdown([], label="Judge (any contestant)")
+            absolute = gr.Checkbox(False, label="Also grade each answer on the rubric")
+            j_max = gr.Number(value=20, precision=0, label="Items (0 = all)")
+        run = gr.Button("Run judge (positions swapped)", elem_id="queues-judge")
+        judged = gr.Markdown(elem_id="queues-judged")
+
+    with gr.Accordion("Export labels", open=False):
+        with gr.Row():
+            e_queues = gr.Dropdown([], multiselect=True, label="Queues (none = all)")
+            e_fmt = gr.Dropdown(list(EXPORT_FORMATS), value="trl", label="Format")
+            e_file = gr.Dropdown(list(FILE_FORMATS), value="JSONL", label="File")
+            e_kinds = gr.CheckboxGroup(list(LABEL_KINDS), value=list(LABEL_KINDS), label="Labels from")
+            e_conv = gr.Checkbox(False, label="Conversational (message lists)")
+            e_agg = gr.Radio(["each", "majority"], value="each", label="Rows per")
+        with gr.Row():
+            do_export = gr.Button("Export", elem_id="queues-export")
+            freeze = gr.Button("❄️ Freeze as training snapshot", elem_id="queues-freeze")
+        exported = gr.Markdown(elem_id="queues-exported")
+        download = gr.File(label="Download", interactive=False)
+
+    def on_refresh(*current: Any):
+        sets, people, queues, rubrics = _choices(ctx)
+        return (
+            _table(ctx),
+            gr.update(choices=sets, value=current[0] or (sets[0] if sets else None)),
+            gr.update(choices=people, value=current[1] or (people[0] if people else None)),
+            gr.update(choices=[None, *people], value=current[2]),
+            gr.update(choices=rubrics, value=current[3] or ("default" if "default" in rubrics else None)),
+            gr.update(
+                choices=queues, value=current[4] if current[4] in queues else (queues[0] if queues else None)
+            ),
+            gr.update(choices=people, value=current[5] or (people[0] if people else None)),
+            gr.update(choices=queues),
+        )
+
+    def on_create(
+        qname, pset, pol, opp, kk, temps_text, n_prompts, n_tokens, n_overlap, rub, progress=gr.Progress()
+    ):
+        try:
+            temperatures = [float(t) for t in (temps_text or "").replace(" ", "").split(",") if t]
+        except ValueError as exc:
+            raise gr.Error("Temperatures must be numbers separated by commas.") from exc
+        if not qname or not pset or not pol:
+            raise gr.Error("Give the queue a name, a prompt set and a policy.")
+        spec = OnPolicySpec(
+            queue=qname.strip(),
+            prompt_set=pset,
+            policy=pol,
+            k=int(kk),
+            opponent=opp or None,
+            temperatures=temperatures,
+            max_prompts=int(n_prompts) or None,
+            max_tokens=int(n_tokens) or None,
+            overlap=max(1, int(n_overlap or 1)),
+            rubric=rub or None,
+        )
+        try:
+            res = generate_queue(ctx.db, spec, _progress_cb(progress))
+        except (QueueError, RubricError, RegistryError) as exc:
+            raise gr.Error(str(exc)) from exc
+        errs = "".join(f"\n- ⚠️ {e}" for e in res.errors[:10])
+        return (
+            f"Queue **{res.queue}**: {res.n_items} pairs from {res.n_prompts} prompts "
+            f"({res.tokens} tokens in {res.seconds:.1f} s, {res.tokens_per_s:.1f} tok/s; "
+            f"{res.resumed} prompts already done, {res.identical} identical pairs dropped){errs}"
+        ), _table(ctx)
+
+    def on_import(file: str | None, layout: str, qname: str, skip: bool):
+        if not file:
+            raise gr.Error("Choose a file.")
+        try:
+            with ctx.db.session() as s:
+                rep = import_file(s, file, layout, qname.strip() or None, skip_bad=skip)
+        except ImportValidationError as exc:
+            lines = "\n".join(f"- {line}" for line in exc.report.lines(30))
+            return f"❌ {exc.report.summary()}. Fix the rows or tick *Skip bad rows*.\n\n{lines}", _table(ctx)
+        except (QueueError, RubricError) as exc:
+            raise gr.Error(str(exc)) from exc
+        skipped = "\n".join(f"- skipped {line}" for line in rep.lines(30)) if rep.skipped else ""
+        return f"✅ {rep.summary()}\n\n{skipped}", _table(ctx)
+
+    def on_judge(qname: str | None, judge_name: str | None, grade: bool, n: float, progress=gr.Progress()):
+        if not qname or not judge_name:
+            raise gr.Error("Pick a queue and a judge.")
+        spec = JudgeSpec(judge_name, qname, absolute=grade, max_items=int(n or 0) or None)
+        try:
+            res = run_judge(ctx.db, spec, _progress_cb(progress))
+        except (JudgeError, QueueError, RegistryError, RubricError) as exc:
+            raise gr.Error(str(exc)) from exc
+        return (
+            f"**{res.judge}** judged {res.n_items} items in {res.seconds:.1f} s: {res.verdicts} "
+            f"(scores: {res.n_scores}, unparsed scores: {res.unparsed_scores}). "
+            "See the Agreement tab for its bias report."
+        ), _table(ctx)
+
+    def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:
+        return ExportSpec(fmt_name, bool(conv), list(queues or []) or None, tuple(kinds or LABEL_KINDS), agg)
+
+    def on_export(queues, fmt_name, file_kind, kinds, conv, agg):
+        folder = data_home() / "exports"
+        stem = f"{'-'.join(queues or ['all'])[:60]}-{fmt_name}{'-conv' if conv else ''}"
+        out = folder / (stem + FILE_FORMATS[file_kind] if FILE_FORMATS[file_kind] else stem)
+        try:
+            with ctx.db.session() as s:
+                res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out)
+        except QueueError as exc:
+            raise gr.Error(str(exc)) from exc
+        path = Path(res.path)
+        if path.is_dir():
+            import shutil
+
+            path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
+        skipped = ", ".join(f"{k} {v}" for k, v in res.skipped.items())
+        return f"**{res.n_rows}** rows → `{res.path}`" + (f" (skipped: {skipped})" if skipped else ""), str(
+            path
+        )
+
+    def on_freeze(queues, kinds, agg):
+        try:
+            with ctx.db.session() as s:
+                snap = snapshot_from_labels(s, _spec(queues, "trl", kinds, True, agg))
+        except (QueueError, SnapshotError) as exc:
+            raise gr.Error(str(exc)) from exc
+        verb = "Created" if snap.created else "Already frozen:"
+        return f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs", None
+
+    pickers = [prompt_set, policy, opponent, rubric, j_queue, judge, e_queues]
+    refresh.click(on_refresh, pickers[:6], [table, *pickers], api_name=False)
+    demo.load(on_refresh, pickers[:6], [table, *pickers], api_name=False)
+    create.click(
+        on_create,
+        [name, prompt_set, policy, opponent, k, temps, max_prompts, max_tokens, overlap, rubric],
+        [created, table],
+        api_name="queue_create",
+    )
+    do_import.click(on_import, [upload, fmt, imp_queue, skip_bad], [imported, table], api_name="queue_import")
+    run.click(on_judge, [j_queue, judge, absolute, j_max], [judged, table], api_name="judge_run")
+    do_export.click(
+        on_export,
+        [e_queues, e_fmt, e_file, e_kinds, e_conv, e_agg],
+        [exported, download],
+        api_name="labels_export",
+    )
+    freeze.click(on_freeze, [e_queues, e_kinds, e_agg], [exported, download], api_name="labels_freeze")
