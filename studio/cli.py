@@ -161,6 +161,60 @@ def prompts_import(
     ),
     name: str = typer.Option(None, "--name", help="Prompt set name (default: the file name without suffix)."),
 ) -> None:
+@app.command()
+def battle(
+    prompt: list[str] = typer.Option(
+        None, "--prompt", help="A turn to send (repeatable); asked when absent."
+    ),
+    vote: list[str] = typer.Option(
+        None, "--vote", help="Vote per turn: left, right, tie, both_good, both_bad or skip (repeatable)."
+    ),
+    named: str = typer.Option(
+        None, help="LEFT,RIGHT contestant names: a named battle (left out of ratings)."
+    ),
+) -> None:
+    """Play a battle in the terminal: each turn streams to both models, you vote, then both are revealed."""
+    from arena.battles import BattleError
+    from arena.registry import RegistryError, get_contestant
+
+    ctx = _ctx()
+    svc = ctx.arena
+    prompts, votes = list(prompt or []), list(vote or [])
+    try:
+        if named:
+            left, _, right = named.partition(",")
+            with ctx.db.session() as s:
+                pair = (get_contestant(s, left.strip()).id, get_contestant(s, right.strip()).id)
+            view = svc.start_battle(pair=pair, mode="named")
+        else:
+            view = svc.start_battle()
+        i = 0
+        while True:
+            text = (
+                prompts[i]
+                if i < len(prompts)
+                else (None if prompts else typer.prompt("You (empty to end)", ""))
+            )
+            if not text:
+                break
+            last = list(svc.generate_turn(view.battle_id, text))[-1]
+            if last.error:
+                _fail(last.error)
+                return
+            typer.echo(f"\n--- Model A ---\n{last.left}\n--- Model B ---\n{last.right}\n")
+            choice = votes[i] if i < len(votes) else (None if votes else typer.prompt("Vote", "skip"))
+            if choice and choice != "skip":
+                svc.record_vote(view.battle_id, choice)
+                typer.echo(f"Vote on turn {i + 1} saved.")
+            i += 1
+        r = svc.reveal(view.battle_id)
+    except (BattleError, RegistryError) as exc:
+        _fail(str(exc))
+        return
+    note = " (an answer named a model before the vote: not rated)" if r.revealed_before_vote else ""
+    typer.echo(f"Model A was {r.left_name} · Model B was {r.right_name}{note}")
+
+
     """Import a prompt set; every row is checked before anything is written."""
     from arena.prompts import PromptImportError, import_prompt_set
 

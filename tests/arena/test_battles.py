@@ -535,3 +535,28 @@ def test_concurrent_battles_on_one_llama_pool_all_finish(db):
         t.join(120)
     assert all(results[b].done and results[b].error is None for b in ids)
     assert _count(db, Turn) == 3
+
+
+def test_cli_plays_a_two_turn_battle_and_reveals(monkeypatch, tmp_path, fake):
+    from typer.testing import CliRunner
+
+    from db.session import Database
+    from studio.cli import app
+
+    monkeypatch.setenv("VIBESTUDIO_HOME", str(tmp_path / "cli-home"))
+    db = Database()
+    db.migrate()
+    _http(db, fake, "cli-a", "fixed")
+    _http(db, fake, "cli-b", "counter")
+    db.dispose()
+    args = ["battle", "--prompt", "Hi", "--vote", "left", "--prompt", "More", "--vote", "both_bad"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("Vote on turn") == 2 and "Model A was cli-" in result.output
+    db = Database()
+    with db.session() as s:
+        assert [v.outcome for v in s.scalars(select(Vote).order_by(Vote.turn_idx))][1] == "both_bad"
+        assert s.scalars(select(Battle)).one().status == "voted"
+    db.dispose()
+    bad = CliRunner().invoke(app, ["battle", "--prompt", "Hi", "--vote", "maybe"])
+    assert bad.exit_code == 1 and "unknown vote 'maybe'" in bad.output

