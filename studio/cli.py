@@ -154,13 +154,6 @@ def models_add(
         typer.echo(f"{cid:>4}  {spec.public_name}  ({spec.engine})")
 
 
-@prompts_app.command("import")
-def prompts_import(
-    file: Path = typer.Argument(
-        ..., help="JSONL or CSV in the MT-Bench layout (turns, category, question_id)."
-    ),
-    name: str = typer.Option(None, "--name", help="Prompt set name (default: the file name without suffix)."),
-) -> None:
 @app.command()
 def battle(
     prompt: list[str] = typer.Option(
@@ -215,6 +208,13 @@ def battle(
     typer.echo(f"Model A was {r.left_name} · Model B was {r.right_name}{note}")
 
 
+@prompts_app.command("import")
+def prompts_import(
+    file: Path = typer.Argument(
+        ..., help="JSONL or CSV in the MT-Bench layout (turns, category, question_id)."
+    ),
+    name: str = typer.Option(None, "--name", help="Prompt set name (default: the file name without suffix)."),
+) -> None:
     """Import a prompt set; every row is checked before anything is written."""
     from arena.prompts import PromptImportError, import_prompt_set
 
