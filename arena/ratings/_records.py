@@ -20,6 +20,7 @@ import numbers
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeGuard, overload
 
@@ -267,14 +268,21 @@ class BattleRecords(Sequence[dict[str, Any]]):
     def __init__(
         self,
         frame: pd.DataFrame,
-        lines: np.ndarray | None = None,
+        lines: np.ndarray | Callable[[], np.ndarray | None] | None = None,
         source: str | None = None,
         unit: str = "line",
     ) -> None:
         self.frame = frame
-        self.lines = lines
+        self._lines = lines
         self.source = source
         self.unit = unit
+
+    @property
+    def lines(self) -> np.ndarray | None:
+        """File line (or Parquet row) of each record; None for in-memory data. Computed on first use if lazy."""
+        if callable(self._lines):
+            self._lines = self._lines()
+        return self._lines
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -559,9 +567,7 @@ def _load_duckdb(file: Path, kind: str) -> BattleRecords | None:
         elif kind == "array":
             lines = None
         else:
-            lines = _jsonl_line_numbers(file, n_rows)
-            if lines is None:
-                return None
+            lines = None
         con.execute(
             "CREATE TYPE _model AS ENUM "
             "(SELECT DISTINCT m FROM (SELECT model_a AS m FROM raw UNION ALL SELECT model_b FROM raw) ORDER BY m)"
@@ -581,6 +587,8 @@ def _load_duckdb(file: Path, kind: str) -> BattleRecords | None:
         )
     if "turn" in frame.columns:
         frame["turn"] = pd.to_numeric(frame["turn"], errors="coerce").astype(np.float64)
+    if kind == "jsonl":
+        return BattleRecords(_finish_frame(frame), partial(_jsonl_line_numbers, file, n_rows), str(file))
     return BattleRecords(_finish_frame(frame), lines, str(file), "row" if kind == "parquet" else "line")
 
 

@@ -185,10 +185,11 @@ def test_dataframe_input_is_checked() -> None:
     assert frame["model_a"].dtype != "category"
 
 
-def test_style_control_without_answers_names_the_record(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "b.jsonl", [GOOD[0], GOOD[1]])
-    records, _ = load_battles_file(path)
-    with pytest.raises(RatingsInputError, match="line 1, field 'conversation_a': style/vibe control needs"):
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+def test_style_control_without_answers_names_the_record(tmp_path: Path, engine: str) -> None:
+    path = write_jsonl(tmp_path / "b.jsonl", [GOOD[2], GOOD[0], GOOD[1]], blank_after=1)
+    records, _ = load_battles_file(path, engine=engine)
+    with pytest.raises(RatingsInputError, match="line 3, field 'conversation_a': style/vibe control needs"):
         leaderboard(records, style_control=True)
 
 

@@ -184,3 +184,11 @@ def test_ratings_report_text_and_json(tmp_path: Path) -> None:
     assert "Bradley-Terry ratings with style control" in text
     assert "sandwich" in text and "LC win%" in text and "padder" in text
     assert "Style coefficients" in text and "Warnings:" in text
+
+
+def test_empty_input(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("", encoding="utf-8")
+    data = json.loads(ratings_report(path, as_json=True))
+    assert data == {"models": [], "style_coefficients": {}, "warnings": ["no battles to rate"]}
+    assert "0 battles, 0 models" in ratings_report(path)
