@@ -166,7 +166,10 @@ class ArenaService:
         self.policy = policy or PairPolicy()
         self._busy: set[int] = set()
         self._busy_lock = threading.Lock()
-        self._ratings_cache: tuple[Any, dict[int, RatingInfo], dict[tuple[int, int], int]] | None = None
+        self._ratings_cache: tuple[Any, dict[int, RatingInfo], dict[tuple[int, int], int], float] | None = (
+            None
+        )
+        self.ratings_ttl_s = 0.0  # > 0: reuse fitted ratings this long even when votes arrived (busy arenas)
 
     # -- starting --------------------------------------------------------------------------------------
     def start_battle(
@@ -235,12 +238,14 @@ class ArenaService:
             raise BattleError(str(exc)) from exc
 
     def _rating_inputs(self, s: Any) -> tuple[dict[int, RatingInfo], dict[tuple[int, int], int]]:
-        """Current ratings with intervals and per-pair battle counts, recomputed only when votes change."""
+        """Current ratings with intervals and per-pair battle counts, refitted when votes change (at most every
+        ``ratings_ttl_s`` seconds when that is set)."""
         from arena.records import battle_records
 
         key = (s.scalar(select(func.count(Vote.id))), s.scalar(select(func.max(Vote.id))))
-        if self._ratings_cache is not None and self._ratings_cache[0] == key:
-            return self._ratings_cache[1], self._ratings_cache[2]
+        cache = self._ratings_cache
+        if cache is not None and (cache[0] == key or time.monotonic() - cache[3] < self.ratings_ttl_s):
+            return cache[1], cache[2]
         ids = {c.public_name: c.id for c in list_contestants(s, active_only=False)}
         records = battle_records(s, with_text=False)
         counts: dict[tuple[int, int], int] = {}
@@ -260,7 +265,7 @@ class ArenaService:
                         ratings[ids[m.name]] = RatingInfo(m.rating, m.ci_low, m.ci_high, m.n_battles)
             except Exception:  # ratings that cannot be fitted leave everyone "unrated": weights stay valid
                 ratings = {}
-        self._ratings_cache = (key, ratings, counts)
+        self._ratings_cache = (key, ratings, counts, time.monotonic())
         return ratings, counts
 
     # -- reading ---------------------------------------------------------------------------------------
@@ -596,6 +601,8 @@ class ArenaService:
         self._not_busy(battle_id)
         with self.db.session() as s:
             b = self._get(s, battle_id)
+            if user_id is not None and b.user_id is not None and b.user_id != user_id:
+                raise BattleError(f"battle {battle_id} belongs to another user")
             if b.status == "errored":
                 raise BattleError(f"battle {battle_id} errored and cannot be voted on")
             if b.status != "open":
@@ -620,7 +627,10 @@ class ArenaService:
                 created_at=utcnow(),
             )
             s.add(vote)
-            s.flush()
+            try:
+                s.flush()
+            except IntegrityError as exc:  # a concurrent vote on this turn won: the constraint keeps one
+                raise BattleError(f"turn {idx + 1} already has a vote") from exc
             s.add_all(
                 RubricScore(vote_id=vote.id, criterion=c, side=to_ab[side], value=v) for c, side, v in scores
             )
