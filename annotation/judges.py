@@ -28,6 +28,7 @@ from annotation.agreement import cohen_kappa, plurality
 from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
 from annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
 from annotation.rubrics import Criterion, rubric_from_dict
+from arena.accounts import require_role
 from arena.engines.base import Engine, EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant
 from db.models import Judgement, Label, QueueItem, RubricScore
@@ -201,8 +202,11 @@ def _judge_name(info: ContestantInfo) -> str:
     return f"judge:{info.public_name}"
 
 
-def run_judge(db: Database, spec: JudgeSpec, progress: Progress | None = None) -> JudgeResult:
+def run_judge(
+    db: Database, spec: JudgeSpec, progress: Progress | None = None, user_id: int | None = None
+) -> JudgeResult:
     """Judge a queue's items (those this judge has not labelled yet, unless ``rerun``), one item per transaction."""
+    require_role(db, user_id, "researcher")
     t0 = time.perf_counter()
     with db.session() as s:
         info = get_contestant(s, spec.judge)
@@ -315,8 +319,10 @@ def generate_checklists(
     n: int = 3,
     max_tokens: int = 60,
     progress: Progress | None = None,
+    user_id: int | None = None,
 ) -> dict[str, list[str]]:
     """Per-prompt checklists written by a judge model, stored on the queue's items (editable later)."""
+    require_role(db, user_id, "researcher")
     with db.session() as s:
         info = get_contestant(s, judge)
         queue_row(s, queue)

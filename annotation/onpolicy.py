@@ -27,6 +27,7 @@ from sqlalchemy import select
 
 from annotation.queues import NewItem, QueueError, add_item, create_queue, queue_row
 from annotation.rubrics import get_rubric
+from arena.accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant, messages_for
 from db.models import Prompt, PromptSet, QueueItem
@@ -226,8 +227,11 @@ def _store_prompt(
     return made, identical
 
 
-def generate_queue(db: Database, spec: OnPolicySpec, progress: Progress | None = None) -> GenerationResult:
+def generate_queue(
+    db: Database, spec: OnPolicySpec, progress: Progress | None = None, user_id: int | None = None
+) -> GenerationResult:
     """Create (or resume) an on-policy queue; returns counts, errors and throughput."""
+    require_role(db, user_id, "researcher")
     t0 = time.perf_counter()
     with db.session() as s:
         policy = get_contestant(s, spec.policy)

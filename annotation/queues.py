@@ -155,10 +155,18 @@ def list_queues(session: Session) -> list[QueueInfo]:
 
 
 def add_item(session: Session, queue: str, item: NewItem) -> QueueItem:
+    row = make_item(queue, item)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def make_item(queue: str, item: NewItem) -> QueueItem:
+    """A queue item row, not yet added to a session (for bulk writes)."""
     if not 1 <= len(item.answers) <= 2:
         raise QueueError(f"an item holds one or two answers, got {len(item.answers)}")
     stamps = list(item.stamps) + [{}] * (len(item.answers) - len(item.stamps))
-    row = QueueItem(
+    return QueueItem(
         queue_id=queue,
         prompt_id=item.prompt_id,
         policy_contestant_id=item.policy_contestant_id,
@@ -168,9 +176,6 @@ def add_item(session: Session, queue: str, item: NewItem) -> QueueItem:
         content_key=content_key(item.prompt_messages, item.answers),
         meta={**item.meta, "answers": stamps, "n_answers": len(item.answers)},
     )
-    session.add(row)
-    session.flush()
-    return row
 
 
 def n_answers(item: QueueItem) -> int:

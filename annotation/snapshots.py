@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from arena.accounts import require_role
 from arena.records import battle_records
 from db.models import DatasetSnapshot
 from db.session import data_home
@@ -99,8 +100,13 @@ def write_snapshot(
 
 
 def snapshot_from_votes(
-    session: Session, include_named: bool = False, include_revealed: bool = False, min_pairs: int = 1
+    session: Session,
+    include_named: bool = False,
+    include_revealed: bool = False,
+    min_pairs: int = 1,
+    user_id: int | None = None,
 ) -> SnapshotInfo:
+    require_role(session, user_id, "researcher")
     records = battle_records(session, include_named=include_named, include_revealed=include_revealed)
     rows, skipped = preference_pairs(records)
     if len(rows) < min_pairs:

@@ -30,6 +30,7 @@ from annotation.agreement import plurality
 from annotation.formats.importers import HELPSTEER_ATTRS
 from annotation.queues import FLIP, LABEL_KINDS, QueueError, n_answers, stamps
 from annotation.snapshots import SnapshotInfo, write_snapshot
+from arena.accounts import require_role
 from db.models import Judgement, Label, QueueItem, RubricScore
 
 EXPORT_FORMATS = ("trl", "kto", "fastchat", "alpaca_eval", "ultrafeedback", "helpsteer2")
@@ -467,8 +468,14 @@ def write_rows(
 
 
 def export_file(
-    session: Session, spec: ExportSpec, out: str | Path, file_format: str | None = None, min_rows: int = 1
+    session: Session,
+    spec: ExportSpec,
+    out: str | Path,
+    file_format: str | None = None,
+    min_rows: int = 1,
+    user_id: int | None = None,
 ) -> ExportResult:
+    require_role(session, user_id, "researcher")
     rows, skipped = export_rows(session, spec)
     if len(rows) < min_rows:
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(skipped.items())) or "no labels"
@@ -480,9 +487,10 @@ def export_file(
 
 
 def snapshot_from_labels(
-    session: Session, spec: ExportSpec | None = None, min_pairs: int = 1
+    session: Session, spec: ExportSpec | None = None, min_pairs: int = 1, user_id: int | None = None
 ) -> SnapshotInfo:
     """Freeze conversational TRL rows from labels into a content-hashed snapshot (what training reads)."""
+    require_role(session, user_id, "researcher")
     spec = spec or ExportSpec()
     spec = ExportSpec("trl", True, spec.queues, spec.kinds, spec.aggregate)
     rows, skipped = export_rows(session, spec)

@@ -19,8 +19,9 @@ from sqlalchemy.orm import Session
 
 from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
 from annotation.formats.reading import MAX_LINE_BYTES, RowError, read_records
-from annotation.queues import FLIP, NewItem, QueueError, add_item, content_key, create_queue, queue_row
+from annotation.queues import FLIP, NewItem, QueueError, content_key, create_queue, make_item, queue_row
 from annotation.rubrics import get_rubric
+from arena.accounts import require_role
 from db.models import Label, QueueItem, RubricScore
 
 MAX_FIELD_CHARS = 1_000_000
@@ -51,16 +52,23 @@ class ImportReport:
             out.append(f"... and {len(problems) - limit} more")
         return out
 
+    @staticmethod
+    def _rows(problems: list[RowError]) -> int:
+        return len({(e.line, e.record) for e in problems})
+
     def summary(self) -> str:
         verb = "would import" if self.dry_run else "imported"
         if self.errors:
-            return f"{self.source}: {len(self.errors)} problem(s); nothing was imported"
+            return (
+                f"{self.source}: {len(self.errors)} problem(s) in {self._rows(self.errors)} row(s); "
+                "nothing was imported"
+            )
         text = (
             f"{self.source}: {verb} {self.n_labels} label(s) from {self.n_records} record(s) into queue "
             f"{self.queue!r} ({self.n_items_new} new item(s), {self.n_items_existing} existing)"
         )
         if self.skipped:
-            text += f"; skipped {len(self.skipped)} bad row(s)"
+            text += f"; skipped {self._rows(self.skipped)} bad row(s) ({len(self.skipped)} problem(s))"
         return text
 
     def as_dict(self) -> dict[str, Any]:
@@ -162,8 +170,10 @@ def import_file(
     max_line_bytes: int = MAX_LINE_BYTES,
     max_field_chars: int = MAX_FIELD_CHARS,
     rubric: str | None = None,
+    user_id: int | None = None,
 ) -> ImportReport:
     """Validate a whole file, then (unless ``dry_run``) write it in ``session``'s transaction."""
+    require_role(session, user_id, "researcher")
     p = Path(path)
     fmt, n_records, rows, errors = parse_file(p, fmt, encoding, max_line_bytes, max_field_chars)
     qname = (queue or f"import-{fmt}-{p.stem}")[:128]
@@ -230,55 +240,59 @@ def import_file(
             config={"format": fmt},
             source=p.name,
         )
-    for r in rows:
-        _write_row(session, qname, fmt, p.name, r, items)
+    _write_rows(session, qname, fmt, p.name, rows, items)
     return report
 
 
-def _write_row(
-    session: Session, queue: str, fmt: str, source: str, r: ImportRow, items: dict[str, QueueItem]
+LABEL_META = ("preference", "provenance", "lines", "input", "instruction")
+
+
+def _write_rows(
+    session: Session, queue: str, fmt: str, source: str, rows: list[ImportRow], items: dict[str, QueueItem]
 ) -> None:
-    key = content_key(r.prompt, r.answers)
-    item = items.get(key)
-    flip = False
-    if item is None:
-        meta = {k: v for k, v in r.meta.items() if k in ("prompt_2", "question_id", "turn", "category")}
-        item = add_item(session, queue, NewItem(r.prompt, list(r.answers), list(r.stamps), meta=meta))
-        items[key] = item
-    else:
+    """Bulk write in three flushes: new items, then labels, then rubric scores."""
+    keys = [content_key(r.prompt, r.answers) for r in rows]
+    new: dict[str, QueueItem] = {}
+    for r, key in zip(rows, keys, strict=True):
+        if key not in items and key not in new:
+            meta = {k: v for k, v in r.meta.items() if k in ("prompt_2", "question_id", "turn", "category")}
+            new[key] = make_item(queue, NewItem(r.prompt, list(r.answers), list(r.stamps), meta=meta))
+    session.add_all(new.values())
+    session.flush()
+    items.update(new)
+    labels: list[tuple[Label, ImportRow, bool]] = []
+    for r, key in zip(rows, keys, strict=True):
+        item = items[key]
         flip = len(r.answers) == 2 and item.answer_1 != r.answers[0]
-    outcome = FLIP.get(r.outcome, r.outcome) if flip else r.outcome
-    label = Label(
-        item_id=item.id,
-        queue=queue,
-        annotator=r.annotator[:128],
-        kind="import",
-        outcome=outcome,
-        reason=r.reason,
-        meta={
-            "format": fmt,
-            "source": source,
-            "line": r.line,
-            "external_id": r.external_id,
-            "turn": r.meta.get("turn"),
-            **{
-                k: v
-                for k, v in r.meta.items()
-                if k in ("preference", "provenance", "lines", "input", "instruction")
+        label = Label(
+            item_id=item.id,
+            queue=queue,
+            annotator=r.annotator[:128],
+            kind="import",
+            outcome=FLIP.get(r.outcome, r.outcome) if flip else r.outcome,
+            reason=r.reason,
+            meta={
+                "format": fmt,
+                "source": source,
+                "line": r.line,
+                "external_id": r.external_id,
+                "turn": r.meta.get("turn"),
+                **{k: v for k, v in r.meta.items() if k in LABEL_META},
             },
-        },
-    )
-    if r.created_at is not None:
-        label.created_at = r.created_at
-    session.add(label)
+        )
+        if r.created_at is not None:
+            label.created_at = r.created_at
+        labels.append((label, r, flip))
+    session.add_all(lab for lab, _, _ in labels)
     session.flush()
     session.add_all(
         RubricScore(
-            item_id=item.id,
+            item_id=label.item_id,
             label_id=label.id,
             criterion=c,
-            side=(FLIP.get(s, s) if flip else s),
+            side=(FLIP.get(side, side) if flip else side),
             value=v,
         )
-        for c, s, v in r.scores
+        for label, r, flip in labels
+        for c, side, v in r.scores
     )

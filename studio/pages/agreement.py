@@ -30,7 +30,7 @@ def _fmt(x: float | None) -> str:
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     with gr.Row():
-        queue = gr.Dropdown([], label="Queue", elem_id="agreement-queue", scale=2)
+        queue = gr.Dropdown([], label="Queue", elem_id="agreement-queue", scale=2, allow_custom_value=True)
         kinds = gr.CheckboxGroup(list(LABEL_KINDS), value=["human", "import"], label="Labels from", scale=2)
         interval = gr.Checkbox(False, label="Numeric scales as interval (default: ordinal)", scale=1)
         compute = gr.Button("Compute agreement", variant="primary", elem_id="agreement-compute", scale=1)
@@ -49,7 +49,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         )
     gr.Markdown("### AI judge bias")
     with gr.Row():
-        judge = gr.Dropdown([], label="Judge", elem_id="agreement-judge", scale=2)
+        judge = gr.Dropdown([], label="Judge", elem_id="agreement-judge", scale=2, allow_custom_value=True)
         family = gr.Textbox(label="Judge's model family (optional)", scale=1)
         run_bias = gr.Button("Bias report", elem_id="agreement-bias-run", scale=1)
     bias = gr.Markdown(elem_id="agreement-bias")

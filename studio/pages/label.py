@@ -1,7 +1,8 @@
 """Label tab: an annotator works through a queue, one pair at a time, with the rubric beside the answers.
 
 Keys: 1 = A better, 2 = B better, 3 = tie, 4 = both good, 5 = both bad, S = skip, N = next / start (ignored
-while typing in a text box). The page holds only the assignment id; the order, the left/right layout and the
+while typing in a text box). With sign-in on, the annotator name is the signed-in user. The per-prompt
+checklist (written by a judge model or by hand) is shown above the answers and can be edited here. The page holds only the assignment id; the order, the left/right layout and the
 verdicts live in the database (``annotation.labelling``), and no model names ever reach the page.
 """
 
@@ -12,8 +13,9 @@ from typing import Any
 import gradio as gr
 
 from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
-from annotation.queues import QueueError, get_queue, list_queues
+from annotation.queues import QueueError, get_queue, list_queues, set_checklist
 from annotation.rubrics import Criterion, rubric_from_dict
+from arena.accounts import PermissionDenied
 from studio.context import StudioContext
 
 MAX_CRITERIA = 8
@@ -71,10 +73,11 @@ def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     assignment = gr.State(None)  # the current assignment id
+    item = gr.State(None)  # its item id (for the checklist editor)
     gr.HTML("", js_on_load=KEYS_JS, elem_id="label-keys", visible=True)
     with gr.Row():
         annotator = gr.Textbox(label="Annotator name", scale=2, elem_id="label-annotator")
-        queue = gr.Dropdown([], label="Queue", scale=2, elem_id="label-queue", allow_custom_value=False)
+        queue = gr.Dropdown([], label="Queue", scale=2, elem_id="label-queue", allow_custom_value=True)
         start = gr.Button("▶ Start / next (N)", variant="primary", scale=1, elem_id="label-start")
     progress = gr.Markdown("", elem_id="label-progress")
     with gr.Row():
@@ -90,6 +93,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 ]
                 skip = gr.Button("S · Skip", elem_id="label-skip", interactive=False)
             reason = gr.Textbox(label="Why? (optional)", lines=2, elem_id="label-reason")
+            with gr.Accordion("Edit this prompt's checklist (one line each)", open=False):
+                checklist_edit = gr.Textbox(lines=3, show_label=False, elem_id="label-checklist-edit")
+                save_checklist = gr.Button("Save checklist", size="sm", elem_id="label-checklist-save")
         with gr.Column(scale=2), gr.Accordion("Rubric", open=True):
             rubric_title = gr.Markdown("", elem_id="label-rubric-title")
             crit_md, crit_a, crit_b = [], [], []
@@ -117,6 +123,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 "",
                 *[gr.update(visible=False)] * MAX_CRITERIA,
                 *blank,
+                None,
+                "",
             ]
         rubric = rubric_from_dict(task.rubric, queue_name) if task.rubric else None
         crits = list(rubric.criteria[:MAX_CRITERIA]) if rubric else []
@@ -156,6 +164,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             *md,
             *ra,
             *rb,
+            task.item_id,
+            "\n".join(task.checklist),
         ]
 
     def _next(queue_name: str | None, who: str) -> list[Any]:
@@ -168,15 +178,24 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise gr.Error(str(exc)) from exc
         return view(task, queue_name, who.strip())
 
-    def on_start(queue_name: str | None, who: str) -> list[Any]:
-        return _next(queue_name, who)
+    def _who(typed: str, request: gr.Request) -> str:
+        """The annotator: the signed-in user when login is on (typing another name changes nothing)."""
+        try:
+            ctx.access.user_id(request)
+        except PermissionDenied as exc:
+            raise gr.Error(str(exc)) from exc
+        return request.username if ctx.access.required else typed
+
+    def on_start(queue_name: str | None, who: str, request: gr.Request) -> list[Any]:
+        return _next(queue_name, _who(who, request))
 
     def make_submit(choice: str):
         def on_submit(
-            assignment_id: int | None, queue_name: str, who: str, why: str, *scores: Any
+            request: gr.Request, assignment_id: int | None, queue_name: str, who: str, why: str, *scores: Any
         ) -> list[Any]:
             if assignment_id is None:
                 raise gr.Error("Press Start first.")
+            who = _who(who, request)
             try:
                 with ctx.db.session() as s:
                     rubric = get_queue(s, queue_name).rubric_obj
@@ -193,9 +212,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
         return on_submit
 
-    def on_skip(assignment_id: int | None, queue_name: str, who: str) -> list[Any]:
+    def on_skip(assignment_id: int | None, queue_name: str, who: str, request: gr.Request) -> list[Any]:
         if assignment_id is None:
             raise gr.Error("Press Start first.")
+        who = _who(who, request)
         try:
             with ctx.db.session() as s:
                 skip_task(s, assignment_id, who.strip())
@@ -209,7 +229,25 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         value = current if current in names else (names[0] if names else None)
         return gr.update(choices=names, value=value)
 
-    outs = [assignment, progress, *shown]
+    def on_save_checklist(item_id: int | None, text: str, who: str) -> str:
+        if item_id is None:
+            raise gr.Error("Press Start first.")
+        try:
+            with ctx.db.session() as s:
+                lines = set_checklist(
+                    s, item_id, (text or "").splitlines(), author=(who or "").strip() or "human"
+                )
+        except QueueError as exc:
+            raise gr.Error(str(exc)) from exc
+        return "**Checklist for this prompt:**\n" + "\n".join(f"- {x}" for x in lines) if lines else ""
+
+    def fill_user(request: gr.Request):
+        name = getattr(request, "username", None)
+        return gr.update(value=name, interactive=False) if name else gr.update()
+
+    outs = [assignment, progress, *shown, item, checklist_edit]
+    save_checklist.click(on_save_checklist, [item, checklist_edit, annotator], [checklist], api_name=False)
+    demo.load(fill_user, None, [annotator], api_name=False)
     start.click(on_start, [queue, annotator], outs, api_name="label_next")
     for btn, (_, choice) in zip(buttons, CHOICES, strict=True):
         btn.click(

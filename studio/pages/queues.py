@@ -22,12 +22,13 @@ from annotation.formats import (
     import_file,
     snapshot_from_labels,
 )
-from annotation.judges import JudgeError, JudgeSpec, run_judge
+from annotation.judges import JudgeError, JudgeSpec, generate_checklists, run_judge
 from annotation.labelling import queue_progress
 from annotation.onpolicy import OnPolicySpec, generate_queue
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.rubrics import RubricError, list_rubrics
 from annotation.snapshots import SnapshotError
+from arena.accounts import PermissionDenied
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.session import data_home
@@ -80,16 +81,16 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     with gr.Accordion("New on-policy queue", open=True):
         with gr.Row():
             name = gr.Textbox(label="Queue name", elem_id="queues-name")
-            prompt_set = gr.Dropdown([], label="Prompt set")
-            policy = gr.Dropdown([], label="Policy")
-            opponent = gr.Dropdown([], label="Against (optional)", value=None)
+            prompt_set = gr.Dropdown([], label="Prompt set", allow_custom_value=True)
+            policy = gr.Dropdown([], label="Policy", allow_custom_value=True)
+            opponent = gr.Dropdown([], label="Against (optional)", value=None, allow_custom_value=True)
         with gr.Row():
             k = gr.Slider(2, 6, value=2, step=1, label="Answers per prompt (k)")
             temps = gr.Textbox(label="Temperatures (comma-separated, optional)", placeholder="0.7, 1.0")
             max_prompts = gr.Number(value=10, precision=0, label="Prompts (0 = all)")
             max_tokens = gr.Number(value=256, precision=0, label="Max tokens per answer")
             overlap = gr.Number(value=1, precision=0, label="Annotators per item")
-            rubric = gr.Dropdown([], label="Rubric")
+            rubric = gr.Dropdown([], label="Rubric", allow_custom_value=True)
         create = gr.Button("Generate queue", variant="primary", elem_id="queues-create")
         created = gr.Markdown(elem_id="queues-created")
 
@@ -104,16 +105,20 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     with gr.Accordion("AI judge", open=False):
         with gr.Row():
-            j_queue = gr.Dropdown([], label="Queue")
-            judge = gr.Dropdown([], label="Judge (any contestant)")
+            j_queue = gr.Dropdown([], label="Queue", allow_custom_value=True)
+            judge = gr.Dropdown([], label="Judge (any contestant)", allow_custom_value=True)
             absolute = gr.Checkbox(False, label="Also grade each answer on the rubric")
             j_max = gr.Number(value=20, precision=0, label="Items (0 = all)")
-        run = gr.Button("Run judge (positions swapped)", elem_id="queues-judge")
+        with gr.Row():
+            run = gr.Button("Run judge (positions swapped)", elem_id="queues-judge")
+            write_checklists = gr.Button(
+                "Write per-prompt checklists with this model", elem_id="queues-checklists"
+            )
         judged = gr.Markdown(elem_id="queues-judged")
 
     with gr.Accordion("Export labels", open=False):
         with gr.Row():
-            e_queues = gr.Dropdown([], multiselect=True, label="Queues (none = all)")
+            e_queues = gr.Dropdown([], multiselect=True, label="Queues (none = all)", allow_custom_value=True)
             e_fmt = gr.Dropdown(list(EXPORT_FORMATS), value="trl", label="Format")
             e_file = gr.Dropdown(list(FILE_FORMATS), value="JSONL", label="File")
             e_kinds = gr.CheckboxGroup(list(LABEL_KINDS), value=list(LABEL_KINDS), label="Labels from")
@@ -141,7 +146,18 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         )
 
     def on_create(
-        qname, pset, pol, opp, kk, temps_text, n_prompts, n_tokens, n_overlap, rub, progress=gr.Progress()
+        qname,
+        pset,
+        pol,
+        opp,
+        kk,
+        temps_text,
+        n_prompts,
+        n_tokens,
+        n_overlap,
+        rub,
+        request: gr.Request,
+        progress=gr.Progress(),
     ):
         try:
             temperatures = [float(t) for t in (temps_text or "").replace(" ", "").split(",") if t]
@@ -162,8 +178,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             rubric=rub or None,
         )
         try:
-            res = generate_queue(ctx.db, spec, _progress_cb(progress))
-        except (QueueError, RubricError, RegistryError) as exc:
+            res = generate_queue(ctx.db, spec, _progress_cb(progress), user_id=ctx.access.user_id(request))
+        except (QueueError, RubricError, RegistryError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         errs = "".join(f"\n- ⚠️ {e}" for e in res.errors[:10])
         return (
@@ -172,27 +188,35 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             f"{res.resumed} prompts already done, {res.identical} identical pairs dropped){errs}"
         ), _table(ctx)
 
-    def on_import(file: str | None, layout: str, qname: str, skip: bool):
+    def on_import(file: str | None, layout: str, qname: str, skip: bool, request: gr.Request):
         if not file:
             raise gr.Error("Choose a file.")
         try:
             with ctx.db.session() as s:
-                rep = import_file(s, file, layout, qname.strip() or None, skip_bad=skip)
+                uid = ctx.access.user_id(request)
+                rep = import_file(s, file, layout, qname.strip() or None, skip_bad=skip, user_id=uid)
         except ImportValidationError as exc:
             lines = "\n".join(f"- {line}" for line in exc.report.lines(30))
             return f"❌ {exc.report.summary()}. Fix the rows or tick *Skip bad rows*.\n\n{lines}", _table(ctx)
-        except (QueueError, RubricError) as exc:
+        except (QueueError, RubricError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         skipped = "\n".join(f"- skipped {line}" for line in rep.lines(30)) if rep.skipped else ""
         return f"✅ {rep.summary()}\n\n{skipped}", _table(ctx)
 
-    def on_judge(qname: str | None, judge_name: str | None, grade: bool, n: float, progress=gr.Progress()):
+    def on_judge(
+        qname: str | None,
+        judge_name: str | None,
+        grade: bool,
+        n: float,
+        request: gr.Request,
+        progress=gr.Progress(),
+    ):
         if not qname or not judge_name:
             raise gr.Error("Pick a queue and a judge.")
         spec = JudgeSpec(judge_name, qname, absolute=grade, max_items=int(n or 0) or None)
         try:
-            res = run_judge(ctx.db, spec, _progress_cb(progress))
-        except (JudgeError, QueueError, RegistryError, RubricError) as exc:
+            res = run_judge(ctx.db, spec, _progress_cb(progress), user_id=ctx.access.user_id(request))
+        except (JudgeError, QueueError, RegistryError, RubricError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         return (
             f"**{res.judge}** judged {res.n_items} items in {res.seconds:.1f} s: {res.verdicts} "
@@ -200,17 +224,28 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             "See the Agreement tab for its bias report."
         ), _table(ctx)
 
+    def on_checklists(qname: str | None, judge_name: str | None, request: gr.Request, progress=gr.Progress()):
+        if not qname or not judge_name:
+            raise gr.Error("Pick a queue and a model.")
+        try:
+            uid = ctx.access.user_id(request)
+            out = generate_checklists(ctx.db, qname, judge_name, progress=_progress_cb(progress), user_id=uid)
+        except (QueueError, RegistryError, PermissionDenied) as exc:
+            raise gr.Error(str(exc)) from exc
+        return f"Checklists written for **{len(out)}** prompts (edit them on the Label tab).", _table(ctx)
+
     def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:
         return ExportSpec(fmt_name, bool(conv), list(queues or []) or None, tuple(kinds or LABEL_KINDS), agg)
 
-    def on_export(queues, fmt_name, file_kind, kinds, conv, agg):
+    def on_export(queues, fmt_name, file_kind, kinds, conv, agg, request: gr.Request):
         folder = data_home() / "exports"
         stem = f"{'-'.join(queues or ['all'])[:60]}-{fmt_name}{'-conv' if conv else ''}"
         out = folder / (stem + FILE_FORMATS[file_kind] if FILE_FORMATS[file_kind] else stem)
         try:
             with ctx.db.session() as s:
-                res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out)
-        except QueueError as exc:
+                uid = ctx.access.user_id(request)
+                res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out, user_id=uid)
+        except (QueueError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         path = Path(res.path)
         if path.is_dir():
@@ -222,11 +257,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             path
         )
 
-    def on_freeze(queues, kinds, agg):
+    def on_freeze(queues, kinds, agg, request: gr.Request):
         try:
             with ctx.db.session() as s:
-                snap = snapshot_from_labels(s, _spec(queues, "trl", kinds, True, agg))
-        except (QueueError, SnapshotError) as exc:
+                uid = ctx.access.user_id(request)
+                snap = snapshot_from_labels(s, _spec(queues, "trl", kinds, True, agg), user_id=uid)
+        except (QueueError, SnapshotError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         verb = "Created" if snap.created else "Already frozen:"
         return f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs", None
@@ -242,6 +278,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     )
     do_import.click(on_import, [upload, fmt, imp_queue, skip_bad], [imported, table], api_name="queue_import")
     run.click(on_judge, [j_queue, judge, absolute, j_max], [judged, table], api_name="judge_run")
+    write_checklists.click(on_checklists, [j_queue, judge], [judged, table], api_name="queue_checklists")
     do_export.click(
         on_export,
         [e_queues, e_fmt, e_file, e_kinds, e_conv, e_agg],
