@@ -91,7 +91,9 @@ def test_annotator_labels_three_items_with_the_keyboard(label_server, browser):
     db = Database(db_url)
     with db.session() as s:
         rows = s.execute(
-            select(Label, Assignment).join(Assignment, Label.assignment_id == Assignment.id).order_by(Assignment.position)
+            select(Label, Assignment)
+            .join(Assignment, Label.assignment_id == Assignment.id)
+            .order_by(Assignment.position)
         ).all()
         scores = s.scalars(select(RubricScore)).all()
     db.dispose()

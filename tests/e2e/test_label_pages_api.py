@@ -57,7 +57,9 @@ def test_import_agreement_export_through_the_api(server, tmp_path):
     assert "**8** labels on **4** items by **2** annotators" in summary
     assert pairs["data"] == [["ann", "bob", 0.0, 0.75, 4]]  # all-"1" coder: kappa 0 by definition
 
-    text, file = client.predict(["ae"], "trl", "Parquet", ["import"], False, "majority", api_name="/labels_export")
+    text, file = client.predict(
+        ["ae"], "trl", "Parquet", ["import"], False, "majority", api_name="/labels_export"
+    )
     assert "**3** rows" in text and file.endswith(".parquet")  # item 4 has no majority (1 vs 2)
     text, _ = client.predict(["ae"], ["import"], "each", api_name="/labels_freeze")
     assert "snapshot" in text and "**8** pairs" in text  # every decisive label is a pair
