@@ -195,9 +195,10 @@ def set_password(where: Session | Database, name: str, password: str, by: int | 
     """Set a new password; admins may set anyone's, every user their own."""
     pw_hash = hash_password(password)
     with _session(where) as s:
-        u = _row(s, name)
-        if by != u.id:
+        me = require_role(s, by, "annotator")
+        if me is not None and me.name != name:
             require_role(s, by, "admin")
+        u = _row(s, name)
         u.password_hash = pw_hash
         return _info(u)
 

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from sqlalchemy.orm import Session
 
+from arena.accounts import require_role
 from arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
 
 FIELDS = {
@@ -130,8 +131,11 @@ def load_persona_file(path: str | Path) -> list[ContestantSpec]:
     return parse_personas(text, str(path))
 
 
-def add_personas(session: Session, specs: list[ContestantSpec], source: str = "personas") -> list[int]:
+def add_personas(
+    session: Session, specs: list[ContestantSpec], source: str = "personas", user_id: int | None = None
+) -> list[int]:
     """Register every persona in the caller's transaction; any failure raises and the caller rolls back."""
+    require_role(session, user_id, "researcher")
     ids = []
     for spec in specs:
         try:

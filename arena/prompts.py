@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from arena.accounts import require_role
 from db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"
@@ -93,8 +94,11 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
     return rows
 
 
-def import_prompt_set(session: Session, set_name: str, name: str, data: bytes, source: str = "") -> int:
+def import_prompt_set(
+    session: Session, set_name: str, name: str, data: bytes, source: str = "", user_id: int | None = None
+) -> int:
     """Create a prompt set from file bytes in the caller's transaction; returns the number of prompts."""
+    require_role(session, user_id, "researcher")
     rows = parse_prompt_file(name, data)
     if session.scalar(select(PromptSet.id).where(PromptSet.name == set_name)) is not None:
         raise PromptImportError(f"a prompt set named {set_name!r} already exists")

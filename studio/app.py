@@ -43,13 +43,17 @@ def serve(
 ) -> tuple[gr.Blocks, str]:
     """Build and launch the app; returns the Blocks and the local URL."""
     ctx = ctx or build_context()
+    host = host or ctx.settings.host
+    check_serving(ctx.settings.auth, ctx.access.required, host)  # raises AuthConfigError with the fix
     demo = build_app(ctx)
     _, url, _ = demo.launch(
-        server_name=host or ctx.settings.host,
+        server_name=host,
         server_port=port or ctx.settings.port,
         prevent_thread_lock=not block,
         css=CSS,
         show_error=True,
         quiet=not block,
+        auth=ctx.access.gradio_auth(),  # None in the open single-user mode
+        auth_message="Sign in with your Vibe Studio account." if ctx.access.required else None,
     )
     return demo, url

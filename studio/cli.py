@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from studio.cli_users import users_app
+
 app = typer.Typer(
     help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
     no_args_is_help=True,
@@ -20,6 +22,7 @@ app.add_typer(train_app, name="train")
 app.add_typer(db_app, name="db")
 prompts_app = typer.Typer(help="Prompt sets for the arena.", no_args_is_help=True)
 app.add_typer(prompts_app, name="prompts")
+app.add_typer(users_app, name="users")
 
 
 def _fail(msg: str) -> None:
@@ -40,9 +43,13 @@ def serve(
 ) -> None:
     """Serve the studio web app."""
     from studio.app import serve as run
+    from studio.auth import AuthConfigError
 
     typer.echo("Preparing the studio (database, default contestants, prompt sets)...")
-    run(host, port, block=True)
+    try:
+        run(host, port, block=True)
+    except AuthConfigError as exc:
+        _fail(str(exc))
 
 
 @db_app.command("migrate")

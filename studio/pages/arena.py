@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 
+from arena.accounts import PermissionDenied, RateLimited
 from arena.battles import QUICK_RUBRIC, BattleError, Reveal, TurnUpdate
 from arena.engines.factory import ENGINE_KINDS
 from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
@@ -140,9 +141,9 @@ def build(ctx: StudioContext) -> None:
             raise gr.Error(str(exc)) from exc
         return p.turns[0], p.id
 
-    def _start(m: str, a: str | None, b: str | None, pid: int | None):
+    def _start(m: str, a: str | None, b: str | None, pid: int | None, uid: int | None = None):
         if m != NAMED:
-            return svc.start_battle(prompt_id=pid)
+            return svc.start_battle(user_id=uid, prompt_id=pid)
         if not a or not b:
             raise BattleError("named mode: choose both models first")
         try:
@@ -150,7 +151,7 @@ def build(ctx: StudioContext) -> None:
                 pair = (get_contestant(s, a).id, get_contestant(s, b).id)
         except RegistryError as exc:
             raise BattleError(str(exc)) from exc
-        return svc.start_battle(prompt_id=pid, pair=pair, mode="named")
+        return svc.start_battle(user_id=uid, prompt_id=pid, pair=pair, mode="named")
 
     def _follow_up(battle_id: int, pid: int | None, n_turns: int) -> str:
         """The next turn of a multi-turn prompt drawn from a set, if any."""
@@ -195,15 +196,17 @@ def build(ctx: StudioContext) -> None:
         except BattleError as exc:
             raise gr.Error(str(exc)) from exc
 
-    def on_send(msg, battle_id, pid, m, a, b, chat_l, chat_r):
+    def on_send(msg, battle_id, pid, m, a, b, chat_l, chat_r, request: gr.Request):
         try:
+            uid = ctx.access.user_id(request)
+            ctx.access.limit("prompts", uid)
             if battle_id is None:
                 svc.check_prompt_text(msg)
-                view = _start(m, a, b, pid)
+                view = _start(m, a, b, pid, uid)
                 battle_id, chat_l, chat_r = view.battle_id, [], []
             view = svc.battle_view(battle_id)
             svc.check_prompt(battle_id, msg)
-        except BattleError as exc:
+        except (BattleError, PermissionDenied, RateLimited) as exc:
             raise gr.Error(str(exc)) from exc
         labels = (view.left_name or "Model A", view.right_name or "Model B")
         chat_l = [*chat_l, {"role": "user", "content": msg}, {"role": "assistant", "content": ""}]
@@ -212,14 +215,15 @@ def build(ctx: StudioContext) -> None:
         yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False)
         yield from _stream(svc.generate_turn(battle_id, msg), chat_l, chat_r, battle_id, pid, labels)
 
-    def on_regenerate(battle_id, pid, chat_l, chat_r):
+    def on_regenerate(battle_id, pid, chat_l, chat_r, request: gr.Request):
         if battle_id is None:
             raise gr.Error("There is nothing to regenerate: send a prompt first.")
         try:
+            ctx.access.limit("prompts", ctx.access.user_id(request))
             view = svc.battle_view(battle_id)
             updates = svc.regenerate(battle_id)
             first = next(updates)
-        except (BattleError, StopIteration) as exc:
+        except (BattleError, StopIteration, PermissionDenied, RateLimited) as exc:
             raise gr.Error(str(exc) or "nothing to regenerate") from exc
         labels = (view.left_name or "Model A", view.right_name or "Model B")
 
@@ -230,7 +234,7 @@ def build(ctx: StudioContext) -> None:
         yield from _stream(chained(), list(chat_l), list(chat_r), battle_id, pid, labels)
 
     def make_vote(choice: str):
-        def on_vote(battle_id: int | None, *scores: str | None):
+        def on_vote(request: gr.Request, battle_id: int | None, *scores: str | None):
             if battle_id is None:
                 raise gr.Error("There is no battle to vote on: send a prompt first.")
             rubric: dict[str, dict[str, float]] = {}
@@ -240,8 +244,10 @@ def build(ctx: StudioContext) -> None:
                     if value:
                         rubric.setdefault(criterion, {})[side] = float(value)
             try:
-                r = svc.record_vote(battle_id, choice, rubric=rubric or None)
-            except BattleError as exc:
+                uid = ctx.access.user_id(request)
+                ctx.access.limit("votes", uid)
+                r = svc.record_vote(battle_id, choice, user_id=uid, rubric=rubric or None)
+            except (BattleError, PermissionDenied, RateLimited) as exc:
                 raise gr.Error(str(exc)) from exc
             msg = (
                 f"✅ Vote on turn {r.turn_idx + 1} saved. Send a follow-up to both models, "
@@ -332,7 +338,7 @@ def _persona_form(ctx: StudioContext) -> None:
             add_yaml = gr.Button("Import YAML", elem_id="persona-import")
         result = gr.Markdown(elem_id="persona-result")
 
-    def on_add(n, e, m, sp, pf, t, mt, al, url, env):
+    def on_add(n, e, m, sp, pf, t, mt, al, url, env, request: gr.Request):
         data: dict[str, Any] = {
             "name": n,
             "engine": e,
@@ -347,19 +353,19 @@ def _persona_form(ctx: StudioContext) -> None:
         try:
             spec = spec_from_mapping(data, "form")
             with ctx.db.session() as s:
-                add_personas(s, [spec], "form")
-        except PersonaError as exc:
+                add_personas(s, [spec], "form", user_id=ctx.access.user_id(request))
+        except (PersonaError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         return f"✅ Added **{spec.public_name}**: it can be drawn in the next battle."
 
-    def on_yaml(file: Any):
+    def on_yaml(file: Any, request: gr.Request):
         if file is None:
             raise gr.Error("Choose a YAML file first.")
         try:
             specs = load_persona_file(file if isinstance(file, str) else file.name)
             with ctx.db.session() as s:
-                add_personas(s, specs, "upload")
-        except PersonaError as exc:
+                add_personas(s, specs, "upload", user_id=ctx.access.user_id(request))
+        except (PersonaError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         return f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{x.public_name}**" for x in specs)
 

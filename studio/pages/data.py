@@ -9,6 +9,7 @@ import pandas as pd
 from sqlalchemy import func, select
 
 from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
+from arena.accounts import PermissionDenied
 from arena.prompts import PromptImportError, import_prompt_set
 from db.models import Battle, Vote
 from studio.context import StudioContext
@@ -58,18 +59,18 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     do_import = gr.Button("Import")
     import_result = gr.Markdown()
 
-    def on_freeze():
+    def on_freeze(request: gr.Request):
         try:
             with ctx.db.session() as s:
-                snap = snapshot_from_votes(s)
-        except SnapshotError as exc:
+                snap = snapshot_from_votes(s, user_id=ctx.access.user_id(request))
+        except (SnapshotError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         verb = "Created" if snap.created else "Already frozen:"
         skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
         text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
         return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 
-    def on_import(name: str, file: str | None):
+    def on_import(name: str, file: str | None, request: gr.Request):
         if not name or not name.strip():
             raise gr.Error("Give the prompt set a name.")
         if not file:
@@ -77,8 +78,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         path = Path(file)
         try:
             with ctx.db.session() as s:
-                n = import_prompt_set(s, name.strip(), path.name, path.read_bytes())
-        except PromptImportError as exc:
+                uid = ctx.access.user_id(request)
+                n = import_prompt_set(s, name.strip(), path.name, path.read_bytes(), user_id=uid)
+        except (PromptImportError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         return f"Imported **{n}** prompts into **{name.strip()}**."
 

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from annotation.snapshots import SnapshotError, list_snapshots
+from arena.accounts import PermissionDenied
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from training.config import ConfigError
@@ -88,14 +89,15 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False)
     timer = gr.Timer(2.0)
 
-    def on_launch(parent_name, snap_label, n_steps, b, use_lora, learning_rate):
+    def on_launch(parent_name, snap_label, n_steps, b, use_lora, learning_rate, request: gr.Request):
         overrides = {"max_steps": int(n_steps or 16), "beta": float(b or 0.1), "lora": bool(use_lora)}
         if learning_rate:
             overrides["learning_rate"] = float(learning_rate)
         snap = None if snap_label in (None, NEW_SNAPSHOT) else snap_label.split(" ", 1)[0]
         try:
-            jid = launch_dpo(ctx.db, parent_name, snapshot=snap, **overrides)
-        except (SnapshotError, ConfigError, JobError) as exc:
+            uid = ctx.access.user_id(request)
+            jid = launch_dpo(ctx.db, parent_name, snapshot=snap, created_by=uid, **overrides)
+        except (SnapshotError, ConfigError, JobError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         _, new_snaps = _choices(ctx)
         return (f"Job **{jid}** submitted.", jid, _jobs_table(ctx), gr.update(choices=new_snaps))
@@ -124,12 +126,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             text += f"\n\n❌ {v.error[:500]}"
         return table, text, _figure(v.metrics), v.log_tail
 
-    def on_cancel(jid):
+    def on_cancel(jid, request: gr.Request):
         if not jid:
             raise gr.Error("Choose a job id to cancel.")
         try:
-            v = cancel(ctx.db, int(jid))
-        except JobError as exc:
+            v = cancel(ctx.db, int(jid), user_id=ctx.access.user_id(request))
+        except (JobError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         return f"Job {v.id} is {v.status}."
 

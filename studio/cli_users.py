@@ -1,0 +1,120 @@
+"""``vibestudio users ...``: accounts from the command line (the CLI is the local operator, with admin rights).
+
+Passwords are read from a hidden prompt or, for scripts, one line on stdin (``--password-stdin``); there is no
+``--password`` option, so a password never lands in shell history or the process list.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from arena.accounts import ROLES, AccountError
+
+users_app = typer.Typer(
+    help="User accounts and roles (admin, researcher, annotator). Adding the first user turns login on.",
+    no_args_is_help=True,
+)
+
+
+def _db():  # type: ignore[no-untyped-def]
+    from db.session import Database
+
+    db = Database()
+    db.migrate()
+    return db
+
+
+def _fail(msg: str) -> None:
+    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+def _password(from_stdin: bool) -> str:
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    return str(typer.prompt("Password", hide_input=True, confirmation_prompt=True))
+
+
+@users_app.command("add")
+def users_add(
+    name: str = typer.Argument(..., help="Login name (letters, digits, . _ @ -)."),
+    role: str = typer.Option("annotator", help=f"One of: {', '.join(ROLES)}."),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
+) -> None:
+    """Create a user who can log in."""
+    from arena.accounts import add_user
+
+    try:
+        u = add_user(_db(), name, _password(password_stdin), role)
+    except AccountError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"Added {u.name} ({u.role}). Login is required from the next server start.")
+
+
+@users_app.command("list")
+def users_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List users with their role and status."""
+    from arena.accounts import list_users
+
+    users = list_users(_db())
+    if as_json:
+        rows = [
+            {"name": u.name, "role": u.role, "disabled": u.disabled, "has_password": u.has_password}
+            for u in users
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for u in users:
+        status = "disabled" if u.disabled else ("active" if u.has_password else "no password")
+        typer.echo(f"{u.name:<32} {u.role:<11} {status}")
+
+
+@users_app.command("set-role")
+def users_set_role(
+    name: str = typer.Argument(...), role: str = typer.Argument(..., help=", ".join(ROLES))
+) -> None:
+    """Change a user's role (the last active admin cannot be demoted)."""
+    from arena.accounts import set_role
+
+    try:
+        u = set_role(_db(), name, role)
+    except AccountError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"{u.name} is now {u.role}.")
+
+
+@users_app.command("disable")
+def users_disable(
+    name: str = typer.Argument(...),
+    enable: bool = typer.Option(False, "--enable", help="Enable the account again instead."),
+) -> None:
+    """Disable a user: no login, and every request of an open session is refused."""
+    from arena.accounts import set_disabled
+
+    try:
+        u = set_disabled(_db(), name, not enable)
+    except AccountError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"{u.name} is {'disabled' if u.disabled else 'enabled'}.")
+
+
+@users_app.command("passwd")
+def users_passwd(
+    name: str = typer.Argument(...),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
+) -> None:
+    """Set a new password for a user."""
+    from arena.accounts import set_password
+
+    try:
+        u = set_password(_db(), name, _password(password_stdin))
+    except AccountError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(f"New password set for {u.name}.")

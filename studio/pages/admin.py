@@ -1,0 +1,103 @@
+"""Admin tab: users and roles (list, add, change role, disable or enable, reset a password).
+
+Every handler passes the signed-in user's id to ``arena.accounts``, which refuses anyone but an admin; the tab
+being visible to others changes nothing. In the open single-user mode the local operator is the admin.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+import pandas as pd
+
+from arena.accounts import ROLES, AccountError, PermissionDenied, UserInfo, list_users
+from arena.accounts import add_user as _add_user
+from arena.accounts import set_disabled as _set_disabled
+from arena.accounts import set_password as _set_password
+from arena.accounts import set_role as _set_role
+from studio.context import StudioContext
+
+COLUMNS = ["name", "role", "status", "created", "last login"]
+
+
+def _table(users: list[UserInfo]) -> pd.DataFrame:
+    rows = [
+        {
+            "name": u.name,
+            "role": u.role,
+            "status": "disabled" if u.disabled else ("active" if u.has_password else "no password"),
+            "created": str(u.created_at or "")[:19],
+            "last login": str(u.last_login_at or "")[:19],
+        }
+        for u in users
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _mode(ctx: StudioContext) -> str:
+    if ctx.access.required:
+        return "Login is **on**: every page and API call acts as the signed-in user."
+    return (
+        "Login is **off** (open single-user mode: you are the local admin). Adding a user with a password "
+        "turns login on at the next start of the server."
+    )
+
+
+def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    gr.Markdown(_mode(ctx), elem_id="admin-mode")
+    users = gr.Dataframe(interactive=False, label="Users", elem_id="admin-users")
+    with gr.Row():
+        name = gr.Textbox(label="User name", elem_id="admin-name")
+        password = gr.Textbox(label="Password (new users, resets)", type="password", elem_id="admin-password")
+        role = gr.Dropdown(list(ROLES), value="annotator", label="Role", elem_id="admin-role")
+    with gr.Row():
+        add = gr.Button("➕ Add user", variant="primary", elem_id="admin-add")
+        change = gr.Button("Set role", elem_id="admin-set-role")
+        disable = gr.Button("⛔ Disable", elem_id="admin-disable")
+        enable = gr.Button("✅ Enable", elem_id="admin-enable")
+        reset = gr.Button("🔑 Set password", elem_id="admin-set-password")
+    result = gr.Markdown(elem_id="admin-result")
+
+    def run(action, request: gr.Request):  # type: ignore[no-untyped-def]
+        try:
+            by = ctx.access.user_id(request)
+            message = action(by)
+            return f"✅ {message}", _table(list_users(ctx.db, by=by))
+        except (AccountError, PermissionDenied) as exc:
+            raise gr.Error(str(exc)) from exc
+
+    def on_list(request: gr.Request):
+        try:
+            return _table(list_users(ctx.db, by=ctx.access.user_id(request)))
+        except PermissionDenied as exc:
+            raise gr.Error(str(exc)) from exc
+
+    def on_add(n: str, pw: str, r: str, request: gr.Request):
+        return run(lambda by: f"added {_add_user(ctx.db, n, pw, r, by=by).name} ({r})", request)
+
+    def on_role(n: str, r: str, request: gr.Request):
+        return run(lambda by: f"{_set_role(ctx.db, n, r, by=by).name} is now {r}", request)
+
+    def on_disable(n: str, request: gr.Request):
+        return run(lambda by: f"{_set_disabled(ctx.db, n, True, by=by).name} is disabled", request)
+
+    def on_enable(n: str, request: gr.Request):
+        return run(lambda by: f"{_set_disabled(ctx.db, n, False, by=by).name} is enabled", request)
+
+    def on_reset(n: str, pw: str, request: gr.Request):
+        return run(lambda by: f"new password set for {_set_password(ctx.db, n, pw, by=by).name}", request)
+
+    add.click(on_add, [name, password, role], [result, users], api_name="admin_add_user")
+    change.click(on_role, [name, role], [result, users], api_name="admin_set_role")
+    disable.click(on_disable, [name], [result, users], api_name="admin_disable_user")
+    enable.click(on_enable, [name], [result, users], api_name="admin_enable_user")
+    reset.click(on_reset, [name, password], [result, users], api_name="admin_set_password")
+    refresh = gr.Button("🔄 Refresh", elem_id="admin-refresh")
+    refresh.click(on_list, None, [users], api_name="admin_users")
+
+    def on_load(request: gr.Request):
+        try:
+            return _table(list_users(ctx.db, by=ctx.access.user_id(request)))
+        except PermissionDenied:
+            return pd.DataFrame(columns=COLUMNS)  # not an admin: an empty table, no error on every page load
+
+    demo.load(on_load, None, [users], api_visibility="private")
