@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
+from arena.accounts import require_role
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
 from training.config import JobConfig, save_config
@@ -291,8 +292,9 @@ def reconcile(db: Database, start: bool = True) -> list[int]:
     return failed
 
 
-def cancel(db: Database, job_id: int, grace: float = 10.0) -> JobView:
+def cancel(db: Database, job_id: int, grace: float = 10.0, user_id: int | None = None) -> JobView:
     """Cancel a queued or running job: SIGTERM to its process group, SIGKILL after ``grace`` seconds."""
+    require_role(db, user_id, "researcher")
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.snapshots import SnapshotError, get_snapshot, snapshot_from_votes
+from arena.accounts import require_role
 from db.session import Database
 from training.config import ConfigError, JobConfig, make_config
 from training.errors import JobError
@@ -47,6 +48,7 @@ def launch(
     **overrides: Any,
 ) -> int:
     """Validate and queue a job of ``kind``; it starts at once when no other job runs. Returns the job id."""
+    require_role(db, created_by, "researcher")
     cfg = build_config(kind, parent, None, **overrides)
     cfg.snapshot_hash = resolve_snapshot(db, snapshot, min_pairs=cfg.min_pairs)
     return submit(db, kind, cfg, created_by=created_by)
