@@ -11,11 +11,12 @@ from ._elo import online_elo
 from ._records import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
 from ._report import format_board, ratings_report
 from ._views import PairwiseMatrices, leaderboard_by, pairwise_matrices, rating_over_time, vibe_profiles
-from ._winrate import win_rates
+from ._winrate import WinRate, win_rates
 
 __all__ = [
     "SCALE",
     "WINNERS",
+    "WinRate",
     "BattleRecords",
     "Leaderboard",
     "ModelRating",

@@ -16,7 +16,7 @@ pulled towards 50. Lengths are token counts (`arena.vibes`), FastChat `conv_meta
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -36,9 +36,17 @@ LEAVE_OUT_MAX_MODELS = 20
 
 
 @single_threaded
+class WinRate(TypedDict):
+    """Against the baseline: win rate and length-controlled win rate in percent, and the number of battles."""
+
+    win_rate: float
+    lc_win_rate: float | None
+    n_battles: int
+
+
 def win_rates(
     records: Any, baseline: str, *, both_good: str = "tie", both_bad: str = "tie"
-) -> dict[str, dict[str, float | None]]:
+) -> dict[str, WinRate]:
     """Per model that met `baseline`: `win_rate` and `lc_win_rate` in percent (ties count half) and `n_battles`.
 
     `lc_win_rate` is None when the answers' lengths are unknown (no conversations, no precomputed counts).
@@ -69,7 +77,7 @@ def win_rates(
         prep.names[m]: {
             "win_rate": raw[m],
             "lc_win_rate": None if lc is None else lc[m],
-            "n_battles": float(counts[m]),
+            "n_battles": counts[m],
         }
         for m in sorted(raw, key=lambda k: prep.names[k])
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -80,7 +81,7 @@ def test_recovers_known_skills() -> None:
     for model in board.models:
         assert abs(model.rating - truth[model.name]) < 3 * (model.ci_high - model.ci_low) / 3.92 + 1.0
         assert model.ci_low < model.rating < model.ci_high
-    assert [m.name for m in board.models] == sorted(SKILLS, key=SKILLS.get, reverse=True)
+    assert [m.name for m in board.models] == sorted(SKILLS, key=lambda k: SKILLS[k], reverse=True)
     assert [m.rank for m in board.models] == [1, 2, 3, 4, 5, 6]
     assert board.n_battles == 30_000
     assert sum(m.n_battles for m in board.models) == 60_000
@@ -110,7 +111,7 @@ def test_agrees_with_reference_weighted() -> None:
 def test_bootstrap_and_sandwich_cover_truth_near_nominal_rate() -> None:
     skills = {"a": 1100.0, "b": 1030.0, "c": 980.0, "d": 890.0}
     truth = centred(skills)
-    methods = {
+    methods: dict[str, dict[str, Any]] = {
         "bootstrap": {"ci_method": "bootstrap"},
         "bayesian": {"ci_method": "bootstrap", "resample": "bayesian"},
         "sandwich": {"ci_method": "sandwich"},
@@ -250,7 +251,7 @@ def style_records(n: int, seed: int, bias: float, *, texts: bool) -> list[dict]:
         feature = (la - lb) / (la + lb + 1.0)
         logit = (skills[a] - skills[b]) * LN10_400 + bias * feature
         winner = "model_a" if rng.random() < 1 / (1 + math.exp(-logit)) else "model_b"
-        record = {"model_a": str(a), "model_b": str(b), "winner": winner}
+        record: dict[str, Any] = {"model_a": str(a), "model_b": str(b), "winner": winner}
         if texts:
             record["conversation_a"] = [
                 {"role": "user", "content": "q"},
