@@ -107,7 +107,11 @@ def build(ctx: StudioContext) -> None:
                 for side in ("A", "B"):
                     rubric_inputs.append(
                         gr.Radio(
-                            SCORES, value=None, label=f"{criterion.capitalize()} · Model {side}", scale=1
+                            SCORES,
+                            value=None,
+                            label=f"{criterion.capitalize()} · Model {side}",
+                            scale=1,
+                            elem_id=f"rubric-{criterion}-{side.lower()}",
                         )
                     )
     with gr.Row():

@@ -1,0 +1,55 @@
+"""Real Chromium: named mode (the user picks both models), regenerate, a rubric score with the vote, new round."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from db.models import Battle, RubricScore, Turn, Vote
+from tests.e2e.test_arena_anonymity import QUIET, _server_with, _stop
+
+pytestmark = pytest.mark.e2e
+
+
+def _pick(page, elem_id: str, name: str) -> None:
+    page.locator(f"#{elem_id} input").click()
+    page.locator(f"#{elem_id}").get_by_role("option", name=name).click()
+
+
+def test_named_battle_with_regenerate_rubric_and_new_round(tmp_path, browser):
+    proc, url, db = _server_with(tmp_path, QUIET)
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(url)
+        page.wait_for_selector("#arena-prompt textarea")
+        page.get_by_label("Named (pick both models)").check()
+        page.wait_for_selector("#arena-pick-left input", timeout=30_000)
+        _pick(page, "arena-pick-left", "quokka-gamma")
+        _pick(page, "arena-pick-right", "quokka-alpha")
+        page.locator("#arena-prompt textarea").fill("Name a fruit.")
+        page.locator("#arena-send").click()
+        page.wait_for_selector("#arena-regenerate:not([disabled])", timeout=120_000)
+        assert "quokka-gamma" in page.locator("#chat-left").inner_text()  # named: the label is the name
+        page.locator("#arena-regenerate").click()
+        page.wait_for_selector("#vote-left:not([disabled])", timeout=120_000)
+        page.get_by_text("Quick rubric").click()
+        page.locator("#rubric-helpfulness-a").get_by_text("4", exact=True).click()
+        page.locator("#vote-left").click()
+        page.wait_for_function(
+            "document.querySelector('#arena-status').innerText.includes('Vote on turn 1 saved')",
+            timeout=30_000,
+        )
+        page.locator("#arena-new").click()
+        page.wait_for_function("document.querySelector('#arena-status').innerText === ''", timeout=30_000)
+        page.close()
+    finally:
+        _stop(proc)
+    with db.session() as s:
+        b = s.scalars(select(Battle)).one()
+        turn = s.scalars(select(Turn)).one()
+        vote = s.scalars(select(Vote)).one()
+        score = s.scalars(select(RubricScore)).one()
+        assert b.mode == "named" and b.left_is_a and b.status == "voted" and b.revealed_at is None
+        assert len(turn.replaced) == 1 and vote.outcome == "a"
+        assert (score.criterion, score.side, score.value, score.vote_id) == ("helpfulness", "a", 4.0, vote.id)
+    db.dispose()
