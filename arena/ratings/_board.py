@@ -308,7 +308,7 @@ def leaderboard(
     both_bad: str = "tie",
     elo_k: float | None = 4.0,
     min_battles: int = 10,
-    resample: str = "multinomial",
+    resample: str = "bayesian",
 ) -> Leaderboard:
     """Bradley-Terry leaderboard on the Elo scale from battle records (list of dicts, DataFrame or BattleRecords).
 

@@ -24,7 +24,7 @@ def ratings_report(
     as_json: bool = False,
     skip_bad: bool = False,
     seed: int = 0,
-    resample: str = "multinomial",
+    resample: str = "bayesian",
 ) -> str:
     """Leaderboard for a battle file. `bootstrap` rounds (0 = sandwich intervals); `baseline` adds each model's
     `win_rate` and `lc_win_rate` (percent) against it. Raises `RatingsInputError` on bad input unless `skip_bad`."""
