@@ -307,6 +307,12 @@ class ArenaService:
             raise BattleError(
                 f"the prompt is {len(user_msg)} characters; the limit is {self.limits.max_prompt_chars}"
             )
+        if "\x00" in user_msg:
+            raise BattleError("the prompt contains a NUL character: send text, not binary data")
+        try:
+            user_msg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BattleError(f"the prompt is not valid Unicode text (character {exc.start + 1})") from exc
 
     @staticmethod
     def _check_open(b: Battle) -> None:

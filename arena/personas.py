@@ -44,6 +44,9 @@ FIELDS = {
 _STRINGS = ("name", "engine", "model", "adapter", "system_prompt", "prefill", "description")
 
 
+MAX_TEXT_CHARS = 16_000  # system prompt, prefill, description: far more than any context window takes
+
+
 class PersonaError(ValueError):
     """A persona definition is invalid; the message names the file, the persona and the field."""
 
@@ -71,6 +74,12 @@ def spec_from_mapping(data: Any, where: str = "persona") -> ContestantSpec:
     for key in _STRINGS:
         if data.get(key) is not None and not isinstance(data[key], str):
             raise PersonaError(f"{label}: field {key!r} must be a string, got {type(data[key]).__name__}")
+        if isinstance(data.get(key), str) and len(data[key]) > MAX_TEXT_CHARS:
+            raise PersonaError(
+                f"{label}: field {key!r} is {len(data[key])} characters; the limit is {MAX_TEXT_CHARS}"
+            )
+        if isinstance(data.get(key), str) and "\x00" in data[key]:
+            raise PersonaError(f"{label}: field {key!r} contains a NUL character (binary data?)")
     for key in ("sampling", "engine_config"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise PersonaError(f"{label}: field {key!r} must be a mapping, got {type(data[key]).__name__}")

@@ -21,6 +21,7 @@ from db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"
 _DATA = Path(__file__).parent / "data"
+MAX_TURN_CHARS = 32_000
 
 
 class PromptImportError(ValueError):
@@ -44,8 +45,11 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
         raise PromptImportError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
     rows: list[dict] = []
     if name.lower().endswith(".csv"):
-        reader = csv.DictReader(io.StringIO(text))
-        for lineno, rec in enumerate(reader, start=2):
+        try:
+            records = list(csv.DictReader(io.StringIO(text)))
+        except csv.Error as exc:
+            raise PromptImportError(f"{name}: not a valid CSV file ({exc})") from exc
+        for lineno, rec in enumerate(records, start=2):
             turns: Any = [rec[k] for k in sorted(rec) if k and k.startswith("turn") and rec[k]]
             if not turns and rec.get("prompt"):
                 turns = [rec["prompt"]]
@@ -84,6 +88,7 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
         t = r["turns"]
         if not isinstance(t, list) or not t or not all(isinstance(x, str) and x.strip() for x in t):
             raise PromptImportError(f"{where}: field 'turns' must be a non-empty list of non-empty strings")
+        _check_text(where, r)
         if r["question_id"] is not None:
             r["question_id"] = str(r["question_id"])
             if r["question_id"] in seen:
@@ -92,6 +97,23 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
     if not rows:
         raise PromptImportError(f"{name}: no prompts found")
     return rows
+
+
+def _check_text(where: str, row: dict) -> None:
+    """Text every database can store (no NUL, valid Unicode) and turns short enough to ever be sent."""
+    for field, value in (("category", row["category"]), *(("turns", x) for x in row["turns"])):
+        if not isinstance(value, str):
+            continue
+        if field == "turns" and len(value) > MAX_TURN_CHARS:
+            raise PromptImportError(
+                f"{where}: a turn is {len(value)} characters; the limit is {MAX_TURN_CHARS}"
+            )
+        if "\x00" in value:
+            raise PromptImportError(f"{where}: field {field!r} contains a NUL character (binary data?)")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise PromptImportError(f"{where}: field {field!r} is not valid Unicode text") from exc
 
 
 def import_prompt_set(

@@ -54,6 +54,7 @@ def serve(
         show_error=True,
         quiet=not block,
         auth=ctx.access.gradio_auth(),  # None in the open single-user mode
+        max_file_size=f"{ctx.settings.max_upload_mb}mb",
         auth_message="Sign in with your Vibe Studio account." if ctx.access.required else None,
     )
     return demo, url

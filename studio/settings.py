@@ -21,3 +21,4 @@ class Settings(BaseSettings):
     prompts_per_minute: int = 20  # per signed-in user (battle turns and regenerations); 0 = no limit
     votes_per_minute: int = 60
     failed_logins_per_minute: int = 5  # per user name, before further attempts are refused
+    max_upload_mb: int = 100  # largest file the web app accepts (imports, personas)

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
-from annotation.formats.reading import MAX_LINE_BYTES, RowError, read_records
+from annotation.formats.reading import MAX_LINE_BYTES, RawRecord, RowError, read_records
 from annotation.queues import FLIP, NewItem, QueueError, content_key, create_queue, make_item, queue_row
 from annotation.rubrics import get_rubric
 from arena.accounts import require_role
@@ -94,6 +94,37 @@ class ImportValidationError(ValueError):
         super().__init__("\n".join([report.summary(), *report.lines(20)]))
 
 
+def _bad_text(value: Any) -> str | None:
+    """Why no database could store this record's text (NUL characters, lone surrogates), or None."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                return "contains a NUL character (binary data?)"
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return "contains text that is not valid Unicode (a lone surrogate)"
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def _storable(records: list[RawRecord], errors: list[RowError]) -> list[RawRecord]:
+    keep = []
+    for rec in records:
+        problem = _bad_text(rec.value)
+        if problem:
+            errors.append(RowError(rec.line, None, problem, rec.index))
+        else:
+            keep.append(rec)
+    return keep
+
+
 def parse_file(
     path: str | Path,
     fmt: str = "auto",
@@ -103,6 +134,7 @@ def parse_file(
 ) -> tuple[str, int, list[ImportRow], list[RowError]]:
     """(format, number of records, valid rows, errors): reading and per-row validation, no database."""
     records, errors = read_records(path, encoding, max_line_bytes)
+    records = _storable(records, errors)
     if fmt == "auto":
         detected = detect_format(records[0].value) if records else None
         if detected is None:
