@@ -19,10 +19,11 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from annotation.agreement import cohen_kappa, plurality
 from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
@@ -184,6 +185,7 @@ class JudgeSpec:
     max_items: int | None = None
     max_tokens: int = 4
     rerun: bool = False
+    workers: int | None = None  # concurrent requests (default: the engine's concurrency)
 
 
 @dataclass
@@ -234,82 +236,101 @@ def run_judge(
     verdicts: Counter = Counter()
     n_scores = unparsed = 0
     errors: list[str] = []
-    for k, item_id in enumerate(ids):
-        if progress:
-            progress(k, len(ids), f"item {k + 1}/{len(ids)}")
-        with db.session() as s:
-            item = s.get(QueueItem, item_id)
-            if item is None:
+    with db.session() as s:
+        work = [
+            (it.id, _question(it), [it.answer_1, it.answer_2][: n_answers(it)])
+            for it in s.scalars(select(QueueItem).where(QueueItem.id.in_(ids)).order_by(QueueItem.id))
+        ]
+
+    def ask(question: str, answers: list[str]) -> tuple[Any, list[tuple[str, Criterion, float | None, str]]]:
+        runs = (
+            judge_pair(engine, question, *answers, max_tokens=spec.max_tokens)
+            if spec.pairwise and len(answers) == 2
+            else None
+        )
+        grades = [
+            (side, c, *grade(engine, question, answers[int(side) - 1], c))
+            for side in ("1", "2")[: len(answers)]
+            for c in crits
+        ]
+        return runs, grades
+
+    workers = spec.workers or max(1, min(getattr(engine, "concurrency", 1) or 1, 16))
+    if progress:
+        progress(0, len(work), "judging")
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(ask, question, answers): item_id for item_id, question, answers in work}
+        for k, fut in enumerate(as_completed(futures), start=1):
+            item_id = futures[fut]
+            if progress:
+                progress(k, len(work), f"item {k}/{len(work)}")
+            try:
+                runs, grades = fut.result()
+            except EngineError as exc:
+                errors.append(f"item {item_id}: {exc}")
                 continue
-            question, answers = _question(item), [item.answer_1, item.answer_2][: n_answers(item)]
-        try:
-            runs = (
-                judge_pair(engine, question, *answers, max_tokens=spec.max_tokens)
-                if spec.pairwise and len(answers) == 2
-                else None
-            )
-            grades = [
-                (side, c, *grade(engine, question, answers[int(side) - 1], c))
-                for side in ("1", "2")[: len(answers)]
-                for c in crits
-            ]
-        except EngineError as exc:
-            errors.append(f"item {item_id}: {exc}")
-            continue
-        with db.session() as s:
-            label_id = None
-            if runs is not None:
-                outcome = combine(runs[0][0], runs[1][0])
-                verdicts[outcome] += 1
-                label = Label(
-                    item_id=item_id,
-                    queue=spec.queue,
-                    annotator=name,
-                    kind="judge",
-                    outcome=outcome,
-                    meta={"runs": [runs[0][0], runs[1][0]], "judge_contestant_id": info.id},
-                )
-                s.add(label)
-                s.flush()
-                label_id = label.id
-                for swapped, (verdict, raw) in zip((False, True), runs, strict=True):
+            with db.session() as s:
+                if spec.rerun:
+                    _forget(s, name, item_id)
+                label_id = None
+                if runs is not None:
+                    outcome = combine(runs[0][0], runs[1][0])
+                    verdicts[outcome] += 1
+                    label = Label(
+                        item_id=item_id,
+                        queue=spec.queue,
+                        annotator=name,
+                        kind="judge",
+                        outcome=outcome,
+                        meta={"runs": [runs[0][0], runs[1][0]], "judge_contestant_id": info.id},
+                    )
+                    s.add(label)
+                    s.flush()
+                    label_id = label.id
+                    for swapped, (verdict, raw) in zip((False, True), runs, strict=True):
+                        s.add(
+                            Judgement(
+                                item_id=item_id,
+                                judge=name,
+                                verdict=verdict,
+                                swapped=swapped,
+                                raw=raw,
+                                kind="pairwise",
+                                label_id=label_id,
+                            )
+                        )
+                for side, crit, value, raw in grades:
+                    j = Judgement(
+                        item_id=item_id,
+                        judge=name,
+                        verdict="unparsed" if value is None else str(value),
+                        raw=raw,
+                        kind="absolute",
+                        side=side,
+                        label_id=label_id,
+                    )
+                    s.add(j)
+                    s.flush()
+                    if value is None:
+                        unparsed += 1
+                        continue
                     s.add(
-                        Judgement(
-                            item_id=item_id,
-                            judge=name,
-                            verdict=verdict,
-                            swapped=swapped,
-                            raw=raw,
-                            kind="pairwise",
-                            label_id=label_id,
+                        RubricScore(
+                            item_id=item_id, judgement_id=j.id, criterion=crit.name, side=side, value=value
                         )
                     )
-            for side, crit, value, raw in grades:
-                j = Judgement(
-                    item_id=item_id,
-                    judge=name,
-                    verdict="unparsed" if value is None else str(value),
-                    raw=raw,
-                    kind="absolute",
-                    side=side,
-                    label_id=label_id,
-                )
-                s.add(j)
-                s.flush()
-                if value is None:
-                    unparsed += 1
-                    continue
-                s.add(
-                    RubricScore(
-                        item_id=item_id, judgement_id=j.id, criterion=crit.name, side=side, value=value
-                    )
-                )
-                n_scores += 1
-    if progress:
-        progress(len(ids), len(ids), "done")
+                    n_scores += 1
     return JudgeResult(
         name, spec.queue, len(ids), dict(verdicts), n_scores, unparsed, time.perf_counter() - t0, errors
     )
+
+
+def _forget(s: Any, judge: str, item_id: int) -> None:
+    """Drop a judge's earlier verdicts, grades and label on an item (before a rerun writes new ones)."""
+    old = select(Judgement.id).where(Judgement.judge == judge, Judgement.item_id == item_id)
+    s.execute(delete(RubricScore).where(RubricScore.judgement_id.in_(old)))
+    s.execute(delete(Judgement).where(Judgement.judge == judge, Judgement.item_id == item_id))
+    s.execute(delete(Label).where(Label.annotator == judge, Label.item_id == item_id, Label.kind == "judge"))
 
 
 def generate_checklists(

@@ -146,6 +146,10 @@ def test_judge_runs_twice_with_positions_swapped(db, monkeypatch, engine, outcom
     }
     again = run_judge(db, JudgeSpec(judge="judge-bot", queue="jq"))
     assert again.n_items == 0  # already judged
+    redo = run_judge(db, JudgeSpec(judge="judge-bot", queue="jq", rerun=True))
+    assert redo.n_items == 3
+    with db.session() as s:  # a rerun replaces the judge's earlier verdicts
+        assert len(s.scalars(select(Label)).all()) == 3 and len(s.scalars(select(Judgement)).all()) == 6
     rep = bias_report(db, "jq", "judge-bot")
     if outcome == "inconsistent":
         assert rep.first_position == Rate(6, 6) and rep.consistency == Rate(0, 3)
