@@ -106,6 +106,18 @@ class JobConfig:
     logging_steps: int = _f(1, "Write metrics every this many steps.")
     save_steps: int = _f(0, "Save a resumable checkpoint every this many steps (0 = only the final one).")
     use_cpu: bool | None = _f(None, "Force CPU training. null = CPU when no accelerator is visible.")
+    check_memory: bool = _f(
+        True, "Refuse to launch when the estimated peak memory exceeds what is available."
+    )
+    drift_prompts: int = _f(
+        8,
+        "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report).",
+    )
+    drift_max_tokens: int = _f(64, "Answer length cap for the drift report.")
+    drift_thresholds: dict[str, Any] = _f(
+        {},
+        "Per-feature overrides of the drift flags, e.g. {tokens: {abs: 20, rel: 0.5}} (see training.drift).",
+    )
 
     # ---- derived values -------------------------------------------------------------------------------------
     def effective_learning_rate(self) -> float:
@@ -136,6 +148,11 @@ class JobConfig:
             raise ConfigError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio})")
         if self.save_steps < 0:
             raise ConfigError("save_steps must be >= 0")
+        if self.drift_prompts < 0 or self.drift_max_tokens < 1:
+            raise ConfigError("drift_prompts must be >= 0 and drift_max_tokens >= 1")
+        for name, limits in self.drift_thresholds.items():
+            if not isinstance(limits, dict) or not set(limits) <= {"abs", "rel"}:
+                raise ConfigError(f"drift_thresholds[{name!r}] must be a mapping with 'abs' and/or 'rel'")
         if not str(self.parent_contestant).strip() and not self.base_model:
             raise ConfigError("parent_contestant is empty (set it, or set base_model)")
 

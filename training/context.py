@@ -41,8 +41,11 @@ class JobContext:
         return resolve_model_ref(self.checked.base.model_ref)
 
     def last_checkpoint(self) -> str | None:
-        """The newest ``checkpoint-<step>`` folder from an earlier attempt (for resume)."""
-        found = sorted(self.checkpoints_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+        """The newest complete ``checkpoint-<step>`` folder from an earlier attempt (for resume)."""
+        found = sorted(
+            (p for p in self.checkpoints_dir.glob("checkpoint-*") if (p / "trainer_state.json").exists()),
+            key=lambda p: int(p.name.split("-")[-1]),
+        )
         return str(found[-1]) if found else None
 
 
@@ -155,8 +158,29 @@ def run_trainer(ctx: JobContext, trainer, final_eval: Any = None) -> TrainResult
     if final_eval is not None:
         final_eval(step)
     ended = time.perf_counter()  # training and its final evaluation are over; saving + publishing start here
-    ctx.metrics.log(step, {"train_seconds": trained - t0, "final_eval_seconds": ended - trained})
+    ctx.metrics.log(
+        step,
+        {
+            "train_seconds": trained - t0,
+            "final_eval_seconds": ended - trained,
+            "peak_memory_gib": peak_memory_gib(),
+        },
+    )
     return save_result(trainer, ctx, step, trained - t0, ended)
+
+
+def peak_memory_gib() -> float:
+    """Peak accelerator memory when training ran on one, else the process's peak resident memory."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.max_memory_allocated() > 0:
+        return torch.cuda.max_memory_allocated() / 1024**3
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
+    except ImportError:
+        return 0.0
 
 
 def quiet(trainer) -> None:  # type: ignore[no-untyped-def]

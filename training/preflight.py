@@ -18,6 +18,7 @@ from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryErr
 from db.models import Contestant
 from training.config import JobConfig
 from training.errors import JobError
+from training.estimate import GIB, Estimate, estimate, history_for
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Checked:
     snapshot_hash: str
     snapshot_path: str
     n_pairs: int
+    estimate: Estimate | None = None
 
     @property
     def parent_id(self) -> int | None:
@@ -99,4 +101,25 @@ def preflight(session: Session, cfg: JobConfig) -> Checked:
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
     ):
         raise JobError(f"a contestant named {cfg.output_name!r} already exists; choose another output_name")
-    return Checked(parent, base, snap.id, snap.hash, snap.path, len(rows))
+    return Checked(
+        parent, base, snap.id, snap.hash, snap.path, len(rows), check_resources(session, cfg, base)
+    )
+
+
+def check_resources(session: Session, cfg: JobConfig, base: BaseChoice) -> Estimate | None:
+    """The memory/time estimate; JobError when the job cannot fit (and ``cfg.check_memory``)."""
+    try:
+        seconds, tokens = history_for(session, cfg, base.model_ref)
+        est = estimate(cfg, base.model_ref, seconds, tokens)
+    except (ValueError, OSError):
+        return None  # unknown shape (e.g. a hub id): no estimate, no refusal
+    if cfg.check_memory and not est.fits:
+        assert est.available_bytes is not None
+        raise JobError(
+            f"this job needs about {est.peak_bytes / GIB:.1f} GiB but {est.available_bytes / GIB:.1f} GiB is "
+            f"available on {est.device}: lower per_device_train_batch_size (now {cfg.per_device_train_batch_size}) "
+            f"or max_length (now {cfg.max_length})"
+            + ("" if cfg.lora else ", or use LoRA")
+            + " (check_memory: false skips this check)"
+        )
+    return est

@@ -310,6 +310,27 @@ def cancel(db: Database, job_id: int, grace: float = 10.0, user_id: int | None =
     return job_view(db, job_id)
 
 
+def resume(db: Database, job_id: int, user_id: int | None = None) -> JobView:
+    """Queue a failed or cancelled job again; its worker continues from the newest saved checkpoint
+    (``save_steps`` > 0), or starts over when there is none."""
+    require_role(db, user_id, "researcher")
+    with db.session() as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise JobError(f"no job {job_id}")
+        if job.status not in ("failed", "cancelled"):
+            raise JobError(f"job {job_id} is {job.status}; only failed or cancelled jobs can be resumed")
+        changed = s.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == job.status)
+            .values(status="queued", error=None, ended_at=None, pid=None, started_at=None)
+        )
+        if _rowcount(changed) != 1:
+            raise JobError(f"job {job_id} changed while resuming; try again")
+    start_next(db)
+    return job_view(db, job_id)
+
+
 def _terminate_group(pgid: int, grace: float) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:

@@ -13,6 +13,8 @@ from arena.accounts import require_role
 from db.session import Database
 from training.config import ConfigError, JobConfig, make_config
 from training.errors import JobError
+from training.estimate import Estimate, estimate, history_for
+from training.preflight import choose_base, find_parent
 from training.runner import submit
 
 
@@ -37,6 +39,19 @@ def resolve_snapshot(db: Database, snapshot: int | str | None, min_pairs: int = 
             return get_snapshot(s, snapshot).hash
         except SnapshotError as exc:
             raise JobError(str(exc)) from exc
+
+
+def estimate_job(db: Database, kind: str, parent: int | str, **overrides: Any) -> Estimate:
+    """Memory and time estimate for a job before launching it (the Train tab shows ``.summary()``)."""
+    cfg = build_config(kind, parent, None, **overrides)
+    with db.session() as s:
+        parent_info = find_parent(s, cfg.parent_contestant) if str(cfg.parent_contestant).strip() else None
+        base = choose_base(parent_info, cfg.base_model)
+        seconds, tokens = history_for(s, cfg, base.model_ref)
+    try:
+        return estimate(cfg, base.model_ref, seconds, tokens)
+    except ValueError as exc:
+        raise JobError(str(exc)) from exc
 
 
 def launch(

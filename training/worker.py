@@ -71,14 +71,16 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
         ctx = JobContext(job_id, cfg, checked, Path(config_path).parent, MetricWriter(db, job_id))
         ctx.resume = ctx.last_checkpoint() is not None
         if ctx.resume:
-            print(f"[worker] resuming from {ctx.last_checkpoint()}", flush=True)
+            forget_metrics_after(db, job_id, ctx.last_checkpoint())
         result = trainer_for(cfg.kind)(ctx)
         print(
             f"[worker] trained {result.step} steps in {result.train_seconds:.1f} s "
             f"({result.train_seconds / max(result.step, 1):.2f} s/step)",
             flush=True,
         )
-        publish(db, ctx, result)
+        published = publish(db, ctx, result)
+        if published.contestant_id is not None and cfg.drift_prompts:
+            report_drift(db, ctx, published.contestant_id, result.step)
         runner.finish(db, job_id, "succeeded", None, only_if="running")
         code = 0
     except Cancelled as exc:
@@ -114,6 +116,48 @@ def _quiet_libraries() -> None:
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*gradient.checkpointing.*")
+
+
+def forget_metrics_after(db, job_id: int, checkpoint: str | None) -> None:  # type: ignore[no-untyped-def]
+    """On resume, drop the metrics an earlier attempt wrote after its last checkpoint (they are redone)."""
+    from sqlalchemy import delete
+
+    from db.models import JobMetric
+
+    step = int(str(checkpoint).rsplit("-", 1)[-1])
+    with db.session() as s:
+        s.execute(delete(JobMetric).where(JobMetric.job_id == job_id, JobMetric.step > step))
+    print(f"[worker] resuming from {checkpoint} (step {step})", flush=True)
+
+
+def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignore[no-untyped-def]
+    """Drift vs the parent, saved next to the job; a failure here is logged, not fatal (the model is published)."""
+    from annotation.snapshots import load_snapshot
+    from training.drift import DEFAULT_THRESHOLDS, drift_report, save_report
+
+    cfg = ctx.cfg
+    try:
+        rows = load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash)
+        report = drift_report(
+            db,
+            contestant_id,
+            n_prompts=cfg.drift_prompts,
+            max_tokens=cfg.drift_max_tokens,
+            seed=cfg.seed,
+            thresholds=cfg.drift_thresholds,
+            exclude=rows,
+        )
+        save_report(report, ctx.job_dir)
+        values = {
+            f"drift/{name}": f.delta for name, f in report.features.items() if name in DEFAULT_THRESHOLDS
+        }
+        ctx.metrics.log(
+            step, {**values, "drift/flagged": len(report.flagged), "drift_seconds": report.seconds}
+        )
+        print(f"[drift] {report.summary()} ({report.seconds:.1f} s)", flush=True)
+    except Exception as exc:
+        traceback.print_exc()
+        print(f"[drift] no drift report: {type(exc).__name__}: {exc}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -66,4 +66,4 @@ def tiny_parent(db, tiny_model_dir: Path) -> int:
         )
 
 
-FAST = {"max_steps": 4, "kl_prompts": 2, "kl_max_new_tokens": 8, "learning_rate": 5e-3}
+FAST = {"max_steps": 4, "kl_prompts": 2, "kl_max_new_tokens": 8, "learning_rate": 5e-3, "drift_prompts": 0}

@@ -27,8 +27,16 @@ def test_reward_model_then_grpo_with_verifiable_and_learned_rewards(db, tiny_par
         {"type": "format", "format": "no_emoji", "weight": 0.1},
         {"type": "reward_model", "job": rm_job, "weight": 1.0},
     ]
-    grpo_job = launch(db, "grpo", "tiny-parent", snap, max_steps=2, max_completion_length=8, rewards=rewards,
-                      learning_rate=1e-3)  # fmt: skip
+    grpo_job = launch(
+        db,
+        "grpo",
+        "tiny-parent",
+        snap,
+        max_steps=2,
+        max_completion_length=8,
+        rewards=rewards,
+        learning_rate=1e-3,
+    )
     assert job_view(db, grpo_job).status == "queued"  # one job at a time
 
     rm = wait(db, rm_job, timeout=180)

@@ -92,29 +92,49 @@ def test_killed_worker_is_marked_failed_with_log_tail(db, tiny_parent, make_snap
     assert f"pid {pid}" in view.error and "--- log tail ---" in view.error and "[worker] job" in view.error
 
 
-def test_cancel_running_job_leaves_no_process_and_starts_the_next(db, tiny_parent, make_snapshot):
+def test_cancel_running_and_queued_jobs_leaves_no_process_and_the_queue_moves_on(
+    db, tiny_parent, make_snapshot
+):
     snap = make_snapshot(8)
     first = launch_dpo(db, "tiny-parent", snap, **{**FAST, "max_steps": 500})
     second = launch_dpo(db, "tiny-parent", snap, **FAST)
-    assert runner.job_view(db, second).status == "queued"
-    assert runner.job_view(db, second).queue_position == 0
+    third = launch_dpo(db, "tiny-parent", snap, **FAST)
+    assert [runner.job_view(db, j).queue_position for j in (second, third)] == [0, 1]
+    assert runner.cancel(db, second).status == "cancelled"  # queued: just marked
     pid = _running_pid(db, first)
     view = runner.cancel(db, first, grace=5.0)
     assert view.status == "cancelled" and view.error == "cancelled by user"
     assert not runner.pid_alive(pid) and _gone(pid)
-    # the queue moved on: the second job runs (and finishes) after the cancel
-    done = runner.wait(db, second, timeout=180)
+    # the queue moved on: the third job runs (and finishes) after the cancel
+    done = runner.wait(db, third, timeout=180)
     assert done.status == "succeeded", done.error
     with pytest.raises(JobError, match="already succeeded"):
-        runner.cancel(db, second)
+        runner.cancel(db, third)
+    assert [j.status for j in runner.list_jobs(db)] == ["succeeded", "cancelled", "cancelled"]
 
 
-def test_cancel_queued_job(db, tiny_parent, make_snapshot):
+def test_resume_continues_from_the_last_checkpoint(db, tiny_parent, make_snapshot):
+    job_id = launch_dpo(
+        db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 6, "save_steps": 2, "kl_prompts": 0}
+    )
+    folder = runner.job_dir(job_id) / "checkpoints" / "checkpoint-2" / "trainer_state.json"
+    _wait_for(folder.exists, timeout=120, what="first checkpoint")
+    runner.cancel(db, job_id, grace=5.0)
+    with pytest.raises(JobError, match="only failed or cancelled"):
+        runner.resume(db, launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST))  # queued: not resumable
+    runner.cancel(db, job_id + 1)
+    assert runner.resume(db, job_id).status in ("queued", "running")
+    view = runner.wait(db, job_id, timeout=240)
+    assert view.status == "succeeded", view.error
+    assert "resuming from" in runner.log_tail(view.log_path, lines=200)
+    steps = [s for s, _ in view.metrics["loss"]]
+    assert steps == sorted(set(steps)) and steps[-1] == 6  # no step logged twice
+
+
+def test_memory_estimate_refuses_a_batch_that_cannot_fit(db, tiny_parent, make_snapshot):
     snap = make_snapshot(8)
-    first = launch_dpo(db, "tiny-parent", snap, **{**FAST, "max_steps": 500})
-    second = launch_dpo(db, "tiny-parent", snap, **FAST)
-    assert runner.cancel(db, second).status == "cancelled"
-    pid = _running_pid(db, first)
-    runner.cancel(db, first, grace=5.0)
-    assert _gone(pid)
-    assert [j.status for j in runner.list_jobs(db)] == ["cancelled", "cancelled"]
+    with pytest.raises(
+        JobError, match=r"needs about .* GiB but .* GiB is available.*lower per_device_train_batch"
+    ):
+        launch_dpo(db, "tiny-parent", snap, per_device_train_batch_size=4096, max_length=4096)
+    assert _count_jobs(db) == 0

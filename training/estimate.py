@@ -1,0 +1,287 @@
+"""Memory and time estimates before launch, from the model's shape, the job config and (when there is one) the
+measured speed of earlier jobs on the same base.
+
+Memory: weights (fp32 on CPU, bf16 on GPU) + gradients and AdamW state for what trains (everything, or the LoRA
+matrices) + a reference copy when a full fine-tune needs one + activations kept for the backward pass
+(Korthikanti et al. 2022: about 34·h + 5·a·s bytes per token per layer at 2 bytes a value) + the vocabulary-sized logits TRL turns
+into log-probs (several copies) + a fixed framework overhead. It is meant as an upper bound good to tens of per cent:
+sequences are counted at ``max_length``, while real batches are padded only to their longest row.
+
+Time: training FLOPs (6·N per token for a full fine-tune, 4·N for LoRA, which still back-propagates through the
+frozen weights, + 2·N for a reference forward) over a device throughput. Measured ``step_seconds`` of earlier jobs
+with the same kind, base and LoRA setting replace the FLOP model (scaled by tokens per step) once there are some.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.config import DPOJobConfig, GRPOJobConfig, JobConfig, RewardJobConfig
+
+GIB = 1024**3
+FRAMEWORK_BYTES = int(0.8 * GIB)  # torch + transformers + TRL loaded, allocator slack
+CPU_FLOPS_PER_CORE = 60e9  # effective fp32 training throughput per core (measured on the 2-core CI machine)
+GPU_FLOPS = 100e12  # effective bf16 training throughput of one modern GPU on small models
+
+# SmolLM2-135M's shape, for estimates before its HF conversion exists on this machine.
+SMOLLM2_135M = {
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "vocab_size": 49152,
+    "tie_word_embeddings": True,
+}
+
+
+@dataclass
+class Shape:
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    tied: bool
+    params: int
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any], params: int | None = None) -> Shape:
+        h, i = (
+            int(cfg.get("hidden_size", 768)),
+            int(cfg.get("intermediate_size", 4 * cfg.get("hidden_size", 768))),
+        )
+        layers, heads = int(cfg.get("num_hidden_layers", 12)), int(cfg.get("num_attention_heads", 12))
+        kv, vocab = int(cfg.get("num_key_value_heads", heads)), int(cfg.get("vocab_size", 32000))
+        tied = bool(cfg.get("tie_word_embeddings", True))
+        if params is None:
+            kv_dim = h // heads * kv
+            per_layer = 2 * h * h + 2 * h * kv_dim + 3 * h * i + 2 * h
+            params = vocab * h * (1 if tied else 2) + layers * per_layer + h
+        return cls(h, i, layers, heads, kv, vocab, tied, params)
+
+    def lora_params(self, r: int) -> int:
+        kv_dim = self.hidden // self.heads * self.kv_heads
+        h, i = self.hidden, self.intermediate
+        per_layer = r * ((h + h) * 2 + (h + kv_dim) * 2 + (h + i) * 3)
+        return self.layers * per_layer
+
+
+@dataclass
+class Estimate:
+    device: str
+    params: int
+    trainable_params: int
+    peak_bytes: int
+    available_bytes: int | None
+    seconds_per_step: float
+    total_seconds: float
+    basis: str  # "flops" or "measured (n jobs)"
+    breakdown: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def fits(self) -> bool:
+        return self.available_bytes is None or self.peak_bytes <= self.available_bytes
+
+    def summary(self) -> str:
+        avail = f" of {self.available_bytes / GIB:.1f} GiB available" if self.available_bytes else ""
+        return (
+            f"~{self.peak_bytes / GIB:.1f} GiB peak{avail} on {self.device}; ~{self.seconds_per_step:.1f} s/step, "
+            f"~{_duration(self.total_seconds)} in all ({self.basis}); {self.trainable_params / 1e6:.2f}M of "
+            f"{self.params / 1e6:.0f}M parameters train"
+        )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def safetensors_params(folder: Path) -> int | None:
+    """Exact parameter count from the safetensors headers (no weights are read)."""
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            (n,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(n))
+        for name, meta in header.items():
+            if name != "__metadata__":
+                count = 1
+                for d in meta["shape"]:
+                    count *= d
+                total += count
+    return total
+
+
+def model_shape(model_ref: str) -> Shape:
+    """The shape of a base model reference without loading it (and without converting the builtin GGUF)."""
+    from arena.registry import BUILTIN_HF
+
+    folder: Path | None = None
+    if model_ref == BUILTIN_HF:
+        from arena.models import hf_base_dir
+
+        folder = hf_base_dir() if (hf_base_dir() / "config.json").exists() else None
+        if folder is None:
+            return Shape.from_config(SMOLLM2_135M)
+    elif not model_ref.startswith("builtin:"):
+        folder = Path(model_ref).expanduser()
+    if folder is None or not (folder / "config.json").exists():
+        raise ValueError(f"cannot read the shape of {model_ref!r} (no config.json)")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg = cfg.get("text_config", cfg)
+    return Shape.from_config(cfg, safetensors_params(folder))
+
+
+def available_memory(gpu: bool) -> int | None:
+    if gpu:
+        try:
+            import torch
+
+            return int(torch.cuda.mem_get_info()[0])
+        except Exception:
+            return None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _gpu_visible(cfg: JobConfig) -> bool:
+    if cfg.use_cpu:
+        return False
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def tokens_per_step(cfg: JobConfig) -> tuple[int, int]:
+    """(sequences, tokens per sequence) one optimizer step processes, counted at the configured maxima."""
+    batch = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
+    if isinstance(cfg, GRPOJobConfig):
+        return batch, 64 + cfg.max_completion_length
+    if isinstance(cfg, DPOJobConfig | RewardJobConfig):
+        return 2 * batch, cfg.max_length  # chosen + rejected
+    return batch, cfg.max_length
+
+
+def estimate(
+    cfg: JobConfig, model_ref: str, history: list[float] | None = None, history_tokens: int = 0
+) -> Estimate:
+    """Peak memory and time for ``cfg`` on base ``model_ref``; ``history``: measured s/step of similar jobs."""
+    shape = model_shape(model_ref)
+    gpu = _gpu_visible(cfg)
+    wbytes = 2 if gpu else 4
+    n = shape.params
+    trainable = shape.lora_params(cfg.lora_r) if cfg.lora else n
+    needs_ref = not cfg.lora and (
+        isinstance(cfg, DPOJobConfig) or (isinstance(cfg, GRPOJobConfig) and cfg.beta > 0)
+    )
+    seqs, seq_len = tokens_per_step(cfg)
+    micro_seqs = seqs // cfg.gradient_accumulation_steps
+    tokens = micro_seqs * seq_len
+    # Korthikanti et al.: s·b·h·(34 + 5·a·s/h) bytes per layer with 2-byte activations
+    act_per_token = shape.layers * (34 * shape.hidden + 5 * shape.heads * seq_len) * wbytes // 2
+    logits_copies = 0 if isinstance(cfg, RewardJobConfig) else 4
+    breakdown = {
+        "weights": n * wbytes,
+        "reference": n * wbytes if needs_ref else 0,
+        "gradients+optimizer": trainable * (4 + 8 + (4 if gpu else 0)),
+        "activations": tokens * act_per_token,
+        "logits": tokens * shape.vocab * 4 * logits_copies,
+        "framework": FRAMEWORK_BYTES,
+    }
+    peak = int(sum(breakdown.values()) * 1.1)
+    flops_per_token = (4 if cfg.lora else 6) * n + (2 * n if isinstance(cfg, DPOJobConfig) else 0)
+    flops = flops_per_token * seqs * seq_len
+    if isinstance(cfg, GRPOJobConfig):
+        flops += 2 * n * seqs * cfg.max_completion_length * 8  # token-by-token generation runs far below peak
+    throughput = GPU_FLOPS if gpu else CPU_FLOPS_PER_CORE * _cores()
+    per_step, basis = max(flops / throughput, 0.05), "FLOP model"
+    if history:
+        scale = (seqs * seq_len) / history_tokens if history_tokens else 1.0
+        per_step, basis = statistics.median(history) * scale, f"measured on {len(history)} earlier step(s)"
+    return Estimate(
+        device="GPU" if gpu else f"CPU ({_cores()} cores)",
+        params=n,
+        trainable_params=trainable,
+        peak_bytes=peak,
+        available_bytes=available_memory(gpu),
+        seconds_per_step=per_step,
+        total_seconds=per_step * cfg.max_steps + 10.0,  # + worker start and model load
+        basis=basis,
+        breakdown=breakdown,
+    )
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def history_for(session: Any, cfg: JobConfig, model_ref: str, limit: int = 5) -> tuple[list[float], int]:
+    """Steady-state ``step_seconds`` of the last few succeeded jobs of the same kind, base and LoRA setting,
+    and the tokens per step those jobs processed (median), to scale by."""
+    from sqlalchemy import select
+
+    from db.models import Checkpoint, Job, JobMetric
+    from training.artifacts import read_manifest
+    from training.config import ConfigError, config_from_dict
+
+    q = (
+        select(Job.id, Job.config, Checkpoint.path)
+        .join(Checkpoint, Checkpoint.job_id == Job.id)
+        .where(Job.kind == cfg.kind, Job.status == "succeeded")
+        .order_by(Job.id.desc())
+        .limit(50)
+    )
+    seconds: list[float] = []
+    tokens: list[int] = []
+    jobs = 0
+    for job_id, config, path in session.execute(q):
+        manifest = read_manifest(path)
+        if manifest.get("base_model_ref") != model_ref or bool(manifest.get("adapter")) != cfg.lora:
+            continue
+        try:
+            past = config_from_dict(dict(config))
+        except (ConfigError, TypeError):
+            continue
+        steps = (
+            session.execute(
+                select(JobMetric.value).where(
+                    JobMetric.job_id == job_id, JobMetric.name == "step_seconds", JobMetric.step > 2
+                )
+            )
+            .scalars()
+            .all()
+        )
+        if not steps:
+            continue
+        seqs, seq_len = tokens_per_step(past)
+        seconds += list(steps)
+        tokens.append(seqs * seq_len)
+        jobs += 1
+        if jobs >= limit:
+            break
+    return seconds, int(statistics.median(tokens)) if tokens else 0
