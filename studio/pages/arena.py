@@ -20,6 +20,7 @@ from arena.personas import PersonaError, add_personas, load_persona_file, spec_f
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
 from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
 from studio.context import StudioContext
+from studio.render import inert
 
 VOTES = [
     ("👈 A is better", "left"),
@@ -50,6 +51,7 @@ def _status(upd: TurnUpdate) -> str:
 
 
 def _pane(text: str, error: str | None) -> str:
+    text = inert(text)  # model output: HTML shows as text, never as elements
     return f"{text}\n\n⚠️ *{error}*" if error else text
 
 
@@ -71,7 +73,7 @@ def _reveal_text(r: Reveal) -> str:
         regen = f" (regenerated ×{t.regenerations})" if t.regenerations else ""
         rows.append(f"| {t.idx + 1}{regen} | {vote} | {stats(t.left)} | {stats(t.right)} |")
     return (
-        f"### Model A was **{r.left_name}** · Model B was **{r.right_name}**{note}\n\n"
+        f"### Model A was **{inert(r.left_name)}** · Model B was **{inert(r.right_name)}**{note}\n\n"
         + "\n".join(rows)
         + "\n\nPress **New round** (or send a prompt) for the next battle."
     )
@@ -213,8 +215,8 @@ def build(ctx: StudioContext) -> None:
         except (BattleError, PermissionDenied, RateLimited) as exc:
             raise gr.Error(str(exc)) from exc
         labels = (view.left_name or "Model A", view.right_name or "Model B")
-        chat_l = [*chat_l, {"role": "user", "content": msg}, {"role": "assistant", "content": ""}]
-        chat_r = [*chat_r, {"role": "user", "content": msg}, {"role": "assistant", "content": ""}]
+        chat_l = [*chat_l, {"role": "user", "content": inert(msg)}, {"role": "assistant", "content": ""}]
+        chat_r = [*chat_r, {"role": "user", "content": inert(msg)}, {"role": "assistant", "content": ""}]
         cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
         yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False)
         yield from _stream(svc.generate_turn(battle_id, msg), chat_l, chat_r, battle_id, pid, labels)

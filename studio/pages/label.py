@@ -17,6 +17,7 @@ from annotation.queues import QueueError, get_queue, list_queues, set_checklist
 from annotation.rubrics import Criterion, rubric_from_dict
 from arena.accounts import PermissionDenied
 from studio.context import StudioContext
+from studio.render import inert
 
 MAX_CRITERIA = 8
 CHOICES = [
@@ -50,7 +51,7 @@ def _prompt_md(task: LabelTask) -> str:
     parts = []
     for m in task.prompt:
         who = {"user": "🧑 User", "assistant": "🤖 Assistant", "system": "⚙️ System"}.get(m["role"], m["role"])
-        parts.append(f"**{who}:** {m['content']}")
+        parts.append(f"**{who}:** {inert(m['content'])}")
     return "\n\n".join(parts)
 
 
@@ -155,8 +156,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             _progress_md(ctx, queue_name, who, task),
             _prompt_md(task),
             check,
-            gr.update(value=f"**{'Answer' if task.single else 'Answer A'}**\n\n{task.left}"),
-            gr.update(value=f"**Answer B**\n\n{task.right}", visible=not task.single),
+            gr.update(value=f"**{'Answer' if task.single else 'Answer A'}**\n\n{inert(task.left)}"),
+            gr.update(value=f"**Answer B**\n\n{inert(task.right)}", visible=not task.single),
             *btns,
             gr.update(interactive=True),
             "",
