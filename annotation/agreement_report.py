@@ -164,7 +164,7 @@ def agreement_report(
         annotators=coders,
         outcome_alpha=krippendorff_alpha(m, "nominal") if coders else float("nan"),
         outcome_alpha_merged=krippendorff_alpha(merged, "nominal") if coders else float("nan"),
-        fleiss=fleiss_kappa(table) if len(table) else float("nan"),
+        fleiss=fleiss_kappa(table.tolist()) if len(table) else float("nan"),
         fleiss_items=fleiss_items,
         criteria=criteria,
         pairs=pairs,
@@ -184,7 +184,8 @@ def _criteria(
     scores: dict[str, dict[tuple[str, Any], float]] = {}
     if label_ids:
         for s in session.scalars(select(RubricScore).where(RubricScore.label_id.in_(list(label_ids)))):
-            scores.setdefault(s.criterion, {})[(label_ids[s.label_id], (s.item_id, s.side))] = s.value
+            if s.label_id is not None:
+                scores.setdefault(s.criterion, {})[(label_ids[s.label_id], (s.item_id, s.side))] = s.value
     if "judge" in kinds:
         rows = session.execute(
             select(RubricScore, Judgement.judge)

@@ -244,7 +244,7 @@ def run_judge(
 
     def ask(question: str, answers: list[str]) -> tuple[Any, list[tuple[str, Criterion, float | None, str]]]:
         runs = (
-            judge_pair(engine, question, *answers, max_tokens=spec.max_tokens)
+            judge_pair(engine, question, answers[0], answers[1], max_tokens=spec.max_tokens)
             if spec.pairwise and len(answers) == 2
             else None
         )

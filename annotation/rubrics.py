@@ -139,7 +139,9 @@ def _valid_scale(scale: str) -> bool:
     if scale in SCALES:
         return True
     m = _RANGE.match(scale)
-    return bool(m) and int(m.group(1)) < int(m.group(2)) <= int(m.group(1)) + 100
+    if m is None:
+        return False
+    return int(m.group(1)) < int(m.group(2)) <= int(m.group(1)) + 100
 
 
 def _criterion(raw: Any, where: str, errors: list[str]) -> Criterion | None:
@@ -200,7 +202,7 @@ def _criterion(raw: Any, where: str, errors: list[str]) -> Criterion | None:
                 anchors[key] = text.strip()
     if len(errors) > n_before:
         return None
-    return Criterion(name, desc.strip(), scale, anchors, float(weight), categories)
+    return Criterion(str(name), desc.strip(), scale, anchors, float(weight), categories)
 
 
 def rubric_from_dict(raw: Any, source: str = "<rubric>") -> Rubric:
@@ -237,7 +239,7 @@ def rubric_from_dict(raw: Any, source: str = "<rubric>") -> Rubric:
                 criteria.append(crit)
     if errors:
         raise RubricError(errors)
-    return Rubric(str(name), int(version), str(desc).strip(), tuple(criteria), source)
+    return Rubric(str(name), int(version or 0), str(desc).strip(), tuple(criteria), source)
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:

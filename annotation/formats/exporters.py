@@ -132,9 +132,9 @@ def collect(session: Session, spec: ExportSpec) -> list[ItemView]:
                 .where(Judgement.item_id.in_([iid for _, iid in judge_labels]))
             ).all()
             for s, judge in rows:
-                v = judge_labels.get((judge, s.item_id))
-                if v is not None:
-                    v.scores.append(
+                jv = judge_labels.get((judge, s.item_id or 0))
+                if jv is not None:
+                    jv.scores.append(
                         {"annotator": judge, "criterion": s.criterion, "side": s.side, "value": s.value}
                     )
     out = []
@@ -248,6 +248,7 @@ def _pair_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> lis
                 skipped["empty_answer"] += 1
                 continue
             prov = _provenance(item, outcome, labs, len(item.labels), {"chosen": win, "rejected": lose})
+            row: dict[str, Any]
             if spec.conversational:
                 row = {
                     "prompt": item.prompt,

@@ -221,7 +221,7 @@ def parse_fastchat(c: Check) -> list[ImportRow]:
             c.rec.index,
             prompt,
             [conv_a[-1]["content"], conv_b[-1]["content"]],
-            FASTCHAT_WINNERS[winner],
+            FASTCHAT_WINNERS[str(winner)],
             judge or "fastchat",
             stamps=[{"model": model_a}, {"model": model_b}],
             external_id=_ident(d.get("battle_id") or d.get("id")),
@@ -406,7 +406,7 @@ def parse_trl(c: Check) -> list[ImportRow]:
         if (conv_c or []) != (conv_r or []):
             c.fail("rejected", "chosen and rejected hold different turns before the answer")
             return []
-    prov = d.get("provenance") if isinstance(d.get("provenance"), dict) else {}
+    prov: dict[str, Any] = d["provenance"] if isinstance(d.get("provenance"), dict) else {}
     annotators = prov.get("annotators") or []
     annotator = (annotators[0] if annotators else None) or prov.get("judge") or "trl"
     stamps = [

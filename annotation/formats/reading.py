@@ -206,7 +206,8 @@ def parse_json_text(text: str) -> tuple[list[RawRecord], list[RowError]]:
             if not rest:
                 return [RawRecord(line_at(i), 0, value)], []
         lines = text.splitlines()
-        records, errors = [], []
+        records: list[RawRecord] = []
+        errors: list[RowError] = []
         for ln, raw in enumerate(lines, start=1):
             if raw.strip():
                 try:

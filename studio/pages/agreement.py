@@ -114,5 +114,5 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         api_name="agreement",
     )
     run_bias.click(on_bias, [queue, judge, family], [bias], api_name="judge_bias")
-    demo.load(refresh, [queue], [queue], api_name=False)
-    queue.focus(refresh, [queue], [queue], api_name=False)
+    demo.load(refresh, [queue], [queue], api_visibility="private")
+    queue.focus(refresh, [queue], [queue], api_visibility="private")

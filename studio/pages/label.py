@@ -185,7 +185,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             ctx.access.user_id(request)
         except PermissionDenied as exc:
             raise gr.Error(str(exc)) from exc
-        return request.username if ctx.access.required else typed
+        return (request.username or "") if ctx.access.required else typed
 
     def on_start(queue_name: str | None, who: str, request: gr.Request) -> list[Any]:
         return _next(queue_name, _who(who, request))
@@ -247,8 +247,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return gr.update(value=name, interactive=False) if name else gr.update()
 
     outs = [assignment, progress, *shown, item, checklist_edit]
-    save_checklist.click(on_save_checklist, [item, checklist_edit, annotator], [checklist], api_name=False)
-    demo.load(fill_user, None, [annotator], api_name=False)
+    save_checklist.click(
+        on_save_checklist, [item, checklist_edit, annotator], [checklist], api_visibility="private"
+    )
+    demo.load(fill_user, None, [annotator], api_visibility="private")
     start.click(on_start, [queue, annotator], outs, api_name="label_next")
     for btn, (_, choice) in zip(buttons, CHOICES, strict=True):
         btn.click(
@@ -258,5 +260,5 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             api_name=f"label_{choice}",
         )
     skip.click(on_skip, [assignment, queue, annotator], outs, api_name="label_skip")
-    demo.load(refresh_queues, [queue], [queue], api_name=False)
-    queue.focus(refresh_queues, [queue], [queue], api_name=False)
+    demo.load(refresh_queues, [queue], [queue], api_visibility="private")
+    queue.focus(refresh_queues, [queue], [queue], api_visibility="private")

@@ -268,8 +268,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs", None
 
     pickers = [prompt_set, policy, opponent, rubric, j_queue, judge, e_queues]
-    refresh.click(on_refresh, pickers[:6], [table, *pickers], api_name=False)
-    demo.load(on_refresh, pickers[:6], [table, *pickers], api_name=False)
+    refresh.click(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
+    demo.load(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
     create.click(
         on_create,
         [name, prompt_set, policy, opponent, k, temps, max_prompts, max_tokens, overlap, rubric],
