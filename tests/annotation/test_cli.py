@@ -54,3 +54,29 @@ def test_rubric_commands(tmp_path):
     bad.write_text("name: r\nversion: 1\ncriteria:\n  - {name: a, description: d, scale: 2-1}\n")
     res = runner.invoke(app, ["rubric", "validate", str(bad)])
     assert res.exit_code == 1 and "r.yaml: criteria[0].scale" in res.output
+
+
+def test_queue_create_on_the_real_engine_and_progress():
+    res = runner.invoke(
+        app,
+        [
+            "queue",
+            "create",
+            "cli-q",
+            "--policy",
+            "smollm2-plain",
+            "--max-prompts",
+            "1",
+            "--max-tokens",
+            "4",
+            "--overlap",
+            "2",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "Queue 'cli-q':" in res.output and "from 1 prompt(s), 2 answers" in res.output
+    prog = runner.invoke(app, ["queue", "progress", "cli-q", "--json"])
+    info = json.loads(prog.output)
+    assert info["overlap"] == 2 and info["target"] == 2 * info["n_items"] and info["labels"] == 0
+    bias = runner.invoke(app, ["judge", "bias", "cli-q", "--judge", "smollm2-plain"])
+    assert bias.exit_code == 1 and "has no verdicts on queue 'cli-q'" in bias.output
