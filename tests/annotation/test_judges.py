@@ -205,3 +205,24 @@ def test_real_smollm2_judge_pairwise_and_rubric_grade(db):
     assert label.kind == "judge" and label.annotator == "judge:smol-judge"
     assert res.n_scores + res.unparsed_scores == 2
     assert all(s.value in (0.0, 1.0) and s.criterion == "no_sycophancy" and s.judgement_id for s in scores)
+
+
+def test_judges_enter_the_agreement_report_next_to_people(db, monkeypatch):
+    from annotation.agreement_report import agreement_report
+
+    _judge_queue(db)
+    monkeypatch.setattr("annotation.judges.engine_for", lambda info: ContentEngine())
+    run_judge(db, JudgeSpec(judge="judge-bot", queue="jq"))
+    while True:
+        with db.session() as s:
+            task = next_task(s, "jq", "ann")
+            if task is None:
+                break
+            submit_label(s, task.assignment_id, "ann", "left" if task.left.startswith("good") else "right")
+    with db.session() as s:
+        people = agreement_report(s, "jq")
+        both = agreement_report(s, "jq", kinds=("human", "judge"))
+    assert people.annotators == ["ann"] and people.pairs == []
+    assert both.annotators == ["ann", "judge:judge-bot"]
+    (pair,) = both.pairs
+    assert (pair.percent, pair.n) == (1.0, 3)  # both always chose the "good" answer
