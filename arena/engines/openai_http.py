@@ -79,6 +79,11 @@ class OpenAIEngine:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
+    def _redact(self, text: str) -> str:
+        """``text`` with the API key replaced, for server messages that echo it."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return text.replace(key, "[api key]") if key else text
+
     def _model_for_request(self) -> str:
         return self.model
 
@@ -124,14 +129,14 @@ class OpenAIEngine:
                 client.stream("POST", url, json=body, headers=self._headers()) as resp,
             ):
                 if resp.status_code >= 400:
-                    detail = resp.read().decode("utf-8", "replace")[:300]
+                    detail = self._redact(resp.read().decode("utf-8", "replace"))[:300]
                     kind = "config" if resp.status_code in (401, 403, 404) else "failed"
                     if resp.status_code == 400 and "context" in detail.lower():
                         kind = "too_long"
                     raise EngineError(f"{url} answered HTTP {resp.status_code}: {detail}", kind)
                 yield from _parse_sse(resp.iter_lines(), url, usage)
-        except EngineError:
-            raise
+        except EngineError as exc:  # a server may echo the key back: errors are stored and logged
+            raise EngineError(self._redact(str(exc)), exc.kind) from None
         except httpx.ConnectError as exc:
             raise EngineError(f"cannot connect to {url}: {exc}", "down") from exc
         except httpx.TimeoutException as exc:
