@@ -42,12 +42,12 @@ class UserRun:
     vote_s: list[float] = field(default_factory=list)
 
 
-def prepare(home: Path, n_users: int) -> list[str]:
-    """A fresh data home with ``n_users`` annotators (login is then on)."""
+def prepare(home: Path, n_users: int, database_url: str | None = None) -> list[str]:
+    """``n_users`` annotators (login is then on) in ``database_url`` (default: SQLite in ``home``)."""
     from arena.accounts import add_user
     from db.session import Database
 
-    db = Database(f"sqlite:///{home / 'studio.sqlite'}")
+    db = Database(database_url or f"sqlite:///{home / 'studio.sqlite'}")
     db.migrate()
     names = [f"user{i:03d}" for i in range(n_users)]
     for name in names:
@@ -59,8 +59,9 @@ def prepare(home: Path, n_users: int) -> list[str]:
 def start_server(home: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen:
     import httpx
 
-    env = {**os.environ, "VIBESTUDIO_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False", **env_extra}
+    env = {**os.environ, "VIBESTUDIO_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False"}
     env.pop("VIBESTUDIO_DATABASE_URL", None)
+    env.update(env_extra)  # may name another database with VIBESTUDIO_DATABASE_URL
     log = open(home / "server.log", "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "studio.cli", "serve", "--port", str(port)],
@@ -227,14 +228,17 @@ def main() -> int:
     ap.add_argument("--max-new-tokens", type=int, default=4)
     ap.add_argument("--port", type=int, default=7871)
     ap.add_argument("--baseline", action="store_true", help="also time the same work in-process")
+    ap.add_argument("--database-url", help="an empty database for the server (default: SQLite in a temp dir)")
     args = ap.parse_args()
 
     from db.session import Database
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        names = prepare(home, args.users)
+        names = prepare(home, args.users, args.database_url)
+        url = args.database_url or f"sqlite:///{home / 'studio.sqlite'}"
         env = {
+            "VIBESTUDIO_DATABASE_URL": url,
             "VIBESTUDIO_MAX_NEW_TOKENS": str(args.max_new_tokens),
             "VIBESTUDIO_PROMPTS_PER_MINUTE": "600",
             "VIBESTUDIO_VOTES_PER_MINUTE": "600",
@@ -244,7 +248,7 @@ def main() -> int:
             runs, took = run_load(f"http://127.0.0.1:{args.port}", names, args.battles)
         finally:
             stop_server(proc)
-        db = Database(f"sqlite:///{home / 'studio.sqlite'}")
+        db = Database(url)
         problems = check(db, runs)
         db.dispose()
 
@@ -253,7 +257,9 @@ def main() -> int:
     lat = sorted(x for r in runs for x in r.vote_s)
     p50 = lat[len(lat) // 2] if lat else float("nan")
     p95 = lat[int(len(lat) * 0.95)] if lat else float("nan")
-    print(f"users={args.users} battles/user={args.battles} max_new_tokens={args.max_new_tokens}")
+    print(
+        f"users={args.users} battles/user={args.battles} max_new_tokens={args.max_new_tokens} db={url.split(':')[0]}"
+    )
     print(f"acknowledged votes: {acked} of {args.users * args.battles} in {took:.1f} s")
     print(f"votes/s (battle + vote + new round, end to end): {acked / took:.2f}")
     print(f"vote call latency: p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")

@@ -25,6 +25,7 @@ from benchmarks.load_votes import UserRun, check, prepare, start_server, stop_se
 from db.backup import integrity_check
 from db.models import Battle, Turn, Vote
 from db.session import Database
+from tests.conftest import PG_URL, pg_schema
 from tests.e2e.conftest import free_port
 
 
@@ -77,12 +78,23 @@ def test_votes_belong_to_the_battles_user(db):
 
 
 @pytest.mark.slow
-def test_small_load_every_acknowledged_vote_stored_once(tmp_path):
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_small_load_every_acknowledged_vote_stored_once(tmp_path, backend):
     home = tmp_path / "home"
     home.mkdir()
-    names = prepare(home, 5)
+    if backend == "postgres":
+        if not PG_URL:
+            pytest.skip("VIBESTUDIO_TEST_PG_URL not set")
+        with pg_schema(PG_URL) as url:
+            _small_load(home, url)
+    else:
+        _small_load(home, f"sqlite:///{home / 'studio.sqlite'}")
+
+
+def _small_load(home, url: str) -> None:
+    names = prepare(home, 5, url)
     port = free_port()
-    proc = start_server(home, port, {"VIBESTUDIO_MAX_NEW_TOKENS": "2"})
+    proc = start_server(home, port, {"VIBESTUDIO_MAX_NEW_TOKENS": "2", "VIBESTUDIO_DATABASE_URL": url})
     try:
         runs = [UserRun(n) for n in names]
         threads = [
@@ -95,7 +107,7 @@ def test_small_load_every_acknowledged_vote_stored_once(tmp_path):
             t.join(600)
     finally:
         stop_server(proc)
-    db = Database(f"sqlite:///{home / 'studio.sqlite'}")
+    db = Database(url)
     assert [r.errors for r in runs] == [[]] * 5
     assert sum(len(r.acked) for r in runs) == 15
     assert check(db, runs) == []
