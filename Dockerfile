@@ -1,9 +1,12 @@
 # Vibe Studio images.
 #   CPU (default target):  docker build --target cpu -t vibestudio:cpu .
+#                          docker run --rm -it -v vibestudio:/data vibestudio:cpu vibestudio users add NAME --role admin
 #                          docker run -p 7860:7860 -v vibestudio:/data vibestudio:cpu
 #   GPU (CUDA + vLLM):     docker build --target gpu -t vibestudio:gpu .
 #                          docker run --gpus all -p 7860:7860 -v vibestudio:/data vibestudio:gpu
 # The data directory (SQLite database, snapshots, jobs, checkpoints) is the volume at /data.
+# The server listens on 0.0.0.0, so it needs a user first (login is then required), or VIBESTUDIO_AUTH=off on a
+# trusted network. See docs/deployment.md (PostgreSQL, secrets, backups).
 
 ARG PYTHON_VERSION=3.11
 
