@@ -1,13 +1,45 @@
-"""The studio's leaderboard: votes from the database -> ratings (Elo, Bradley-Terry with CIs) as plain data."""
+"""The studio's leaderboard: votes from the database -> ratings, boards, matrices and rating over time as plain data.
+
+`LeaderboardService(db)` keeps a `VoteCache` (compact rows of every vote, refreshed incrementally) and answers
+each view from it: DuckDB groups the rows into (model a, model b, outcome) cells with their counts and summed
+inverse sampling probabilities, and the cells are expanded into battle records for `arena.ratings` (the cell's
+harmonic-mean sampling probability keeps every cell's weight sum, so point estimates and the bootstrap are the
+same as on the raw votes; only sandwich intervals lose the spread of weights within a cell). Online Elo, which
+depends on the order of the votes, is carried forward vote by vote per filter instead of being replayed. Boards are
+memoised per options until the next change, so a refresh after one new vote reads one row and refits once.
+
+Style- and vibe-controlled boards need one row per vote with the answers' feature counts; those are computed once
+per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from the turns table.
+
+`current_leaderboard(session)` is the plain path (every vote through the ORM, then `arena.ratings.leaderboard`);
+the service must agree with it.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import numpy as np
+import pandas as pd
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from arena import vibes
+from arena.ratings import BattleRecords
 from arena.records import battle_records
-from arena.registry import list_contestants
+from arena.registry import RegistryError, get_contestant, list_contestants
+from arena.vote_cache import FEATURE_COLUMNS, VoteCache
+from db.models import Battle, Contestant, Turn
+from db.session import Database
+
+#: Board names besides "category:<name>".
+BOARDS = ("all", "single-turn", "multi-turn")
+CI_METHODS = ("bootstrap", "sandwich")
+_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
+_SCORE_A = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
 
 
 def current_leaderboard(
@@ -23,3 +55,347 @@ def current_leaderboard(
     rated = {m["name"] for m in out["models"]}
     out["unrated"] = [c.public_name for c in list_contestants(session) if c.public_name not in rated]
     return out
+
+
+@dataclass(frozen=True)
+class BoardOptions:
+    """What to rate and how. `board`: "all", "single-turn", "multi-turn" or "category:<name>"."""
+
+    ci_method: str = "bootstrap"
+    bootstrap: int = 100
+    style_control: bool = False
+    vibe_control: bool = False
+    board: str = "all"
+    include_named: bool = False
+    include_revealed: bool = False
+    both_good: str = "tie"
+    both_bad: str = "tie"
+    min_battles: int = 10
+    elo_k: float | None = 4.0
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.ci_method not in CI_METHODS:
+            raise ValueError(f"ci_method must be one of {', '.join(CI_METHODS)}, got {self.ci_method!r}")
+        if self.ci_method == "bootstrap" and self.bootstrap < 2:
+            raise ValueError("bootstrap needs at least 2 rounds; use ci_method='sandwich' for none")
+        if self.board not in BOARDS and not self.board.startswith("category:"):
+            raise ValueError(
+                f"board must be one of {', '.join(BOARDS)} or 'category:<name>', got {self.board!r}"
+            )
+        for label, policy in (("both_good", self.both_good), ("both_bad", self.both_bad)):
+            if policy not in ("tie", "drop"):
+                raise ValueError(f"{label} must be 'tie' or 'drop', got {policy!r}")
+
+
+class LeaderboardService:
+    """Leaderboards over one database, refreshed incrementally. One per process and database; thread-safe."""
+
+    def __init__(self, db: Database, cache: VoteCache | None = None) -> None:
+        self.db = db
+        self.cache = cache or VoteCache(db)
+        self._memo: dict[tuple[Any, ...], Any] = {}
+
+    # -- plumbing ---------------------------------------------------------------------------------------------
+    def refresh(self) -> dict[str, Any]:
+        """Read new votes; returns {"new_votes", "rebuilt", "seconds", "rows"}."""
+        stats = self.cache.refresh()
+        if len(self._memo) > 64:
+            self._memo.clear()
+        return asdict(stats)
+
+    def _contestants(self) -> list[tuple[int, str, bool]]:
+        with self.db.engine.connect() as conn:
+            q = select(Contestant.id, Contestant.public_name, Contestant.active).order_by(Contestant.id)
+            return [(int(i), str(n), bool(a)) for i, n, a in conn.execute(q)]
+
+    def _names(self) -> dict[int, str]:
+        return {i: n for i, n, _ in self._contestants()}
+
+    def _where(self, o: BoardOptions) -> tuple[str, list[Any]]:
+        """The SQL filter for `o`, on the columns shared by the `votes` view and the `cells` table."""
+        clauses, params = ["TRUE"], []
+        if not o.include_named:
+            clauses.append("anon")
+        if not o.include_revealed:
+            clauses.append("NOT revealed")
+        dropped = [code for code, drop in ((3, o.both_bad == "drop"), (4, o.both_good == "drop")) if drop]
+        if dropped:
+            clauses.append(f"outcome NOT IN ({', '.join(map(str, dropped))})")
+        if o.board == "single-turn":
+            clauses.append("NOT multi")
+        elif o.board == "multi-turn":
+            clauses.append("multi")
+        elif o.board.startswith("category:"):
+            name = o.board.split(":", 1)[1]
+            clauses.append("cat = ?")
+            params.append(self.cache.categories.index(name) if name in self.cache.categories else -2)
+        return " AND ".join(clauses), params
+
+    def _cells(self, o: BoardOptions, by_day: bool = False) -> dict[str, np.ndarray]:
+        """(a, b, outcome, nop, n, inv) per cell of `o`'s votes; with `by_day` also per day (from the rows)."""
+        where, params = self._where(o)
+        if by_day:
+            return self.cache.query(
+                "SELECT a, b, outcome, isnan(p) AS nop, floor(ts / 86400) AS day, count(*) AS n, "
+                f"sum(CASE WHEN isnan(p) THEN 0 ELSE 1.0 / p END) AS inv FROM votes WHERE {where} "
+                "GROUP BY ALL ORDER BY ALL",
+                params,
+            )
+        return self.cache.query(
+            f"SELECT a, b, outcome, nop, sum(n) AS n, sum(inv) AS inv FROM cells WHERE {where} "
+            "GROUP BY ALL HAVING sum(n) > 0 ORDER BY ALL",
+            params,
+        )
+
+    def records(self, options: BoardOptions | None = None, *, by_day: bool = False) -> BattleRecords:
+        """Battle records (model_a, model_b, winner, sampling_prob[, tstamp]) for `options`, one row per vote,
+        rebuilt from the aggregated cells (`tstamp` = midday of the vote's day when `by_day`)."""
+        o = options or BoardOptions()
+        o.check()
+        cells = self._cells(o, by_day)
+        return _expand(cells, self._names(), by_day)
+
+    # -- the board --------------------------------------------------------------------------------------------
+    def board(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
+        """The leaderboard as plain data: `Leaderboard.to_dict()` plus style intervals, vote counts, the list of
+        boards, unrated contestants and refresh statistics."""
+        from arena.ratings import leaderboard
+
+        o = options or BoardOptions()
+        o.check()
+        stats = self.refresh() if refresh else None
+        with self.cache.lock:
+            contestants = self._contestants()
+            names = {i: n for i, n, _ in contestants}
+            key = ("board", o, self.cache.version, tuple(sorted(names.items())))
+            out = self._memo.get(key)
+            if out is None:
+                if o.style_control or o.vibe_control:
+                    records = self._feature_records(o, names)
+                else:
+                    records = _expand(self._cells(o), names, False)
+                out = {"models": [], "style_coefficients": {}, "style_intervals": {}, "warnings": []}
+                if len(records):
+                    board = leaderboard(
+                        records,
+                        bootstrap_rounds=o.bootstrap,
+                        seed=o.seed,
+                        ci_method=o.ci_method,
+                        style_control=o.style_control,
+                        vibe_control=o.vibe_control,
+                        both_good=o.both_good,
+                        both_bad=o.both_bad,
+                        elo_k=None,
+                        min_battles=o.min_battles,
+                    )
+                    out.update(board.to_dict())
+                    out["style_intervals"] = {k: list(v) for k, v in board.style_intervals.items()}
+                    if o.elo_k is not None:
+                        elo = self._elo_ratings(o)
+                        ids = {name: cid for cid, name in names.items()}
+                        for m in out["models"]:
+                            m["elo"] = float(elo[ids[m["name"]]])
+                else:
+                    out["warnings"].append("no rated votes on this board yet")
+                out["n_votes"] = len(records)
+                out["options"] = asdict(o)
+                self._memo[key] = out
+            out = dict(out)
+        rated = {m["name"] for m in out["models"]}
+        out["unrated"] = [n for _, n, active in contestants if active and n not in rated]
+        out["boards"] = self.boards(o)
+        out["refresh"] = stats
+        return out
+
+    def _feature_records(self, o: BoardOptions, names: dict[int, str]) -> pd.DataFrame:
+        where, params = self._where(o)
+        rows = self.cache.query(f"SELECT i, a, b, outcome, p FROM votes WHERE {where} ORDER BY i", params)
+        positions = np.asarray(rows["i"], dtype=np.int64)
+        frame = _frame(np.asarray(rows["a"]), np.asarray(rows["b"]), np.asarray(rows["outcome"]), names)
+        frame["sampling_prob"] = np.asarray(rows["p"], dtype=np.float64)
+        feat = self.cache.features(positions)
+        for k, name in enumerate(FEATURE_COLUMNS):
+            frame[name] = feat[:, k].astype(np.float64)
+        return BattleRecords(frame)
+
+    def _elo_ratings(self, o: BoardOptions) -> np.ndarray:
+        """Online Elo for the votes `o` selects, carried forward from the last call (replayed from the start when
+        rows already read changed). Indexed by contestant id. The state is kept in the cache's `extras`, so it is
+        saved with the rows and a restarted studio does not replay a million votes."""
+        key = json.dumps([o.include_named, o.include_revealed, o.both_good, o.both_bad, o.board, o.elo_k])
+        states = self.cache.extras.setdefault("elo", {})
+        state = states.get(key)
+        if state is None or state["exclusions"] != self.cache.exclusions:
+            state = {"last_vote_id": 0, "exclusions": self.cache.exclusions, "ratings": []}
+        ratings = np.asarray(state["ratings"], dtype=np.float64)
+        where, params = self._where(o)
+        rows = self.cache.query(
+            f"SELECT a, b, outcome FROM votes WHERE {where} ORDER BY vote_id",
+            params,
+            since_vote_id=state["last_vote_id"],
+        )
+        a, b = np.asarray(rows["a"], dtype=np.int64), np.asarray(rows["b"], dtype=np.int64)
+        top = int(max(a.max(initial=0), b.max(initial=0))) + 1
+        if top > len(ratings):
+            ratings = np.concatenate([ratings, np.full(top - len(ratings), 1000.0)])
+        _advance_elo(
+            ratings, a, b, _SCORE_A[np.asarray(rows["outcome"], dtype=np.int64)], float(o.elo_k or 0)
+        )
+        states[key] = {
+            "last_vote_id": self.cache.last_vote_id,
+            "exclusions": self.cache.exclusions,
+            "ratings": ratings.tolist(),
+        }
+        return ratings
+
+    def boards(self, options: BoardOptions | None = None) -> list[dict[str, Any]]:
+        """The boards there are votes for under `options`' filters: [{"board", "label", "n_votes"}], "all" first."""
+        o = replace(options or BoardOptions(), board="all")
+        key = ("boards", o, self.cache.version)
+        if key in self._memo:
+            return list(self._memo[key])
+        where, params = self._where(o)
+        rows = self.cache.query(
+            f"SELECT cat, multi, sum(n) AS n FROM cells WHERE {where} GROUP BY ALL HAVING sum(n) > 0", params
+        )
+        cats, multi, n = (np.asarray(rows[k]) for k in ("cat", "multi", "n"))
+        out = [
+            {"board": "all", "label": "All votes", "n_votes": int(n.sum())},
+            {"board": "single-turn", "label": "Single-turn", "n_votes": int(n[~multi].sum())},
+            {"board": "multi-turn", "label": "Multi-turn", "n_votes": int(n[multi].sum())},
+        ]
+        per_cat: dict[str, int] = {}
+        for code, count in zip(cats.tolist(), n.tolist(), strict=True):
+            if code >= 0:
+                name = self.cache.categories[code]
+                per_cat[name] = per_cat.get(name, 0) + int(count)
+        for name, count in sorted(per_cat.items(), key=lambda kv: (-kv[1], kv[0])):
+            out.append({"board": f"category:{name}", "label": f"Category: {name}", "n_votes": count})
+        self._memo[key] = out
+        return list(out)
+
+    # -- other views ------------------------------------------------------------------------------------------
+    def matrices(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, pd.DataFrame]:
+        """Observed win rate (row vs column, ties half), battle counts and BT-predicted win probability, models
+        ordered by rating; empty frames when there are no votes."""
+        from arena.ratings import pairwise_matrices
+
+        o = options or BoardOptions()
+        o.check()
+        if refresh:
+            self.refresh()
+        records = self.records(o)
+        if not len(records):
+            empty = pd.DataFrame()
+            return {"win_rate": empty, "counts": empty, "predicted": empty}
+        m = pairwise_matrices(records, both_good=o.both_good, both_bad=o.both_bad)
+        return {"win_rate": m.win_rate, "counts": m.counts, "predicted": m.predicted}
+
+    def over_time(
+        self, options: BoardOptions | None = None, freq: str = "W", refresh: bool = True
+    ) -> pd.DataFrame:
+        """Bradley-Terry rating on all votes up to the end of each period ("D", "W", "M"); rows: period end,
+        columns: models (NaN before a model's first vote)."""
+        from arena.ratings import rating_over_time
+
+        o = options or BoardOptions()
+        o.check()
+        if refresh:
+            self.refresh()
+        records = self.records(o, by_day=True)
+        if not len(records):
+            return pd.DataFrame()
+        return rating_over_time(records, freq, both_good=o.both_good, both_bad=o.both_bad)
+
+
+def _frame(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, names: dict[int, str]) -> pd.DataFrame:
+    """The columns `arena.ratings` works on: model_a / model_b categoricals over one list of names, winner."""
+    ids = np.union1d(a, b).astype(np.int64)
+    return _coded(ids, np.searchsorted(ids, a), np.searchsorted(ids, b), outcome, names)
+
+
+def _coded(
+    ids: np.ndarray, code_a: np.ndarray, code_b: np.ndarray, outcome: np.ndarray, names: dict[int, str]
+) -> pd.DataFrame:
+    labels = [names.get(int(i), f"contestant {int(i)}") for i in ids]
+    order = np.argsort(labels, kind="stable")  # categories sorted by name, as `arena.ratings` builds them
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    categories = pd.Index([labels[k] for k in order])
+    return pd.DataFrame(
+        {
+            "model_a": pd.Categorical.from_codes(rank[code_a], categories=categories),
+            "model_b": pd.Categorical.from_codes(rank[code_b], categories=categories),
+            "winner": pd.Categorical.from_codes(outcome.astype(np.int64), categories=list(_WINNERS)),
+        }
+    )
+
+
+def _expand(cells: dict[str, np.ndarray], names: dict[int, str], by_day: bool) -> BattleRecords:
+    """One record per vote from (a, b, outcome, p unknown?, count, sum of 1/p) cells."""
+    n = np.asarray(cells["n"], dtype=np.int64)
+    if not len(n):
+        return BattleRecords(pd.DataFrame(columns=["model_a", "model_b", "winner", "sampling_prob"]))
+    a, b = np.asarray(cells["a"], dtype=np.int64), np.asarray(cells["b"], dtype=np.int64)
+    ids = np.union1d(a, b)
+    code_a, code_b = np.searchsorted(ids, a), np.searchsorted(ids, b)
+    frame = _coded(ids, np.repeat(code_a, n), np.repeat(code_b, n), np.repeat(cells["outcome"], n), names)
+    inv = np.asarray(cells["inv"], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prob = np.where(
+            np.asarray(cells["nop"], dtype=bool), np.nan, n / inv
+        )  # harmonic mean: same total weight
+    frame["sampling_prob"] = np.repeat(prob, n)
+    if by_day:
+        frame["tstamp"] = np.repeat(np.asarray(cells["day"], dtype=np.float64) * 86400.0 + 43200.0, n)
+    return BattleRecords(frame)
+
+
+def _advance_elo(ratings: np.ndarray, a: np.ndarray, b: np.ndarray, y: np.ndarray, k: float) -> None:
+    """Online Elo updates in place, one battle at a time (the same rule as `arena.ratings.online_elo`)."""
+    r = ratings.tolist()
+    c = math.log(10.0) / 400.0
+    exp = math.exp
+    for i, j, s in zip(a.tolist(), b.tolist(), y.tolist(), strict=True):
+        delta = k * (s - 1.0 / (1.0 + exp((r[j] - r[i]) * c)))
+        r[i] += delta
+        r[j] -= delta
+    ratings[:] = r
+
+
+# -- vibe profiles ----------------------------------------------------------------------------------------------
+def _answers(session: Session, contestant_id: int, limit: int) -> list[str]:
+    texts: list[str] = []
+    for col, side in ((Battle.a_id, Turn.answer_a), (Battle.b_id, Turn.answer_b)):
+        q = (
+            select(side)
+            .join(Battle, Turn.battle_id == Battle.id)
+            .where(col == contestant_id, Battle.status != "errored")
+            .order_by(Turn.id.desc())
+            .limit(limit)
+        )
+        texts.extend(t for t in session.scalars(q) if t)
+    return texts[:limit]
+
+
+def vibe_profile(session: Session, name: str, limit: int = 500) -> dict[str, Any]:
+    """`arena.vibes.profile` of a contestant's stored answers (its last `limit` per side) plus the count."""
+    try:
+        info = get_contestant(session, name)
+    except RegistryError as exc:
+        raise ValueError(str(exc)) from exc
+    texts = _answers(session, info.id, limit)
+    return {"name": info.public_name, "n_answers": len(texts), "features": vibes.profile(texts)}
+
+
+def compare_contestants(session: Session, a: str, b: str, limit: int = 500) -> dict[str, Any]:
+    """Side-by-side vibe profiles of two contestants: per feature both means, both rates and the difference."""
+    pa, pb = vibe_profile(session, a, limit), vibe_profile(session, b, limit)
+    return {
+        "a": pa["name"],
+        "b": pb["name"],
+        "n_answers_a": pa["n_answers"],
+        "n_answers_b": pb["n_answers"],
+        "features": vibes.compare_profiles(pa["features"], pb["features"]),
+    }

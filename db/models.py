@@ -319,3 +319,24 @@ class Checkpoint(Base):
     path: Mapped[str] = mapped_column(Text)
     contestant_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class EvalResult(Base):
+    """One contestant's answer to one item of a verifiable eval set, and whether the checker passed it."""
+
+    __tablename__ = "eval_results"
+    __table_args__ = (Index("ix_eval_results_contestant_item", "contestant_id", "eval_set", "item_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), index=True)
+    contestant_id: Mapped[int] = mapped_column(ForeignKey("contestants.id", ondelete="CASCADE"))
+    eval_set: Mapped[str] = mapped_column(String(64))
+    item_id: Mapped[str] = mapped_column(String(128))
+    category: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    passed: Mapped[bool] = mapped_column(Boolean)
+    answer: Mapped[str] = mapped_column(Text, default="")
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    latency: Mapped[float | None] = mapped_column(Float, nullable=True)  # seconds to the first token
+    tps: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -1,29 +1,74 @@
-"""Leaderboard tab: Bradley-Terry ratings with confidence intervals, Elo, battle counts, and a CI chart."""
+"""Leaderboard tab: the board with intervals, style/vibe control, category boards, matrices, rating over time, vibe
+profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set.
+
+Data comes from `arena.leaderboard.LeaderboardService` (one per app: an incremental copy of the votes, so a
+refresh reads only new votes), `arena.goldilocks` and `arena.evals`; this module turns options into calls and
+plain data into tables and plotly figures.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from arena.leaderboard import current_leaderboard
+from arena.accounts import PermissionDenied
+from arena.evals import EvalError, run_evals
+from arena.goldilocks import goldilocks
+from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
+from arena.registry import list_contestants
 from studio.context import StudioContext
 
-COLUMNS = ["rank", "name", "rating", "ci_low", "ci_high", "elo", "n_battles"]
+COLUMNS = [
+    "rank",
+    "name",
+    "rating",
+    "ci_low",
+    "ci_high",
+    "rank_high",
+    "elo",
+    "n_battles",
+    "wins",
+    "losses",
+    "ties",
+]
+GOLDILOCKS_COLUMNS = [
+    "name",
+    "rating",
+    "eval_score",
+    "eval_answered",
+    "tokens_per_s",
+    "latency_s",
+    "tokens_per_answer",
+    "cost_per_1k",
+    "cost_per_answer",
+    "engine",
+]
+CONTROLS = [("Length & markdown (style)", "style"), ("Vibes: emoji, flattery, hedging... ", "vibe")]
+FREQS = [("Day", "D"), ("Week", "W"), ("Month", "M")]
 
 
-def _table(board: dict[str, Any]) -> pd.DataFrame:
+def _r(x: Any, digits: int = 1) -> Any:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), digits)
+
+
+# -- figures and tables ----------------------------------------------------------------------------------------------
+def board_table(board: dict[str, Any]) -> pd.DataFrame:
     rows = [{k: m.get(k) for k in COLUMNS} for m in board["models"]]
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=COLUMNS).rename(columns={"rank_high": "worst rank"})
     for col in ("rating", "ci_low", "ci_high", "elo"):
         df[col] = pd.to_numeric(df[col], errors="coerce").round(1)
     return df
 
 
-def _chart(board: dict[str, Any]) -> go.Figure:
+def board_chart(board: dict[str, Any]) -> go.Figure | None:
     models = sorted(board["models"], key=lambda m: m["rating"])
+    if not models:
+        return None
     fig = go.Figure(
         go.Scatter(
             x=[m["rating"] for m in models],
@@ -37,8 +82,9 @@ def _chart(board: dict[str, Any]) -> go.Figure:
             },
         )
     )
+    level = board.get("options", {}).get("ci_method", "bootstrap")
     fig.update_layout(
-        title="Bradley-Terry rating with 95% interval",
+        title=f"Bradley-Terry rating with 95% interval ({level})",
         height=120 + 40 * len(models),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis_title="rating",
@@ -46,21 +92,365 @@ def _chart(board: dict[str, Any]) -> go.Figure:
     return fig
 
 
+def style_table(board: dict[str, Any]) -> pd.DataFrame:
+    coefs, intervals = board.get("style_coefficients") or {}, board.get("style_intervals") or {}
+    rows = [
+        {
+            "feature": name,
+            "rating points per SD": _r(value),
+            "low": _r((intervals.get(name) or [None])[0]),
+            "high": _r((intervals.get(name) or [None, None])[1]),
+        }
+        for name, value in sorted(coefs.items(), key=lambda kv: -abs(kv[1]))
+    ]
+    return pd.DataFrame(rows, columns=["feature", "rating points per SD", "low", "high"])
+
+
+def style_chart(board: dict[str, Any]) -> go.Figure | None:
+    table = style_table(board)
+    if table.empty:
+        return None
+    table = table.iloc[::-1]
+    value = table["rating points per SD"]
+    fig = go.Figure(
+        go.Bar(
+            x=value,
+            y=table["feature"],
+            orientation="h",
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (table["high"] - value).fillna(0),
+                "arrayminus": (value - table["low"]).fillna(0),
+            },
+        )
+    )
+    fig.update_layout(
+        title="What style buys: rating points per standard deviation of the (a - b) / (a + b + 1) difference",
+        height=120 + 36 * len(table),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis_title="rating points",
+    )
+    return fig
+
+
+def heatmap(frame: pd.DataFrame, title: str, counts: bool = False) -> go.Figure | None:
+    if frame.empty:
+        return None
+    fig = go.Figure(
+        go.Heatmap(
+            z=frame.to_numpy(),
+            x=list(frame.columns),
+            y=list(frame.index),
+            colorscale="Blues" if counts else "RdBu",
+            zmid=None if counts else 0.5,
+            texttemplate="%{z:.0f}" if counts else "%{z:.2f}",
+            hovertemplate="%{y} vs %{x}: %{z}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title,
+        height=200 + 32 * len(frame),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis_title="opponent",
+        yaxis={"autorange": "reversed"},
+    )
+    return fig
+
+
+def over_time_chart(frame: pd.DataFrame) -> go.Figure | None:
+    if frame.empty:
+        return None
+    fig = go.Figure(
+        [go.Scatter(x=frame.index, y=frame[c], mode="lines+markers", name=c) for c in frame.columns]
+    )
+    fig.update_layout(
+        title="Bradley-Terry rating on all votes up to each period's end",
+        height=420,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        yaxis_title="rating",
+    )
+    return fig
+
+
+def profile_table(profile: dict[str, Any]) -> pd.DataFrame:
+    rows = [
+        {
+            "feature": f,
+            "mean": _r(v["mean"], 2),
+            "share of answers": _r(v["rate"], 2),
+            "median": _r(v["median"], 1),
+        }
+        for f, v in profile["features"].items()
+    ]
+    return pd.DataFrame(rows, columns=["feature", "mean", "share of answers", "median"])
+
+
+def profile_chart(profile: dict[str, Any]) -> go.Figure:
+    feats = [f for f in profile["features"] if f != "tokens"]
+    fig = go.Figure(go.Bar(x=feats, y=[profile["features"][f]["rate"] for f in feats], name=profile["name"]))
+    fig.update_layout(
+        title=f"Share of {profile['name']}'s answers showing each vibe",
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        yaxis={"range": [0, 1], "title": "share of answers"},
+    )
+    return fig
+
+
+def compare_table(cmp: dict[str, Any]) -> pd.DataFrame:
+    a, b = cmp["a"], cmp["b"]
+    rows = [
+        {
+            "feature": f,
+            f"mean {a}": _r(v["mean_a"], 2),
+            f"mean {b}": _r(v["mean_b"], 2),
+            f"share {a}": _r(v["rate_a"], 2),
+            f"share {b}": _r(v["rate_b"], 2),
+            "difference": _r(v["mean_diff"], 2),
+        }
+        for f, v in cmp["features"].items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def compare_chart(cmp: dict[str, Any]) -> go.Figure:
+    feats = [f for f in cmp["features"] if f != "tokens"]  # tokens dwarf the counts; they are in the table
+    fig = go.Figure(
+        [
+            go.Bar(name=cmp[side], x=feats, y=[cmp["features"][f][f"rate_{side}"] for f in feats])
+            for side in ("a", "b")
+        ]
+    )
+    fig.update_layout(
+        barmode="group",
+        title="Share of answers showing each vibe",
+        height=380,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        yaxis={"range": [0, 1], "title": "share of answers"},
+    )
+    return fig
+
+
+def goldilocks_chart(rows: list[dict[str, Any]]) -> go.Figure | None:
+    """Rating against eval score, tokens/s, latency and cost per answer: one point per contestant in each panel."""
+    rated = [r for r in rows if r["rating"] is not None]
+    if not rated:
+        return None
+    panels = [
+        ("eval_score", "eval score (share passed)"),
+        ("tokens_per_s", "tokens / s"),
+        ("latency_s", "time to first token (s)"),
+        ("cost_per_answer", f"cost per answer {rows[0]['currency']}".strip()),
+    ]
+    fig = make_subplots(rows=2, cols=2, shared_yaxes=True, subplot_titles=[p[1] for p in panels])
+    for k, (key, label) in enumerate(panels):
+        pts = [r for r in rated if r[key] is not None]
+        fig.add_trace(
+            go.Scatter(
+                x=[r[key] for r in pts],
+                y=[r["rating"] for r in pts],
+                text=[r["name"] for r in pts],
+                mode="markers+text",
+                textposition="top center",
+                showlegend=False,
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [(r["ci_high"] or r["rating"]) - r["rating"] for r in pts],
+                    "arrayminus": [r["rating"] - (r["ci_low"] or r["rating"]) for r in pts],
+                },
+                hovertemplate="%{text}: rating %{y:.0f}, " + label + " %{x}<extra></extra>",
+            ),
+            row=k // 2 + 1,
+            col=k % 2 + 1,
+        )
+    fig.update_yaxes(title_text="rating", col=1)
+    fig.update_layout(
+        title="Goldilocks: liked (rating) vs right (evals) vs fast and cheap",
+        height=720,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    )
+    return fig
+
+
+def goldilocks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame([{k: r.get(k) for k in GOLDILOCKS_COLUMNS} for r in rows], columns=GOLDILOCKS_COLUMNS)
+    for col, digits in (
+        ("rating", 1),
+        ("eval_score", 3),
+        ("tokens_per_s", 1),
+        ("latency_s", 3),
+        ("cost_per_answer", 5),
+    ):
+        df[col] = pd.to_numeric(df[col], errors="coerce").round(digits)
+    return df
+
+
+def summary_text(board: dict[str, Any]) -> str:
+    text = f"**{board['n_votes']}** rated votes."
+    refresh = board.get("refresh")
+    if refresh:
+        text += f" Refreshed in {refresh['seconds'] * 1000:.0f} ms ({refresh['new_votes']} new)."
+    if board["unrated"]:
+        text += " Not rated yet: " + ", ".join(board["unrated"]) + "."
+    for warning in board["warnings"]:
+        text += f"\n\n⚠️ {warning}"
+    return text
+
+
+# -- the tab ---------------------------------------------------------------------------------------------------------
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    service = LeaderboardService(ctx.db)
+
+    with gr.Row():
+        ci = gr.Radio(["bootstrap", "sandwich"], value="bootstrap", label="Intervals", scale=1)
+        controls = gr.CheckboxGroup(CONTROLS, value=[], label="Control for", scale=2)
+        board = gr.Dropdown(
+            [("All votes", "all")], value="all", label="Board", elem_id="leaderboard-board", scale=2
+        )
+        named = gr.Checkbox(False, label="Include named-mode votes", scale=1)
+    refresh = gr.Button("🔄 Refresh", elem_id="leaderboard-refresh")
     summary = gr.Markdown(elem_id="leaderboard-summary")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
     chart = gr.Plot()
-    refresh = gr.Button("🔄 Refresh", elem_id="leaderboard-refresh")
+    with gr.Tabs():
+        with gr.Tab("Style & vibe control"):
+            gr.Markdown(
+                "Tick a control above and refresh: each feature's coefficient says how many rating points one "
+                "standard deviation of it buys, with the ratings adjusted for it."
+            )
+            coef_table = gr.Dataframe(interactive=False, elem_id="leaderboard-style")
+            coef_chart = gr.Plot()
+        with gr.Tab("Matrices"):
+            matrices_btn = gr.Button(
+                "Show win-rate and battle-count matrices", elem_id="leaderboard-matrices"
+            )
+            win_plot, count_plot = gr.Plot(), gr.Plot()
+        with gr.Tab("Over time"):
+            with gr.Row():
+                freq = gr.Radio(FREQS, value="W", label="Period")
+                over_btn = gr.Button("Show rating over time", elem_id="leaderboard-over-time")
+            over_plot = gr.Plot()
+        with gr.Tab("Vibe profiles"):
+            with gr.Row():
+                vibe_a = gr.Dropdown([], label="Contestant", allow_custom_value=True)
+                vibe_b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
+                vibe_btn = gr.Button("Show vibes", elem_id="leaderboard-vibes")
+            vibe_text = gr.Markdown()
+            vibe_table = gr.Dataframe(interactive=False, elem_id="leaderboard-vibe-table")
+            vibe_plot = gr.Plot()
+        with gr.Tab("Goldilocks"):
+            gold_btn = gr.Button("Show the Goldilocks board", elem_id="leaderboard-goldilocks")
+            gold_plot = gr.Plot()
+            gold_table = gr.Dataframe(
+                headers=GOLDILOCKS_COLUMNS, interactive=False, elem_id="goldilocks-table"
+            )
+            with gr.Row():
+                eval_who = gr.Dropdown(
+                    [], label="Run the verifiable evals for", allow_custom_value=True, scale=2
+                )
+                eval_limit = gr.Number(
+                    None, label="Only the first N items (empty: all)", precision=0, scale=1
+                )
+                eval_btn = gr.Button("▶ Run evals", variant="primary", elem_id="evals-run", scale=1)
+            eval_status = gr.Markdown(elem_id="evals-status")
 
-    def on_refresh():
+    def options(
+        ci_method: str, chosen: list[str] | None, board_name: str | None, with_named: bool
+    ) -> BoardOptions:
+        chosen = chosen or []
+        return BoardOptions(
+            ci_method=ci_method or "bootstrap",
+            bootstrap=ctx.settings.leaderboard_bootstrap,
+            style_control="style" in chosen,
+            vibe_control="vibe" in chosen,
+            board=board_name or "all",
+            include_named=bool(with_named),
+        )
+
+    def on_refresh(ci_method="bootstrap", chosen=None, board_name="all", with_named=False):
+        out = service.board(options(ci_method, chosen, board_name, with_named))
+        choices = [(f"{b['label']} ({b['n_votes']})", b["board"]) for b in out["boards"]]
+        if board_name and board_name not in [c[1] for c in choices]:
+            choices.append((board_name, board_name))
+        return (
+            summary_text(out),
+            board_table(out),
+            board_chart(out),
+            gr.update(choices=choices),
+            style_table(out),
+            style_chart(out),
+        )
+
+    def on_matrices(ci_method, chosen, board_name, with_named):
+        m = service.matrices(options(ci_method, chosen, board_name, with_named))
+        return (
+            heatmap(m["win_rate"], "Observed win rate of the row model against the column model (ties half)"),
+            heatmap(m["counts"], "Votes per pair", counts=True),
+        )
+
+    def on_over_time(period, ci_method, chosen, board_name, with_named):
+        return over_time_chart(service.over_time(options(ci_method, chosen, board_name, with_named), period))
+
+    def on_vibes(a: str | None, b: str | None):
+        if not a:
+            raise gr.Error("Pick a contestant.")
+        try:
+            with ctx.db.session() as s:
+                if b and b != a:
+                    cmp = compare_contestants(s, a, b)
+                    text = f"**{cmp['a']}**: {cmp['n_answers_a']} answers · **{cmp['b']}**: {cmp['n_answers_b']} answers"
+                    return text, compare_table(cmp), compare_chart(cmp)
+                prof = vibe_profile(s, a)
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from exc
+        return f"**{prof['name']}**: {prof['n_answers']} answers", profile_table(prof), profile_chart(prof)
+
+    def on_goldilocks(ci_method, chosen, board_name, with_named):
+        out = service.board(options(ci_method, chosen, board_name, with_named))
         with ctx.db.session() as s:
-            board = current_leaderboard(s, bootstrap=ctx.settings.leaderboard_bootstrap)
-        text = f"**{board['n_votes']}** rated votes."
-        if board["unrated"]:
-            text += " Not rated yet: " + ", ".join(board["unrated"]) + "."
-        for w in board["warnings"]:
-            text += f"\n\n⚠️ {w}"
-        return text, _table(board), _chart(board) if board["models"] else None
+            rows = goldilocks(s, out["models"])
+        return goldilocks_chart(rows), goldilocks_table(rows)
 
-    refresh.click(on_refresh, None, [summary, table, chart], api_name="leaderboard")
-    demo.load(on_refresh, None, [summary, table, chart], api_visibility="private")
+    def on_run_evals(who: str | None, limit, request: gr.Request, progress=gr.Progress()):
+        if not who:
+            raise gr.Error("Pick a contestant.")
+
+        def report(done: int, total: int, item: str) -> None:
+            progress((done, total), desc=f"{who}: {item or 'starting'}")
+
+        try:
+            run = run_evals(
+                ctx.db,
+                who,
+                limit=int(limit) if limit else None,
+                progress=report,
+                user_id=ctx.access.user_id(request),
+            )
+        except (EvalError, PermissionDenied) as exc:
+            raise gr.Error(str(exc)) from exc
+        s = run.summary()
+        score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
+        text = f"**{s['contestant']}**: {s['passed']} of {s['answered']} answers passed ({score}) in {s['seconds']:.0f} s."
+        if s["stopped"]:
+            text += f"\n\n⚠️ Stopped early: {s['stopped']}"
+        return text
+
+    def contestant_choices():
+        with ctx.db.session() as s:
+            names = [c.public_name for c in list_contestants(s)]
+        return gr.update(choices=names), gr.update(choices=names), gr.update(choices=names)
+
+    filters = [ci, controls, board, named]
+    board_outputs = [summary, table, chart, board, coef_table, coef_chart]
+    refresh.click(on_refresh, filters, board_outputs, api_name="leaderboard")
+    demo.load(on_refresh, filters, board_outputs, api_visibility="private")
+    demo.load(contestant_choices, None, [vibe_a, vibe_b, eval_who], api_visibility="private")
+    matrices_btn.click(on_matrices, filters, [win_plot, count_plot], api_visibility="private")
+    over_btn.click(on_over_time, [freq, *filters], [over_plot], api_visibility="private")
+    vibe_btn.click(on_vibes, [vibe_a, vibe_b], [vibe_text, vibe_table, vibe_plot], api_visibility="private")
+    gold_btn.click(on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private")
+    eval_btn.click(on_run_evals, [eval_who, eval_limit], [eval_status], api_visibility="private").then(
+        on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private"
+    )

@@ -1,0 +1,466 @@
+"""An incremental, column-store copy of the vote store for the leaderboard: read everything once, then only new votes.
+
+Each vote becomes one compact numeric row (vote and battle id, contestant ids, outcome code, sampling probability,
+time, prompt category code, turn, and the flags the rating filters need). The rows live in growable numpy arrays
+in vote-id order; `refresh()` reads only votes with an id above the last one seen (one indexed range query), so a
+refresh after one new vote costs milliseconds whatever the size of the store. DuckDB runs the group-bys over a
+zero-copy Arrow view of the arrays (`query`). DuckDB cannot attach the SQLite file here (no sqlite_scanner
+extension offline), which is why the rows are copied rather than scanned in place.
+
+Past rows can change in one way: a battle that still was open when its vote was read can later stop on an engine
+error, and errored battles are never rated. Such battles are watched (their status is re-read on each refresh)
+and their rows flagged. Deleted votes, or votes committed below the last id seen (possible with concurrent
+writers on PostgreSQL), are detected by a count check and trigger a full re-read.
+
+The arrays are saved as Parquet under the data home (`cache/leaderboard/<database hash>/`) after a full read and
+whenever they grew by a twentieth, so a restarted studio reads the Parquet file and only the votes since.
+
+Style and vibe feature counts (`arena.vibes.features` of each side's assistant text up to the voted turn) are
+computed on demand, only for the rows a style- or vibe-controlled board needs, and kept (and saved) with the rows.
+
+This module knows nothing about ratings or contestant names: it stores contestant ids; callers map names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sqlalchemy import Float, cast, func, select
+from sqlalchemy.engine import Connection
+
+from arena import vibes
+from db.models import Battle, Turn, Vote
+from db.session import Database, data_home
+
+FORMAT = 1
+#: Outcome codes: positions in `arena.ratings.WINNERS` (model_a, model_b, tie, tie (bothbad), tie (bothgood)).
+OUTCOME_CODES = {"a": 0, "b": 1, "tie": 2, "both_bad": 3, "both_good": 4}
+COLUMNS: dict[str, Any] = {
+    "i": np.int64,  # row position (handy in SQL)
+    "vote_id": np.int64,
+    "battle_id": np.int64,
+    "a": np.int32,  # contestant ids
+    "b": np.int32,
+    "outcome": np.int8,
+    "p": np.float64,  # sampling probability of the pair, NaN when the pair was chosen
+    "ts": np.float64,  # vote time, Unix seconds (UTC)
+    "cat": np.int32,  # index into `categories`, -1 when the battle has none
+    "turn": np.int16,  # voted turn, from 1
+    "anon": np.bool_,  # anonymous battle (not named mode)
+    "revealed": np.bool_,  # identity leaked before the vote
+    "errored": np.bool_,  # the battle stopped on an engine error: never rated
+}
+#: Features kept per side for style and vibe control.
+FEATURES: tuple[str, ...] = vibes.STYLE_FEATURES + vibes.VIBE_FEATURES
+FEATURE_COLUMNS = [f"style_{f}_{side}" for f in FEATURES for side in ("a", "b")]
+_CHUNK = 900  # ids per IN (...) query (SQLite allows 999 parameters by default)
+#: The aggregated cells: vote counts and summed inverse sampling probabilities per combination of what boards filter on.
+CELL_KEYS = "a, b, outcome, nop, cat, multi, anon, revealed"
+CELL_SCHEMA = (
+    "a INTEGER, b INTEGER, outcome TINYINT, nop BOOLEAN, cat INTEGER, multi BOOLEAN, anon BOOLEAN, "
+    "revealed BOOLEAN, n BIGINT, inv DOUBLE"
+)
+
+
+@dataclass
+class RefreshStats:
+    new_votes: int
+    rebuilt: bool
+    seconds: float
+    rows: int
+
+
+class VoteCache:
+    """Compact rows of every vote, kept in step with the database by `refresh()`. Thread-safe."""
+
+    #: The cells table is compacted once its rows (deltas included) pass twice max(cells at last compaction, this).
+    compact_min = 1000
+
+    def __init__(self, db: Database, cache_dir: Path | None = None, persist: bool = True) -> None:
+        self.db = db
+        self.persist = persist
+        self.cache_dir = cache_dir or (
+            data_home() / "cache" / "leaderboard" / hashlib.sha1(db.url.encode()).hexdigest()[:16]
+        )
+        self.lock = threading.RLock()
+        self._con = duckdb.connect()
+        self._con.execute("SET threads TO 2")
+        self._reset()
+
+    # -- state ------------------------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self.n = 0
+        self._cols: dict[str, np.ndarray] = {c: np.empty(0, dtype=t) for c, t in COLUMNS.items()}
+        self._feat: np.ndarray | None = None  # (capacity, 2 * len(FEATURES)) float32, NaN = not computed
+        self.categories: list[str] = []
+        self._cat_index: dict[str, int] = {}
+        self.last_vote_id = 0
+        self.version = 0  # bumped on every change
+        self.exclusions = 0  # bumped when rows already read change (a watched battle errored)
+        self.watch: set[int] = set()  # battles that were open when their votes were read
+        self.extras: dict[str, Any] = {}  # callers' state derived from the rows (JSON), saved with them
+        self.loaded = False
+        self._saved_rows = 0
+        self._arrow: tuple[int, int, pa.Table] | None = None  # (n, version, table) of the last full view
+        self._con.execute(f"CREATE OR REPLACE TABLE cells ({CELL_SCHEMA})")
+        self._cell_rows = 0  # rows in the cells table (deltas included)
+        self._cell_keys = 0  # rows right after the last compaction
+
+    def column(self, name: str) -> np.ndarray:
+        """A read-only view of one column (rows 0..n-1)."""
+        view = self._cols[name][: self.n]
+        view.flags.writeable = False
+        return view
+
+    def _grow(self, extra: int) -> None:
+        need = self.n + extra
+        cap = len(self._cols["vote_id"])
+        if need <= cap:
+            return
+        new_cap = max(need + need // 8, 3 * cap // 2, 1024)
+        for name, arr in self._cols.items():
+            grown = np.empty(new_cap, dtype=arr.dtype)
+            grown[: self.n] = arr[: self.n]
+            self._cols[name] = grown
+        if self._feat is not None:
+            grown_f = np.full((new_cap, self._feat.shape[1]), np.nan, dtype=np.float32)
+            grown_f[: self.n] = self._feat[: self.n]
+            self._feat = grown_f
+
+    def _category_code(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        code = self._cat_index.get(value)
+        if code is None:
+            code = self._cat_index[value] = len(self.categories)
+            self.categories.append(value)
+        return code
+
+    # -- reading the database ---------------------------------------------------------------------------------
+    def _select_since(self, conn: Connection, last_id: int) -> dict[str, np.ndarray]:
+        """Votes with an id above `last_id`, in id order, as numpy columns (read through the raw DBAPI cursor:
+        a million rows as SQLAlchemy Row objects would cost seconds)."""
+        if conn.dialect.name == "sqlite":
+            ts = (func.julianday(Vote.created_at) - 2440587.5) * 86400.0
+        else:
+            ts = cast(func.extract("epoch", Vote.created_at), Float)
+        q = (
+            select(
+                Vote.id,
+                Vote.battle_id,
+                Battle.a_id,
+                Battle.b_id,
+                Vote.outcome,
+                Battle.sampling_prob,
+                ts,
+                Battle.category,
+                Vote.turn_idx,
+                Battle.mode,
+                Vote.revealed_before_vote,
+                Battle.status,
+            )
+            .join(Battle, Vote.battle_id == Battle.id)
+            .where(Vote.id > int(last_id))
+            .order_by(Vote.id)
+        )
+        sql = str(q.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(sql)
+            parts: list[list[tuple[Any, ...]]] = []
+            while rows := cursor.fetchmany(200_000):
+                parts.append(list(zip(*rows, strict=True)))
+        finally:
+            cursor.close()
+        names = ("vote_id", "battle_id", "a", "b", "outcome", "p", "ts", "category", "turn_idx", "mode")
+        names += ("revealed", "status")
+        return {
+            name: np.concatenate([np.asarray(part[k], dtype=object) for part in parts])
+            if parts
+            else np.empty(0, dtype=object)
+            for k, name in enumerate(names)
+        }
+
+    def _append(self, rows: dict[str, np.ndarray]) -> None:
+        k = len(rows["vote_id"])
+        if k == 0:
+            return
+        self._grow(k)
+        lo, hi = self.n, self.n + k
+        c = self._cols
+        c["i"][lo:hi] = np.arange(lo, hi)
+        for name in ("vote_id", "battle_id", "a", "b"):
+            c[name][lo:hi] = rows[name].astype(c[name].dtype)
+        c["outcome"][lo:hi] = _codes(rows["outcome"], lambda v: OUTCOME_CODES.get(v, -1))
+        c["p"][lo:hi] = rows["p"].astype(np.float64)  # None -> NaN
+        c["ts"][lo:hi] = rows["ts"].astype(np.float64)
+        c["cat"][lo:hi] = _codes(rows["category"], lambda v: -1 if v is None else self._category_code(str(v)))
+        c["turn"][lo:hi] = rows["turn_idx"].astype(np.int16) + 1
+        c["anon"][lo:hi] = _codes(rows["mode"], lambda v: v == "anonymous").astype(bool)
+        c["revealed"][lo:hi] = rows["revealed"].astype(bool)
+        status = _codes(rows["status"], lambda v: {"open": 1, "errored": 2}.get(v, 0))
+        c["errored"][lo:hi] = status == 2
+        self.watch.update(rows["battle_id"][status == 1].astype(np.int64).tolist())
+        self.n = hi
+        self.last_vote_id = int(c["vote_id"][hi - 1])
+        self.version += 1
+
+    def _check_watched(self, conn: Connection) -> None:
+        """Re-read the status of battles that were open; flag the rows of those that errored since."""
+        if not self.watch:
+            return
+        ids = sorted(self.watch)
+        errored: list[int] = []
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            for battle_id, status in conn.execute(
+                select(Battle.id, Battle.status).where(Battle.id.in_(chunk))
+            ).all():
+                if status == "open":
+                    continue
+                self.watch.discard(battle_id)
+                if status == "errored":
+                    errored.append(battle_id)
+        if errored:
+            flags = self._cols["errored"][: self.n]
+            hit = np.flatnonzero(np.isin(self._cols["battle_id"][: self.n], errored) & ~flags)
+            self._add_cells(hit, sign=-1)  # take their votes back out of the aggregates
+            flags[hit] = True
+            self.exclusions += 1
+            self.version += 1
+
+    def refresh(self) -> RefreshStats:
+        """Bring the rows up to date with the database; a full re-read only when the store changed under us."""
+        t0 = time.perf_counter()
+        with self.lock:
+            rebuilt = False
+            if not self.loaded:
+                self._load_saved()
+            before = self.n
+            with self.db.engine.connect() as conn:
+                rows = self._select_since(conn, self.last_vote_id)
+                got = len(rows["vote_id"])
+                upto = int(rows["vote_id"][-1]) if got else self.last_vote_id
+                if (
+                    self._count_upto(conn, upto) != self.n + got
+                ):  # deleted votes, or ids committed out of order
+                    self._reset()
+                    rows = self._select_since(conn, 0)
+                    rebuilt = True
+                self._append(rows)
+                self._add_cells(np.arange(before if not rebuilt else 0, self.n))
+                self._check_watched(conn)
+            self.loaded = True
+            new = self.n - before if not rebuilt else self.n
+            if self.persist and (rebuilt or self.n - self._saved_rows >= max(1, self._saved_rows // 20)):
+                self.save()
+            return RefreshStats(new, rebuilt, time.perf_counter() - t0, self.n)
+
+    @staticmethod
+    def _count_upto(conn: Connection, upto: int) -> int:
+        """Votes with id <= upto, as (all votes) - (votes above upto) in one statement (one snapshot): a full
+        count runs over the smallest index, a count over an id range walks the table itself (10x slower)."""
+        total = select(func.count()).select_from(Vote).scalar_subquery()
+        above = select(func.count()).select_from(Vote).where(Vote.id > upto).scalar_subquery()
+        return int(conn.execute(select(total - above)).scalar_one())
+
+    # -- DuckDB -----------------------------------------------------------------------------------------------
+    def _view(self, positions: np.ndarray | None = None, with_features: bool = False) -> pa.Table:
+        """Arrow view of the rows (zero-copy for numeric columns), all of them or those at `positions`."""
+        if (
+            positions is None
+            and not with_features
+            and self._arrow
+            and self._arrow[:2] == (self.n, self.version)
+        ):
+            return self._arrow[2]
+        pick = (lambda a: a[: self.n]) if positions is None else (lambda a: a[positions])
+        arrays = {name: pa.array(pick(arr)) for name, arr in self._cols.items()}
+        if with_features:
+            feat = self._features()
+            for k, name in enumerate(FEATURE_COLUMNS):
+                arrays[name] = pa.array(np.ascontiguousarray(pick(feat[:, k])))
+        table = pa.table(arrays)
+        if positions is None and not with_features:
+            self._arrow = (self.n, self.version, table)
+        return table
+
+    def table(self, with_features: bool = False) -> pa.Table:
+        """All rows as an Arrow table (with the feature columns, NaN where not computed, when asked)."""
+        with self.lock:
+            return self._view(with_features=with_features)
+
+    def query(self, sql: str, params: Iterable[Any] = (), since_vote_id: int = 0) -> dict[str, np.ndarray]:
+        """Run `sql` in DuckDB; numpy columns back. The rows are the view `votes` (rated rows only: battle not
+        errored, known outcome; plus `multi` = turn > 1), restricted to vote ids above `since_vote_id`; the
+        aggregates are the table `cells`."""
+        with self.lock:
+            start = int(np.searchsorted(self._cols["vote_id"][: self.n], since_vote_id, side="right"))
+            positions = None if start == 0 else np.arange(start, self.n)
+            self._con.register("vote_rows", self._view(positions))
+            try:
+                self._con.execute(
+                    "CREATE OR REPLACE TEMP VIEW votes AS SELECT *, turn > 1 AS multi FROM vote_rows "
+                    "WHERE NOT errored AND outcome >= 0"
+                )
+                return self._con.execute(sql, list(params)).fetchnumpy()
+            finally:
+                self._con.unregister("vote_rows")
+
+    def _add_cells(self, positions: np.ndarray, sign: int = 1) -> None:
+        """Add (sign=-1: remove) the rows at `positions` to the aggregated cells: an appended delta, compacted by
+        a DuckDB group-by once the deltas outnumber the cells."""
+        if not len(positions):
+            return
+        self._con.register("fresh", self._view(positions))
+        try:
+            added = self._con.execute(
+                f"INSERT INTO cells SELECT a, b, outcome, isnan(p), cat, turn > 1, anon, revealed, "
+                f"{sign} * count(*), {sign} * sum(CASE WHEN isnan(p) THEN 0 ELSE 1.0 / p END) "
+                "FROM fresh WHERE NOT errored AND outcome >= 0 GROUP BY ALL"
+            ).fetchall()
+        finally:
+            self._con.unregister("fresh")
+        self._cell_rows += int(added[0][0]) if added else 0
+        if self._cell_rows > 2 * max(self._cell_keys, self.compact_min):
+            self._con.execute(
+                f"CREATE OR REPLACE TABLE cells AS SELECT {CELL_KEYS}, sum(n)::BIGINT AS n, sum(inv) AS inv "
+                f"FROM cells GROUP BY ALL HAVING sum(n) <> 0"
+            ).fetchall()
+            self._cell_rows = self._cell_keys = int(
+                self._con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
+            )
+
+    # -- style and vibe features ------------------------------------------------------------------------------
+    def _features(self) -> np.ndarray:
+        if self._feat is None:
+            self._feat = np.full((len(self._cols["vote_id"]), len(FEATURE_COLUMNS)), np.nan, np.float32)
+        return self._feat
+
+    def features(self, positions: np.ndarray) -> np.ndarray:
+        """Feature counts (len(positions), 2 * len(FEATURES)) in `FEATURE_COLUMNS` order, computing missing ones."""
+        with self.lock:
+            feat = self._features()
+            missing = positions[np.isnan(feat[positions, 0])]
+            if len(missing):
+                self._compute_features(missing)
+                if self.persist:
+                    self.save()
+            return feat[positions]
+
+    def _compute_features(self, positions: np.ndarray) -> None:
+        feat = self._features()
+        battle_ids = self._cols["battle_id"][positions]
+        turns = self._cols["turn"][positions]
+        order = np.argsort(battle_ids, kind="stable")
+        with self.db.engine.connect() as conn:
+            for start in range(0, len(order), _CHUNK):
+                block = order[start : start + _CHUNK]
+                ids = sorted({int(b) for b in battle_ids[block]})
+                answers: dict[int, list[tuple[int, str, str]]] = {}
+                for battle_id, idx, answer_a, answer_b in conn.execute(
+                    select(Turn.battle_id, Turn.idx, Turn.answer_a, Turn.answer_b)
+                    .where(Turn.battle_id.in_(ids))
+                    .order_by(Turn.battle_id, Turn.idx)
+                ):
+                    answers.setdefault(battle_id, []).append((idx, answer_a or "", answer_b or ""))
+                for k in block:
+                    shown = [t for t in answers.get(int(battle_ids[k]), []) if t[0] < int(turns[k])]
+                    # the same text the ratings use: all assistant turns up to the voted one, blank-line joined
+                    fa = vibes.features("\n\n".join(t[1] for t in shown))
+                    fb = vibes.features("\n\n".join(t[2] for t in shown))
+                    feat[positions[k]] = [fa[f] if side == "a" else fb[f] for f in FEATURES for side in "ab"]
+        self.version += 1
+
+    # -- persistence ------------------------------------------------------------------------------------------
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "url": self.db.url,
+            "rows": self.n,
+            "last_vote_id": self.last_vote_id,
+            "categories": self.categories,
+            "watch": sorted(self.watch),
+            "exclusions": self.exclusions,
+            "extras": self.extras,
+            "markers_version": vibes.markers_version(),
+        }
+
+    def save(self) -> None:
+        """Write the rows (and computed features) as Parquet plus a small JSON header; atomic replace."""
+        with self.lock:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            table = self._view(with_features=self._feat is not None)
+            tmp = self.cache_dir / "votes.parquet.tmp"
+            pq.write_table(table, tmp, compression="zstd")
+            tmp.replace(self.cache_dir / "votes.parquet")
+            meta_tmp = self.cache_dir / "meta.json.tmp"
+            meta_tmp.write_text(json.dumps(self._meta()))
+            meta_tmp.replace(self.cache_dir / "meta.json")
+            self._saved_rows = self.n
+
+    def _load_saved(self) -> None:
+        """Start from the saved rows when there are any for this database (replaces what is in memory)."""
+        meta_path, data_path = self.cache_dir / "meta.json", self.cache_dir / "votes.parquet"
+        if not self.persist or not meta_path.exists() or not data_path.exists():
+            return
+        self._reset()
+        try:
+            meta = json.loads(meta_path.read_text())
+            if meta.get("format") != FORMAT or meta.get("url") != self.db.url:
+                return
+            table = pq.read_table(data_path)
+            if table.num_rows != meta["rows"]:
+                return
+            n = table.num_rows
+            self._grow(n)
+            for name in COLUMNS:
+                self._cols[name][:n] = table.column(name).to_numpy()
+            if (
+                FEATURE_COLUMNS[0] in table.column_names
+                and meta.get("markers_version") == vibes.markers_version()
+            ):
+                feat = self._features()
+                for k, name in enumerate(FEATURE_COLUMNS):
+                    feat[:n, k] = table.column(name).to_numpy()
+            self.n = n
+            self.categories = list(meta["categories"])
+            self._cat_index = {c: k for k, c in enumerate(self.categories)}
+            self.last_vote_id = int(meta["last_vote_id"])
+            self.watch = set(meta["watch"])
+            self.exclusions = int(meta.get("exclusions", 0))
+            self.extras = dict(meta.get("extras") or {})
+            self._saved_rows = n
+            self.version += 1
+            self._add_cells(np.arange(n))
+        except (OSError, ValueError, KeyError, pa.ArrowException):
+            self._reset()
+
+
+def _codes(values: np.ndarray, code: Any) -> np.ndarray:
+    """`code(v)` for every value of an object array, calling it once per distinct value."""
+    uniq, first, inverse = _unique(values)
+    return (
+        np.array([code(values[i]) for i in first], dtype=np.int64)[inverse]
+        if len(uniq)
+        else np.zeros(0, np.int64)
+    )
+
+
+def _unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    first = np.zeros(len(uniques), dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    return np.asarray(uniques), first, codes
