@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,8 +105,9 @@ class Access:
             return False
         return True
 
-    def gradio_auth(self) -> Callable[[str, str], Awaitable[bool]] | None:
-        """An async login check for ``launch(auth=...)`` (hashing runs in a worker thread), or None."""
+    def gradio_auth(self) -> Callable[[str, str], Any] | None:
+        """An async login check for ``launch(auth=...)`` (Gradio awaits it; hashing runs in a worker thread,
+        not on the event loop), or None in the open mode."""
         if not self.required:
             return None
 
