@@ -89,3 +89,17 @@ def test_login_check_throttles_repeated_failures(db):
     assert access.user_id(type("Req", (), {"username": "ann"})()) == get_user(db, "ann").id
     open_mode = Access()
     assert open_mode.user_id(None) is None and open_mode.gradio_auth() is None
+
+
+def test_per_user_limits_in_login_mode(db):
+    from arena.accounts import RateLimited, RateLimiter
+
+    access = Access(db, True, prompts=RateLimiter(2, what="prompts"), votes=RateLimiter(60, what="votes"))
+    access.limit("prompts", 1)
+    access.limit("prompts", 1)
+    with pytest.raises(RateLimited, match="too many prompts"):
+        access.limit("prompts", 1)
+    access.limit("prompts", 2)  # another user
+    access.limit("votes", 1)  # another kind
+    for _ in range(100):
+        access.limit("prompts", None)  # the local operator (open mode) is not limited
