@@ -412,6 +412,73 @@ def ratings(
     typer.echo(out)
 
 
+evals_app = typer.Typer(help="The verifiable eval set (format and arithmetic checks).", no_args_is_help=True)
+app.add_typer(evals_app, name="evals")
+
+
+@evals_app.command("run")
+def evals_run(
+    contestant: list[str] = typer.Option(
+        None, help="Contestant to evaluate (repeatable; default: every active one)."
+    ),
+    limit: int = typer.Option(None, help="Only the first N items."),
+    max_tokens: int = typer.Option(None, help="Cap each answer at this many tokens (quick runs)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON summary per contestant."),
+) -> None:
+    """Ask contestants the eval set, check and store the answers (they feed the Goldilocks board)."""
+    from tqdm import tqdm
+
+    from arena.evals import EvalError, run_evals
+    from arena.registry import list_contestants
+
+    ctx = _ctx()
+    if not contestant:
+        with ctx.db.session() as s:
+            contestant = [c.public_name for c in list_contestants(s)]
+    for name in contestant:
+        bar = tqdm(desc=name, unit="item", disable=as_json)
+
+        def report(done: int, total: int, item: str, bar=bar) -> None:  # type: ignore[no-untyped-def]
+            bar.total, bar.n = total, done
+            bar.set_postfix_str(item, refresh=True)
+
+        try:
+            run = run_evals(ctx.db, name, limit=limit, progress=report, max_tokens=max_tokens)
+        except EvalError as exc:
+            bar.close()
+            _fail(str(exc))
+            return
+        bar.close()
+        s = run.summary()
+        if as_json:
+            typer.echo(json.dumps(s))
+            continue
+        score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
+        typer.echo(f"{name}: {s['passed']}/{s['answered']} passed ({score}) in {s['seconds']:.0f} s")
+        if s["stopped"]:
+            typer.secho(f"  stopped early: {s['stopped']}", fg=typer.colors.YELLOW)
+
+
+@evals_app.command("scores")
+def evals_scores(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Each contestant's latest eval score (share of passed items) on the current eval set."""
+    from arena.evals import eval_scores
+
+    ctx = _ctx()
+    with ctx.db.session() as s:
+        scores = eval_scores(s)
+    if as_json:
+        typer.echo(json.dumps(scores, indent=2))
+        return
+    if not scores:
+        typer.echo("No eval results yet: run `vibestudio evals run`.")
+    for name, v in scores.items():
+        cats = ", ".join(f"{c} {100 * x:.0f}%" for c, x in v["by_category"].items())
+        typer.echo(
+            f"{name}: {100 * v['score']:.0f}% of {v['answered']} ({cats}); last run {v['last_run_at']}"
+        )
+
+
 from studio.annotate_cli import register as _register_annotation  # noqa: E402  (annotation commands)
 
 _register_annotation(app)

@@ -236,3 +236,29 @@ def test_goldilocks_joins_rating_evals_speed_and_price(db, tmp_path):
     prices.write_text("engines: {llama_cpp: -1}\n")
     with pytest.raises(ValueError, match="engines.llama_cpp"):
         load_prices(prices)
+
+
+def test_cli_runs_and_scores():
+    from typer.testing import CliRunner
+
+    from studio.cli import app
+    from studio.context import build_context
+
+    ctx = build_context()  # the studio database under the test's VIBESTUDIO_HOME
+    with ctx.db.session() as s:
+        register(
+            s, ContestantSpec("gone", engine="openai", model_ref="m", engine_config={"base_url": _down_url()})
+        )
+    runner = CliRunner()
+    out = runner.invoke(app, ["evals", "run", "--contestant", "gone", "--json"])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.output.strip().splitlines()[-1])
+    assert summary["contestant"] == "gone" and summary["answered"] == 0 and "down" in summary["stopped"]
+    out = runner.invoke(app, ["evals", "scores"])
+    assert out.exit_code == 0 and "No eval results yet" in out.output
+    out = runner.invoke(app, ["evals", "run", "--contestant", "nobody"])
+    assert out.exit_code == 1 and "no contestant 'nobody'" in out.output
+
+
+def _down_url() -> str:
+    return f"http://127.0.0.1:{_closed_port()}/v1"
