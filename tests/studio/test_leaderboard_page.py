@@ -1,0 +1,67 @@
+"""The Leaderboard tab's tables and figures from real service output, and the tab's wiring inside the app (its one
+named API endpoint takes only optional inputs, so `client.predict(api_name="/leaderboard")` keeps working)."""
+
+from __future__ import annotations
+
+from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
+from arena.vote_cache import VoteCache
+from studio.pages import leaderboard as page
+from tests.arena.test_leaderboard_service import NAMES, _battles, _contestants
+
+
+def test_tables_and_figures(db, tmp_path):
+    ids = _contestants(db)
+    _battles(db, ids, 120)
+    svc = LeaderboardService(db, VoteCache(db, tmp_path / "c"))
+    board = svc.board(BoardOptions(style_control=True, ci_method="sandwich", min_battles=100))
+    table = page.board_table(board)
+    assert list(table["name"]) == [m["name"] for m in board["models"]] and set(table["name"]) == set(NAMES)
+    assert page.board_chart(board).data[0].y[-1] == board["models"][0]["name"]  # best at the top
+    text = page.summary_text(board)
+    assert f"**{board['n_votes']}** rated votes" in text and "⚠️" in text and "fewer than 100 battles" in text
+    style = page.style_table(board)
+    assert set(style["feature"]) == set(board["style_coefficients"]) and "tokens" in set(style["feature"])
+    assert len(page.style_chart(board).data[0].y) == len(style)
+    m = svc.matrices()
+    assert page.heatmap(m["counts"], "n", counts=True).data[0].z.shape == (4, 4)
+    assert len(page.over_time_chart(svc.over_time(freq="W")).data) == 4
+    with db.session() as s:
+        cmp = compare_contestants(s, "alpha", "bravo")
+        prof = vibe_profile(s, "alpha")
+    assert [bar.name for bar in page.compare_chart(cmp).data] == ["alpha", "bravo"]
+    assert "mean alpha" in page.compare_table(cmp).columns and len(page.profile_table(prof)) >= 10
+    rows = [
+        {
+            "name": "a",
+            "rating": 1010.0,
+            "ci_low": 990.0,
+            "ci_high": 1030.0,
+            "eval_score": 0.5,
+            "tokens_per_s": 30.0,
+        }
+        | {"latency_s": 0.2, "cost_per_answer": None, "currency": "USD"},
+        {
+            "name": "b",
+            "rating": None,
+            "ci_low": None,
+            "ci_high": None,
+            "eval_score": 0.9,
+            "tokens_per_s": None,
+        }
+        | {"latency_s": None, "cost_per_answer": None, "currency": "USD"},
+    ]
+    fig = page.goldilocks_chart(rows)
+    assert [list(t.text) for t in fig.data] == [["a"], ["a"], ["a"], []]  # unrated b is in the table only
+    assert list(page.goldilocks_table(rows)["name"]) == ["a", "b"]
+    assert page.goldilocks_chart([rows[1]]) is None and page.board_chart({"models": []}) is None
+
+
+def test_the_tab_builds_and_its_endpoint_needs_no_arguments(tmp_path):
+    from studio.app import build_app
+    from studio.context import build_context
+    from studio.settings import Settings
+
+    ctx = build_context(Settings(database_url=f"sqlite:///{tmp_path / 's.sqlite'}"))
+    demo = build_app(ctx)
+    endpoint = demo.get_api_info()["named_endpoints"]["/leaderboard"]
+    assert [p["parameter_has_default"] for p in endpoint["parameters"]] == [True] * 4
