@@ -40,6 +40,8 @@ BOARDS = ("all", "single-turn", "multi-turn")
 CI_METHODS = ("bootstrap", "sandwich")
 _WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
 _SCORE_A = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
+#: An Elo replay over at least this many votes saves the cache right away (a restart then carries it on).
+REPLAY_SAVE_ROWS = 100_000
 
 
 def current_leaderboard(
@@ -247,6 +249,8 @@ class LeaderboardService:
             "exclusions": self.cache.exclusions,
             "ratings": ratings.tolist(),
         }
+        if len(a) >= REPLAY_SAVE_ROWS and self.cache.persist:
+            self.cache.save()  # a long replay: keep its result for the next start
         return ratings
 
     def boards(self, options: BoardOptions | None = None) -> list[dict[str, Any]]:

@@ -356,7 +356,9 @@ class VoteCache:
             missing = positions[np.isnan(feat[positions, 0])]
             if len(missing):
                 self._compute_features(missing)
-                if self.persist:
+                if self.persist and len(missing) >= max(
+                    1000, self.n // 20
+                ):  # else with the next regular save
                     self.save()
             return feat[positions]
 

@@ -359,10 +359,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     def options(
         ci_method: str, chosen: list[str] | None, board_name: str | None, with_named: bool
     ) -> BoardOptions:
-        chosen = chosen or []
+        chosen, rounds = chosen or [], ctx.settings.leaderboard_bootstrap
         return BoardOptions(
-            ci_method=ci_method or "bootstrap",
-            bootstrap=ctx.settings.leaderboard_bootstrap,
+            ci_method="sandwich" if rounds < 2 else (ci_method or "bootstrap"),
+            bootstrap=max(rounds, 2),
             style_control="style" in chosen,
             vibe_control="vibe" in chosen,
             board=board_name or "all",
