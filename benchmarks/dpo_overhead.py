@@ -43,7 +43,8 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
     rows = [json.loads(line) for line in Path(snapshot).read_text().splitlines()]
     data = Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows])
     tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    cuda = torch.cuda.is_available()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16 if cuda else torch.float32)
     args = DPOConfig(
         output_dir=out,
         max_steps=steps,
@@ -55,8 +56,8 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
         logging_steps=1,
         save_strategy="no",
         report_to=[],
-        use_cpu=not torch.cuda.is_available(),
-        bf16=torch.cuda.is_available(),
+        use_cpu=not cuda,
+        bf16=cuda,
         gradient_checkpointing=False,
     )
     lora = LoraConfig(
@@ -65,6 +66,11 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
     trainer = DPOTrainer(model=model, args=args, train_dataset=data, processing_class=tok, peft_config=lora)
     trainer.train()
     trainer.save_model(out)
+    (Path(out) / "done_at").write_text(
+        repr(time.time())
+    )  # the result is on disk; interpreter teardown is not timed
+    sys.stdout.flush()
+    os._exit(0)  # as the studio worker does
 
 
 def synthetic_pairs(n: int) -> list[dict]:
@@ -122,10 +128,10 @@ def child_cpu() -> float:
 
 
 def time_raw(model_dir: str, snapshot: str, out: Path, steps: int) -> tuple[float, float]:
-    c0, t0 = child_cpu(), time.perf_counter()
+    c0, t0 = child_cpu(), time.time()
     cmd = [sys.executable, __file__, "--raw", model_dir, snapshot, str(out), "--steps", str(steps)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0, child_cpu() - c0
+    return float((out / "done_at").read_text()) - t0, child_cpu() - c0
 
 
 def time_studio(db, parent: str, snap: str, steps: int) -> tuple[float, float, dict]:  # type: ignore[no-untyped-def]

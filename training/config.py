@@ -109,6 +109,15 @@ class JobConfig:
     check_memory: bool = _f(
         True, "Refuse to launch when the estimated peak memory exceeds what is available."
     )
+    launcher: str = _f(
+        "python",
+        "How the worker runs: 'python' (one process) or 'accelerate' (accelerate launch: multi-GPU, DeepSpeed).",
+    )
+    num_processes: int = _f(1, "Processes (usually GPUs) for launcher 'accelerate'.")
+    accelerate_config: str = _f(
+        "",
+        "An accelerate config file (e.g. a DeepSpeed ZeRO setup) for launcher 'accelerate'; empty = defaults.",
+    )
     drift_prompts: int = _f(
         8,
         "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report).",
@@ -148,6 +157,10 @@ class JobConfig:
             raise ConfigError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio})")
         if self.save_steps < 0:
             raise ConfigError("save_steps must be >= 0")
+        if self.launcher not in ("python", "accelerate"):
+            raise ConfigError(f"launcher must be 'python' or 'accelerate' (got {self.launcher!r})")
+        if self.num_processes < 1 or (self.num_processes > 1 and self.launcher != "accelerate"):
+            raise ConfigError("num_processes > 1 needs launcher: accelerate")
         if self.drift_prompts < 0 or self.drift_max_tokens < 1:
             raise ConfigError("drift_prompts must be >= 0 and drift_max_tokens >= 1")
         for name, limits in self.drift_thresholds.items():

@@ -120,7 +120,9 @@ def load_model(
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     cls = model_cls or AutoModelForCausalLM
-    dtype = torch.float32 if on_cpu(cfg) else torch.bfloat16
+    # GPU: a frozen LoRA base in bf16 (adapters stay fp32); a full fine-tune keeps fp32 master weights and
+    # trains under bf16 autocast (pure-bf16 AdamW loses small updates). CPU: fp32.
+    dtype = torch.bfloat16 if cfg.lora and not on_cpu(cfg) else torch.float32
     model = cls.from_pretrained(path, dtype=dtype, **model_kwargs)
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = tok.pad_token_id
@@ -155,7 +157,7 @@ def run_trainer(ctx: JobContext, trainer, final_eval: Any = None) -> TrainResult
     trainer.train(resume_from_checkpoint=ctx.last_checkpoint() if ctx.resume else None)
     trained = time.perf_counter()
     step = trainer.state.global_step
-    if final_eval is not None:
+    if final_eval is not None and trainer.accelerator.is_main_process:
         final_eval(step)
     ended = time.perf_counter()  # training and its final evaluation are over; saving + publishing start here
     ctx.metrics.log(
@@ -195,9 +197,12 @@ def save_result(trainer, ctx: JobContext, step: int, seconds: float, ended: floa
     from peft import PeftModel
 
     out = ctx.output_dir
-    out.mkdir(parents=True, exist_ok=True)
     model = trainer.accelerator.unwrap_model(trainer.model)
     adapter = isinstance(model, PeftModel)
+    trainer.accelerator.wait_for_everyone()
+    if not trainer.accelerator.is_main_process:
+        return TrainResult(out, adapter, step, seconds, ended)
+    out.mkdir(parents=True, exist_ok=True)
     if adapter:
         model.save_pretrained(out, selected_adapters=["default"])
     else:

@@ -53,6 +53,8 @@ def make_callback(writer: MetricWriter, on_step: Callable[[Any, Any], None] | No
             self._last = self._t0
 
         def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+            if not state.is_world_process_zero:
+                return
             now = time.perf_counter()
             values = {
                 "progress": state.global_step / max(state.max_steps, 1),
@@ -64,6 +66,8 @@ def make_callback(writer: MetricWriter, on_step: Callable[[Any, Any], None] | No
                 on_step(state, kwargs)
 
         def on_log(self, args, state, control, logs=None, **kwargs):  # type: ignore[no-untyped-def]
+            if not state.is_world_process_zero:
+                return
             clean = writer.log(state.global_step, logs or {})
             shown = " ".join(f"{k}={v:.4g}" for k, v in clean.items() if k in _SHOWN)
             print(f"[train] step {state.global_step}/{state.max_steps} {shown}", flush=True)

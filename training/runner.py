@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, aliased
 from arena.accounts import require_role
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
-from training.config import JobConfig, save_config
+from training.config import JobConfig, load_config, save_config
 from training.errors import JobError
 from training.preflight import preflight
 
@@ -176,7 +176,7 @@ def _spawn(db: Database, job_id: int) -> int:
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "training.worker", config_path, "--job", str(job_id)],
+            worker_command(config_path, job_id),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -189,6 +189,20 @@ def _spawn(db: Database, job_id: int) -> int:
     with db.session() as s:
         s.execute(update(Job).where(Job.id == job_id, Job.pid.is_(None)).values(pid=proc.pid))
     return proc.pid
+
+
+def worker_command(config_path: str, job_id: int) -> list[str]:
+    """The argv that runs a job: the worker module, directly or under ``accelerate launch`` (never a shell)."""
+    worker = ["-m", "training.worker", config_path, "--job", str(job_id)]
+    cfg = load_config(config_path)
+    if cfg.launcher != "accelerate":
+        return [sys.executable, *worker]
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(cfg.num_processes)]
+    if cfg.accelerate_config:
+        launch += ["--config_file", cfg.accelerate_config]
+    if cfg.use_cpu:
+        launch.append("--cpu")
+    return [*launch, *worker]
 
 
 def finish(db: Database, job_id: int, status: str, error: str | None, only_if: str | None = None) -> bool:

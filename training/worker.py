@@ -61,7 +61,11 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
         if job.status in runner.TERMINAL:
             print(f"[worker] job {job_id} is already {job.status}; nothing to do", flush=True)
             return 0
-        job.status, job.pid = "running", os.getpid()
+        job.status = "running"
+        if (
+            job.pid is None or os.getpgid(0) == os.getpid()
+        ):  # under accelerate launch the launcher is the leader
+            job.pid = os.getpid()
         job.started_at = job.started_at or utcnow()
     code = 1
     try:
@@ -116,6 +120,23 @@ def _quiet_libraries() -> None:
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*gradient.checkpointing.*")
+
+
+def run_replica(db, config_path: str) -> int:  # type: ignore[no-untyped-def]
+    """A non-zero rank under ``accelerate launch``: train alongside rank 0; rank 0 alone writes status,
+    metrics, checkpoints and publishes."""
+    from training.config import load_config
+    from training.context import JobContext
+    from training.metrics import MetricWriter
+    from training.preflight import preflight
+
+    cfg = load_config(config_path)
+    with db.session() as s:
+        checked = preflight(s, cfg)
+    ctx = JobContext(None, cfg, checked, Path(config_path).parent, MetricWriter(None, None))
+    ctx.resume = ctx.last_checkpoint() is not None
+    trainer_for(cfg.kind)(ctx)
+    return 0
 
 
 def forget_metrics_after(db, job_id: int, checkpoint: str | None) -> None:  # type: ignore[no-untyped-def]
@@ -176,10 +197,21 @@ def main(argv: list[str] | None = None) -> int:
 
     db = Database(os.environ.get("VIBESTUDIO_DATABASE_URL"))
     try:
+        if int(os.environ.get("RANK", "0")) != 0:
+            return run_replica(db, args.config)
         return run_job(db, args.job, args.config)
     finally:
         db.dispose()
 
 
+def exit_now(code: int) -> None:
+    """Leave without interpreter teardown: everything is committed, saved and flushed by now, and unloading
+    torch's operator registrations took over a minute on a busy 2-core machine (the queue does not wait for it,
+    but a cancel or a test does)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

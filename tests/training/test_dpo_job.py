@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from safetensors.torch import load_file
 
 from arena.engines.base import Sampling
@@ -11,6 +12,7 @@ from arena.engines.hf import TransformersEngine
 from arena.registry import get_contestant
 from db.models import Checkpoint
 from tests.training.conftest import FAST
+from training import runner
 from training.drift import load_report
 from training.runner import job_view, list_jobs, wait
 from training.service import estimate_job, launch_dpo
@@ -78,3 +80,15 @@ def test_dpo_job_trains_publishes_and_plays(db, tiny_parent, make_snapshot, tiny
 def get_contestant_by_job(db, contestant_id):
     with db.session() as s:
         return get_contestant(s, contestant_id)
+
+
+@pytest.mark.slow
+def test_the_same_config_runs_under_accelerate_launch(db, tiny_parent, make_snapshot):
+    job_id = launch_dpo(
+        db, "tiny-parent", make_snapshot(8), **{**FAST, "launcher": "accelerate", "use_cpu": True}
+    )
+    command = runner.worker_command(str(runner.job_dir(job_id) / "config.yaml"), job_id)
+    assert command[1:3] == ["-m", "accelerate.commands.launch"] and "--cpu" in command
+    view = wait(db, job_id, timeout=300)
+    assert view.status == "succeeded", view.error or view.log_tail
+    assert view.contestant_id is not None and [s for s, _ in view.metrics["loss"]] == [1, 2, 3, 4]
