@@ -260,7 +260,7 @@ class VoteCache:
                     rows = self._select_since(conn, 0)
                     rebuilt = True
                 self._append(rows)
-                self._add_cells(np.arange(before if not rebuilt else 0, self.n))
+                self._add_cells(slice(before if not rebuilt else 0, self.n))
                 self._check_watched(conn)
             self.loaded = True
             new = self.n - before if not rebuilt else self.n
@@ -277,8 +277,9 @@ class VoteCache:
         return int(conn.execute(select(total - above)).scalar_one())
 
     # -- DuckDB -----------------------------------------------------------------------------------------------
-    def _view(self, positions: np.ndarray | None = None, with_features: bool = False) -> pa.Table:
-        """Arrow view of the rows (zero-copy for numeric columns), all of them or those at `positions`."""
+    def _view(self, positions: np.ndarray | slice | None = None, with_features: bool = False) -> pa.Table:
+        """Arrow view of the rows, all of them or those at `positions` (zero-copy for numeric columns unless
+        `positions` is an index array)."""
         if (
             positions is None
             and not with_features
@@ -308,8 +309,7 @@ class VoteCache:
         aggregates are the table `cells`."""
         with self.lock:
             start = int(np.searchsorted(self._cols["vote_id"][: self.n], since_vote_id, side="right"))
-            positions = None if start == 0 else np.arange(start, self.n)
-            self._con.register("vote_rows", self._view(positions))
+            self._con.register("vote_rows", self._view(None if start == 0 else slice(start, self.n)))
             try:
                 self._con.execute(
                     "CREATE OR REPLACE TEMP VIEW votes AS SELECT *, turn > 1 AS multi FROM vote_rows "
@@ -319,10 +319,11 @@ class VoteCache:
             finally:
                 self._con.unregister("vote_rows")
 
-    def _add_cells(self, positions: np.ndarray, sign: int = 1) -> None:
+    def _add_cells(self, positions: np.ndarray | slice, sign: int = 1) -> None:
         """Add (sign=-1: remove) the rows at `positions` to the aggregated cells: an appended delta, compacted by
         a DuckDB group-by once the deltas outnumber the cells."""
-        if not len(positions):
+        size = len(range(self.n)[positions]) if isinstance(positions, slice) else len(positions)
+        if not size:
             return
         self._con.register("fresh", self._view(positions))
         try:
@@ -446,7 +447,7 @@ class VoteCache:
             self.extras = dict(meta.get("extras") or {})
             self._saved_rows = n
             self.version += 1
-            self._add_cells(np.arange(n))
+            self._add_cells(slice(0, n))
         except (OSError, ValueError, KeyError, pa.ArrowException):
             self._reset()
 
