@@ -1,10 +1,11 @@
 """The studio's leaderboard: votes from the database -> ratings, boards, matrices and rating over time as plain data.
 
-`LeaderboardService(db)` keeps a `VoteCache` (compact rows of every vote, refreshed incrementally) and answers
-each view from it: DuckDB groups the rows into (model a, model b, outcome) cells with their counts and summed
-inverse sampling probabilities, and the cells are expanded into battle records for `arena.ratings` (the cell's
-harmonic-mean sampling probability keeps every cell's weight sum, so point estimates and the bootstrap are the
-same as on the raw votes; only sandwich intervals lose the spread of weights within a cell). Online Elo, which
+`LeaderboardService(db)` keeps a `VoteCache` (compact rows of every vote, refreshed incrementally, with a DuckDB
+table of aggregated cells kept up to date by deltas) and answers each view from it: a DuckDB group-by over the
+cells under the board's filters gives (model a, model b, outcome) counts and summed inverse sampling
+probabilities, expanded into battle records for `arena.ratings` (the cell's harmonic-mean sampling probability
+keeps every cell's weight sum, so point estimates and the bootstrap are the same as on the raw votes; only
+sandwich intervals lose the spread of weights within a cell). Online Elo, which
 depends on the order of the votes, is carried forward vote by vote per filter instead of being replayed. Boards are
 memoised per options until the next change, so a refresh after one new vote reads one row and refits once.
 

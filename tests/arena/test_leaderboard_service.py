@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, update
 
-from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
+from arena.leaderboard import (
+    BoardOptions,
+    LeaderboardService,
+    compare_contestants,
+    current_leaderboard,
+    vibe_profile,
+)
 from arena.ratings import leaderboard, leaderboard_by, online_elo, pairwise_matrices, rating_over_time
 from arena.records import battle_records
 from arena.registry import ContestantSpec, register
@@ -127,6 +133,13 @@ def test_board_matches_the_plain_path_with_bootstrap_sandwich_and_elo(store):
     _same_board(out, leaderboard(records, bootstrap_rounds=30, seed=3))
     elo = _elo(records)
     assert {m["name"]: m["elo"] for m in out["models"]} == pytest.approx(elo, abs=1e-9)
+    with db.session() as s:
+        plain = current_leaderboard(s, bootstrap=30)
+    default = svc.board(BoardOptions(bootstrap=30))
+    assert [m["name"] for m in default["models"]] == [m["name"] for m in plain["models"]]
+    for got, want in zip(default["models"], plain["models"], strict=True):
+        assert got == {k: pytest.approx(v, abs=1e-6) if isinstance(v, float) else v for k, v in want.items()}
+    assert default["unrated"] == plain["unrated"] == []
     sandwich = svc.board(BoardOptions(ci_method="sandwich"))
     ref = leaderboard(records, ci_method="sandwich")
     # cells carry their mean weight, so sandwich intervals differ only by the spread of weights within a cell
