@@ -184,8 +184,7 @@ class VoteCache:
                 parts.append(list(zip(*rows, strict=True)))
         finally:
             cursor.close()
-        names = ("vote_id", "battle_id", "a", "b", "outcome", "p", "ts", "category", "turn_idx", "mode")
-        names += ("revealed", "status")
+        names = "vote_id battle_id a b outcome p ts category turn_idx mode revealed status".split()
         return {
             name: np.concatenate([np.asarray(part[k], dtype=object) for part in parts])
             if parts
