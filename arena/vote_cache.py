@@ -91,9 +91,7 @@ class VoteCache:
     def __init__(self, db: Database, cache_dir: Path | None = None, persist: bool = True) -> None:
         self.db = db
         self.persist = persist
-        self.cache_dir = cache_dir or (
-            data_home() / "cache" / "leaderboard" / hashlib.sha1(db.url.encode()).hexdigest()[:16]
-        )
+        self.cache_dir = cache_dir or (data_home() / "cache" / "leaderboard" / _url_hash(db.url)[:16])
         self.lock = threading.RLock()
         self._con = duckdb.connect()
         self._con.execute("SET threads TO 2")
@@ -390,7 +388,7 @@ class VoteCache:
     def _meta(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
-            "url": self.db.url,
+            "database": _url_hash(self.db.url),  # a hash: a PostgreSQL URL can hold a password
             "rows": self.n,
             "last_vote_id": self.last_vote_id,
             "categories": self.categories,
@@ -421,7 +419,7 @@ class VoteCache:
         self._reset()
         try:
             meta = json.loads(meta_path.read_text())
-            if meta.get("format") != FORMAT or meta.get("url") != self.db.url:
+            if meta.get("format") != FORMAT or meta.get("database") != _url_hash(self.db.url):
                 return
             table = pq.read_table(data_path)
             if table.num_rows != meta["rows"]:
@@ -449,6 +447,10 @@ class VoteCache:
             self._add_cells(slice(0, n))
         except (OSError, ValueError, KeyError, pa.ArrowException):
             self._reset()
+
+
+def _url_hash(url: str) -> str:
+    return hashlib.sha256(url.encode()).hexdigest()
 
 
 def _codes(values: np.ndarray, code: Any) -> np.ndarray:
