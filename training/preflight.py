@@ -76,6 +76,14 @@ def choose_base(parent: ContestantInfo | None, base_model: str = "") -> BaseChoi
         )
     if parent.engine == "transformers":
         return BaseChoice(parent.model_ref, parent.adapter_ref)
+    if parent.engine == "vllm":
+        served = str((parent.engine_config.get("serve") or {}).get("model") or parent.model_ref)
+        if (Path(served).expanduser() / "config.json").exists() or served.startswith("builtin:"):
+            return BaseChoice(served, parent.adapter_ref)
+        raise JobError(
+            f"contestant {parent.public_name!r} is served by vLLM as {served!r}, which is not a local checkpoint: "
+            "set base_model to the HF directory the server loads"
+        )
     raise JobError(
         f"contestant {parent.public_name!r} uses engine {parent.engine!r}, which cannot be trained here"
     )

@@ -2,7 +2,8 @@
 
 The contestant plays with the transformers engine: the base model reference (``builtin:`` refs stay symbolic, so
 the database holds no machine paths for the embedded model) plus the adapter folder, or the full checkpoint
-folder. Lineage goes into the row: parent id, job id, snapshot hash; the description names config essentials.
+folder. A LoRA child of a vLLM-served parent plays on the parent's server instead: the vLLM engine registers the
+adapter with the running server (``/v1/load_lora_adapter``) on its first request. Lineage goes into the row: parent id, job id, snapshot hash; the description names config essentials.
 Sampling is inherited from the parent; the persona is not (the training prompts had no system prompt/prefill).
 """
 
@@ -51,8 +52,12 @@ def describe(ctx: JobContext, result: TrainResult) -> str:
 def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
     """Record the checkpoint; register the contestant when ``cfg.publish``; record ``publish_seconds``."""
     parent = ctx.checked.parent
+    engine, engine_config = "transformers", {}
     if result.adapter:
         model_ref, adapter_ref = ctx.checked.base.model_ref, str(result.output_dir)
+        if parent is not None and parent.engine == "vllm":
+            # The parent's vLLM server registers the new adapter on first use: no restart, no conversion.
+            engine, engine_config, model_ref = "vllm", dict(parent.engine_config), parent.model_ref
     else:
         model_ref, adapter_ref = str(result.output_dir), None
     name = None
@@ -66,7 +71,8 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
                 s,
                 ContestantSpec(
                     public_name=name,
-                    engine="transformers",
+                    engine=engine,
+                    engine_config=engine_config,
                     model_ref=model_ref,
                     adapter_ref=adapter_ref,
                     description=describe(ctx, result),

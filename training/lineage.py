@@ -1,0 +1,86 @@
+"""Lineage and health of trained checkpoints: where a contestant came from, and whether its job over-optimised.
+
+``lineage`` walks a contestant's ancestors (parent links) and, for each trained one, its job's config, snapshot
+and the votes that fed it. ``overoptimisation_alerts`` reads a job's metric series and says when the reward
+keeps rising while the measured KL to the reference runs away (the classic reward-hacking shape), or when the
+drift report flagged changes. Both return plain data for the model page and the live job page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from arena.registry import get_contestant
+from db.models import DatasetSnapshot, Job
+from db.session import Database
+
+
+@dataclass
+class Ancestor:
+    contestant_id: int
+    public_name: str
+    engine: str
+    model_ref: str
+    adapter_ref: str | None
+    job_id: int | None = None
+    job_kind: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    snapshot_hash: str | None = None
+    n_pairs: int | None = None
+    vote_ids: list[int] = field(default_factory=list)
+
+
+def lineage(db: Database, contestant: int | str, max_depth: int = 20) -> list[Ancestor]:
+    """The contestant and its ancestors, newest first (the root is the untrained model)."""
+    chain: list[Ancestor] = []
+    with db.session() as s:
+        ident: int | str | None = contestant
+        while ident is not None and len(chain) < max_depth:
+            info = get_contestant(s, ident)
+            item = Ancestor(
+                info.id, info.public_name, info.engine, info.model_ref, info.adapter_ref, info.job_id
+            )
+            if info.job_id is not None:
+                job = s.get(Job, info.job_id)
+                if job is not None:
+                    item.job_kind, item.config = job.kind, dict(job.config or {})
+            if info.snapshot_hash:
+                snap = s.scalar(select(DatasetSnapshot).where(DatasetSnapshot.hash == info.snapshot_hash))
+                item.snapshot_hash = info.snapshot_hash
+                if snap is not None:
+                    item.n_pairs, item.vote_ids = snap.n_pairs, [int(v) for v in snap.source_vote_ids or []]
+            chain.append(item)
+            ident = info.parent_id
+    return chain
+
+
+def _trend(series: list[tuple[int, float]], window: int = 3) -> float:
+    """Mean of the last ``window`` values minus the mean of the first ``window`` (0 when too short)."""
+    values = [v for _, v in series]
+    if len(values) < 2 * window:
+        return 0.0
+    return sum(values[-window:]) / window - sum(values[:window]) / window
+
+
+def overoptimisation_alerts(
+    metrics: dict[str, list[tuple[int, float]]], kl_limit: float = 10.0, drift_flags: list[str] | None = None
+) -> list[str]:
+    """Human-readable alerts from a job's metric series (``JobView.metrics``)."""
+    alerts = []
+    reward_name = next((n for n in ("reward", "rewards/margins") if metrics.get(n)), None)
+    kl = metrics.get("kl") or []
+    if reward_name and kl:
+        rising = _trend(metrics[reward_name]) > 0
+        last_kl = kl[-1][1]
+        kl_growing = len(kl) < 2 or kl[-1][1] > kl[0][1]
+        if rising and last_kl > kl_limit and kl_growing:
+            alerts.append(
+                f"{reward_name} keeps rising while KL to the reference is {last_kl:.1f} nats (limit {kl_limit:g}) "
+                "and growing: likely over-optimisation; compare the checkpoint with its parent in the arena"
+            )
+    if drift_flags:
+        alerts.append("answers drifted from the parent's: " + ", ".join(drift_flags))
+    return alerts
