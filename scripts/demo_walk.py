@@ -37,8 +37,15 @@ def main() -> None:
         choice = rng.choice(["left", "right", "left", "right", "tie"])
         client.predict(api_name=f"/arena_vote_{choice}")
         print(f"battle {i + 1}/{args.battles} voted {choice}", flush=True)
-    out = client.predict("smollm2-plain", "new snapshot from current votes", args.steps, 0.1, True, None,
-                         api_name="/train_launch_dpo")
+    out = client.predict(
+        "smollm2-plain",
+        "new snapshot from current votes",
+        args.steps,
+        0.1,
+        True,
+        None,
+        api_name="/train_launch_dpo",
+    )
     job_id = int(out[1])
     db = Database()
     t0 = time.monotonic()
@@ -50,8 +57,10 @@ def main() -> None:
         new = s.get(Contestant, view.contestant_id) if view.contestant_id else None
     ttft = [x for t in turns for x in (t.latency_a, t.latency_b) if x is not None]
     tps = [x for t in turns for x in (t.tps_a, t.tps_b) if x]
-    print(f"answers: {len(ttft)}; first-token latency median {statistics.median(ttft):.2f} s "
-          f"(max {max(ttft):.2f}); tokens/s per stream median {statistics.median(tps):.1f}")
+    print(
+        f"answers: {len(ttft)}; first-token latency median {statistics.median(ttft):.2f} s "
+        f"(max {max(ttft):.2f}); tokens/s per stream median {statistics.median(tps):.1f}"
+    )
     v = job_view(db, job_id)
     for name in ("train_runtime", "train_steps_per_second", "publish_seconds", "seconds_per_step"):
         if v.last(name) is not None:
