@@ -8,6 +8,7 @@ import importlib.resources
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from db.session import data_home
 
@@ -37,7 +38,7 @@ def ensure_hf_base(target: Path | None = None) -> Path:
 
         gguf = default_gguf_path()
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(
+        model: Any = AutoModelForCausalLM.from_pretrained(
             str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
         )
         # The loaded model is marked quantized (it came from GGUF); after dequantisation it is plain fp32.
