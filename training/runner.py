@@ -133,6 +133,7 @@ def submit(
 # ---- launching -----------------------------------------------------------------------------------------------
 def start_next(db: Database) -> int | None:
     """Start the oldest queued job if no job is running; return its id (None when nothing was started)."""
+    reap()
     while True:
         job_id = _claim_next(db)
         if job_id is None:
@@ -219,6 +220,13 @@ def _rowcount(result: Any) -> int:
 
 
 # ---- process liveness ----------------------------------------------------------------------------------------
+def reap() -> None:
+    """Collect workers this process started that have exited (no zombies pile up in a long-running app)."""
+    for pid, proc in list(_CHILDREN.items()):
+        if proc.poll() is not None:
+            _CHILDREN.pop(pid, None)
+
+
 def pid_alive(pid: int | None) -> bool:
     """True when ``pid`` is a live (non-zombie) training worker; reaps our own finished children."""
     if not pid:
@@ -418,6 +426,7 @@ def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
 
 def job_view(db: Database, job_id: int, tail_lines: int = 40) -> JobView:
     """Everything a job page shows: status, error, metric series {name: [(step, value)]}, log tail, result."""
+    reap()
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:
