@@ -2,7 +2,7 @@
 
 Each distinct prompt of the snapshot is a training prompt; its chosen answer is kept as the ``reference`` column
 for ``exact_match`` rewards. A ``reward_model`` spec naming a job (``{type: reward_model, job: 7}``) is resolved to
-that job's checkpoint folder here. TRL logs ``reward``, ``rewards/<function>/mean``, ``kl`` (when beta > 0),
+that job's checkpoint folder here, and a ``judge`` spec naming a contestant to that contestant's engine. TRL logs ``reward``, ``rewards/<function>/mean``, ``kl`` (when beta > 0),
 completion lengths and clip ratios; they all land in ``job_metrics``.
 """
 
@@ -44,9 +44,31 @@ def resolve_reward_specs(ctx: JobContext, specs: list[dict[str, Any]]) -> list[d
             if found is None:
                 raise ValueError(f"reward_model: job {spec['job']} has no checkpoint")
             spec["path"] = found[0]
+        if spec.get("type") == "judge" and not spec.get("engine"):
+            spec["engine"] = judge_engine(ctx, spec.pop("judge"))
         spec.pop("job", None)
         out.append(spec)
     return out
+
+
+def judge_engine(ctx: JobContext, ident: Any) -> dict[str, Any]:
+    """The engine description of the judge contestant ``ident`` (resolved here, built lazily by the reward)."""
+    from arena.registry import resolve_model_ref
+    from training.preflight import find_parent
+
+    db = ctx.metrics.db
+    assert db is not None
+    with db.session() as s:
+        try:
+            info = find_parent(s, ident)
+        except ValueError as exc:
+            raise ValueError(f"judge {ident!r}: no such contestant") from exc
+    return {
+        "kind": info.engine,
+        "model_ref": resolve_model_ref(info.model_ref),
+        "adapter_ref": info.adapter_ref,
+        "engine_config": info.engine_config,
+    }
 
 
 def run_grpo(ctx: JobContext) -> TrainResult:

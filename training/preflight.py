@@ -105,6 +105,7 @@ def preflight(session: Session, cfg: JobConfig) -> Checked:
             f"snapshot {snap.hash[:12]} has {len(rows)} preference pair(s); at least {cfg.min_pairs} are needed "
             "(collect more votes, or lower min_pairs)"
         )
+    check_reward_sources(session, cfg)
     if cfg.output_name and session.scalar(
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
     ):
@@ -112,6 +113,24 @@ def preflight(session: Session, cfg: JobConfig) -> Checked:
     return Checked(
         parent, base, snap.id, snap.hash, snap.path, len(rows), check_resources(session, cfg, base)
     )
+
+
+def check_reward_sources(session: Session, cfg: JobConfig) -> None:
+    """GRPO rewards that point at other things (a judge contestant, a reward job) must exist."""
+    from db.models import Job
+
+    for i, spec in enumerate(getattr(cfg, "rewards", None) or []):
+        if spec.get("type") == "judge" and spec.get("judge") is not None:
+            try:
+                find_parent(session, spec["judge"])
+            except JobError:
+                raise JobError(f"reward {i} (judge): no contestant {spec['judge']!r}") from None
+        if spec.get("type") == "reward_model" and spec.get("job") is not None:
+            job = session.get(Job, int(spec["job"]))
+            if job is None or job.kind != "reward":
+                raise JobError(f"reward {i} (reward_model): job {spec['job']} is not a reward-model job")
+            if job.status in ("failed", "cancelled"):
+                raise JobError(f"reward {i} (reward_model): job {spec['job']} {job.status}; it has no model")
 
 
 def check_resources(session: Session, cfg: JobConfig, base: BaseChoice) -> Estimate | None:

@@ -18,6 +18,10 @@ Types and their parameters:
 - ``contains``: ``keywords`` list, ``mode`` ``any`` (default) or ``all``; case-insensitive. 1.0 or 0.0.
 - ``reward_model``: ``path`` of a reward-model checkpoint made by a ``reward`` job (or ``job``: its id, resolved
   by the worker). The raw scalar score.
+- ``judge``: ``judge`` (a contestant, id or name, resolved by the worker into its engine) compares each answer
+  with the dataset column ``against`` (default ``reference``, the snapshot's chosen answer) with
+  ``annotation.judges.judge_pair``, both orders: 1 per win, 0.5 per tie, 0 per loss, averaged over the parsed
+  verdicts (0.5 when the judge gives none). ``focus`` is passed to the judge prompt.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ FORMATS = (
     "single_paragraph",
     "ends_with_punctuation",
 )
-TYPES = ("length", "regex", "format", "exact_match", "contains", "reward_model")
+TYPES = ("length", "regex", "format", "exact_match", "contains", "reward_model", "judge")
 _EMOJI = re.compile("[\U0001f300-\U0001faff\U0001f1e6-\U0001f1ff\u2600-\u27bf\u2b50\u2b55]")
 _MARKDOWN = re.compile(r"^\s{0,3}(#{1,6}\s|[-*+]\s|\d+[.)]\s|```)|\*\*[^*]+\*\*", re.MULTILINE)
 
@@ -184,6 +188,14 @@ def make_reward(spec: dict[str, Any], index: int = 0) -> RewardFn:
             ],
             name,
         )
+    if kind == "judge":
+        if not spec.get("engine"):
+            raise RewardSpecError(
+                f"{where}: 'judge' must be resolved to an engine first (the worker does this)"
+            )
+        return _named(
+            JudgeScorer(spec["engine"], spec.get("against", "reference"), spec.get("focus", "")), name
+        )
     path = spec.get("path")
     if not path:
         raise RewardSpecError(f"{where}: 'path' (or 'job', resolved by the worker) is required")
@@ -197,6 +209,7 @@ _PARAMS: dict[str, set[str]] = {
     "exact_match": {"column", "extract", "normalize"},
     "contains": {"keywords", "mode"},
     "reward_model": {"path", "job"},
+    "judge": {"judge", "against", "focus", "engine"},
 }
 
 
@@ -212,6 +225,15 @@ def validate_specs(specs: list[dict[str, Any]]) -> None:
         if spec.get("type") == "reward_model":
             if not (spec.get("path") or spec.get("job")):
                 raise RewardSpecError(f"reward {i} (reward_model): 'path' or 'job' is required")
+            continue
+        if spec.get("type") == "judge":
+            if not spec.get("judge") and not spec.get("engine"):
+                raise RewardSpecError(f"reward {i} (judge): 'judge' (a contestant id or name) is required")
+            unknown = set(spec) - {"type", "weight", "name"} - _PARAMS["judge"]
+            if unknown:
+                raise RewardSpecError(
+                    f"reward {i} (judge): unknown parameter(s) {', '.join(sorted(unknown))}"
+                )
             continue
         make_reward(spec, i)
 
@@ -274,3 +296,41 @@ class RewardModelScorer:
         with torch.no_grad():
             scores = self._model(**{k: v.to(device) for k, v in enc.items()}).logits[:, 0]
         return [float(s) for s in scores]
+
+
+class JudgeScorer:
+    """Pairwise AI judge as a reward: the completion against a reference answer, in both orders.
+
+    ``engine`` is either an Engine or a dict ``{kind, model_ref, adapter_ref, engine_config}`` built lazily.
+    """
+
+    SCORE = {"1": 1.0, "tie": 0.5, "2": 0.0}
+
+    def __init__(self, engine: Any, against: str = "reference", focus: str = "") -> None:
+        self._engine = engine
+        self.against, self.focus = against, focus
+        self.__name__ = "judge"
+
+    def engine(self) -> Any:
+        if isinstance(self._engine, dict):
+            from arena.engines.factory import get_engine
+
+            e = self._engine
+            self._engine = get_engine(
+                e["kind"], e["model_ref"], e.get("adapter_ref"), e.get("engine_config") or {}
+            )
+        return self._engine
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
+        from annotation.judges import judge_pair
+
+        refs = columns.get(self.against)
+        if refs is None:
+            raise RewardSpecError(f"judge: the dataset has no column {self.against!r}")
+        out = []
+        for p, c, ref in zip(prompts, completions, refs, strict=True):
+            question = p[-1]["content"] if isinstance(p, list) else str(p)
+            runs = judge_pair(self.engine(), question, completion_text(c), str(ref), self.focus)
+            scores = [self.SCORE[v] for v, _ in runs if v in self.SCORE]
+            out.append(sum(scores) / len(scores) if scores else 0.5)
+        return out

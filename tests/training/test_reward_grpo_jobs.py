@@ -26,6 +26,7 @@ def test_reward_model_then_grpo_with_verifiable_and_learned_rewards(db, tiny_par
         {"type": "length", "min": 1, "max": 4, "weight": 0.5},
         {"type": "format", "format": "no_emoji", "weight": 0.1},
         {"type": "reward_model", "job": rm_job, "weight": 1.0},
+        {"type": "judge", "judge": "tiny-parent", "weight": 0.2},
     ]
     grpo_job = launch(
         db,
@@ -65,4 +66,4 @@ def test_reward_model_then_grpo_with_verifiable_and_learned_rewards(db, tiny_par
     with db.session() as s:
         info = get_contestant(s, grpo.contestant_id)
     assert info.public_name == f"tiny-parent-grpo-j{grpo_job}" and info.parent_id == tiny_parent
-    assert "rewards length+format+reward_model" in info.description
+    assert "rewards length+format+reward_model+judge" in info.description

@@ -70,3 +70,31 @@ def test_build_makes_names_unique_and_keeps_weights():
 def test_bad_specs_are_named(specs, message):
     with pytest.raises(RewardSpecError, match=message):
         validate_specs(specs)
+
+
+class StubJudge:
+    """A stand-in for a judge model: always prefers the answer shown first, or the longer one."""
+
+    name = "stub"
+
+    def __init__(self, prefer: str) -> None:
+        self.prefer = prefer
+
+    def stream_chat(self, messages, sampling, prefill=""):
+        text = messages[-1]["content"]
+        a = text.split("[The Start of Answer A]")[1].split("[The End of Answer A]")[0]
+        b = text.split("[The Start of Answer B]")[1].split("[The End of Answer B]")[0]
+        letter = "A" if self.prefer == "first" or len(a) > len(b) else "B"
+        return iter([prefill, f"{letter}]]"])  # engines stream the prefill first
+
+
+def test_judge_reward_is_position_debiased():
+    prompts = [[{"role": "user", "content": "Q?"}]] * 2
+    longer = make_reward({"type": "judge", "engine": StubJudge("longer")})
+    assert longer(
+        prompts=prompts, completions=["a much longer answer", "x"], reference=["short", "short"]
+    ) == [1, 0]
+    first = make_reward({"type": "judge", "engine": StubJudge("first")})
+    assert first(prompts=prompts, completions=["a", "b"], reference=["c", "d"]) == [0.5, 0.5]
+    with pytest.raises(RewardSpecError, match="'judge' .* is required"):
+        validate_specs([{"type": "judge"}])

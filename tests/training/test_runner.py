@@ -13,7 +13,7 @@ from db.models import Job
 from tests.training.conftest import FAST, pair_rows
 from training import runner
 from training.errors import JobError
-from training.service import launch_dpo
+from training.service import launch, launch_dpo
 
 
 def _count_jobs(db) -> int:
@@ -65,6 +65,12 @@ def test_no_votes_and_bad_inputs_give_clear_errors(db, tiny_parent, make_snapsho
         launch_dpo(db, "tiny-parent", snap, beta=0)
     with pytest.raises(JobError, match="already exists"):
         launch_dpo(db, "tiny-parent", snap, output_name="tiny-parent")
+    with pytest.raises(JobError, match=r"reward 0 \(judge\): no contestant 'oracle'"):
+        launch(db, "grpo", "tiny-parent", snap, rewards=[{"type": "judge", "judge": "oracle"}])
+    with pytest.raises(JobError, match="job 99 is not a reward-model job"):
+        launch(db, "grpo", "tiny-parent", snap, rewards=[{"type": "reward_model", "job": 99}])
+    with pytest.raises(JobError, match="rewards: reward 0 .* 'pattern' is required"):
+        launch(db, "grpo", "tiny-parent", snap, rewards=[{"type": "regex"}])
     assert _count_jobs(db) == 0
 
 
