@@ -6,7 +6,7 @@
 Both sides are timed as a user sees them, from "start" to "the trained adapter is on disk": the raw side is a
 fresh ``python`` process running the ~30-line TRL script below; the studio side is ``launch_dpo`` -> the job's
 status turning ``succeeded`` (worker start, database writes of every metric, checkpoint row, contestant
-registration). The studio job runs with ``kl_prompts: 0`` because the raw script does not measure KL; the cost of
+registration). The studio job runs with ``kl_prompts: 0, drift_prompts: 0`` (the raw script measures neither); the cost of
 the extras is reported separately by the job's own metrics. Runs alternate raw / studio to share any noise.
 
 It also reports "job end -> playable": ``publish_seconds`` (training over -> contestant registered, measured in
@@ -145,6 +145,7 @@ def time_studio(db, parent: str, snap: str, steps: int) -> tuple[float, float, d
         snap,
         max_steps=steps,
         kl_prompts=0,
+        drift_prompts=0,
         seed=CONFIG["seed"],
         beta=CONFIG["beta"],
         per_device_train_batch_size=CONFIG["per_device_train_batch_size"],
