@@ -370,18 +370,25 @@ def _terminate_group(pgid: int, grace: float) -> None:
 
 
 def wait(db: Database, job_id: int, timeout: float = 600.0, poll: float = 0.5) -> JobView:
-    """Block until the job ends (reconciling a dead worker); TimeoutError after ``timeout`` seconds."""
+    """Block until the job ends (reconciling a dead worker); TimeoutError after ``timeout`` seconds.
+
+    Polls only the job's status and pid (one small query), so a tight poll does not compete with training.
+    """
     deadline = time.monotonic() + timeout
     while True:
-        view = job_view(db, job_id)
-        if view.done:
-            return view
-        if view.status == "running" and view.pid and not pid_alive(view.pid):
+        with db.session() as s:
+            row = s.execute(select(Job.status, Job.pid).where(Job.id == job_id)).first()
+        if row is None:
+            raise JobError(f"no job {job_id}")
+        status, pid = row
+        if status in TERMINAL:
+            return job_view(db, job_id)
+        if status == "running" and pid and not pid_alive(pid):
             time.sleep(poll)  # give the worker's last write a moment, then reconcile
             reconcile(db)
             continue
         if time.monotonic() > deadline:
-            raise TimeoutError(f"job {job_id} still {view.status} after {timeout:.0f} s")
+            raise TimeoutError(f"job {job_id} still {status} after {timeout:.0f} s")
         time.sleep(poll)
 
 
