@@ -65,3 +65,29 @@ def ensure_tokenizer_dir(target: Path | None = None) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(target)
     return target
+
+
+def make_tiny_llama(
+    tokenizer_dir: str | Path, out: Path, hidden: int = 64, layers: int = 2, seed: int = 0
+) -> Path:
+    """A tiny random Llama with the given tokenizer, saved like a checkpoint (tests, benchmarks, smoke runs)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

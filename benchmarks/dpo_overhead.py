@@ -97,28 +97,9 @@ def synthetic_pairs(n: int) -> list[dict]:
 
 
 def tiny_model(folder: Path) -> Path:
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from arena.models import ensure_tokenizer_dir, make_tiny_llama
 
-    from arena.models import ensure_tokenizer_dir
-
-    tok = AutoTokenizer.from_pretrained(ensure_tokenizer_dir(folder / "tok"))
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    torch.manual_seed(0)
-    out = folder / "tiny-llama"
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return make_tiny_llama(ensure_tokenizer_dir(folder / "tok"), folder / "tiny-llama")
 
 
 def child_cpu() -> float:

@@ -16,34 +16,14 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from annotation.snapshots import write_snapshot
 from arena.engines.base import Sampling
+from arena.models import make_tiny_llama
 from arena.registry import ContestantSpec, engine_for, get_contestant, register
 from db.session import Database
 from training.runner import wait
 from training.service import launch_dpo
-
-
-def tiny_model(tokenizer_dir: str, out: Path) -> Path:
-    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=256,
-        intermediate_size=512,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    torch.manual_seed(0)
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
 
 
 def main() -> None:
@@ -58,7 +38,7 @@ def main() -> None:
         f"torch {torch.__version__}; cuda available: {torch.cuda.is_available()}"
         + (f" ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "")
     )
-    model = tiny_model(args.tokenizer, work / "tiny")
+    model = make_tiny_llama(args.tokenizer, work / "tiny", hidden=256, layers=4)
     db = Database(f"sqlite:///{work / 'studio.sqlite'}")
     db.migrate()
     rng = random.Random(0)

@@ -76,25 +76,6 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> Path:
     """A tiny random Llama (hidden 64, 2 layers) with the real SmolLM2 tokenizer, saved like a checkpoint."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from arena.models import make_tiny_llama
 
-    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(cfg)
-    out = tmp_path_factory.mktemp("tiny") / "tiny-llama"
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return make_tiny_llama(tokenizer_dir, tmp_path_factory.mktemp("tiny") / "tiny-llama")
