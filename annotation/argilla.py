@@ -4,9 +4,16 @@ The conversion both ways is plain data and needs no server: ``dataset_settings``
 dataset settings and records as dicts in Argilla 2.x terms (text fields for the prompt and the two answers, a
 label question for the preference, one rating question per rubric criterion and answer, a free-text reason,
 hidden metadata with the item id and layout, task distribution = the queue's overlap); ``labels_from_records``
-reads records in the layout of Argilla's ``Record.to_dict()`` (``responses``: question name -> list of
-``{"value", "user_id"[, "status"]}``) and stores labels of kind ``argilla``. Answers are placed left/right at
+stores the **submitted** responses of records as labels of kind ``argilla``. Answers are placed left/right at
 random per record (seeded, kept in metadata hidden from annotators); no model names leave the studio.
+
+A response's status (submitted / draft / discarded) decides whether it is a label. The SDK keeps it on each
+``Response`` object of ``record.responses`` (and on the user responses the server sent), but ``Record.to_dict()``
+drops it, so records are read from the SDK's objects (``record_from_sdk``), never through ``to_dict()``. Drafts
+are counted and left for a later pull; discarded answers are listed as skips; a response whose status is unknown
+is not taken for a label. Records given as dicts (``vibestudio argilla import``) carry ``status`` per response,
+either as ``responses``: question -> list of ``{"value", "user_id", "status"}`` or in the server's layout
+(``responses``: list of ``{"user_id", "status", "values": {question: {"value"}}}``).
 
 ``push_queue`` / ``pull_responses`` talk to a live server through the ``argilla`` SDK (``pip install
 vibe-studio[argilla]``); they are the only functions that need it.
@@ -38,11 +45,18 @@ PREFERENCE_LABELS = {
 SIDES = ("left", "right")
 
 
+SUBMITTED, DRAFT, DISCARDED = "submitted", "draft", "discarded"
+
+
 @dataclass
 class ArgillaPull:
+    """What a pull stored (labels, rubric scores), found already stored, and left out (drafts, skips)."""
+
     n_labels: int = 0
     n_scores: int = 0
     already: int = 0
+    drafts: int = 0
+    unanswered: int = 0
     skipped: list[str] = field(default_factory=list)
 
 
@@ -157,15 +171,104 @@ def queue_to_argilla(session: Session, queue: str, seed: int = 0) -> dict[str, A
     return {"settings": dataset_settings(rubric, q.overlap), "records": queue_records(session, queue, seed)}
 
 
+def _status(value: Any) -> str | None:
+    """A response status as a plain string (the SDK uses a ``str`` enum; None when it is not known)."""
+    value = getattr(value, "value", value)
+    return str(value) if value is not None else None
+
+
+def record_from_sdk(record: Any) -> dict[str, Any]:
+    """A record as the ``argilla`` SDK returns it, as a plain dict that keeps each response's status.
+
+    Reads the ``Response`` objects of ``record.responses`` (question, value, user, status). A user response the
+    server holds as discarded with no values gives no ``Response`` object; it is read from the user responses the
+    server sent with the record, so the discard is still reported.
+    """
+    responses: dict[str, list[dict[str, Any]]] = {}
+    for r in record.responses:
+        responses.setdefault(r.question_name, []).append(
+            {"value": r.value, "user_id": str(r.user_id), "status": _status(r.status)}
+        )
+    answered = {x["user_id"] for rs in responses.values() for x in rs}
+    model = getattr(record, "_model", None)  # the server's record model, present on records read from a server
+    for user_response in getattr(model, "responses", None) or []:
+        uid = str(user_response.user_id)
+        if _status(user_response.status) == DISCARDED and uid not in answered:
+            responses.setdefault(PREFERENCE, []).append({"value": None, "user_id": uid, "status": DISCARDED})
+    metadata = record.metadata
+    return {
+        "id": None if record.id is None else str(record.id),
+        "metadata": dict(metadata.to_dict() if hasattr(metadata, "to_dict") else metadata or {}),
+        "responses": responses,
+    }
+
+
+def _plain_record(rec: Any) -> dict[str, Any]:
+    """Records from the SDK, in the to_dict layout with statuses, or in the server's layout, as one dict layout."""
+    if not isinstance(rec, dict):
+        if hasattr(rec, "responses") and hasattr(rec, "metadata"):
+            return record_from_sdk(rec)
+        return {"id": None, "metadata": {}, "responses": {}}
+    raw = rec.get("responses")
+    if not isinstance(raw, list):
+        return rec
+    responses: dict[str, list[dict[str, Any]]] = {}
+    for user_response in raw:
+        if not isinstance(user_response, dict):
+            continue
+        uid, status = str(user_response.get("user_id")), user_response.get("status")
+        values = user_response.get("values") or {}
+        if not values and status == DISCARDED:
+            values = {PREFERENCE: {"value": None}}
+        for question, v in values.items():
+            value = v.get("value") if isinstance(v, dict) else v
+            responses.setdefault(question, []).append({"value": value, "user_id": uid, "status": status})
+    return {**rec, "responses": responses}
+
+
 def _responses(rec: dict[str, Any], question: str) -> list[dict[str, Any]]:
     rs = (rec.get("responses") or {}).get(question) or []
-    return [r for r in rs if isinstance(r, dict) and r.get("status", "submitted") == "submitted"]
+    return [r for r in rs if isinstance(r, dict) and r.get("status") == SUBMITTED]
+
+
+def _questions(rubric: Rubric | None) -> set[str]:
+    names = {PREFERENCE, REASON}
+    for crit in rubric.criteria if rubric else ():
+        names |= {f"{crit.name}_{side}" for side in SIDES}
+    return names
+
+
+def _note_unsubmitted(rec: dict[str, Any], known: set[str], res: ArgillaPull) -> None:
+    """Count drafts, list discarded answers, unknown statuses and answers to questions the queue does not ask."""
+    where = f"record {rec.get('id')!r}"
+    responses = rec.get("responses") or {}
+    if not any(responses.values()):
+        res.unanswered += 1
+    for question, rs in responses.items():
+        if question not in known:
+            users = sorted({str(r.get("user_id")) for r in rs if isinstance(r, dict)})
+            res.skipped.append(f"{where}: unknown question {question!r} (answered by {', '.join(users)})")
+    for r in responses.get(PREFERENCE) or []:
+        status = r.get("status") if isinstance(r, dict) else None
+        if status == DRAFT:
+            res.drafts += 1
+        elif status == DISCARDED:
+            res.skipped.append(f"{where}: user {r.get('user_id')} discarded it")
+        elif status != SUBMITTED:
+            res.skipped.append(
+                f"{where}: response of user {r.get('user_id') if isinstance(r, dict) else '?'} has no known "
+                f"status ({status!r}); only submitted answers become labels"
+            )
 
 
 def labels_from_records(
-    session: Session, queue: str, records: list[dict[str, Any]], users: dict[str, str] | None = None
+    session: Session, queue: str, records: list[Any], users: dict[str, str] | None = None
 ) -> ArgillaPull:
-    """Store submitted Argilla responses as labels (kind ``argilla``); pulling twice adds nothing new."""
+    """Store submitted Argilla responses as labels (kind ``argilla``); pulling twice adds nothing new.
+
+    ``records`` are the SDK's ``Record`` objects or dicts with a ``status`` on every response (see the module
+    docstring). Drafts are counted, discarded answers and answers to unknown questions are listed in ``skipped``.
+    """
     q = queue_row(session, queue)
     rubric = rubric_from_dict(q.rubric, q.name) if q.rubric else None
     users = users or {}
@@ -174,7 +277,9 @@ def labels_from_records(
         for lab in session.scalars(select(Label).where(Label.queue == queue, Label.kind == "argilla"))
     }
     res = ArgillaPull()
-    for rec in records:
+    known = _questions(rubric)
+    for raw in records:
+        rec = _plain_record(raw)
         meta = rec.get("metadata") or {}
         try:
             item_id = int(meta["item_id"])
@@ -186,6 +291,7 @@ def labels_from_records(
         if item is None or item.queue_id != queue:
             res.skipped.append(f"record {rec.get('id')!r}: item {item_id} is not in queue {queue!r}")
             continue
+        _note_unsubmitted(rec, known, res)
         reasons = {r.get("user_id"): r.get("value") for r in _responses(rec, REASON)}
         for resp in _responses(rec, PREFERENCE):
             uid = str(resp.get("user_id"))
@@ -317,5 +423,6 @@ def pull_responses(
     if ds is None:
         raise QueueError(f"no Argilla dataset named {dataset or queue!r}")
     users = {str(u.id): u.username for u in client.users}
-    records = [r.to_dict() for r in ds.records(with_responses=True)]
+    # the SDK's Record objects, not Record.to_dict(): to_dict() drops each response's status
+    records = [record_from_sdk(r) for r in ds.records(with_responses=True)]
     return labels_from_records(session, queue, records, users)

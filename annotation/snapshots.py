@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from arena.accounts import require_role
 from arena.records import battle_records
+from db.files import records_from_bytes
 from db.models import DatasetSnapshot
 from db.session import data_home
 
@@ -129,9 +130,14 @@ def load_snapshot(path: str | Path, expected_hash: str | None = None) -> list[di
         raise SnapshotError(
             f"snapshot file {p} does not match its hash {expected_hash[:12]}: it was modified"
         )
+    records, errors = records_from_bytes(body)
+    if errors:
+        raise SnapshotError(errors[0].format(p.name))
     rows = []
-    for lineno, line in enumerate(body.decode("utf-8").splitlines(), start=1):
-        r = json.loads(line)
+    for rec in records:
+        r, lineno = rec.value, rec.line
+        if not isinstance(r, dict):
+            raise SnapshotError(f"{p.name}:{lineno}: expected a JSON object")
         for key in ("prompt", "chosen", "rejected"):
             if not r.get(key):
                 raise SnapshotError(f"{p.name}:{lineno}: field {key!r} is empty")

@@ -36,6 +36,7 @@ from arena.accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for
+from db.files import RowError, iter_json_lines
 from db.models import Contestant, EvalResult
 from db.session import Database
 
@@ -229,11 +230,10 @@ def _load(path: Path, mtime_ns: int) -> tuple[str, tuple[EvalItem, ...]]:
     raw = path.read_bytes()
     items: list[EvalItem] = []
     seen: set[str] = set()
-    for line_no, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for line_no, obj in iter_json_lines(raw.decode("utf-8")):
         try:
-            obj = json.loads(line)
+            if isinstance(obj, RowError):
+                raise ValueError(obj.message)
             item = EvalItem(
                 str(obj["id"]), str(obj.get("category") or "other"), str(obj["prompt"]), obj["check"]
             )

@@ -1,5 +1,10 @@
-"""Prompt sets: import JSONL / CSV (MT-Bench layout: ``turns`` + ``category``), draw a random prompt.
+"""Prompt sets: import JSONL / JSON / CSV, draw a random prompt.
 
+Layouts read (one file, one row a line or an array of rows): MT-Bench (``question_id``, ``category``, ``turns`` as
+a list of strings), Arena-Hard v0.1 (``question_id``, ``category``, ``cluster``, ``turns`` as a list of
+``{"content": ...}``; the cluster is kept as the subcategory) and Arena-Hard v2.0 (``uid``, ``category``,
+``subcategory``, ``prompt``), or a bare ``prompt``. JSON is read by the studio's one reader of untrusted files
+(``db.files``), so a string holding U+2028 or another Unicode line break stays one row.
 The MT-Bench questions (80 prompts, two turns each; from lm-sys/FastChat, Apache-2.0) ship as the demo set.
 """
 
@@ -7,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +21,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.accounts import require_role
+from db.files import records_from_bytes
 from db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"
 _DATA = Path(__file__).parent / "data"
 MAX_TURN_CHARS = 32_000
+MAX_LABEL_CHARS = 128  # category / subcategory / question_id columns
 
 
 class PromptImportError(ValueError):
@@ -35,62 +41,25 @@ class PromptInfo:
     question_id: str | None
     turns: list[str]
     category: str | None
+    subcategory: str | None = None
 
 
 def parse_prompt_file(name: str, data: bytes) -> list[dict]:
     """Parse and validate every row before anything is written. Returns rows with turns/category/question_id."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PromptImportError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
-    rows: list[dict] = []
-    if name.lower().endswith(".csv"):
-        try:
-            records = list(csv.DictReader(io.StringIO(text)))
-        except csv.Error as exc:
-            raise PromptImportError(f"{name}: not a valid CSV file ({exc})") from exc
-        for lineno, rec in enumerate(records, start=2):
-            turns: Any = [rec[k] for k in sorted(rec) if k and k.startswith("turn") and rec[k]]
-            if not turns and rec.get("prompt"):
-                turns = [rec["prompt"]]
-            rows.append(
-                {
-                    "line": lineno,
-                    "turns": turns,
-                    "category": rec.get("category"),
-                    "question_id": rec.get("question_id"),
-                }
-            )
-    else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise PromptImportError(f"{name}:{lineno}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(rec, dict):
-                raise PromptImportError(f"{name}:{lineno}: expected an object")
-            turns = rec.get("turns")
-            if turns is None and isinstance(rec.get("prompt"), str):
-                turns = [rec["prompt"]]
-            rows.append(
-                {
-                    "line": lineno,
-                    "turns": turns,
-                    "category": rec.get("category"),
-                    "question_id": rec.get("question_id"),
-                }
-            )
+    rows = _csv_rows(name, data) if name.lower().endswith(".csv") else _json_rows(name, data)
     seen: set[str] = set()
     for r in rows:
         where = f"{name}:{r.pop('line')}"
         t = r["turns"]
         if not isinstance(t, list) or not t or not all(isinstance(x, str) and x.strip() for x in t):
             raise PromptImportError(f"{where}: field 'turns' must be a non-empty list of non-empty strings")
-        _check_text(where, r)
+        for key in ("category", "subcategory"):
+            if r[key] is not None and not isinstance(r[key], str):
+                r[key] = str(r[key])
         if r["question_id"] is not None:
             r["question_id"] = str(r["question_id"])
+        _check_text(where, r)
+        if r["question_id"] is not None:
             if r["question_id"] in seen:
                 raise PromptImportError(f"{where}: field 'question_id' {r['question_id']!r} is duplicated")
             seen.add(r["question_id"])
@@ -99,11 +68,68 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
     return rows
 
 
+def _csv_rows(name: str, data: bytes) -> list[dict]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PromptImportError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
+    try:
+        records = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise PromptImportError(f"{name}: not a valid CSV file ({exc})") from exc
+    rows = []
+    for lineno, rec in enumerate(records, start=2):
+        turns: Any = [rec[k] for k in sorted(rec) if k and k.startswith("turn") and rec[k]]
+        if not turns and rec.get("prompt"):
+            turns = [rec["prompt"]]
+        rows.append(
+            {
+                "line": lineno,
+                "turns": turns,
+                "category": rec.get("category") or None,
+                "subcategory": rec.get("subcategory") or rec.get("cluster") or None,
+                "question_id": rec.get("question_id") or rec.get("uid") or None,
+            }
+        )
+    return rows
+
+
+def _json_rows(name: str, data: bytes) -> list[dict]:
+    records, errors = records_from_bytes(data)
+    if errors:
+        raise PromptImportError(errors[0].format(name))
+    return [_json_row(name, rec.line, rec.value) for rec in records]
+
+
+def _json_row(name: str, line: int | None, rec: Any) -> dict:
+    """One row in MT-Bench, Arena-Hard v0.1 or v2.0 layout (or a bare ``prompt``) as turns + labels."""
+    where = f"{name}:{line}"
+    if not isinstance(rec, dict):
+        raise PromptImportError(f"{where}: expected an object")
+    turns = rec.get("turns")
+    if isinstance(turns, list) and turns and all(isinstance(t, dict) for t in turns):
+        if not all("content" in t for t in turns):  # Arena-Hard v0.1: [{"content": ...}, ...]
+            raise PromptImportError(f"{where}: field 'turns': every turn object needs a 'content'")
+        turns = [t["content"] for t in turns]
+    if turns is None and "prompt" in rec:
+        if not isinstance(rec["prompt"], str):
+            raise PromptImportError(f"{where}: field 'prompt' must be a string")
+        turns = [rec["prompt"]]
+    qid = rec.get("question_id", rec.get("uid"))
+    sub = rec.get("subcategory", rec.get("cluster"))
+    return {"line": line, "turns": turns, "category": rec.get("category"), "subcategory": sub, "question_id": qid}
+
+
 def _check_text(where: str, row: dict) -> None:
     """Text every database can store (no NUL, valid Unicode) and turns short enough to ever be sent."""
-    for field, value in (("category", row["category"]), *(("turns", x) for x in row["turns"])):
+    labels = [(k, row[k]) for k in ("question_id", "category", "subcategory")]
+    for field, value in (*labels, *(("turns", x) for x in row["turns"])):
         if not isinstance(value, str):
             continue
+        if field != "turns" and len(value) > MAX_LABEL_CHARS:
+            raise PromptImportError(
+                f"{where}: field {field!r} is {len(value)} characters; the limit is {MAX_LABEL_CHARS}"
+            )
         if field == "turns" and len(value) > MAX_TURN_CHARS:
             raise PromptImportError(
                 f"{where}: a turn is {len(value)} characters; the limit is {MAX_TURN_CHARS}"
@@ -155,11 +181,11 @@ def random_prompt(session: Session, set_name: str = MT_BENCH, rng: random.Random
         select(Prompt).where(Prompt.set_id == ps.id).order_by(Prompt.id).offset(rng.randrange(n))
     )
     assert p is not None
-    return PromptInfo(p.id, set_name, p.question_id, list(p.turns), p.category)
+    return PromptInfo(p.id, set_name, p.question_id, list(p.turns), p.category, p.subcategory)
 
 
 def get_prompt(session: Session, prompt_id: int) -> PromptInfo:
     p = session.get(Prompt, prompt_id)
     if p is None:
         raise PromptImportError(f"prompt {prompt_id} does not exist")
-    return PromptInfo(p.id, p.prompt_set.name, p.question_id, list(p.turns), p.category)
+    return PromptInfo(p.id, p.prompt_set.name, p.question_id, list(p.turns), p.category, p.subcategory)

@@ -40,7 +40,9 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import DPOConfig, DPOTrainer
 
-    rows = [json.loads(line) for line in Path(snapshot).read_text().splitlines()]
+    from db.files import read_json_lines
+
+    rows = [rec.value for rec in read_json_lines(snapshot)[0]]
     data = Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows])
     tok = AutoTokenizer.from_pretrained(model_dir)
     cuda = torch.cuda.is_available()
@@ -75,9 +77,9 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
 
 def synthetic_pairs(n: int) -> list[dict]:
     """Preference pairs on MT-Bench prompts: a friendly multi-sentence answer preferred over a curt one."""
-    questions = [
-        json.loads(line)["turns"][0] for line in (ROOT / "arena/data/mt_bench_questions.jsonl").open()
-    ]
+    from db.files import read_json_lines
+
+    questions = [rec.value["turns"][0] for rec in read_json_lines(ROOT / "arena/data/mt_bench_questions.jsonl")[0]]
     rows = []
     for i in range(n):
         q = questions[i % len(questions)]

@@ -1,6 +1,7 @@
 """Persistence for Vibe Studio: SQLAlchemy models, engine/session factory and Alembic migrations.
 
-This package knows tables and connections only; it imports nothing from arena, annotation, training or studio.
+This package knows tables and connections, and holds the one reader of untrusted files (``db.files``) because
+every layer above reads them; it imports nothing from arena, annotation, training or studio.
 """
 
 from db.models import (

@@ -92,6 +92,7 @@ class Prompt(Base):
     question_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
     turns: Mapped[list[Any]] = mapped_column(JSON)
     category: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    subcategory: Mapped[str | None] = mapped_column(String(128), nullable=True)
     prompt_set: Mapped[PromptSet] = relationship(back_populates="prompts")
 
 

@@ -420,17 +420,27 @@ def argilla_export(
 
 @argilla_app.command("import")
 def argilla_import(
-    queue: str, records: Path = typer.Option(..., help="JSON list of records (Record.to_dict() layout).")
+    queue: str,
+    records: Path = typer.Option(
+        ..., help="JSON list (or JSONL) of records whose responses carry a status (see docs/annotation.md)."
+    ),
 ) -> None:
-    """Store responses from exported Argilla records as labels (offline)."""
+    """Store submitted responses from exported Argilla records as labels (offline)."""
     from annotation.argilla import labels_from_records
     from annotation.queues import QueueError
+    from db.files import read_records
 
+    rows, errors = read_records(records)
+    if errors:
+        _fail(errors[0].format(str(records)))
+        return
+    data = [r.value for r in rows]
+    if len(data) == 1 and isinstance(data[0], dict) and isinstance(data[0].get("records"), list):
+        data = data[0]["records"]
     try:
-        data = json.loads(records.read_text())
         with _db().session() as s:
-            res = labels_from_records(s, queue, data if isinstance(data, list) else data.get("records", []))
-    except (QueueError, OSError, json.JSONDecodeError) as exc:
+            res = labels_from_records(s, queue, data)
+    except QueueError as exc:
         _fail(str(exc))
         return
     typer.echo(json.dumps(vars(res)))

@@ -218,7 +218,9 @@ def battle(
 @prompts_app.command("import")
 def prompts_import(
     file: Path = typer.Argument(
-        ..., help="JSONL or CSV in the MT-Bench layout (turns, category, question_id)."
+        ...,
+        help="JSONL, JSON or CSV in the MT-Bench layout (turns, category, question_id) or Arena-Hard's "
+        "(v0.1: question_id, category, cluster, turns; v2.0: uid, category, subcategory, prompt).",
     ),
     name: str = typer.Option(None, "--name", help="Prompt set name (default: the file name without suffix)."),
 ) -> None:

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from db.files import iter_json_lines
+
 _MT_BENCH = Path(__file__).resolve().parent.parent / "arena" / "data" / "mt_bench_questions.jsonl"
 
 
@@ -28,9 +30,9 @@ def held_out_prompts(n: int, exclude: list[dict[str, Any]] | None = None, seed: 
                 used.add(msg["content"].strip())
     prompts = []
     if _MT_BENCH.exists():
-        for line in _MT_BENCH.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                first = json.loads(line)["turns"][0].strip()
+        for _, row in iter_json_lines(_MT_BENCH.read_text(encoding="utf-8")):
+            if isinstance(row, dict):
+                first = row["turns"][0].strip()
                 if first not in used:
                     prompts.append(first)
     random.Random(seed).shuffle(prompts)

@@ -1,8 +1,9 @@
 """Preference data in and out: importers (FastChat battles, AlpacaEval, UltraFeedback, HelpSteer2, TRL) and
 exporters (TRL standard / conversational, KTO, and the same third-party layouts) with provenance.
 
-``reading`` turns untrusted files into records with line numbers, ``importers`` validates records into one
-canonical row, ``store`` writes an import in one transaction, ``exporters`` turns labels back into rows and files.
+``db.files`` (the studio's one reader of untrusted files) turns files into records with line numbers,
+``importers`` validates records into one canonical row, ``store`` writes an import in one transaction,
+``exporters`` turns labels back into rows and files.
 """
 
 from annotation.formats.exporters import (
@@ -16,7 +17,7 @@ from annotation.formats.exporters import (
     write_rows,
 )
 from annotation.formats.importers import FORMATS, detect_format
-from annotation.formats.reading import RowError, read_records
+from db.files import RowError, read_records
 from annotation.formats.store import ImportReport, ImportValidationError, import_file, parse_file
 
 __all__ = [

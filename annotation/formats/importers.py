@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from annotation.formats.reading import RawRecord, RowError
+from db.files import RawRecord, RowError
 
 ROLES = ("system", "user", "assistant")
 HELPSTEER_ATTRS = ("helpfulness", "correctness", "coherence", "complexity", "verbosity")

@@ -27,6 +27,8 @@ from typing import Any, TypeGuard, overload
 import numpy as np
 import pandas as pd
 
+from db.files import RowError, iter_json_lines
+
 WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
 REQUIRED: tuple[str, ...] = ("model_a", "model_b", "winner")
 _WINNER_SET = frozenset(WINNERS)
@@ -200,13 +202,8 @@ class _Checker:
 
 
 def _iter_jsonl(text: str) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, _RowProblem(None, f"invalid JSON ({exc.msg} at column {exc.colno})")
+    for number, value in iter_json_lines(text):  # the studio's one JSONL reader: lines end at "\n" only
+        yield number, _RowProblem(None, value.message) if isinstance(value, RowError) else value
 
 
 def _iter_json_array(text: str, source: str) -> Iterator[tuple[int, Any]]:

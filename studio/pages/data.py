@@ -50,14 +50,15 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     result = gr.Markdown(elem_id="data-snapshot-result")
     table = gr.Dataframe(interactive=False, elem_id="data-snapshots")
     gr.Markdown(
-        "### Import a prompt set\nJSONL or CSV in the MT-Bench layout (`turns`, `category`, "
-        "optional `question_id`). Every row is checked before anything is written."
+        "### Import a prompt set\nJSONL, JSON or CSV in the MT-Bench layout (`turns`, `category`, "
+        "optional `question_id`) or Arena-Hard's (v0.1: `question_id`, `category`, `cluster`, `turns`; "
+        "v2.0: `uid`, `category`, `subcategory`, `prompt`). Every row is checked before anything is written."
     )
     with gr.Row():
-        set_name = gr.Textbox(label="Prompt set name")
-        upload = gr.File(label="File", file_types=[".jsonl", ".csv", ".json"])
-    do_import = gr.Button("Import")
-    import_result = gr.Markdown()
+        set_name = gr.Textbox(label="Prompt set name", elem_id="data-prompt-set-name")
+        upload = gr.File(label="File", file_types=[".jsonl", ".csv", ".json"], elem_id="data-prompt-file")
+    do_import = gr.Button("Import", elem_id="data-prompt-import")
+    import_result = gr.Markdown(elem_id="data-prompt-import-result")
 
     def on_freeze(request: gr.Request):
         try:

@@ -64,7 +64,7 @@ def test_prompt_import_validates_every_row_before_writing(db):
         import_prompt_set(
             s, "other", "p4.jsonl", b'{"turns":["a"],"question_id":1}\n{"turns":["b"],"question_id":1}\n'
         )
-    with pytest.raises(PromptImportError, match="not UTF-8"), db.session() as s:
+    with pytest.raises(PromptImportError, match="re-save the file as UTF-8"), db.session() as s:
         import_prompt_set(s, "other", "p5.jsonl", b"\xff\xfe\x00garbage")
     with db.session() as s:
         assert s.scalar(select(func.count(Prompt.id))) == 2

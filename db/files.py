@@ -1,10 +1,16 @@
-"""Read records from the files people bring, without trusting them: JSON arrays, JSONL, Parquet, gzip.
+"""The one reader of untrusted JSON / JSONL / Parquet files (prompt sets, battles, preference files, snapshots).
 
-Every record keeps the line it starts on, so errors can name it. A JSONL line longer than ``max_line_bytes`` is
-reported and skipped without being held in memory; a line in another encoding is reported with the byte that
-broke it (UTF-8 is the default; a BOM selects UTF-8-SIG or UTF-16; ``encoding`` overrides). A JSON array is
-parsed element by element, so one broken element is reported at its line. Reading never raises on bad content:
-problems come back as ``RowError`` values next to the records that could be read.
+Every record keeps the line it starts on, so errors can name it. JSON lines are split on ``\n`` only (an ``\r``
+before it is dropped), never with ``str.splitlines()``: that also breaks at U+2028, U+2029, U+0085, form feed,
+vertical tab, a lone CR and more, all of which JSON allows inside a string, and real prompt and battle files
+(Arena-Hard, LMSYS-Chat, WildChat) hold them. A JSONL line longer than ``max_line_bytes`` is reported and skipped
+without being held in memory; a line in another encoding is reported with the byte that broke it (UTF-8 is the
+default; a BOM selects UTF-8-SIG or UTF-16; ``encoding`` overrides). A JSON array is parsed element by element,
+so one broken element is reported at its line. Reading never raises on bad content: problems come back as
+``RowError`` values next to the records that could be read.
+
+It lives in ``db``, the bottom layer, because every layer reads files people bring (prompt sets and battles in
+``arena``, preference files and snapshots in ``annotation``, snapshots in ``training``); it imports nothing else.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import IO, Any
 
 MAX_LINE_BYTES = 16 * 2**20
 MAX_FILE_BYTES = 2 * 2**30
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+JSON_SPACE = " \t\r\n"  # the only whitespace JSON allows between tokens
 
 
 @dataclass
@@ -152,7 +160,7 @@ def _read_jsonl(p: Path, enc: str, limit: int) -> tuple[list[RawRecord], list[Ro
                 continue
             except LookupError:
                 return [], [RowError(None, None, f"unknown encoding {enc!r}")]
-            text = text.strip()
+            text = text.strip(JSON_SPACE)
             if not text:
                 continue
             try:
@@ -192,7 +200,7 @@ def parse_json_text(text: str) -> tuple[list[RawRecord], list[RowError]]:
 
     dec = json.JSONDecoder()
     i, n = 0, len(text)
-    while i < n and text[i].isspace():
+    while i < n and text[i] in JSON_SPACE:
         i += 1
     if i == n:
         return [], []
@@ -202,23 +210,21 @@ def parse_json_text(text: str) -> tuple[list[RawRecord], list[RowError]]:
                 value, end = dec.raw_decode(text, i)
             except json.JSONDecodeError as exc:
                 return [], [RowError(line_at(exc.pos), None, f"invalid JSON ({exc.msg})")]
-            rest = text[end:].strip()
+            rest = text[end:].strip(JSON_SPACE)
             if not rest:
                 return [RawRecord(line_at(i), 0, value)], []
-        lines = text.splitlines()
         records: list[RawRecord] = []
         errors: list[RowError] = []
-        for ln, raw in enumerate(lines, start=1):
-            if raw.strip():
-                try:
-                    records.append(RawRecord(ln, len(records), json.loads(raw)))
-                except json.JSONDecodeError as exc:
-                    errors.append(RowError(ln, None, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+        for ln, value in iter_json_lines(text):
+            if isinstance(value, RowError):
+                errors.append(value)
+            else:
+                records.append(RawRecord(ln, len(records), value))
         return records, errors
     records = []
     i += 1
     while True:
-        while i < n and text[i].isspace():
+        while i < n and text[i] in JSON_SPACE:
             i += 1
         if i < n and text[i] == "]":
             break
@@ -234,7 +240,7 @@ def parse_json_text(text: str) -> tuple[list[RawRecord], list[RowError]]:
             ]
         records.append(RawRecord(line_at(i), len(records), value))
         i = end
-        while i < n and text[i].isspace():
+        while i < n and text[i] in JSON_SPACE:
             i += 1
         if i < n and text[i] == ",":
             i += 1
@@ -242,6 +248,48 @@ def parse_json_text(text: str) -> tuple[list[RawRecord], list[RowError]]:
         if i < n and text[i] == "]":
             break
         return records, [RowError(line_at(i), None, "invalid JSON (expected ',' or ']' after an element)")]
-    if text[i + 1 :].strip():
+    if text[i + 1 :].strip(JSON_SPACE):
         return records, [RowError(line_at(i + 1), None, "extra text after the JSON array")]
     return records, []
+
+
+def split_json_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) for each non-blank line of JSONL text, split on ``\n`` only (``\r\n`` too)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip(JSON_SPACE)
+        if line:
+            yield number, line
+
+
+def iter_json_lines(text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank JSONL line; the value is a ``RowError`` when the line is not JSON."""
+    for number, line in split_json_lines(text):
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield number, RowError(number, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
+        except RecursionError:
+            yield number, RowError(number, None, "invalid JSON (nested too deeply)")
+
+
+def records_from_bytes(data: bytes, encoding: str | None = None) -> tuple[list[RawRecord], list[RowError]]:
+    """Records of an uploaded file's bytes: a JSON array, one JSON object or JSON lines (BOM-aware, UTF-8 default)."""
+    enc = encoding
+    for bom, bom_enc in _BOMS:
+        if enc is None and data.startswith(bom):
+            enc = bom_enc
+    enc = enc or "utf-8"
+    try:
+        text = data.decode(enc)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        return [], [RowError(line, None, _encoding_hint(exc.encoding, data[start:], exc.start - start))]
+    except LookupError:
+        return [], [RowError(None, None, f"unknown encoding {enc!r}")]
+    return parse_json_text(text.removeprefix("\ufeff"))
+
+
+def read_json_lines(path: str | Path) -> tuple[list[RawRecord], list[RowError]]:
+    """Records of a JSON / JSONL file the studio wrote or ships (a snapshot, an export, a data file)."""
+    return records_from_bytes(Path(path).read_bytes())
