@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
 	  $(PIP) wheel --no-deps --no-cache-dir -w $(WHEEL_CACHE) llama-cpp-python==$(LLAMA_VERSION)
 	$(PIP) install -q --force-reinstall --no-deps $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e '.[dev,argilla]'
 	touch $@
 
 demo: setup

@@ -34,13 +34,14 @@ def _queue(db, n=3):
 def _responses(records, choice="left", user="u-1", score=None):
     out = []
     for rec in records:
+        ok = {"user_id": user, "status": "submitted"}
         responses = {
-            "preference": [{"value": choice, "user_id": user}],
-            "reason": [{"value": "clear", "user_id": user}],
+            "preference": [{"value": choice, **ok}],
+            "reason": [{"value": "clear", **ok}],
         }
         if score is not None:
-            responses["helpfulness_left"] = [{"value": score, "user_id": user}]
-            responses["formatting_right"] = [{"value": "over-formatted", "user_id": user}]
+            responses["helpfulness_left"] = [{"value": score, **ok}]
+            responses["formatting_right"] = [{"value": "over-formatted", **ok}]
         out.append({**rec, "responses": responses, "status": "completed"})
     return out
 
@@ -100,11 +101,12 @@ def test_bad_records_are_listed_not_stored(db):
             "aq",
             [
                 {"id": "x", "metadata": {}, "responses": {}},
-                {**rec, "responses": {"preference": [{"value": "maybe", "user_id": "u"}]}},
+                {**rec, "responses": {"preference": [{"value": "maybe", "user_id": "u", "status": "submitted"}]}},
                 {**rec, "responses": {"preference": [{"value": "tie", "user_id": "u", "status": "draft"}]}},
             ],
         )
-    assert res.n_labels == 0 and len(res.skipped) == 2
+    assert res.n_labels == 0 and res.drafts == 1 and len(res.skipped) == 2
+    assert "metadata item_id" in res.skipped[0] and "unknown preference 'maybe'" in res.skipped[1]
 
 
 @pytest.mark.skipif(

@@ -16,7 +16,7 @@ import pytest
 from annotation.formats import ExportSpec, export_file, export_rows, import_file, snapshot_from_labels
 from annotation.snapshots import load_snapshot
 from arena.ratings import load_battles_file
-from db.files import read_records
+from annotation.formats import read_records
 from tests.annotation.conftest import conv, write_json
 
 CHARS = {
