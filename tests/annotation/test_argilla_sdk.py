@@ -38,8 +38,16 @@ def _queue(db, n: int) -> list[dict]:
         return queue_to_argilla(s, "aq")["records"]
 
 
+@pytest.fixture(autouse=True)
+def _no_login(monkeypatch):
+    """``rg.Argilla(...)`` asks the server who is logged in; there is no server, so that one call is skipped."""
+    from argilla._api._client import APIClient
+
+    monkeypatch.setattr(APIClient, "_validate_connection", lambda self: None)
+
+
 def _dataset() -> object:
-    """A real ``rg.Dataset`` with the queue's settings, on a client that is never asked anything."""
+    """A real ``rg.Dataset`` with the queue's settings, on a real client that is never asked anything."""
     client = rg.Argilla(api_url="http://127.0.0.1:9", api_key="offline")
     s = dataset_settings(get_rubric(), overlap=2)
     from annotation.argilla import _settings_object
@@ -61,10 +69,12 @@ def _server_record(ds, rec: dict, *responses: UserResponseModel) -> object:
         fields=rec["fields"],
         metadata=[{"name": k, "value": v} for k, v in rec["metadata"].items()],
         responses=list(responses),
-        suggestions=[{"question_name": "preference", "value": "right", "score": 0.9, "agent": "judge-x"}],
         status="completed" if responses else "pending",
     )
-    return rg.Record.from_model(model, dataset=ds)
+    record = rg.Record.from_model(model, dataset=ds)
+    # a model's pre-filled answer (the server keys it by question id, which only a server assigns): never a label
+    record.suggestions.add(rg.Suggestion("preference", "right", score=0.9, agent="judge-x"))
+    return record
 
 
 class _StandIn:
@@ -85,14 +95,15 @@ def test_a_draft_response_object_is_not_a_label(db, monkeypatch):
     (rec,) = _queue(db, 1)
     ds = _dataset()
     record = _server_record(ds, rec, _user(ALICE, "draft", preference="left", reason="half done"))
-    assert [r.status for r in record.responses] == ["draft"]
+    assert {r.status for r in record.responses} == {"draft"}
     assert "status" not in record.to_dict()["responses"]["preference"][0]  # why to_dict() cannot be used
     monkeypatch.setattr(rg, "Argilla", _StandIn([record]))
     with db.session() as s:
         res = pull_responses(s, "aq", "http://argilla.invalid", "key")
-    assert (res.n_labels, res.drafts, res.skipped) == (0, 1, [])
     with db.session() as s:
-        assert s.scalars(select(Label)).all() == []
+        stored = [(lab.annotator, lab.outcome) for lab in s.scalars(select(Label))]
+    assert stored == [] and res.n_labels == 0  # before the fix: [('alice', '1' or '2')], a draft as a label
+    assert (res.drafts, res.skipped) == (1, [])
 
 
 def test_server_states_through_the_real_pull(db, monkeypatch):
