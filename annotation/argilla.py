@@ -190,7 +190,9 @@ def record_from_sdk(record: Any) -> dict[str, Any]:
             {"value": r.value, "user_id": str(r.user_id), "status": _status(r.status)}
         )
     answered = {x["user_id"] for rs in responses.values() for x in rs}
-    model = getattr(record, "_model", None)  # the server's record model, present on records read from a server
+    model = getattr(
+        record, "_model", None
+    )  # the server's record model, present on records read from a server
     for user_response in getattr(model, "responses", None) or []:
         uid = str(user_response.user_id)
         if _status(user_response.status) == DISCARDED and uid not in answered:

@@ -117,7 +117,13 @@ def _json_row(name: str, line: int | None, rec: Any) -> dict:
         turns = [rec["prompt"]]
     qid = rec.get("question_id", rec.get("uid"))
     sub = rec.get("subcategory", rec.get("cluster"))
-    return {"line": line, "turns": turns, "category": rec.get("category"), "subcategory": sub, "question_id": qid}
+    return {
+        "line": line,
+        "turns": turns,
+        "category": rec.get("category"),
+        "subcategory": sub,
+        "question_id": qid,
+    }
 
 
 def _check_text(where: str, row: dict) -> None:

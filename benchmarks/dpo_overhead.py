@@ -79,7 +79,9 @@ def synthetic_pairs(n: int) -> list[dict]:
     """Preference pairs on MT-Bench prompts: a friendly multi-sentence answer preferred over a curt one."""
     from db.files import read_json_lines
 
-    questions = [rec.value["turns"][0] for rec in read_json_lines(ROOT / "arena/data/mt_bench_questions.jsonl")[0]]
+    questions = [
+        rec.value["turns"][0] for rec in read_json_lines(ROOT / "arena/data/mt_bench_questions.jsonl")[0]
+    ]
     rows = []
     for i in range(n):
         q = questions[i % len(questions)]

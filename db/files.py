@@ -19,9 +19,9 @@ import bisect
 import gzip
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator
 from typing import IO, Any
 
 MAX_LINE_BYTES = 16 * 2**20

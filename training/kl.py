@@ -10,7 +10,6 @@ truncation would bias the estimate). The reference is what the trainer uses: the
 
 from __future__ import annotations
 
-import json
 import random
 from contextlib import contextmanager
 from pathlib import Path

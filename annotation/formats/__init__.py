@@ -17,8 +17,8 @@ from annotation.formats.exporters import (
     write_rows,
 )
 from annotation.formats.importers import FORMATS, detect_format
-from db.files import RowError, read_records
 from annotation.formats.store import ImportReport, ImportValidationError, import_file, parse_file
+from db.files import RowError, read_records
 
 __all__ = [
     "EXPORT_FORMATS",

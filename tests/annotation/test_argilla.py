@@ -101,7 +101,10 @@ def test_bad_records_are_listed_not_stored(db):
             "aq",
             [
                 {"id": "x", "metadata": {}, "responses": {}},
-                {**rec, "responses": {"preference": [{"value": "maybe", "user_id": "u", "status": "submitted"}]}},
+                {
+                    **rec,
+                    "responses": {"preference": [{"value": "maybe", "user_id": "u", "status": "submitted"}]},
+                },
                 {**rec, "responses": {"preference": [{"value": "tie", "user_id": "u", "status": "draft"}]}},
             ],
         )

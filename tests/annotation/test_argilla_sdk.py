@@ -33,7 +33,9 @@ def _queue(db, n: int) -> list[dict]:
             add_item(
                 s,
                 "aq",
-                NewItem([{"role": "user", "content": f"Q{i}"}], [f"one {i}", f"two {i}"], [{"model": "m"}] * 2),
+                NewItem(
+                    [{"role": "user", "content": f"Q{i}"}], [f"one {i}", f"two {i}"], [{"model": "m"}] * 2
+                ),
             )
         return queue_to_argilla(s, "aq")["records"]
 
@@ -53,7 +55,9 @@ def _dataset() -> object:
     from annotation.argilla import _settings_object
 
     settings = _settings_object(rg, s)
-    settings.questions.add(rg.TextQuestion(name="sentiment", title="not the studio's question", required=False))
+    settings.questions.add(
+        rg.TextQuestion(name="sentiment", title="not the studio's question", required=False)
+    )
     return rg.Dataset(name="aq", settings=settings, client=client)
 
 
@@ -114,7 +118,14 @@ def test_server_states_through_the_real_pull(db, monkeypatch):
         _server_record(
             ds,
             recs[0],
-            _user(ALICE, "submitted", preference="left", reason="clearer", helpfulness_left=4, formatting_right="under-formatted"),
+            _user(
+                ALICE,
+                "submitted",
+                preference="left",
+                reason="clearer",
+                helpfulness_left=4,
+                formatting_right="under-formatted",
+            ),
             _user(BOB, "submitted", preference="tie"),
             _user(CARL, "draft", preference="right", helpfulness_left=1),
         ),
@@ -131,7 +142,11 @@ def test_server_states_through_the_real_pull(db, monkeypatch):
     assert (res.n_labels, res.drafts, res.unanswered) == (3, 1, 1)
     assert res.n_scores == 2  # alice's two rubric answers; carl's draft score is not stored
     discarded = [x for x in res.skipped if "discarded" in x]
-    assert len(discarded) == 2 and any(str(BOB) in x for x in discarded) and any(str(ALICE) in x for x in discarded)
+    assert (
+        len(discarded) == 2
+        and any(str(BOB) in x for x in discarded)
+        and any(str(ALICE) in x for x in discarded)
+    )
     assert [x for x in res.skipped if "unknown question 'sentiment'" in x] == [
         f"record {recs[3]['id']!r}: unknown question 'sentiment' (answered by {DORA})"
     ]

@@ -13,10 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from annotation.formats import ExportSpec, export_file, export_rows, import_file, snapshot_from_labels
+from annotation.formats import (
+    ExportSpec,
+    export_file,
+    export_rows,
+    import_file,
+    read_records,
+    snapshot_from_labels,
+)
 from annotation.snapshots import load_snapshot
 from arena.ratings import load_battles_file
-from annotation.formats import read_records
 from tests.annotation.conftest import conv, write_json
 
 CHARS = {
@@ -159,15 +165,20 @@ def _read_back(path: Path) -> list[dict]:
 def test_line_breaks_in_strings_survive_import_export_import(db, tmp_path, fmt, file_format):
     build, spec, key = FORMATS[fmt]
     rows = [r for label in CHARS for r in build(label)]
-    src = write_json(tmp_path / f"in.{'json' if file_format == 'json' else 'jsonl'}", rows, lines=file_format != "json")
+    src = write_json(
+        tmp_path / f"in.{'json' if file_format == 'json' else 'jsonl'}", rows, lines=file_format != "json"
+    )
     if file_format != "json":
         assert len(src.read_text(encoding="utf-8").splitlines()) > len(rows)  # raw U+2028 etc. in the file
     import_fmt = "trl" if fmt.startswith("trl") else fmt
     with db.session() as s:
         rep = import_file(s, src, import_fmt, queue="first")
         assert rep.n_records == len(rows), rep
-        first = export_file(s, ExportSpec(spec.fmt, conversational=spec.conversational, queues=["first"]),
-                            tmp_path / f"out.{file_format}")
+        first = export_file(
+            s,
+            ExportSpec(spec.fmt, conversational=spec.conversational, queues=["first"]),
+            tmp_path / f"out.{file_format}",
+        )
     exported = _read_back(first.path)
     with db.session() as s:
         import_file(s, first.path, import_fmt, queue="again")

@@ -84,7 +84,9 @@ def test_errors_name_file_line_and_field_after_a_u2028_row():
         parse_prompt_file("q.jsonl", good + b'{"uid": "x1", "prompt": "cut\n')
     with pytest.raises(PromptImportError, match=r"q.jsonl:1: field 'prompt' must be a string"):
         parse_prompt_file("q.jsonl", b'{"uid": "a", "prompt": ["list"]}\n')
-    with pytest.raises(PromptImportError, match=r"q.jsonl:1: field 'turns': every turn object needs a 'content'"):
+    with pytest.raises(
+        PromptImportError, match=r"q.jsonl:1: field 'turns': every turn object needs a 'content'"
+    ):
         parse_prompt_file("q.jsonl", b'{"question_id": "a", "turns": [{"text": "hi"}]}\n')
     with pytest.raises(PromptImportError, match=r"q.jsonl:2: field 'subcategory' contains a NUL"):
         parse_prompt_file("q.jsonl", b'{"prompt": "a"}\n{"prompt": "b", "subcategory": "x\\u0000"}\n')

@@ -61,7 +61,7 @@ def test_crlf_blank_lines_and_line_numbers_of_errors():
 def test_a_raw_separator_outside_a_string_is_not_taken_for_whitespace():
     # JSON whitespace is space, tab, CR and LF; a form feed or U+2028 between tokens is an error, not a new row
     for junk in ("\x0c", "\u2028"):
-        (line, value), = iter_json_lines('{"a": 1}' + junk)
+        ((line, value),) = iter_json_lines('{"a": 1}' + junk)
         assert line == 1 and not isinstance(value, dict)
 
 

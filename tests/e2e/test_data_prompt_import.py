@@ -40,7 +40,10 @@ def test_data_tab_imports_arena_hard_files(tmp_path, browser):
         page.goto(url)
         page.get_by_role("tab", name="Data").click()
         page.wait_for_selector("#data-prompt-import")
-        for name, file in (("ah-v0.1", "arena_hard_v0.1_question.jsonl"), ("ah-v2.0", "arena_hard_v2.0_question.jsonl")):
+        for name, file in (
+            ("ah-v0.1", "arena_hard_v0.1_question.jsonl"),
+            ("ah-v2.0", "arena_hard_v2.0_question.jsonl"),
+        ):
             _import(page, name, DATA / file)
             page.wait_for_function(
                 "want => (document.querySelector('#data-prompt-import-result')?.innerText || '').includes(want)",
