@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from arena.accounts import require_role
-from db.files import records_from_bytes
+from db.files import parse_json_text
 from db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"
@@ -95,7 +95,11 @@ def _csv_rows(name: str, data: bytes) -> list[dict]:
 
 
 def _json_rows(name: str, data: bytes) -> list[dict]:
-    records, errors = records_from_bytes(data)
+    try:
+        text = data.decode("utf-8-sig")  # prompt files are UTF-8 (a BOM is allowed)
+    except UnicodeDecodeError as exc:
+        raise PromptImportError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
+    records, errors = parse_json_text(text)
     if errors:
         raise PromptImportError(errors[0].format(name))
     return [_json_row(name, rec.line, rec.value) for rec in records]
