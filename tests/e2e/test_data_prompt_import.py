@@ -18,13 +18,16 @@ pytestmark = pytest.mark.e2e
 DATA = Path(__file__).resolve().parents[1] / "arena" / "data"
 
 
-def _import(page, set_name: str, path: Path) -> None:
+def _import(page, url: str, set_name: str, path: Path) -> None:
+    page.goto(url)  # a fresh page: the file box shows the last upload instead of its file input
+    page.get_by_role("tab", name="Data").click()
+    page.wait_for_selector("#data-prompt-import")
     page.locator("#data-prompt-set-name").locator("textarea, input").first.fill(set_name)
     page.locator("#data-prompt-file input[type=file]").set_input_files(str(path))
     page.wait_for_function(
         "name => (document.querySelector('#data-prompt-file')?.innerText || '').includes(name)",
         arg=path.name,
-        timeout=30_000,
+        timeout=90_000,
     )
     page.locator("#data-prompt-import").click()
 
@@ -37,22 +40,19 @@ def test_data_tab_imports_arena_hard_files(tmp_path, browser):
     bad.write_bytes((DATA / "arena_hard_v2.0_question.jsonl").read_bytes() + b'{"uid": "z9", "prompt": ""}\n')
     try:
         page = browser.new_page()
-        page.goto(url)
-        page.get_by_role("tab", name="Data").click()
-        page.wait_for_selector("#data-prompt-import")
         for name, file in (
             ("ah-v0.1", "arena_hard_v0.1_question.jsonl"),
             ("ah-v2.0", "arena_hard_v2.0_question.jsonl"),
         ):
-            _import(page, name, DATA / file)
+            _import(page, url, name, DATA / file)
             page.wait_for_function(
                 "want => (document.querySelector('#data-prompt-import-result')?.innerText || '').includes(want)",
                 arg=f"Imported 6 prompts into {name}",
-                timeout=30_000,
+                timeout=90_000,
             )
-        _import(page, "ah-broken", bad)
+        _import(page, url, "ah-broken", bad)
         page.wait_for_function(
-            "() => document.body.innerText.includes(\"broken.jsonl:7: field 'turns'\")", timeout=30_000
+            "() => document.body.innerText.includes(\"broken.jsonl:7: field 'turns'\")", timeout=90_000
         )
         page.close()
     finally:
