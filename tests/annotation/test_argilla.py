@@ -134,3 +134,47 @@ def test_live_round_trip(db):
         res = pull_responses(s, "aq", url, key, dataset=name)
     assert res.n_labels == 2
     ds.delete()
+
+
+def test_cli_import_reads_statuses_in_both_layouts(tmp_path):
+    """``vibestudio argilla import`` on a JSONL file (a reason holding U+2028): only submitted answers are labels."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from db.session import Database
+    from studio.cli import app
+
+    db = Database()
+    db.migrate()
+    _queue(db, n=2)
+    with db.session() as s:
+        recs = queue_to_argilla(s, "aq")["records"]
+    rows = [
+        {
+            **recs[0],
+            "responses": {
+                "preference": [
+                    {"value": "left", "user_id": "u-1", "status": "submitted"},
+                    {"value": "right", "user_id": "u-2", "status": "draft"},
+                ],
+                "reason": [{"value": "first line\u2028second line", "user_id": "u-1", "status": "submitted"}],
+            },
+        },
+        {
+            **recs[1],
+            "responses": [
+                {"user_id": "u-3", "status": "submitted", "values": {"preference": {"value": "tie"}}},
+                {"user_id": "u-4", "status": "discarded", "values": {}},
+            ],
+        },
+    ]
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = CliRunner().invoke(app, ["argilla", "import", "aq", "--records", str(path)])
+    assert out.exit_code == 0, out.output
+    res = json.loads(out.output)
+    assert (res["n_labels"], res["drafts"]) == (2, 1) and any("u-4 discarded" in x for x in res["skipped"])
+    with db.session() as s:
+        labels = {lab.annotator: lab for lab in s.scalars(select(Label))}
+    assert set(labels) == {"u-1", "u-3"} and labels["u-1"].reason == "first line\u2028second line"
