@@ -9,7 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import func, select
 
-from annotation.formats import ExportSpec, export_file, export_rows, import_file, snapshot_from_labels
+from annotation.formats import (
+    ExportSpec,
+    export_file,
+    export_rows,
+    import_file,
+    read_records,
+    snapshot_from_labels,
+)
 from annotation.snapshots import load_snapshot
 from db.models import Label, QueueItem, RubricScore
 from tests.annotation.conftest import write_json
@@ -170,7 +177,7 @@ def test_jsonl_parquet_and_datasets_hold_the_same_rows(db, tmp_path, helpsteer_r
         a = export_file(s, spec, tmp_path / "x.jsonl")
         b = export_file(s, spec, tmp_path / "x.parquet")
         c = export_file(s, spec, tmp_path / "x_ds")
-    from_jsonl = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text().splitlines()]
+    from_jsonl = [r.value for r in read_records(tmp_path / "x.jsonl")[0]]
     from_parquet = pq.read_table(tmp_path / "x.parquet").to_pylist()
     from_ds = datasets.load_from_disk(str(tmp_path / "x_ds")).to_list()
     assert a.n_rows == b.n_rows == c.n_rows == len(from_jsonl) > 0
