@@ -19,8 +19,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from arena import vibes
 
@@ -28,6 +26,7 @@ from . import _fit, _ties
 from ._blas import single_threaded
 from ._elo import online_elo
 from ._features import covariates, side_counts
+from ._graph import strong_components, weak_components
 from ._records import WINNERS, BattleRecords, as_records
 
 #: Rating points per natural-log unit of odds (400 points = a factor 10).
@@ -246,8 +245,7 @@ def _graph_warnings(names: list[str], pairs: _Pairs) -> tuple[list[str], bool]:
     """Disconnected comparison graph; perfect records (maximum-likelihood ratings that do not exist)."""
     m = len(names)
     pi, pj = pairs.design.a, pairs.design.b
-    ones = np.ones(len(pi))
-    n_weak, weak = connected_components(coo_matrix((ones, (pi, pj)), shape=(m, m)), directed=False)
+    n_weak, weak = weak_components(m, pi, pj)
     out: list[str] = []
     if n_weak > 1:
         groups = [[names[k] for k in np.flatnonzero(weak == g)] for g in range(n_weak)]
@@ -261,8 +259,7 @@ def _graph_warnings(names: list[str], pairs: _Pairs) -> tuple[list[str], bool]:
     scored_j = pairs.n - pairs.s > 0
     src = np.concatenate([pi[scored_i], pj[scored_j]])
     dst = np.concatenate([pj[scored_i], pi[scored_j]])
-    graph = coo_matrix((np.ones(len(src)), (src, dst)), shape=(m, m))
-    n_strong, strong = connected_components(graph, directed=True, connection="strong")
+    n_strong, strong = strong_components(m, src, dst)
     if n_strong == n_weak:
         return out, False
     cross = strong[src] != strong[dst]
