@@ -82,3 +82,36 @@ def test_bad_options(battles: Path, tmp_path: Path) -> None:
     bad.write_text('{"model_a": "x", "model_b": "y", "winner": "draw"}\n')
     code, out = run("ratings", "annotators", "--battles", str(bad))
     assert code == 1 and "line 1" in out and "draw" in out
+
+
+def test_start_up_imports_stay_lazy() -> None:
+    """`vibestudio --help` and `import arena.ratings` load none of the heavy libraries; a ratings run loads only what
+    it uses (no gradio, torch, transformers, SQLAlchemy, scipy.optimize or scipy.special)."""
+    import subprocess
+    import sys
+
+    heavy = ("gradio", "torch", "transformers", "sqlalchemy", "pandas", "numpy", "scipy", "duckdb")
+    probe = "import sys; {stmt}; print(','.join(m for m in {mods!r} if m in sys.modules))"
+    for stmt in ("import studio.cli", "import arena.ratings"):
+        out = subprocess.run(
+            [sys.executable, "-c", probe.format(stmt=stmt, mods=heavy)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        assert out == "", (stmt, out)
+    stmt = (
+        "from studio.cli import app; from arena.ratings import ratings_report; import arena.ratings._report"
+    )
+    mods = ("gradio", "torch", "transformers", "sqlalchemy", "scipy.optimize", "scipy.special", "scipy.stats")
+    out = subprocess.run(
+        [sys.executable, "-c", probe.format(stmt=stmt, mods=mods)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", out
+
+
+def test_role_names_match_the_accounts_module() -> None:
+    from arena.accounts import ROLES
+    from studio import cli_users
+
+    assert cli_users.ROLES == ROLES
