@@ -29,7 +29,7 @@ def annotator_checks(db: Database, *, by: int | None = None, include_named: bool
         return out
     report = annotator_diagnostics(records)
     out.update(report.to_dict())
-    options = {"ci_method": "sandwich", "elo_k": None}
+    options: dict[str, Any] = {"ci_method": "sandwich", "elo_k": None}
     robust, _ = robust_leaderboard(records, report=report, **options)
     out["robust_board"] = robust.to_dict()
     out["plain_board"] = leaderboard(records, **options).to_dict()

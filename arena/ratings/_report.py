@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from ._board import Leaderboard, leaderboard
 from ._records import load_battles_file
@@ -35,7 +36,7 @@ def ratings_report(
     records, skipped = load_battles_file(path, skip_bad=skip_bad)
     if ci is None:
         ci = "bootstrap" if bootstrap > 0 else "sandwich"
-    options = {
+    options: dict[str, Any] = {
         "bootstrap_rounds": bootstrap if ci == "bootstrap" else 0,
         "ci_method": ci,
         "seed": seed,
