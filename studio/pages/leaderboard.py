@@ -485,15 +485,16 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
             style_chart(out),
         )
 
-    def on_matrices(ci_method, chosen, board_name, with_named):
-        m = service.matrices(options(ci_method, chosen, board_name, with_named))
+    def on_matrices(ci_method, chosen, board_name, with_named, method_name="auto"):
+        m = service.matrices(options(ci_method, chosen, board_name, with_named, method_name))
         return (
             heatmap(m["win_rate"], "Observed win rate of the row model against the column model (ties half)"),
             heatmap(m["counts"], "Votes per pair", counts=True),
         )
 
-    def on_over_time(period, ci_method, chosen, board_name, with_named):
-        return over_time_chart(service.over_time(options(ci_method, chosen, board_name, with_named), period))
+    def on_over_time(period, ci_method, chosen, board_name, with_named, method_name="auto"):
+        o = options(ci_method, chosen, board_name, with_named, method_name)
+        return over_time_chart(service.over_time(o, period))
 
     def on_vibes(a: str | None, b: str | None):
         if not a:
@@ -509,8 +510,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
             raise gr.Error(str(exc)) from exc
         return f"**{prof['name']}**: {prof['n_answers']} answers", profile_table(prof), profile_chart(prof)
 
-    def on_goldilocks(ci_method, chosen, board_name, with_named):
-        out = service.board(options(ci_method, chosen, board_name, with_named))
+    def on_goldilocks(ci_method, chosen, board_name, with_named, method_name="auto"):
+        out = service.board(options(ci_method, chosen, board_name, with_named, method_name))
         with ctx.db.session() as s:
             rows = goldilocks(s, out["models"])
         return goldilocks_chart(rows), goldilocks_table(rows)
