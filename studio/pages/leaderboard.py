@@ -12,6 +12,7 @@ plain data into tables and plotly figures.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import gradio as gr
@@ -337,6 +338,25 @@ def method_text(board: dict[str, Any]) -> str:
     return text
 
 
+def change_text(board: dict[str, Any], bt: dict[str, Any]) -> str:
+    """How much the tie model moved the board against Bradley-Terry (ties as half a win)."""
+    before = {m["name"]: (m["rating"], k) for k, m in enumerate(bt["models"])}
+    moves = [
+        (abs(m["rating"] - before[m["name"]][0]), m["name"], k - before[m["name"]][1])
+        for k, m in enumerate(board["models"])
+        if m["name"] in before
+    ]
+    if not moves:
+        return ""
+    size, name, _ = max(moves)
+    moved = [f"{n} {'up' if d < 0 else 'down'} {abs(d)}" for _, n, d in moves if d]
+    return (
+        f" Against Bradley-Terry: largest rating change {size:.1f} points ({name}); "
+        + ("order changed: " + ", ".join(moved) if moved else "same order")
+        + "."
+    )
+
+
 def predict_table(out: dict[str, Any]) -> pd.DataFrame:
     rows = []
     for check in out["checks"]:
@@ -472,12 +492,16 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
     def on_refresh(
         ci_method="bootstrap", chosen=None, board_name="all", with_named=False, method_name="auto"
     ):
-        out = service.board(options(ci_method, chosen, board_name, with_named, method_name))
+        o = options(ci_method, chosen, board_name, with_named, method_name)
+        out = service.board(o)
         choices = [(f"{b['label']} ({b['n_votes']})", b["board"]) for b in out["boards"]]
         if board_name and board_name not in [c[1] for c in choices]:
             choices.append((board_name, board_name))
+        shift = ""
+        if out.get("method", "bt") != "bt" and out["models"]:
+            shift = change_text(out, service.board(replace(o, method="bt"), refresh=False))
         return (
-            summary_text(out) + method_text(out),
+            summary_text(out) + method_text(out) + shift,
             board_table(out),
             board_chart(out),
             gr.update(choices=choices),

@@ -76,6 +76,11 @@ def test_method_and_predictive_views(db, tmp_path):
     board = svc.board(BoardOptions(method="davidson", ci_method="sandwich"))
     text = page.method_text(board)
     assert "Davidson (ties modelled)" in text and "(chosen)" in text and "tie (bothgood) 0." in text
+    bt = svc.board(BoardOptions(ci_method="sandwich"))
+    change = page.change_text(board, bt)
+    assert "Against Bradley-Terry: largest rating change" in change and (
+        "same order" in change or "up" in change
+    )
     pred = svc.predict(BoardOptions())
     table = page.predict_table(pred)
     assert set(table["split"]) == {"time", "random"} and "davidson" in set(table["method"])
