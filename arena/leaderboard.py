@@ -39,6 +39,8 @@ from db.session import Database
 #: Board names besides "category:<name>".
 BOARDS = ("all", "single-turn", "multi-turn")
 CI_METHODS = ("bootstrap", "sandwich")
+#: Board methods; "auto" picks the best predictor of held-out votes.
+METHODS = ("auto", "bt", "rao-kupper", "davidson")
 _WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
 _SCORE_A = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
 #: An Elo replay over at least this many votes saves the cache right away (a restart then carries it on).
@@ -76,6 +78,8 @@ class BoardOptions:
     min_battles: int = 10
     elo_k: float | None = 4.0
     seed: int = 0
+    #: "bt", "rao-kupper", "davidson", or "auto": the one that predicts held-out votes best (`predict`).
+    method: str = "bt"
 
     def check(self) -> None:
         if self.ci_method not in CI_METHODS:
@@ -89,6 +93,8 @@ class BoardOptions:
         for label, policy in (("both_good", self.both_good), ("both_bad", self.both_bad)):
             if policy not in ("tie", "drop"):
                 raise ValueError(f"{label} must be 'tie' or 'drop', got {policy!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
 
 
 class LeaderboardService:
@@ -179,9 +185,11 @@ class LeaderboardService:
                 else:
                     records = _expand(self._cells(o), names, False)
                 out = {"models": [], "style_coefficients": {}, "style_intervals": {}, "warnings": []}
+                method, why = self._resolve_method(o)
                 if len(records):
                     board = leaderboard(
                         records,
+                        method=method if not (o.style_control or o.vibe_control) else "bt",
                         bootstrap_rounds=o.bootstrap,
                         seed=o.seed,
                         ci_method=o.ci_method,
@@ -203,6 +211,8 @@ class LeaderboardService:
                     out["warnings"].append("no rated votes on this board yet")
                 out["n_votes"] = len(records)
                 out["options"] = asdict(o)
+                out["method"] = method if not (o.style_control or o.vibe_control) else "bt"
+                out["method_reason"] = why
                 self._memo[key] = out
             out = dict(out)
         rated = {m["name"] for m in out["models"]}
@@ -279,6 +289,55 @@ class LeaderboardService:
             out.append({"board": f"category:{name}", "label": f"Category: {name}", "n_votes": count})
         self._memo[key] = out
         return list(out)
+
+    # -- which method predicts best ---------------------------------------------------------------------------
+    def vote_records(self, options: BoardOptions | None = None) -> BattleRecords:
+        """One record per vote in vote order (model_a, model_b, winner, sampling_prob, tstamp), for `options`."""
+        o = options or BoardOptions()
+        where, params = self._where(o)
+        rows = self.cache.query(
+            f"SELECT a, b, outcome, p, ts FROM votes WHERE {where} ORDER BY vote_id", params
+        )
+        frame = _frame(
+            np.asarray(rows["a"]), np.asarray(rows["b"]), np.asarray(rows["outcome"]), self._names()
+        )
+        frame["sampling_prob"] = np.asarray(rows["p"], dtype=np.float64)
+        frame["tstamp"] = np.asarray(rows["ts"], dtype=np.float64)
+        return BattleRecords(frame)
+
+    def predict(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
+        """Held-out log-loss and Brier score per method (time split and random split), and the best board method:
+        {"checks": [PredictiveCheck.to_dict(), ...], "best": str | None, "n_votes"}. Memoised per data version."""
+        from arena.ratings import predictive_check
+        from arena.ratings._predict import best_board_method
+
+        o = replace(options or BoardOptions(), method="bt", style_control=False, vibe_control=False)
+        o.check()
+        if refresh:
+            self.refresh()
+        key = ("predict", o, self.cache.version)
+        if key not in self._memo:
+            records = self.vote_records(o)
+            methods = ("elo", "bt", "rao-kupper", "davidson")
+            checks = [
+                predictive_check(records, split=split, methods=methods, both_good=o.both_good, both_bad=o.both_bad)
+                for split in ("time", "random")
+            ] if len(records) else []  # fmt: skip
+            self._memo[key] = {
+                "checks": [c.to_dict() for c in checks],
+                "best": best_board_method(checks) if checks else None,
+                "n_votes": len(records),
+            }
+        return dict(self._memo[key])
+
+    def _resolve_method(self, o: BoardOptions) -> tuple[str, str]:
+        """The board method for `o` and why: as chosen, or for "auto" the best predictor of held-out votes."""
+        if o.method != "auto":
+            return o.method, "chosen"
+        best = self.predict(o, refresh=False)["best"]
+        if best is None:
+            return "bt", "auto: too little data to compare the methods on held-out votes, so Bradley-Terry"
+        return best, f"auto: {best} predicts held-out votes best (time split)"
 
     # -- other views ------------------------------------------------------------------------------------------
     def matrices(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, pd.DataFrame]:

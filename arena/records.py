@@ -82,3 +82,39 @@ def battle_records(
             ]
         out.append(rec)
     return out
+
+
+def annotated_records(session: Session, **options: Any) -> list[dict[str, Any]]:
+    """`battle_records` plus who voted and how fast: ``judge`` (the voter's user name, None for anonymous votes)
+    and ``vote_seconds`` (time from the voted turn's answers being complete to the vote: the turn's start plus
+    its slower side's queue wait, first-token latency and tokens / tokens-per-second; None when unknown)."""
+    from db.models import User
+
+    records = battle_records(session, **options)
+    ids = [r["vote_id"] for r in records]
+    info: dict[int, tuple[str | None, float | None]] = {}
+    for start in range(0, len(ids), 5000):
+        q = (
+            select(Vote.id, Vote.created_at, User.name, Turn)
+            .outerjoin(User, Vote.user_id == User.id)
+            .outerjoin(Turn, (Turn.battle_id == Vote.battle_id) & (Turn.idx == Vote.turn_idx))
+            .where(Vote.id.in_(ids[start : start + 5000]))
+        )
+        for vote_id, voted_at, name, turn in session.execute(q):
+            info[vote_id] = (name, _vote_seconds(voted_at, turn))
+    for r in records:
+        r["judge"], r["vote_seconds"] = info.get(r["vote_id"], (None, None))
+    return records
+
+
+def _vote_seconds(voted_at: Any, turn: Turn | None) -> float | None:
+    if turn is None or voted_at is None or turn.created_at is None:
+        return None
+    sides = []
+    for wait, latency, tokens, tps in (
+        (turn.wait_a, turn.latency_a, turn.tokens_a, turn.tps_a),
+        (turn.wait_b, turn.latency_b, turn.tokens_b, turn.tps_b),
+    ):
+        sides.append((wait or 0.0) + (latency or 0.0) + ((tokens or 0) / tps if tps else 0.0))
+    seconds = (voted_at - turn.created_at).total_seconds() - max(sides)
+    return seconds if seconds >= 0 else None

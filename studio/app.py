@@ -18,24 +18,31 @@ CSS = "#arena-reveal h3 {margin-top: 0.5em}"
 def build_app(ctx: StudioContext) -> gr.Blocks:
     with gr.Blocks(title="Vibe Studio") as demo:
         gr.Markdown("# 🎛️ Vibe Studio\nWhich model do people actually like, and why?")
-        with gr.Tab("Arena", id="arena"):
+        with gr.Tab("Arena", id="arena") as arena_tab:
             arena.build(ctx)
-        with gr.Tab("Leaderboard", id="leaderboard"):
-            leaderboard.build(ctx, demo)
-        with gr.Tab("Data", id="data"):
+        with gr.Tab("Leaderboard", id="leaderboard") as leaderboard_tab:
+            leaderboard_timer = leaderboard.build(ctx, demo, tab=leaderboard_tab)
+        with gr.Tab("Data", id="data") as data_tab:
             data.build(ctx, demo)
-        with gr.Tab("Annotate", id="annotate"):
+        with gr.Tab("Annotate", id="annotate") as annotate_tab:
             queues.build(ctx, demo)
-        with gr.Tab("Label", id="label"):
+        with gr.Tab("Label", id="label") as label_tab:
             label.build(ctx, demo)
-        with gr.Tab("Agreement", id="agreement"):
+        with gr.Tab("Agreement", id="agreement") as agreement_tab:
             agreement.build(ctx, demo)
-        with gr.Tab("Train", id="train"):
+        with gr.Tab("Train", id="train") as train_tab:
             train.build(ctx, demo)
-        with gr.Tab("Admin", id="admin"):
+        with gr.Tab("Admin", id="admin") as admin_tab:
             admin.build(ctx, demo)
+        # the Leaderboard's refresh timer runs only while its tab is open
+        for other in (arena_tab, data_tab, annotate_tab, label_tab, agreement_tab, train_tab, admin_tab):
+            other.select(_stop_timer, None, leaderboard_timer, api_visibility="private")
     demo.queue(default_concurrency_limit=8)
     return demo
+
+
+def _stop_timer() -> gr.Timer:
+    return gr.Timer(active=False)
 
 
 def serve(

@@ -11,7 +11,9 @@ import sys
 
 import typer
 
-from arena.accounts import ROLES, AccountError
+#: The roles `arena.accounts.ROLES` defines, spelled here for the help text so that `vibestudio --help` does not
+#: import the accounts code (SQLAlchemy, argon2); tests/test_accounts_cli.py keeps the two equal.
+ROLES = ("annotator", "researcher", "admin")
 
 users_app = typer.Typer(
     help="User accounts and roles (admin, researcher, annotator). Adding the first user turns login on.",
@@ -45,7 +47,7 @@ def users_add(
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
 ) -> None:
     """Create a user who can log in."""
-    from arena.accounts import add_user
+    from arena.accounts import AccountError, add_user
 
     try:
         u = add_user(_db(), name, _password(password_stdin), role)
@@ -78,7 +80,7 @@ def users_set_role(
     name: str = typer.Argument(...), role: str = typer.Argument(..., help=", ".join(ROLES))
 ) -> None:
     """Change a user's role (the last active admin cannot be demoted)."""
-    from arena.accounts import set_role
+    from arena.accounts import AccountError, set_role
 
     try:
         u = set_role(_db(), name, role)
@@ -94,7 +96,7 @@ def users_disable(
     enable: bool = typer.Option(False, "--enable", help="Enable the account again instead."),
 ) -> None:
     """Disable a user: no login, and every request of an open session is refused."""
-    from arena.accounts import set_disabled
+    from arena.accounts import AccountError, set_disabled
 
     try:
         u = set_disabled(_db(), name, not enable)
@@ -110,7 +112,7 @@ def users_passwd(
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
 ) -> None:
     """Set a new password for a user."""
-    from arena.accounts import set_password
+    from arena.accounts import AccountError, set_password
 
     try:
         u = set_password(_db(), name, _password(password_stdin))

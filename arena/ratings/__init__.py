@@ -1,37 +1,110 @@
-"""Ratings and leaderboards from arena battles: Elo, Bradley-Terry with confidence intervals, style and vibe control,
-win rates and length-controlled win rates, category boards, pairwise matrices and rating over time.
+"""Ratings and leaderboards from arena battles: Elo, Bradley-Terry with confidence intervals, tie models
+(Rao-Kupper, Davidson), style and vibe control, win rates and length-controlled win rates, category boards,
+pairwise matrices, rating over time, a predictive check of the methods on held-out votes, and per-annotator
+diagnostics with a rigging-resistant fit.
 
 Plain functions over battle records (FastChat's battle layout: `model_a`, `model_b`, `winner`, optional
-conversations, `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`); no database access and no UI. The
-caller loads records (`load_battles_file`, or rows from the battle store) and passes them in. See docs/ratings.md.
+conversations, `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`, `judge`); no database access and no UI.
+The caller loads records (`load_battles_file`, or rows from the battle store) and passes them in. See docs/ratings.md.
+
+Names are imported on first use (PEP 562 `__getattr__`): `import arena.ratings` costs nothing, and a command that
+only needs `ratings_report` does not pay for scipy.optimize (win rates) or the views.
 """
 
-from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
-from ._elo import online_elo
-from ._records import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
-from ._report import format_board, ratings_report
-from ._views import PairwiseMatrices, leaderboard_by, pairwise_matrices, rating_over_time, vibe_profiles
-from ._winrate import WinRate, win_rates
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "SCALE": "_board",
+    "Leaderboard": "_board",
+    "ModelRating": "_board",
+    "leaderboard": "_board",
+    "rank_intervals": "_board",
+    "online_elo": "_elo",
+    "WINNERS": "_records",
+    "BattleRecords": "_records",
+    "RatingsInputError": "_records",
+    "as_records": "_records",
+    "load_battles_file": "_records",
+    "format_board": "_report",
+    "ratings_report": "_report",
+    "PairwiseMatrices": "_views",
+    "leaderboard_by": "_views",
+    "pairwise_matrices": "_views",
+    "rating_over_time": "_views",
+    "vibe_profiles": "_views",
+    "WinRate": "_winrate",
+    "win_rates": "_winrate",
+    "METHODS": "_ties",
+    "TIE_METHODS": "_ties",
+    "method_changes": "_ties",
+    "PREDICT_METHODS": "_predict",
+    "PredictiveCheck": "_predict",
+    "predictive_check": "_predict",
+    "format_predictive": "_predict",
+    "AnnotatorReport": "_annotators",
+    "annotator_diagnostics": "_annotators",
+    "robust_leaderboard": "_annotators",
+    "format_annotators": "_annotators",
+}
 
 __all__ = [
-    "SCALE",
-    "WINNERS",
-    "WinRate",
+    "AnnotatorReport",
     "BattleRecords",
     "Leaderboard",
+    "METHODS",
     "ModelRating",
+    "PREDICT_METHODS",
     "PairwiseMatrices",
+    "PredictiveCheck",
     "RatingsInputError",
+    "SCALE",
+    "TIE_METHODS",
+    "WINNERS",
+    "WinRate",
+    "annotator_diagnostics",
     "as_records",
+    "format_annotators",
     "format_board",
+    "format_predictive",
     "leaderboard",
     "leaderboard_by",
     "load_battles_file",
+    "method_changes",
     "online_elo",
     "pairwise_matrices",
+    "predictive_check",
     "rank_intervals",
     "rating_over_time",
     "ratings_report",
+    "robust_leaderboard",
     "vibe_profiles",
     "win_rates",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:
+    from ._annotators import AnnotatorReport, annotator_diagnostics, format_annotators, robust_leaderboard
+    from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
+    from ._elo import online_elo
+    from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
+    from ._records import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
+    from ._report import format_board, ratings_report
+    from ._ties import METHODS, TIE_METHODS, method_changes
+    from ._views import PairwiseMatrices, leaderboard_by, pairwise_matrices, rating_over_time, vibe_profiles
+    from ._winrate import WinRate, win_rates

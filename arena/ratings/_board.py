@@ -14,20 +14,19 @@ import math
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.stats import norm
 
 from arena import vibes
 
-from . import _fit
+from . import _fit, _ties
 from ._blas import single_threaded
 from ._elo import online_elo
 from ._features import covariates, side_counts
+from ._graph import strong_components, weak_components
 from ._records import WINNERS, BattleRecords, as_records
 
 #: Rating points per natural-log unit of odds (400 points = a factor 10).
@@ -97,13 +96,20 @@ class Leaderboard:
     ci_level: float = 0.95
     bootstrap_rounds: int = 0
     center: str = "mean 1000"
+    method: str = "bt"
+    #: Tie models only: per tie kind, P(that tie) between two equal models, with its interval.
+    tie_parameters: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "models": [m.to_dict() for m in self.models],
             "style_coefficients": dict(self.style_coefficients),
             "warnings": list(self.warnings),
         }
+        if self.method != "bt":
+            out["method"] = self.method
+            out["tie_parameters"] = {k: dict(v) for k, v in self.tie_parameters.items()}
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([m.to_dict() for m in self.models])
@@ -134,9 +140,15 @@ class Prepared:
 
 
 def prepare(
-    records: BattleRecords, *, both_good: str = "tie", both_bad: str = "tie", ipw: bool = True
+    records: BattleRecords,
+    *,
+    both_good: str = "tie",
+    both_bad: str = "tie",
+    ipw: bool = True,
+    vote_weights: np.ndarray | None = None,
 ) -> Prepared:
-    """Apply the both-good / both-bad policy and the sampling weights; keep only models that still have battles."""
+    """Apply the both-good / both-bad policy and the sampling weights (times `vote_weights`, one per record, when
+    given); keep only models that still have battles."""
     for label, policy in (("both_good", both_good), ("both_bad", both_bad)):
         if policy not in ("tie", "drop"):
             raise ValueError(f"{label} must be 'tie' or 'drop', got {policy!r}")
@@ -175,6 +187,12 @@ def prepare(
                 w[~known] = np.nanmean(w)
             w = w / w.mean()
             weighted = True
+    if vote_weights is not None:
+        extra = np.asarray(vote_weights, dtype=np.float64)
+        if extra.shape != (len(frame),) or not np.all(np.isfinite(extra)) or np.any(extra < 0):
+            raise ValueError("vote_weights must be one finite, non-negative weight per record")
+        w = w * extra[rows]
+        weighted = True
     return Prepared(names, ca, cb, y, w, rows, notes, win, weighted)
 
 
@@ -227,8 +245,7 @@ def _graph_warnings(names: list[str], pairs: _Pairs) -> tuple[list[str], bool]:
     """Disconnected comparison graph; perfect records (maximum-likelihood ratings that do not exist)."""
     m = len(names)
     pi, pj = pairs.design.a, pairs.design.b
-    ones = np.ones(len(pi))
-    n_weak, weak = connected_components(coo_matrix((ones, (pi, pj)), shape=(m, m)), directed=False)
+    n_weak, weak = weak_components(m, pi, pj)
     out: list[str] = []
     if n_weak > 1:
         groups = [[names[k] for k in np.flatnonzero(weak == g)] for g in range(n_weak)]
@@ -242,8 +259,7 @@ def _graph_warnings(names: list[str], pairs: _Pairs) -> tuple[list[str], bool]:
     scored_j = pairs.n - pairs.s > 0
     src = np.concatenate([pi[scored_i], pj[scored_j]])
     dst = np.concatenate([pj[scored_i], pi[scored_j]])
-    graph = coo_matrix((np.ones(len(src)), (src, dst)), shape=(m, m))
-    n_strong, strong = connected_components(graph, directed=True, connection="strong")
+    n_strong, strong = strong_components(m, src, dst)
     if n_strong == n_weak:
         return out, False
     cross = strong[src] != strong[dst]
@@ -309,6 +325,8 @@ def leaderboard(
     elo_k: float | None = 4.0,
     min_battles: int = 10,
     resample: str = "bayesian",
+    method: str = "bt",
+    vote_weights: Any = None,
 ) -> Leaderboard:
     """Bradley-Terry leaderboard on the Elo scale from battle records (list of dicts, DataFrame or BattleRecords).
 
@@ -317,8 +335,13 @@ def leaderboard(
     `style_control` adds token length, markdown headers, list items and bold as covariates; `vibe_control` adds the
     vibe markers of `arena.vibes` (emoji, exclamations, flattery, sycophancy, hedging, refusal). `resample` is the
     bootstrap scheme: "multinomial" (resample battles with replacement, as FastChat) or "bayesian" (Dirichlet weights
-    on the battles; same intervals to first order, about twice as fast to draw).
+    on the battles; same intervals to first order, about twice as fast to draw). `method` "bt" counts a tie as half
+    a win; "rao-kupper" and "davidson" fit tie probabilities (one parameter per tie kind that occurs).
     """
+    if method not in _ties.METHODS:
+        raise ValueError(f"method must be one of {', '.join(_ties.METHODS)}, got {method!r}")
+    if method != "bt" and (style_control or vibe_control):
+        raise ValueError("style and vibe control are available with method='bt' only")
     if ci_method not in ("bootstrap", "sandwich"):
         raise ValueError(f"ci_method must be 'bootstrap' or 'sandwich', got {ci_method!r}")
     if resample not in ("multinomial", "bayesian"):
@@ -328,9 +351,10 @@ def leaderboard(
     if not 0.0 < ci_level < 1.0:
         raise ValueError(f"ci_level must be in (0, 1), got {ci_level}")
     recs = as_records(records)
-    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw, vote_weights=vote_weights)
     board = Leaderboard(
         models=[],
+        method=method,
         warnings=list(prep.notes),
         n_battles=len(prep.rows),
         ci_method=ci_method,
@@ -373,6 +397,10 @@ def leaderboard(
             draws = None
         else:
             draws = _battle_bootstrap(design, prep, fit, rng, bootstrap_rounds, ridge, resample)
+    elif method != "bt" and _has_decisive(prep):
+        fit, cov, draws = _tie_fit(
+            board, prep, pairs, method, ci_method, rng, bootstrap_rounds, ridge, resample
+        )
     elif ci_method == "sandwich":
         fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
         cells = _fit.Design(np.repeat(pairs.design.a, 3), np.repeat(pairs.design.b, 3), len(prep.names))
@@ -383,15 +411,19 @@ def leaderboard(
         with _PairBootstrap(pairs, rng, bootstrap_rounds, resample) as bootstrap:
             fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
             draws = bootstrap.refit(fit, ridge)
+    if method != "bt" and not _has_decisive(prep):
+        board.warnings.append(
+            f"every battle is a tie: the {method} tie parameter cannot be estimated and no model can be told apart"
+        )
     if not fit.converged:
         board.warnings.append("the rating fit did not fully converge; treat the ratings as approximate")
     ratings = _scale(fit.theta, anchor_index, anchor_rating)
     m = len(prep.names)
     if draws is None:
-        z = float(norm.ppf(1.0 - alpha / 2.0))
+        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
         sd = _contrast_sd(cov[:m, :m], anchor_index)
         lo, hi = ratings - z * sd, ratings + z * sd
-        beta_sd = SCALE * np.sqrt(np.maximum(np.diag(cov)[m:], 0.0))
+        beta_sd = SCALE * np.sqrt(np.maximum(np.diag(cov)[m : m + len(fit.beta)], 0.0))
         beta_lo, beta_hi = SCALE * fit.beta - z * beta_sd, SCALE * fit.beta + z * beta_sd
     else:
         theta_draws, beta_draws = draws
@@ -418,6 +450,53 @@ def leaderboard(
             f"{_names(few)} have fewer than {min_battles} battles; their ratings are unreliable"
         )
     return board
+
+
+def _has_decisive(prep: Prepared) -> bool:
+    return bool(np.any(prep.winner < 2))
+
+
+def _tie_fit(
+    board: Leaderboard,
+    prep: Prepared,
+    pairs: _Pairs,
+    method: str,
+    ci_method: str,
+    rng: np.random.Generator,
+    rounds: int,
+    ridge: float,
+    resample: str,
+) -> tuple[_fit.Fit, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """A tie model's fit as a Bradley-Terry-shaped result (theta; covariance or draws); fills `tie_parameters`."""
+    data = _ties.aggregate(prep.a, prep.b, prep.winner, prep.w, len(prep.names))
+    start = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge).theta
+    tf = _ties.fit(method, data, theta0=start, ridge=ridge)
+    m = len(prep.names)
+    alpha = 1.0 - board.ci_level
+    cov = np.zeros((m, m))
+    draws: tuple[np.ndarray, np.ndarray] | None = None
+    if ci_method == "sandwich":
+        full = _ties.sandwich(tf, data)
+        cov = full[:m, :m]
+        eta_cov = full[m:, m:]
+        eta_draws = (
+            np.random.default_rng(0).multivariate_normal(tf.eta, eta_cov, size=400, method="eigh")
+            if len(tf.eta)
+            else np.zeros((0, 0))
+        )
+    else:
+        theta_draws, eta_draws = _ties.bootstrap(tf, data, rng, rounds, resample, ridge)
+        draws = (theta_draws, np.zeros((rounds, 0)))
+    point = _ties.equal_model_ties(method, tf.eta)
+    spread = np.array([_ties.equal_model_ties(method, e) for e in eta_draws]) if len(tf.eta) else None
+    for k, kind in enumerate(tf.kinds):
+        lo, hi = (
+            np.quantile(spread[:, k], [alpha / 2.0, 1.0 - alpha / 2.0]) if spread is not None else (0.0, 0.0)
+        )
+        board.tie_parameters[kind] = {"p_equal": float(point[k]), "ci_low": float(lo), "ci_high": float(hi)}
+    if not data.kinds:
+        board.warnings.append(f"no ties in the data: {method} reduces to Bradley-Terry")
+    return tf.as_bt_fit(), cov, draws
 
 
 def _rows(

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.special import expit, log_expit
 
 #: Ridge on theta (natural-log units). Negligible next to the curvature of any real data set; it keeps the Newton
 #: system well posed for disconnected comparison graphs.
@@ -136,7 +135,7 @@ def _evaluate(
     Uses log sigmoid(-eta) = log sigmoid(eta) - eta, so one transcendental pass serves loss and probabilities.
     """
     eta = design.eta(theta, beta if design.n_features else None)
-    log_p = log_expit(eta)
+    log_p = _log_sigmoid(eta)
     value = -float(np.dot(w, log_p - (1.0 - y) * eta))
     value += 0.5 * ridge * (float(theta @ theta) + float(beta @ beta))
     return value, eta, log_p
@@ -218,10 +217,15 @@ def sandwich(design: Design, fit: Fit, y: np.ndarray, w2: np.ndarray) -> np.ndar
     `design`, `y`, `w2` describe the rows at the level where outcomes are independent (single battles, or
     pair x outcome cells with w2 the sum of squared weights). The pseudo-inverse puts theta in the sum-zero gauge.
     """
-    p = expit(design.eta(fit.theta, fit.beta))
+    p = _sigmoid(design.eta(fit.theta, fit.beta))
     meat = design.assemble(w2 * (y - p) ** 2)
     bread_inv = np.linalg.pinv(fit.hessian, hermitian=True)
     return bread_inv @ meat @ bread_inv
+
+
+def _log_sigmoid(x: np.ndarray) -> np.ndarray:
+    """log sigmoid(x) = -log(1 + e^-x), stable for both signs (numpy only: scipy.special is slow to import)."""
+    return -np.logaddexp(0.0, -x)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -321,7 +325,7 @@ def one_step_bootstrap(
     cost of one gradient pass per round.
     """
     m, n = design.n_models, design.n_rows
-    p = expit(design.eta(fit.theta, fit.beta if design.n_features else None))
+    p = _sigmoid(design.eta(fit.theta, fit.beta if design.n_features else None))
     residual = w * (p - y)
     params = np.concatenate([fit.theta, fit.beta])
     chord_inv = fit.chord_inverse()

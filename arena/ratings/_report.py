@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from ._board import Leaderboard, leaderboard
 from ._records import load_battles_file
-from ._winrate import win_rates
 
 
 def ratings_report(
@@ -25,24 +25,39 @@ def ratings_report(
     skip_bad: bool = False,
     seed: int = 0,
     resample: str = "bayesian",
+    method: str = "bt",
+    ci: str | None = None,
+    robust: bool = False,
 ) -> str:
-    """Leaderboard for a battle file. `bootstrap` rounds (0 = sandwich intervals); `baseline` adds each model's
-    `win_rate` and `lc_win_rate` (percent) against it. Raises `RatingsInputError` on bad input unless `skip_bad`."""
+    """Leaderboard for a battle file. `bootstrap` rounds (0 = sandwich intervals; `ci` "sandwich" or "bootstrap"
+    overrides); `method` "bt", "rao-kupper" or "davidson"; `robust` down-weights outlying annotators (see
+    `annotator_diagnostics`); `baseline` adds each model's `win_rate` and `lc_win_rate` (percent) against it.
+    Raises `RatingsInputError` on bad input unless `skip_bad`."""
     records, skipped = load_battles_file(path, skip_bad=skip_bad)
-    board = leaderboard(
-        records,
-        bootstrap_rounds=bootstrap,
-        ci_method="bootstrap" if bootstrap > 0 else "sandwich",
-        seed=seed,
-        style_control=style_control,
-        vibe_control=vibe_control,
-        resample=resample,
-    )
+    if ci is None:
+        ci = "bootstrap" if bootstrap > 0 else "sandwich"
+    options: dict[str, Any] = {
+        "bootstrap_rounds": bootstrap if ci == "bootstrap" else 0,
+        "ci_method": ci,
+        "seed": seed,
+        "style_control": style_control,
+        "vibe_control": vibe_control,
+        "resample": resample,
+        "method": method,
+    }
+    if robust:
+        from ._annotators import robust_leaderboard
+
+        board, _ = robust_leaderboard(records, **options)
+    else:
+        board = leaderboard(records, **options)
     if skipped:
         shown = "; ".join(f"line {line}: {reason}" for line, reason in skipped[:5])
         more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
         board.warnings.insert(0, f"skipped {len(skipped)} bad rows: {shown}{more}")
     if baseline is not None:
+        from ._winrate import win_rates  # scipy.optimize: only when asked for
+
         rates = win_rates(records, baseline)
         for model in board.models:
             if model.name in rates:
@@ -62,8 +77,13 @@ def format_board(board: Leaderboard, *, baseline: str | None = None) -> str:
     level = round(board.ci_level * 100)
     how = f"bootstrap, {board.bootstrap_rounds} rounds" if board.ci_method == "bootstrap" else "sandwich"
     control = " with style control" if board.style_coefficients else ""
+    title = {
+        "bt": "Bradley-Terry",
+        "rao-kupper": "Rao-Kupper (ties modelled)",
+        "davidson": "Davidson (ties modelled)",
+    }
     lines = [
-        f"Bradley-Terry ratings{control} (Elo scale, {board.center}), {level}% intervals by {how}",
+        f"{title.get(board.method, board.method)} ratings{control} (Elo scale, {board.center}), {level}% intervals by {how}",
         f"{board.n_battles:,} battles, {len(board.models)} models",
         "",
     ]
@@ -92,6 +112,10 @@ def format_board(board: Leaderboard, *, baseline: str | None = None) -> str:
         for name, value in board.style_coefficients.items():
             lo, hi = board.style_intervals.get(name, (float("nan"), float("nan")))
             lines.append(f"  {name:<14} {value:+8.1f}   [{lo:+.1f}, {hi:+.1f}]")
+    if board.tie_parameters:
+        lines += ["", "Tie probability between two equal models, per kind of tie:"]
+        for kind, v in board.tie_parameters.items():
+            lines.append(f"  {kind:<16} {v['p_equal']:.3f}   [{v['ci_low']:.3f}, {v['ci_high']:.3f}]")
     if baseline is not None:
         lines += ["", f"win% and LC win% are against {baseline} (length-controlled as in AlpacaEval 2)."]
     if board.warnings:

@@ -1,4 +1,6 @@
-"""Admin tab: users and roles (list, add, change role, disable or enable, reset a password).
+"""Admin tab: users and roles (list, add, change role, disable or enable, reset a password), and annotator checks
+(per-annotator diagnostics that flag votes which look rigged, with the robust board next to the plain one; nothing is
+deleted).
 
 Every handler passes the signed-in user's id to ``arena.accounts``, which refuses anyone but an admin; the tab
 being visible to others changes nothing. In the open single-user mode the local operator is the admin.
@@ -14,9 +16,23 @@ from arena.accounts import add_user as _add_user
 from arena.accounts import set_disabled as _set_disabled
 from arena.accounts import set_password as _set_password
 from arena.accounts import set_role as _set_role
+from arena.annotator_checks import annotator_checks
 from studio.context import StudioContext
 
 COLUMNS = ["name", "role", "status", "created", "last login"]
+CHECK_COLUMNS = [
+    "annotator",
+    "votes",
+    "agreement",
+    "expected",
+    "fit z",
+    "favoured",
+    "identity z",
+    "same-answer disagreement",
+    "fast share",
+    "weight",
+    "flags",
+]
 
 
 def _table(users: list[UserInfo]) -> pd.DataFrame:
@@ -101,3 +117,73 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             return pd.DataFrame(columns=COLUMNS)  # not an admin: an empty table, no error on every page load
 
     demo.load(on_load, None, [users], api_visibility="private")
+    build_checks(ctx)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def checks_table(out: dict) -> pd.DataFrame:  # type: ignore[type-arg]
+    rows = [
+        {
+            "annotator": a["annotator"],
+            "votes": a["n_votes"],
+            "agreement": _round(a["agreement"], 2),
+            "expected": _round(a["expected_agreement"], 2),
+            "fit z": _round(a["fit_z"], 1),
+            "favoured": a["favoured"],
+            "identity z": _round(a["identity_z"], 1),
+            "same-answer disagreement": _round(a["same_answer_disagreement"], 2),
+            "fast share": _round(a["fast_share"], 2),
+            "weight": _round(a["weight"], 3),
+            "flags": "; ".join(a["flags"]) or (f"cannot estimate: {a['note']}" if a["note"] else ""),
+        }
+        for a in out["annotators"]
+    ]
+    return pd.DataFrame(rows, columns=CHECK_COLUMNS)
+
+
+def checks_summary(out: dict) -> str:  # type: ignore[type-arg]
+    flagged = out["flagged"]
+    text = f"**{out['n_votes']}** rated votes. "
+    text += (
+        f"⚠️ **Flagged: {', '.join(flagged)}.** Their votes are kept; the robust board below down-weights them."
+        if flagged
+        else "No annotator flagged."
+    )
+    for note in out["notes"]:
+        text += f"\n\n- {note}"
+    plain, robust = out.get("plain_board"), out.get("robust_board")
+    if plain and robust:
+        before = {m["name"]: m["rating"] for m in plain["models"]}
+        moved = [
+            f"{m['name']} {before[m['name']]:.0f} → {m['rating']:.0f}"
+            for m in robust["models"]
+            if m["name"] in before and abs(m["rating"] - before[m["name"]]) >= 5.0
+        ]
+        text += "\n\nRobust board vs plain board: " + (
+            ", ".join(moved) if moved else "no rating moved 5 points or more."
+        )
+    return text
+
+
+def build_checks(ctx: StudioContext) -> None:
+    """The annotator-checks section (admins only)."""
+    gr.Markdown(
+        "### Annotator checks\nAgreement with everyone else's consensus, votes that follow one contestant's identity, "
+        "verdicts on the very same answers, and votes faster than reading. Flags are advice: nothing is deleted."
+    )
+    run = gr.Button("🔎 Check annotators", elem_id="admin-check-annotators")
+    summary = gr.Markdown(elem_id="admin-checks-summary")
+    table = gr.Dataframe(headers=CHECK_COLUMNS, interactive=False, elem_id="admin-checks-table")
+
+    def on_check(request: gr.Request, progress=gr.Progress()):  # type: ignore[no-untyped-def]
+        progress(0.1, desc="reading votes and fitting the consensus")
+        try:
+            out = annotator_checks(ctx.db, by=ctx.access.user_id(request))
+        except PermissionDenied as exc:
+            raise gr.Error(str(exc)) from exc
+        return checks_summary(out), checks_table(out)
+
+    run.click(on_check, None, [summary, table], api_name="admin_annotator_checks")

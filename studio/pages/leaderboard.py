@@ -1,5 +1,8 @@
 """Leaderboard tab: the board with intervals, style/vibe control, category boards, matrices, rating over time, vibe
-profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set.
+profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set; the
+rating method (Bradley-Terry or a tie model; by default the one that predicts held-out votes best) and the "which
+method predicts best" view. The board refreshes when the tab is opened and on a short timer while it is open (only
+new votes are read; nothing is redrawn when nothing changed).
 
 Data comes from `arena.leaderboard.LeaderboardService` (one per app: an incremental copy of the votes, so a
 refresh reads only new votes), `arena.goldilocks` and `arena.evals`; this module turns options into calls and
@@ -9,6 +12,7 @@ plain data into tables and plotly figures.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import gradio as gr
@@ -50,6 +54,26 @@ GOLDILOCKS_COLUMNS = [
 ]
 CONTROLS = [("Length & markdown (style)", "style"), ("Vibes: emoji, flattery, hedging... ", "vibe")]
 FREQS = [("Day", "D"), ("Week", "W"), ("Month", "M")]
+METHOD_CHOICES = [
+    ("Best predictor (auto)", "auto"),
+    ("Bradley-Terry (ties half a win)", "bt"),
+    ("Rao-Kupper (ties modelled)", "rao-kupper"),
+    ("Davidson (ties modelled)", "davidson"),
+]
+PREDICT_COLUMNS = [
+    "split",
+    "method",
+    "log-loss",
+    "low",
+    "high",
+    "Brier",
+    "Brier low",
+    "Brier high",
+    "vs best",
+    "note",
+]
+#: Seconds between refreshes while the Leaderboard tab is open.
+REFRESH_SECONDS = 10.0
 
 
 def _r(x: Any, digits: int = 1) -> Any:
@@ -299,8 +323,87 @@ def summary_text(board: dict[str, Any]) -> str:
     return text
 
 
+def method_text(board: dict[str, Any]) -> str:
+    """Which method drew the board and why; the fitted tie probabilities of a tie model."""
+    method = board.get("method")
+    if not method:
+        return ""
+    names = dict((v, k) for k, v in METHOD_CHOICES)
+    text = f"\n\nMethod: **{names.get(method, method)}** ({board.get('method_reason', 'chosen')})."
+    ties = board.get("tie_parameters") or {}
+    if ties:
+        text += " Tie probability between two equal models: " + ", ".join(
+            f"{kind} {v['p_equal']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]" for kind, v in ties.items()
+        )
+    return text
+
+
+def change_text(board: dict[str, Any], bt: dict[str, Any]) -> str:
+    """How much the tie model moved the board against Bradley-Terry (ties as half a win)."""
+    before = {m["name"]: (m["rating"], k) for k, m in enumerate(bt["models"])}
+    moves = [
+        (abs(m["rating"] - before[m["name"]][0]), m["name"], k - before[m["name"]][1])
+        for k, m in enumerate(board["models"])
+        if m["name"] in before
+    ]
+    if not moves:
+        return ""
+    size, name, _ = max(moves)
+    moved = [f"{n} {'up' if d < 0 else 'down'} {abs(d)}" for _, n, d in moves if d]
+    return (
+        f" Against Bradley-Terry: largest rating change {size:.1f} points ({name}); "
+        + ("order changed: " + ", ".join(moved) if moved else "same order")
+        + "."
+    )
+
+
+def predict_table(out: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for check in out["checks"]:
+        for sc in sorted(check["scores"], key=lambda x: (x["log_loss"] is None, x["log_loss"] or 0.0)):
+            ll, br = sc["log_loss_ci"] or (None, None), sc["brier_ci"] or (None, None)
+            rows.append(
+                {
+                    "split": check["split"],
+                    "method": sc["method"],
+                    "log-loss": _r(sc["log_loss"], 4),
+                    "low": _r(ll[0], 4),
+                    "high": _r(ll[1], 4),
+                    "Brier": _r(sc["brier"], 4),
+                    "Brier low": _r(br[0], 4),
+                    "Brier high": _r(br[1], 4),
+                    "vs best": _r(sc["vs_best"], 4),
+                    "note": "" if sc["log_loss"] is not None else f"cannot estimate: {sc['note']}",
+                }
+            )
+    return pd.DataFrame(rows, columns=PREDICT_COLUMNS)
+
+
+def predict_text(out: dict[str, Any]) -> str:
+    if not out["checks"]:
+        return "No rated votes yet: nothing to compare."
+    parts = []
+    for check in out["checks"]:
+        line = f"**{check['split']} split**: fitted on {check['n_train']} votes, scored on {check['n_test']} held-out votes."
+        if check["best"]:
+            line += f" Best: **{check['best']}**" + (
+                " (clearly)."
+                if check["best_clear"]
+                else " (not clearly: the runner-up is within the interval)."
+            )
+        parts.append(line + "".join(f"\n- {n}" for n in check["notes"]))
+    best = out["best"]
+    parts.append(
+        f"The board's automatic method is **{best}**."
+        if best
+        else "Too little data: the board uses Bradley-Terry."
+    )
+    return "\n\n".join(parts)
+
+
 # -- the tab ---------------------------------------------------------------------------------------------------------
-def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.Timer:
+    """Build the tab; returns its refresh timer (the app switches it off when another tab is opened)."""
     service = LeaderboardService(ctx.db)
 
     with gr.Row():
@@ -310,6 +413,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             [("All votes", "all")], value="all", label="Board", elem_id="leaderboard-board", scale=2
         )
         named = gr.Checkbox(False, label="Include named-mode votes", scale=1)
+    method = gr.Radio(METHOD_CHOICES, value="auto", label="Method", elem_id="leaderboard-method")
     refresh = gr.Button("🔄 Refresh", elem_id="leaderboard-refresh")
     summary = gr.Markdown(elem_id="leaderboard-summary")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
@@ -340,6 +444,17 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             vibe_text = gr.Markdown()
             vibe_table = gr.Dataframe(interactive=False, elem_id="leaderboard-vibe-table")
             vibe_plot = gr.Plot()
+        with gr.Tab("Which method predicts best"):
+            gr.Markdown(
+                "Each method is fitted on earlier votes and scored on the later ones (time split), and on a random "
+                "share (random split): log-loss and Brier score of a/b/tie, lower is better, 95% intervals by a "
+                "bootstrap over the held-out votes."
+            )
+            predict_btn = gr.Button("Compare the methods on held-out votes", elem_id="leaderboard-predict")
+            predict_md = gr.Markdown(elem_id="leaderboard-predict-summary")
+            predict_df = gr.Dataframe(
+                headers=PREDICT_COLUMNS, interactive=False, elem_id="leaderboard-predict-table"
+            )
         with gr.Tab("Goldilocks"):
             gold_btn = gr.Button("Show the Goldilocks board", elem_id="leaderboard-goldilocks")
             gold_plot = gr.Plot()
@@ -357,10 +472,15 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             eval_status = gr.Markdown(elem_id="evals-status")
 
     def options(
-        ci_method: str, chosen: list[str] | None, board_name: str | None, with_named: bool
+        ci_method: str,
+        chosen: list[str] | None,
+        board_name: str | None,
+        with_named: bool,
+        method_name: str | None = "auto",
     ) -> BoardOptions:
         chosen, rounds = chosen or [], ctx.settings.leaderboard_bootstrap
         return BoardOptions(
+            method=method_name or "auto",
             ci_method="sandwich" if rounds < 2 else (ci_method or "bootstrap"),
             bootstrap=max(rounds, 2),
             style_control="style" in chosen,
@@ -369,13 +489,19 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             include_named=bool(with_named),
         )
 
-    def on_refresh(ci_method="bootstrap", chosen=None, board_name="all", with_named=False):
-        out = service.board(options(ci_method, chosen, board_name, with_named))
+    def on_refresh(
+        ci_method="bootstrap", chosen=None, board_name="all", with_named=False, method_name="auto"
+    ):
+        o = options(ci_method, chosen, board_name, with_named, method_name)
+        out = service.board(o)
         choices = [(f"{b['label']} ({b['n_votes']})", b["board"]) for b in out["boards"]]
         if board_name and board_name not in [c[1] for c in choices]:
             choices.append((board_name, board_name))
+        shift = ""
+        if out.get("method", "bt") != "bt" and out["models"]:
+            shift = change_text(out, service.board(replace(o, method="bt"), refresh=False))
         return (
-            summary_text(out),
+            summary_text(out) + method_text(out) + shift,
             board_table(out),
             board_chart(out),
             gr.update(choices=choices),
@@ -383,15 +509,16 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             style_chart(out),
         )
 
-    def on_matrices(ci_method, chosen, board_name, with_named):
-        m = service.matrices(options(ci_method, chosen, board_name, with_named))
+    def on_matrices(ci_method, chosen, board_name, with_named, method_name="auto"):
+        m = service.matrices(options(ci_method, chosen, board_name, with_named, method_name))
         return (
             heatmap(m["win_rate"], "Observed win rate of the row model against the column model (ties half)"),
             heatmap(m["counts"], "Votes per pair", counts=True),
         )
 
-    def on_over_time(period, ci_method, chosen, board_name, with_named):
-        return over_time_chart(service.over_time(options(ci_method, chosen, board_name, with_named), period))
+    def on_over_time(period, ci_method, chosen, board_name, with_named, method_name="auto"):
+        o = options(ci_method, chosen, board_name, with_named, method_name)
+        return over_time_chart(service.over_time(o, period))
 
     def on_vibes(a: str | None, b: str | None):
         if not a:
@@ -407,8 +534,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise gr.Error(str(exc)) from exc
         return f"**{prof['name']}**: {prof['n_answers']} answers", profile_table(prof), profile_chart(prof)
 
-    def on_goldilocks(ci_method, chosen, board_name, with_named):
-        out = service.board(options(ci_method, chosen, board_name, with_named))
+    def on_goldilocks(ci_method, chosen, board_name, with_named, method_name="auto"):
+        out = service.board(options(ci_method, chosen, board_name, with_named, method_name))
         with ctx.db.session() as s:
             rows = goldilocks(s, out["models"])
         return goldilocks_chart(rows), goldilocks_table(rows)
@@ -442,10 +569,34 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             names = [c.public_name for c in list_contestants(s)]
         return gr.update(choices=names), gr.update(choices=names), gr.update(choices=names)
 
-    filters = [ci, controls, board, named]
+    def on_predict(ci_method, chosen, board_name, with_named, method_name, progress=gr.Progress()):
+        progress(0.1, desc="fitting each method on earlier votes")
+        out = service.predict(options(ci_method, chosen, board_name, with_named, method_name))
+        return predict_text(out), predict_table(out)
+
+    def on_open(*values):  # type: ignore[no-untyped-def]
+        """Tab opened: refresh now and start the timer."""
+        return (*on_refresh(*values), service.cache.version, gr.Timer(active=True))
+
+    def on_tick(*values):  # type: ignore[no-untyped-def]
+        """Timer: read new votes; redraw only when something changed since this page last drew."""
+        *filter_values, seen = values
+        service.refresh()
+        if seen is not None and seen == service.cache.version:
+            return (*[gr.skip()] * len(board_outputs), seen)
+        return (*on_refresh(*filter_values), service.cache.version)
+
+    filters = [ci, controls, board, named, method]
     board_outputs = [summary, table, chart, board, coef_table, coef_chart]
+    seen_version = gr.State(None)
+    timer = gr.Timer(REFRESH_SECONDS, active=False)
     refresh.click(on_refresh, filters, board_outputs, api_name="leaderboard")
     demo.load(on_refresh, filters, board_outputs, api_visibility="private")
+    method.change(on_refresh, filters, board_outputs, api_visibility="private")
+    predict_btn.click(on_predict, filters, [predict_md, predict_df], api_name="leaderboard_predict")
+    timer.tick(on_tick, [*filters, seen_version], [*board_outputs, seen_version], api_visibility="private")
+    if tab is not None:
+        tab.select(on_open, filters, [*board_outputs, seen_version, timer], api_visibility="private")
     demo.load(contestant_choices, None, [vibe_a, vibe_b, eval_who], api_visibility="private")
     matrices_btn.click(on_matrices, filters, [win_plot, count_plot], api_visibility="private")
     over_btn.click(on_over_time, [freq, *filters], [over_plot], api_visibility="private")
@@ -454,3 +605,4 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     eval_btn.click(on_run_evals, [eval_who, eval_limit], [eval_status], api_visibility="private").then(
         on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private"
     )
+    return timer

@@ -64,4 +64,26 @@ def test_the_tab_builds_and_its_endpoint_needs_no_arguments(tmp_path):
     ctx = build_context(Settings(database_url=f"sqlite:///{tmp_path / 's.sqlite'}"))
     demo = build_app(ctx)
     endpoint = demo.get_api_info()["named_endpoints"]["/leaderboard"]
-    assert [p["parameter_has_default"] for p in endpoint["parameters"]] == [True] * 4
+    assert [p["parameter_has_default"] for p in endpoint["parameters"]] == [
+        True
+    ] * 5  # ci, controls, board, named, method
+
+
+def test_method_and_predictive_views(db, tmp_path):
+    ids = _contestants(db)
+    _battles(db, ids, 200)
+    svc = LeaderboardService(db, VoteCache(db, tmp_path / "c"))
+    board = svc.board(BoardOptions(method="davidson", ci_method="sandwich"))
+    text = page.method_text(board)
+    assert "Davidson (ties modelled)" in text and "(chosen)" in text and "tie (bothgood) 0." in text
+    bt = svc.board(BoardOptions(ci_method="sandwich"))
+    change = page.change_text(board, bt)
+    assert "Against Bradley-Terry: largest rating change" in change and (
+        "same order" in change or "up" in change
+    )
+    pred = svc.predict(BoardOptions())
+    table = page.predict_table(pred)
+    assert set(table["split"]) == {"time", "random"} and "davidson" in set(table["method"])
+    assert (table["low"] <= table["log-loss"]).all() and (table["log-loss"] <= table["high"]).all()
+    assert "automatic method" in page.predict_text(pred)
+    assert page.predict_text({"checks": [], "best": None}) == "No rated votes yet: nothing to compare."

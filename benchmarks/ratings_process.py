@@ -1,0 +1,103 @@
+"""Whole-process timing: `vibestudio ratings --battles F --bootstrap 100 --json` vs a FastChat-formula reference.
+
+Both sides run as fresh processes from the shell (interpreter start-up, imports and file reading included), which
+is what a user waits for; `benchmarks/ratings.py` part 2 times `ratings_report` inside a warm interpreter instead.
+The battles file is the one `benchmarks/ratings.py` builds (synthetic, 150 models, known skills, 10% ties).
+The reference is `benchmarks/fastchat_reference.py` (pandas.read_json, FastChat's online Elo loop, scipy L-BFGS
+Bradley-Terry with a 100-round multinomial bootstrap). Goal: ours >= 4x faster.
+
+    python benchmarks/ratings_process.py                  # 1M battles
+    python benchmarks/ratings_process.py --n 100000       # quicker
+    python benchmarks/ratings_process.py --file F.jsonl   # an existing file
+
+Also times `vibestudio --help` and `python -c "import arena.ratings"` (start-up cost alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def run(cmd: list[str], repeat: int) -> tuple[float, str]:
+    """Best wall time of `repeat` fresh processes, and the last stdout."""
+    times, out = [], ""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+        out = proc.stdout
+    return min(times), out
+
+
+def build_file(path: Path, n: int, models: int, seed: int) -> None:
+    sys.path.insert(0, str(HERE))
+    import duckdb
+    from ratings import synthetic  # benchmarks/ratings.py
+
+    frame, _ = synthetic(n, models, seed)
+    con = duckdb.connect()
+    con.register("battles", frame[["model_a", "model_b", "winner", "tstamp", "question_id"]])
+    con.execute(f"COPY battles TO '{path}' (FORMAT json)")
+    con.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--models", type=int, default=150)
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side (best counts)")
+    parser.add_argument(
+        "--file", type=Path, default=None, help="use this battles file instead of building one"
+    )
+    args = parser.parse_args()
+    studio = shutil.which("vibestudio")
+    ours_cmd = [studio] if studio else [sys.executable, "-m", "studio.cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.file or Path(tmp) / "battles.jsonl"
+        if args.file is None:
+            build_file(path, args.n, args.models, 0)
+        size = path.stat().st_size / 1e6
+        print(
+            f"{path.name}: {size:.0f} MB, {os.cpu_count()} CPUs, best of {args.repeat} fresh processes each"
+        )
+        t_help, _ = run([*ours_cmd, "--help"], args.repeat)
+        t_import, _ = run([sys.executable, "-c", "import arena.ratings"], args.repeat)
+        t_import_all, _ = run([sys.executable, "-c", "from arena.ratings import ratings_report"], args.repeat)
+        ours = [*ours_cmd, "ratings", "--battles", str(path), "--bootstrap", str(args.rounds), "--json"]
+        t_ours, out = run(ours, args.repeat)
+        ref = [sys.executable, str(HERE / "fastchat_reference.py"), str(path), "--rounds", str(args.rounds)]
+        t_ref, ref_out = run(ref, args.repeat)
+    board = {m["name"]: m["rating"] for m in json.loads(out)["models"]}
+    ref_board = {k: v["rating"] for k, v in json.loads(ref_out)["models"].items()}
+    shift = statistics.mean(ref_board.values()) - statistics.mean(board.values())
+    diff = max(abs(board[k] - ref_board[k] + shift) for k in board)
+    print(f"  vibestudio --help:                         {t_help:6.2f} s")
+    print(f"  python -c 'import arena.ratings':          {t_import:6.2f} s")
+    print(f"  python -c 'from arena.ratings import ratings_report': {t_import_all:6.2f} s")
+    print(f"  reference process (pandas + scipy):        {t_ref:6.2f} s")
+    print(f"  vibestudio ratings --bootstrap {args.rounds} --json: {t_ours:6.2f} s")
+    print(
+        f"  ratio: {t_ref / t_ours:.1f}x (goal >= 4x); max rating difference after centring {diff:.3f} points"
+    )
+
+
+if __name__ == "__main__":
+    main()
