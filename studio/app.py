@@ -8,7 +8,7 @@ import gradio as gr
 
 from studio.auth import check_serving
 from studio.context import StudioContext, build_context
-from studio.pages import admin, agreement, arena, data, label, leaderboard, queues, train
+from studio.pages import admin, agreement, arena, data, label, leaderboard, probes, queues, train
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -30,6 +30,8 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             label.build(ctx, demo)
         with gr.Tab("Agreement", id="agreement"):
             agreement.build(ctx, demo)
+        with gr.Tab("Probes", id="probes"):
+            probes.build(ctx, demo)
         with gr.Tab("Train", id="train"):
             train.build(ctx, demo)
         with gr.Tab("Admin", id="admin"):
