@@ -361,3 +361,15 @@ class ProbeResult(Base):
     outcome: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)  # why unmeasurable, or the engine error
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ContestantEvent(Base):
+    """The removal log: who hid, retired or restored a contestant, when and why (its votes and ratings stay)."""
+
+    __tablename__ = "contestant_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    contestant_id: Mapped[int] = mapped_column(ForeignKey("contestants.id", ondelete="CASCADE"), index=True)
+    action: Mapped[str] = mapped_column(String(16))  # hide / restore
+    by_user: Mapped[str] = mapped_column(String(128))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -491,6 +491,10 @@ from studio.health_cli import register as _register_health  # noqa: E402  (train
 
 _register_health(train_app)
 
+from studio.families_cli import register as _register_families  # noqa: E402  (families, hide / restore)
+
+_register_families(app, models_app)
+
 
 def main() -> None:
     app()
