@@ -28,7 +28,11 @@ def test_families_and_hide():
     assert res.exit_code == 0, res.output
     fams = {f["root"]: f for f in json.loads(res.output)}
     base = fams["base"]
-    assert len(base["members"]) == 5 and base["selection"] is None and "0 of 4 variant(s) rated" in base["reason"]
+    assert (
+        len(base["members"]) == 5
+        and base["selection"] is None
+        and "0 of 4 variant(s) rated" in base["reason"]
+    )
     hidden = {m["name"]: m["hidden"] for m in base["members"]}
     assert hidden["base-v3"] and not hidden["base-v0"]
     assert all(m["provisional"] for m in base["members"] if m["depth"] == 1)
