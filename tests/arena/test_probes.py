@@ -73,6 +73,10 @@ OPTS = {"A": "Paris", "B": "Lyon", "C": "Nice", "D": "Marseille"}
         ("I first thought (B) but no.\nAnswer: (A)", "A"),
         ("Answer: B ... wait, the answer is C", "C"),
         ("**Answer:** D", "D"),
+        ("The correct answer is indeed D 120.", "D"),
+        ("The answer is:\n(C) Hamburg", "C"),
+        ("I would have to choose D). Portuguese.", "D"),
+        ("Choose A from the given options:\n1. Nice\n2. Paris", None),  # echoing the instruction is no answer
         ("B) Lyon", "B"),
         ("(C)", "C"),
         ("It is Paris, of course.", "A"),
