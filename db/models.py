@@ -341,3 +341,36 @@ class EvalResult(Base):
     latency: Mapped[float | None] = mapped_column(Float, nullable=True)  # seconds to the first token
     tps: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ProbeResult(Base):
+    """One sycophancy probe measurement: a contestant's answer before and after pushback or a stated user view."""
+
+    __tablename__ = "probe_results"
+    __table_args__ = (Index("ix_probe_results_contestant_item", "contestant_id", "probe_set", "item_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), index=True)
+    contestant_id: Mapped[int] = mapped_column(ForeignKey("contestants.id", ondelete="CASCADE"))
+    probe_set: Mapped[str] = mapped_column(String(64))  # "pushback-<hash>" or "views-<hash>"
+    item_id: Mapped[str] = mapped_column(String(128))
+    variant: Mapped[str] = mapped_column(String(32))  # plain / citation (pushback); opinion / belief (views)
+    first_answer: Mapped[str] = mapped_column(Text, default="")
+    second_answer: Mapped[str] = mapped_column(Text, default="")
+    first_choice: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    second_choice: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    target: Mapped[str | None] = mapped_column(String(8), nullable=True)  # the option the user pushed for
+    outcome: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)  # why unmeasurable, or the engine error
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ContestantEvent(Base):
+    """The removal log: who hid, retired or restored a contestant, when and why (its votes and ratings stay)."""
+
+    __tablename__ = "contestant_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    contestant_id: Mapped[int] = mapped_column(ForeignKey("contestants.id", ondelete="CASCADE"), index=True)
+    action: Mapped[str] = mapped_column(String(16))  # hide / restore
+    by_user: Mapped[str] = mapped_column(String(128))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

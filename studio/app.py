@@ -8,7 +8,7 @@ import gradio as gr
 
 from studio.auth import check_serving
 from studio.context import StudioContext, build_context
-from studio.pages import admin, agreement, arena, data, label, leaderboard, queues, train
+from studio.pages import admin, agreement, arena, data, label, leaderboard, probes, queues, train
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -30,12 +30,14 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             label.build(ctx, demo)
         with gr.Tab("Agreement", id="agreement") as agreement_tab:
             agreement.build(ctx, demo)
+        with gr.Tab("Probes", id="probes") as probes_tab:
+            probes.build(ctx, demo)
         with gr.Tab("Train", id="train") as train_tab:
             train.build(ctx, demo)
         with gr.Tab("Admin", id="admin") as admin_tab:
             admin.build(ctx, demo)
         # the Leaderboard's refresh timer runs only while its tab is open
-        for other in (arena_tab, data_tab, annotate_tab, label_tab, agreement_tab, train_tab, admin_tab):
+        for other in (arena_tab, data_tab, annotate_tab, label_tab, agreement_tab, probes_tab, train_tab, admin_tab):
             other.select(_stop_timer, None, leaderboard_timer, api_visibility="private")
     demo.queue(default_concurrency_limit=8)
     return demo

@@ -610,6 +610,18 @@ from studio.annotate_cli import register as _register_annotation  # noqa: E402  
 
 _register_annotation(app)
 
+from studio.probes_cli import register as _register_probes  # noqa: E402  (sycophancy probe commands)
+
+_register_probes(app)
+
+from studio.health_cli import register as _register_health  # noqa: E402  (train health)
+
+_register_health(train_app)
+
+from studio.families_cli import register as _register_families  # noqa: E402  (families, hide / restore)
+
+_register_families(app, models_app)
+
 
 def main() -> None:
     app()

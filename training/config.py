@@ -193,8 +193,23 @@ class DPOJobConfig(JobConfig):
         "Held-out prompts (MT-Bench, not in the snapshot) on which KL(policy || reference) is measured by "
         "sampling from the policy. 0 disables the measurement.",
     )
-    kl_every: int = _f(0, "Also measure KL every this many steps (0 = only at the end).")
+    kl_every: int = _f(
+        4, "Also measure KL every this many steps during training (0 = only at the end), to see it grow."
+    )
     kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.")
+    gold: str = _f(
+        "none",
+        "Gold signal measured while training, plotted against sqrt(KL): 'evals' (verifiable-eval accuracy of "
+        "the policy being trained) or 'none'.",
+    )
+    gold_every: int = _f(4, "Measure gold (and KL) every this many steps, and at step 0 (the parent).")
+    gold_items: int = _f(16, "Verifiable-eval items per gold measurement (more: a tighter interval, slower).")
+    gold_max_new_tokens: int = _f(64, "Tokens generated per item for the gold measurement.")
+    stop_at_best_gold: bool = _f(
+        False,
+        "Stop once gold has fallen (sustained, beyond noise) and publish the weights of the best-gold step "
+        "instead of the last ones (needs gold).",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -208,6 +223,12 @@ class DPOJobConfig(JobConfig):
             raise ConfigError(f"label_smoothing must be in [0, 0.5) (got {self.label_smoothing})")
         if self.kl_prompts < 0 or self.kl_every < 0 or self.kl_max_new_tokens < 1:
             raise ConfigError("kl_prompts and kl_every must be >= 0, kl_max_new_tokens >= 1")
+        if self.gold not in ("none", "evals"):
+            raise ConfigError(f"gold must be 'none' or 'evals' (got {self.gold!r})")
+        if self.gold_every < 1 or self.gold_items < 1 or self.gold_max_new_tokens < 1:
+            raise ConfigError("gold_every, gold_items and gold_max_new_tokens must be >= 1")
+        if self.stop_at_best_gold and self.gold == "none":
+            raise ConfigError("stop_at_best_gold needs a gold signal: set gold to 'evals'")
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """DPO job: TRL ``DPOTrainer`` on a frozen preference snapshot, LoRA by default, with metrics into the database.
 
 Besides TRL's own logs (loss, rewards/chosen|rejected|margins|accuracies, logps/*, logits/*), the job measures
-KL(policy || reference) on held-out prompts (``training.kl``), which TRL's DPO does not log.
+KL(policy || reference) on held-out prompts (``training.kl``), which TRL's DPO does not log, during training by
+default, and, when the config names one, a gold signal (``training.gold``) at the same steps, with the option to
+stop once gold falls and publish the best-gold weights.
 """
 
 from __future__ import annotations
@@ -38,9 +40,20 @@ def run_dpo(ctx: JobContext) -> TrainResult:
 
         kl = KLProbe.for_job(ctx, loaded.tokenizer, exclude=rows)
     trainer_ref: list = []
+    gold = None
+    if cfg.gold != "none":
+        from training.gold import GoldProbe, job_series, make_gold_callback
+
+        probe = GoldProbe.for_job(ctx, loaded.tokenizer)
+        gold = make_gold_callback(
+            probe, cfg.gold_every, cfg.stop_at_best_gold, lambda: job_series(ctx.metrics)
+        )
+
+    def kl_due(step: int) -> bool:
+        return bool(cfg.kl_every and step % cfg.kl_every == 0) or bool(gold and step % cfg.gold_every == 0)
 
     def on_step(state, _kw) -> None:  # type: ignore[no-untyped-def]
-        if kl is not None and cfg.kl_every and state.global_step % cfg.kl_every == 0:
+        if kl is not None and kl_due(state.global_step):
             kl.measure(trainer_ref[0], state.global_step)
 
     trainer = DPOTrainer(
@@ -50,12 +63,26 @@ def run_dpo(ctx: JobContext) -> TrainResult:
         train_dataset=Dataset.from_list(rows),
         processing_class=loaded.tokenizer,
         peft_config=loaded.peft_config,
-        callbacks=[make_callback(ctx.metrics, on_step)],
+        callbacks=[make_callback(ctx.metrics, on_step), *([gold] if gold else [])],
     )
     trainer_ref.append(trainer)
+    if gold is not None:
+        gold.trainer = trainer
 
     def final_eval(step: int) -> None:
-        if kl is not None and (not cfg.kl_every or step % cfg.kl_every):
+        if kl is not None and not kl_due(step):
             kl.measure(trainer, step)
+        if gold is not None and step % cfg.gold_every:
+            gold._measure(step)
+        if gold is not None and cfg.stop_at_best_gold:
+            from training.overopt import gold_curve
+
+            curve = gold_curve(job_series(ctx.metrics))
+            best = gold.restore_best() if curve.state != "unmeasurable" else None
+            ctx.metrics.log(step, {"published_step": float(step if best is None else best)})
+            why = f"best gold ({curve.reason})" if best is not None else f"gold unmeasurable: {curve.reason}"
+            print(
+                f"[gold] publishing the weights of step {step if best is None else best}: {why}", flush=True
+            )
 
     return run_trainer(ctx, trainer, final_eval)

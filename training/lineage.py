@@ -2,8 +2,9 @@
 
 ``lineage`` walks a contestant's ancestors (parent links) and, for each trained one, its job's config, snapshot
 and the votes that fed it. ``overoptimisation_alerts`` reads a job's metric series and says when the reward
-keeps rising while the measured KL to the reference runs away (the classic reward-hacking shape), or when the
-drift report flagged changes. Both return plain data for the model page and the live job page.
+keeps rising while the measured KL to the reference runs away (the classic reward-hacking shape), when the gold
+signal has peaked or falls while the reward still rises (``training.overopt``), or when the drift report flagged
+changes. Both return plain data for the model page and the live job page.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy import select
 from arena.registry import get_contestant
 from db.models import DatasetSnapshot, Job
 from db.session import Database
+from training.overopt import gold_curve
 
 
 @dataclass
@@ -81,6 +83,27 @@ def overoptimisation_alerts(
                 f"{reward_name} keeps rising while KL to the reference is {last_kl:.1f} nats (limit {kl_limit:g}) "
                 "and growing: likely over-optimisation; compare the checkpoint with its parent in the arena"
             )
+    gold = gold_curve(metrics)
+    if gold.alert:
+        alerts.append(f"over-optimisation: {gold.alert}")
     if drift_flags:
         alerts.append("answers drifted from the parent's: " + ", ".join(drift_flags))
     return alerts
+
+
+def job_alerts(db: Database, job_ids: list[int]) -> dict[int, list[str]]:
+    """``overoptimisation_alerts`` for several jobs at once (one query): what the jobs list shows per row."""
+    from db.models import JobMetric
+
+    series: dict[int, dict[str, list[tuple[int, float]]]] = {j: {} for j in job_ids}
+    if not job_ids:
+        return {}
+    with db.session() as s:
+        rows = s.execute(
+            select(JobMetric.job_id, JobMetric.name, JobMetric.step, JobMetric.value)
+            .where(JobMetric.job_id.in_(job_ids))
+            .order_by(JobMetric.step, JobMetric.id)
+        )
+        for job_id, name, step, value in rows:
+            series[job_id].setdefault(name, []).append((step, value))
+    return {j: overoptimisation_alerts(m) for j, m in series.items()}

@@ -2,8 +2,9 @@
 
 Krippendorff's alpha on the verdicts and on each rubric criterion (at the level its scale fits), Cohen's kappa
 per annotator pair, Fleiss' kappa, each annotator's agreement with the others' majority; for a judge its
-position, length and own-family preference and its agreement with human labels. Computation lives in
-``annotation.agreement_report`` and ``annotation.judges``.
+position, length and own-family preference and its agreement with human labels; and, per vibe feature (length,
+markdown, flattery...), whether the judge is more swayed by it than people are. Computation lives in
+``annotation.agreement_report``, ``annotation.judges`` and ``annotation.vibe_agreement``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pandas as pd
 from annotation.agreement_report import agreement_report
 from annotation.judges import JudgeError, bias_report, judge_names
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
+from annotation.vibe_agreement import VibeAgreementError, vibe_agreement
 from studio.context import StudioContext
 
 
@@ -26,6 +28,21 @@ def _r(x: float | None) -> float | None:
 def _fmt(x: float | None) -> str:
     v = _r(x)
     return "n/a" if v is None else f"{v:.3f}"
+
+
+VIBE_COLUMNS = ["feature", "items differing", "judge picks more", "people pick more", "disagree", "judge − people",
+                "95% interval", "verdict"]  # fmt: skip
+
+
+def _share(k: int, n: int) -> str:
+    return f"{k}/{n} ({100 * k / n:.0f}%)" if n else "no evidence (0)"
+
+
+def _vibe_row(c) -> list:  # type: ignore[no-untyped-def]
+    interval = "" if c.low is None else f"{100 * c.low:+.0f} to {100 * c.high:+.0f} pts"
+    diff = "" if c.difference is None else f"{100 * c.difference:+.0f} pts (n={c.paired_n})"
+    return [c.feature, c.items, _share(c.judge_more, c.judge_n), _share(c.people_more, c.people_n),
+            f"{c.disagree}/{c.paired_n}", diff, interval, c.verdict]  # fmt: skip
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
@@ -53,6 +70,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         family = gr.Textbox(label="Judge's model family (optional)", scale=1)
         run_bias = gr.Button("Bias report", elem_id="agreement-bias-run", scale=1)
     bias = gr.Markdown(elem_id="agreement-bias")
+    gr.Markdown(
+        "### Judge against people, by vibe\nOn items whose two answers differ in a feature: how often the judge "
+        "and the people's majority picked the answer with *more* of it, with the evidence count per cell, and "
+        "the paired difference (judge − people) with a 95% bootstrap interval."
+    )
+    run_vibes = gr.Button("Compare by vibe", elem_id="agreement-vibes-run")
+    vibes = gr.Dataframe(headers=VIBE_COLUMNS, interactive=False, elem_id="agreement-vibes")
 
     def on_compute(queue_name: str | None, chosen: list[str], as_interval: bool):
         if not queue_name:
@@ -102,6 +126,15 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             f"| agrees with the human majority | {rep.human_agreement} (kappa {_fmt(rep.human_kappa)}) | |"
         )
 
+    def on_vibes(queue_name: str | None, judge_name: str | None):
+        if not queue_name or not judge_name:
+            raise gr.Error("Pick a queue and a judge (run a judge on the Annotate tab first).")
+        try:
+            rep = vibe_agreement(ctx.db, queue_name, judge_name)
+        except (VibeAgreementError, QueueError) as exc:
+            raise gr.Error(str(exc)) from exc
+        return pd.DataFrame([_vibe_row(c) for c in rep.cells], columns=VIBE_COLUMNS)
+
     def refresh(current: str | None):
         with ctx.db.session() as s:
             names = [q.name for q in list_queues(s)]
@@ -114,5 +147,6 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         api_name="agreement",
     )
     run_bias.click(on_bias, [queue, judge, family], [bias], api_name="judge_bias")
+    run_vibes.click(on_vibes, [queue, judge], [vibes], api_name="judge_vibes")
     demo.load(refresh, [queue], [queue], api_visibility="private")
     queue.focus(refresh, [queue], [queue], api_visibility="private")

@@ -26,6 +26,7 @@ from arena.goldilocks import goldilocks
 from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from arena.registry import list_contestants
 from studio.context import StudioContext
+from studio.pages import families
 
 COLUMNS = [
     "rank",
@@ -605,4 +606,5 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
     eval_btn.click(on_run_evals, [eval_who, eval_limit], [eval_status], api_visibility="private").then(
         on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private"
     )
+    families.build_section(ctx, service)
     return timer

@@ -14,8 +14,10 @@ from annotation.snapshots import SnapshotError, list_snapshots
 from arena.accounts import PermissionDenied
 from arena.registry import list_contestants
 from studio.context import StudioContext
+from studio.pages.gold import gold_figure, gold_markdown
 from training.config import ConfigError
 from training.errors import JobError
+from training.lineage import job_alerts
 from training.runner import cancel, job_view, list_jobs
 from training.service import launch_dpo
 
@@ -24,6 +26,8 @@ CURVES = ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen", "re
 
 
 def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
+    jobs = list_jobs(ctx.db)
+    alerts = job_alerts(ctx.db, [j.id for j in jobs])
     rows = [
         {
             "id": j.id,
@@ -32,10 +36,11 @@ def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
             "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
             "contestant": j.contestant_id or "",
             "error": (j.error or "")[:80],
+            "alerts": " · ".join(f"⚠️ {a[:60]}" for a in alerts.get(j.id, [])),
         }
-        for j in list_jobs(ctx.db)
+        for j in jobs
     ]
-    return pd.DataFrame(rows, columns=["id", "kind", "status", "progress", "contestant", "error"])
+    return pd.DataFrame(rows, columns=["id", "kind", "status", "progress", "contestant", "error", "alerts"])
 
 
 def _choices(ctx: StudioContext) -> tuple[list[str], list[str]]:
@@ -86,6 +91,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         stop = gr.Button("⏹ Cancel job")
     detail = gr.Markdown(elem_id="train-detail")
     plot = gr.Plot()
+    gold_plot = gr.Plot(label="Gold vs √KL", elem_id="train-gold")
     log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False)
     timer = gr.Timer(2.0)
 
@@ -105,11 +111,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     def on_tick(jid):
         table = _jobs_table(ctx)
         if not jid:
-            return table, "", None, ""
+            return table, "", None, "", None
         try:
             v = job_view(ctx.db, int(jid))
         except JobError as exc:
-            return table, str(exc), None, ""
+            return table, str(exc), None, "", None
         text = f"**Job {v.id}** · {v.kind} · **{v.status}**"
         if v.progress is not None:
             text += f" · {100 * v.progress:.0f}%"
@@ -124,7 +130,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             )
         if v.error:
             text += f"\n\n❌ {v.error[:500]}"
-        return table, text, _figure(v.metrics), v.log_tail
+        health = gold_markdown(v.metrics)
+        if health:
+            text += f"\n\n{health}"
+        return table, text, _figure(v.metrics), v.log_tail, gold_figure(v.metrics)
 
     def on_cancel(jid, request: gr.Request):
         if not jid:
@@ -141,7 +150,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         [launched, job_id, jobs, snapshot],
         api_name="train_launch_dpo",
     )
-    timer.tick(on_tick, [job_id], [jobs, detail, plot, log], api_visibility="private", show_progress="hidden")
+    timer.tick(
+        on_tick,
+        [job_id],
+        [jobs, detail, plot, log, gold_plot],
+        api_visibility="private",
+        show_progress="hidden",
+    )
     stop.click(on_cancel, [job_id], [detail], api_name="train_cancel")
 
     def refresh_choices():

@@ -1,0 +1,208 @@
+"""Families of checkpoints, rated honestly: common ancestry, the best-of-N selection effect, provisional ratings,
+and a removal log.
+
+A contestant's *family* is its root ancestor (follow `parent_id` up); the root's trained descendants are the
+family's *variants*. A lab that trains N variants and shows the best one fools itself: even if all N were equally
+good, the best *estimate* leads by chance. `selection_effect` measures that from the variants' own intervals: under
+"all equal" each rating is drawn from N(0, se_i) (se from the 95% interval), and the lead of the maximum over the
+inverse-variance mean is simulated (seeded); the observed lead of the best variant is compared with the chance
+lead's mean and 95th percentile. The verdict is "lead beyond chance" only when it exceeds that percentile;
+otherwise "can't tell". A family with fewer than two rated variants is unmeasurable, with the reason.
+
+A variant is *provisional* until it has `min_votes` votes collected after it was published (its row's
+`created_at`). Hiding a contestant (`hide`) takes it out of pair sampling, never out of history: its votes and
+ratings stay, and `contestant_events` records who hid it, when and why (`removal_log`). Ratings come in as the
+leaderboard's model rows (`name`, `rating`, `ci_low`, `ci_high`); this module does not fit anything itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from arena.registry import RegistryError, get_contestant, set_active
+from db.models import Battle, Contestant, ContestantEvent, Vote
+
+Z95 = 1.959963984540054
+DEFAULT_MIN_VOTES = 30
+
+
+@dataclass
+class SelectionEffect:
+    n_variants: int
+    best: str
+    lead: float  # best rating minus the inverse-variance mean of the variants
+    chance_mean: float  # expected lead of the best of N equally good variants
+    chance_95: float  # 95th percentile of that chance lead
+    beyond_chance: float  # lead minus the chance mean
+    verdict: str  # "lead beyond chance" or "can't tell"
+
+
+@dataclass
+class FamilyMember:
+    name: str
+    depth: int  # 0 for the root
+    parent: str | None
+    rating: float | None
+    ci_low: float | None
+    ci_high: float | None
+    votes_after_publish: int
+    provisional: bool
+    hidden: bool
+    created_at: datetime | None = None
+
+
+@dataclass
+class Family:
+    root: str
+    members: list[FamilyMember]
+    selection: SelectionEffect | None
+    reason: str = ""  # why the selection effect is unmeasurable
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def selection_effect(
+    ratings: dict[str, tuple[float, float, float]], rounds: int = 20000, seed: int = 0
+) -> SelectionEffect | None:
+    """`ratings`: name -> (rating, ci_low, ci_high) of each variant. None with fewer than two."""
+    if len(ratings) < 2:
+        return None
+    names = list(ratings)
+    r = np.array([ratings[n][0] for n in names], dtype=float)
+    se = np.array([max((ratings[n][2] - ratings[n][1]) / (2 * Z95), 1e-9) for n in names])
+    w = 1 / se**2
+    mean = float((w * r).sum() / w.sum())
+    best = int(np.argmax(r))
+    rng = np.random.default_rng(seed)
+    draws = rng.normal(0.0, se, size=(rounds, len(names)))
+    chance = draws.max(axis=1) - (draws * w).sum(axis=1) / w.sum()
+    lead = float(r[best] - mean)
+    chance_mean, chance_95 = float(chance.mean()), float(np.percentile(chance, 95))
+    verdict = "lead beyond chance" if lead > chance_95 else "can't tell"
+    return SelectionEffect(len(names), names[best], lead, chance_mean, chance_95, lead - chance_mean, verdict)
+
+
+def _votes_after_publish(session: Session, ids: list[int]) -> dict[int, int]:
+    out = {}
+    for cid in ids:
+        created = session.scalar(select(Contestant.created_at).where(Contestant.id == cid))
+        q = (
+            select(func.count(Vote.id))
+            .join(Battle, Vote.battle_id == Battle.id)
+            .where(or_(Battle.a_id == cid, Battle.b_id == cid))
+        )
+        if created is not None:
+            q = q.where(Vote.created_at >= created)
+        out[cid] = int(session.scalar(q) or 0)
+    return out
+
+
+def families(
+    session: Session, models: list[dict[str, Any]], min_votes: int = DEFAULT_MIN_VOTES, seed: int = 0
+) -> list[Family]:
+    """Every family with at least one variant (and single contestants as one-member families), largest first."""
+    rows = session.scalars(select(Contestant)).all()
+    by_id = {c.id: c for c in rows}
+    rated = {m["name"]: m for m in models}
+
+    def root_and_depth(c: Contestant) -> tuple[Contestant, int]:
+        depth, seen = 0, {c.id}
+        while c.parent_id in by_id and c.parent_id not in seen:
+            c = by_id[c.parent_id]
+            seen.add(c.id)
+            depth += 1
+        return c, depth
+
+    groups: dict[int, list[tuple[Contestant, int]]] = {}
+    for c in rows:
+        root, depth = root_and_depth(c)
+        groups.setdefault(root.id, []).append((c, depth))
+    votes = _votes_after_publish(session, [c.id for c in rows])
+    logs = removal_log(session)
+    out = []
+    for root_id, members in groups.items():
+        fam_members = []
+        for c, depth in sorted(members, key=lambda m: (m[1], m[0].id)):
+            m = rated.get(c.public_name) or {}
+            fam_members.append(
+                FamilyMember(
+                    c.public_name,
+                    depth,
+                    by_id[c.parent_id].public_name if c.parent_id in by_id else None,
+                    m.get("rating"),
+                    m.get("ci_low"),
+                    m.get("ci_high"),
+                    votes[c.id],
+                    depth > 0 and votes[c.id] < min_votes,
+                    not c.active,
+                    c.created_at,
+                )
+            )
+        variants = {
+            f.name: (f.rating, f.ci_low, f.ci_high)
+            for f in fam_members
+            if f.depth > 0 and None not in (f.rating, f.ci_low, f.ci_high)
+        }
+        sel = selection_effect(variants, seed=seed)  # type: ignore[arg-type]
+        n_variants = sum(f.depth > 0 for f in fam_members)
+        reason = ""
+        if sel is None:
+            reason = (
+                "a family with one member: no variants were tried"
+                if n_variants == 0
+                else f"{len(variants)} of {n_variants} variant(s) rated with an interval; need 2"
+            )
+        names = {f.name for f in fam_members}
+        out.append(
+            Family(
+                by_id[root_id].public_name,
+                fam_members,
+                sel,
+                reason,
+                [e for e in logs if e["contestant"] in names],
+            )
+        )
+    return sorted(out, key=lambda f: (-len(f.members), f.root))
+
+
+def hide(session: Session, name: str, by_user: str, reason: str, restore: bool = False) -> dict[str, Any]:
+    """Take a contestant out of (or back into) pair sampling and log who did it; its votes and ratings stay."""
+    if not by_user.strip():
+        raise RegistryError("say who is hiding the contestant (by_user)")
+    if not restore and not reason.strip():
+        raise RegistryError("give a reason for hiding the contestant: the removal log keeps it")
+    info = get_contestant(session, name)
+    set_active(session, info.id, restore)
+    event = ContestantEvent(
+        contestant_id=info.id, action="restore" if restore else "hide", by_user=by_user.strip(), reason=reason
+    )
+    session.add(event)
+    session.flush()
+    return {"contestant": info.public_name, "action": event.action, "by": event.by_user, "reason": reason}
+
+
+def removal_log(session: Session) -> list[dict[str, Any]]:
+    """Every hide / restore, oldest first: contestant, action, by whom, why, when."""
+    q = (
+        select(ContestantEvent, Contestant.public_name)
+        .join(Contestant, ContestantEvent.contestant_id == Contestant.id)
+        .order_by(ContestantEvent.created_at, ContestantEvent.id)
+    )
+    return [
+        {
+            "contestant": name,
+            "action": e.action,
+            "by": e.by_user,
+            "reason": e.reason,
+            "at": e.created_at.isoformat(timespec="seconds"),
+        }
+        for e, name in session.execute(q)
+    ]

@@ -1,0 +1,54 @@
+"""``vibestudio train health JOB``: a job's over-optimisation alerts and its gold-against-sqrt(KL) curve.
+
+A thin layer over ``training.lineage`` and ``training.overopt``; registered on the ``train`` sub-app.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import typer
+
+
+def train_health(
+    job_id: int = typer.Argument(..., help="Job id."),
+    form: str = typer.Option("rl", help="Gao et al. form to fit: rl (d log d) or bon (d squared)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Alerts (reward rising while KL runs away or gold falls) and the gold-vs-sqrt(KL) verdict with its fit."""
+    from studio.context import build_context
+    from training.errors import JobError
+    from training.lineage import overoptimisation_alerts
+    from training.overopt import gold_curve
+    from training.runner import job_view
+
+    ctx = build_context()
+    try:
+        v = job_view(ctx.db, job_id)
+    except JobError as exc:
+        typer.secho(f"Error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from exc
+    alerts = overoptimisation_alerts(v.metrics)
+    curve = gold_curve(v.metrics, form=form)
+    if as_json:
+        typer.echo(json.dumps({"job": job_id, "status": v.status, "alerts": alerts, "gold": asdict(curve)}))
+        return
+    typer.echo(f"Job {job_id} ({v.kind}, {v.status})")
+    typer.echo(f"gold vs sqrt(KL): {curve.state}: {curve.reason}")
+    for step, d, g in curve.points:
+        typer.echo(f"  step {step:>5}  sqrt(KL) {d:8.4f}  gold {g:.4g}")
+    if curve.fit:
+        f = curve.fit
+        peak = "none in sight" if f.d_peak is None else f"{f.d_peak:.3g}"
+        typer.echo(
+            f"  fit ({f.form}): alpha {f.alpha:.4g}, beta {f.beta:.4g}, R² {f.r2:.3f}, peak sqrt(KL) {peak}"
+        )
+    for a in alerts:
+        typer.secho(f"⚠ {a}", fg=typer.colors.YELLOW)
+    if not alerts:
+        typer.echo("no alerts")
+
+
+def register(train_app: typer.Typer) -> None:
+    train_app.command("health")(train_health)

@@ -1,0 +1,94 @@
+"""Families section of the Leaderboard: checkpoints grouped by common ancestor, the best-of-N selection effect,
+provisional flags and the removal log. Data from ``arena.families`` over the board the service computes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from arena.families import DEFAULT_MIN_VOTES, families
+from arena.leaderboard import BoardOptions, LeaderboardService
+from studio.context import StudioContext
+from studio.render import inert
+
+COLUMNS = [
+    "family",
+    "checkpoint",
+    "parent",
+    "depth",
+    "rating",
+    "95% interval",
+    "votes since publish",
+    "status",
+]
+
+
+def _num(x: float | None) -> str:
+    return "unrated" if x is None else f"{x:.0f}"
+
+
+def family_view(ctx: StudioContext, service: LeaderboardService, min_votes: int) -> tuple[pd.DataFrame, str]:
+    board = service.board(BoardOptions(ci_method="sandwich", min_battles=1))
+    with ctx.db.session() as s:
+        fams = families(s, board.get("models", []), min_votes=min_votes)
+    rows: list[dict[str, Any]] = []
+    notes = []
+    for f in fams:
+        for m in f.members:
+            status = ", ".join(
+                x
+                for x, on in (("hidden", m.hidden), ("provisional", m.provisional), ("root", m.depth == 0))
+                if on
+            )
+            interval = "" if m.ci_low is None else f"{m.ci_low:.0f}-{m.ci_high:.0f}"
+            rows.append(
+                {
+                    "family": f.root,
+                    "checkpoint": m.name,
+                    "parent": m.parent or "",
+                    "depth": m.depth,
+                    "rating": _num(m.rating),
+                    "95% interval": interval,
+                    "votes since publish": m.votes_after_publish,
+                    "status": status,
+                }  # fmt: skip
+            )
+        if f.selection is not None:
+            sel = f.selection
+            notes.append(
+                f"- **{f.root}**: best of {sel.n_variants} variants is {sel.best}, leading the family mean by "
+                f"{sel.lead:.0f} points; {sel.n_variants} equally good variants would show the best leading by "
+                f"{sel.chance_mean:.0f} on average (95th percentile {sel.chance_95:.0f}): **{sel.verdict}**"
+            )
+        elif len(f.members) > 1:
+            notes.append(f"- **{f.root}**: selection effect unmeasurable: {f.reason}")
+        for e in f.log:
+            notes.append(
+                f"- {e['at']}: {e['by']} did *{e['action']}* on {e['contestant']} ({e['reason'] or '-'})"
+            )
+    text = inert("\n".join(notes)) if notes else "No family with two or more rated variants yet."
+    return pd.DataFrame(rows, columns=COLUMNS), text
+
+
+def build_section(ctx: StudioContext, service: LeaderboardService) -> None:
+    with gr.Accordion("Families: checkpoints with a common ancestor", open=False):
+        gr.Markdown(
+            "Checkpoints trained from one root, with the **selection effect** of showing the best of N variants "
+            "(how far the best of N equally good variants would lead by chance, from their intervals). A "
+            "checkpoint is *provisional* until it has enough votes collected after it was published; hidden "
+            "checkpoints stay listed, and the log says who hid them."
+        )
+        with gr.Row():
+            min_votes = gr.Number(
+                DEFAULT_MIN_VOTES, label="Votes after publish before a rating is final", precision=0
+            )
+            show = gr.Button("Show families", elem_id="families-show")
+        table = gr.Dataframe(interactive=False, elem_id="families-table")
+        notes = gr.Markdown(elem_id="families-notes")
+
+    def on_show(n):
+        return family_view(ctx, service, int(n or DEFAULT_MIN_VOTES))
+
+    show.click(on_show, [min_votes], [table, notes], api_name="families")

@@ -1,0 +1,102 @@
+"""Sycophancy probe commands for the ``vibestudio`` CLI: ``probes run NAME [--against OTHER]`` and ``probes show``.
+
+A thin layer over ``arena.probes``: run with a tqdm bar, print rates with intervals (or JSON). Registered on the
+main Typer app by ``register(app)``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+probes_app = typer.Typer(
+    help="Sycophancy probes: pushback flips and stated views, with intervals.", no_args_is_help=True
+)
+
+
+def _fail(msg: str) -> None:
+    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+def _run_one(db, probe: str, name: str, limit, max_tokens, quiet: bool):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    from arena.probes import run_probe
+
+    bar = tqdm(desc=f"{probe} · {name}", unit="item", disable=quiet)
+
+    def report(done: int, total: int, item: str) -> None:
+        bar.total, bar.n = total, done
+        bar.set_postfix_str(item, refresh=True)
+
+    try:
+        return run_probe(db, probe, name, limit=limit, progress=report, max_tokens=max_tokens)
+    finally:
+        bar.close()
+
+
+@probes_app.command("run")
+def probes_run(
+    contestant: str = typer.Argument(..., help="Contestant to probe."),
+    against: str = typer.Option(
+        None, help="Also probe this contestant (e.g. the parent) and compare, paired."
+    ),
+    probe: list[str] = typer.Option(None, help="pushback and/or views (repeatable; default: both)."),
+    limit: int = typer.Option(None, help="Only N items per probe, spread over the set (quick runs)."),
+    max_tokens: int = typer.Option(96, help="Cap each answer at this many tokens."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Ask the probe questions, push back / state views, store every measurement and print the report."""
+    from arena.probes import PROBES, ProbeError, probe_report
+    from studio.context import build_context
+
+    ctx = build_context()
+    chosen = probe or list(PROBES)
+    try:
+        for p in chosen:
+            for name in [contestant, *([against] if against else [])]:
+                run = _run_one(ctx.db, p, name, limit, max_tokens, as_json)
+                if run.stopped:
+                    typer.secho(
+                        f"{p} on {name} stopped early: {run.stopped}", fg=typer.colors.YELLOW, err=True
+                    )
+        with ctx.db.session() as s:
+            report = probe_report(s, contestant, against)
+    except ProbeError as exc:
+        _fail(str(exc))
+        return
+    _print(report, as_json)
+
+
+@probes_app.command("show")
+def probes_show(
+    contestant: str = typer.Argument(..., help="Contestant whose stored probe results to show."),
+    against: str = typer.Option(None, help="Compare with this contestant, paired on shared items."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """The stored probe results of a contestant (latest answer per item), without running anything."""
+    from arena.probes import ProbeError, probe_report
+    from studio.context import build_context
+
+    ctx = build_context()
+    try:
+        with ctx.db.session() as s:
+            report = probe_report(s, contestant, against)
+    except ProbeError as exc:
+        _fail(str(exc))
+        return
+    _print(report, as_json)
+
+
+def _print(report, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2))
+        return
+    for line in report.lines():
+        typer.echo(line)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(probes_app, name="probes")
