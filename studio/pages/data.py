@@ -11,16 +11,19 @@ from sqlalchemy import func, select
 from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
 from arena.accounts import PermissionDenied
 from arena.prompts import PromptImportError, import_prompt_set
+from arena.records import UNCOUNTED
 from db.models import Battle, Vote
 from studio.context import StudioContext
 
 
 def _counts(ctx: StudioContext) -> str:
     with ctx.db.session() as s:
-        battles = s.scalar(select(func.count(Battle.id))) or 0
-        votes = s.scalar(select(func.count(Vote.id))) or 0
-        decisive = s.scalar(select(func.count(Vote.id)).where(Vote.outcome.in_(["a", "b"]))) or 0
-    return f"**{battles}** battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
+        ended = Battle.status.not_in(UNCOUNTED)  # an open battle counts nowhere until it ends
+        battles = s.scalar(select(func.count(Battle.id)).where(ended)) or 0
+        votes_q = select(func.count(Vote.id)).join(Battle, Vote.battle_id == Battle.id).where(ended)
+        votes = s.scalar(votes_q) or 0
+        decisive = s.scalar(votes_q.where(Vote.outcome.in_(["a", "b"]))) or 0
+    return f"**{battles}** ended battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
 
 
 def _snapshots(ctx: StudioContext) -> pd.DataFrame:
