@@ -15,6 +15,7 @@ from arena.accounts import set_disabled as _set_disabled
 from arena.accounts import set_password as _set_password
 from arena.accounts import set_role as _set_role
 from studio.context import StudioContext
+from studio.errors import user_error
 
 COLUMNS = ["name", "role", "status", "created", "last login"]
 
@@ -63,13 +64,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             message = action(by)
             return f"✅ {message}", _table(list_users(ctx.db, by=by))
         except (AccountError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
 
     def on_list(request: gr.Request):
         try:
             return _table(list_users(ctx.db, by=ctx.access.user_id(request)))
         except PermissionDenied as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
 
     def on_add(n: str, pw: str, r: str, request: gr.Request):
         return run(lambda by: f"added {_add_user(ctx.db, n, pw, r, by=by).name} ({r})", request)

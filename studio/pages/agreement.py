@@ -17,6 +17,7 @@ from annotation.agreement_report import agreement_report
 from annotation.judges import JudgeError, bias_report, judge_names
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from studio.context import StudioContext
+from studio.errors import user_error
 
 
 def _r(x: float | None) -> float | None:
@@ -63,7 +64,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 rep = agreement_report(s, queue_name, tuple(chosen), as_interval)
         except QueueError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         text = (
             f"**{rep.n_labels}** labels on **{rep.n_items}** items by **{len(rep.annotators)}** annotators · "
             f"verdict alpha (nominal) **{_fmt(rep.outcome_alpha)}** · with the three ties merged "
@@ -91,7 +92,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             rep = bias_report(ctx.db, queue_name, judge_name, fam.strip() or None)
         except (JudgeError, QueueError) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return (
             f"**{rep.judge}** on **{rep.queue}**: {rep.n_items} items, verdicts {rep.outcomes}\n\n"
             f"| measure | judge | humans on the same items |\n|---|---|---|\n"

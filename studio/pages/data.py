@@ -14,6 +14,7 @@ from arena.prompts import PromptImportError, import_prompt_set
 from arena.records import UNCOUNTED
 from db.models import Battle, Vote
 from studio.context import StudioContext
+from studio.errors import user_error
 
 
 def _counts(ctx: StudioContext) -> str:
@@ -67,7 +68,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 snap = snapshot_from_votes(s, user_id=ctx.access.user_id(request))
         except (SnapshotError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
         text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
@@ -84,7 +85,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 uid = ctx.access.user_id(request)
                 n = import_prompt_set(s, name.strip(), path.name, path.read_bytes(), user_id=uid)
         except (PromptImportError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return f"Imported **{n}** prompts into **{name.strip()}**."
 
     freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")

@@ -22,6 +22,7 @@ from arena.goldilocks import goldilocks
 from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from arena.registry import list_contestants
 from studio.context import StudioContext
+from studio.errors import user_error
 
 COLUMNS = [
     "rank",
@@ -404,7 +405,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                     return text, compare_table(cmp), compare_chart(cmp)
                 prof = vibe_profile(s, a)
         except ValueError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return f"**{prof['name']}**: {prof['n_answers']} answers", profile_table(prof), profile_chart(prof)
 
     def on_goldilocks(ci_method, chosen, board_name, with_named):
@@ -429,7 +430,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 user_id=ctx.access.user_id(request),
             )
         except (EvalError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         s = run.summary()
         score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
         text = f"**{s['contestant']}**: {s['passed']} of {s['answered']} answers passed ({score}) in {s['seconds']:.0f} s."

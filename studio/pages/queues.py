@@ -33,6 +33,7 @@ from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.session import data_home
 from studio.context import StudioContext
+from studio.errors import user_error
 
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
 
@@ -180,7 +181,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             res = generate_queue(ctx.db, spec, _progress_cb(progress), user_id=ctx.access.user_id(request))
         except (QueueError, RubricError, RegistryError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         errs = "".join(f"\n- ⚠️ {e}" for e in res.errors[:10])
         return (
             f"Queue **{res.queue}**: {res.n_items} pairs from {res.n_prompts} prompts "
@@ -199,7 +200,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             lines = "\n".join(f"- {line}" for line in exc.report.lines(30))
             return f"❌ {exc.report.summary()}. Fix the rows or tick *Skip bad rows*.\n\n{lines}", _table(ctx)
         except (QueueError, RubricError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         skipped = "\n".join(f"- skipped {line}" for line in rep.lines(30)) if rep.skipped else ""
         return f"✅ {rep.summary()}\n\n{skipped}", _table(ctx)
 
@@ -217,7 +218,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             res = run_judge(ctx.db, spec, _progress_cb(progress), user_id=ctx.access.user_id(request))
         except (JudgeError, QueueError, RegistryError, RubricError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return (
             f"**{res.judge}** judged {res.n_items} items in {res.seconds:.1f} s: {res.verdicts} "
             f"(scores: {res.n_scores}, unparsed scores: {res.unparsed_scores}). "
@@ -231,7 +232,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             uid = ctx.access.user_id(request)
             out = generate_checklists(ctx.db, qname, judge_name, progress=_progress_cb(progress), user_id=uid)
         except (QueueError, RegistryError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return f"Checklists written for **{len(out)}** prompts (edit them on the Label tab).", _table(ctx)
 
     def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:
@@ -246,7 +247,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 uid = ctx.access.user_id(request)
                 res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out, user_id=uid)
         except (QueueError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         path = Path(res.path)
         if path.is_dir():
             import shutil
@@ -263,7 +264,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 uid = ctx.access.user_id(request)
                 snap = snapshot_from_labels(s, _spec(queues, "trl", kinds, True, agg), user_id=uid)
         except (QueueError, SnapshotError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         return f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs", None
 

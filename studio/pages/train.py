@@ -14,6 +14,7 @@ from annotation.snapshots import SnapshotError, list_snapshots
 from arena.accounts import PermissionDenied
 from arena.registry import list_contestants
 from studio.context import StudioContext
+from studio.errors import user_error
 from training.config import ConfigError
 from training.errors import JobError
 from training.runner import cancel, job_view, list_jobs
@@ -98,7 +99,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             uid = ctx.access.user_id(request)
             jid = launch_dpo(ctx.db, parent_name, snapshot=snap, created_by=uid, **overrides)
         except (SnapshotError, ConfigError, JobError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         _, new_snaps = _choices(ctx)
         return (f"Job **{jid}** submitted.", jid, _jobs_table(ctx), gr.update(choices=new_snaps))
 
@@ -132,7 +133,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             v = cancel(ctx.db, int(jid), user_id=ctx.access.user_id(request))
         except (JobError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return f"Job {v.id} is {v.status}."
 
     launch.click(
