@@ -33,6 +33,7 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,14 @@ def _link_open(self: Any, tokens: Sequence[Any], idx: int, options: Any, env: An
     return str(self.renderToken(tokens, idx, options, env))
 
 
+def _fence(self: Any, tokens: Sequence[Any], idx: int, options: Any, env: Any) -> str:
+    """A fenced code block; its info string (the text after the opening fence) is shown above it as code."""
+    info = tokens[idx].info.strip()
+    tokens[idx].info = ""
+    head = f"<p><code>{escapeHtml(info)}</code></p>\n" if info else ""
+    return head + str(RendererHTML.fence(self, tokens, idx, options, env))
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
@@ -115,6 +124,7 @@ def _parser() -> MarkdownIt:
     md.validateLink = _valid_link  # type: ignore[method-assign]
     md.add_render_rule("image", _image)
     md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("fence", _fence)
     return md
 
 
