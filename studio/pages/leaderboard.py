@@ -23,6 +23,7 @@ from arena.leaderboard import BoardOptions, LeaderboardService, compare_contesta
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
+from studio.render import literal, to_html
 
 COLUMNS = [
     "rank",
@@ -294,10 +295,10 @@ def summary_text(board: dict[str, Any]) -> str:
     if refresh:
         text += f" Refreshed in {refresh['seconds'] * 1000:.0f} ms ({refresh['new_votes']} new)."
     if board["unrated"]:
-        text += " Not rated yet: " + ", ".join(board["unrated"]) + "."
+        text += " Not rated yet: " + ", ".join(literal(n) for n in board["unrated"]) + "."
     for warning in board["warnings"]:
-        text += f"\n\n⚠️ {warning}"
-    return text
+        text += f"\n\n⚠️ {literal(warning)}"
+    return to_html(text)  # contestant names are untrusted: the display path, never Gradio's Markdown
 
 
 # -- the tab ---------------------------------------------------------------------------------------------------------
@@ -312,7 +313,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         )
         named = gr.Checkbox(False, label="Include named-mode votes", scale=1)
     refresh = gr.Button("🔄 Refresh", elem_id="leaderboard-refresh")
-    summary = gr.Markdown(elem_id="leaderboard-summary")
+    summary = gr.HTML(elem_id="leaderboard-summary")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
     chart = gr.Plot()
     with gr.Tabs():
@@ -338,7 +339,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 vibe_a = gr.Dropdown([], label="Contestant", allow_custom_value=True)
                 vibe_b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
                 vibe_btn = gr.Button("Show vibes", elem_id="leaderboard-vibes")
-            vibe_text = gr.Markdown()
+            vibe_text = gr.HTML()
             vibe_table = gr.Dataframe(interactive=False, elem_id="leaderboard-vibe-table")
             vibe_plot = gr.Plot()
         with gr.Tab("Goldilocks"):
@@ -355,7 +356,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                     None, label="Only the first N items (empty: all)", precision=0, scale=1
                 )
                 eval_btn = gr.Button("▶ Run evals", variant="primary", elem_id="evals-run", scale=1)
-            eval_status = gr.Markdown(elem_id="evals-status")
+            eval_status = gr.HTML(elem_id="evals-status")
 
     def options(
         ci_method: str, chosen: list[str] | None, board_name: str | None, with_named: bool
@@ -401,12 +402,19 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 if b and b != a:
                     cmp = compare_contestants(s, a, b)
-                    text = f"**{cmp['a']}**: {cmp['n_answers_a']} answers · **{cmp['b']}**: {cmp['n_answers_b']} answers"
+                    text = to_html(
+                        f"**{literal(cmp['a'])}**: {cmp['n_answers_a']} answers · "
+                        f"**{literal(cmp['b'])}**: {cmp['n_answers_b']} answers"
+                    )
                     return text, compare_table(cmp), compare_chart(cmp)
                 prof = vibe_profile(s, a)
         except ValueError as exc:
             raise user_error(exc) from exc
-        return f"**{prof['name']}**: {prof['n_answers']} answers", profile_table(prof), profile_chart(prof)
+        return (
+            to_html(f"**{literal(prof['name'])}**: {prof['n_answers']} answers"),
+            profile_table(prof),
+            profile_chart(prof),
+        )
 
     def on_goldilocks(ci_method, chosen, board_name, with_named):
         out = service.board(options(ci_method, chosen, board_name, with_named))
@@ -433,10 +441,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         s = run.summary()
         score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
-        text = f"**{s['contestant']}**: {s['passed']} of {s['answered']} answers passed ({score}) in {s['seconds']:.0f} s."
+        text = (
+            f"**{literal(s['contestant'])}**: {s['passed']} of {s['answered']} answers passed ({score}) "
+            f"in {s['seconds']:.0f} s."
+        )
         if s["stopped"]:
-            text += f"\n\n⚠️ Stopped early: {s['stopped']}"
-        return text
+            text += f"\n\n⚠️ Stopped early: {literal(s['stopped'])}"
+        return to_html(text)
 
     def contestant_choices():
         with ctx.db.session() as s:
