@@ -20,7 +20,9 @@ from typing import Any
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
 
 CSP = "; ".join(
     (
@@ -59,7 +61,10 @@ class SecurityHeaders:
         self._names = {k for k, _ in self._raw}
 
     async def __call__(
-        self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]
+        self,
+        scope: Scope,
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
     ) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)

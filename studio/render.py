@@ -66,6 +66,7 @@ def _markers(*classes: str) -> dict[int, str]:
 
 _HIDDEN = _markers(_BIDI, _ZERO_WIDTH, _CONTROLS)
 _HIDDEN_STRICT = _markers(_BIDI, _ZERO_WIDTH, _JOINERS, _CONTROLS)
+_DEEP = re.compile(r"(?m)^([ \t]*(?:[>*+-][ \t]*){" + str(MAX_NESTING // 2) + r"})((?:[>*+-][ \t]*)+)")
 _MD_PUNCT = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
 
 _TAGS = {
@@ -100,7 +101,9 @@ def _image(self: Any, tokens: Sequence[Any], idx: int, options: Any, env: Any) -
     alt = self.renderInlineAsText(token.children or [], options, env)
     src = token.attrGet("src") or ""
     label = f"[image: {alt}]" if alt else "[image]"
-    return f'<span class="vs-image" title="image not loaded">{escapeHtml(label)} {escapeHtml(str(src))}</span>'
+    return (
+        f'<span class="vs-image" title="image not loaded">{escapeHtml(label)} {escapeHtml(str(src))}</span>'
+    )
 
 
 def _link_open(self: Any, tokens: Sequence[Any], idx: int, options: Any, env: Any) -> str:
@@ -146,11 +149,7 @@ def _sanitize(fragment: str) -> str:
 def _flatten_deep(text: str) -> str:
     """Break runs of block markers deeper than the parser's nesting limit so the text past them still shows
     (markdown-it stops a block it cannot nest further): the extra ``>``/list markers become literal text."""
-    return re.sub(
-        r"(?m)^([ \t]*(?:[>*+-][ \t]*){%d})((?:[>*+-][ \t]*)+)" % (MAX_NESTING // 2),
-        lambda m: m.group(1) + _MD_PUNCT.sub(r"\\\1", m.group(2)),
-        text,
-    )
+    return _DEEP.sub(lambda m: m.group(1) + _MD_PUNCT.sub(r"\\\1", m.group(2)), text)
 
 
 def to_html(text: Any, strict: bool = False, limit: int = MAX_CHARS) -> str:

@@ -20,8 +20,8 @@ from arena.personas import PersonaError, add_personas, load_persona_file, spec_f
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
 from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
 from studio.context import StudioContext
-from studio.render import literal, to_html
 from studio.errors import user_error
+from studio.render import literal, to_html
 
 VOTES = [
     ("👈 A is better", "left"),
@@ -94,7 +94,9 @@ def build(ctx: StudioContext) -> None:
         pick_right = gr.Dropdown([], label="Model B", visible=False, scale=2, elem_id="arena-pick-right")
     with gr.Row():
         # messages are the display path's HTML: Gradio must not parse them again (no Markdown, no LaTeX)
-        chat = dict(height=380, render_markdown=False, sanitize_html=True, latex_delimiters=[], allow_tags=False)
+        chat = dict(
+            height=380, render_markdown=False, sanitize_html=True, latex_delimiters=[], allow_tags=False
+        )
         left = gr.Chatbot(label="Model A", elem_id="chat-left", **chat)  # type: ignore[arg-type]
         right = gr.Chatbot(label="Model B", elem_id="chat-right", **chat)  # type: ignore[arg-type]
     status = gr.HTML("", elem_id="arena-status")
@@ -263,7 +265,13 @@ def build(ctx: StudioContext) -> None:
                 f"✅ Vote on turn {r.turn_idx + 1} saved. Send a follow-up to both models, "
                 "or press **Reveal / end battle**."
             )
-            return to_html(msg), *off, gr.update(interactive=False), gr.update(interactive=True), *clear_rubric
+            return (
+                to_html(msg),
+                *off,
+                gr.update(interactive=False),
+                gr.update(interactive=True),
+                *clear_rubric,
+            )
 
         return on_vote
 
@@ -377,7 +385,9 @@ def _persona_form(ctx: StudioContext) -> None:
                 add_personas(s, specs, "upload", user_id=ctx.access.user_id(request))
         except (PersonaError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        return to_html(f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{literal(x.public_name)}**" for x in specs))
+        return to_html(
+            f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{literal(x.public_name)}**" for x in specs)
+        )
 
     add.click(
         on_add,

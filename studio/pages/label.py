@@ -17,8 +17,8 @@ from annotation.queues import QueueError, get_queue, list_queues, set_checklist
 from annotation.rubrics import Criterion, rubric_from_dict
 from arena.accounts import PermissionDenied
 from studio.context import StudioContext
-from studio.render import literal, to_html
 from studio.errors import user_error
+from studio.render import literal, to_html
 
 MAX_CRITERIA = 8
 CHOICES = [
@@ -60,7 +60,9 @@ def _prompt_md(task: LabelTask) -> str:
 
 def _criterion_md(c: Criterion) -> str:
     anchors = "; ".join(f"**{literal(k)}** {literal(v)}" for k, v in c.anchors.items())
-    return to_html(f"**{literal(c.name)}** — {literal(c.description)}") + (to_html(anchors) if anchors else "")
+    return to_html(f"**{literal(c.name)}** — {literal(c.description)}") + (
+        to_html(anchors) if anchors else ""
+    )
 
 
 def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask | None) -> str:
@@ -86,7 +88,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     progress = gr.HTML("", elem_id="label-progress")
     with gr.Row():
         with gr.Column(scale=3):
-            prompt = gr.HTML(to_html("Enter your name, pick a queue and press **Start**."), elem_id="label-prompt")
+            prompt = gr.HTML(
+                to_html("Enter your name, pick a queue and press **Start**."), elem_id="label-prompt"
+            )
             checklist = gr.HTML("", elem_id="label-checklist")
             with gr.Row():
                 left = gr.HTML("", label="Answer A", elem_id="label-left", container=True)

@@ -238,7 +238,15 @@ def test_an_open_battle_counts_nowhere_until_it_ends(store, ending):
     (battle,) = _battles(db, ids, 1, seed=7, start=950, status="open", mode="anonymous")
     assert everything() == before
     with db.session() as s:  # a second vote on the still-open battle
-        s.add(Vote(battle_id=battle, turn_idx=5, outcome="a", revealed_before_vote=False, created_at=T0 + timedelta(days=400)))
+        s.add(
+            Vote(
+                battle_id=battle,
+                turn_idx=5,
+                outcome="a",
+                revealed_before_vote=False,
+                created_at=T0 + timedelta(days=400),
+            )
+        )
     assert everything() == before
     with db.session() as s:
         s.execute(update(Battle).where(Battle.id == battle).values(status=ending))

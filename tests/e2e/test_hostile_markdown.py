@@ -58,7 +58,9 @@ class _Beacon(BaseHTTPRequestHandler):
 
 
 def _halves(beacon: str) -> list[str]:
-    cases = [json.loads(x)["markdown"].replace("{B}", beacon) for x in CORPUS.read_text("utf-8").splitlines() if x]
+    cases = [
+        json.loads(x)["markdown"].replace("{B}", beacon) for x in CORPUS.read_text("utf-8").splitlines() if x
+    ]
     return ["\n\n".join(cases[k::2]) for k in (0, 1)]
 
 
@@ -111,7 +113,10 @@ def hostile(tmp_path):
             register(
                 s,
                 ContestantSpec(
-                    public, engine="openai", model_ref=f"half{k}", engine_config={"base_url": f"{engine.url}/v1"}
+                    public,
+                    engine="openai",
+                    model_ref=f"half{k}",
+                    engine_config={"base_url": f"{engine.url}/v1"},
                 ),
             )
         create_queue(s, "hostile", overlap=1)
@@ -171,7 +176,9 @@ def test_hostile_corpus_on_every_page(hostile, browser):
     assert response.headers.get("x-content-type-options") == "nosniff"
 
     page.wait_for_selector("#arena-prompt textarea")
-    page.locator("#arena-prompt textarea").fill(f"hi ![p]({beacon.url}/prompt.png) <iframe src={beacon.url}/pf> \u202eRTL")
+    page.locator("#arena-prompt textarea").fill(
+        f"hi ![p]({beacon.url}/prompt.png) <iframe src={beacon.url}/pf> \u202eRTL"
+    )
     page.locator("#arena-send").click()
     page.wait_for_selector("#vote-left:not([disabled])", timeout=120_000)
     panes = _audit(page, "#chat-left, #chat-right")
@@ -200,7 +207,9 @@ def test_hostile_corpus_on_every_page(hostile, browser):
         timeout=30_000,
     )
     page.locator("#label-start").click()
-    page.wait_for_function("document.querySelector('#label-left').innerText.includes('FIXED-')", timeout=30_000)
+    page.wait_for_function(
+        "document.querySelector('#label-left').innerText.includes('FIXED-')", timeout=30_000
+    )
     _audit(page, "#label-prompt, #label-left, #label-right, #label-progress")
     assert "<b>kim</b>⟨U+200B⟩" in page.locator("#label-progress").inner_text()
     page.hover("#label-left")

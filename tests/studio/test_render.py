@@ -34,7 +34,14 @@ class _Audit(HTMLParser):
             self.problems.append(f"tag <{tag}>")
         d = dict(attrs)
         for name, value in attrs:
-            if name.startswith("on") or name in ("style", "src", "srcset", "background", "formaction", "xlink:href"):
+            if name.startswith("on") or name in (
+                "style",
+                "src",
+                "srcset",
+                "background",
+                "formaction",
+                "xlink:href",
+            ):
                 self.problems.append(f"attribute {name}={value!r} on <{tag}>")
         if tag == "a":
             href = d.get("href") or ""
@@ -80,7 +87,9 @@ def test_corpus_file_covers_the_commonmark_categories():
 
 
 def test_links_images_and_schemes():
-    out = to_html("[a](https://x.org) [b](javascript:alert(1)) [c](data:text/html,x) [d](vbscript:x) [e](/rel)")
+    out = to_html(
+        "[a](https://x.org) [b](javascript:alert(1)) [c](data:text/html,x) [d](vbscript:x) [e](/rel)"
+    )
     assert out.count("<a ") == 1 and 'href="https://x.org"' in out and 'rel="noopener noreferrer"' in out
     assert "javascript:alert(1)" in out and "data:text/html" in out and "vbscript:x" in out
     img = to_html("![cat](http://127.0.0.1:9/cat.png)")
@@ -114,7 +123,17 @@ def test_literal_keeps_every_character():
         "",
         None,
     ],
-    ids=["nested-lists-1MB", "quotes-10k", "quotes-10k-nospace", "line-200k", "brackets", "surrogates", "bidi", "empty", "none"],
+    ids=[
+        "nested-lists-1MB",
+        "quotes-10k",
+        "quotes-10k-nospace",
+        "line-200k",
+        "brackets",
+        "surrogates",
+        "bidi",
+        "empty",
+        "none",
+    ],
 )
 def test_bad_input_renders_without_crashing(text):
     out = to_html(text)
