@@ -15,6 +15,7 @@ from arena.records import UNCOUNTED
 from db.models import Battle, Vote
 from studio.context import StudioContext
 from studio.errors import user_error
+from studio.render import literal, to_html
 
 
 def _counts(ctx: StudioContext) -> str:
@@ -61,7 +62,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         set_name = gr.Textbox(label="Prompt set name")
         upload = gr.File(label="File", file_types=[".jsonl", ".csv", ".json"])
     do_import = gr.Button("Import")
-    import_result = gr.Markdown()
+    import_result = gr.HTML()
 
     def on_freeze(request: gr.Request):
         try:
@@ -86,7 +87,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 n = import_prompt_set(s, name.strip(), path.name, path.read_bytes(), user_id=uid)
         except (PromptImportError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        return f"Imported **{n}** prompts into **{name.strip()}**."
+        return to_html(f"Imported **{n}** prompts into **{literal(name.strip())}**.")
 
     freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")
     do_import.click(on_import, [set_name, upload], [import_result], api_name="data_import_prompts")

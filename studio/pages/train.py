@@ -15,6 +15,7 @@ from arena.accounts import PermissionDenied
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
+from studio.render import literal, to_html
 from training.config import ConfigError
 from training.errors import JobError
 from training.runner import cancel, job_view, list_jobs
@@ -80,12 +81,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         lora = gr.Checkbox(True, label="LoRA")
         lr = gr.Number(None, label="Learning rate (empty = default)")
     launch = gr.Button("🚀 Launch DPO job", variant="primary", elem_id="train-launch")
-    launched = gr.Markdown(elem_id="train-launched")
+    launched = gr.HTML(elem_id="train-launched")
     jobs = gr.Dataframe(interactive=False, label="Jobs", elem_id="train-jobs")
     with gr.Row():
         job_id = gr.Number(None, label="Job to watch", precision=0, elem_id="train-job-id")
         stop = gr.Button("⏹ Cancel job")
-    detail = gr.Markdown(elem_id="train-detail")
+    detail = gr.HTML(elem_id="train-detail")
     plot = gr.Plot()
     log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False)
     timer = gr.Timer(2.0)
@@ -101,7 +102,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except (SnapshotError, ConfigError, JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         _, new_snaps = _choices(ctx)
-        return (f"Job **{jid}** submitted.", jid, _jobs_table(ctx), gr.update(choices=new_snaps))
+        return (to_html(f"Job **{jid}** submitted."), jid, _jobs_table(ctx), gr.update(choices=new_snaps))
 
     def on_tick(jid):
         table = _jobs_table(ctx)
@@ -110,7 +111,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             v = job_view(ctx.db, int(jid))
         except JobError as exc:
-            return table, str(exc), None, ""
+            return table, to_html(literal(exc)), None, ""
         text = f"**Job {v.id}** · {v.kind} · **{v.status}**"
         if v.progress is not None:
             text += f" · {100 * v.progress:.0f}%"
@@ -120,12 +121,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 names = {c.id: c.public_name for c in list_contestants(s, active_only=False)}
             text += (
-                f"\n\n✅ Published as contestant **{names.get(v.contestant_id, v.contestant_id)}**: it is "
+                f"\n\n✅ Published as contestant **{literal(names.get(v.contestant_id, v.contestant_id))}**: it is "
                 "now in the arena."
             )
         if v.error:
-            text += f"\n\n❌ {v.error[:500]}"
-        return table, text, _figure(v.metrics), v.log_tail
+            text += f"\n\n❌ {literal(v.error, limit=500)}"
+        return table, to_html(text), _figure(v.metrics), v.log_tail
 
     def on_cancel(jid, request: gr.Request):
         if not jid:
@@ -134,7 +135,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             v = cancel(ctx.db, int(jid), user_id=ctx.access.user_id(request))
         except (JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        return f"Job {v.id} is {v.status}."
+        return to_html(f"Job {v.id} is {literal(v.status)}.")
 
     launch.click(
         on_launch,
