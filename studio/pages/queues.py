@@ -98,7 +98,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     with gr.Accordion("Import preference data", open=False):
         with gr.Row():
-            upload = gr.File(label="File (JSON, JSONL, Parquet, .gz)")
+            upload = gr.File(label="File (JSON, JSONL, Parquet, .gz)", elem_id="queues-file")
             fmt = gr.Dropdown(["auto", *FORMATS], value="auto", label="Layout")
             imp_queue = gr.Textbox(label="Queue (optional)")
             skip_bad = gr.Checkbox(False, label="Skip bad rows (and list them)")
@@ -107,7 +107,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     with gr.Accordion("AI judge", open=False):
         with gr.Row():
-            j_queue = gr.Dropdown([], label="Queue", allow_custom_value=True)
+            j_queue = gr.Dropdown([], label="Queue", allow_custom_value=True, elem_id="queues-judge-queue")
             judge = gr.Dropdown([], label="Judge (any contestant)", allow_custom_value=True)
             absolute = gr.Checkbox(False, label="Also grade each answer on the rubric")
             j_max = gr.Number(value=20, precision=0, label="Items (0 = all)")

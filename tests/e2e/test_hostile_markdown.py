@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import start_server
 
@@ -57,10 +58,13 @@ class _Beacon(BaseHTTPRequestHandler):
     do_GET = do_POST = do_HEAD = _log
 
 
+def _cases(beacon: str) -> list[str]:
+    lines = CORPUS.read_text("utf-8").splitlines()
+    return [json.loads(x)["markdown"].replace("{B}", beacon) for x in lines if x.strip()]
+
+
 def _halves(beacon: str) -> list[str]:
-    cases = [
-        json.loads(x)["markdown"].replace("{B}", beacon) for x in CORPUS.read_text("utf-8").splitlines() if x
-    ]
+    cases = _cases(beacon)
     return ["\n\n".join(cases[k::2]) for k in (0, 1)]
 
 
@@ -162,7 +166,7 @@ def _audit(page, sel: str) -> dict:
     return out
 
 
-def test_hostile_corpus_on_every_page(hostile, browser):
+def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
     url, beacon = hostile
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     console: list[str] = []
@@ -200,6 +204,68 @@ def test_hostile_corpus_on_every_page(hostile, browser):
     assert "<img src=" in reveal and "⟨U+202E⟩" in reveal and "*two*" in reveal
     _audit(page, "#arena-reveal")
 
+    # a persona file whose names are hostile, through the Arena's upload
+    persona_file = tmp_path / "personas.yaml"
+    persona_file.write_text(
+        yaml.safe_dump(
+            {
+                "personas": [
+                    {
+                        "name": f"{case[:150]} #{k}",
+                        "description": case[:500],
+                        "engine": "openai",
+                        "model": "half0",
+                        "engine_config": {"base_url": "http://127.0.0.1:9/v1"},
+                    }  # fmt: skip
+                    for k, case in enumerate(_cases(beacon.url)[:6])
+                ]
+            },
+            allow_unicode=True,
+        ),
+        encoding="utf-8",
+    )
+    page.get_by_text("➕ Add a persona").click()
+    page.locator("#persona-file input[type=file]").set_input_files(str(persona_file))
+    page.wait_for_timeout(500)
+    page.locator("#persona-import").click()
+    page.wait_for_function(
+        "document.querySelector('#persona-result').innerText.includes('Added')", timeout=30_000
+    )
+    _audit(page, "#persona-result")
+
+    # an import file of hostile preference rows, and checklists written by the scripted model (a judge's output)
+    rows = tmp_path / "prefs.jsonl"
+    rows.write_text(
+        "\n".join(
+            json.dumps({"prompt": case, "chosen": case, "rejected": f"no {k}"})
+            for k, case in enumerate(_cases(beacon.url))
+        )
+        + '\n{"prompt": "'
+        + "<img src="
+        + beacon.url
+        + '/badrow.png>", "chosen": 3}\n',
+        encoding="utf-8",
+    )
+    page.get_by_role("tab", name="Annotate").click()
+    page.get_by_text("Import preference data").click()
+    page.locator("#queues-file input[type=file]").set_input_files(str(rows))
+    page.wait_for_timeout(500)
+    page.get_by_label("Skip bad rows (and list them)").check()
+    page.locator("#queues-import").click()
+    page.wait_for_function(
+        "document.querySelector('#queues-imported').innerText.includes('skipped')", timeout=60_000
+    )
+    _audit(page, "#queues-imported")
+    page.get_by_text("AI judge").first.click()
+    box = page.locator("#queues-judge-queue input")
+    box.fill("hostile")
+    box.press("Enter")
+    page.locator("#queues-checklists").click()
+    page.wait_for_function(
+        "document.querySelector('#queues-judged').innerText.includes('Checklists')", timeout=60_000
+    )
+    _audit(page, "#queues-judged, #queues-table")
+
     page.get_by_role("tab", name="Label").click()
     page.locator("#label-annotator textarea, #label-annotator input").first.fill("<b>kim</b>\u200b")
     page.wait_for_function(
@@ -210,7 +276,8 @@ def test_hostile_corpus_on_every_page(hostile, browser):
     page.wait_for_function(
         "document.querySelector('#label-left').innerText.includes('FIXED-')", timeout=30_000
     )
-    _audit(page, "#label-prompt, #label-left, #label-right, #label-progress")
+    _audit(page, "#label-prompt, #label-left, #label-right, #label-progress, #label-checklist")
+    assert "Checklist for this prompt" in page.locator("#label-checklist").inner_text()
     assert "<b>kim</b>⟨U+200B⟩" in page.locator("#label-progress").inner_text()
     page.hover("#label-left")
 
