@@ -352,7 +352,9 @@ def _persona_form(ctx: StudioContext) -> None:
             )
         add = gr.Button("Add persona", elem_id="persona-add")
         with gr.Row():
-            upload = gr.File(label="…or a personas YAML file", file_types=[".yaml", ".yml"], elem_id="persona-file")
+            upload = gr.File(
+                label="…or a personas YAML file", file_types=[".yaml", ".yml"], elem_id="persona-file"
+            )
             add_yaml = gr.Button("Import YAML", elem_id="persona-import")
         result = gr.HTML(elem_id="persona-result")
 

@@ -336,7 +336,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             over_plot = gr.Plot()
         with gr.Tab("Vibe profiles"):
             with gr.Row():
-                vibe_a = gr.Dropdown([], label="Contestant", allow_custom_value=True, elem_id="leaderboard-vibe-a")
+                vibe_a = gr.Dropdown(
+                    [], label="Contestant", allow_custom_value=True, elem_id="leaderboard-vibe-a"
+                )
                 vibe_b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
                 vibe_btn = gr.Button("Show vibes", elem_id="leaderboard-vibes")
             vibe_text = gr.HTML(elem_id="leaderboard-vibe-text")

@@ -57,7 +57,9 @@ def arena(tmp_path):
     db.migrate()
     with db.session() as s:
         for k, name in enumerate(NAMES):
-            register(s, ContestantSpec(name, engine="openai", model_ref=f"m{k}", engine_config={"base_url": base}))
+            register(
+                s, ContestantSpec(name, engine="openai", model_ref=f"m{k}", engine_config={"base_url": base})
+            )
     db.dispose()
     proc, url = start_server(home)
     yield url
