@@ -190,7 +190,7 @@ def name_html(text: Any, limit: int = 200) -> str:
 _PATH = re.compile(r"(?<![\w:/.])(?:/[\w.@+-]+){2,}/?|[A-Za-z]:\\[^\s'\"]+")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.I)
 _SECRET = re.compile(
-    r"\b(?:sk|pk|rk|hf|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}|\b[A-Za-z0-9+/_-]{32,}={0,2}"
+    r"\b(?:sk|pk|rk|hf|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}|\b[A-Za-z0-9+_-]{32,}={0,2}"
     r"|(?i:(?:api[_-]?key|token|password|secret|authorization)\s*[=:]\s*\S+)"
 )
 
@@ -200,6 +200,6 @@ def error_text(message: Any, limit: int = 400) -> str:
     paragraph of plain text, escaped for Gradio's toast (which renders HTML). Log the full error first."""
     s = clean_text(message, strict=True, limit=limit)
     s = _URL.sub("[address hidden]", s)
-    s = _SECRET.sub("[secret hidden]", s)
     s = _PATH.sub(lambda m: m.group().rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1], s)
-    return html.escape(" ".join(s.split()))
+    s = _SECRET.sub("[secret hidden]", s)
+    return html.escape(" ".join(s.split()), quote=False)

@@ -164,3 +164,7 @@ def test_error_text_hides_paths_urls_keys_and_markup():
     for leak in ("/srv", "10.0.0.5", "sk-abc", "hunter2", "<img"):
         assert leak not in msg
     assert "personas.yaml line 3" in msg and "&lt;img" in msg
+    upload = error_text(
+        "/tmp/gradio/3f2a9c0d1e4b5a6978c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2/bomb.yaml: persona 1 ('bomb')"
+    )
+    assert upload == "bomb.yaml: persona 1 ('bomb')"
