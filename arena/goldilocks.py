@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.evals import eval_scores
+from arena.records import UNCOUNTED
 from arena.registry import list_contestants
 from db.models import Battle, Turn
 from db.session import data_home
@@ -77,6 +78,7 @@ def speed_stats(session: Session, limit: int = 20_000) -> dict[int, dict[str, fl
             Turn.tps_b,
         )
         .join(Battle, Turn.battle_id == Battle.id)
+        .where(Battle.status.not_in(UNCOUNTED))  # an open battle's answers would name its contestants
         .order_by(Turn.id.desc())
         .limit(limit)
     )

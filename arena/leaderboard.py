@@ -10,7 +10,8 @@ depends on the order of the votes, is carried forward vote by vote per filter in
 memoised per options until the next change, so a refresh after one new vote reads one row and refits once.
 
 Style- and vibe-controlled boards need one row per vote with the answers' feature counts; those are computed once
-per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from the turns table.
+per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from the turns table, of
+ended battles only: nothing here counts a battle that is still open.
 
 `current_leaderboard(session)` is the plain path (every vote through the ORM, then `arena.ratings.leaderboard`);
 the service must agree with it.
@@ -30,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from arena import vibes
 from arena.ratings import BattleRecords
-from arena.records import battle_records
+from arena.records import UNCOUNTED, battle_records
 from arena.registry import RegistryError, get_contestant, list_contestants
 from arena.vote_cache import FEATURE_COLUMNS, VoteCache
 from db.models import Battle, Contestant, Turn
@@ -435,7 +436,7 @@ def _answers(session: Session, contestant_id: int, limit: int) -> list[str]:
         q = (
             select(side)
             .join(Battle, Turn.battle_id == Battle.id)
-            .where(col == contestant_id, Battle.status != "errored")
+            .where(col == contestant_id, Battle.status.not_in(UNCOUNTED))
             .order_by(Turn.id.desc())
             .limit(limit)
         )

@@ -2,7 +2,8 @@
 
 One record per vote (a battle can have a vote on every turn); ``turn`` counts from 1 and the conversations hold
 the turns up to the voted one. Votes in named mode and votes flagged ``revealed_before_vote`` are left out by
-default; battles that stopped on an engine error are always left out. ``sampling_prob`` is the exact probability
+default; battles that stopped on an engine error are always left out, and so are battles still open (a count that
+moves while a battle is open would tell another browser tab which two contestants are playing). ``sampling_prob`` is the exact probability
 of the drawn pair (None when the pair was chosen) so ratings can reweight.
 """
 
@@ -14,6 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
 from db.models import Battle, Contestant, Prompt, Turn, Vote
+
+#: Battle statuses whose turns and votes count nowhere (boards, matrices, profiles, speed): still open, or errored.
+UNCOUNTED = ("open", "errored")
 
 WINNER = {
     "a": "model_a",
@@ -36,7 +40,7 @@ def battle_records(
         .outerjoin(Prompt, Battle.prompt_id == Prompt.id)
         .order_by(Vote.created_at, Vote.id)
     )
-    q = q.where(Battle.status != "errored")
+    q = q.where(Battle.status.not_in(UNCOUNTED))  # an open battle counts nowhere until it ends
     if not include_named:
         q = q.where(Battle.mode == "anonymous")
     if not include_revealed:

@@ -7,9 +7,12 @@ refresh after one new vote costs milliseconds whatever the size of the store. Du
 zero-copy Arrow view of the arrays (`query`). DuckDB cannot attach the SQLite file here (no sqlite_scanner
 extension offline), which is why the rows are copied rather than scanned in place.
 
-Past rows can change in one way: a battle that still was open when its vote was read can later stop on an engine
-error, and errored battles are never rated. Such battles are watched (their status is re-read on each refresh)
-and their rows flagged. Deleted votes, or votes committed below the last id seen (possible with concurrent
+Past rows can change in one way: the battle of a vote read while it was still open ends later. A vote counts
+nowhere while its battle is open (a board, a count or a chart that moved after a vote, or after answers arrived,
+would tell a second browser tab which two contestants are playing): its row is read and flagged ``open``, left out
+of the aggregates and of the ``votes`` view. Such battles are watched (their status is re-read on each refresh):
+once revealed or ended by *New round* the rows join the aggregates; a battle that stopped on an engine error is
+never rated and its rows are flagged ``errored``. Deleted votes, or votes committed below the last id seen (possible with concurrent
 writers on PostgreSQL), are detected by a count check and trigger a full re-read.
 
 The arrays are saved as Parquet under the data home (`cache/leaderboard/<database hash>/`) after a full read and
@@ -44,7 +47,7 @@ from arena import vibes
 from db.models import Battle, Turn, Vote
 from db.session import Database, data_home
 
-FORMAT = 1
+FORMAT = 2
 #: Outcome codes: positions in `arena.ratings.WINNERS` (model_a, model_b, tie, tie (bothbad), tie (bothgood)).
 OUTCOME_CODES = {"a": 0, "b": 1, "tie": 2, "both_bad": 3, "both_good": 4}
 COLUMNS: dict[str, Any] = {
@@ -61,6 +64,7 @@ COLUMNS: dict[str, Any] = {
     "anon": np.bool_,  # anonymous battle (not named mode)
     "revealed": np.bool_,  # identity leaked before the vote
     "errored": np.bool_,  # the battle stopped on an engine error: never rated
+    "open": np.bool_,  # the battle has not ended yet: counted nowhere until it does
 }
 #: Features kept per side for style and vibe control.
 FEATURES: tuple[str, ...] = vibes.STYLE_FEATURES + vibes.VIBE_FEATURES
@@ -106,7 +110,7 @@ class VoteCache:
         self._cat_index: dict[str, int] = {}
         self.last_vote_id = 0
         self.version = 0  # bumped on every change
-        self.exclusions = 0  # bumped when rows already read change (a watched battle errored)
+        self.exclusions = 0  # bumped when rows already read change (a watched battle ended or errored)
         self.watch: set[int] = set()  # battles that were open when their votes were read
         self.extras: dict[str, Any] = {}  # callers' state derived from the rows (JSON), saved with them
         self.loaded = False
@@ -209,17 +213,20 @@ class VoteCache:
         c["revealed"][lo:hi] = rows["revealed"].astype(bool)
         status = _codes(rows["status"], lambda v: {"open": 1, "errored": 2}.get(v, 0))
         c["errored"][lo:hi] = status == 2
+        c["open"][lo:hi] = status == 1
         self.watch.update(rows["battle_id"][status == 1].astype(np.int64).tolist())
         self.n = hi
         self.last_vote_id = int(c["vote_id"][hi - 1])
         self.version += 1
 
     def _check_watched(self, conn: Connection) -> None:
-        """Re-read the status of battles that were open; flag the rows of those that errored since."""
+        """Re-read the status of battles that were open: the rows of those that ended join the aggregates, the
+        rows of those that errored are flagged (and stay out)."""
         if not self.watch:
             return
         ids = sorted(self.watch)
         errored: list[int] = []
+        ended: list[int] = []
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             for battle_id, status in conn.execute(
@@ -228,15 +235,21 @@ class VoteCache:
                 if status == "open":
                     continue
                 self.watch.discard(battle_id)
-                if status == "errored":
-                    errored.append(battle_id)
+                (errored if status == "errored" else ended).append(battle_id)
+        if not errored and not ended:
+            return
+        battles, is_open = self._cols["battle_id"][: self.n], self._cols["open"][: self.n]
         if errored:
-            flags = self._cols["errored"][: self.n]
-            hit = np.flatnonzero(np.isin(self._cols["battle_id"][: self.n], errored) & ~flags)
-            self._add_cells(hit, sign=-1)  # take their votes back out of the aggregates
-            flags[hit] = True
+            hit = np.flatnonzero(np.isin(battles, errored) & is_open)
+            self._cols["errored"][hit] = True
+            is_open[hit] = False
             self.exclusions += 1
-            self.version += 1
+        if ended:
+            hit = np.flatnonzero(np.isin(battles, ended) & is_open)
+            is_open[hit] = False
+            self._add_cells(hit)  # the battle ended: its votes count from now on
+            self.exclusions += 1  # rows already read changed: order-dependent views (online Elo) replay
+        self.version += 1
 
     def refresh(self) -> RefreshStats:
         """Bring the rows up to date with the database; a full re-read only when the store changed under us."""
@@ -302,7 +315,7 @@ class VoteCache:
 
     def query(self, sql: str, params: Iterable[Any] = (), since_vote_id: int = 0) -> dict[str, np.ndarray]:
         """Run `sql` in DuckDB; numpy columns back. The rows are the view `votes` (rated rows only: battle not
-        errored, known outcome; plus `multi` = turn > 1), restricted to vote ids above `since_vote_id`; the
+        ended and not errored, known outcome; plus `multi` = turn > 1), restricted to vote ids above `since_vote_id`; the
         aggregates are the table `cells`."""
         with self.lock:
             start = int(np.searchsorted(self._cols["vote_id"][: self.n], since_vote_id, side="right"))
@@ -310,7 +323,7 @@ class VoteCache:
             try:
                 self._con.execute(
                     "CREATE OR REPLACE TEMP VIEW votes AS SELECT *, turn > 1 AS multi FROM vote_rows "
-                    "WHERE NOT errored AND outcome >= 0"
+                    "WHERE NOT errored AND NOT open AND outcome >= 0"
                 )
                 return self._con.execute(sql, list(params)).fetchnumpy()
             finally:
@@ -327,7 +340,7 @@ class VoteCache:
             added = self._con.execute(
                 f"INSERT INTO cells SELECT a, b, outcome, isnan(p), cat, turn > 1, anon, revealed, "
                 f"{sign} * count(*), {sign} * sum(CASE WHEN isnan(p) THEN 0 ELSE 1.0 / p END) "
-                "FROM fresh WHERE NOT errored AND outcome >= 0 GROUP BY ALL"
+                "FROM fresh WHERE NOT errored AND NOT open AND outcome >= 0 GROUP BY ALL"
             ).fetchall()
         finally:
             self._con.unregister("fresh")

@@ -6,13 +6,29 @@ import os
 
 import gradio as gr
 
+from studio import headers
 from studio.auth import check_serving
 from studio.context import StudioContext, build_context
 from studio.pages import admin, agreement, arena, data, label, leaderboard, probes, queues, train
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-CSS = "#arena-reveal h3 {margin-top: 0.5em}"
+CSS = """
+#arena-reveal h3 {margin-top: 0.5em}
+.vs-md {overflow-wrap: anywhere; unicode-bidi: isolate; position: relative; max-width: 100%; overflow-x: auto}
+.vs-md.vs-plain {white-space: pre-wrap}
+.vs-md pre {white-space: pre-wrap}
+.vs-md ul, .vs-md ol {padding-left: 1.5em}
+.vs-md table {border-collapse: collapse}
+.vs-md th, .vs-md td {border: 1px solid var(--border-color-primary); padding: 2px 6px}
+.vs-image {font-style: italic; opacity: 0.8}
+"""
+#: System fonts only: the default theme would fetch Google Fonts, which the Content-Security-Policy forbids
+#: (and which an offline studio cannot reach).
+THEME_FONTS = dict(
+    font=["ui-sans-serif", "system-ui", "sans-serif"],
+    font_mono=["ui-monospace", "Consolas", "monospace"],
+)
 
 
 def build_app(ctx: StudioContext) -> gr.Blocks:
@@ -60,7 +76,9 @@ def serve(
         server_port=port or ctx.settings.port,
         prevent_thread_lock=not block,
         css=CSS,
-        show_error=True,
+        theme=gr.themes.Default(**THEME_FONTS),  # type: ignore[arg-type]
+        app_kwargs=headers.app_kwargs(),  # Content-Security-Policy and companions on every response
+        show_error=False,  # an unexpected exception shows a generic message; its traceback goes to the log
         quiet=not block,
         auth=ctx.access.gradio_auth(),  # None in the open single-user mode
         max_file_size=f"{ctx.settings.max_upload_mb}mb",

@@ -18,6 +18,8 @@ from arena.accounts import set_password as _set_password
 from arena.accounts import set_role as _set_role
 from arena.annotator_checks import annotator_checks
 from studio.context import StudioContext
+from studio.errors import user_error
+from studio.render import literal, to_html
 
 COLUMNS = ["name", "role", "status", "created", "last login"]
 CHECK_COLUMNS = [
@@ -71,21 +73,21 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         disable = gr.Button("⛔ Disable", elem_id="admin-disable")
         enable = gr.Button("✅ Enable", elem_id="admin-enable")
         reset = gr.Button("🔑 Set password", elem_id="admin-set-password")
-    result = gr.Markdown(elem_id="admin-result")
+    result = gr.HTML(elem_id="admin-result")
 
     def run(action, request: gr.Request):  # type: ignore[no-untyped-def]
         try:
             by = ctx.access.user_id(request)
             message = action(by)
-            return f"✅ {message}", _table(list_users(ctx.db, by=by))
+            return to_html(f"✅ {literal(message)}"), _table(list_users(ctx.db, by=by))
         except (AccountError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
 
     def on_list(request: gr.Request):
         try:
             return _table(list_users(ctx.db, by=ctx.access.user_id(request)))
         except PermissionDenied as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
 
     def on_add(n: str, pw: str, r: str, request: gr.Request):
         return run(lambda by: f"added {_add_user(ctx.db, n, pw, r, by=by).name} ({r})", request)

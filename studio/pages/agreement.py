@@ -19,6 +19,8 @@ from annotation.judges import JudgeError, bias_report, judge_names
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.vibe_agreement import VibeAgreementError, vibe_agreement
 from studio.context import StudioContext
+from studio.errors import user_error
+from studio.render import literal, to_html
 
 
 def _r(x: float | None) -> float | None:
@@ -51,7 +53,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         kinds = gr.CheckboxGroup(list(LABEL_KINDS), value=["human", "import"], label="Labels from", scale=2)
         interval = gr.Checkbox(False, label="Numeric scales as interval (default: ordinal)", scale=1)
         compute = gr.Button("Compute agreement", variant="primary", elem_id="agreement-compute", scale=1)
-    summary = gr.Markdown(elem_id="agreement-summary")
+    summary = gr.HTML(elem_id="agreement-summary")
     criteria = gr.Dataframe(
         headers=["criterion", "level", "alpha", "units"], interactive=False, elem_id="agreement-criteria"
     )
@@ -69,7 +71,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         judge = gr.Dropdown([], label="Judge", elem_id="agreement-judge", scale=2, allow_custom_value=True)
         family = gr.Textbox(label="Judge's model family (optional)", scale=1)
         run_bias = gr.Button("Bias report", elem_id="agreement-bias-run", scale=1)
-    bias = gr.Markdown(elem_id="agreement-bias")
+    bias = gr.HTML(elem_id="agreement-bias")
     gr.Markdown(
         "### Judge against people, by vibe\nOn items whose two answers differ in a feature: how often the judge "
         "and the people's majority picked the answer with *more* of it, with the evidence count per cell, and "
@@ -87,8 +89,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 rep = agreement_report(s, queue_name, tuple(chosen), as_interval)
         except QueueError as exc:
-            raise gr.Error(str(exc)) from exc
-        text = (
+            raise user_error(exc) from exc
+        text = to_html(
             f"**{rep.n_labels}** labels on **{rep.n_items}** items by **{len(rep.annotators)}** annotators · "
             f"verdict alpha (nominal) **{_fmt(rep.outcome_alpha)}** · with the three ties merged "
             f"**{_fmt(rep.outcome_alpha_merged)}** · Fleiss' kappa **{_fmt(rep.fleiss)}** "
@@ -115,14 +117,15 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             rep = bias_report(ctx.db, queue_name, judge_name, fam.strip() or None)
         except (JudgeError, QueueError) as exc:
-            raise gr.Error(str(exc)) from exc
-        return (
-            f"**{rep.judge}** on **{rep.queue}**: {rep.n_items} items, verdicts {rep.outcomes}\n\n"
+            raise user_error(exc) from exc
+        return to_html(
+            f"**{literal(rep.judge)}** on **{literal(rep.queue)}**: {rep.n_items} items, "
+            f"verdicts {literal(rep.outcomes)}\n\n"
             f"| measure | judge | humans on the same items |\n|---|---|---|\n"
             f"| consistent when the answers swap places | {rep.consistency} | |\n"
             f"| picks the answer shown first (0.50 = unbiased) | {rep.first_position} | |\n"
             f"| picks the longer answer | {rep.longer} | {rep.human_longer} |\n"
-            f"| picks its own family ({rep.judge_family or 'unknown'}) | {rep.own_family} | {rep.human_own_family} |\n"
+            f"| picks its own family ({literal(rep.judge_family or 'unknown')}) | {rep.own_family} | {rep.human_own_family} |\n"
             f"| agrees with the human majority | {rep.human_agreement} (kappa {_fmt(rep.human_kappa)}) | |"
         )
 

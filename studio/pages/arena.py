@@ -20,7 +20,8 @@ from arena.personas import PersonaError, add_personas, load_persona_file, spec_f
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
 from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
 from studio.context import StudioContext
-from studio.render import inert
+from studio.errors import user_error
+from studio.render import literal, to_html
 
 VOTES = [
     ("👈 A is better", "left"),
@@ -35,7 +36,7 @@ SCORES = ["1", "2", "3", "4", "5"]
 
 def _side_note(label: str, text: str, queue: int | None, error: str | None) -> str:
     if error:
-        return f"⚠️ {label}: {error}"
+        return f"⚠️ {label}: {literal(error)}"
     if queue is not None:
         return f"⏳ {label}: waiting for the engine ({queue} ahead)" if queue else f"⏳ {label}: next in line"
     return f"✍️ {label}: answering" if text else f"⏳ {label}: starting"
@@ -51,8 +52,8 @@ def _status(upd: TurnUpdate) -> str:
 
 
 def _pane(text: str, error: str | None) -> str:
-    text = inert(text)  # model output: HTML shows as text, never as elements
-    return f"{text}\n\n⚠️ *{error}*" if error else text
+    """An answer (model output) as the display path's HTML, with the identity-free error kind under it."""
+    return to_html(f"{text}") + (to_html(f"⚠️ *{literal(error)}*") if error else "")
 
 
 def _reveal_text(r: Reveal) -> str:
@@ -73,7 +74,7 @@ def _reveal_text(r: Reveal) -> str:
         regen = f" (regenerated ×{t.regenerations})" if t.regenerations else ""
         rows.append(f"| {t.idx + 1}{regen} | {vote} | {stats(t.left)} | {stats(t.right)} |")
     return (
-        f"### Model A was **{inert(r.left_name)}** · Model B was **{inert(r.right_name)}**{note}\n\n"
+        f"### Model A was **{literal(r.left_name)}** · Model B was **{literal(r.right_name)}**{note}\n\n"
         + "\n".join(rows)
         + "\n\nPress **New round** (or send a prompt) for the next battle."
     )
@@ -92,9 +93,13 @@ def build(ctx: StudioContext) -> None:
         pick_left = gr.Dropdown([], label="Model A", visible=False, scale=2, elem_id="arena-pick-left")
         pick_right = gr.Dropdown([], label="Model B", visible=False, scale=2, elem_id="arena-pick-right")
     with gr.Row():
-        left = gr.Chatbot(label="Model A", height=380, elem_id="chat-left")
-        right = gr.Chatbot(label="Model B", height=380, elem_id="chat-right")
-    status = gr.Markdown("", elem_id="arena-status")
+        # messages are the display path's HTML: Gradio must not parse them again (no Markdown, no LaTeX)
+        chat = dict(
+            height=380, render_markdown=False, sanitize_html=True, latex_delimiters=[], allow_tags=False
+        )
+        left = gr.Chatbot(label="Model A", elem_id="chat-left", **chat)  # type: ignore[arg-type]
+        right = gr.Chatbot(label="Model B", elem_id="chat-right", **chat)  # type: ignore[arg-type]
+    status = gr.HTML("", elem_id="arena-status")
     with gr.Row():
         prompt = gr.Textbox(
             placeholder="Type a prompt and press Enter", show_label=False, scale=6, elem_id="arena-prompt"
@@ -126,7 +131,7 @@ def build(ctx: StudioContext) -> None:
             sets, value=MT_BENCH if MT_BENCH in sets else None, label="Prompt set", scale=2
         )
         draw = gr.Button("🎲 Random prompt", elem_id="arena-random")
-    reveal = gr.Markdown("", elem_id="arena-reveal")
+    reveal = gr.HTML("", elem_id="arena-reveal")
     _persona_form(ctx)
 
     off = [gr.update(interactive=False)] * len(VOTES)
@@ -144,7 +149,7 @@ def build(ctx: StudioContext) -> None:
             with ctx.db.session() as s:
                 p = random_prompt(s, set_name or MT_BENCH)
         except PromptImportError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return p.turns[0], p.id
 
     def _start(m: str, a: str | None, b: str | None, pid: int | None, uid: int | None = None):
@@ -176,7 +181,7 @@ def build(ctx: StudioContext) -> None:
             chat_r,
             battle_id,
             prompt_value,
-            status_text,
+            to_html(status_text),
             "",
             *flags,
             gr.update(interactive=regen_on),
@@ -191,7 +196,7 @@ def build(ctx: StudioContext) -> None:
                 chat_r[-1] = {"role": "assistant", "content": _pane(upd.right, upd.right_error)}
                 cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
                 if upd.done and upd.error:
-                    yield _outs(cl, cr, None, gr.update(), f"⚠️ {upd.error}", False, False, False)
+                    yield _outs(cl, cr, None, gr.update(), f"⚠️ {literal(upd.error)}", False, False, False)
                     return
                 if upd.done:
                     nxt = _follow_up(battle_id, pid, (upd.turn_idx or 0) + 1)
@@ -200,7 +205,7 @@ def build(ctx: StudioContext) -> None:
                     return
                 yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False)
         except BattleError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
 
     def on_send(msg, battle_id, pid, m, a, b, chat_l, chat_r, request: gr.Request):
         try:
@@ -213,10 +218,11 @@ def build(ctx: StudioContext) -> None:
             view = svc.battle_view(battle_id)
             svc.check_prompt(battle_id, msg)
         except (BattleError, PermissionDenied, RateLimited) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         labels = (view.left_name or "Model A", view.right_name or "Model B")
-        chat_l = [*chat_l, {"role": "user", "content": inert(msg)}, {"role": "assistant", "content": ""}]
-        chat_r = [*chat_r, {"role": "user", "content": inert(msg)}, {"role": "assistant", "content": ""}]
+        shown = to_html(msg, strict=True)  # the prompt: zero-width and bidi characters shown, not obeyed
+        chat_l = [*chat_l, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
+        chat_r = [*chat_r, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
         cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
         yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False)
         yield from _stream(svc.generate_turn(battle_id, msg), chat_l, chat_r, battle_id, pid, labels)
@@ -230,7 +236,7 @@ def build(ctx: StudioContext) -> None:
             updates = svc.regenerate(battle_id)
             first = next(updates)
         except (BattleError, StopIteration, PermissionDenied, RateLimited) as exc:
-            raise gr.Error(str(exc) or "nothing to regenerate") from exc
+            raise user_error(exc if str(exc) else "nothing to regenerate") from exc
         labels = (view.left_name or "Model A", view.right_name or "Model B")
 
         def chained():
@@ -254,12 +260,18 @@ def build(ctx: StudioContext) -> None:
                 ctx.access.limit("votes", uid)
                 r = svc.record_vote(battle_id, choice, user_id=uid, rubric=rubric or None)
             except (BattleError, PermissionDenied, RateLimited) as exc:
-                raise gr.Error(str(exc)) from exc
+                raise user_error(exc) from exc
             msg = (
                 f"✅ Vote on turn {r.turn_idx + 1} saved. Send a follow-up to both models, "
                 "or press **Reveal / end battle**."
             )
-            return msg, *off, gr.update(interactive=False), gr.update(interactive=True), *clear_rubric
+            return (
+                to_html(msg),
+                *off,
+                gr.update(interactive=False),
+                gr.update(interactive=True),
+                *clear_rubric,
+            )
 
         return on_vote
 
@@ -269,12 +281,12 @@ def build(ctx: StudioContext) -> None:
         try:
             r = svc.reveal(battle_id)
         except BattleError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return (
             None,
             None,
-            _reveal_text(r),
-            "Battle ended.",
+            to_html(_reveal_text(r)),
+            to_html("Battle ended."),
             *off,
             gr.update(interactive=False),
             gr.update(interactive=False),
@@ -340,9 +352,11 @@ def _persona_form(ctx: StudioContext) -> None:
             )
         add = gr.Button("Add persona", elem_id="persona-add")
         with gr.Row():
-            upload = gr.File(label="…or a personas YAML file", file_types=[".yaml", ".yml"])
+            upload = gr.File(
+                label="…or a personas YAML file", file_types=[".yaml", ".yml"], elem_id="persona-file"
+            )
             add_yaml = gr.Button("Import YAML", elem_id="persona-import")
-        result = gr.Markdown(elem_id="persona-result")
+        result = gr.HTML(elem_id="persona-result")
 
     def on_add(n, e, m, sp, pf, t, mt, al, url, env, request: gr.Request):
         data: dict[str, Any] = {
@@ -361,8 +375,8 @@ def _persona_form(ctx: StudioContext) -> None:
             with ctx.db.session() as s:
                 add_personas(s, [spec], "form", user_id=ctx.access.user_id(request))
         except (PersonaError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        return f"✅ Added **{spec.public_name}**: it can be drawn in the next battle."
+            raise user_error(exc) from exc
+        return to_html(f"✅ Added **{literal(spec.public_name)}**: it can be drawn in the next battle.")
 
     def on_yaml(file: Any, request: gr.Request):
         if file is None:
@@ -372,8 +386,10 @@ def _persona_form(ctx: StudioContext) -> None:
             with ctx.db.session() as s:
                 add_personas(s, specs, "upload", user_id=ctx.access.user_id(request))
         except (PersonaError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        return f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{x.public_name}**" for x in specs)
+            raise user_error(exc) from exc
+        return to_html(
+            f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{literal(x.public_name)}**" for x in specs)
+        )
 
     add.click(
         on_add,

@@ -11,16 +11,21 @@ from sqlalchemy import func, select
 from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
 from arena.accounts import PermissionDenied
 from arena.prompts import PromptImportError, import_prompt_set
+from arena.records import UNCOUNTED
 from db.models import Battle, Vote
 from studio.context import StudioContext
+from studio.errors import user_error
+from studio.render import literal, to_html
 
 
 def _counts(ctx: StudioContext) -> str:
     with ctx.db.session() as s:
-        battles = s.scalar(select(func.count(Battle.id))) or 0
-        votes = s.scalar(select(func.count(Vote.id))) or 0
-        decisive = s.scalar(select(func.count(Vote.id)).where(Vote.outcome.in_(["a", "b"]))) or 0
-    return f"**{battles}** battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
+        ended = Battle.status.not_in(UNCOUNTED)  # an open battle counts nowhere until it ends
+        battles = s.scalar(select(func.count(Battle.id)).where(ended)) or 0
+        votes_q = select(func.count(Vote.id)).join(Battle, Vote.battle_id == Battle.id).where(ended)
+        votes = s.scalar(votes_q) or 0
+        decisive = s.scalar(votes_q.where(Vote.outcome.in_(["a", "b"]))) or 0
+    return f"**{battles}** ended battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
 
 
 def _snapshots(ctx: StudioContext) -> pd.DataFrame:
@@ -58,14 +63,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         set_name = gr.Textbox(label="Prompt set name", elem_id="data-prompt-set-name")
         upload = gr.File(label="File", file_types=[".jsonl", ".csv", ".json"], elem_id="data-prompt-file")
     do_import = gr.Button("Import", elem_id="data-prompt-import")
-    import_result = gr.Markdown(elem_id="data-prompt-import-result")
+    import_result = gr.HTML(elem_id="data-prompt-import-result")
 
     def on_freeze(request: gr.Request):
         try:
             with ctx.db.session() as s:
                 snap = snapshot_from_votes(s, user_id=ctx.access.user_id(request))
         except (SnapshotError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
         text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
@@ -82,8 +87,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 uid = ctx.access.user_id(request)
                 n = import_prompt_set(s, name.strip(), path.name, path.read_bytes(), user_id=uid)
         except (PromptImportError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        return f"Imported **{n}** prompts into **{name.strip()}**."
+            raise user_error(exc) from exc
+        return to_html(f"Imported **{n}** prompts into **{literal(name.strip())}**.")
 
     freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")
     do_import.click(on_import, [set_name, upload], [import_result], api_name="data_import_prompts")

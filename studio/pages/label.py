@@ -17,7 +17,8 @@ from annotation.queues import QueueError, get_queue, list_queues, set_checklist
 from annotation.rubrics import Criterion, rubric_from_dict
 from arena.accounts import PermissionDenied
 from studio.context import StudioContext
-from studio.render import inert
+from studio.errors import user_error
+from studio.render import literal, to_html
 
 MAX_CRITERIA = 8
 CHOICES = [
@@ -48,16 +49,20 @@ if (!window.__vibeLabelKeys) {
 
 
 def _prompt_md(task: LabelTask) -> str:
+    """The conversation as the display path's HTML, one block per message (the text cannot reach the labels)."""
     parts = []
     for m in task.prompt:
-        who = {"user": "🧑 User", "assistant": "🤖 Assistant", "system": "⚙️ System"}.get(m["role"], m["role"])
-        parts.append(f"**{who}:** {inert(m['content'])}")
-    return "\n\n".join(parts)
+        who = {"user": "🧑 User", "assistant": "🤖 Assistant", "system": "⚙️ System"}.get(m["role"])
+        parts.append(to_html(f"**{who or literal(m['role'])}:**"))
+        parts.append(to_html(m["content"], strict=m["role"] != "assistant"))
+    return "".join(parts)
 
 
 def _criterion_md(c: Criterion) -> str:
-    anchors = "; ".join(f"**{k}** {v}" for k, v in c.anchors.items())
-    return f"**{c.name}** — {c.description}" + (f"<br><small>{anchors}</small>" if anchors else "")
+    anchors = "; ".join(f"**{literal(k)}** {literal(v)}" for k, v in c.anchors.items())
+    return to_html(f"**{literal(c.name)}** — {literal(c.description)}") + (
+        to_html(anchors) if anchors else ""
+    )
 
 
 def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask | None) -> str:
@@ -66,8 +71,8 @@ def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask
     mine = next((a for a in p.annotators if a.annotator == annotator), None)
     done = mine.done if mine else 0
     left = (task.remaining + 1) if task else 0
-    return (
-        f"**{annotator}**: {done} done · {left} left for you · queue {p.labels}/{p.target} labels "
+    return to_html(
+        f"**{literal(annotator)}**: {done} done · {left} left for you · queue {p.labels}/{p.target} labels "
         f"({p.items_complete}/{p.n_items} items complete)"
     )
 
@@ -80,14 +85,16 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         annotator = gr.Textbox(label="Annotator name", scale=2, elem_id="label-annotator")
         queue = gr.Dropdown([], label="Queue", scale=2, elem_id="label-queue", allow_custom_value=True)
         start = gr.Button("▶ Start / next (N)", variant="primary", scale=1, elem_id="label-start")
-    progress = gr.Markdown("", elem_id="label-progress")
+    progress = gr.HTML("", elem_id="label-progress")
     with gr.Row():
         with gr.Column(scale=3):
-            prompt = gr.Markdown("Enter your name, pick a queue and press **Start**.", elem_id="label-prompt")
-            checklist = gr.Markdown("", elem_id="label-checklist")
+            prompt = gr.HTML(
+                to_html("Enter your name, pick a queue and press **Start**."), elem_id="label-prompt"
+            )
+            checklist = gr.HTML("", elem_id="label-checklist")
             with gr.Row():
-                left = gr.Markdown("", label="Answer A", elem_id="label-left", container=True)
-                right = gr.Markdown("", label="Answer B", elem_id="label-right", container=True)
+                left = gr.HTML("", label="Answer A", elem_id="label-left", container=True)
+                right = gr.HTML("", label="Answer B", elem_id="label-right", container=True)
             with gr.Row():
                 buttons = [
                     gr.Button(text, elem_id=f"label-choice-{c}", interactive=False) for text, c in CHOICES
@@ -98,10 +105,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 checklist_edit = gr.Textbox(lines=3, show_label=False, elem_id="label-checklist-edit")
                 save_checklist = gr.Button("Save checklist", size="sm", elem_id="label-checklist-save")
         with gr.Column(scale=2), gr.Accordion("Rubric", open=True):
-            rubric_title = gr.Markdown("", elem_id="label-rubric-title")
+            rubric_title = gr.HTML("", elem_id="label-rubric-title")
             crit_md, crit_a, crit_b = [], [], []
             for i in range(MAX_CRITERIA):
-                crit_md.append(gr.Markdown("", visible=False))
+                crit_md.append(gr.HTML("", visible=False))
                 with gr.Row():
                     crit_a.append(gr.Radio([], label="A", visible=False, elem_id=f"label-crit-{i}-a"))
                     crit_b.append(gr.Radio([], label="B", visible=False, elem_id=f"label-crit-{i}-b"))
@@ -115,7 +122,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             return [
                 None,
                 _progress_md(ctx, queue_name, who, None),
-                "🎉 Nothing left for you in this queue.",
+                to_html("🎉 Nothing left for you in this queue."),
                 "",
                 "",
                 "",
@@ -142,12 +149,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         rb = [gr.update(choices=c.level_names, value=None, visible=not task.single) for c in crits]
         rb += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
         check = (
-            "**Checklist for this prompt:**\n" + "\n".join(f"- {x}" for x in task.checklist)
+            to_html("**Checklist for this prompt:**\n" + "\n".join(f"- {literal(x)}" for x in task.checklist))
             if task.checklist
             else ""
         )
-        title = (
-            f"### {rubric.name} v{rubric.version}\n{rubric.description}"
+        title = to_html(
+            f"### {literal(rubric.name)} v{literal(rubric.version)}\n\n{literal(rubric.description)}"
             if rubric
             else "_No rubric on this queue._"
         )
@@ -156,8 +163,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             _progress_md(ctx, queue_name, who, task),
             _prompt_md(task),
             check,
-            gr.update(value=f"**{'Answer' if task.single else 'Answer A'}**\n\n{inert(task.left)}"),
-            gr.update(value=f"**Answer B**\n\n{inert(task.right)}", visible=not task.single),
+            gr.update(value=to_html(f"**{'Answer' if task.single else 'Answer A'}**") + to_html(task.left)),
+            gr.update(value=to_html("**Answer B**") + to_html(task.right), visible=not task.single),
             *btns,
             gr.update(interactive=True),
             "",
@@ -176,7 +183,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 task = next_task(s, queue_name, who)
         except (LabelError, QueueError) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return view(task, queue_name, who.strip())
 
     def _who(typed: str, request: gr.Request) -> str:
@@ -184,7 +191,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             ctx.access.user_id(request)
         except PermissionDenied as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return (request.username or "") if ctx.access.required else typed
 
     def on_start(queue_name: str | None, who: str, request: gr.Request) -> list[Any]:
@@ -208,7 +215,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                             picked[c.name] = {"left": a, "right": b}
                     submit_label(s, assignment_id, who, choice, picked or None, why)
             except (LabelError, QueueError) as exc:
-                raise gr.Error(str(exc)) from exc
+                raise user_error(exc) from exc
             return _next(queue_name, who)
 
         return on_submit
@@ -221,7 +228,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 skip_task(s, assignment_id, who.strip())
         except LabelError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return _next(queue_name, who)
 
     def refresh_queues(current: str | None):
@@ -239,7 +246,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                     s, item_id, (text or "").splitlines(), author=(who or "").strip() or "human"
                 )
         except QueueError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return "**Checklist for this prompt:**\n" + "\n".join(f"- {x}" for x in lines) if lines else ""
 
     def fill_user(request: gr.Request):

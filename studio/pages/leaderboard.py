@@ -26,7 +26,9 @@ from arena.goldilocks import goldilocks
 from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from arena.registry import list_contestants
 from studio.context import StudioContext
+from studio.errors import user_error
 from studio.pages import families
+from studio.render import literal, to_html
 
 COLUMNS = [
     "rank",
@@ -312,16 +314,17 @@ def goldilocks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def summary_text(board: dict[str, Any]) -> str:
+def summary_text(board: dict[str, Any], extra: str = "") -> str:
+    """The board's summary line as display-path HTML; ``extra`` is Markdown whose names are already literals."""
     text = f"**{board['n_votes']}** rated votes."
     refresh = board.get("refresh")
     if refresh:
         text += f" Refreshed in {refresh['seconds'] * 1000:.0f} ms ({refresh['new_votes']} new)."
     if board["unrated"]:
-        text += " Not rated yet: " + ", ".join(board["unrated"]) + "."
+        text += " Not rated yet: " + ", ".join(literal(n) for n in board["unrated"]) + "."
     for warning in board["warnings"]:
-        text += f"\n\n⚠️ {warning}"
-    return text
+        text += f"\n\n⚠️ {literal(warning)}"
+    return to_html(text + extra)  # contestant names are untrusted: the display path, never Gradio's Markdown
 
 
 def method_text(board: dict[str, Any]) -> str:
@@ -350,9 +353,9 @@ def change_text(board: dict[str, Any], bt: dict[str, Any]) -> str:
     if not moves:
         return ""
     size, name, _ = max(moves)
-    moved = [f"{n} {'up' if d < 0 else 'down'} {abs(d)}" for _, n, d in moves if d]
+    moved = [f"{literal(n)} {'up' if d < 0 else 'down'} {abs(d)}" for _, n, d in moves if d]
     return (
-        f" Against Bradley-Terry: largest rating change {size:.1f} points ({name}); "
+        f" Against Bradley-Terry: largest rating change {size:.1f} points ({literal(name)}); "
         + ("order changed: " + ", ".join(moved) if moved else "same order")
         + "."
     )
@@ -416,7 +419,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
         named = gr.Checkbox(False, label="Include named-mode votes", scale=1)
     method = gr.Radio(METHOD_CHOICES, value="auto", label="Method", elem_id="leaderboard-method")
     refresh = gr.Button("🔄 Refresh", elem_id="leaderboard-refresh")
-    summary = gr.Markdown(elem_id="leaderboard-summary")
+    summary = gr.HTML(elem_id="leaderboard-summary")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
     chart = gr.Plot()
     with gr.Tabs():
@@ -439,10 +442,12 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
             over_plot = gr.Plot()
         with gr.Tab("Vibe profiles"):
             with gr.Row():
-                vibe_a = gr.Dropdown([], label="Contestant", allow_custom_value=True)
+                vibe_a = gr.Dropdown(
+                    [], label="Contestant", allow_custom_value=True, elem_id="leaderboard-vibe-a"
+                )
                 vibe_b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
                 vibe_btn = gr.Button("Show vibes", elem_id="leaderboard-vibes")
-            vibe_text = gr.Markdown()
+            vibe_text = gr.HTML(elem_id="leaderboard-vibe-text")
             vibe_table = gr.Dataframe(interactive=False, elem_id="leaderboard-vibe-table")
             vibe_plot = gr.Plot()
         with gr.Tab("Which method predicts best"):
@@ -470,7 +475,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
                     None, label="Only the first N items (empty: all)", precision=0, scale=1
                 )
                 eval_btn = gr.Button("▶ Run evals", variant="primary", elem_id="evals-run", scale=1)
-            eval_status = gr.Markdown(elem_id="evals-status")
+            eval_status = gr.HTML(elem_id="evals-status")
 
     def options(
         ci_method: str,
@@ -502,7 +507,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
         if out.get("method", "bt") != "bt" and out["models"]:
             shift = change_text(out, service.board(replace(o, method="bt"), refresh=False))
         return (
-            summary_text(out) + method_text(out) + shift,
+            summary_text(out, method_text(out) + shift),
             board_table(out),
             board_chart(out),
             gr.update(choices=choices),
@@ -528,12 +533,19 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
             with ctx.db.session() as s:
                 if b and b != a:
                     cmp = compare_contestants(s, a, b)
-                    text = f"**{cmp['a']}**: {cmp['n_answers_a']} answers · **{cmp['b']}**: {cmp['n_answers_b']} answers"
+                    text = to_html(
+                        f"**{literal(cmp['a'])}**: {cmp['n_answers_a']} answers · "
+                        f"**{literal(cmp['b'])}**: {cmp['n_answers_b']} answers"
+                    )
                     return text, compare_table(cmp), compare_chart(cmp)
                 prof = vibe_profile(s, a)
         except ValueError as exc:
-            raise gr.Error(str(exc)) from exc
-        return f"**{prof['name']}**: {prof['n_answers']} answers", profile_table(prof), profile_chart(prof)
+            raise user_error(exc) from exc
+        return (
+            to_html(f"**{literal(prof['name'])}**: {prof['n_answers']} answers"),
+            profile_table(prof),
+            profile_chart(prof),
+        )
 
     def on_goldilocks(ci_method, chosen, board_name, with_named, method_name="auto"):
         out = service.board(options(ci_method, chosen, board_name, with_named, method_name))
@@ -557,13 +569,16 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
                 user_id=ctx.access.user_id(request),
             )
         except (EvalError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         s = run.summary()
         score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
-        text = f"**{s['contestant']}**: {s['passed']} of {s['answered']} answers passed ({score}) in {s['seconds']:.0f} s."
+        text = (
+            f"**{literal(s['contestant'])}**: {s['passed']} of {s['answered']} answers passed ({score}) "
+            f"in {s['seconds']:.0f} s."
+        )
         if s["stopped"]:
-            text += f"\n\n⚠️ Stopped early: {s['stopped']}"
-        return text
+            text += f"\n\n⚠️ Stopped early: {literal(s['stopped'])}"
+        return to_html(text)
 
     def contestant_choices():
         with ctx.db.session() as s:

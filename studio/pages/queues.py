@@ -33,6 +33,8 @@ from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.session import data_home
 from studio.context import StudioContext
+from studio.errors import user_error
+from studio.render import literal, to_html
 
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
 
@@ -92,20 +94,20 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             overlap = gr.Number(value=1, precision=0, label="Annotators per item")
             rubric = gr.Dropdown([], label="Rubric", allow_custom_value=True)
         create = gr.Button("Generate queue", variant="primary", elem_id="queues-create")
-        created = gr.Markdown(elem_id="queues-created")
+        created = gr.HTML(elem_id="queues-created")
 
     with gr.Accordion("Import preference data", open=False):
         with gr.Row():
-            upload = gr.File(label="File (JSON, JSONL, Parquet, .gz)")
+            upload = gr.File(label="File (JSON, JSONL, Parquet, .gz)", elem_id="queues-file")
             fmt = gr.Dropdown(["auto", *FORMATS], value="auto", label="Layout")
             imp_queue = gr.Textbox(label="Queue (optional)")
             skip_bad = gr.Checkbox(False, label="Skip bad rows (and list them)")
         do_import = gr.Button("Validate and import", elem_id="queues-import")
-        imported = gr.Markdown(elem_id="queues-imported")
+        imported = gr.HTML(elem_id="queues-imported")
 
     with gr.Accordion("AI judge", open=False):
         with gr.Row():
-            j_queue = gr.Dropdown([], label="Queue", allow_custom_value=True)
+            j_queue = gr.Dropdown([], label="Queue", allow_custom_value=True, elem_id="queues-judge-queue")
             judge = gr.Dropdown([], label="Judge (any contestant)", allow_custom_value=True)
             absolute = gr.Checkbox(False, label="Also grade each answer on the rubric")
             j_max = gr.Number(value=20, precision=0, label="Items (0 = all)")
@@ -114,7 +116,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             write_checklists = gr.Button(
                 "Write per-prompt checklists with this model", elem_id="queues-checklists"
             )
-        judged = gr.Markdown(elem_id="queues-judged")
+        judged = gr.HTML(elem_id="queues-judged")
 
     with gr.Accordion("Export labels", open=False):
         with gr.Row():
@@ -127,7 +129,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         with gr.Row():
             do_export = gr.Button("Export", elem_id="queues-export")
             freeze = gr.Button("❄️ Freeze as training snapshot", elem_id="queues-freeze")
-        exported = gr.Markdown(elem_id="queues-exported")
+        exported = gr.HTML(elem_id="queues-exported")
         download = gr.File(label="Download", interactive=False)
 
     def on_refresh(*current: Any):
@@ -180,10 +182,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             res = generate_queue(ctx.db, spec, _progress_cb(progress), user_id=ctx.access.user_id(request))
         except (QueueError, RubricError, RegistryError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        errs = "".join(f"\n- ⚠️ {e}" for e in res.errors[:10])
-        return (
-            f"Queue **{res.queue}**: {res.n_items} pairs from {res.n_prompts} prompts "
+            raise user_error(exc) from exc
+        errs = "".join(f"\n- ⚠️ {literal(e)}" for e in res.errors[:10])
+        return to_html(
+            f"Queue **{literal(res.queue)}**: {res.n_items} pairs from {res.n_prompts} prompts "
             f"({res.tokens} tokens in {res.seconds:.1f} s, {res.tokens_per_s:.1f} tok/s; "
             f"{res.resumed} prompts already done, {res.identical} identical pairs dropped){errs}"
         ), _table(ctx)
@@ -196,12 +198,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 uid = ctx.access.user_id(request)
                 rep = import_file(s, file, layout, qname.strip() or None, skip_bad=skip, user_id=uid)
         except ImportValidationError as exc:
-            lines = "\n".join(f"- {line}" for line in exc.report.lines(30))
-            return f"❌ {exc.report.summary()}. Fix the rows or tick *Skip bad rows*.\n\n{lines}", _table(ctx)
+            lines = "\n".join(f"- {literal(line)}" for line in exc.report.lines(30))
+            summary = literal(exc.report.summary())
+            return to_html(f"❌ {summary}. Fix the rows or tick *Skip bad rows*.\n\n{lines}"), _table(ctx)
         except (QueueError, RubricError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        skipped = "\n".join(f"- skipped {line}" for line in rep.lines(30)) if rep.skipped else ""
-        return f"✅ {rep.summary()}\n\n{skipped}", _table(ctx)
+            raise user_error(exc) from exc
+        skipped = "\n".join(f"- skipped {literal(line)}" for line in rep.lines(30)) if rep.skipped else ""
+        return to_html(f"✅ {literal(rep.summary())}\n\n{skipped}"), _table(ctx)
 
     def on_judge(
         qname: str | None,
@@ -217,9 +220,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             res = run_judge(ctx.db, spec, _progress_cb(progress), user_id=ctx.access.user_id(request))
         except (JudgeError, QueueError, RegistryError, RubricError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        return (
-            f"**{res.judge}** judged {res.n_items} items in {res.seconds:.1f} s: {res.verdicts} "
+            raise user_error(exc) from exc
+        return to_html(
+            f"**{literal(res.judge)}** judged {res.n_items} items in {res.seconds:.1f} s: {literal(res.verdicts)} "
             f"(scores: {res.n_scores}, unparsed scores: {res.unparsed_scores}). "
             "See the Agreement tab for its bias report."
         ), _table(ctx)
@@ -231,8 +234,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             uid = ctx.access.user_id(request)
             out = generate_checklists(ctx.db, qname, judge_name, progress=_progress_cb(progress), user_id=uid)
         except (QueueError, RegistryError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        return f"Checklists written for **{len(out)}** prompts (edit them on the Label tab).", _table(ctx)
+            raise user_error(exc) from exc
+        return to_html(
+            f"Checklists written for **{len(out)}** prompts (edit them on the Label tab)."
+        ), _table(ctx)
 
     def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:
         return ExportSpec(fmt_name, bool(conv), list(queues or []) or None, tuple(kinds or LABEL_KINDS), agg)
@@ -246,16 +251,17 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 uid = ctx.access.user_id(request)
                 res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out, user_id=uid)
         except (QueueError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         path = Path(res.path)
         if path.is_dir():
             import shutil
 
             path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
         skipped = ", ".join(f"{k} {v}" for k, v in res.skipped.items())
-        return f"**{res.n_rows}** rows → `{res.path}`" + (f" (skipped: {skipped})" if skipped else ""), str(
-            path
+        text = f"**{res.n_rows}** rows → {literal(res.path)}" + (
+            f" (skipped: {literal(skipped)})" if skipped else ""
         )
+        return to_html(text), str(path)
 
     def on_freeze(queues, kinds, agg, request: gr.Request):
         try:
@@ -263,9 +269,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 uid = ctx.access.user_id(request)
                 snap = snapshot_from_labels(s, _spec(queues, "trl", kinds, True, agg), user_id=uid)
         except (QueueError, SnapshotError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
-        return f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs", None
+        return to_html(
+            f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
+        ), None
 
     pickers = [prompt_set, policy, opponent, rubric, j_queue, judge, e_queues]
     refresh.click(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")

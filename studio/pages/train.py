@@ -15,6 +15,8 @@ from arena.accounts import PermissionDenied
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.pages.gold import gold_figure, gold_markdown
+from studio.errors import user_error
+from studio.render import literal, to_html
 from training.config import ConfigError
 from training.errors import JobError
 from training.lineage import job_alerts
@@ -84,12 +86,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         lora = gr.Checkbox(True, label="LoRA")
         lr = gr.Number(None, label="Learning rate (empty = default)")
     launch = gr.Button("🚀 Launch DPO job", variant="primary", elem_id="train-launch")
-    launched = gr.Markdown(elem_id="train-launched")
+    launched = gr.HTML(elem_id="train-launched")
     jobs = gr.Dataframe(interactive=False, label="Jobs", elem_id="train-jobs")
     with gr.Row():
         job_id = gr.Number(None, label="Job to watch", precision=0, elem_id="train-job-id")
         stop = gr.Button("⏹ Cancel job")
-    detail = gr.Markdown(elem_id="train-detail")
+    detail = gr.HTML(elem_id="train-detail")
     plot = gr.Plot()
     gold_plot = gr.Plot(label="Gold vs √KL", elem_id="train-gold")
     log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False)
@@ -104,9 +106,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             uid = ctx.access.user_id(request)
             jid = launch_dpo(ctx.db, parent_name, snapshot=snap, created_by=uid, **overrides)
         except (SnapshotError, ConfigError, JobError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         _, new_snaps = _choices(ctx)
-        return (f"Job **{jid}** submitted.", jid, _jobs_table(ctx), gr.update(choices=new_snaps))
+        return (to_html(f"Job **{jid}** submitted."), jid, _jobs_table(ctx), gr.update(choices=new_snaps))
 
     def on_tick(jid):
         table = _jobs_table(ctx)
@@ -115,7 +117,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             v = job_view(ctx.db, int(jid))
         except JobError as exc:
-            return table, str(exc), None, "", None
+            return table, to_html(literal(exc)), None, "", None
         text = f"**Job {v.id}** · {v.kind} · **{v.status}**"
         if v.progress is not None:
             text += f" · {100 * v.progress:.0f}%"
@@ -125,15 +127,15 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 names = {c.id: c.public_name for c in list_contestants(s, active_only=False)}
             text += (
-                f"\n\n✅ Published as contestant **{names.get(v.contestant_id, v.contestant_id)}**: it is "
+                f"\n\n✅ Published as contestant **{literal(names.get(v.contestant_id, v.contestant_id))}**: it is "
                 "now in the arena."
             )
         if v.error:
-            text += f"\n\n❌ {v.error[:500]}"
+            text += f"\n\n❌ {literal(v.error, limit=500)}"
         health = gold_markdown(v.metrics)
         if health:
             text += f"\n\n{health}"
-        return table, text, _figure(v.metrics), v.log_tail, gold_figure(v.metrics)
+        return table, to_html(text), _figure(v.metrics), v.log_tail, gold_figure(v.metrics)
 
     def on_cancel(jid, request: gr.Request):
         if not jid:
@@ -141,8 +143,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             v = cancel(ctx.db, int(jid), user_id=ctx.access.user_id(request))
         except (JobError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
-        return f"Job {v.id} is {v.status}."
+            raise user_error(exc) from exc
+        return to_html(f"Job {v.id} is {literal(v.status)}.")
 
     launch.click(
         on_launch,

@@ -158,6 +158,8 @@ def test_each_side_keeps_its_own_context_and_every_turn_can_be_voted(db, fake):
     with db.session() as s:
         outcomes = list(s.scalars(select(Vote.outcome).where(Vote.battle_id == bid).order_by(Vote.turn_idx)))
     assert outcomes == ["tie", "both_bad"]
+    assert battle_records_for(db) == []  # an open battle counts nowhere
+    svc.reveal(bid)
     assert [rec["turn"] for rec in battle_records_for(db)] == [1, 2]
 
 
@@ -183,6 +185,7 @@ def test_five_outcomes_are_stored_distinctly_with_rubric_scores(db, fake):
     a, b = ("a", "b") if left_is_a else ("b", "a")
     assert outcomes == [a, b, "tie", "both_good", "both_bad"]
     assert scores == {("helpfulness", a): 5.0, ("helpfulness", b): 2.0}
+    svc.end_battle(bid)
     winners = [r["winner"] for r in battle_records_for(db, with_text=False)]
     assert winners[2:] == ["tie", "tie (bothgood)", "tie (bothbad)"]
 
@@ -241,6 +244,7 @@ def test_leak_in_an_answer_flags_the_turn_and_every_later_vote(db, fake):
         t = s.scalar(select(Turn))
         assert t.leak_a != t.leak_b  # only the answer that said "Sunny"
     assert svc.record_vote(bid, "left").revealed_before_vote
+    svc.end_battle(bid)
     assert battle_records_for(db) == [] and len(battle_records_for(db, include_revealed=True)) == 1
 
 
@@ -291,9 +295,10 @@ def test_named_mode_is_stored_flagged_and_left_out_of_ratings(db, fake):
     with db.session() as s:
         b = s.get(Battle, view.battle_id)
         assert b.mode == "named" and b.sampling_prob is None and b.sampler == "named" and b.left_is_a
+    assert battle_records_for(db, include_named=True) == []  # open: counted nowhere
+    nxt = svc.new_round(view.battle_id)
     assert battle_records_for(db) == []
     assert battle_records_for(db, include_named=True)[0]["model_a"] == "named-y"
-    nxt = svc.new_round(view.battle_id)
     assert (nxt.left_name, nxt.right_name) == ("named-y", "named-x") and nxt.battle_id != view.battle_id
     with pytest.raises(BattleError, match="needs both"):
         svc.start_battle(mode="named")
@@ -418,7 +423,7 @@ def test_error_on_a_later_turn_takes_the_whole_battle_out_of_ratings(db, fake):
     bid = svc.start_battle().battle_id
     list(svc.generate_turn(bid, "q"))
     svc.record_vote(bid, "left")
-    assert len(battle_records_for(db)) == 1
+    assert battle_records_for(db) == []  # open: not counted yet
     with db.session() as s:
         from db.models import Contestant
 
@@ -426,7 +431,10 @@ def test_error_on_a_later_turn_takes_the_whole_battle_out_of_ratings(db, fake):
             "base_url": "http://127.0.0.1:9/v1"
         }
     list(svc.generate_turn(bid, "q2"))
-    assert battle_records_for(db) == []
+    with db.session() as s:
+        assert s.get(Battle, bid).status == "errored"
+    svc.end_battle(bid)  # leaves an errored battle errored
+    assert battle_records_for(db) == []  # errored: never counted
 
 
 def test_slow_answer_times_out_and_errors_the_battle(db, fake):
@@ -515,6 +523,7 @@ def test_prompt_category_is_stored_with_the_battle(db, fake):
     bid = svc.start_battle(prompt_id=p.id).battle_id
     list(svc.generate_turn(bid, p.turns[0]))
     svc.record_vote(bid, "tie")
+    svc.end_battle(bid)
     rec = battle_records_for(db)[0]
     assert rec["category"] == p.category and rec["question_id"] == p.question_id
 

@@ -206,9 +206,56 @@ def test_a_battle_that_errors_after_its_vote_drops_out(store):
         s.execute(update(Battle).where(Battle.id == open_battle).values(status="errored"))
     out = svc.board(BoardOptions(ci_method="sandwich"))
     records = _plain(db, with_text=False)
-    assert out["n_votes"] == len(records) < before["n_votes"]
+    assert out["n_votes"] == len(records) == before["n_votes"]  # open, then errored: never counted
     assert {m["name"]: m["elo"] for m in out["models"]} == pytest.approx(_elo(records), abs=1e-9)
     assert open_battle not in svc.cache.watch
+
+
+@pytest.mark.parametrize("ending", ["voted", "abandoned"])
+def test_an_open_battle_counts_nowhere_until_it_ends(store, ending):
+    """While a battle is open no board, matrix, chart, profile or plain record moves (else a second tab could
+    tell which two contestants are playing); once it ends (reveal, or New round) everything counts it."""
+    db, ids, svc = store
+    o = BoardOptions(ci_method="sandwich")
+
+    def everything():
+        board = svc.board(o)
+        with db.session() as s:
+            profiles = {n: vibe_profile(s, n)["n_answers"] for n in NAMES}
+            plain = len(battle_records(s, with_text=False))
+        m = svc.matrices(o)
+        return (
+            board["n_votes"],
+            [(x["name"], x["n_battles"], x["wins"], x["rating"], x.get("elo")) for x in board["models"]],
+            [(b["board"], b["n_votes"]) for b in board["boards"]],
+            m["counts"].to_dict(),
+            svc.over_time(o).to_dict(),
+            profiles,
+            plain,
+        )
+
+    before = everything()
+    (battle,) = _battles(db, ids, 1, seed=7, start=950, status="open", mode="anonymous")
+    assert everything() == before
+    with db.session() as s:  # a second vote on the still-open battle
+        s.add(
+            Vote(
+                battle_id=battle,
+                turn_idx=5,
+                outcome="a",
+                revealed_before_vote=False,
+                created_at=T0 + timedelta(days=400),
+            )
+        )
+    assert everything() == before
+    with db.session() as s:
+        s.execute(update(Battle).where(Battle.id == battle).values(status=ending))
+    after = everything()
+    assert after[0] > before[0] and after[5] != before[5] and after[6] > before[6]
+    records = _plain(db, with_text=False)
+    out = svc.board(o)
+    assert out["n_votes"] == len(records)
+    assert {m["name"]: m["elo"] for m in out["models"]} == pytest.approx(_elo(records), abs=1e-9)
 
 
 def test_deleted_votes_trigger_a_full_reread(store):

@@ -49,17 +49,17 @@ def test_import_agreement_export_through_the_api(server, tmp_path):
 
     client = Client(server, verbose=False)
     report, _ = client.predict(handle_file(str(path)), "alpaca_eval", "ae", False, api_name="/queue_import")
-    assert report.startswith("❌") and "field 'output_1': is missing" in report
+    assert "<p>❌" in report and "field 'output_1': is missing" in report  # HTML from the display path
     report, _ = client.predict(handle_file(str(path)), "alpaca_eval", "ae", True, api_name="/queue_import")
     assert "imported 8 label(s)" in report and "skipped 1 bad row(s)" in report
 
     summary, _crit, pairs, majority, _judge = client.predict("ae", ["import"], False, api_name="/agreement")
-    assert "**8** labels on **4** items by **2** annotators" in summary
+    assert "<strong>8</strong> labels on <strong>4</strong> items by <strong>2</strong> annotators" in summary
     assert pairs["data"] == [["ann", "bob", 0.0, 0.75, 4]]  # all-"1" coder: kappa 0 by definition
 
     text, file = client.predict(
         ["ae"], "trl", "Parquet", ["import"], False, "majority", api_name="/labels_export"
     )
-    assert "**3** rows" in text and file.endswith(".parquet")  # item 4 has no majority (1 vs 2)
+    assert "<strong>3</strong> rows" in text and file.endswith(".parquet")  # item 4 has no majority (1 vs 2)
     text, _ = client.predict(["ae"], ["import"], "each", api_name="/labels_freeze")
-    assert "snapshot" in text and "**8** pairs" in text  # every decisive label is a pair
+    assert "snapshot" in text and "<strong>8</strong> pairs" in text  # every decisive label is a pair

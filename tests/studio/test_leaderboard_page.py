@@ -18,7 +18,11 @@ def test_tables_and_figures(db, tmp_path):
     assert list(table["name"]) == [m["name"] for m in board["models"]] and set(table["name"]) == set(NAMES)
     assert page.board_chart(board).data[0].y[-1] == board["models"][0]["name"]  # best at the top
     text = page.summary_text(board)
-    assert f"**{board['n_votes']}** rated votes" in text and "⚠️" in text and "fewer than 100 battles" in text
+    assert (
+        f"<strong>{board['n_votes']}</strong> rated votes" in text
+        and "⚠️" in text
+        and "fewer than 100 battles" in text
+    )
     style = page.style_table(board)
     assert set(style["feature"]) == set(board["style_coefficients"]) and "tokens" in set(style["feature"])
     assert len(page.style_chart(board).data[0].y) == len(style)
