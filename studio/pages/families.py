@@ -11,7 +11,7 @@ import pandas as pd
 from arena.families import DEFAULT_MIN_VOTES, families
 from arena.leaderboard import BoardOptions, LeaderboardService
 from studio.context import StudioContext
-from studio.render import inert
+from studio.render import literal, to_html
 
 COLUMNS = [
     "family",
@@ -58,17 +58,18 @@ def family_view(ctx: StudioContext, service: LeaderboardService, min_votes: int)
         if f.selection is not None:
             sel = f.selection
             notes.append(
-                f"- **{f.root}**: best of {sel.n_variants} variants is {sel.best}, leading the family mean by "
+                f"- **{literal(f.root)}**: best of {sel.n_variants} variants is {literal(sel.best)}, leading the family mean by "
                 f"{sel.lead:.0f} points; {sel.n_variants} equally good variants would show the best leading by "
                 f"{sel.chance_mean:.0f} on average (95th percentile {sel.chance_95:.0f}): **{sel.verdict}**"
             )
         elif len(f.members) > 1:
-            notes.append(f"- **{f.root}**: selection effect unmeasurable: {f.reason}")
+            notes.append(f"- **{literal(f.root)}**: selection effect unmeasurable: {literal(f.reason)}")
         for e in f.log:
             notes.append(
-                f"- {e['at']}: {e['by']} did *{e['action']}* on {e['contestant']} ({e['reason'] or '-'})"
+                f"- {e['at']}: {literal(e['by'])} did *{literal(e['action'])}* on {literal(e['contestant'])} "
+                f"({literal(e['reason'] or '-')})"
             )
-    text = inert("\n".join(notes)) if notes else "No family with two or more rated variants yet."
+    text = to_html("\n".join(notes)) if notes else "No family with two or more rated variants yet."
     return pd.DataFrame(rows, columns=COLUMNS), text
 
 
@@ -86,7 +87,7 @@ def build_section(ctx: StudioContext, service: LeaderboardService) -> None:
             )
             show = gr.Button("Show families", elem_id="families-show")
         table = gr.Dataframe(interactive=False, elem_id="families-table")
-        notes = gr.Markdown(elem_id="families-notes")
+        notes = gr.HTML(elem_id="families-notes")
 
     def on_show(n):
         return family_view(ctx, service, int(n or DEFAULT_MIN_VOTES))

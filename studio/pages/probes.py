@@ -15,7 +15,7 @@ from arena.accounts import PermissionDenied
 from arena.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from arena.registry import list_contestants
 from studio.context import StudioContext
-from studio.render import inert
+from studio.render import to_html
 
 NONE = "(none)"
 COLUMNS = ["contestant", "probe", "measure", "rate", "95% interval", "n", "unmeasurable"]
@@ -63,7 +63,7 @@ def _summary(report: ProbeReport) -> str:
             lines.append(f"- **{probe}**: {score.unmeasurable} of {score.measurements} unmeasurable ({why})")
     for cmp in report.comparisons.values():
         lines.append(f"- {cmp.text()}")
-    return inert("\n".join(lines)) if lines else "No comparison: choose a contestant to compare against."
+    return to_html("\n".join(lines)) if lines else "No comparison: choose a contestant to compare against."
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
@@ -84,7 +84,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         run = gr.Button("Run probes", variant="primary", elem_id="probes-run")
         show = gr.Button("Show stored results", elem_id="probes-show")
     table = gr.Dataframe(interactive=False, label="Probe rates", elem_id="probes-table")
-    summary = gr.Markdown(elem_id="probes-summary")
+    summary = gr.HTML(elem_id="probes-summary")
 
     def report(name: str, other: str | None) -> tuple[pd.DataFrame, str]:
         other = None if other in (None, "", NONE) else other

@@ -14,8 +14,8 @@ from annotation.snapshots import SnapshotError, list_snapshots
 from arena.accounts import PermissionDenied
 from arena.registry import list_contestants
 from studio.context import StudioContext
-from studio.pages.gold import gold_figure, gold_markdown
 from studio.errors import user_error
+from studio.pages.gold import gold_figure, gold_markdown
 from studio.render import literal, to_html
 from training.config import ConfigError
 from training.errors import JobError
