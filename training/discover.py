@@ -4,8 +4,9 @@ No list of phrases is needed: every word n-gram (1-3 words, punctuation and emoj
 opening (its first three words) and closing (its last three) is a candidate, counted once per answer. Candidates
 are ranked by the weighted log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi & Quinn 2008,
 "Fightin' Words"), the pooled parent + child counts scaled by ``prior_scale`` serving as the prior, which shrinks
-rare phrases towards "no change". A change is *significant* when its z-score passes a Bonferroni bound over the
-candidates tested (so two samples of the same model find nothing), and each comes with example answers.
+rare phrases towards "no change". A change is *significant* when its two-sided p-value (from the z-score) survives
+Benjamini-Hochberg over all candidates tested (so two samples of the same model find nothing), and each comes
+with example answers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scipy.stats import norm
+import numpy as np
+from scipy.stats import false_discovery_control, norm
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -72,7 +74,7 @@ def discover(
     keys = [k for k in set(yp) | set(yc) if yp[k] + yc[k] >= min_answers]
     if not keys:
         return []
-    n_p, n_c = sum(yp[k] for k in keys), sum(yc[k] for k in keys)
+    n_p, n_c = sum(yp.values()), sum(yc.values())  # all candidates, also the rare ones left out of the test
     a0 = prior_scale * (n_p + n_c)
     scored = []
     for k in keys:
@@ -82,7 +84,8 @@ def discover(
         delta = lc - lp
         z = delta / math.sqrt(1 / (yc[k] + prior) + 1 / (yp[k] + prior))
         scored.append((k, delta, z))
-    bound = float(norm.ppf(1 - alpha / (2 * len(keys))))
+    pvals = np.array([2 * float(norm.sf(abs(z))) for _, _, z in scored])
+    qvals = dict(zip([k for k, _, _ in scored], false_discovery_control(pvals, method="bh"), strict=True))
     scored.sort(key=lambda t: (-round(abs(t[2]), 6), -len(t[0][1].split()), t[0]))
     out = []
     for (kind, phrase), delta, z in scored[:top]:
@@ -98,7 +101,7 @@ def discover(
                 yc[(kind, phrase)] / max(len(child_answers), 1),
                 delta,
                 z,
-                abs(z) >= bound,
+                bool(qvals[(kind, phrase)] < alpha),
                 [
                     {"side": side, "prompt": prompts[i] if prompts else "", "answer": answers[i]}
                     for i in found
