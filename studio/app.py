@@ -8,7 +8,7 @@ import gradio as gr
 
 from studio.auth import check_serving
 from studio.context import StudioContext, build_context
-from studio.pages import admin, agreement, arena, data, label, leaderboard, queues, train
+from studio.pages import admin, agreement, arena, data, label, leaderboard, models, queues, train
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -32,6 +32,8 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             agreement.build(ctx, demo)
         with gr.Tab("Train", id="train"):
             train.build(ctx, demo)
+        with gr.Tab("Models", id="models"):
+            models.build(ctx, demo)
         with gr.Tab("Admin", id="admin"):
             admin.build(ctx, demo)
     demo.queue(default_concurrency_limit=8)

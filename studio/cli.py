@@ -483,6 +483,10 @@ from studio.annotate_cli import register as _register_annotation  # noqa: E402  
 
 _register_annotation(app)
 
+from studio.models_cli import register as _register_models  # noqa: E402  (model page, drift, verdicts)
+
+_register_models(app, models_app)
+
 
 def main() -> None:
     app()

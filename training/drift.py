@@ -417,7 +417,7 @@ def _finish(
         report.unmeasured["fairness"] = "; ".join(report.setup.get("caveats", []))
     rules = verdicts.load_rules(rules_path)
     v = verdicts.decide(m, report.unmeasured, rules)
-    blocking = [k for k in ("comparison", "fairness", "answers") if k in report.unmeasured]
+    blocking: list[str] = [k for k in ("comparison", "fairness", "answers") if k in report.unmeasured]
     if report.judge_requested and "judge/child_win_rate" in report.unmeasured:
         blocking.append("judge/child_win_rate")  # a judge was asked for and gave nothing usable
     if blocking and v.verdict != "regress":

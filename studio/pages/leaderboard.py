@@ -22,10 +22,12 @@ from arena.goldilocks import goldilocks
 from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from arena.registry import list_contestants
 from studio.context import StudioContext
+from training.verdict import badges_by_name
 
 COLUMNS = [
     "rank",
     "name",
+    "verdict",
     "rating",
     "ci_low",
     "ci_high",
@@ -371,6 +373,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_refresh(ci_method="bootstrap", chosen=None, board_name="all", with_named=False):
         out = service.board(options(ci_method, chosen, board_name, with_named))
+        badges = badges_by_name(ctx.db)
+        out["models"] = [{**m, "verdict": badges.get(m["name"], "")} for m in out["models"]]
         choices = [(f"{b['label']} ({b['n_votes']})", b["board"]) for b in out["boards"]]
         if board_name and board_name not in [c[1] for c in choices]:
             choices.append((board_name, board_name))

@@ -18,12 +18,14 @@ from training.config import ConfigError
 from training.errors import JobError
 from training.runner import cancel, job_view, list_jobs
 from training.service import launch_dpo
+from training.verdict import current as verdict_status
 
 NEW_SNAPSHOT = "new snapshot from current votes"
 CURVES = ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen", "rewards/rejected", "kl"]
 
 
 def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
+    badges = {cid: st.badge for cid, st in verdict_status(ctx.db).items()}
     rows = [
         {
             "id": j.id,
@@ -31,11 +33,12 @@ def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
             "status": j.status,
             "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
             "contestant": j.contestant_id or "",
+            "verdict": badges.get(j.contestant_id or -1, ""),
             "error": (j.error or "")[:80],
         }
         for j in list_jobs(ctx.db)
     ]
-    return pd.DataFrame(rows, columns=["id", "kind", "status", "progress", "contestant", "error"])
+    return pd.DataFrame(rows, columns=["id", "kind", "status", "progress", "contestant", "verdict", "error"])
 
 
 def _choices(ctx: StudioContext) -> tuple[list[str], list[str]]:
