@@ -94,7 +94,10 @@ def test_flags_need_significance_and_size():
 def test_a_habit_no_list_names_is_among_the_top_discovered_changes(habit, expect):
     parent = answers(1)
     child = [habit(a) for a in answers(2)]
-    assert all(vibes.features(c)["flattery"] == vibes.features(p)["flattery"] for p, c in zip(parent, child, strict=True))
+    assert all(
+        vibes.features(c)["flattery"] == vibes.features(p)["flattery"]
+        for p, c in zip(parent, child, strict=True)
+    )
     found = discover(parent, child, [f"q{i}" for i in range(40)])
     top = [d for d in found[:5] if d.significant]
     assert any(expect in d.phrase for d in top), [(d.phrase, d.z) for d in found[:5]]
