@@ -26,7 +26,7 @@ def test_dpo_job_trains_publishes_and_plays(db, tiny_parent, make_snapshot, tiny
         snap,
         **{**FAST, "drift_prompts": 20, "drift_max_tokens": 6, "eval_items": 8, "eval_max_tokens": 6},
     )
-    view = wait(db, job_id, timeout=180)
+    view = wait(db, job_id, timeout=600)  # training + the checkpoint report (20 prompts, 8 eval items)
     assert view.status == "succeeded", view.error or view.log_tail
 
     # metrics: TRL's scalars per step, progress, measured KL, publish time
