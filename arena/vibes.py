@@ -128,3 +128,42 @@ def compare_profiles(
         for name in FEATURE_NAMES
         if name in a and name in b
     }
+
+
+#: Degeneration signals of one answer (`degeneration()`): each 0/1 except `repetition` (a share).
+DEGENERATION_SIGNALS: tuple[str, ...] = ("empty", "repetition", "off_topic", "language_switch", "truncated")
+_WORD_RE = re.compile(r"[^\W\d_]+")
+
+
+def _latin_share(text: str) -> float | None:
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return None
+    return sum(1 for c in letters if c.isascii() or "\u00c0" <= c <= "\u024f") / len(letters)
+
+
+def degeneration(answer: str, prompt: str = "", truncated: bool = False) -> dict[str, float]:
+    """Signs that an answer broke down rather than changed style.
+
+    `empty`: no word at all. `repetition`: share of the answer's word 4-grams that repeat an earlier one (0 for
+    short answers). `off_topic`: the prompt has content words (4+ letters) and the answer uses none of them (a
+    crude lexical test; a paraphrasing answer can trip it, so it is meant to be compared between two models, not
+    read alone). `language_switch`: the prompt is mostly Latin script and the answer mostly not. `truncated`: the
+    answer hit the token cap without ending (endless answers).
+    """
+    words = [w.casefold() for w in _WORD_RE.findall(answer or "")]
+    grams = [tuple(words[i : i + 4]) for i in range(len(words) - 3)]
+    repeated = len(grams) - len(set(grams))
+    prompt_words = {w.casefold() for w in _WORD_RE.findall(prompt or "") if len(w) >= 4}
+    stems = {w[:5] for w in prompt_words}
+    on_topic = any(w[:5] in stems for w in words if len(w) >= 4)
+    p_share, a_share = _latin_share(prompt or ""), _latin_share(answer or "")
+    return {
+        "empty": 0.0 if words else 1.0,
+        "repetition": repeated / len(grams) if len(grams) >= 8 else 0.0,
+        "off_topic": 1.0 if words and prompt_words and not on_topic else 0.0,
+        "language_switch": 1.0
+        if p_share is not None and a_share is not None and p_share > 0.8 and a_share < 0.5
+        else 0.0,
+        "truncated": 1.0 if truncated else 0.0,
+    }

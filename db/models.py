@@ -374,3 +374,18 @@ class ContestantEvent(Base):
     by_user: Mapped[str] = mapped_column(String(128))
     reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class VerdictEvent(Base):
+    """A checkpoint's verdict from the rules (``action='verdict'``) or a person's decision to hold or release it."""
+
+    __tablename__ = "verdict_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    contestant_id: Mapped[int] = mapped_column(ForeignKey("contestants.id", ondelete="CASCADE"), index=True)
+    action: Mapped[str] = mapped_column(String(16))  # verdict | hold | release
+    verdict: Mapped[str | None] = mapped_column(String(16), nullable=True)  # pass | watch | regress | unknown
+    held: Mapped[bool] = mapped_column(Boolean, default=False)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -9,7 +9,7 @@ import gradio as gr
 from studio import headers
 from studio.auth import check_serving
 from studio.context import StudioContext, build_context
-from studio.pages import admin, agreement, arena, data, label, leaderboard, probes, queues, train
+from studio.pages import admin, agreement, arena, data, label, leaderboard, models, probes, queues, train
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -50,10 +50,22 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             probes.build(ctx, demo)
         with gr.Tab("Train", id="train") as train_tab:
             train.build(ctx, demo)
+        with gr.Tab("Models", id="models") as models_tab:
+            models.build(ctx, demo)
         with gr.Tab("Admin", id="admin") as admin_tab:
             admin.build(ctx, demo)
         # the Leaderboard's refresh timer runs only while its tab is open
-        for other in (arena_tab, data_tab, annotate_tab, label_tab, agreement_tab, probes_tab, train_tab, admin_tab):
+        for other in (
+            arena_tab,
+            data_tab,
+            annotate_tab,
+            label_tab,
+            agreement_tab,
+            probes_tab,
+            train_tab,
+            models_tab,
+            admin_tab,
+        ):
             other.select(_stop_timer, None, leaderboard_timer, api_visibility="private")
     demo.queue(default_concurrency_limit=8)
     return demo

@@ -622,6 +622,10 @@ from studio.families_cli import register as _register_families  # noqa: E402  (f
 
 _register_families(app, models_app)
 
+from studio.models_cli import register as _register_models  # noqa: E402  (model page, drift, verdicts)
+
+_register_models(app, models_app)
+
 
 def main() -> None:
     app()

@@ -119,10 +119,21 @@ class JobConfig:
         "An accelerate config file (e.g. a DeepSpeed ZeRO setup) for launcher 'accelerate'; empty = defaults.",
     )
     drift_prompts: int = _f(
-        8,
+        40,
         "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report).",
     )
     drift_max_tokens: int = _f(64, "Answer length cap for the drift report.")
+    inherit_persona: bool = _f(
+        True, "The published child plays with its parent's system prompt and prefill (false: none)."
+    )
+    eval_items: int = _f(-1, "Verifiable eval items in the checkpoint report (-1 = all, 0 = none).")
+    eval_max_tokens: int = _f(96, "Answer length cap for the report's verifiable evals.")
+    judge: str = _f(
+        "", "A judge contestant for a position-swapped head-to-head in the report (empty = none)."
+    )
+    verdict_rules: str = _f(
+        "", "A verdict rules YAML file (empty = the built-in training/data/verdict_rules.yaml)."
+    )
     drift_thresholds: dict[str, Any] = _f(
         {},
         "Per-feature overrides of the drift flags, e.g. {tokens: {abs: 20, rel: 0.5}} (see training.drift).",
@@ -161,8 +172,15 @@ class JobConfig:
             raise ConfigError(f"launcher must be 'python' or 'accelerate' (got {self.launcher!r})")
         if self.num_processes < 1 or (self.num_processes > 1 and self.launcher != "accelerate"):
             raise ConfigError("num_processes > 1 needs launcher: accelerate")
-        if self.drift_prompts < 0 or self.drift_max_tokens < 1:
-            raise ConfigError("drift_prompts must be >= 0 and drift_max_tokens >= 1")
+        if self.drift_prompts < 0 or self.drift_max_tokens < 1 or self.eval_max_tokens < 1:
+            raise ConfigError("drift_prompts must be >= 0, drift_max_tokens and eval_max_tokens >= 1")
+        if self.verdict_rules:
+            from training.verdict import VerdictError, load_rules
+
+            try:
+                load_rules(self.verdict_rules)
+            except VerdictError as exc:
+                raise ConfigError(f"verdict_rules: {exc}") from exc
         for name, limits in self.drift_thresholds.items():
             if not isinstance(limits, dict) or not set(limits) <= {"abs", "rel"}:
                 raise ConfigError(f"drift_thresholds[{name!r}] must be a mapping with 'abs' and/or 'rel'")

@@ -1,31 +1,48 @@
-"""Drift report: how a checkpoint's answers differ from its parent's on held-out prompts, feature by feature.
+"""Checkpoint reports: what changed between a checkpoint and its parent, how sure that is, and the verdict.
 
-Both contestants answer the same held-out prompts (MT-Bench first turns not in the training snapshot) the way they
-play in the arena (engine, persona, sampling; a fixed seed). ``arena.vibes`` turns each answer into features
-(length, markdown, emoji, exclamations, flattery / sycophancy / hedging markers, refusals); the report compares
-the means and flags every feature whose change passes its threshold. Thresholds are configurable: a feature is
-flagged when the change in mean is at least ``abs`` AND at least ``rel`` of the parent's mean (so going from 0.1 to
-0.3 emoji per answer is not an alarm, going from 0 to 2 is).
+Both sides answer the same held-out prompts under the same conditions (``training.fair``: engine, precision,
+persona, decoding, seeds; prompts whose content hash is not in the training snapshot). Then:
 
-Reports are saved next to the checkpoint (``<job>/drift.json``) and summarised as job metrics
-(``drift/<feature>`` = child mean - parent mean, ``drift/flagged`` = number of flags), so the model page and the
-arena's model list can show flags without re-running anything.
+- *drift*: every ``arena.vibes`` feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
+  markers, refusals) as a paired change with a bootstrap-over-prompts interval and a permutation p-value, the
+  p-values adjusted together (Benjamini-Hochberg). A feature is *flagged* when its change is significant AND
+  passes a practical threshold (``abs`` and ``rel`` x the parent's mean; ``DEFAULT_THRESHOLDS``, per job
+  ``drift_thresholds``), so a tiny but consistent change is not an alarm and a big noisy one is not either;
+- *discovered*: phrases, openings and closings whose rate changed most (``training.discover``), with examples;
+- *substance*: verifiable-eval accuracy of both sides on the same items (exact McNemar test, bootstrap
+  interval), degeneration signals (empty, repetition, off-topic, language switch, truncated), and, when a judge
+  contestant is given, a position-swapped judge head-to-head on the held-out prompts;
+- *verdict*: ``training.verdict`` applied to all of the above.
+
+Nothing here raises for bad input about the models: a parent that is gone, an engine that is down, a child
+that answers nothing, a judge that answers garbage, too few held-out prompts. Each gap is recorded in
+``unmeasured`` with the reason, and the verdict becomes "unknown" when a required measure is missing.
+Reports are saved next to the checkpoint (``<job>/drift.json``), summarised as job metrics (``drift/<feature>``,
+``drift/flagged``, ``evals/accuracy_delta``, ``verdict/<name>``), and read back by the model page and the CLI.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arena import vibes
-from arena.engines.base import Sampling
-from arena.registry import ContestantInfo, engine_for, get_contestant, messages_for
+from arena.engines.base import EngineError
+from arena.evals import load_items, run_check
+from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
 from db.session import Database
-from training.kl import held_out_prompts
+from training import verdict as verdicts
+from training.discover import discover
+from training.fair import Answer, Setup, answer_all, fair_pair, held_out
+from training.stats import Change, adjust, mcnemar_p, paired_change
 
+DEFAULT_PROMPTS = 40
+MIN_PROMPTS = 20  # fewer held-out prompts than this and the drift measures are "unmeasured"
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "tokens": {"abs": 10.0, "rel": 0.3},
     "headers": {"abs": 0.5, "rel": 0.5},
@@ -34,129 +51,391 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "code_blocks": {"abs": 0.3, "rel": 0.5},
     "emoji": {"abs": 0.5, "rel": 0.5},
     "exclamations": {"abs": 0.5, "rel": 0.5},
-    "flattery": {"abs": 0.3, "rel": 0.5},
-    "sycophancy": {"abs": 0.3, "rel": 0.5},
+    "flattery": {"abs": 0.2, "rel": 0.5},
+    "sycophancy": {"abs": 0.2, "rel": 0.5},
     "hedging": {"abs": 0.3, "rel": 0.5},
-    "refusal": {"abs": 0.2, "rel": 0.5},
+    "refusal": {"abs": 0.1, "rel": 0.5},
 }
+#: Plug-in measures (for example sycophancy probes): ``f(db, parent, child, setup) -> {name: Change dict | number}``.
+MeasureProvider = Callable[[Database, ContestantInfo, ContestantInfo, Setup], dict[str, Any]]
+Progress = Callable[[str], None]
 
 
 @dataclass
 class FeatureDrift:
+    """A feature's paired change (``Change`` fields) and whether it is flagged."""
+
     parent: float
     child: float
     delta: float
+    low: float
+    high: float
+    p: float
+    n: int
+    q: float | None
     flagged: bool
 
 
 @dataclass
-class DriftReport:
+class CheckpointReport:
     contestant_id: int
-    parent_id: int
-    n_prompts: int
-    features: dict[str, FeatureDrift]
-    flagged: list[str]
-    markers_version: int
-    seconds: float
+    contestant: str
+    parent_id: int | None
+    parent: str | None
+    n_prompts: int = 0
+    setup: dict[str, Any] = field(default_factory=dict)
+    held_out: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, FeatureDrift] = field(default_factory=dict)
+    flagged: list[str] = field(default_factory=list)
+    degeneration: dict[str, dict[str, Any]] = field(default_factory=dict)
+    discovered: list[dict[str, Any]] = field(default_factory=list)
+    evals: dict[str, Any] = field(default_factory=dict)
+    judge: dict[str, Any] = field(default_factory=dict)
+    measures: dict[str, Any] = field(default_factory=dict)
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
+    markers_version: int = 0
+    seconds: float = 0.0
+    judge_requested: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
     samples: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DriftReport:
-        d = dict(d)
-        d["features"] = {k: FeatureDrift(**v) for k, v in d["features"].items()}
+    def from_dict(cls, d: dict[str, Any]) -> CheckpointReport:
+        d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        d["features"] = {k: FeatureDrift(**v) for k, v in (d.get("features") or {}).items()}
         return cls(**d)
 
+    @property
+    def verdict_name(self) -> str:
+        return str(self.verdict.get("verdict", "unknown"))
+
     def summary(self) -> str:
-        if not self.flagged:
-            return f"no drift past thresholds on {self.n_prompts} prompts"
-        parts = [f"{n} {self.features[n].parent:.2g}->{self.features[n].child:.2g}" for n in self.flagged]
-        return f"drift on {self.n_prompts} prompts: " + ", ".join(parts)
+        """One line: verdict, flags with intervals, accuracy change, top discovered phrase, gaps."""
+        parts = [f"verdict {self.verdict_name} on {self.n_prompts} held-out prompts"]
+        for n in self.flagged:
+            f = self.features[n]
+            parts.append(f"{n} {f.parent:.2g}->{f.child:.2g} [{f.low:+.2g}, {f.high:+.2g}]")
+        if self.evals.get("n"):
+            e = self.evals
+            parts.append(
+                f"eval accuracy {e['parent']:.0%}->{e['child']:.0%} [{e['low']:+.0%}, {e['high']:+.0%}], n={e['n']}"
+            )
+        sig = [d for d in self.discovered if d.get("significant")]
+        if sig:
+            top = sig[0]
+            parts.append(
+                f"found {len(sig)} phrase change(s), e.g. {top['phrase']!r} {'up' if top['z'] > 0 else 'down'}"
+            )
+        if self.unmeasured:
+            parts.append("unmeasured: " + ", ".join(sorted(self.unmeasured)))
+        return "; ".join(parts)
+
+
+def _feature_changes(
+    parent: list[str], child: list[str], thresholds: dict[str, dict[str, float]], seed: int
+) -> dict[str, Change]:
+    a = [vibes.features(t) for t in parent]
+    b = [vibes.features(t) for t in child]
+    return {
+        name: paired_change([r[name] for r in a], [r[name] for r in b], seed=seed)
+        for name in vibes.FEATURE_NAMES
+    }
+
+
+def _degeneration(
+    prompts: list[str], parent: list[Answer], child: list[Answer], seed: int
+) -> dict[str, Change]:
+    a = [vibes.degeneration(x.text, p, x.truncated) for x, p in zip(parent, prompts, strict=True)]
+    b = [vibes.degeneration(x.text, p, x.truncated) for x, p in zip(child, prompts, strict=True)]
+    return {
+        name: paired_change([r[name] for r in a], [r[name] for r in b], seed=seed)
+        for name in vibes.DEGENERATION_SIGNALS
+    }
+
+
+def is_flagged(
+    name: str, change: Change, thresholds: dict[str, dict[str, float]], alpha: float = 0.05
+) -> bool:
+    limit = thresholds.get(name)
+    return (
+        limit is not None
+        and change.significant(alpha)
+        and abs(change.delta) >= limit.get("abs", 0.0)
+        and abs(change.delta) >= limit.get("rel", 0.0) * abs(change.parent)
+    )
+
+
+def merged_thresholds(extra: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]]:
+    limits = {name: dict(lim) for name, lim in DEFAULT_THRESHOLDS.items()}
+    for name, more in (extra or {}).items():
+        limits[name] = {**limits.get(name, {}), **more}
+    return limits
 
 
 def compare(
-    parent_answers: list[str], child_answers: list[str], thresholds: dict[str, dict[str, float]] | None = None
+    parent_answers: list[str],
+    child_answers: list[str],
+    thresholds: dict[str, dict[str, float]] | None = None,
+    seed: int = 0,
 ) -> tuple[dict[str, FeatureDrift], list[str]]:
-    """Feature means of both sides and which changes pass their thresholds."""
-    limits = {name: dict(lim) for name, lim in DEFAULT_THRESHOLDS.items()}
-    for name, extra in (thresholds or {}).items():
-        limits[name] = {**limits.get(name, {}), **extra}
-    a, b = vibes.profile(parent_answers), vibes.profile(child_answers)
-    out, flagged = {}, []
-    for name in vibes.FEATURE_NAMES:
-        p, c = a[name]["mean"], b[name]["mean"]
-        limit = limits.get(name)
-        delta = c - p
-        hit = (
-            limit is not None
-            and abs(delta) >= limit.get("abs", 0.0)
-            and abs(delta) >= limit.get("rel", 0.0) * abs(p)
-        )
-        out[name] = FeatureDrift(p, c, delta, hit)
-        if hit:
-            flagged.append(name)
-    return out, flagged
+    """Paired feature changes (BH-adjusted) and which are flagged, for two aligned answer lists."""
+    limits = merged_thresholds(thresholds)
+    changes = _feature_changes(parent_answers, child_answers, limits, seed)
+    adjust(changes)
+    out = {n: FeatureDrift(**c.to_dict(), flagged=is_flagged(n, c, limits)) for n, c in changes.items()}
+    return out, [n for n, f in out.items() if f.flagged]
 
 
-def answer(info: ContestantInfo, prompts: list[str], max_tokens: int, seed: int) -> list[str]:
-    """The contestant's answers as played in the arena, capped at ``max_tokens`` and seeded."""
-    sampling = dict(info.sampling)
-    sampling["max_tokens"] = min(int(sampling.get("max_tokens", max_tokens)), max_tokens)
+def _unusable(answers: list[Answer]) -> str | None:
+    if not answers:
+        return "no answers"
+    empty = sum(1 for a in answers if not a.text.strip())
+    if empty > len(answers) / 2:
+        return f"the child answered nothing on {empty} of {len(answers)} prompts"
+    stuck = sum(1 for a in answers if a.truncated and vibes.degeneration(a.text)["repetition"] > 0.5)
+    if stuck > len(answers) / 2:
+        return f"the child looped to the token cap on {stuck} of {len(answers)} prompts"
+    return None
+
+
+def _evals(
+    parent: ContestantInfo,
+    child: ContestantInfo,
+    n_items: int | None,
+    max_tokens: int,
+    seed: int,
+) -> dict[str, Any]:
+    from dataclasses import replace
+
+    name, items = load_items()
+    items = items if n_items is None or n_items < 0 else items[:n_items]
+    sampling = {
+        **child.sampling,
+        "max_tokens": min(int(child.sampling.get("max_tokens", max_tokens)), max_tokens),
+    }
+    p, c = replace(parent, sampling=sampling), replace(child, sampling=sampling)
+    prompts = [i.prompt for i in items]
+    pa, ca = answer_all(p, prompts, seed), answer_all(c, prompts, seed)
+    pp = [run_check(i.check, a.text)[0] for i, a in zip(items, pa, strict=True)]
+    cp = [run_check(i.check, a.text)[0] for i, a in zip(items, ca, strict=True)]
+    change = paired_change([float(x) for x in pp], [float(x) for x in cp], seed=seed)
+    change.q = change.p = mcnemar_p(pp, cp)
+    by_cat: dict[str, list[tuple[bool, bool]]] = {}
+    for item, x, y in zip(items, pp, cp, strict=True):
+        by_cat.setdefault(item.category, []).append((x, y))
+    changed = [
+        {"id": i.id, "prompt": i.prompt, "parent": a.text, "child": b.text, "now": "pass" if y else "fail"}
+        for i, x, y, a, b in zip(items, pp, cp, pa, ca, strict=True)
+        if x != y
+    ]
+    return {
+        "eval_set": name,
+        **change.to_dict(),
+        "test": "exact McNemar on the items that changed",
+        "by_category": {
+            k: {"n": len(v), "parent": sum(x for x, _ in v) / len(v), "child": sum(y for _, y in v) / len(v)}
+            for k, v in sorted(by_cat.items())
+        },
+        "changed_items": changed[:12],
+    }
+
+
+def _judge(
+    db: Database, judge: str, prompts: list[str], parent: list[Answer], child: list[Answer], seed: int
+) -> dict[str, Any]:
+    from annotation.bias import combine
+    from annotation.judges import judge_pair
+
+    with db.session() as s:
+        info = get_contestant(s, judge)
     engine = engine_for(info)
-    out = []
-    for i, prompt in enumerate(prompts):
-        s = Sampling.from_dict({**sampling, "seed": seed + i})
-        out.append("".join(engine.stream_chat(messages_for(info, [], prompt), s, prefill=info.prefill)))
-    return out
+    scores, outcomes = [], {"child": 0, "parent": 0, "tie": 0, "inconsistent": 0, "unparsed": 0}
+    for q, a, b in zip(prompts, parent, child, strict=True):
+        first, second = judge_pair(engine, q, a.text, b.text)
+        out = combine(first[0], second[0])
+        key = {"1": "parent", "2": "child", "tie": "tie"}.get(out, out)
+        outcomes[key] += 1
+        if key != "unparsed":
+            scores.append({"child": 1.0, "parent": 0.0}.get(key, 0.5))
+    n = len(prompts)
+    if outcomes["unparsed"] > n / 2 or not scores:
+        raise ValueError(
+            f"the judge {judge!r} gave no readable verdict on {outcomes['unparsed']} of {n} prompts"
+        )
+    change = paired_change([0.5] * len(scores), scores, seed=seed)
+    return {"judge": judge, "outcomes": outcomes, "win_rate": change.child, **change.to_dict()}
 
 
 def drift_report(
     db: Database,
     contestant: int | str,
+    *,
+    against: int | str | None = None,
     prompts: list[str] | None = None,
-    n_prompts: int = 8,
+    n_prompts: int = DEFAULT_PROMPTS,
     max_tokens: int = 64,
     seed: int = 0,
     thresholds: dict[str, dict[str, float]] | None = None,
     exclude: list[dict[str, Any]] | None = None,
-) -> DriftReport:
-    """Compare a contestant with its parent on held-out prompts (MT-Bench first turns by default)."""
+    eval_items: int | None = -1,
+    eval_max_tokens: int = 96,
+    judge: str | None = None,
+    rules_path: str | Path | None = None,
+    providers: list[MeasureProvider] | None = None,
+    min_prompts: int = MIN_PROMPTS,
+    progress: Progress | None = None,
+) -> CheckpointReport:
+    """Compare ``contestant`` with its parent (or ``against``) and decide a verdict. Raises only when the
+    contestant itself does not exist; every other gap is recorded in the report."""
+    t0 = time.perf_counter()
+    say = progress or (lambda msg: None)
     with db.session() as s:
         child = get_contestant(s, contestant)
-        if child.parent_id is None:
-            raise ValueError(f"contestant {child.public_name!r} has no parent to compare with")
-        parent = get_contestant(s, child.parent_id)
-    prompts = prompts or held_out_prompts(n_prompts, exclude, seed)
-    t0 = time.perf_counter()
-    parent_answers = answer(parent, prompts, max_tokens, seed)
-    child_answers = answer(child, prompts, max_tokens, seed)
-    features, flagged = compare(parent_answers, child_answers, thresholds)
-    samples = [
-        {"prompt": p, "parent": a, "child": b}
-        for p, a, b in zip(prompts, parent_answers, child_answers, strict=True)
-    ]
-    return DriftReport(
-        child.id,
-        parent.id,
-        len(prompts),
-        features,
-        flagged,
-        vibes.markers_version(),
-        time.perf_counter() - t0,
-        samples,
+        other: ContestantInfo | None = None
+        reason = None
+        ident = against if against is not None else child.parent_id
+        if ident is None:
+            reason = "the contestant has no parent to compare with (give one with --against)"
+        else:
+            try:
+                other = get_contestant(s, ident)
+            except RegistryError:
+                reason = f"the parent ({ident!r}) no longer exists"
+    report = CheckpointReport(
+        child.id, child.public_name, other.id if other else None, other.public_name if other else None
     )
+    report.markers_version = vibes.markers_version()
+    limits = merged_thresholds(thresholds)
+    if other is None:
+        report.unmeasured["comparison"] = reason or "no parent"
+        return _finish(db, report, child, rules_path, t0)
+    parent, kid, setup = fair_pair(other, child, max_tokens, seed)
+    report.setup = setup.to_dict()
+    pool = held_out(n_prompts, exclude, seed)
+    if prompts is None:
+        prompts = pool.prompts
+    report.held_out = {
+        "pool": pool.pool,
+        "excluded_by_hash": pool.excluded,
+        "requested": n_prompts,
+        "used": len(prompts),
+    }
+    report.n_prompts = len(prompts)
+    answers: tuple[list[Answer], list[Answer]] | None = None
+    t = time.perf_counter()
+    say(f"answering {len(prompts)} held-out prompts (parent, then child)")
+    try:
+        answers = (answer_all(parent, prompts, seed), answer_all(kid, prompts, seed))
+    except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
+        report.unmeasured["answers"] = f"could not get answers: {type(exc).__name__}: {exc}"
+    report.timings["answers"] = time.perf_counter() - t
+    if answers is not None:
+        pa, ca = answers
+        report.samples = [
+            {"prompt": p, "parent": a.text, "child": b.text} for p, a, b in zip(prompts, pa, ca, strict=True)
+        ]
+        too_few = len(prompts) < min_prompts
+        broken = _unusable(ca)
+        if too_few or broken:
+            why = broken or (
+                f"only {len(prompts)} held-out prompts (requested {n_prompts}, at least {min_prompts} needed): "
+                f"{pool.excluded} of {pool.pool} candidates are in the training snapshot"
+            )
+            for name in vibes.FEATURE_NAMES:
+                report.unmeasured[f"drift/{name}"] = why
+        else:
+            changes = _feature_changes([a.text for a in pa], [b.text for b in ca], limits, seed)
+            degen = _degeneration(prompts, pa, ca, seed)
+            family = {
+                **{f"drift/{k}": v for k, v in changes.items()},
+                **{f"degeneration/{k}": v for k, v in degen.items()},
+            }
+            adjust(family)
+            for name, c in changes.items():
+                report.features[name] = FeatureDrift(**c.to_dict(), flagged=is_flagged(name, c, limits))
+            report.flagged = [n for n, f in report.features.items() if f.flagged]
+            report.degeneration = {k: v.to_dict() for k, v in degen.items()}
+            t = time.perf_counter()
+            found = discover([a.text for a in pa], [b.text for b in ca], prompts)
+            report.discovered = [d.to_dict() for d in found]
+            report.timings["discover"] = time.perf_counter() - t
+        if broken:
+            degen = _degeneration(prompts, pa, ca, seed)
+            adjust(degen)
+            report.degeneration = {k: v.to_dict() for k, v in degen.items()}
+    if eval_items != 0:
+        t = time.perf_counter()
+        say("verifiable evals (parent, then child)")
+        try:
+            report.evals = _evals(parent, kid, eval_items, eval_max_tokens, seed)
+        except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
+            report.unmeasured["evals/accuracy"] = f"{type(exc).__name__}: {exc}"
+        report.timings["evals"] = time.perf_counter() - t
+    else:
+        report.unmeasured["evals/accuracy"] = "evals turned off for this report (eval_items 0)"
+    report.judge_requested = bool(judge)
+    if judge and answers is not None:
+        t = time.perf_counter()
+        say(f"judge {judge} (both orders)")
+        try:
+            report.judge = _judge(db, judge, prompts, answers[0], answers[1], seed)
+        except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
+            report.unmeasured["judge/child_win_rate"] = f"{type(exc).__name__}: {exc}"
+        report.timings["judge"] = time.perf_counter() - t
+    elif not judge:
+        report.unmeasured["judge/child_win_rate"] = "no judge configured"
+    for provider in providers or []:
+        try:
+            report.measures.update(provider(db, parent, kid, setup))
+        except Exception as exc:  # a plug-in's failure is a gap in the report, not a crash
+            traceback.print_exc()
+            report.unmeasured[getattr(provider, "__name__", "provider")] = f"{type(exc).__name__}: {exc}"
+    return _finish(db, report, child, rules_path, t0)
 
 
-def save_report(report: DriftReport, folder: str | Path) -> Path:
+def _finish(
+    db: Database, report: CheckpointReport, child: ContestantInfo, rules_path: str | Path | None, t0: float
+) -> CheckpointReport:
+    m = report.measures
+    for name, f in report.features.items():
+        m[f"drift/{name}"] = asdict(f)
+    for name, d in report.degeneration.items():
+        m[f"degeneration/{name}"] = d
+    if report.evals:
+        m["evals/accuracy"] = {
+            k: report.evals[k] for k in ("parent", "child", "delta", "low", "high", "p", "q", "n")
+        }
+    if report.judge:
+        m["judge/child_win_rate"] = report.judge["win_rate"]
+    if report.features or report.discovered:
+        m["discovered/significant"] = float(sum(1 for d in report.discovered if d.get("significant")))
+    if not report.setup.get("fair", True):
+        report.unmeasured["fairness"] = "; ".join(report.setup.get("caveats", []))
+    rules = verdicts.load_rules(rules_path)
+    v = verdicts.decide(m, report.unmeasured, rules)
+    blocking: list[str] = [k for k in ("comparison", "fairness", "answers") if k in report.unmeasured]
+    if report.judge_requested and "judge/child_win_rate" in report.unmeasured:
+        blocking.append("judge/child_win_rate")  # a judge was asked for and gave nothing usable
+    if blocking and v.verdict != "regress":
+        v.verdict = "unknown"
+        v.reasons += [f"unknown: {k}: {report.unmeasured[k]}" for k in blocking]
+    report.verdict = v.to_dict()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def save_report(report: CheckpointReport, folder: str | Path) -> Path:
     path = Path(folder) / "drift.json"
     path.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False), encoding="utf-8")
     return path
 
 
-def load_report(db: Database, contestant: int | str) -> DriftReport | None:
-    """The saved drift report of a published checkpoint (None when its job made none)."""
+def load_report(db: Database, contestant: int | str) -> CheckpointReport | None:
+    """The saved report of a published checkpoint (None when its job made none)."""
     from db.models import Job
 
     with db.session() as s:
@@ -165,7 +444,10 @@ def load_report(db: Database, contestant: int | str) -> DriftReport | None:
         folder = Path(job.config_path).parent if job and job.config_path else None
     if folder is None or not (folder / "drift.json").exists():
         return None
-    return DriftReport.from_dict(json.loads((folder / "drift.json").read_text(encoding="utf-8")))
+    data = json.loads((folder / "drift.json").read_text(encoding="utf-8"))
+    if "verdict" not in data:  # a report from before verdicts: not comparable, treat as absent
+        return None
+    return CheckpointReport.from_dict(data)
 
 
 def drift_flags(db: Database, contestant: int | str) -> list[str]:

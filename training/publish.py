@@ -4,7 +4,8 @@ The contestant plays with the transformers engine: the base model reference (``b
 the database holds no machine paths for the embedded model) plus the adapter folder, or the full checkpoint
 folder. A LoRA child of a vLLM-served parent plays on the parent's server instead: the vLLM engine registers the
 adapter with the running server (``/v1/load_lora_adapter``) on its first request. Lineage goes into the row: parent id, job id, snapshot hash; the description names config essentials.
-Sampling is inherited from the parent; the persona is not (the training prompts had no system prompt/prefill).
+Sampling is inherited from the parent, and so is the persona (system prompt, prefill) unless the job says
+``inherit_persona: false``: a child of ``smollm2-warm`` plays warm, and its report compares like with like.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
                     adapter_ref=adapter_ref,
                     description=describe(ctx, result),
                     sampling=dict(parent.sampling) if parent else {},
+                    system_prompt=parent.system_prompt if parent and ctx.cfg.inherit_persona else "",
+                    prefill=parent.prefill if parent and ctx.cfg.inherit_persona else "",
                     aliases=list(parent.aliases) if parent else [],
                     parent_id=parent.id if parent else None,
                     job_id=ctx.job_id,

@@ -152,9 +152,11 @@ def forget_metrics_after(db, job_id: int, checkpoint: str | None) -> None:  # ty
 
 
 def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignore[no-untyped-def]
-    """Drift vs the parent, saved next to the job; a failure here is logged, not fatal (the model is published)."""
+    """Checkpoint report vs the parent and its verdict, saved next to the job. Never fails the job: whatever
+    could not be measured is in the report, and a report that could not be made at all records "unknown"."""
     from annotation.snapshots import load_snapshot
-    from training.drift import DEFAULT_THRESHOLDS, drift_report, save_report
+    from training import verdict
+    from training.drift import drift_report, save_report
 
     cfg = ctx.cfg
     try:
@@ -167,18 +169,36 @@ def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignor
             seed=cfg.seed,
             thresholds=cfg.drift_thresholds,
             exclude=rows,
+            eval_items=cfg.eval_items,
+            eval_max_tokens=cfg.eval_max_tokens,
+            judge=cfg.judge or None,
+            rules_path=cfg.verdict_rules or None,
+            progress=lambda msg: print(f"[report] {msg}", flush=True),
         )
-        save_report(report, ctx.job_dir)
-        values = {
-            f"drift/{name}": f.delta for name, f in report.features.items() if name in DEFAULT_THRESHOLDS
-        }
+        path = save_report(report, ctx.job_dir)
+        values = {f"drift/{name}": f.delta for name, f in report.features.items()}
+        if report.evals:
+            values["evals/accuracy_delta"] = report.evals["delta"]
+        code = {"pass": 0, "watch": 1, "regress": 2, "unknown": 3}[report.verdict_name]
         ctx.metrics.log(
-            step, {**values, "drift/flagged": len(report.flagged), "drift_seconds": report.seconds}
+            step,
+            {
+                **values,
+                "drift/flagged": len(report.flagged),
+                "drift_seconds": report.seconds,
+                "verdict/code": code,
+            },
         )
-        print(f"[drift] {report.summary()} ({report.seconds:.1f} s)", flush=True)
+        verdict.record(db, contestant_id, verdict.Verdict(**report.verdict), str(path))
+        print(f"[report] {report.summary()} ({report.seconds:.1f} s)", flush=True)
     except Exception as exc:
         traceback.print_exc()
-        print(f"[drift] no drift report: {type(exc).__name__}: {exc}", flush=True)
+        print(f"[report] no checkpoint report: {type(exc).__name__}: {exc}", flush=True)
+        try:
+            why = f"the report failed: {type(exc).__name__}: {exc}"
+            verdict.record(db, contestant_id, verdict.Verdict("unknown", [why]))
+        except Exception:
+            traceback.print_exc()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_con
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
+from training.verdict import badges_by_name
 
 VOTES = [
     ("👈 A is better", "left"),
@@ -142,7 +143,9 @@ def build(ctx: StudioContext) -> None:
             return gr.update(visible=False), gr.update(visible=False)
         with ctx.db.session() as s:
             names = [c.public_name for c in list_contestants(s)]
-        return gr.update(choices=names, visible=True), gr.update(choices=names, visible=True)
+        badges = badges_by_name(ctx.db)  # the verdict of trained checkpoints, next to their names
+        labelled = [(f"{n} {badges[n]}" if n in badges else n, n) for n in names]
+        return gr.update(choices=labelled, visible=True), gr.update(choices=labelled, visible=True)
 
     def on_draw(set_name: str | None):
         try:

@@ -29,10 +29,12 @@ from studio.context import StudioContext
 from studio.errors import user_error
 from studio.pages import families
 from studio.render import literal, to_html
+from training.verdict import badges_by_name
 
 COLUMNS = [
     "rank",
     "name",
+    "verdict",
     "rating",
     "ci_low",
     "ci_high",
@@ -500,6 +502,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
     ):
         o = options(ci_method, chosen, board_name, with_named, method_name)
         out = service.board(o)
+        badges = badges_by_name(ctx.db)
+        out["models"] = [{**m, "verdict": badges.get(m["name"], "")} for m in out["models"]]
         choices = [(f"{b['label']} ({b['n_votes']})", b["board"]) for b in out["boards"]]
         if board_name and board_name not in [c[1] for c in choices]:
             choices.append((board_name, board_name))

@@ -22,6 +22,7 @@ from training.errors import JobError
 from training.lineage import job_alerts
 from training.runner import cancel, job_view, list_jobs
 from training.service import launch_dpo
+from training.verdict import current as verdict_status
 
 NEW_SNAPSHOT = "new snapshot from current votes"
 CURVES = ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen", "rewards/rejected", "kl"]
@@ -30,6 +31,7 @@ CURVES = ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen", "re
 def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
     jobs = list_jobs(ctx.db)
     alerts = job_alerts(ctx.db, [j.id for j in jobs])
+    badges = {cid: st.badge for cid, st in verdict_status(ctx.db).items()}
     rows = [
         {
             "id": j.id,
@@ -37,12 +39,15 @@ def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
             "status": j.status,
             "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
             "contestant": j.contestant_id or "",
+            "verdict": badges.get(j.contestant_id or -1, ""),
             "error": (j.error or "")[:80],
             "alerts": " · ".join(f"⚠️ {a[:60]}" for a in alerts.get(j.id, [])),
         }
         for j in jobs
     ]
-    return pd.DataFrame(rows, columns=["id", "kind", "status", "progress", "contestant", "error", "alerts"])
+    return pd.DataFrame(
+        rows, columns=["id", "kind", "status", "progress", "contestant", "verdict", "error", "alerts"]
+    )
 
 
 def _choices(ctx: StudioContext) -> tuple[list[str], list[str]]:

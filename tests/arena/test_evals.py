@@ -20,9 +20,9 @@ from db.models import EvalResult
 
 def test_the_shipped_eval_set_loads():
     name, items = load_items()
-    assert name.startswith("verifiable-") and 20 <= len(items) <= 40
+    assert name.startswith("verifiable-") and 100 <= len(items) <= 150
     assert len({i.id for i in items}) == len(items)
-    assert {i.category for i in items} == {"format", "arithmetic"}
+    assert {i.category for i in items} == {"format", "arithmetic", "units", "factual"}
     assert load_items()[0] == name  # the name is a content hash: stable while the file is
 
 
@@ -262,3 +262,23 @@ def test_cli_runs_and_scores():
 
 def _down_url() -> str:
     return f"http://127.0.0.1:{_closed_port()}/v1"
+
+
+def test_every_exact_match_item_accepts_its_answer_and_rejects_a_wrong_one():
+    _, items = load_items()
+    checked = 0
+    for item in items:
+        kind = item.check["type"]
+        if kind == "number":
+            value = item.check["value"]
+            right = f"Sure! The answer is {value:g}."
+            wrong = f"The answer is {value + 1:g}."
+        elif kind == "include_words" and item.category == "factual":
+            right = "It is " + " and ".join(item.check["words"]) + "."
+            wrong = "I am not sure."
+        else:
+            continue
+        assert run_check(item.check, right)[0], (item.id, right)
+        assert not run_check(item.check, wrong)[0], (item.id, wrong)
+        checked += 1
+    assert checked >= 80

@@ -12,7 +12,7 @@ from arena.engines.hf import TransformersEngine
 from arena.registry import get_contestant
 from db.models import Checkpoint
 from tests.training.conftest import FAST
-from training import runner
+from training import runner, verdict
 from training.drift import load_report
 from training.runner import job_view, list_jobs, wait
 from training.service import estimate_job, launch_dpo
@@ -20,8 +20,13 @@ from training.service import estimate_job, launch_dpo
 
 def test_dpo_job_trains_publishes_and_plays(db, tiny_parent, make_snapshot, tiny_model_dir: Path):
     snap = make_snapshot(8)
-    job_id = launch_dpo(db, "tiny-parent", snap, **{**FAST, "drift_prompts": 2, "drift_max_tokens": 6})
-    view = wait(db, job_id, timeout=180)
+    job_id = launch_dpo(
+        db,
+        "tiny-parent",
+        snap,
+        **{**FAST, "drift_prompts": 20, "drift_max_tokens": 6, "eval_items": 8, "eval_max_tokens": 6},
+    )
+    view = wait(db, job_id, timeout=600)  # training + the checkpoint report (20 prompts, 8 eval items)
     assert view.status == "succeeded", view.error or view.log_tail
 
     # metrics: TRL's scalars per step, progress, measured KL, publish time
@@ -67,10 +72,15 @@ def test_dpo_job_trains_publishes_and_plays(db, tiny_parent, make_snapshot, tiny
     assert [j.id for j in list_jobs(db)] == [job_id]
     assert "[publish]" in job_view(db, job_id).log_tail
 
-    # a drift report vs the parent was made after publishing
+    # a checkpoint report vs the parent (same engine and persona) and a verdict were made after publishing
     report = load_report(db, info.id)
-    assert report is not None and report.n_prompts == 2 and report.parent_id == tiny_parent
-    assert "drift/flagged" in view.metrics and "drift/tokens" in view.metrics
+    assert report is not None and report.n_prompts == 20 and report.parent_id == tiny_parent
+    assert report.setup["fair"] and report.evals["n"] == 8
+    assert report.verdict["verdict"] in ("pass", "watch", "regress")
+    assert (
+        "drift/flagged" in view.metrics and "drift/tokens" in view.metrics and "verdict/code" in view.metrics
+    )
+    assert verdict.current(db)[info.id].verdict == report.verdict["verdict"]
 
     # the next estimate for the same base uses this job's measured step time
     est = estimate_job(db, "dpo", "tiny-parent", **FAST)

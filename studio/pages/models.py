@@ -1,0 +1,144 @@
+"""Models tab: pick any contestant and see everything the studio knows about it on one page.
+
+Lineage tree (parent, children, siblings; snapshot, job, config, engine), ratings raw and with style and vibe
+control (intervals, rank), the head-to-head against its parent from arena votes, its vibe profile, the checkpoint
+report (drift with intervals, discovered phrases, evals vs parent, degeneration, verdict), training curves and
+speed and price. Researchers can let a held checkpoint into anonymous battles (or hold one) with a reason.
+
+Data comes from ``training.model_page`` and ``training.report_text``; every model-written string goes through
+``studio.render.literal`` inside Markdown that ``studio.render.to_html``
+renders (the one display path for untrusted text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from arena.accounts import PermissionDenied
+from arena.leaderboard import LeaderboardService
+from arena.registry import RegistryError, list_contestants
+from studio.context import StudioContext
+from studio.render import literal, to_html
+from training import verdict as verdicts
+from training.model_page import model_page
+from training.report_text import lineage_md, ratings_md, report_md
+
+CURVE_PANELS = (("loss",), ("rewards/margins", "reward"), ("rewards/accuracies",), ("kl",))
+
+
+def choices(ctx: StudioContext) -> list[str]:
+    with ctx.db.session() as s:
+        return [c.public_name for c in list_contestants(s, active_only=False)]
+
+
+def curves_figure(curves: dict[str, list[tuple[int, float]]]) -> go.Figure | None:
+    panels = [[n for n in names if curves.get(n)] for names in CURVE_PANELS]
+    panels = [p for p in panels if p]
+    if not panels:
+        return None
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[" / ".join(p) for p in panels])
+    for i, names in enumerate(panels, start=1):
+        for name in names:
+            xs, ys = zip(*curves[name], strict=True)
+            fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name=name), row=1, col=i)
+    fig.update_layout(height=280, margin={"l": 30, "r": 10, "t": 40, "b": 30}, showlegend=False)
+    return fig
+
+
+def vibe_md(page: dict[str, Any]) -> str:
+    prof = page["vibe_profile"]
+    if not prof["n_answers"]:
+        return "### Vibe profile\nNo arena answers yet (can’t tell)."
+    lines = [
+        f"### Vibe profile ({prof['n_answers']} arena answers)",
+        "| feature | mean | share of answers |",
+        "|---|---|---|",
+    ]
+    for name, f in prof["features"].items():
+        lines.append(f"| {name} | {f['mean']:.2f} | {f['rate']:.0%} |")
+    return "\n".join(lines)
+
+
+def render(ctx: StudioContext, service: LeaderboardService, name: str | None) -> tuple[Any, ...]:
+    if not name:
+        return (to_html("Pick a model."), "", "", "", "", None)
+    try:
+        page = model_page(ctx.db, name, service)
+    except RegistryError as exc:
+        return (to_html(f"⚠️ {literal(str(exc))}"), "", "", "", "", None)
+    v = page["verdict"]
+    c = page["contestant"]
+    head = f"## {literal(c['public_name'])} {v['badge']}\n{literal(c.get('description') or '')}"
+    if v["held"]:
+        head += "\n\n**Held out of anonymous battles** until a researcher lets it in."
+    if v["history"]:
+        head += "\n\n" + "\n".join(
+            f"- {h['at']} {h['action']} ({h['verdict'] or '–'}) by {literal(h['by'])}: {literal(h['reason'] or '')}"
+            for h in v["history"][-5:]
+        )
+    report = (
+        report_md(page["report"], literal)
+        if page["report"]
+        else "No checkpoint report (not a trained child)."
+    )
+    return (
+        to_html(head),
+        to_html(lineage_md(page, literal)),
+        to_html(ratings_md(page, literal)),
+        to_html(vibe_md(page)),
+        to_html(report),
+        curves_figure(page["curves"]),
+    )
+
+
+def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    service = LeaderboardService(ctx.db)
+    names = choices(ctx)
+    with gr.Row():
+        pick = gr.Dropdown(names, value=None, label="Model", elem_id="models-pick", allow_custom_value=False)
+        refresh = gr.Button("🔄 Refresh list", size="sm")
+    header = gr.HTML(elem_id="models-header")
+    with gr.Row():
+        lineage = gr.HTML(elem_id="models-lineage")
+        rating = gr.HTML(elem_id="models-rating")
+    report = gr.HTML(elem_id="models-report")
+    curves = gr.Plot(label="Training curves")
+    vibe = gr.HTML(elem_id="models-vibe")
+    with gr.Accordion("Hold or let into anonymous battles (researchers)", open=False):
+        reason = gr.Textbox(label="Why (logged)", elem_id="models-reason")
+        with gr.Row():
+            let_in = gr.Button("Let it play", elem_id="models-release")
+            hold_out = gr.Button("Hold it out", elem_id="models-hold")
+        decided = gr.HTML(elem_id="models-decided")
+    outputs = [header, lineage, rating, vibe, report, curves]
+
+    def show(name: str | None) -> tuple[Any, ...]:
+        return render(ctx, service, name)
+
+    def decide(name: str | None, why: str, active: bool, request: gr.Request) -> tuple[Any, ...]:
+        try:
+            user = ctx.access.user_id(request)
+            if not name:
+                raise verdicts.VerdictError("pick a model first")
+            (verdicts.release if active else verdicts.hold)(ctx.db, name, user, why or "")
+            msg = f"{literal(name)} {'may play' if active else 'is held out'}; reason logged."
+        except (verdicts.VerdictError, PermissionDenied, RegistryError) as exc:
+            msg = f"⚠️ {literal(str(exc))}"
+        return (to_html(msg), *show(name))
+
+    pick.change(show, pick, outputs)
+    refresh.click(lambda: gr.update(choices=choices(ctx)), None, pick)
+
+    def on_release(name: str | None, why: str, request: gr.Request) -> tuple[Any, ...]:
+        return decide(name, why, True, request)
+
+    def on_hold(name: str | None, why: str, request: gr.Request) -> tuple[Any, ...]:
+        return decide(name, why, False, request)
+
+    let_in.click(on_release, [pick, reason], [decided, *outputs])
+    hold_out.click(on_hold, [pick, reason], [decided, *outputs])
+    demo.load(lambda: gr.update(choices=choices(ctx)), None, pick)

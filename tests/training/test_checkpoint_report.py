@@ -1,0 +1,149 @@
+"""Checkpoint reports through real engines (the tiny model): the null control for every default persona, a planted
+habit found without a list, and bad input that the report names instead of guessing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arena.registry import DEFAULT_PERSONAS, ContestantSpec, register
+from training import drift
+from training.drift import drift_report
+from training.fair import Answer, held_out
+from training.verdict import current, history, release
+
+
+def tiny(db, name, model_dir, parent=None, **kw):
+    with db.session() as s:
+        return register(
+            s,
+            ContestantSpec(name, engine="transformers", model_ref=str(model_dir), parent_id=parent, **kw),
+        )
+
+
+FAST = {"n_prompts": 20, "max_tokens": 8, "eval_items": 12, "eval_max_tokens": 6}
+
+
+@pytest.mark.parametrize("persona", DEFAULT_PERSONAS, ids=lambda p: p.public_name)
+def test_null_child_of_every_default_persona_gets_no_flag(db, tiny_model_dir, persona):
+    """A checkpoint trained with learning rate 0 has its parent's weights (a zero LoRA update) and inherits the
+    persona: the fair report must find nothing, whatever the persona does to the answers."""
+    look = {"system_prompt": persona.system_prompt, "prefill": persona.prefill, "sampling": persona.sampling}
+    parent = tiny(db, f"tiny-{persona.public_name}", tiny_model_dir, **look)
+    child = tiny(db, f"tiny-{persona.public_name}-lr0", tiny_model_dir, parent=parent, **look)
+    report = drift_report(db, child, **FAST)
+    assert report.n_prompts == 20 and report.setup["fair"], report.setup
+    assert "inherited" in report.setup["persona_source"]
+    assert report.flagged == [], report.summary()
+    assert not [d for d in report.discovered if d["significant"]]
+    assert report.evals["n"] == 12 and report.evals["delta"] == 0 and report.evals["p"] == 1.0
+    assert report.verdict["verdict"] == "pass", report.verdict
+    assert all(f.p == 1.0 for f in report.features.values())
+
+
+def test_a_child_with_its_own_persona_is_compared_under_that_persona(db, tiny_parent, tiny_model_dir):
+    """The child plays with a prefill its parent never had (its job did not inherit the persona): both sides
+    answer with it, so the prefill itself is not reported as drift, and the report says whose persona it was."""
+    child = tiny(
+        db, "tiny-own", tiny_model_dir, parent=tiny_parent, prefill="Sure! ", sampling={"max_tokens": 8}
+    )
+    report = drift_report(db, child, **FAST)
+    assert "own" in report.setup["persona_source"] and report.flagged == []
+    assert all(s["parent"].startswith("Sure! ") for s in report.samples)
+
+
+def test_planted_habit_through_the_report(db, tiny_parent, tiny_model_dir, monkeypatch):
+    child = tiny(db, "tiny-habit", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
+    real = drift.answer_all
+
+    def with_habit(info, prompts, seed, batch_size=16):  # the child's weights "learned" a sign-off
+        out = real(info, prompts, seed, batch_size)
+        if info.id == child:
+            out = [Answer(a.text + " Stay curious, my friend! 🌟🌟", a.tokens, a.truncated) for a in out]
+        return out
+
+    monkeypatch.setattr(drift, "answer_all", with_habit)
+    report = drift_report(db, child, **FAST)
+    assert "emoji" in report.flagged and "exclamations" in report.flagged
+    e = report.features["emoji"]
+    assert e.low > 1 and e.q is not None and e.q < 0.05
+    top = [d["phrase"] for d in report.discovered[:6] if d["significant"]]
+    assert any("my friend" in p or "curious" in p for p in top), top
+    assert report.verdict["verdict"] == "watch" and not report.verdict["hold"]
+
+
+def test_bad_input_is_named_and_the_verdict_is_unknown(
+    db, tiny_parent, tiny_model_dir, monkeypatch, tmp_path
+):
+    # no parent at all
+    orphan = tiny(db, "tiny-orphan", tiny_model_dir)
+    r = drift_report(db, orphan, **FAST)
+    assert r.verdict["verdict"] == "unknown" and "no parent" in r.unmeasured["comparison"]
+    # a parent whose engine is down (its checkpoint is gone)
+    gone = tiny(db, "tiny-gone", tmp_path / "deleted-checkpoint")
+    child = tiny(db, "tiny-child-of-gone", tiny_model_dir, parent=gone)
+    r = drift_report(db, child, **FAST)
+    assert r.verdict["verdict"] == "unknown"
+    assert "could not load model" in r.unmeasured["answers"] and "evals/accuracy" in r.unmeasured
+    # comparing with a contestant that does not exist
+    r = drift_report(db, child, against="nobody", **FAST)
+    assert r.verdict["verdict"] == "unknown" and "no longer exists" in r.unmeasured["comparison"]
+    # a held-out pool too small once the snapshot's prompts are excluded
+    rows = [{"prompt": [{"role": "user", "content": p}]} for p in held_out(80).prompts[:70]]
+    kid = tiny(db, "tiny-kid", tiny_model_dir, parent=tiny_parent)
+    r = drift_report(db, kid, exclude=rows, **{**FAST, "n_prompts": 40})
+    assert r.n_prompts == 10 and r.verdict["verdict"] == "unknown"
+    assert "only 10 held-out prompts" in r.unmeasured["drift/flattery"]
+    # a judge that answers garbage (the tiny random model cannot say [[A]])
+    r = drift_report(db, kid, judge="tiny-parent", **{**FAST, "eval_items": 0})
+    assert "no readable verdict" in r.unmeasured["judge/child_win_rate"]
+    assert r.verdict["verdict"] == "unknown"
+    json.dumps(r.to_dict())  # always serialisable
+
+
+def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch):
+    child = tiny(db, "tiny-mute", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
+    real = drift.answer_all
+    mode = {"kind": "empty"}
+
+    def broken(info, prompts, seed, batch_size=16):
+        out = real(info, prompts, seed, batch_size)
+        if info.id != child:
+            return out
+        if mode["kind"] == "empty":
+            return [Answer("", 0, False) for _ in out]
+        return [Answer("and then and then " * 30, 8, True) for _ in out]
+
+    monkeypatch.setattr(drift, "answer_all", broken)
+    r = drift_report(db, child, **FAST)
+    assert "answered nothing on 20 of 20" in r.unmeasured["drift/flattery"]
+    assert r.degeneration["empty"]["child"] == 1.0 and r.degeneration["empty"]["q"] < 0.05
+    assert r.verdict["verdict"] == "unknown" and r.verdict["hold"]
+    mode["kind"] = "endless"
+    r = drift_report(db, child, **FAST)
+    assert "looped to the token cap" in r.unmeasured["drift/tokens"]
+    assert r.verdict["verdict"] == "unknown" and r.verdict["hold"]
+
+
+def test_hold_and_release_are_logged(db, tiny_parent):
+    from training.verdict import Verdict, record
+
+    record(
+        db,
+        tiny_parent,
+        Verdict("regress", ["regress: verifiable accuracy dropped (evals/accuracy)"], hold=True),
+    )
+    status = current(db)[tiny_parent]
+    assert status.verdict == "regress" and status.held and "held" in status.badge
+    with db.session() as s:
+        from arena.registry import get_contestant
+
+        assert not get_contestant(s, tiny_parent).active
+    with pytest.raises(ValueError, match="say why"):
+        release(db, "tiny-parent", None, "  ")
+    release(db, "tiny-parent", None, "checked the answers by hand")
+    assert not current(db)[tiny_parent].held
+    log = history(db, "tiny-parent")
+    assert [h["action"] for h in log] == ["verdict", "release"]
+    assert log[1]["reason"] == "checked the answers by hand" and log[1]["verdict"] == "regress"

@@ -1,0 +1,217 @@
+"""Fair comparisons: parent and child answer the same held-out prompts under the same conditions.
+
+``fair_pair`` decides how both sides run: the child as it plays, and the parent on the child's engine at the same
+precision (an embedded GGUF parent runs as its HF conversion on the transformers engine, the very weights its
+LoRA child was trained on), both with the child's persona (system prompt, prefill) and decoding, the same seeds.
+A child inherits its parent's persona unless its job said ``inherit_persona: false``; ``Setup.persona_source``
+says which. When the two cannot share an engine, the setup says so in ``caveats`` and ``fair`` is false.
+
+``held_out`` draws prompts (MT-Bench first turns) whose content hash appears nowhere in the training snapshot's
+user turns. ``answer_all`` answers a prompt list: one batched, seeded ``generate`` per chunk on the transformers
+engine (so both sides meet identical seeds and batches), one seeded request per prompt on other engines (in
+parallel up to the engine's concurrency). Each answer records whether it hit the token cap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from arena.engines.base import Sampling
+from arena.registry import (
+    BUILTIN_GGUF,
+    BUILTIN_HF,
+    ContestantInfo,
+    engine_for,
+    messages_for,
+    resolve_model_ref,
+)
+
+MT_BENCH = Path(__file__).resolve().parent.parent / "arena" / "data" / "mt_bench_questions.jsonl"
+
+
+def content_hash(text: str) -> str:
+    """Hash of a prompt's content: case, quotes and whitespace do not matter."""
+    norm = re.sub(r"\s+", " ", (text or "").replace("\u2019", "'").casefold()).strip()
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+def snapshot_prompt_hashes(rows: list[dict[str, Any]]) -> set[str]:
+    """Content hashes of every user turn in a snapshot's rows (conversational or plain prompts)."""
+    out = set()
+    for row in rows or []:
+        prompt = row.get("prompt")
+        if isinstance(prompt, str):
+            out.add(content_hash(prompt))
+            continue
+        for msg in prompt or []:
+            if isinstance(msg, dict) and msg.get("role") == "user":
+                out.add(content_hash(str(msg.get("content", ""))))
+    return out
+
+
+@dataclass
+class HeldOut:
+    prompts: list[str]
+    pool: int  # candidate prompts before excluding the snapshot's
+    excluded: int  # candidates whose content hash is in the snapshot
+    requested: int
+
+
+def held_out(n: int, snapshot_rows: list[dict[str, Any]] | None = None, seed: int = 0) -> HeldOut:
+    """``n`` MT-Bench first turns (seeded order) whose content hash is not among the snapshot's user turns."""
+    banned = snapshot_prompt_hashes(snapshot_rows or [])
+    pool = []
+    if MT_BENCH.exists():
+        for line in MT_BENCH.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                pool.append(json.loads(line)["turns"][0].strip())
+    kept = [p for p in pool if content_hash(p) not in banned]
+    random.Random(seed).shuffle(kept)
+    return HeldOut(kept[:n], len(pool), len(pool) - len(kept), n)
+
+
+@dataclass
+class Setup:
+    """How both sides answered (stored in the report)."""
+
+    engine: str
+    child_model: str
+    parent_model: str
+    parent_ran_as: str
+    system_prompt: str
+    prefill: str
+    persona_source: str
+    sampling: dict[str, Any]
+    seed: int
+    fair: bool = True
+    caveats: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fair_pair(
+    parent: ContestantInfo, child: ContestantInfo, max_tokens: int, seed: int
+) -> tuple[ContestantInfo, ContestantInfo, Setup]:
+    """Versions of parent and child that share engine, precision, persona, decoding and seeds."""
+    caveats = []
+    same_persona = (parent.system_prompt, parent.prefill) == (child.system_prompt, child.prefill)
+    if same_persona:
+        source = "inherited from the parent (both sides answered with it)"
+    else:
+        source = "the child's own (it differs from the parent's); both sides answered with the child's"
+    sampling = dict(child.sampling)
+    sampling["max_tokens"] = min(int(sampling.get("max_tokens", max_tokens)), max_tokens)
+    p = replace(parent, system_prompt=child.system_prompt, prefill=child.prefill, sampling=sampling)
+    c = replace(child, sampling=sampling)
+    ran_as = f"{parent.engine} {parent.model_ref}" + (
+        f" + {parent.adapter_ref}" if parent.adapter_ref else ""
+    )
+    if parent.engine != child.engine:
+        if (
+            parent.model_ref == BUILTIN_GGUF
+            and child.engine == "transformers"
+            and child.model_ref == BUILTIN_HF
+        ):
+            p = replace(p, engine="transformers", model_ref=BUILTIN_HF, adapter_ref=None, engine_config={})
+            ran_as = f"transformers {BUILTIN_HF} (the fp32 HF conversion of {BUILTIN_GGUF}, as trained)"
+        else:
+            caveats.append(
+                f"parent runs on {parent.engine}, child on {child.engine}: engine and precision differ, so "
+                "differences may come from the engines, not the training"
+            )
+    setup = Setup(
+        engine=c.engine,
+        child_model=c.model_ref + (f" + {c.adapter_ref}" if c.adapter_ref else ""),
+        parent_model=parent.model_ref,
+        parent_ran_as=ran_as,
+        system_prompt=child.system_prompt,
+        prefill=child.prefill,
+        persona_source=source,
+        sampling=sampling,
+        seed=seed,
+        fair=not caveats,
+        caveats=caveats,
+    )
+    return p, c, setup
+
+
+@dataclass
+class Answer:
+    text: str
+    tokens: int
+    truncated: bool
+
+
+def answer_all(info: ContestantInfo, prompts: list[str], seed: int, batch_size: int = 16) -> list[Answer]:
+    """Answers of ``info`` (persona and sampling as given) to every prompt; the prefill is part of each answer."""
+    if info.engine == "transformers":
+        return _batched(info, prompts, seed, batch_size)
+    engine = engine_for(info)
+    base = dict(info.sampling)
+
+    def one(i: int) -> Answer:
+        s = Sampling.from_dict({**base, "seed": seed + i})
+        stream = engine.stream_chat(messages_for(info, [], prompts[i]), s, prefill=info.prefill)
+        try:
+            text = "".join(stream)
+        finally:
+            stream.close()
+        return Answer(text, stream.stats.tokens, stream.stats.tokens >= s.max_tokens)
+
+    workers = max(1, min(int(getattr(engine, "concurrency", 1)), 8))
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, range(len(prompts))))
+
+
+def _batched(info: ContestantInfo, prompts: list[str], seed: int, batch_size: int) -> list[Answer]:
+    import torch
+
+    from arena.engines.hf import load_model
+
+    tok, model, lock = load_model(resolve_model_ref(info.model_ref), info.adapter_ref)
+    s = Sampling.from_dict(info.sampling)
+    eos = tok.eos_token_id
+    configured = getattr(model.generation_config, "eos_token_id", None)
+    stops = {eos, *(configured if isinstance(configured, list) else [configured])} - {None}
+    pad = tok.pad_token_id if tok.pad_token_id is not None else eos
+    out: list[Answer] = []
+    side = tok.padding_side
+    tok.padding_side = "left"
+    try:
+        for start in range(0, len(prompts), batch_size):
+            chunk = prompts[start : start + batch_size]
+            texts = [
+                tok.apply_chat_template(messages_for(info, [], p), add_generation_prompt=True, tokenize=False)
+                + info.prefill
+                for p in chunk
+            ]
+            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+            with lock, torch.no_grad():
+                torch.manual_seed(seed + start)
+                gen = model.generate(
+                    **enc,
+                    max_new_tokens=s.max_tokens,
+                    do_sample=s.temperature > 0,
+                    temperature=max(s.temperature, 1e-5),
+                    top_p=s.top_p,
+                    repetition_penalty=s.repeat_penalty,
+                    pad_token_id=pad,
+                )
+            new = gen[:, enc["input_ids"].shape[1] :]
+            for row in new.tolist():
+                end = next((i for i, t in enumerate(row) if t in stops), None)
+                ended = end is not None
+                ids = [t for t in (row[:end] if ended else row) if t != pad]
+                text = tok.decode(ids, skip_special_tokens=True)
+                out.append(Answer(info.prefill + text, len(ids), not ended and len(ids) >= s.max_tokens))
+    finally:
+        tok.padding_side = side
+    return out

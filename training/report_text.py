@@ -1,0 +1,215 @@
+"""The checkpoint report and model page as Markdown text, for the CLI and (through the studio's inert display
+path) the Models tab. ``escape`` is applied to everything a model or a user wrote (answers, phrases, names)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Escape = Callable[[str], str]
+
+
+def _plain(text: str) -> str:
+    return text
+
+
+def _num(x: Any, fmt: str = ".3g") -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def _ci(d: dict[str, Any], fmt: str = "+.2g") -> str:
+    return f"[{format(d['low'], fmt)}, {format(d['high'], fmt)}]"
+
+
+def _quote(text: str, esc: Escape, limit: int = 220) -> str:
+    one = " ".join((text or "").split())
+    return esc(one[:limit] + ("…" if len(one) > limit else "")) or "*(empty)*"
+
+
+def verdict_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    v = report.get("verdict") or {}
+    from training.verdict import BADGES
+
+    lines = [f"### Verdict: {BADGES.get(v.get('verdict', 'unknown'), v.get('verdict'))}"]
+    if v.get("hold"):
+        lines.append("**Held out of anonymous battles** until a researcher lets it in.")
+    lines += [f"- {esc(r)}" for r in v.get("reasons", [])] or ["- no rule matched"]
+    if report.get("unmeasured"):
+        lines.append("\n**Could not measure:**")
+        lines += [f"- `{k}`: {esc(str(why))}" for k, why in sorted(report["unmeasured"].items())]
+    return "\n".join(lines)
+
+
+def glance_md(report: dict[str, Any]) -> str:
+    """ "More cheerful and less correct" in one line: the biggest vibe rise and the accuracy change."""
+    parts = []
+    flagged = report.get("flagged") or []
+    feats = report.get("features") or {}
+    for name in flagged[:3]:
+        f = feats[name]
+        parts.append(f"{'more' if f['delta'] > 0 else 'less'} {name} ({f['parent']:.2g} → {f['child']:.2g})")
+    e = report.get("evals") or {}
+    if e.get("n"):
+        sig = (e.get("p") or 1) < 0.05
+        word = "less correct" if e["delta"] < 0 else "more correct" if e["delta"] > 0 else "as correct"
+        parts.append(
+            f"{word if sig else 'accuracy: can’t tell'} ({e['parent']:.0%} → {e['child']:.0%} on {e['n']} items, "
+            f"p={e['p']:.2g})"
+        )
+    return "**At a glance:** " + ("; ".join(parts) if parts else "no significant change found")
+
+
+def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    s = report.get("setup") or {}
+    h = report.get("held_out") or {}
+    lines = [
+        f"### Drift vs {esc(report.get('parent') or '–')} on {report.get('n_prompts', 0)} held-out prompts",
+        f"Same engine ({esc(s.get('engine', '–'))}), persona {esc(s.get('persona_source', '–'))}, "
+        f"decoding {esc(str(s.get('sampling', {})))}, seed {s.get('seed', '–')}; parent ran as "
+        f"{esc(s.get('parent_ran_as', '–'))}.",
+    ]
+    if h:
+        lines.append(
+            f"Held-out pool {h.get('pool')} prompts, {h.get('excluded_by_hash')} excluded (content hash in the "
+            f"training snapshot), {h.get('used')} used of {h.get('requested')} requested."
+        )
+    for c in s.get("caveats", []):
+        lines.append(f"⚠️ {esc(c)}")
+    feats = report.get("features") or {}
+    if feats:
+        lines += [
+            "",
+            "| feature | parent | child | change [95% CI] | q (BH) | flagged |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, f in feats.items():
+            lines.append(
+                f"| {name} | {f['parent']:.3g} | {f['child']:.3g} | {f['delta']:+.3g} {_ci(f)} | "
+                f"{_num(f.get('q'), '.2g')} | {'🚩' if f['flagged'] else ''} |"
+            )
+    deg = report.get("degeneration") or {}
+    if deg:
+        lines += ["", "| degeneration | parent | child | change [95% CI] | q |", "|---|---|---|---|---|"]
+        for name, d in deg.items():
+            lines.append(
+                f"| {name} | {d['parent']:.2g} | {d['child']:.2g} | {d['delta']:+.2g} {_ci(d)} | {_num(d.get('q'), '.2g')} |"
+            )
+    return "\n".join(lines)
+
+
+def discovered_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    found = report.get("discovered") or []
+    if not found:
+        return "### Discovered changes\nNothing to show (no answers compared)."
+    lines = [
+        "### Discovered changes (weighted log-odds, informative Dirichlet prior)",
+        "| | phrase | kind | parent rate | child rate | z |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d in found:
+        mark = "⬆️" if d["z"] > 0 else "⬇️"
+        sig = "" if d["significant"] else " (not significant)"
+        lines.append(
+            f"| {mark} | “{esc(d['phrase'])}” | {d['kind']} | {d['parent_rate']:.0%} | {d['child_rate']:.0%} | "
+            f"{d['z']:+.1f}{sig} |"
+        )
+    examples = [d for d in found if d["significant"]][:3]
+    for d in examples:
+        for ex in d["examples"][:1]:
+            lines.append(f"\n> **{esc(d['phrase'])}** ({ex['side']}): {_quote(ex['answer'], esc)}")
+    return "\n".join(lines)
+
+
+def evals_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    e = report.get("evals") or {}
+    if not e.get("n"):
+        why = (report.get("unmeasured") or {}).get("evals/accuracy", "not run")
+        return f"### Verifiable evals vs parent\nNot measured: {esc(why)}"
+    lines = [
+        "### Verifiable evals vs parent",
+        f"Accuracy {e['parent']:.0%} → {e['child']:.0%} on the same {e['n']} items "
+        f"(change {e['delta']:+.0%}, 95% CI [{e['low']:+.0%}, {e['high']:+.0%}], {e['test']} p={e['p']:.2g}).",
+        "",
+        "| category | n | parent | child |",
+        "|---|---|---|---|",
+    ]
+    for cat, c in e.get("by_category", {}).items():
+        lines.append(f"| {cat} | {c['n']} | {c['parent']:.0%} | {c['child']:.0%} |")
+    j = report.get("judge") or {}
+    if j:
+        lines.append(
+            f"\nJudge {esc(j['judge'])} (both orders): child preferred {j['win_rate']:.0%} "
+            f"[{0.5 + j['low']:.0%}, {0.5 + j['high']:.0%}] of {j['n']} readable verdicts; {j['outcomes']}."
+        )
+    return "\n".join(lines)
+
+
+def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    return "\n\n".join(
+        [
+            verdict_md(report, esc),
+            glance_md(report),
+            drift_md(report, esc),
+            discovered_md(report, esc),
+            evals_md(report, esc),
+        ]
+    )
+
+
+def lineage_md(page: dict[str, Any], esc: Escape = _plain) -> str:
+    c, fam = page["contestant"], page["family"]
+    tree = [
+        f"- **{esc(c['public_name'])}** ({esc(c['engine'])}: {esc(c['model_ref'])}"
+        + (f" + adapter {esc(c['adapter_ref'])}" if c.get("adapter_ref") else "")
+        + ")"
+    ]
+    for i, a in enumerate(fam["ancestors"], start=1):
+        tree.insert(0, "  " * 0 + f"{'↑ ' * i}{esc(a['name'])} ({a['engine']})")
+    lines = ["### Lineage", "\n".join(f"- {t}" if not t.startswith("- ") else t for t in tree)]
+    if fam.get("parent_missing"):
+        lines.append("⚠️ the parent was deleted")
+    lines.append("Children: " + (", ".join(esc(x["name"]) for x in fam["children"]) or "none"))
+    lines.append("Siblings: " + (", ".join(esc(x["name"]) for x in fam["siblings"]) or "none"))
+    snap = fam.get("snapshot")
+    if snap:
+        src = ", ".join(f"{esc(k)} {v}" for k, v in (snap.get("sources") or {}).items())
+        lines.append(
+            f"Snapshot `{snap['hash'][:12]}`: {snap.get('n_pairs', '?')} pairs ({src or 'sources unknown'}), "
+            f"{snap.get('n_votes', 0)} arena votes, filter {esc(str(snap.get('filter', {})))}"
+        )
+    job = fam.get("job")
+    if job:
+        cfg = job["config"]
+        keys = ("learning_rate", "beta", "loss_type", "max_steps", "lora", "lora_r", "inherit_persona")
+        lines.append(
+            f"Job {job['id']} ({job['kind']}, {job['status']}): "
+            + ", ".join(f"{k}={cfg[k]}" for k in keys if k in cfg)
+        )
+    return "\n\n".join(lines)
+
+
+def ratings_md(page: dict[str, Any], esc: Escape = _plain) -> str:
+    lines = ["### Rating", "| board | rating [95% CI] | rank | battles |", "|---|---|---|---|"]
+    for label, row in page["ratings"].items():
+        if "missing" in row:
+            lines.append(f"| {label} | can’t tell: {esc(str(row['missing']))} | | |")
+        else:
+            lines.append(
+                f"| {label} | {row['rating']:.0f} [{row['ci_low']:.0f}, {row['ci_high']:.0f}] | "
+                f"{row['rank']} of {row['of']} (range {row['rank_low']}–{row['rank_high']}) | {row['n_battles']} |"
+            )
+    h = page.get("head_to_head")
+    if h:
+        if h["n"]:
+            lines.append(
+                f"\nHead-to-head vs parent {esc(h['against'])}: {h['wins']} wins, {h['losses']} losses, "
+                f"{h['ties']} ties of {h['n']} votes; score {h['score']:.0%} [{h['ci'][0]:.0%}, {h['ci'][1]:.0%}]"
+            )
+        else:
+            lines.append(f"\nHead-to-head vs parent {esc(h['against'])}: no votes yet (can’t tell)")
+    sp = page.get("speed") or {}
+    lines.append(
+        f"\nSpeed: {_num(sp.get('tokens_per_s'), '.1f')} tok/s, first token {_num(sp.get('latency_s'), '.2f')} s "
+        f"(n={sp.get('n_answers', 0)} answers); price per 1k tokens: {_num(sp.get('price_per_1k'), '.4g')}"
+    )
+    return "\n".join(lines)
