@@ -140,7 +140,9 @@ def load_snapshot(
                 raise SnapshotError(f"{p.name}:{lineno}: field {key!r} is empty")
         if not r["chosen"][-1]["content"].strip() or not r["rejected"][-1]["content"].strip():
             raise SnapshotError(f"{p.name}:{lineno}: an answer is empty")
-        keys = ("prompt", "chosen", "rejected", "provenance") if provenance else ("prompt", "chosen", "rejected")
+        keys = (
+            ("prompt", "chosen", "rejected", "provenance") if provenance else ("prompt", "chosen", "rejected")
+        )
         rows.append({k: r.get(k) or {} if k == "provenance" else r[k] for k in keys})
     return rows
 

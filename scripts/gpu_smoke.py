@@ -29,7 +29,6 @@ from db.session import Database
 from training.runner import wait
 from training.service import launch
 
-
 JOBS = {
     "dpo-lora": ("dpo", {"lora": True, "kl_prompts": 0}),
     "dpo-full": ("dpo", {"lora": False, "kl_prompts": 0}),
@@ -37,7 +36,10 @@ JOBS = {
     "grpo": (
         "grpo",
         {
-            "rewards": [{"type": "length", "max": 8}, {"type": "format", "format": "no_emoji", "weight": 0.5}],
+            "rewards": [
+                {"type": "length", "max": 8},
+                {"type": "format", "format": "no_emoji", "weight": 0.5},
+            ],
             "num_generations": 4,
             "max_completion_length": 16,
         },
@@ -81,7 +83,9 @@ def run_one(db: Database, label: str, snap: str, model: Path, steps: int, launch
         with db.session() as s:
             info = get_contestant(s, view.contestant_id)
         out = "".join(
-            engine_for(info).stream_chat([{"role": "user", "content": "What is 2 plus 2?"}], Sampling(max_tokens=8))
+            engine_for(info).stream_chat(
+                [{"role": "user", "content": "What is 2 plus 2?"}], Sampling(max_tokens=8)
+            )
         )
         row["answers"] = out
     return row
@@ -93,7 +97,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--launcher", default="python")
     ap.add_argument("--jobs", default=",".join(JOBS), help="comma-separated: " + ", ".join(JOBS))
-    ap.add_argument("--allow-cpu", action="store_true", help="run without a GPU (a CPU check of the same path)")
+    ap.add_argument(
+        "--allow-cpu", action="store_true", help="run without a GPU (a CPU check of the same path)"
+    )
     args = ap.parse_args()
     unknown = set(args.jobs.split(",")) - set(JOBS)
     if unknown:
@@ -131,7 +137,9 @@ def main() -> None:
             ),
         )
         snap = write_snapshot(s, rows, {"source": "gpu_smoke"})
-    results = [run_one(db, label, snap.hash, model, args.steps, args.launcher) for label in args.jobs.split(",")]
+    results = [
+        run_one(db, label, snap.hash, model, args.steps, args.launcher) for label in args.jobs.split(",")
+    ]
     print(f"{'job':<10} {'status':<10} {'s/step':>8} {'peak GiB':>9} {'wall s':>7}  answers / error")
     for r in results:
         print(

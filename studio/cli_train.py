@@ -135,8 +135,14 @@ def follow(db, job_id: int, timeout: float, as_json: bool) -> None:  # type: ign
 
 
 def launch_from_cli(
-    kind: str, config: Path | None, flags: dict[str, Any], sets: list[str] | None, dry_run: bool, wait: bool,
-    timeout: float, as_json: bool,
+    kind: str,
+    config: Path | None,
+    flags: dict[str, Any],
+    sets: list[str] | None,
+    dry_run: bool,
+    wait: bool,
+    timeout: float,
+    as_json: bool,
 ) -> None:
     """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
     import yaml
@@ -214,16 +220,27 @@ _LR = typer.Option(None, "--lr", help="Learning rate (default: the kind's LoRA/f
 _LORA = typer.Option(None, "--lora/--full", help="LoRA adapter (default) or full fine-tune.")
 _BATCH = typer.Option(None, "--batch-size", help="Rows per device per step.")
 _SAVE = typer.Option(None, "--save-steps", help="Keep a resumable checkpoint every N steps (0 = none).")
-_PAIRS = typer.Option(None, "--pairs", help="all | on_policy | on_and_half | off_policy (seen from the parent).")
+_PAIRS = typer.Option(
+    None, "--pairs", help="all | on_policy | on_and_half | off_policy (seen from the parent)."
+)
 _NAME = typer.Option(None, "--output-name", help="Public name of the published contestant.")
-_DRY = typer.Option(False, "--dry-run", help="Check the config and show it with the estimate; launch nothing.")
+_DRY = typer.Option(
+    False, "--dry-run", help="Check the config and show it with the estimate; launch nothing."
+)
 _WAIT = typer.Option(True, "--wait/--no-wait", help="Follow the job with a progress bar until it ends.")
 _TIMEOUT = typer.Option(3600.0, help="Seconds to wait with --wait.")
 
 
 def _common(
-    parent: str | None, snapshot: str | None, steps: int | None, lr: float | None, lora: bool | None,
-    batch: int | None, save_steps: int | None, pairs: str | None, output_name: str | None,
+    parent: str | None,
+    snapshot: str | None,
+    steps: int | None,
+    lr: float | None,
+    lora: bool | None,
+    batch: int | None,
+    save_steps: int | None,
+    pairs: str | None,
+    output_name: str | None,
 ) -> dict[str, Any]:
     return {
         "parent_contestant": parent,
@@ -240,13 +257,24 @@ def _common(
 
 @train_app.command("dpo")
 def train_dpo(
-    parent: str = _PARENT, snapshot: str = _SNAPSHOT, config: Path = _CONFIG, set_: list[str] = _SET,
-    steps: int = _STEPS, lr: float = _LR, lora: bool = _LORA, batch_size: int = _BATCH, save_steps: int = _SAVE,
-    pairs: str = _PAIRS, output_name: str = _NAME,
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    output_name: str = _NAME,
     beta: float = typer.Option(None, help="DPO beta (0.1)."),
     loss_type: str = typer.Option(None, help="DPO loss: sigmoid, ipo, hinge, robust, ... (see --dry-run)."),
     kl_every: int = typer.Option(None, help="Measure KL to the reference every N steps (0 = at the end)."),
-    dry_run: bool = _DRY, wait: bool = _WAIT, timeout: float = _TIMEOUT, as_json: bool = _JSON,
+    dry_run: bool = _DRY,
+    wait: bool = _WAIT,
+    timeout: float = _TIMEOUT,
+    as_json: bool = _JSON,
 ) -> None:
     """DPO on a preference snapshot; the checkpoint joins the arena as a contestant."""
     flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
@@ -256,9 +284,19 @@ def train_dpo(
 
 @train_app.command("reward")
 def train_reward(
-    parent: str = _PARENT, snapshot: str = _SNAPSHOT, config: Path = _CONFIG, set_: list[str] = _SET,
-    steps: int = _STEPS, lr: float = _LR, lora: bool = _LORA, batch_size: int = _BATCH, save_steps: int = _SAVE,
-    pairs: str = _PAIRS, dry_run: bool = _DRY, wait: bool = _WAIT, timeout: float = _TIMEOUT,
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    dry_run: bool = _DRY,
+    wait: bool = _WAIT,
+    timeout: float = _TIMEOUT,
     as_json: bool = _JSON,
 ) -> None:
     """A reward model (Bradley-Terry) on a preference snapshot; use it in GRPO with --reward reward_model:job=ID."""
@@ -268,9 +306,17 @@ def train_reward(
 
 @train_app.command("grpo")
 def train_grpo(
-    parent: str = _PARENT, snapshot: str = _SNAPSHOT, config: Path = _CONFIG, set_: list[str] = _SET,
-    steps: int = _STEPS, lr: float = _LR, lora: bool = _LORA, batch_size: int = _BATCH, save_steps: int = _SAVE,
-    pairs: str = _PAIRS, output_name: str = _NAME,
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    output_name: str = _NAME,
     reward: list[str] = typer.Option(
         None,
         help="A reward function (repeatable): TYPE[:key=value,...] or a YAML mapping, e.g. length:max=60, "
@@ -279,7 +325,10 @@ def train_grpo(
     beta: float = typer.Option(None, help="KL penalty to the reference (0.04)."),
     num_generations: int = typer.Option(None, help="Answers sampled per prompt (the group)."),
     max_completion_length: int = typer.Option(None, help="Maximum tokens per sampled answer."),
-    dry_run: bool = _DRY, wait: bool = _WAIT, timeout: float = _TIMEOUT, as_json: bool = _JSON,
+    dry_run: bool = _DRY,
+    wait: bool = _WAIT,
+    timeout: float = _TIMEOUT,
+    as_json: bool = _JSON,
 ) -> None:
     """GRPO with verifiable rewards, a learned reward model or an AI judge; the checkpoint joins the arena."""
     flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
@@ -321,8 +370,16 @@ def jobs_list(
         typer.echo("No jobs yet: `vibestudio train dpo --help`.")
     for j in jobs:
         progress = f"{100 * j.progress:3.0f}%" if j.progress is not None else "    "
-        result = f"contestant {j.contestant_id}" if j.contestant_id else (j.error or "").splitlines()[0][:60] if j.error else ""
-        typer.echo(f"{j.id:>4}  {j.kind:<6} {j.status:<9} {progress}  parent {j.parent_contestant_id}  {result}")
+        result = (
+            f"contestant {j.contestant_id}"
+            if j.contestant_id
+            else (j.error or "").splitlines()[0][:60]
+            if j.error
+            else ""
+        )
+        typer.echo(
+            f"{j.id:>4}  {j.kind:<6} {j.status:<9} {progress}  parent {j.parent_contestant_id}  {result}"
+        )
 
 
 @jobs_app.command("show")
@@ -346,8 +403,10 @@ def jobs_show(job_id: int = typer.Argument(..., help="Job id."), as_json: bool =
         typer.echo(f"error: {v.error}")
     for name, value in sorted(job_dict(v)["metrics"].items()):
         typer.echo(f"  {name:<28} {value:.4g}")
-    typer.echo(f"config: {v.config.get('kind')} from {v.config.get('parent_contestant')}, snapshot "
-               f"{str(v.config.get('snapshot_hash'))[:12]}, {v.config.get('max_steps')} steps; log {v.log_path}")
+    typer.echo(
+        f"config: {v.config.get('kind')} from {v.config.get('parent_contestant')}, snapshot "
+        f"{str(v.config.get('snapshot_hash'))[:12]}, {v.config.get('max_steps')} steps; log {v.log_path}"
+    )
 
 
 @jobs_app.command("cancel")
@@ -372,7 +431,9 @@ def jobs_cancel(job_id: int = typer.Argument(..., help="Job id."), as_json: bool
 def jobs_resume(
     job_id: int = typer.Argument(..., help="Job id (failed or cancelled)."),
     from_scratch: bool = typer.Option(False, help="Start over when its checkpoints are gone."),
-    wait: bool = _WAIT, timeout: float = _TIMEOUT, as_json: bool = _JSON,
+    wait: bool = _WAIT,
+    timeout: float = _TIMEOUT,
+    as_json: bool = _JSON,
 ) -> None:
     """Continue a failed or cancelled job from its newest saved checkpoint."""
     from training.errors import JobError

@@ -177,9 +177,7 @@ class JobConfig:
         if self.num_processes < 1 or (self.num_processes > 1 and self.launcher != "accelerate"):
             raise ConfigError("num_processes > 1 needs launcher: accelerate")
         if self.pairs not in ("all", "on_policy", "on_and_half", "off_policy"):
-            raise ConfigError(
-                f"pairs must be all, on_policy, on_and_half or off_policy (got {self.pairs!r})"
-            )
+            raise ConfigError(f"pairs must be all, on_policy, on_and_half or off_policy (got {self.pairs!r})")
         if self.drift_prompts < 0 or self.drift_max_tokens < 1:
             raise ConfigError("drift_prompts must be >= 0 and drift_max_tokens >= 1")
         for name, limits in self.drift_thresholds.items():
@@ -407,7 +405,9 @@ def config_errors(data: Any, kind: str | None = None) -> tuple[JobConfig | None,
     data = dict(data)
     kind = data.pop("kind", None) or kind
     if kind not in CONFIG_KINDS:
-        return None, [FieldError("kind", f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")]
+        return None, [
+            FieldError("kind", f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")
+        ]
     cls = CONFIG_KINDS[kind]
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]

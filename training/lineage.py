@@ -54,7 +54,9 @@ def lineage(db: Database, contestant: int | str, max_depth: int = 20) -> list[An
                 if snap is not None:
                     item.n_pairs, item.vote_ids = snap.n_pairs, [int(v) for v in snap.source_vote_ids or []]
                     if info.parent_id is not None:
-                        item.pair_mix = _mix(snap.path, snap.hash, get_contestant(s, info.parent_id).public_name)
+                        item.pair_mix = _mix(
+                            snap.path, snap.hash, get_contestant(s, info.parent_id).public_name
+                        )
             chain.append(item)
             ident = info.parent_id
     return chain

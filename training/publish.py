@@ -115,14 +115,20 @@ def publish_checkpoint(
         if job is None:
             raise JobError(f"no job {job_id}")
         if job.kind == "reward":
-            raise JobError(f"job {job_id} trains a reward model; it scores answers and cannot play in the arena")
+            raise JobError(
+                f"job {job_id} trains a reward model; it scores answers and cannot play in the arena"
+            )
         cfg = dict(job.config or {})
         saved = dict(saved_checkpoints(job_id))
         if not saved:
-            raise JobError(f"job {job_id} has no saved checkpoint (set save_steps > 0 to keep some on the way)")
+            raise JobError(
+                f"job {job_id} has no saved checkpoint (set save_steps > 0 to keep some on the way)"
+            )
         step = max(saved) if step is None else int(step)
         if step not in saved:
-            raise JobError(f"job {job_id} has no checkpoint at step {step} (saved: {', '.join(map(str, sorted(saved)))})")
+            raise JobError(
+                f"job {job_id} has no checkpoint at step {step} (saved: {', '.join(map(str, sorted(saved)))})"
+            )
         folder = _keep_copy(saved[step], job_id, step)  # the trainer rotates checkpoints (save_total_limit)
         parent = find_parent(s, cfg["parent_contestant"]) if cfg.get("parent_contestant") else None
         base = choose_base(parent, cfg.get("base_model") or "")
@@ -179,6 +185,8 @@ def _keep_copy(folder: Path, job_id: int, step: int) -> Path:
     if not target.exists():
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(folder, tmp, ignore=lambda _d, names: [n for n in names if n.startswith(_TRAINER_STATE)])
+        shutil.copytree(
+            folder, tmp, ignore=lambda _d, names: [n for n in names if n.startswith(_TRAINER_STATE)]
+        )
         tmp.replace(target)
     return target

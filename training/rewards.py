@@ -262,21 +262,32 @@ class Guarded:
     def __init__(self, fn: RewardFn, name: str) -> None:
         self.fn, self.__name__, self.errors = fn, name, 0
 
-    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float | None]:
+    def __call__(
+        self, prompts: Sequence[Any] = (), completions: Sequence[Any] = (), **columns: Any
+    ) -> list[float | None]:
         try:
-            return list(self.fn(prompts, completions, **columns))
+            return list(self.fn(prompts=prompts, completions=completions, **columns))
         except Exception as batch_error:
+            n = len(completions)
             out: list[float | None] = []
-            for i in range(len(completions)):
-                cols = {k: [v[i]] if isinstance(v, list | tuple) else v for k, v in columns.items()}
+            for i in range(n):
+                cols = {
+                    k: [v[i]] if isinstance(v, list | tuple) and len(v) == n else v
+                    for k, v in columns.items()
+                }
                 try:
-                    out.append(self.fn([prompts[i]], [completions[i]], **cols)[0])
+                    out.append(self.fn(prompts=[prompts[i]], completions=[completions[i]], **cols)[0])
                 except Exception as exc:
                     out.append(None)
                     self.errors += 1
-                    print(f"[reward] {self.__name__} failed on one answer: {type(exc).__name__}: {exc}", flush=True)
+                    print(
+                        f"[reward] {self.__name__} failed on one answer: {type(exc).__name__}: {exc}",
+                        flush=True,
+                    )
             if all(v is None for v in out):
-                raise RuntimeError(f"reward {self.__name__} failed on every answer: {batch_error}") from batch_error
+                raise RuntimeError(
+                    f"reward {self.__name__} failed on every answer: {batch_error}"
+                ) from batch_error
             return out
 
 

@@ -445,7 +445,11 @@ def _contestant_id(s: Session, job_id: int) -> int | None:
     final = s.scalar(
         select(Checkpoint.contestant_id)
         .join(Job, Job.id == Checkpoint.job_id)
-        .where(Checkpoint.job_id == job_id, Checkpoint.path == Job.output_dir, Checkpoint.contestant_id.is_not(None))
+        .where(
+            Checkpoint.job_id == job_id,
+            Checkpoint.path == Job.output_dir,
+            Checkpoint.contestant_id.is_not(None),
+        )
         .limit(1)
     )
     if final is not None:

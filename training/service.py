@@ -13,7 +13,13 @@ from typing import Any
 
 from sqlalchemy import select
 
-from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot, snapshot_from_votes, write_snapshot
+from annotation.snapshots import (
+    SnapshotError,
+    get_snapshot,
+    load_snapshot,
+    snapshot_from_votes,
+    write_snapshot,
+)
 from arena.accounts import require_role
 from db.models import Contestant
 from db.session import Database
@@ -40,7 +46,9 @@ class ConfigCheck:
     config: JobConfig | None
     errors: list[FieldError] = field(default_factory=list)
     estimate: Estimate | None = None
-    mix: dict[str, int] | None = None  # on / half / off / unknown pairs for the parent (None: no snapshot yet)
+    mix: dict[str, int] | None = (
+        None  # on / half / off / unknown pairs for the parent (None: no snapshot yet)
+    )
 
     @property
     def ok(self) -> bool:
@@ -102,7 +110,9 @@ def snapshot_mix(db: Database, snapshot: int | str, parent: int | str) -> dict[s
     return pair_mix(rows, name)
 
 
-def check_config(db: Database, config: str | dict[str, Any] | JobConfig, kind: str | None = None) -> ConfigCheck:
+def check_config(
+    db: Database, config: str | dict[str, Any] | JobConfig, kind: str | None = None
+) -> ConfigCheck:
     """Everything that can be checked before launch, without writing or starting anything: field types and
     ranges, the parent, the snapshot (an empty ``snapshot_hash`` means a fresh one from the votes at launch),
     the reward sources (a judge that is down, a failed reward job), a taken output name, and the memory
@@ -112,7 +122,7 @@ def check_config(db: Database, config: str | dict[str, Any] | JobConfig, kind: s
         errors: list[FieldError] = []
         try:
             config.validate()
-        except ConfigError as exc:
+        except ConfigError:
             cfg, errors = config_errors(config.to_dict())
     elif isinstance(config, str):
         cfg, errors = parse_config_text(config, kind)
@@ -135,7 +145,11 @@ def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
 
     with db.session() as s:
         parent = problem("parent_contestant", lambda: find_parent(s, cfg.parent_contestant))
-        base = problem("base_model", lambda: choose_base(parent, cfg.base_model)) if parent or cfg.base_model else None
+        base = (
+            problem("base_model", lambda: choose_base(parent, cfg.base_model))
+            if parent or cfg.base_model
+            else None
+        )
         if cfg.snapshot_hash:
             snap = problem("snapshot_hash", lambda: get_snapshot(s, cfg.snapshot_hash))
             if snap is not None:
@@ -151,11 +165,17 @@ def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
                             )
                         )
         problem("rewards", lambda: check_reward_sources(s, cfg))
-        if cfg.output_name and s.scalar(select(Contestant.id).where(Contestant.public_name == cfg.output_name)):
-            check.errors.append(FieldError("output_name", f"a contestant named {cfg.output_name!r} already exists"))
+        if cfg.output_name and s.scalar(
+            select(Contestant.id).where(Contestant.public_name == cfg.output_name)
+        ):
+            check.errors.append(
+                FieldError("output_name", f"a contestant named {cfg.output_name!r} already exists")
+            )
         if base is not None:
             check.estimate = problem("per_device_train_batch_size", lambda: check_resources(s, cfg, base))
-            if check.estimate is None and not any(e.field == "per_device_train_batch_size" for e in check.errors):
+            if check.estimate is None and not any(
+                e.field == "per_device_train_batch_size" for e in check.errors
+            ):
                 try:
                     seconds, tokens = history_for(s, cfg, base.model_ref)
                     check.estimate = estimate(cfg, base.model_ref, seconds, tokens)
@@ -185,7 +205,10 @@ def _apply_pairs_filter(db: Database, cfg: JobConfig) -> None:
 
 
 def launch_config(
-    db: Database, config: str | dict[str, Any] | JobConfig, kind: str | None = None, created_by: int | None = None
+    db: Database,
+    config: str | dict[str, Any] | JobConfig,
+    kind: str | None = None,
+    created_by: int | None = None,
 ) -> int:
     """Launch a job from a whole config (YAML text, a mapping or a JobConfig): checked field by field first;
     an empty ``snapshot_hash`` freezes the current votes. Returns the job id."""

@@ -213,7 +213,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     with gr.Row():
         kind = gr.Radio(list(KINDS), value="DPO", label="Job kind", elem_id="train-kind")
         parent = gr.Dropdown(
-            parents, value=parents[0] if parents else None, label="Start from (parent)", elem_id="train-parent"
+            parents,
+            value=parents[0] if parents else None,
+            label="Start from (parent)",
+            elem_id="train-parent",
         )
         snapshot = gr.Dropdown(snaps, value=NEW_SNAPSHOT, label="Dataset snapshot", elem_id="train-snapshot")
         pairs = gr.Dropdown(PAIRS, value="all", label="Pairs (seen from the parent)", elem_id="train-pairs")
@@ -222,8 +225,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         lr = gr.Number(None, label="Learning rate (empty = default)", elem_id="train-lr")
         beta = gr.Number(0.1, label="beta (KL strength)", elem_id="train-beta")
         lora = gr.Checkbox(True, label="LoRA (off = full fine-tune)", elem_id="train-lora")
-        save_steps = gr.Number(0, label="Save every N steps (0 = end only)", precision=0, elem_id="train-save")
-        kl_every = gr.Number(0, label="KL every N steps (DPO; 0 = end)", precision=0, elem_id="train-kl-every")
+        save_steps = gr.Number(
+            0, label="Save every N steps (0 = end only)", precision=0, elem_id="train-save"
+        )
+        kl_every = gr.Number(
+            0, label="KL every N steps (DPO; 0 = end)", precision=0, elem_id="train-kl-every"
+        )
     with gr.Group(visible=True) as dpo_box:
         loss_type = gr.Dropdown(list(DPO_LOSS_TYPES), value="sigmoid", label="DPO loss", elem_id="train-loss")
     with gr.Group(visible=False) as grpo_box:
@@ -273,7 +280,19 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     timer = gr.Timer(2.0)
 
     form = [kind, parent, snapshot, pairs, steps, lr, beta, lora, save_steps, kl_every, loss_type]
-    rewards_in = [use_length, length_min, length_max, length_w, use_format, fmt, format_w, rm_job, rm_w, judge, judge_w]
+    rewards_in = [
+        use_length,
+        length_min,
+        length_max,
+        length_w,
+        use_format,
+        fmt,
+        format_w,
+        rm_job,
+        rm_w,
+        judge,
+        judge_w,
+    ]
 
     def on_form(*values: Any) -> tuple[str, str]:
         base, rw = values[: len(form)], values[len(form) :]
@@ -326,7 +345,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except JobError as exc:
             return table, str(exc), None, "", gr.update()
         steps_saved = [str(step) for step, _ in saved_checkpoints(v.id)]
-        return table, job_markdown(ctx, v.id), _figure(v.kind, v.metrics), v.log_tail, gr.update(choices=steps_saved)
+        return (
+            table,
+            job_markdown(ctx, v.id),
+            _figure(v.kind, v.metrics),
+            v.log_tail,
+            gr.update(choices=steps_saved),
+        )
 
     def on_pick(evt: gr.SelectData, table: pd.DataFrame) -> Any:
         row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
@@ -338,7 +363,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise gr.Error("Pick a job from the table first.")
         uid = ctx.access.user_id(request)
         try:
-            v = cancel(ctx.db, int(jid), user_id=uid) if what == "cancel" else resume(ctx.db, int(jid), user_id=uid)
+            v = (
+                cancel(ctx.db, int(jid), user_id=uid)
+                if what == "cancel"
+                else resume(ctx.db, int(jid), user_id=uid)
+            )
         except (JobError, PermissionDenied) as exc:
             raise gr.Error(str(exc)) from exc
         return f"Job {v.id} is {v.status}.", gr.update(choices=_job_choices(ctx), value=v.id)
@@ -377,10 +406,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     for comp in form + rewards_in:
         comp.change(on_form, form + rewards_in, [config_box, check_md], api_visibility="private")
     check_btn.click(on_check, [config_box], [check_md], api_name="train_check")
-    launch.click(
-        on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch"
+    launch.click(on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch")
+    timer.tick(
+        on_tick, [job], [jobs, detail, plot, log, ckpt_step], api_visibility="private", show_progress="hidden"
     )
-    timer.tick(on_tick, [job], [jobs, detail, plot, log, ckpt_step], api_visibility="private", show_progress="hidden")
     jobs.select(on_pick, [jobs], [job], api_visibility="private")
     stop.click(on_cancel, [job], [launched, job], api_name="train_cancel")
     again.click(on_resume, [job], [launched, job], api_name="train_resume")
@@ -390,8 +419,30 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     def on_load() -> tuple[Any, ...]:
         p, s, rj = _choices(ctx)
         live = _live_job(ctx)
-        text, md = on_form("DPO", p[0] if p else None, NEW_SNAPSHOT, "all", 16, None, 0.1, True, 0, 0, "sigmoid",
-                           True, 5, 60, 1.0, False, "no_emoji", 1.0, NONE, 1.0, NONE, 1.0)
+        text, md = on_form(
+            "DPO",
+            p[0] if p else None,
+            NEW_SNAPSHOT,
+            "all",
+            16,
+            None,
+            0.1,
+            True,
+            0,
+            0,
+            "sigmoid",
+            True,
+            5,
+            60,
+            1.0,
+            False,
+            "no_emoji",
+            1.0,
+            NONE,
+            1.0,
+            NONE,
+            1.0,
+        )
         return (
             gr.update(choices=p),
             gr.update(choices=s),

@@ -26,8 +26,15 @@ def _server(tmp_path, tiny_model_dir):
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")
     db.migrate()
     with db.session() as s:
-        register(s, ContestantSpec("tiny-parent", engine="transformers", model_ref=str(tiny_model_dir),
-                                   sampling={"max_tokens": 8}))
+        register(
+            s,
+            ContestantSpec(
+                "tiny-parent",
+                engine="transformers",
+                model_ref=str(tiny_model_dir),
+                sampling={"max_tokens": 8},
+            ),
+        )
         snap = write_snapshot(s, pair_rows(8), {"source": "test"}).hash
     proc, url = start_server(home)
     return proc, url, db, snap
@@ -128,9 +135,10 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         _wait_text(page, "train-launched", "published as contestant", 60_000)
         page.locator("#train-resume").click()
         _wait_text(page, "train-detail", "Published as contestant", 300_000)
-        assert "resuming from" in page.locator("#train-log").inner_text() or "succeeded" in page.locator(
-            "#train-detail"
-        ).inner_text()
+        assert (
+            "resuming from" in page.locator("#train-log").inner_text()
+            or "succeeded" in page.locator("#train-detail").inner_text()
+        )
         page.close()
     finally:
         _stop(proc)

