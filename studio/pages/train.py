@@ -296,7 +296,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_form(*values: Any) -> tuple[str, str]:
         base, rw = values[: len(form)], values[len(form) :]
-        data = form_config(*base, reward_specs(*rw))  # type: ignore[arg-type]
+        data = form_config(*base, reward_specs(*rw))  # type: ignore[arg-type,call-arg]
         check = check_config(ctx.db, data)
         text = check.yaml if check.config is not None else yaml.safe_dump(data, sort_keys=False)
         return text, check_markdown(check)
@@ -404,7 +404,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     kind.change(on_kind, [kind], [dpo_box, grpo_box, beta], api_visibility="private")
     for comp in form + rewards_in:
-        comp.change(on_form, form + rewards_in, [config_box, check_md], api_visibility="private")
+        comp.change(  # type: ignore[attr-defined]
+            on_form, form + rewards_in, [config_box, check_md], api_visibility="private"
+        )
     check_btn.click(on_check, [config_box], [check_md], api_name="train_check")
     launch.click(on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch")
     timer.tick(

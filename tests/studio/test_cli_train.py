@@ -138,7 +138,7 @@ def test_grpo_then_cancel_and_resume_from_the_cli(home_db):
         "--snapshot",
         snap,
         "--steps",
-        "10",
+        "20",
         "--save-steps",
         "2",
         *FAST,
