@@ -90,6 +90,7 @@ def test_bad_input_is_refused_before_anything_starts(home_db):
     assert runner.list_jobs(db) == []
 
 
+@pytest.mark.slow
 def test_grpo_then_cancel_and_resume_from_the_cli(home_db):
     db, snap = home_db
     r = _run(
@@ -138,7 +139,7 @@ def test_grpo_then_cancel_and_resume_from_the_cli(home_db):
         "--snapshot",
         snap,
         "--steps",
-        "20",
+        "12",
         "--save-steps",
         "2",
         *FAST,
