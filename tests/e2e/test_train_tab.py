@@ -124,7 +124,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         page.goto(url)
         page.get_by_role("tab", name="Train").click()
         _wait_text(page, "train-detail", "running", 60_000)
-        page.locator("#train-jobs").get_by_text("dpo", exact=True).first.click()
+        page.locator("#train-jobs td:visible", has_text="dpo").first.click()
         page.locator("#train-cancel").click()
         _wait_text(page, "train-launched", "cancelled", 60_000)
         _wait_text(page, "train-detail", "cancelled", 30_000)
