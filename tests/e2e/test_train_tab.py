@@ -120,11 +120,11 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         page.locator("#train-launch").click()
         _wait_text(page, "train-launched", "submitted", 30_000)
         _wait_text(page, "train-detail", "checkpoints saved at steps", 180_000)
-        # Coming back later: a fresh page shows the running job; pick it from the table and cancel it.
+        # Coming back later: a fresh page shows the running job; pick it from the job list and cancel it.
         page.goto(url)
         page.get_by_role("tab", name="Train").click()
         _wait_text(page, "train-detail", "running", 60_000)
-        page.locator("#train-jobs td:visible", has_text="dpo").first.click()
+        _pick(page, "train-job", "#1 dpo")
         page.locator("#train-cancel").click()
         _wait_text(page, "train-launched", "cancelled", 60_000)
         _wait_text(page, "train-detail", "cancelled", 30_000)
