@@ -120,8 +120,11 @@ def snapshot_from_votes(
     return write_snapshot(session, rows, filt, skipped)
 
 
-def load_snapshot(path: str | Path, expected_hash: str | None = None) -> list[dict[str, Any]]:
-    """Read a snapshot back, verifying its hash when given; only the TRL columns are kept per row."""
+def load_snapshot(
+    path: str | Path, expected_hash: str | None = None, provenance: bool = False
+) -> list[dict[str, Any]]:
+    """Read a snapshot back, verifying its hash when given; only the TRL columns are kept per row (plus
+    ``provenance``, who wrote each answer, when asked)."""
     p = Path(path)
     if not p.exists():
         raise SnapshotError(f"snapshot file {p} is missing")
@@ -143,7 +146,10 @@ def load_snapshot(path: str | Path, expected_hash: str | None = None) -> list[di
                 raise SnapshotError(f"{p.name}:{lineno}: field {key!r} is empty")
         if not r["chosen"][-1]["content"].strip() or not r["rejected"][-1]["content"].strip():
             raise SnapshotError(f"{p.name}:{lineno}: an answer is empty")
-        rows.append({k: r[k] for k in ("prompt", "chosen", "rejected")})
+        keys = (
+            ("prompt", "chosen", "rejected", "provenance") if provenance else ("prompt", "chosen", "rejected")
+        )
+        rows.append({k: r.get(k) or {} if k == "provenance" else r[k] for k in keys})
     return rows
 
 

@@ -15,10 +15,8 @@ app = typer.Typer(
     add_completion=False,
 )
 models_app = typer.Typer(help="Contestants in the arena.", no_args_is_help=True)
-train_app = typer.Typer(help="Training jobs (run out of process).", no_args_is_help=True)
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
-app.add_typer(train_app, name="train")
 app.add_typer(db_app, name="db")
 prompts_app = typer.Typer(help="Prompt sets for the arena.", no_args_is_help=True)
 app.add_typer(prompts_app, name="prompts")
@@ -309,67 +307,6 @@ def export(
     )
 
 
-@train_app.command("dpo")
-def train_dpo(
-    parent: str = typer.Option("smollm2-plain", help="Contestant to start from."),
-    snapshot: str = typer.Option(None, help="Snapshot hash (prefix); default: freeze current votes."),
-    steps: int = typer.Option(16, help="Optimizer steps."),
-    beta: float = typer.Option(0.1, help="DPO beta."),
-    lora: bool = typer.Option(True, help="LoRA (default) or full fine-tune."),
-    config: Path = typer.Option(None, help="YAML config file (fields as in the DPO job config)."),
-    wait: bool = typer.Option(True, help="Wait for the job and show progress."),
-    timeout: float = typer.Option(3600, help="Seconds to wait."),
-) -> None:
-    """Launch a DPO job in its own process; publish the checkpoint as a contestant when it ends."""
-    import yaml
-
-    from annotation.snapshots import SnapshotError
-    from training.config import ConfigError
-    from training.errors import JobError
-    from training.service import launch_dpo
-
-    ctx = _ctx()
-    overrides: dict = {"max_steps": steps, "beta": beta, "lora": lora}
-    if config:
-        try:
-            overrides.update(yaml.safe_load(config.read_text()) or {})
-        except (OSError, yaml.YAMLError) as exc:
-            _fail(f"{config}: {exc}")
-    try:
-        job_id = launch_dpo(
-            ctx.db, overrides.pop("parent_contestant", parent), snapshot=snapshot, **overrides
-        )
-    except (SnapshotError, ConfigError, JobError) as exc:
-        _fail(str(exc))
-        return
-    typer.echo(f"Job {job_id} submitted.")
-    if wait:
-        _follow(ctx.db, job_id, timeout)
-
-
-def _follow(db, job_id: int, timeout: float) -> None:  # type: ignore[no-untyped-def]
-    import time
-
-    from tqdm import tqdm
-
-    from training.runner import job_view
-
-    bar = tqdm(total=100, desc=f"job {job_id}", unit="%")
-    deadline = time.monotonic() + timeout
-    while True:
-        v = job_view(db, job_id)
-        bar.n = int(100 * (v.progress or 0))
-        bar.set_postfix(status=v.status, loss=v.last("loss"))
-        bar.refresh()
-        if v.done or time.monotonic() > deadline:
-            break
-        time.sleep(1.0)
-    bar.close()
-    if v.status != "succeeded":
-        _fail(f"job {job_id} {v.status}: {v.error or ''}")
-    typer.echo(f"Job {job_id} succeeded; contestant id {v.contestant_id}.")
-
-
 ratings_app = typer.Typer(
     help="Ratings (Bradley-Terry with CIs, tie models, Elo) from a battles file or the studio database; "
     "'predict' compares the methods on held-out votes, 'annotators' checks for rigged votes, 'methods' shows "
@@ -607,8 +544,10 @@ def evals_scores(as_json: bool = typer.Option(False, "--json", help="Print JSON.
 
 
 from studio.annotate_cli import register as _register_annotation  # noqa: E402  (annotation commands)
+from studio.cli_train import register as _register_training  # noqa: E402  (train and jobs commands)
 
 _register_annotation(app)
+_register_training(app)
 
 from studio.probes_cli import register as _register_probes  # noqa: E402  (sycophancy probe commands)
 
@@ -616,7 +555,9 @@ _register_probes(app)
 
 from studio.health_cli import register as _register_health  # noqa: E402  (train health)
 
-_register_health(train_app)
+from studio.cli_train import train_app as _train_app  # noqa: E402
+
+_register_health(_train_app)
 
 from studio.families_cli import register as _register_families  # noqa: E402  (families, hide / restore)
 

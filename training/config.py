@@ -17,6 +17,7 @@ This module knows nothing about processes or the database.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -52,6 +53,14 @@ GRPO_FULL_LR = 1e-6  # DeepSeekMath GRPO and TRL's default
 
 class ConfigError(ValueError):
     """A job config is invalid: unknown field, wrong type or out-of-range value (the message names the field)."""
+
+
+@dataclass
+class FieldError:
+    """One problem in a config, tied to the field it is about ('' when it is about the whole file)."""
+
+    field: str
+    message: str
 
 
 def _f(default: Any, help: str, **extra: Any) -> Any:
@@ -118,6 +127,12 @@ class JobConfig:
         "",
         "An accelerate config file (e.g. a DeepSpeed ZeRO setup) for launcher 'accelerate'; empty = defaults.",
     )
+    pairs: str = _f(
+        "all",
+        "Which preference pairs to train on, seen from the parent: all, on_policy (both answers written by "
+        "the parent), on_and_half (at least one), off_policy (neither). A filter other than 'all' freezes the "
+        "kept rows as a new snapshot when the job is launched.",
+    )
     drift_prompts: int = _f(
         40,
         "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report).",
@@ -172,6 +187,8 @@ class JobConfig:
             raise ConfigError(f"launcher must be 'python' or 'accelerate' (got {self.launcher!r})")
         if self.num_processes < 1 or (self.num_processes > 1 and self.launcher != "accelerate"):
             raise ConfigError("num_processes > 1 needs launcher: accelerate")
+        if self.pairs not in ("all", "on_policy", "on_and_half", "off_policy"):
+            raise ConfigError(f"pairs must be all, on_policy, on_and_half or off_policy (got {self.pairs!r})")
         if self.drift_prompts < 0 or self.drift_max_tokens < 1 or self.eval_max_tokens < 1:
             raise ConfigError("drift_prompts must be >= 0, drift_max_tokens and eval_max_tokens >= 1")
         if self.verdict_rules:
@@ -408,15 +425,75 @@ def config_from_dict(data: dict[str, Any], kind: str | None = None) -> JobConfig
     return cfg
 
 
+def _field_of(message: str, names: list[str]) -> str:
+    """The config field a validation message is about: the first field name it mentions."""
+    best = ""
+    pos = len(message) + 1
+    for name in names:
+        m = re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", message)
+        if m and (m.start() < pos or (m.start() == pos and len(name) > len(best))):
+            best, pos = name, m.start()
+    return best
+
+
+def config_errors(data: Any, kind: str | None = None) -> tuple[JobConfig | None, list[FieldError]]:
+    """Check a config mapping field by field: every unknown field and every ill-typed value is reported (not
+    just the first), then the range checks. Returns (config, []) when it is valid, else (None, errors)."""
+    if not isinstance(data, dict):
+        return None, [FieldError("", "expected a mapping of field: value")]
+    data = dict(data)
+    kind = data.pop("kind", None) or kind
+    if kind not in CONFIG_KINDS:
+        return None, [
+            FieldError("kind", f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")
+        ]
+    cls = CONFIG_KINDS[kind]
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    errors, values = [], {}
+    for key, value in data.items():
+        if key not in names:
+            errors.append(FieldError(str(key), f"unknown field for a {kind} job"))
+            continue
+        try:
+            values[key] = _check_type(kind, key, value, hints[key])
+        except ConfigError as exc:
+            errors.append(FieldError(key, str(exc).split(": ", 1)[-1]))
+    if errors:
+        return None, errors
+    cfg = cls(**values)
+    try:
+        cfg.validate()
+    except ConfigError as exc:
+        return None, [FieldError(_field_of(str(exc), names), str(exc))]
+    return cfg, []
+
+
+def parse_config_text(text: str, kind: str | None = None) -> tuple[JobConfig | None, list[FieldError]]:
+    """A config from YAML text (the Train tab's editor, a file): YAML syntax errors carry their line."""
+    try:
+        data = yaml.safe_load(text) if text and text.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return None, [FieldError("", f"not valid YAML: {where}{getattr(exc, 'problem', None) or exc}")]
+    return config_errors(data if data is not None else {}, kind)
+
+
 def make_config(kind: str, **overrides: Any) -> JobConfig:
     """A validated config of ``kind`` with the given fields changed."""
     return config_from_dict(overrides, kind)
 
 
+def config_yaml(cfg: JobConfig) -> str:
+    """The YAML a job saves and runs (field order as declared)."""
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+
+
 def save_config(cfg: JobConfig, path: str | Path) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
+    p.write_text(config_yaml(cfg), encoding="utf-8")
     return p
 
 

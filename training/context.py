@@ -153,10 +153,21 @@ def run_trainer(ctx: JobContext, trainer, final_eval: Any = None) -> TrainResult
     import time
 
     quiet(trainer)
+    acc, args = trainer.accelerator, trainer.args
+    per_device = args.per_device_train_batch_size * args.gradient_accumulation_steps
+    print(
+        f"[rank {acc.process_index} of {acc.num_processes}] per-device batch {per_device}, "
+        f"global batch {per_device * acc.num_processes}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     trainer.train(resume_from_checkpoint=ctx.last_checkpoint() if ctx.resume else None)
     trained = time.perf_counter()
     step = trainer.state.global_step
+    print(
+        f"[rank {acc.process_index} of {acc.num_processes}] trained {step} steps",
+        flush=True,
+    )
     if final_eval is not None and trainer.accelerator.is_main_process:
         final_eval(step)
     ended = time.perf_counter()  # training and its final evaluation are over; saving + publishing start here

@@ -33,6 +33,7 @@ class Ancestor:
     snapshot_hash: str | None = None
     n_pairs: int | None = None
     vote_ids: list[int] = field(default_factory=list)
+    pair_mix: dict[str, int] | None = None  # on / half / off-policy pairs for its parent (training.pairmix)
 
 
 def lineage(db: Database, contestant: int | str, max_depth: int = 20) -> list[Ancestor]:
@@ -54,9 +55,23 @@ def lineage(db: Database, contestant: int | str, max_depth: int = 20) -> list[An
                 item.snapshot_hash = info.snapshot_hash
                 if snap is not None:
                     item.n_pairs, item.vote_ids = snap.n_pairs, [int(v) for v in snap.source_vote_ids or []]
+                    if info.parent_id is not None:
+                        item.pair_mix = _mix(
+                            snap.path, snap.hash, get_contestant(s, info.parent_id).public_name
+                        )
             chain.append(item)
             ident = info.parent_id
     return chain
+
+
+def _mix(path: str, digest: str, parent: str) -> dict[str, int] | None:
+    from annotation.snapshots import SnapshotError, load_snapshot
+    from training.pairmix import pair_mix
+
+    try:
+        return pair_mix(load_snapshot(path, digest, provenance=True), parent)
+    except SnapshotError:
+        return None  # the file is gone or changed: lineage still shows the hash
 
 
 def _trend(series: list[tuple[int, float]], window: int = 3) -> float:

@@ -122,15 +122,41 @@ def check_reward_sources(session: Session, cfg: JobConfig) -> None:
     for i, spec in enumerate(getattr(cfg, "rewards", None) or []):
         if spec.get("type") == "judge" and spec.get("judge") is not None:
             try:
-                find_parent(session, spec["judge"])
+                judge = find_parent(session, spec["judge"])
             except JobError:
                 raise JobError(f"reward {i} (judge): no contestant {spec['judge']!r}") from None
+            problem = judge_unreachable(judge)
+            if problem:
+                raise JobError(f"reward {i} (judge): contestant {judge.public_name!r} is down: {problem}")
         if spec.get("type") == "reward_model" and spec.get("job") is not None:
             job = session.get(Job, int(spec["job"]))
             if job is None or job.kind != "reward":
                 raise JobError(f"reward {i} (reward_model): job {spec['job']} is not a reward-model job")
             if job.status in ("failed", "cancelled"):
                 raise JobError(f"reward {i} (reward_model): job {spec['job']} {job.status}; it has no model")
+
+
+def judge_unreachable(judge: ContestantInfo, timeout: float = 3.0) -> str | None:
+    """Why a judge contestant cannot answer right now (None when it looks usable), without loading a model:
+    a server engine must answer ``GET /v1/models``; a local engine's model files must exist."""
+    if judge.engine in ("openai", "vllm"):
+        import httpx
+
+        url = str(judge.engine_config.get("base_url") or "").rstrip("/")
+        if not url:
+            return None if judge.engine_config.get("serve") else "no base_url in its engine config"
+        try:
+            httpx.get(f"{url}/models", timeout=timeout)
+        except httpx.HTTPError as exc:
+            return f"{url} does not answer ({type(exc).__name__}: {exc})"
+        return None
+    if judge.model_ref.startswith("builtin:"):
+        return None  # shipped with the package (or converted from what is)
+    if not Path(judge.model_ref).expanduser().exists():
+        return f"its model {judge.model_ref!r} is not on this machine"
+    if judge.adapter_ref and not Path(judge.adapter_ref).exists():
+        return f"its adapter {judge.adapter_ref!r} is not on this machine"
+    return None
 
 
 def check_resources(session: Session, cfg: JobConfig, base: BaseChoice) -> Estimate | None:

@@ -96,3 +96,100 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
         flush=True,
     )
     return Published(checkpoint_id, contestant_id, name, seconds)
+
+
+def publish_checkpoint(
+    db: Database, job_id: int, step: int | None = None, name: str | None = None, user_id: int | None = None
+) -> Published:
+    """Publish a checkpoint the job saved on the way (``save_steps``; the newest when ``step`` is None) as a
+    contestant, while the job runs or after it ended. Its lineage is the job's (parent, snapshot, job); the
+    description names the step. Reward-model jobs score answers and cannot be published as contestants."""
+    from arena.accounts import require_role
+    from arena.registry import RegistryError
+    from db.models import Job
+    from training.errors import JobError
+    from training.preflight import choose_base, find_parent
+    from training.runner import saved_checkpoints
+
+    require_role(db, user_id, "researcher")
+    t0 = time.perf_counter()
+    with db.session() as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise JobError(f"no job {job_id}")
+        if job.kind == "reward":
+            raise JobError(
+                f"job {job_id} trains a reward model; it scores answers and cannot play in the arena"
+            )
+        cfg = dict(job.config or {})
+        saved = dict(saved_checkpoints(job_id))
+        if not saved:
+            raise JobError(
+                f"job {job_id} has no saved checkpoint (set save_steps > 0 to keep some on the way)"
+            )
+        step = max(saved) if step is None else int(step)
+        if step not in saved:
+            raise JobError(
+                f"job {job_id} has no checkpoint at step {step} (saved: {', '.join(map(str, sorted(saved)))})"
+            )
+        folder = _keep_copy(saved[step], job_id, step)  # the trainer rotates checkpoints (save_total_limit)
+        parent = find_parent(s, cfg["parent_contestant"]) if cfg.get("parent_contestant") else None
+        base = choose_base(parent, cfg.get("base_model") or "")
+        adapter = (folder / "adapter_config.json").exists()
+        engine, engine_config = "transformers", {}
+        if adapter:
+            model_ref, adapter_ref = base.model_ref, str(folder)
+            if parent is not None and parent.engine == "vllm":
+                engine, engine_config, model_ref = "vllm", dict(parent.engine_config), parent.model_ref
+        else:
+            model_ref, adapter_ref = str(folder), None
+        stem = parent.public_name if parent else Path(base.model_ref.rstrip("/")).name
+        name = name or f"{stem}-{job.kind}-j{job_id}-s{step}"
+        snapshot_hash = str(cfg.get("snapshot_hash") or "")
+        ckpt = Checkpoint(job_id=job_id, step=step, path=str(folder))
+        s.add(ckpt)
+        s.flush()
+        try:
+            ckpt.contestant_id = register(
+                s,
+                ContestantSpec(
+                    public_name=name,
+                    engine=engine,
+                    engine_config=engine_config,
+                    model_ref=model_ref,
+                    adapter_ref=adapter_ref,
+                    description=(
+                        f"{job.kind.upper()} checkpoint at step {step} of job {job_id} "
+                        f"({'LoRA' if adapter else 'full'}) of {stem} on snapshot {snapshot_hash[:12]}."
+                    ),
+                    sampling=dict(parent.sampling) if parent else {},
+                    aliases=list(parent.aliases) if parent else [],
+                    parent_id=parent.id if parent else None,
+                    job_id=job_id,
+                    snapshot_hash=snapshot_hash or None,
+                ),
+            )
+        except RegistryError as exc:
+            raise JobError(str(exc)) from exc
+        checkpoint_id, contestant_id = ckpt.id, ckpt.contestant_id
+    return Published(checkpoint_id, contestant_id, name, time.perf_counter() - t0)
+
+
+_TRAINER_STATE = ("optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", "rng_state")
+
+
+def _keep_copy(folder: Path, job_id: int, step: int) -> Path:
+    """Copy a checkpoint's model files (not the optimizer state) to ``jobs/<id>/published/step-<n>``."""
+    import shutil
+
+    from training.runner import job_dir
+
+    target = job_dir(job_id) / "published" / f"step-{step}"
+    if not target.exists():
+        tmp = target.with_name(target.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(
+            folder, tmp, ignore=lambda _d, names: [n for n in names if n.startswith(_TRAINER_STATE)]
+        )
+        tmp.replace(target)
+    return target

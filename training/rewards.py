@@ -238,21 +238,57 @@ def validate_specs(specs: list[dict[str, Any]]) -> None:
         make_reward(spec, i)
 
 
-def build_rewards(specs: list[dict[str, Any]]) -> tuple[list[RewardFn], list[float]]:
+def build_rewards(specs: list[dict[str, Any]]) -> tuple[list[Guarded], list[float]]:
     """TRL reward functions and weights, names made unique (``length``, ``length_2``...)."""
     validate_specs(specs)
-    funcs: list[RewardFn] = []
+    funcs: list[Guarded] = []
     weights: list[float] = []
     seen: dict[str, int] = {}
     for i, spec in enumerate(specs):
         fn = make_reward(spec, i)
         count = seen.get(fn.__name__, 0) + 1
         seen[fn.__name__] = count
-        if count > 1:
-            fn.__name__ = f"{fn.__name__}_{count}"
-        funcs.append(fn)
+        name = fn.__name__ if count == 1 else f"{fn.__name__}_{count}"
+        funcs.append(Guarded(fn, name))
         weights.append(float(spec.get("weight", 1.0)))
     return funcs, weights
+
+
+class Guarded:
+    """A reward function that survives answers it cannot score: when the batch call raises, each answer is
+    scored alone and the ones that raise get ``None`` (TRL leaves them out of that function's mean and of the
+    weighted sum). Only when every answer raises does the error stop the job. ``errors`` counts the misses."""
+
+    def __init__(self, fn: RewardFn, name: str) -> None:
+        self.fn, self.__name__, self.errors = fn, name, 0
+
+    def __call__(
+        self, prompts: Sequence[Any] = (), completions: Sequence[Any] = (), **columns: Any
+    ) -> list[float | None]:
+        try:
+            return list(self.fn(prompts=prompts, completions=completions, **columns))
+        except Exception as batch_error:
+            n = len(completions)
+            out: list[float | None] = []
+            for i in range(n):
+                cols = {
+                    k: [v[i]] if isinstance(v, list | tuple) and len(v) == n else v
+                    for k, v in columns.items()
+                }
+                try:
+                    out.append(self.fn(prompts=[prompts[i]], completions=[completions[i]], **cols)[0])
+                except Exception as exc:
+                    out.append(None)
+                    self.errors += 1
+                    print(
+                        f"[reward] {self.__name__} failed on one answer: {type(exc).__name__}: {exc}",
+                        flush=True,
+                    )
+            if all(v is None for v in out):
+                raise RuntimeError(
+                    f"reward {self.__name__} failed on every answer: {batch_error}"
+                ) from batch_error
+            return out
 
 
 class RewardModelScorer:

@@ -13,6 +13,7 @@ The runner knows nothing about TRL; ``training.worker`` does the training.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import exists, func, select, text, update
+from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
 from arena.accounts import require_role
@@ -108,6 +109,15 @@ def submit(
         raise JobError(str(exc)) from exc
     with db.session() as s:
         checked = preflight(s, config)
+        config.snapshot_hash = checked.snapshot_hash
+        same = config.to_dict()
+        for other_id, other_config in s.execute(
+            select(Job.id, Job.config).where(Job.kind == kind, Job.status.in_(("queued", "running")))
+        ):
+            if other_config == same:
+                raise JobError(
+                    f"job {other_id} with exactly this config is already queued or running (launched twice?)"
+                )
         job = Job(
             kind=kind,
             config={},
@@ -119,7 +129,6 @@ def submit(
         s.add(job)
         s.flush()
         folder = job_dir(job.id)
-        config.snapshot_hash = checked.snapshot_hash
         job.config = config.to_dict()
         job.config_path = str(save_config(config, folder / "config.yaml"))
         job.log_path = str(folder / "train.log")
@@ -332,9 +341,23 @@ def cancel(db: Database, job_id: int, grace: float = 10.0, user_id: int | None =
     return job_view(db, job_id)
 
 
-def resume(db: Database, job_id: int, user_id: int | None = None) -> JobView:
-    """Queue a failed or cancelled job again; its worker continues from the newest saved checkpoint
-    (``save_steps`` > 0), or starts over when there is none."""
+def saved_checkpoints(job_id: int) -> list[tuple[int, Path]]:
+    """The job's complete ``checkpoints/checkpoint-<step>`` folders (oldest first): what resume continues from
+    and what can be published before the job ends."""
+    found = []
+    for p in (job_dir(job_id) / "checkpoints").glob("checkpoint-*"):
+        step = p.name.rsplit("-", 1)[-1]
+        if step.isdigit() and (p / "trainer_state.json").exists():
+            found.append((int(step), p))
+    return sorted(found)
+
+
+def resume(db: Database, job_id: int, user_id: int | None = None, from_scratch: bool = False) -> JobView:
+    """Queue a failed or cancelled job again; its worker continues from the newest saved checkpoint.
+
+    Refused (JobError) when the job saved checkpoints but none is left on disk (deleted): ``from_scratch=True``
+    then starts it over, dropping the earlier attempt's metrics. A job that never saved one starts over.
+    """
     require_role(db, user_id, "researcher")
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -342,6 +365,21 @@ def resume(db: Database, job_id: int, user_id: int | None = None) -> JobView:
             raise JobError(f"no job {job_id}")
         if job.status not in ("failed", "cancelled"):
             raise JobError(f"job {job_id} is {job.status}; only failed or cancelled jobs can be resumed")
+        if job.config_path and not Path(job.config_path).exists():
+            raise JobError(f"job {job_id}: its config file {job.config_path} is gone; clone the job instead")
+        save_steps = int((job.config or {}).get("save_steps") or 0)
+        reached = s.scalar(
+            select(func.max(JobMetric.step)).where(JobMetric.job_id == job_id, JobMetric.name == "progress")
+        )
+        checkpoints = saved_checkpoints(job_id)
+        if from_scratch or not checkpoints:
+            if not from_scratch and save_steps and reached and reached >= save_steps:
+                raise JobError(
+                    f"job {job_id} reached step {reached} saving every {save_steps} steps, but no checkpoint is "
+                    f"left in {job_dir(job_id) / 'checkpoints'} (deleted?); resume from scratch to start over"
+                )
+            s.execute(delete(JobMetric).where(JobMetric.job_id == job_id))
+            shutil.rmtree(job_dir(job_id) / "checkpoints", ignore_errors=True)
         changed = s.execute(
             update(Job)
             .where(Job.id == job_id, Job.status == job.status)
@@ -403,6 +441,19 @@ def _progress(s: Session, job_id: int) -> float | None:
 
 
 def _contestant_id(s: Session, job_id: int) -> int | None:
+    """The contestant the job's final checkpoint became (else the newest one published from it)."""
+    final = s.scalar(
+        select(Checkpoint.contestant_id)
+        .join(Job, Job.id == Checkpoint.job_id)
+        .where(
+            Checkpoint.job_id == job_id,
+            Checkpoint.path == Job.output_dir,
+            Checkpoint.contestant_id.is_not(None),
+        )
+        .limit(1)
+    )
+    if final is not None:
+        return final
     cid = s.scalar(
         select(Contestant.id).where(Contestant.job_id == job_id).order_by(Contestant.id.desc()).limit(1)
     )

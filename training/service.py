@@ -1,21 +1,65 @@
-"""The training API the UI and CLI call: launch a job from a parent contestant and a snapshot (or fresh votes).
+"""The training API the UI and CLI call: check a config, launch a job from a parent and a snapshot (or fresh votes).
 
 Thin on purpose: configs come from ``training.config``, checks and launching from ``training.runner``. Errors the
-user can fix arrive as JobError with a message to show as is.
+user can fix arrive as JobError with a message to show as is; ``check_config`` returns them field by field
+(for the Train tab's YAML editor and ``vibestudio train --dry-run``) together with the memory/time estimate and
+the on-policy mix of the data, before anything is written or started.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.snapshots import SnapshotError, get_snapshot, snapshot_from_votes
+from sqlalchemy import select
+
+from annotation.snapshots import (
+    SnapshotError,
+    get_snapshot,
+    load_snapshot,
+    snapshot_from_votes,
+    write_snapshot,
+)
 from arena.accounts import require_role
+from db.models import Contestant
 from db.session import Database
-from training.config import ConfigError, JobConfig, make_config
+from training.config import (
+    ConfigError,
+    FieldError,
+    JobConfig,
+    config_errors,
+    config_yaml,
+    make_config,
+    parse_config_text,
+)
 from training.errors import JobError
 from training.estimate import Estimate, estimate, history_for
-from training.preflight import choose_base, find_parent
+from training.pairmix import filter_rows, pair_mix
+from training.preflight import check_resources, check_reward_sources, choose_base, find_parent
 from training.runner import submit
+
+
+@dataclass
+class ConfigCheck:
+    """What the Train tab shows before launch: the config as it will run, problems by field, the estimate."""
+
+    config: JobConfig | None
+    errors: list[FieldError] = field(default_factory=list)
+    estimate: Estimate | None = None
+    mix: dict[str, int] | None = (
+        None  # on / half / off / unknown pairs for the parent (None: no snapshot yet)
+    )
+
+    @property
+    def ok(self) -> bool:
+        return self.config is not None and not self.errors
+
+    @property
+    def yaml(self) -> str:
+        return config_yaml(self.config) if self.config is not None else ""
+
+    def message(self) -> str:
+        return "; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in self.errors)
 
 
 def build_config(
@@ -54,6 +98,142 @@ def estimate_job(db: Database, kind: str, parent: int | str, **overrides: Any) -
         raise JobError(str(exc)) from exc
 
 
+def snapshot_mix(db: Database, snapshot: int | str, parent: int | str) -> dict[str, int]:
+    """How many of the snapshot's pairs are on-policy, half or off-policy for ``parent``."""
+    with db.session() as s:
+        try:
+            snap = get_snapshot(s, snapshot)
+            rows = load_snapshot(snap.path, snap.hash, provenance=True)
+        except SnapshotError as exc:
+            raise JobError(str(exc)) from exc
+        name = find_parent(s, parent).public_name
+    return pair_mix(rows, name)
+
+
+def check_config(
+    db: Database, config: str | dict[str, Any] | JobConfig, kind: str | None = None
+) -> ConfigCheck:
+    """Everything that can be checked before launch, without writing or starting anything: field types and
+    ranges, the parent, the snapshot (an empty ``snapshot_hash`` means a fresh one from the votes at launch),
+    the reward sources (a judge that is down, a failed reward job), a taken output name, and the memory
+    estimate (a refusal when it cannot fit). Each problem is tied to the field it is about."""
+    if isinstance(config, JobConfig):
+        cfg: JobConfig | None = config
+        errors: list[FieldError] = []
+        try:
+            config.validate()
+        except ConfigError:
+            cfg, errors = config_errors(config.to_dict())
+    elif isinstance(config, str):
+        cfg, errors = parse_config_text(config, kind)
+    else:
+        cfg, errors = config_errors(config, kind)
+    if cfg is None:
+        return ConfigCheck(None, errors)
+    return _check_against_db(db, cfg)
+
+
+def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
+    check = ConfigCheck(cfg)
+
+    def problem(name: str, call: Any) -> Any:
+        try:
+            return call()
+        except (JobError, SnapshotError, ValueError) as exc:
+            check.errors.append(FieldError(name, str(exc)))
+            return None
+
+    with db.session() as s:
+        parent = problem("parent_contestant", lambda: find_parent(s, cfg.parent_contestant))
+        base = (
+            problem("base_model", lambda: choose_base(parent, cfg.base_model))
+            if parent or cfg.base_model
+            else None
+        )
+        if cfg.snapshot_hash:
+            snap = problem("snapshot_hash", lambda: get_snapshot(s, cfg.snapshot_hash))
+            if snap is not None:
+                rows = problem("snapshot_hash", lambda: load_snapshot(snap.path, snap.hash, provenance=True))
+                if rows is not None and parent is not None:
+                    check.mix = pair_mix(rows, parent.public_name)
+                    kept = len(filter_rows(rows, parent.public_name, cfg.pairs))
+                    if kept < cfg.min_pairs:
+                        check.errors.append(
+                            FieldError(
+                                "pairs" if cfg.pairs != "all" else "snapshot_hash",
+                                f"{kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed",
+                            )
+                        )
+        problem("rewards", lambda: check_reward_sources(s, cfg))
+        if cfg.output_name and s.scalar(
+            select(Contestant.id).where(Contestant.public_name == cfg.output_name)
+        ):
+            check.errors.append(
+                FieldError("output_name", f"a contestant named {cfg.output_name!r} already exists")
+            )
+        if base is not None:
+            check.estimate = problem("per_device_train_batch_size", lambda: check_resources(s, cfg, base))
+            if check.estimate is None and not any(
+                e.field == "per_device_train_batch_size" for e in check.errors
+            ):
+                try:
+                    seconds, tokens = history_for(s, cfg, base.model_ref)
+                    check.estimate = estimate(cfg, base.model_ref, seconds, tokens)
+                except (ValueError, OSError):
+                    pass
+    return check
+
+
+def _apply_pairs_filter(db: Database, cfg: JobConfig) -> None:
+    """Freeze the pairs the job keeps (``cfg.pairs``) as their own snapshot; the job trains on that one."""
+    if cfg.pairs == "all":
+        return
+    with db.session() as s:
+        snap = get_snapshot(s, cfg.snapshot_hash)
+        rows = load_snapshot(snap.path, snap.hash, provenance=True)
+        parent = find_parent(s, cfg.parent_contestant).public_name
+        kept = filter_rows(rows, parent, cfg.pairs)
+        if len(kept) < cfg.min_pairs:
+            mix = pair_mix(rows, parent)
+            raise JobError(
+                f"pairs: {cfg.pairs} keeps {len(kept)} of {len(rows)} pairs for {parent!r} (on {mix['on']}, half "
+                f"{mix['half']}, off {mix['off']}, unknown {mix['unknown']}); at least {cfg.min_pairs} are needed"
+            )
+        if len(kept) < len(rows):
+            filt = {"source": "pairs_filter", "from": snap.hash, "policy": parent, "pairs": cfg.pairs}
+            cfg.snapshot_hash = write_snapshot(s, kept, filt).hash
+
+
+def launch_config(
+    db: Database,
+    config: str | dict[str, Any] | JobConfig,
+    kind: str | None = None,
+    created_by: int | None = None,
+) -> int:
+    """Launch a job from a whole config (YAML text, a mapping or a JobConfig): checked field by field first;
+    an empty ``snapshot_hash`` freezes the current votes. Returns the job id."""
+    require_role(db, created_by, "researcher")
+    if isinstance(config, JobConfig):
+        cfg: JobConfig | None = config
+        errors: list[FieldError] = []
+    elif isinstance(config, str):
+        cfg, errors = parse_config_text(config, kind)
+    else:
+        cfg, errors = config_errors(config, kind)
+    if cfg is None:
+        raise JobError("; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in errors))
+    try:
+        cfg.validate()
+    except ConfigError as exc:
+        raise JobError(str(exc)) from exc
+    cfg.snapshot_hash = resolve_snapshot(db, cfg.snapshot_hash, min_pairs=cfg.min_pairs)
+    try:
+        _apply_pairs_filter(db, cfg)
+    except SnapshotError as exc:
+        raise JobError(str(exc)) from exc
+    return submit(db, cfg.kind, cfg, created_by=created_by)
+
+
 def launch(
     db: Database,
     kind: str,
@@ -66,7 +246,7 @@ def launch(
     require_role(db, created_by, "researcher")
     cfg = build_config(kind, parent, None, **overrides)
     cfg.snapshot_hash = resolve_snapshot(db, snapshot, min_pairs=cfg.min_pairs)
-    return submit(db, kind, cfg, created_by=created_by)
+    return launch_config(db, cfg, created_by=created_by)
 
 
 def launch_dpo(

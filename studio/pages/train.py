@@ -1,83 +1,231 @@
-"""Train tab: launch a DPO job (LoRA by default) on a frozen snapshot, watch it live, see the new contestant.
+"""Train tab: the whole training API in one page. Set up a job (DPO with its loss types, reward model, GRPO with
+verifiable, learned and AI-judge rewards), see the exact YAML that will run (editable, checked field by field),
+the memory/time estimate and the on-policy mix before launch; then pick a job from the table to watch its curves
+and log, cancel, resume, clone-and-edit, or publish a checkpoint saved on the way.
 
 The job runs in its own process; this page only reads its state and metrics from the database, so closing the
-browser loses nothing and reopening the tab re-attaches.
+browser loses nothing and reopening the tab re-attaches (the newest running or queued job is selected).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
+import yaml
 
-from annotation.snapshots import SnapshotError, list_snapshots
-from arena.accounts import PermissionDenied
+from annotation.snapshots import list_snapshots
+from arena.accounts import PermissionDenied, require_role
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.pages.gold import gold_figure, gold_markdown
 from studio.render import literal, to_html
-from training.config import ConfigError
+from training.config import DPO_LOSS_TYPES
 from training.errors import JobError
 from training.lineage import job_alerts
-from training.runner import cancel, job_view, list_jobs
-from training.service import launch_dpo
+from training.pairmix import describe_mix
+from training.publish import publish_checkpoint
+from training.rewards import FORMATS
+from training.runner import cancel, job_view, list_jobs, resume, saved_checkpoints
+from training.service import ConfigCheck, check_config, launch_config
 from training.verdict import current as verdict_status
 
 NEW_SNAPSHOT = "new snapshot from current votes"
-CURVES = ["loss", "rewards/margins", "rewards/accuracies", "rewards/chosen", "rewards/rejected", "kl"]
+NONE = "(none)"
+KINDS = {"DPO": "dpo", "Reward model": "reward", "GRPO": "grpo"}
+CURVES = {
+    "dpo": ["loss", "rewards/margins", "rewards/accuracies", "kl"],
+    "reward": ["loss", "accuracy", "margin"],
+    "grpo": ["reward", "kl", "loss", "completions/mean_length"],
+}
+JOB_COLUMNS = ["id", "kind", "status", "progress", "parent", "result", "verdict", "alerts"]
+PAIRS = ["all", "on_policy", "on_and_half", "off_policy"]
+
+
+# ---- data for the widgets ---------------------------------------------------------------------------------------
+def _names(ctx: StudioContext) -> dict[int, str]:
+    with ctx.db.session() as s:
+        return {c.id: c.public_name for c in list_contestants(s, active_only=False)}
 
 
 def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
+    names = _names(ctx)
+    rows = []
     jobs = list_jobs(ctx.db)
     alerts = job_alerts(ctx.db, [j.id for j in jobs])
     badges = {cid: st.badge for cid, st in verdict_status(ctx.db).items()}
-    rows = [
-        {
-            "id": j.id,
-            "kind": j.kind,
-            "status": j.status,
-            "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
-            "contestant": j.contestant_id or "",
-            "verdict": badges.get(j.contestant_id or -1, ""),
-            "error": (j.error or "")[:80],
-            "alerts": " · ".join(f"⚠️ {a[:60]}" for a in alerts.get(j.id, [])),
-        }
-        for j in jobs
-    ]
-    return pd.DataFrame(
-        rows, columns=["id", "kind", "status", "progress", "contestant", "verdict", "error", "alerts"]
-    )
+    for j in jobs:
+        result = names.get(j.contestant_id, "") if j.contestant_id else (j.error or "").split("\n")[0][:60]
+        rows.append(
+            {
+                "id": j.id,
+                "kind": j.kind,
+                "status": j.status,
+                "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
+                "parent": names.get(j.parent_contestant_id or -1, ""),
+                "result": result,
+                "verdict": badges.get(j.contestant_id or -1, ""),
+                "alerts": " · ".join(f"⚠️ {a[:60]}" for a in alerts.get(j.id, [])),
+            }
+        )
+    return pd.DataFrame(rows, columns=JOB_COLUMNS)
 
 
-def _choices(ctx: StudioContext) -> tuple[list[str], list[str]]:
+def _job_choices(ctx: StudioContext) -> list[tuple[str, int]]:
+    return [(f"#{j.id} {j.kind} · {j.status}", j.id) for j in list_jobs(ctx.db)]
+
+
+def _live_job(ctx: StudioContext) -> int | None:
+    """The job a returning visitor wants to see: the newest running or queued one."""
+    for j in list_jobs(ctx.db):
+        if j.status in ("running", "queued"):
+            return j.id
+    return None
+
+
+def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     with ctx.db.session() as s:
         parents = [c.public_name for c in list_contestants(s)]
         snaps = [NEW_SNAPSHOT] + [f"{x['hash'][:16]} ({x['n_pairs']} pairs)" for x in list_snapshots(s)]
-    return parents, snaps
+    reward_jobs = [(NONE, NONE)] + [
+        (f"job {j.id} ({j.status})", str(j.id))
+        for j in list_jobs(ctx.db)
+        if j.kind == "reward" and j.status in ("queued", "running", "succeeded")
+    ]
+    return parents, snaps, reward_jobs
 
 
-def _figure(metrics: dict[str, list[tuple[int, float]]]) -> go.Figure:
+# ---- form -> config -----------------------------------------------------------------------------------------------
+def form_config(
+    kind_label: str,
+    parent: str | None,
+    snap_label: str | None,
+    pairs: str,
+    steps: float | None,
+    lr: float | None,
+    beta: float | None,
+    lora: bool,
+    save_steps: float | None,
+    kl_every: float | None,
+    loss_type: str | None,
+    rewards: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The config mapping the form describes (the YAML editor shows it, the launch runs it)."""
+    kind = KINDS.get(kind_label, "dpo")
+    data: dict[str, Any] = {"kind": kind, "parent_contestant": parent or ""}
+    data["snapshot_hash"] = "" if snap_label in (None, NEW_SNAPSHOT) else str(snap_label).split(" ", 1)[0]
+    data["pairs"] = pairs or "all"
+    if steps:
+        data["max_steps"] = int(steps)
+    if lr:
+        data["learning_rate"] = float(lr)
+    data["lora"] = bool(lora)
+    data["save_steps"] = int(save_steps or 0)
+    if kind == "dpo":
+        data["beta"] = float(beta) if beta else 0.1
+        data["loss_type"] = loss_type or "sigmoid"
+        data["kl_every"] = int(kl_every or 0)
+    elif kind == "grpo":
+        if beta is not None and beta != "":
+            data["beta"] = float(beta)
+        data["rewards"] = rewards
+    return data
+
+
+def reward_specs(
+    use_length: bool,
+    length_min: float | None,
+    length_max: float | None,
+    length_w: float | None,
+    use_format: bool,
+    fmt: str | None,
+    format_w: float | None,
+    rm_job: str | None,
+    rm_w: float | None,
+    judge: str | None,
+    judge_w: float | None,
+) -> list[dict[str, Any]]:
+    specs: list[dict[str, Any]] = []
+    if use_length:
+        spec: dict[str, Any] = {"type": "length", "unit": "words", "weight": float(length_w or 1.0)}
+        if length_min:
+            spec["min"] = int(length_min)
+        if length_max:
+            spec["max"] = int(length_max)
+        specs.append(spec)
+    if use_format and fmt:
+        specs.append({"type": "format", "format": fmt, "weight": float(format_w or 1.0)})
+    if rm_job and rm_job != NONE:
+        specs.append({"type": "reward_model", "job": int(rm_job), "weight": float(rm_w or 1.0)})
+    if judge and judge != NONE:
+        specs.append({"type": "judge", "judge": judge, "weight": float(judge_w or 1.0)})
+    return specs
+
+
+def check_markdown(check: ConfigCheck) -> str:
+    """Estimate, pair mix and problems by field, for the panel under the YAML editor."""
+    lines = []
+    if check.estimate is not None:
+        verdict = "✅ fits" if check.estimate.fits else "⛔ **does not fit**"
+        lines.append(f"**Estimate:** {check.estimate.summary()} — {verdict}")
+    if check.mix is not None:
+        lines.append(f"**Pairs for the parent:** {describe_mix(check.mix)} (on = both answers its own)")
+    if check.errors:
+        lines.append("**Problems (nothing launched):**")
+        lines += [f"- {literal(e.field or 'config')}: {literal(e.message)}" for e in check.errors]
+    elif check.config is not None:
+        lines.append("✅ Config valid: ready to launch.")
+    return to_html("\n\n".join(lines))
+
+
+def _figure(kind: str, metrics: dict[str, list[tuple[int, float]]]) -> go.Figure:
     fig = go.Figure()
-    for name in CURVES:
+    for name in CURVES.get(kind, CURVES["dpo"]):
         series = metrics.get(name) or metrics.get(f"train/{name}")
         if series:
             fig.add_scatter(
                 x=[p[0] for p in series], y=[p[1] for p in series], name=name, mode="lines+markers"
             )
     fig.update_layout(
-        height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis_title="step", title="Training metrics"
+        height=340, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis_title="step", title="Training metrics"
     )
     return fig
 
 
+def job_markdown(ctx: StudioContext, job_id: int) -> str:
+    """The job's status line, result and over-optimisation alerts, as display-path HTML."""
+    v = job_view(ctx.db, job_id, tail_lines=1)
+    text = f"**Job {v.id}** · {v.kind} · **{v.status}**"
+    if v.progress is not None:
+        text += f" · {100 * v.progress:.0f}%"
+    if v.queue_position:
+        text += f" · position {v.queue_position} in the queue"
+    steps = [step for step, _ in saved_checkpoints(job_id)]
+    if steps:
+        text += f" · checkpoints saved at steps {', '.join(map(str, steps))}"
+    if v.contestant_id:
+        name = _names(ctx).get(v.contestant_id, v.contestant_id)
+        text += f"\n\n✅ Published as contestant **{literal(name)}**: it is now in the arena."
+    if v.error:
+        text += f"\n\n❌ {literal(v.error, limit=500)}"
+    health = gold_markdown(v.metrics)
+    if health:
+        text += f"\n\n{health}"
+    return to_html(text)
+
+
+# ---- the page -----------------------------------------------------------------------------------------------------
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
-    parents, snaps = _choices(ctx)
+    parents, snaps, reward_jobs = _choices(ctx)
     gr.Markdown(
-        "Train a DPO (LoRA) checkpoint on collected preferences. When the job succeeds, the checkpoint "
-        "joins the arena as a new contestant with its lineage recorded."
+        "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
+        "writes), check it, launch it; when it succeeds the checkpoint joins the arena with its lineage."
     )
     with gr.Row():
+        kind = gr.Radio(list(KINDS), value="DPO", label="Job kind", elem_id="train-kind")
         parent = gr.Dropdown(
             parents,
             value=parents[0] if parents else None,
@@ -85,89 +233,256 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             elem_id="train-parent",
         )
         snapshot = gr.Dropdown(snaps, value=NEW_SNAPSHOT, label="Dataset snapshot", elem_id="train-snapshot")
+        pairs = gr.Dropdown(PAIRS, value="all", label="Pairs (seen from the parent)", elem_id="train-pairs")
     with gr.Row():
-        steps = gr.Number(16, label="Steps", precision=0, minimum=1)
-        beta = gr.Number(0.1, label="beta")
-        lora = gr.Checkbox(True, label="LoRA")
-        lr = gr.Number(None, label="Learning rate (empty = default)")
-    launch = gr.Button("🚀 Launch DPO job", variant="primary", elem_id="train-launch")
+        steps = gr.Number(16, label="Steps", precision=0, minimum=1, elem_id="train-steps")
+        lr = gr.Number(None, label="Learning rate (empty = default)", elem_id="train-lr")
+        beta = gr.Number(0.1, label="beta (KL strength)", elem_id="train-beta")
+        lora = gr.Checkbox(True, label="LoRA (off = full fine-tune)", elem_id="train-lora")
+        save_steps = gr.Number(
+            0, label="Save every N steps (0 = end only)", precision=0, elem_id="train-save"
+        )
+        kl_every = gr.Number(
+            0, label="KL every N steps (DPO; 0 = end)", precision=0, elem_id="train-kl-every"
+        )
+    with gr.Group(visible=True) as dpo_box:
+        loss_type = gr.Dropdown(list(DPO_LOSS_TYPES), value="sigmoid", label="DPO loss", elem_id="train-loss")
+    with gr.Group(visible=False) as grpo_box:
+        gr.Markdown("**GRPO rewards** (weighted sum; more types in the YAML: regex, exact_match, contains)")
+        with gr.Row():
+            use_length = gr.Checkbox(True, label="Length window (words)", elem_id="train-rw-length")
+            length_min = gr.Number(5, label="min", precision=0)
+            length_max = gr.Number(60, label="max", precision=0)
+            length_w = gr.Number(1.0, label="weight")
+        with gr.Row():
+            use_format = gr.Checkbox(False, label="Format", elem_id="train-rw-format")
+            fmt = gr.Dropdown(list(FORMATS), value="no_emoji", label="format")
+            format_w = gr.Number(1.0, label="weight")
+        with gr.Row():
+            rm_job = gr.Dropdown(reward_jobs, value=NONE, label="Learned reward model (a reward job)")
+            rm_w = gr.Number(1.0, label="weight")
+            judge = gr.Dropdown([NONE, *parents], value=NONE, label="AI judge (a contestant)")
+            judge_w = gr.Number(1.0, label="weight")
+    config_box = gr.Code(
+        language="yaml", label="Config that will run (editable)", interactive=True, elem_id="train-yaml"
+    )
+    check_md = gr.HTML(elem_id="train-check")
+    with gr.Row():
+        check_btn = gr.Button("Check config", elem_id="train-check-btn")
+        launch = gr.Button("🚀 Launch job", variant="primary", elem_id="train-launch")
     launched = gr.HTML(elem_id="train-launched")
-    jobs = gr.Dataframe(interactive=False, label="Jobs", elem_id="train-jobs")
+
+    gr.Markdown("### Jobs")
+    jobs = gr.Dataframe(
+        value=_jobs_table(ctx), interactive=False, label="Jobs (click a row)", elem_id="train-jobs"
+    )
     with gr.Row():
-        job_id = gr.Number(None, label="Job to watch", precision=0, elem_id="train-job-id")
-        stop = gr.Button("⏹ Cancel job")
+        job = gr.Dropdown(
+            _job_choices(ctx), value=_live_job(ctx), label="Job", elem_id="train-job", allow_custom_value=True
+        )
+        stop = gr.Button("⏹ Cancel", elem_id="train-cancel")
+        again = gr.Button("⏵ Resume", elem_id="train-resume")
+        clone = gr.Button("⧉ Clone and edit", elem_id="train-clone")
+    with gr.Row():
+        ckpt_step = gr.Dropdown(
+            [], label="Saved checkpoint (step; empty = newest)", elem_id="train-ckpt", allow_custom_value=True
+        )
+        publish_btn = gr.Button("Publish checkpoint as a contestant", elem_id="train-publish")
     detail = gr.HTML(elem_id="train-detail")
     plot = gr.Plot()
     gold_plot = gr.Plot(label="Gold vs √KL", elem_id="train-gold")
-    log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False)
+    log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False, elem_id="train-log")
     timer = gr.Timer(2.0)
 
-    def on_launch(parent_name, snap_label, n_steps, b, use_lora, learning_rate, request: gr.Request):
-        overrides = {"max_steps": int(n_steps or 16), "beta": float(b or 0.1), "lora": bool(use_lora)}
-        if learning_rate:
-            overrides["learning_rate"] = float(learning_rate)
-        snap = None if snap_label in (None, NEW_SNAPSHOT) else snap_label.split(" ", 1)[0]
-        try:
-            uid = ctx.access.user_id(request)
-            jid = launch_dpo(ctx.db, parent_name, snapshot=snap, created_by=uid, **overrides)
-        except (SnapshotError, ConfigError, JobError, PermissionDenied) as exc:
-            raise user_error(exc) from exc
-        _, new_snaps = _choices(ctx)
-        return (to_html(f"Job **{jid}** submitted."), jid, _jobs_table(ctx), gr.update(choices=new_snaps))
+    form = [kind, parent, snapshot, pairs, steps, lr, beta, lora, save_steps, kl_every, loss_type]
+    rewards_in = [
+        use_length,
+        length_min,
+        length_max,
+        length_w,
+        use_format,
+        fmt,
+        format_w,
+        rm_job,
+        rm_w,
+        judge,
+        judge_w,
+    ]
 
-    def on_tick(jid):
+    def on_form(*values: Any) -> tuple[str, str]:
+        base, rw = values[: len(form)], values[len(form) :]
+        data = form_config(*base, reward_specs(*rw))  # type: ignore[arg-type,call-arg]
+        check = check_config(ctx.db, data)
+        text = check.yaml if check.config is not None else yaml.safe_dump(data, sort_keys=False)
+        return text, check_markdown(check)
+
+    def on_kind(label: str) -> tuple[Any, Any, Any]:
+        k = KINDS.get(label, "dpo")
+        default_beta = {"dpo": 0.1, "grpo": 0.04}.get(k)
+        return gr.update(visible=k == "dpo"), gr.update(visible=k == "grpo"), gr.update(value=default_beta)
+
+    def _researcher(request: gr.Request | None) -> int | None:
+        uid = ctx.access.user_id(request) if request is not None else None
+        try:
+            require_role(ctx.db, uid, "researcher")
+        except PermissionDenied as exc:
+            raise user_error(exc) from exc
+        return uid
+
+    def on_check(text: str, request: gr.Request) -> str:
+        _researcher(request)
+        return check_markdown(check_config(ctx.db, text or ""))
+
+    def on_launch(text: str, request: gr.Request) -> tuple[str, str, Any, pd.DataFrame, Any]:
+        uid = _researcher(request)
+        check = check_config(ctx.db, text or "")
+        if check.errors:
+            raise user_error("Not launched: " + check.message())
+        try:
+            jid = launch_config(ctx.db, text, created_by=uid)
+        except (JobError, PermissionDenied) as exc:
+            raise user_error(exc) from exc
+        _, new_snaps, _ = _choices(ctx)
+        return (
+            to_html(f"Job **{jid}** submitted."),
+            check_markdown(check),
+            gr.update(choices=_job_choices(ctx), value=jid),
+            _jobs_table(ctx),
+            gr.update(choices=new_snaps),
+        )
+
+    def on_tick(jid: Any) -> tuple[pd.DataFrame, str, Any, str, Any, Any]:
         table = _jobs_table(ctx)
         if not jid:
-            return table, "", None, "", None
+            return table, "", None, "", gr.update(), None
         try:
             v = job_view(ctx.db, int(jid))
         except JobError as exc:
-            return table, to_html(literal(exc)), None, "", None
-        text = f"**Job {v.id}** · {v.kind} · **{v.status}**"
-        if v.progress is not None:
-            text += f" · {100 * v.progress:.0f}%"
-        if v.queue_position:
-            text += f" · position {v.queue_position} in the queue"
-        if v.contestant_id:
-            with ctx.db.session() as s:
-                names = {c.id: c.public_name for c in list_contestants(s, active_only=False)}
-            text += (
-                f"\n\n✅ Published as contestant **{literal(names.get(v.contestant_id, v.contestant_id))}**: it is "
-                "now in the arena."
-            )
-        if v.error:
-            text += f"\n\n❌ {literal(v.error, limit=500)}"
-        health = gold_markdown(v.metrics)
-        if health:
-            text += f"\n\n{health}"
-        return table, to_html(text), _figure(v.metrics), v.log_tail, gold_figure(v.metrics)
+            return table, to_html(literal(exc)), None, "", gr.update(), None
+        steps_saved = [str(step) for step, _ in saved_checkpoints(v.id)]
+        return (
+            table,
+            job_markdown(ctx, v.id),
+            _figure(v.kind, v.metrics),
+            v.log_tail,
+            gr.update(choices=steps_saved),
+            gold_figure(v.metrics),
+        )
 
-    def on_cancel(jid, request: gr.Request):
+    def on_pick(evt: gr.SelectData, table: pd.DataFrame) -> Any:
+        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        jid = int(table.iloc[int(row)]["id"])
+        return gr.update(choices=_job_choices(ctx), value=jid)
+
+    def _act(jid: Any, request: gr.Request, what: str) -> tuple[str, Any]:
         if not jid:
-            raise gr.Error("Choose a job id to cancel.")
+            raise gr.Error("Pick a job from the table first.")
+        uid = ctx.access.user_id(request)
         try:
-            v = cancel(ctx.db, int(jid), user_id=ctx.access.user_id(request))
+            v = (
+                cancel(ctx.db, int(jid), user_id=uid)
+                if what == "cancel"
+                else resume(ctx.db, int(jid), user_id=uid)
+            )
         except (JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        return to_html(f"Job {v.id} is {literal(v.status)}.")
+        return to_html(f"Job {v.id} is {literal(v.status)}."), gr.update(
+            choices=_job_choices(ctx), value=v.id
+        )
 
-    launch.click(
-        on_launch,
-        [parent, snapshot, steps, beta, lora, lr],
-        [launched, job_id, jobs, snapshot],
-        api_name="train_launch_dpo",
-    )
+    def on_cancel(jid: Any, request: gr.Request) -> tuple[str, Any]:
+        return _act(jid, request, "cancel")
+
+    def on_resume(jid: Any, request: gr.Request) -> tuple[str, Any]:
+        return _act(jid, request, "resume")
+
+    def on_clone(jid: Any, request: gr.Request) -> tuple[str, str, Any]:
+        _researcher(request)
+        if not jid:
+            raise gr.Error("Pick a job from the table first.")
+        try:
+            cfg = dict(job_view(ctx.db, int(jid), tail_lines=1).config)
+        except JobError as exc:
+            raise user_error(exc) from exc
+        cfg.pop("output_name", None)
+        text = yaml.safe_dump(cfg, sort_keys=False)
+        label = next((k for k, v in KINDS.items() if v == cfg.get("kind")), "DPO")
+        return text, check_markdown(check_config(ctx.db, text)), gr.update(value=label)
+
+    def on_publish(jid: Any, step: Any, request: gr.Request) -> str:
+        if not jid:
+            raise gr.Error("Pick a job from the table first.")
+        try:
+            p = publish_checkpoint(
+                ctx.db, int(jid), int(step) if step else None, user_id=ctx.access.user_id(request)
+            )
+        except (JobError, PermissionDenied) as exc:
+            raise user_error(exc) from exc
+        return to_html(
+            f"✅ Step checkpoint published as contestant **{literal(p.public_name)}**: it is now in the arena."
+        )
+
+    kind.change(on_kind, [kind], [dpo_box, grpo_box, beta], api_visibility="private")
+    for comp in form + rewards_in:
+        comp.change(  # type: ignore[attr-defined]
+            on_form, form + rewards_in, [config_box, check_md], api_visibility="private"
+        )
+    check_btn.click(on_check, [config_box], [check_md], api_name="train_check")
+    launch.click(on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch")
     timer.tick(
         on_tick,
-        [job_id],
-        [jobs, detail, plot, log, gold_plot],
+        [job],
+        [jobs, detail, plot, log, ckpt_step, gold_plot],
         api_visibility="private",
         show_progress="hidden",
     )
-    stop.click(on_cancel, [job_id], [detail], api_name="train_cancel")
+    jobs.select(on_pick, [jobs], [job], api_visibility="private")
+    stop.click(on_cancel, [job], [launched, job], api_name="train_cancel")
+    again.click(on_resume, [job], [launched, job], api_name="train_resume")
+    clone.click(on_clone, [job], [config_box, check_md, kind], api_name="train_clone")
+    publish_btn.click(on_publish, [job, ckpt_step], [launched], api_name="train_publish")
 
-    def refresh_choices():
-        p, s = _choices(ctx)
-        return gr.update(choices=p), gr.update(choices=s), _jobs_table(ctx)
+    def on_load() -> tuple[Any, ...]:
+        p, s, rj = _choices(ctx)
+        live = _live_job(ctx)
+        text, md = on_form(
+            "DPO",
+            p[0] if p else None,
+            NEW_SNAPSHOT,
+            "all",
+            16,
+            None,
+            0.1,
+            True,
+            0,
+            0,
+            "sigmoid",
+            True,
+            5,
+            60,
+            1.0,
+            False,
+            "no_emoji",
+            1.0,
+            NONE,
+            1.0,
+            NONE,
+            1.0,
+        )
+        return (
+            gr.update(choices=p),
+            gr.update(choices=s),
+            gr.update(choices=rj),
+            gr.update(choices=[NONE, *p]),
+            _jobs_table(ctx),
+            gr.update(choices=_job_choices(ctx), value=live),
+            text,
+            md,
+        )
 
-    demo.load(refresh_choices, None, [parent, snapshot, jobs], api_visibility="private")
+    demo.load(
+        on_load,
+        None,
+        [parent, snapshot, rm_job, judge, jobs, job, config_box, check_md],
+        api_visibility="private",
+    )
