@@ -553,9 +553,8 @@ from studio.probes_cli import register as _register_probes  # noqa: E402  (sycop
 
 _register_probes(app)
 
-from studio.health_cli import register as _register_health  # noqa: E402  (train health)
-
 from studio.cli_train import train_app as _train_app  # noqa: E402
+from studio.health_cli import register as _register_health  # noqa: E402  (train health)
 
 _register_health(_train_app)
 
