@@ -97,23 +97,20 @@ def _locked():
     ]
 
 
-def _lock_while_answering(
-    triggers: list[Any], runs: list[Any], controls: list[Any], settle: Any, battle: Any
-) -> None:
-    """Turn ``controls`` off in the browser the moment a turn is asked for, before the server has answered.
+def _lock_while_answering(triggers: list[Any], controls: list[Any]) -> None:
+    """Turn ``controls`` off in the browser the moment one of ``triggers`` (Send, Enter, Regenerate) fires.
 
-    ``triggers`` are the events that start a turn (Send, Enter, Regenerate) and ``runs`` their server handlers'
-    events. The handlers' stream updates turn the controls back on once both answers are in; when a handler fails
-    (empty prompt, rate limit, a turn already running) ``settle(battle_id)`` sets them from the battle as it
-    stands. Without the lock a vote button stays live from the last answer until the server's first update
-    arrives, and a vote cast in that moment is refused. The lock runs as browser JavaScript, so a page whose
-    Content-Security-Policy forbids ``unsafe-eval`` falls back to the server's first update.
+    Register this BEFORE the triggers' server handlers: the browser runs a trigger's listeners in order and waits
+    on a server listener's request before the next one. The handlers' stream updates turn the controls back on
+    once both answers are in, and each handler's ``.failure`` (empty prompt, rate limit, a turn already running)
+    sets them from the battle as it stands. Without the lock a vote button stays live from the last answer until
+    the server's first update arrives, and a vote cast in that moment is refused. The lock runs as browser
+    JavaScript (``js=True``); a Content-Security-Policy without ``unsafe-eval`` would leave only the server's
+    first update to do it.
     """
     if len(controls) != len(_locked()):
         raise ValueError(f"_locked() has {len(_locked())} updates for {len(controls)} controls")
     gr.on(triggers, _locked, None, controls, js=True, queue=False, api_visibility="private")
-    for run in runs:
-        run.failure(settle, [battle], controls, api_visibility="private")
 
 
 def build(ctx: StudioContext) -> None:
@@ -373,12 +370,13 @@ def build(ctx: StudioContext) -> None:
     buttons = [*vote_buttons, regen, reveal_btn]
     stream_outs = [left, right, battle, prompt, status, reveal, *buttons, send]
     send_inputs = [prompt, battle, drawn, mode, pick_left, pick_right, left, right]
-    runs = [
+    _lock_while_answering([send.click, prompt.submit, regen.click], [*buttons, send])
+    for run in (
         send.click(on_send, send_inputs, stream_outs, api_name="arena_send"),
         prompt.submit(on_send, send_inputs, stream_outs, api_visibility="private"),
         regen.click(on_regenerate, [battle, drawn, left, right], stream_outs, api_name="arena_regenerate"),
-    ]
-    _lock_while_answering([send.click, prompt.submit, regen.click], runs, [*buttons, send], on_settle, battle)
+    ):
+        run.failure(on_settle, [battle], [*buttons, send], api_visibility="private")
     mode.change(on_mode, [mode], [pick_left, pick_right], api_visibility="private")
     draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):

@@ -57,6 +57,7 @@ def test_send_enter_and_regenerate_lock_the_controls_client_side(tmp_path):
         if (by_elem["arena-prompt"], "submit") in map(tuple, d["targets"]) and not d.get("js_implementation")
     ]
     assert len(starts) == 3
+    assert all(lock["id"] < d["id"] for d in starts)  # the browser waits on a server listener before the next
     for start in starts:
         assert by_elem["arena-send"] in start["outputs"]  # the stream turns Send back on
         settle = [d for d in deps if d.get("trigger_after") == start["id"]]
