@@ -31,25 +31,21 @@ def _summary(output: str) -> str:
 
 
 def run_once(index: int, extra: list[str], log_dir: Path, timeout_s: float) -> tuple[bool, float, str]:
-    """One run of the lane; returns (passed, seconds, summary line) and writes the whole output to a file."""
+    """One run of the lane; returns (passed, seconds, summary line). Its output goes to a file as it is written."""
+    log = log_dir / f"run-{index:02d}.log"
     start = time.monotonic()
-    try:
-        proc = subprocess.run(
-            [sys.executable, *LANE, *extra],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-        output, passed = proc.stdout + proc.stderr, proc.returncode == 0
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout or b""
-        output = (
-            out.decode(errors="replace") if isinstance(out, bytes) else out
-        ) + f"\nTIMEOUT after {timeout_s} s"
-        passed = False
-    seconds = time.monotonic() - start
-    (log_dir / f"run-{index:02d}.log").write_text(output)
-    return passed, seconds, _summary(output)
+    with log.open("w") as out:
+        try:
+            passed = (
+                subprocess.run(
+                    [sys.executable, *LANE, *extra], stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s
+                ).returncode
+                == 0
+            )
+        except subprocess.TimeoutExpired:
+            out.write(f"\nTIMEOUT after {timeout_s:.0f} s\n")
+            passed = False
+    return passed, time.monotonic() - start, _summary(log.read_text(errors="replace"))
 
 
 def main() -> int:
