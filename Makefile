@@ -12,7 +12,7 @@ HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-all test-slow test-e2e test-pg lint format bench clean-venv
+.PHONY: setup demo test test-all test-slow test-e2e test-e2e-soak test-pg lint format bench clean-venv
 
 setup: $(VENV)/.installed
 
@@ -38,6 +38,10 @@ test-slow: setup
 
 test-e2e: setup
 	$(PY) -m pytest -m e2e $(PYTEST_ARGS)
+
+# The e2e lane ten times in a row with one extra busy core: each run's result and time, then the pass streak.
+test-e2e-soak: setup
+	$(PY) scripts/e2e_soak.py --runs 10 --burn 1 $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 test-pg: setup
 	$(PY) -m pytest -m postgres $(PYTEST_ARGS)

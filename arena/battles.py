@@ -349,6 +349,11 @@ class ArenaService:
             with self._busy_lock:
                 self._busy.discard(battle_id)
 
+    def is_answering(self, battle_id: int) -> bool:
+        """True while a turn of this battle is being generated (votes, reveal and new turns wait for it)."""
+        with self._busy_lock:
+            return battle_id in self._busy
+
     def _not_busy(self, battle_id: int) -> None:
         with self._busy_lock:
             if battle_id in self._busy:

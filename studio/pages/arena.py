@@ -81,6 +81,40 @@ def _reveal_text(r: Reveal) -> str:
     )
 
 
+def _locked():
+    """Send, Regenerate, Reveal and the five votes, all off (see ``_lock_while_answering``).
+
+    Gradio transpiles this to JavaScript (``js=True``), so it must stay one literal list of updates, one per
+    control in ``_lock_while_answering``'s order.
+    """
+    return [
+        gr.Button(interactive=False),
+        gr.Button(interactive=False),
+        gr.Button(interactive=False),
+        gr.Button(interactive=False),
+        gr.Button(interactive=False),
+        gr.Button(interactive=False),
+        gr.Button(interactive=False),
+        gr.Button(interactive=False),
+    ]
+
+
+def _lock_while_answering(triggers: list[Any], controls: list[Any]) -> None:
+    """Turn ``controls`` off in the browser the moment one of ``triggers`` (Send, Enter, Regenerate) fires.
+
+    Register this BEFORE the triggers' server handlers: the browser runs a trigger's listeners in order and waits
+    on a server listener's request before the next one. The handlers' stream updates turn the controls back on
+    once both answers are in, and each handler's ``.failure`` (empty prompt, rate limit, a turn already running)
+    sets them from the battle as it stands. Without the lock a vote button stays live from the last answer until
+    the server's first update arrives, and a vote cast in that moment is refused. The lock runs as browser
+    JavaScript (``js=True``); a Content-Security-Policy without ``unsafe-eval`` would leave only the server's
+    first update to do it.
+    """
+    if len(controls) != len(_locked()):
+        raise ValueError(f"_locked() has {len(_locked())} updates for {len(controls)} controls")
+    gr.on(triggers, _locked, None, controls, js=True, queue=False, api_visibility="private")
+
+
 def build(ctx: StudioContext) -> None:
     svc = ctx.arena
     battle = gr.State(None)  # battle id, or None before the first prompt
@@ -176,7 +210,15 @@ def build(ctx: StudioContext) -> None:
         return p.turns[n_turns] if n_turns < len(p.turns) else ""
 
     def _outs(
-        chat_l, chat_r, battle_id, prompt_value, status_text, votes: bool, regen_on: bool, reveal_on: bool
+        chat_l,
+        chat_r,
+        battle_id,
+        prompt_value,
+        status_text,
+        votes: bool,
+        regen_on: bool,
+        reveal_on: bool,
+        busy: bool = False,
     ):
         flags = [gr.update(interactive=votes)] * len(VOTES)
         return (
@@ -189,10 +231,10 @@ def build(ctx: StudioContext) -> None:
             *flags,
             gr.update(interactive=regen_on),
             gr.update(interactive=reveal_on),
+            gr.update(interactive=not busy),  # Send: off while both answers stream
         )
 
     def _stream(updates, chat_l: list, chat_r: list, battle_id: int, pid: int | None, labels: tuple):
-        done_msg = "Vote on this turn, send a follow-up to both models, or regenerate."
         try:
             for upd in updates:
                 chat_l[-1] = {"role": "assistant", "content": _pane(upd.left, upd.left_error)}
@@ -202,11 +244,16 @@ def build(ctx: StudioContext) -> None:
                     yield _outs(cl, cr, None, gr.update(), f"⚠️ {literal(upd.error)}", False, False, False)
                     return
                 if upd.done:
-                    nxt = _follow_up(battle_id, pid, (upd.turn_idx or 0) + 1)
+                    n = (upd.turn_idx or 0) + 1
+                    done_msg = (  # names the turn, so a reader (or a test) can tell this step's end from the last
+                        f"Turn {n} {'regenerated' if upd.regenerated else 'answered'}: vote on it, send a "
+                        "follow-up to both models, or regenerate."
+                    )
+                    nxt = _follow_up(battle_id, pid, n)
                     voted = bool(svc.battle_view(battle_id).voted_turns)
                     yield _outs(cl, cr, battle_id, nxt or gr.update(), done_msg, True, True, voted)
                     return
-                yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False)
+                yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False, busy=True)
         except BattleError as exc:
             raise user_error(exc) from exc
 
@@ -227,7 +274,7 @@ def build(ctx: StudioContext) -> None:
         chat_l = [*chat_l, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
         chat_r = [*chat_r, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
         cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
-        yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False)
+        yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False, busy=True)
         yield from _stream(svc.generate_turn(battle_id, msg), chat_l, chat_r, battle_id, pid, labels)
 
     def on_regenerate(battle_id, pid, chat_l, chat_r, request: gr.Request):
@@ -314,12 +361,37 @@ def build(ctx: StudioContext) -> None:
             gr.update(interactive=False),
         )
 
+    def on_settle(battle_id: int | None):
+        """After a refused Send / Regenerate: the controls as the battle stands (a running turn keeps them)."""
+        if battle_id is not None and svc.is_answering(battle_id):
+            return [gr.update()] * (len(VOTES) + 3)
+        votes = reveal_on = False
+        if battle_id is not None:
+            try:
+                view = svc.battle_view(battle_id)
+            except BattleError:
+                view = None
+            if view is not None and view.status == "open" and view.n_turns:
+                votes = view.n_turns - 1 not in view.voted_turns
+                reveal_on = bool(view.voted_turns)
+        flags = [gr.update(interactive=votes)] * len(VOTES)
+        return [
+            *flags,
+            gr.update(interactive=votes),
+            gr.update(interactive=reveal_on),
+            gr.update(interactive=True),
+        ]
+
     buttons = [*vote_buttons, regen, reveal_btn]
-    stream_outs = [left, right, battle, prompt, status, reveal, *buttons]
+    stream_outs = [left, right, battle, prompt, status, reveal, *buttons, send]
     send_inputs = [prompt, battle, drawn, mode, pick_left, pick_right, left, right]
-    send.click(on_send, send_inputs, stream_outs, api_name="arena_send")
-    prompt.submit(on_send, send_inputs, stream_outs, api_visibility="private")
-    regen.click(on_regenerate, [battle, drawn, left, right], stream_outs, api_name="arena_regenerate")
+    _lock_while_answering([send.click, prompt.submit, regen.click], [*buttons, send])
+    for run in (
+        send.click(on_send, send_inputs, stream_outs, api_name="arena_send"),
+        prompt.submit(on_send, send_inputs, stream_outs, api_visibility="private"),
+        regen.click(on_regenerate, [battle, drawn, left, right], stream_outs, api_name="arena_regenerate"),
+    ):
+        run.failure(on_settle, [battle], [*buttons, send], api_visibility="private")
     mode.change(on_mode, [mode], [pick_left, pick_right], api_visibility="private")
     draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):

@@ -36,7 +36,8 @@ class FakeOpenAI:
 
     ``echo`` streams back the roles and contents it was sent; ``fixed`` says "Hello there, friend.";
     ``counter`` says "answer N" (N counts requests); ``slow`` streams 10 words 0.05 s apart; ``hang`` sleeps
-    before answering; ``garbage`` answers plain text; ``badjson`` sends a broken data line; ``midfail`` sends an
+    before answering; ``gate`` holds its answer until ``gate`` is set (at most 60 s), then says "Hello there,
+    friend."; ``garbage`` answers plain text; ``badjson`` sends a broken data line; ``midfail`` sends an
     error object after one word; ``http500`` fails; ``sunny`` says "I am Sunny, your helper."
     ``POST .../load_lora_adapter`` is recorded in ``loras`` (vLLM's runtime LoRA endpoint).
     """
@@ -46,6 +47,7 @@ class FakeOpenAI:
         self.loras: list[dict] = []
         self.counter = 0
         self.hang_s = 3.0
+        self.gate = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -72,6 +74,8 @@ class FakeOpenAI:
                 self.end_headers()
                 if model == "hang":
                     time.sleep(fake.hang_s)
+                if model == "gate":
+                    fake.gate.wait(60)
                 if model == "badjson":
                     return self._write("data: {not json\n\n")
                 words = fake._words(model, body)

@@ -1,4 +1,9 @@
-"""End-to-end fixtures: a real studio server in a subprocess and a real headless Chromium (Playwright)."""
+"""End-to-end fixtures: a real studio server in a subprocess and a real headless Chromium (Playwright).
+
+Waits are for a state that belongs to the step (a status naming the turn, a stored row), never for one that was
+already true before the action; their time limits are generous (``STEP_MS``, ``START_S``) because a loaded CI
+machine is slow, not wrong: a limit only decides how long a real failure takes to report.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+STEP_MS = 120_000  # the longest one browser step may take (a streamed turn, a stored vote, a page update)
+START_S = 300  # the longest a server may take to start (imports alone took over 120 s on a loaded machine)
 CHROMIUM = os.environ.get("VIBESTUDIO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -50,7 +57,7 @@ def start_server(home: Path, env_extra: dict[str, str] | None = None) -> tuple[s
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {(home / 'server.log').read_text()[-2000:]}")
@@ -60,7 +67,7 @@ def start_server(home: Path, env_extra: dict[str, str] | None = None) -> tuple[s
         except httpx.HTTPError:
             time.sleep(0.5)
     proc.kill()
-    raise RuntimeError("server did not start in 120 s")
+    raise RuntimeError(f"server did not start in {START_S} s")
 
 
 @pytest.fixture
@@ -84,5 +91,38 @@ def browser():
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
+        yield _Browser(b)
         b.close()
+
+
+class _Browser:
+    """The launched browser; its pages wait up to ``STEP_MS`` by default (Playwright's own default is 30 s)."""
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+
+    def new_page(self, **kwargs):
+        page = self._browser.new_page(**kwargs)
+        page.set_default_timeout(STEP_MS)
+        return page
+
+    def __getattr__(self, name: str):
+        return getattr(self._browser, name)
+
+
+def wait_text(page, selector: str, text: str, timeout: int = STEP_MS) -> None:
+    """Wait until the element's text contains ``text`` (pick a text that only this step can produce)."""
+    page.wait_for_function(
+        "([sel, t]) => { const e = document.querySelector(sel); return !!e && e.innerText.includes(t); }",
+        arg=[selector, text],
+        timeout=timeout,
+    )
+
+
+def wait_empty(page, selector: str, timeout: int = STEP_MS) -> None:
+    """Wait until the element shows no text (use after an action that clears text that was there)."""
+    page.wait_for_function(
+        "sel => { const e = document.querySelector(sel); return !!e && e.innerText.trim() === ''; }",
+        arg=selector,
+        timeout=timeout,
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from sqlalchemy import select
 
 from db.models import Battle, Turn, Vote
 from db.session import Database
-from tests.e2e.conftest import start_server
+from tests.e2e.conftest import START_S, STEP_MS, start_server, wait_text
 
 pytestmark = pytest.mark.e2e
 
@@ -62,7 +63,7 @@ def _server_with(tmp_path: Path, personas: str):
         env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=START_S,
     )
     assert add.returncode == 0, add.stderr
     proc, url = start_server(home)
@@ -136,15 +137,25 @@ def _capture_streams(page) -> _Streams:
     return streams
 
 
+def _wait_for_load_events(page, streams: _Streams) -> None:
+    """Wait until every page-load event of the app has completed (counted in the captured event streams)."""
+    n_load = page.evaluate(
+        "() => window.gradio_config.dependencies.filter(d => d.targets.some(t => t[1] === 'load')).length"
+    )
+    assert n_load > 0
+    deadline = time.monotonic() + STEP_MS / 1000
+    while sum(body.count('"process_completed"') for _, body in streams.bodies()) < n_load:
+        assert time.monotonic() < deadline, f"fewer than {n_load} page-load events completed"
+        page.wait_for_timeout(100)
+
+
 def _turn(page, text: str, vote: str, n: int) -> None:
+    """Send turn ``n``, wait for both answers of that turn, vote, and wait until that vote is stored."""
     page.locator("#arena-prompt textarea").fill(text)
     page.locator("#arena-send").click()
-    page.wait_for_selector(f"#vote-{vote}:not([disabled])", timeout=120_000)
+    wait_text(page, "#arena-status", f"Turn {n} answered")
     page.locator(f"#vote-{vote}").click()
-    page.wait_for_function(
-        f"document.querySelector('#arena-status').innerText.includes('Vote on turn {n} saved')",
-        timeout=30_000,
-    )
+    wait_text(page, "#arena-status", f"Vote on turn {n} saved")
 
 
 def test_two_turn_battle_reveals_nothing_before_the_reveal(tmp_path, browser):
@@ -158,7 +169,9 @@ def test_two_turn_battle_reveals_nothing_before_the_reveal(tmp_path, browser):
         streams = _capture_streams(page)
         page.goto(url)
         page.wait_for_selector("#arena-prompt textarea")
-        page.wait_for_timeout(1000)
+        _wait_for_load_events(
+            page, streams
+        )  # they fill other tabs with names; the baseline must include them
         secrets = [
             "quokka-alpha",
             "quokka-beta",
@@ -200,9 +213,7 @@ def test_two_turn_battle_reveals_nothing_before_the_reveal(tmp_path, browser):
         assert sockets == []  # no side channel the response log would miss
 
         page.locator("#arena-reveal-btn").click()
-        page.wait_for_function(
-            "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
-        )
+        wait_text(page, "#arena-reveal", "Model A was")
         reveal = page.locator("#arena-reveal").inner_text()
         assert reveal.count("quokka-") == 2
         page.close()
@@ -228,9 +239,7 @@ def test_persona_told_to_state_its_name_is_flagged(tmp_path, browser):
         page.wait_for_selector("#arena-prompt textarea")
         _turn(page, "Who are you?", "right", 1)
         page.locator("#arena-reveal-btn").click()
-        page.wait_for_function(
-            "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
-        )
+        wait_text(page, "#arena-reveal", "Model A was")
         assert "not rated" in page.locator("#arena-reveal").inner_text()
         page.close()
     finally:

@@ -7,25 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import wait_empty, wait_text
+
 pytestmark = pytest.mark.e2e
-
-
-def _battle_and_vote(page, prompt: str, vote: str) -> str:
-    page.locator("#arena-prompt textarea").fill(prompt)
-    page.locator("#arena-send").click()
-    page.wait_for_selector(f"#vote-{vote}:not([disabled])", timeout=120_000)
-    page.locator(f"#vote-{vote}").click()
-    _reveal(page)
-    return page.locator("#arena-reveal").inner_text()
 
 
 def _reveal(page) -> None:
     """Votes are blind; the reveal is its own step."""
-    page.wait_for_selector("#arena-reveal-btn:not([disabled])", timeout=30_000)
     page.locator("#arena-reveal-btn").click()
-    page.wait_for_function(
-        "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
-    )
+    wait_text(page, "#arena-reveal", "Model A was")
 
 
 def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
@@ -38,7 +28,7 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
     before = {n: page.content().count(n) for n in names}
     page.locator("#arena-prompt textarea").fill("Give me one tip for better sleep.")
     page.locator("#arena-send").click()
-    page.wait_for_selector("#vote-left:not([disabled])", timeout=120_000)
+    wait_text(page, "#arena-status", "Turn 1 answered")
     html = page.content()
     assert {n: html.count(n) for n in names} == before
     assert page.locator("#arena-reveal").inner_text().strip() == ""
@@ -47,6 +37,7 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
         Path(shot).parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=shot, full_page=True)
     page.locator("#vote-left").click()
+    wait_text(page, "#arena-status", "Vote on turn 1 saved")
     assert page.locator("#arena-reveal").inner_text().strip() == ""  # the vote alone reveals nothing
     _reveal(page)
     reveal = page.locator("#arena-reveal").inner_text()
@@ -54,21 +45,17 @@ def test_battle_vote_reveal_and_leaderboard(studio_server, browser):
 
     # a second battle via the random-prompt button
     page.locator("#arena-new").click()
+    wait_empty(page, "#arena-reveal")  # New round has cleared the page; it would also clear a drawn prompt
     page.locator("#arena-random").click()
-    page.wait_for_function(
-        "document.querySelector('#arena-prompt textarea').value.length > 0", timeout=30_000
-    )
+    page.wait_for_function("document.querySelector('#arena-prompt textarea').value.length > 0")
     page.locator("#arena-send").click()
-    page.wait_for_selector("#vote-right:not([disabled])", timeout=120_000)
+    wait_text(page, "#arena-status", "Turn 1 answered")
     page.locator("#vote-right").click()
+    wait_text(page, "#arena-status", "Vote on turn 1 saved")
     _reveal(page)
 
     page.get_by_role("tab", name="Leaderboard").click()
     page.locator("#leaderboard-refresh").click()
-    page.wait_for_function(
-        "document.querySelector('#leaderboard-summary').innerText.includes('2 rated votes')", timeout=60_000
-    )
-    page.wait_for_function(
-        "document.querySelector('#leaderboard-table').innerText.includes('smollm2-')", timeout=30_000
-    )
+    wait_text(page, "#leaderboard-summary", "2 rated votes")
+    wait_text(page, "#leaderboard-table", "smollm2-")
     page.close()

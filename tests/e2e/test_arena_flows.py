@@ -6,6 +6,7 @@ import pytest
 from sqlalchemy import select
 
 from db.models import Battle, RubricScore, Turn, Vote
+from tests.e2e.conftest import wait_empty, wait_text
 from tests.e2e.test_arena_anonymity import QUIET, _server_with, _stop
 
 pytestmark = pytest.mark.e2e
@@ -23,24 +24,22 @@ def test_named_battle_with_regenerate_rubric_and_new_round(tmp_path, browser):
         page.goto(url)
         page.wait_for_selector("#arena-prompt textarea")
         page.get_by_label("Named (pick both models)").check()
-        page.wait_for_selector("#arena-pick-left input", timeout=30_000)
+        page.wait_for_selector("#arena-pick-left input")
         _pick(page, "arena-pick-left", "quokka-gamma")
         _pick(page, "arena-pick-right", "quokka-alpha")
         page.locator("#arena-prompt textarea").fill("Name a fruit.")
         page.locator("#arena-send").click()
-        page.wait_for_selector("#arena-regenerate:not([disabled])", timeout=120_000)
+        wait_text(page, "#arena-status", "Turn 1 answered")
         assert "quokka-gamma" in page.locator("#chat-left").inner_text()  # named: the label is the name
         page.locator("#arena-regenerate").click()
-        page.wait_for_selector("#vote-left:not([disabled])", timeout=120_000)
+        # not "a vote button is enabled": it still is, from the first answer, until the server's first update
+        wait_text(page, "#arena-status", "Turn 1 regenerated")
         page.get_by_text("Quick rubric").click()
         page.locator("#rubric-helpfulness-a").get_by_text("4", exact=True).click()
         page.locator("#vote-left").click()
-        page.wait_for_function(
-            "document.querySelector('#arena-status').innerText.includes('Vote on turn 1 saved')",
-            timeout=30_000,
-        )
+        wait_text(page, "#arena-status", "Vote on turn 1 saved")
         page.locator("#arena-new").click()
-        page.wait_for_function("document.querySelector('#arena-status').innerText === ''", timeout=30_000)
+        wait_empty(page, "#arena-status")
         page.close()
     finally:
         _stop(proc)

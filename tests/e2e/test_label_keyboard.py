@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from tests.e2e.conftest import start_server
+from tests.e2e.conftest import start_server, wait_text
 
 pytestmark = pytest.mark.e2e
 
@@ -61,24 +61,17 @@ def test_annotator_labels_three_items_with_the_keyboard(label_server, browser):
     page.get_by_role("tab", name="Label").click()
     page.locator("#label-annotator textarea, #label-annotator input").first.fill("kim")
     page.wait_for_function(
-        "document.querySelector('#label-queue input') && document.querySelector('#label-queue input').value === 'kbd'",
-        timeout=30_000,
+        "document.querySelector('#label-queue input') && document.querySelector('#label-queue input').value === 'kbd'"
     )
     page.locator("#label-start").click()
-    page.wait_for_function(
-        "document.querySelector('#label-prompt').innerText.includes('Question number')", timeout=30_000
-    )
+    wait_text(page, "#label-prompt", "Question number")
     # a rubric score clicked with the mouse, then the verdict from the keyboard
     page.locator("#label-crit-0-a label").filter(has_text="4").click()
     for n, key in enumerate(["1", "2", "3"], start=1):
         assert "secret-model" not in page.content()
         page.keyboard.press(key)
-        page.wait_for_function(
-            f"document.querySelector('#label-progress').innerText.includes('{n} done')", timeout=30_000
-        )
-    page.wait_for_function(
-        "document.querySelector('#label-prompt').innerText.includes('Nothing left')", timeout=30_000
-    )
+        wait_text(page, "#label-progress", f": {n} done")  # each verdict stored: the count it alone makes
+    wait_text(page, "#label-prompt", "Nothing left")
     shot = os.environ.get("VIBESTUDIO_LABEL_SCREENSHOT")
     if shot:
         Path(shot).parent.mkdir(parents=True, exist_ok=True)

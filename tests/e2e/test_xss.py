@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import start_server
+from tests.e2e.conftest import start_server, wait_text
 
 pytestmark = pytest.mark.e2e
 
@@ -85,7 +85,7 @@ def test_hostile_answers_names_and_items_stay_inert(hostile_server, browser):
     page.wait_for_selector("#arena-prompt textarea")
     page.locator("#arena-prompt textarea").fill(PROMPT)
     page.locator("#arena-send").click()
-    page.wait_for_selector("#vote-left:not([disabled])", timeout=120_000)
+    wait_text(page, "#arena-status", "Turn 1 answered")
 
     for pane in ("#chat-left", "#chat-right"):
         text = page.locator(pane).inner_text()
@@ -104,23 +104,18 @@ def test_hostile_answers_names_and_items_stay_inert(hostile_server, browser):
     assert top, "something from an answer covers the vote button"
 
     page.locator("#vote-left").click()
-    page.wait_for_selector("#arena-reveal-btn:not([disabled])", timeout=30_000)
+    wait_text(page, "#arena-status", "Vote on turn 1 saved")
     page.locator("#arena-reveal-btn").click()
-    page.wait_for_function(
-        "document.querySelector('#arena-reveal').innerText.includes('Model A was')", timeout=30_000
-    )
+    wait_text(page, "#arena-reveal", "Model A was")
     assert "onerror" in page.locator("#arena-reveal").inner_text()  # the hostile name, as text
 
     page.get_by_role("tab", name="Label").click()
     page.locator("#label-annotator textarea, #label-annotator input").first.fill("kim")
     page.wait_for_function(
-        "document.querySelector('#label-queue input') && document.querySelector('#label-queue input').value",
-        timeout=30_000,
+        "document.querySelector('#label-queue input') && document.querySelector('#label-queue input').value"
     )
     page.locator("#label-start").click()
-    page.wait_for_function(
-        "document.querySelector('#label-left').innerText.includes('XSS-MARKER')", timeout=30_000
-    )
+    wait_text(page, "#label-left", "XSS-MARKER")
     assert "<script>" in page.locator("#label-left").inner_text()
     assert "PROMPT-MARKER" in page.locator("#label-prompt").inner_text()
     page.hover("#label-left")
