@@ -203,3 +203,10 @@ def error_text(message: Any, limit: int = 400) -> str:
     s = _PATH.sub(lambda m: m.group().rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1], s)
     s = _SECRET.sub("[secret hidden]", s)
     return html.escape(" ".join(s.split()), quote=False)
+
+
+def plot_label(text: Any, limit: int = 200) -> str:
+    """A name for a Plotly axis, legend, title or point label. Plotly draws a few HTML tags in labels (``<a href>``,
+    ``<span style>``, ``<br>``), so the angle brackets and ampersands are escaped (Plotly shows the entities as the
+    characters) and invisible characters are shown."""
+    return html.escape(clean_text(text, strict=True, limit=limit).replace("\n", " "), quote=False)

@@ -28,7 +28,7 @@ from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.pages import families
-from studio.render import literal, to_html
+from studio.render import literal, plot_label, to_html
 from training.verdict import badges_by_name
 
 COLUMNS = [
@@ -101,7 +101,7 @@ def board_chart(board: dict[str, Any]) -> go.Figure | None:
     fig = go.Figure(
         go.Scatter(
             x=[m["rating"] for m in models],
-            y=[m["name"] for m in models],
+            y=[plot_label(m["name"]) for m in models],
             mode="markers",
             error_x={
                 "type": "data",
@@ -169,8 +169,8 @@ def heatmap(frame: pd.DataFrame, title: str, counts: bool = False) -> go.Figure 
     fig = go.Figure(
         go.Heatmap(
             z=frame.to_numpy(),
-            x=list(frame.columns),
-            y=list(frame.index),
+            x=[plot_label(c) for c in frame.columns],
+            y=[plot_label(i) for i in frame.index],
             colorscale="Blues" if counts else "RdBu",
             zmid=None if counts else 0.5,
             texttemplate="%{z:.0f}" if counts else "%{z:.2f}",
@@ -191,7 +191,10 @@ def over_time_chart(frame: pd.DataFrame) -> go.Figure | None:
     if frame.empty:
         return None
     fig = go.Figure(
-        [go.Scatter(x=frame.index, y=frame[c], mode="lines+markers", name=c) for c in frame.columns]
+        [
+            go.Scatter(x=frame.index, y=frame[c], mode="lines+markers", name=plot_label(c))
+            for c in frame.columns
+        ]
     )
     fig.update_layout(
         title="Bradley-Terry rating on all votes up to each period's end",
@@ -217,9 +220,11 @@ def profile_table(profile: dict[str, Any]) -> pd.DataFrame:
 
 def profile_chart(profile: dict[str, Any]) -> go.Figure:
     feats = [f for f in profile["features"] if f != "tokens"]
-    fig = go.Figure(go.Bar(x=feats, y=[profile["features"][f]["rate"] for f in feats], name=profile["name"]))
+    fig = go.Figure(
+        go.Bar(x=feats, y=[profile["features"][f]["rate"] for f in feats], name=plot_label(profile["name"]))
+    )
     fig.update_layout(
-        title=f"Share of {profile['name']}'s answers showing each vibe",
+        title=f"Share of {plot_label(profile['name'])}'s answers showing each vibe",
         height=360,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         yaxis={"range": [0, 1], "title": "share of answers"},
@@ -247,7 +252,7 @@ def compare_chart(cmp: dict[str, Any]) -> go.Figure:
     feats = [f for f in cmp["features"] if f != "tokens"]  # tokens dwarf the counts; they are in the table
     fig = go.Figure(
         [
-            go.Bar(name=cmp[side], x=feats, y=[cmp["features"][f][f"rate_{side}"] for f in feats])
+            go.Bar(name=plot_label(cmp[side]), x=feats, y=[cmp["features"][f][f"rate_{side}"] for f in feats])
             for side in ("a", "b")
         ]
     )
@@ -279,7 +284,7 @@ def goldilocks_chart(rows: list[dict[str, Any]]) -> go.Figure | None:
             go.Scatter(
                 x=[r[key] for r in pts],
                 y=[r["rating"] for r in pts],
-                text=[r["name"] for r in pts],
+                text=[plot_label(r["name"]) for r in pts],
                 mode="markers+text",
                 textposition="top center",
                 showlegend=False,

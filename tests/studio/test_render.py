@@ -168,3 +168,21 @@ def test_error_text_hides_paths_urls_keys_and_markup():
         "/tmp/gradio/3f2a9c0d1e4b5a6978c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2/bomb.yaml: persona 1 ('bomb')"
     )
     assert upload == "bomb.yaml: persona 1 ('bomb')"
+
+
+def test_plot_labels_carry_no_plotly_markup():
+    """Plotly draws <a href>, <span style> and <br> in labels: a contestant name must reach a chart as text."""
+    from studio.pages.leaderboard import board_chart, heatmap
+    from studio.render import plot_label
+
+    hostile = '<a href="http://127.0.0.1:9/x">click</a><span style="position:fixed">&amp;\u202e'
+    assert "<" not in plot_label(hostile) and ">" not in plot_label(hostile)
+    board = {"models": [{"name": hostile, "rating": 1000.0, "ci_low": 990.0, "ci_high": 1010.0}]}
+    fig = board_chart(board)
+    assert fig is not None
+    assert all("<" not in str(y) for y in fig.data[0].y)
+    import pandas as pd
+
+    frame = pd.DataFrame([[0.5]], index=[hostile], columns=[hostile])
+    hm = heatmap(frame, "t")
+    assert hm is not None and "<" not in str(hm.data[0].x[0]) and "<" not in str(hm.data[0].y[0])
