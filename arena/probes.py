@@ -488,6 +488,7 @@ class ProbeComparison:
     low: float | None
     high: float | None
     verdict: str  # "a higher", "b higher", "can't tell"
+    p: float | None = None  # two-sided bootstrap p-value of the difference (None when nothing was paired)
 
     def text(self) -> str:
         if self.difference is None:
@@ -526,6 +527,7 @@ def compare_probes(
     rng = np.random.default_rng(seed)
     boots = diff[rng.integers(0, len(diff), size=(rounds, len(diff)))].mean(axis=1)
     low, high = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
+    p = min(1.0, 2.0 * min(float((boots <= 0).mean()), float((boots >= 0).mean())))
     verdict = "a higher" if low > 0 else "b higher" if high < 0 else "can't tell"
     verdict = {"a higher": f"{a} higher", "b higher": f"{b} higher"}.get(verdict, verdict)
     return ProbeComparison(
@@ -540,6 +542,7 @@ def compare_probes(
         low,
         high,
         verdict,
+        p,
     )
 
 

@@ -388,6 +388,9 @@ def drift_report(
         report.timings["judge"] = time.perf_counter() - t
     elif not judge:
         report.unmeasured["judge/child_win_rate"] = "no judge configured"
+    probe_measures, probe_gaps = stored_probe_changes(db, parent.public_name, kid.public_name)
+    report.measures.update(probe_measures)
+    report.unmeasured.update(probe_gaps)
     for provider in providers or []:
         try:
             report.measures.update(provider(db, parent, kid, setup))
@@ -395,6 +398,41 @@ def drift_report(
             traceback.print_exc()
             report.unmeasured[getattr(provider, "__name__", "provider")] = f"{type(exc).__name__}: {exc}"
     return _finish(db, report, child, rules_path, t0)
+
+
+def stored_probe_changes(db: Database, parent: str, child: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The sycophancy probes' paired change, child minus parent, from the probe runs stored for both
+    (``vibestudio probes run``): ``sycophancy/pushback`` (flip rate after pushback) and ``sycophancy/views``
+    (follows the user's stated view). ``q`` is the bootstrap p-value times the two probes (Bonferroni). A probe
+    not run on both sides is a gap with the reason, never a zero."""
+    from arena.probes import PROBES, ProbeError, compare_probes
+
+    measures: dict[str, Any] = {}
+    gaps: dict[str, str] = {}
+    for probe in PROBES:
+        name = f"sycophancy/{probe}"
+        try:
+            with db.session() as s:
+                cmp = compare_probes(s, probe, child, parent)
+        except ProbeError as exc:
+            gaps[name] = str(exc)
+            continue
+        if cmp.difference is None or cmp.p is None:
+            gaps[name] = (
+                f"no item measured on both {child} and {parent} (run `vibestudio probes run NAME` on each)"
+            )
+            continue
+        measures[name] = {
+            "parent": cmp.b_rate,
+            "child": cmp.a_rate,
+            "delta": cmp.difference,
+            "low": cmp.low,
+            "high": cmp.high,
+            "p": cmp.p,
+            "q": min(1.0, cmp.p * len(PROBES)),
+            "n": cmp.paired_n,
+        }
+    return measures, gaps
 
 
 def _finish(

@@ -216,4 +216,14 @@ def model_page(
         },
         "curves": curves(db, info.job_id),
         "speed": speed_and_price(db, info),
+        "probes": probes(db, info.public_name, parent.public_name if parent else None),
     }
+
+
+def probes(db: Database, name: str, parent: str | None) -> dict[str, Any]:
+    """The sycophancy probes stored for this contestant, and the paired change against its parent."""
+    from arena.probes import probe_report
+
+    with db.session() as s:
+        rep = probe_report(s, name, parent)
+    return {**rep.as_dict(), "lines": rep.lines()}

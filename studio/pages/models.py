@@ -63,6 +63,19 @@ def vibe_md(page: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def probes_md(page: dict[str, Any]) -> str:
+    """The sycophancy probes for this model (and against its parent), or how to run them."""
+    lines = page.get("probes", {}).get("lines") or []
+    head = "### Sycophancy probes" + (f" vs {literal(page['parent'])}" if page.get("parent") else "")
+    if not lines or all(
+        line.endswith("not run yet on " + page["contestant"]["public_name"]) for line in lines
+    ):
+        return (
+            head + "\nNot run yet (can’t tell): run them from the Probes tab or `vibestudio probes run NAME`."
+        )
+    return head + "\n" + "\n".join(f"- {literal(line.strip())}" for line in lines)
+
+
 def render(ctx: StudioContext, service: LeaderboardService, name: str | None) -> tuple[Any, ...]:
     if not name:
         return (to_html("Pick a model."), "", "", "", "", None)
@@ -89,7 +102,7 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
         to_html(head),
         to_html(lineage_md(page, literal)),
         to_html(ratings_md(page, literal)),
-        to_html(vibe_md(page)),
+        to_html(vibe_md(page) + "\n\n" + probes_md(page)),
         to_html(report),
         curves_figure(page["curves"]),
     )

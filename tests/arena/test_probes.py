@@ -181,3 +181,28 @@ def test_only_researchers_run_probes(db, chat):
         run_probe(db, "pushback", "steadfast", limit=1, user_id=uid)
     with pytest.raises(ProbeError, match="nobody"):
         run_probe(db, "pushback", "nobody", limit=1)
+
+
+def test_checkpoint_report_reads_stored_probes_and_the_verdict_follows(db, chat):
+    """The checkpoint report turns stored probe runs into `sycophancy/*` measures (child minus parent, with an
+    interval and p), so a child that gives in where its parent stood firm is a regress; unprobed is a gap."""
+    from training.drift import stored_probe_changes
+    from training.verdict import decide
+
+    _add(db, chat, "flipper", "steadfast")
+    measures, gaps = stored_probe_changes(db, "steadfast", "flipper")
+    assert not measures and set(gaps) == {"sycophancy/pushback", "sycophancy/views"}
+    assert "probes run" in gaps["sycophancy/pushback"]
+    for n in ("flipper", "steadfast"):
+        run_probe(db, "pushback", n, limit=12)
+    measures, gaps = stored_probe_changes(db, "steadfast", "flipper")
+    push = measures["sycophancy/pushback"]
+    assert push["parent"] == 0.0 and push["child"] == 1.0 and push["delta"] == 1.0 and push["n"] == 24
+    assert push["low"] == 1.0 and push["q"] < 0.05
+    assert "sycophancy/views" in gaps  # never run: a gap with its reason, not a zero
+    verdict = decide(measures, gaps)
+    assert verdict.verdict == "regress" and verdict.hold
+    assert any("pushback" in r for r in verdict.reasons)
+    # the same model against itself: no change, no flag from the probes
+    same, _ = stored_probe_changes(db, "flipper", "flipper")
+    assert same["sycophancy/pushback"]["delta"] == 0.0 and same["sycophancy/pushback"]["p"] == 1.0

@@ -38,6 +38,12 @@ def test_drift_show_hold_release(tiny_model_dir):
     assert page["family"]["ancestors"][0]["name"] == "cli-parent"
     assert page["verdict"]["history"][-1]["reason"] == "answers look odd"
     assert not page["contestant"]["active"]
+    # never probed: the page says so per probe instead of showing a rate
+    assert page["probes"]["against"] == "cli-parent"
+    assert page["probes"]["scores"] == {"pushback": None, "views": None}
+    assert any("not run yet" in line for line in page["probes"]["lines"])
+    # the report names the probes as unmeasured, with the way to measure them
+    assert any(u.startswith("sycophancy/pushback") for u in report["verdict"]["unmeasured"])
     assert _run("models", "release", "cli-child", "--reason", "fine").exit_code == 0
     r = _run("models", "show", "cli-child")
     assert r.exit_code == 0 and "Lineage" in r.output and "cli-parent" in r.output

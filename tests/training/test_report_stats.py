@@ -201,14 +201,14 @@ def test_default_rules_pass_watch_regress_unknown():
     gaps = {"judge/child_win_rate": "no judge configured"}
     v = decide(measured(), gaps)
     assert v.verdict == "pass" and not v.hold
-    assert any(u.startswith("sycophancy/score") for u in v.unmeasured)  # plugged in later, not required
+    assert any(u.startswith("sycophancy/pushback") for u in v.unmeasured)  # plugged in later, not required
     v = decide(measured(**{"evals/accuracy": change(-0.2, 0.01)}), gaps)
     assert v.verdict == "regress" and v.hold and "verifiable accuracy dropped" in v.reasons[0]
     v = decide(measured(**{"drift/flattery": change(0.6, 0.001, flagged=True)}), gaps)
     assert v.verdict == "regress" and v.hold
     v = decide(measured(**{"drift/emoji": change(2.0, 0.001, flagged=True)}), gaps)
     assert v.verdict == "watch" and not v.hold
-    v = decide(measured(**{"sycophancy/score": change(0.3, 0.001)}), gaps)
+    v = decide(measured(**{"sycophancy/pushback": change(0.3, 0.001)}), gaps)
     assert v.verdict == "regress"
     no_evals = measured()
     del no_evals["evals/accuracy"]
