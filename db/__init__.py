@@ -4,24 +4,44 @@ This package knows tables and connections, and holds the one reader of untrusted
 every layer above reads them; it imports nothing from arena, annotation, training or studio.
 """
 
-from db.models import (
-    Base,
-    Battle,
-    Checkpoint,
-    Contestant,
-    DatasetSnapshot,
-    Job,
-    JobMetric,
-    Judgement,
-    Prompt,
-    PromptSet,
-    QueueItem,
-    RubricScore,
-    Turn,
-    User,
-    Vote,
-)
-from db.session import Database, data_home, default_database_url, get_database
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if (
+    TYPE_CHECKING
+):  # the names below load SQLAlchemy; they are imported when first used (``db.files`` needs none)
+    from db.models import (
+        Base,
+        Battle,
+        Checkpoint,
+        Contestant,
+        DatasetSnapshot,
+        Job,
+        JobMetric,
+        Judgement,
+        Prompt,
+        PromptSet,
+        QueueItem,
+        RubricScore,
+        Turn,
+        User,
+        Vote,
+    )
+    from db.session import Database, data_home, default_database_url, get_database
+
+_SESSION = {"Database", "data_home", "default_database_url", "get_database"}
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``db.models`` or ``db.session`` on first use, so that ``db.files`` alone stays light to import."""
+    if name in _SESSION:
+        return getattr(import_module("db.session"), name)
+    if name in __all__:
+        return getattr(import_module("db.models"), name)
+    raise AttributeError(f"module 'db' has no attribute {name!r}")
+
 
 __all__ = [
     "Base",

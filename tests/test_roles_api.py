@@ -46,6 +46,11 @@ LEAST_ROLE = {
     "/label_skip": ANY,
     "/agreement": ANY,
     "/judge_bias": ANY,
+    "/judge_vibes": ANY,
+    "/leaderboard_predict": ANY,
+    "/families": ANY,
+    "/probes_show": ANY,
+    "/probes_run": "researcher",
     "/arena_add_persona": "researcher",
     "/arena_import_personas": "researcher",
     "/data_freeze": "researcher",
@@ -68,6 +73,7 @@ LEAST_ROLE = {
     "/admin_disable_user": "admin",
     "/admin_enable_user": "admin",
     "/admin_set_password": "admin",
+    "/admin_annotator_checks": "admin",
 }
 NO_RUBRIC = (None,) * 6  # the six optional quick-rubric scores of a vote
 UNREACHABLE = {"/queue_create", "/judge_run", "/queue_checklists"}
@@ -161,6 +167,8 @@ def _calls(tmp: Path, tag: str) -> dict[str, tuple[tuple, dict]]:
         "/admin_disable_user": (("nobody-here",), {}),
         "/admin_enable_user": (("ann",), {}),
         "/admin_set_password": (("nobody-here", "another long password"), {}),
+        "/admin_annotator_checks": ((), {}),
+        "/probes_run": (("smollm2-plain", "(none)", ["pushback"], 1), {}),
     }
 
 

@@ -147,7 +147,8 @@ def checks_table(out: dict) -> pd.DataFrame:  # type: ignore[type-arg]
 
 
 def checks_summary(out: dict) -> str:  # type: ignore[type-arg]
-    flagged = out["flagged"]
+    """The checks' headline as display-path HTML (annotator and contestant names are untrusted)."""
+    flagged = [literal(name) for name in out["flagged"]]
     text = f"**{out['n_votes']}** rated votes. "
     text += (
         f"⚠️ **Flagged: {', '.join(flagged)}.** Their votes are kept; the robust board below down-weights them."
@@ -155,19 +156,19 @@ def checks_summary(out: dict) -> str:  # type: ignore[type-arg]
         else "No annotator flagged."
     )
     for note in out["notes"]:
-        text += f"\n\n- {note}"
+        text += f"\n\n- {literal(note)}"
     plain, robust = out.get("plain_board"), out.get("robust_board")
     if plain and robust:
         before = {m["name"]: m["rating"] for m in plain["models"]}
         moved = [
-            f"{m['name']} {before[m['name']]:.0f} → {m['rating']:.0f}"
+            f"{literal(m['name'])} {before[m['name']]:.0f} → {m['rating']:.0f}"
             for m in robust["models"]
             if m["name"] in before and abs(m["rating"] - before[m["name"]]) >= 5.0
         ]
         text += "\n\nRobust board vs plain board: " + (
             ", ".join(moved) if moved else "no rating moved 5 points or more."
         )
-    return text
+    return to_html(text)
 
 
 def build_checks(ctx: StudioContext) -> None:
@@ -177,7 +178,7 @@ def build_checks(ctx: StudioContext) -> None:
         "verdicts on the very same answers, and votes faster than reading. Flags are advice: nothing is deleted."
     )
     run = gr.Button("🔎 Check annotators", elem_id="admin-check-annotators")
-    summary = gr.Markdown(elem_id="admin-checks-summary")
+    summary = gr.HTML(elem_id="admin-checks-summary")
     table = gr.Dataframe(headers=CHECK_COLUMNS, interactive=False, elem_id="admin-checks-table")
 
     def on_check(request: gr.Request, progress=gr.Progress()):  # type: ignore[no-untyped-def]
@@ -185,7 +186,7 @@ def build_checks(ctx: StudioContext) -> None:
         try:
             out = annotator_checks(ctx.db, by=ctx.access.user_id(request))
         except PermissionDenied as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return checks_summary(out), checks_table(out)
 
     run.click(on_check, None, [summary, table], api_name="admin_annotator_checks")

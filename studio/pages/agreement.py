@@ -135,7 +135,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             rep = vibe_agreement(ctx.db, queue_name, judge_name)
         except (VibeAgreementError, QueueError) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
         return pd.DataFrame([_vibe_row(c) for c in rep.cells], columns=VIBE_COLUMNS)
 
     def refresh(current: str | None):

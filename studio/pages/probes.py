@@ -15,7 +15,8 @@ from arena.accounts import PermissionDenied
 from arena.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from arena.registry import list_contestants
 from studio.context import StudioContext
-from studio.render import to_html
+from studio.errors import user_error
+from studio.render import error_text, to_html
 
 NONE = "(none)"
 COLUMNS = ["contestant", "probe", "measure", "rate", "95% interval", "n", "unmeasurable"]
@@ -99,7 +100,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             return report(name, other)
         except ProbeError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
 
     def on_run(name, other, probes, n, request: gr.Request, progress=gr.Progress()):
         if not name:
@@ -119,10 +120,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                         ctx.db, probe, target, limit=int(n) if n else None, progress=tick, user_id=uid
                     )
                     if result.stopped:
-                        gr.Warning(f"{probe} on {target} stopped early: {result.stopped}")
+                        gr.Warning(error_text(f"{probe} on {target} stopped early: {result.stopped}"))
             return report(name, other)
         except (ProbeError, PermissionDenied) as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(exc) from exc
 
     def default_against(name):
         return gr.update(value=parents.get(name, NONE))
