@@ -104,7 +104,9 @@ def test_cancel_running_and_queued_jobs_leaves_no_process_and_the_queue_moves_on
     snap = make_snapshot(8)
     first = launch_dpo(db, "tiny-parent", snap, **{**FAST, "max_steps": 500})
     second = launch_dpo(db, "tiny-parent", snap, **FAST)
-    third = launch_dpo(db, "tiny-parent", snap, **FAST)
+    with pytest.raises(JobError, match="already queued or running"):  # the same config twice is a slip
+        launch_dpo(db, "tiny-parent", snap, **FAST)
+    third = launch_dpo(db, "tiny-parent", snap, **{**FAST, "seed": 1})
     assert [runner.job_view(db, j).queue_position for j in (second, third)] == [0, 1]
     assert runner.cancel(db, second).status == "cancelled"  # queued: just marked
     pid = _running_pid(db, first)
