@@ -51,6 +51,9 @@ LEAST_ROLE = {
     "/families": ANY,
     "/probes_show": ANY,
     "/probes_run": "researcher",
+    "/models_show": ANY,
+    "/models_release": "researcher",
+    "/models_hold": "researcher",
     "/arena_add_persona": "researcher",
     "/arena_import_personas": "researcher",
     "/data_freeze": "researcher",
@@ -169,6 +172,7 @@ def _calls(tmp: Path, tag: str) -> dict[str, tuple[tuple, dict]]:
         "/admin_set_password": (("nobody-here", "another long password"), {}),
         "/admin_annotator_checks": ((), {}),
         "/probes_run": (("smollm2-plain", "(none)", ["pushback"], 1), {}),
+        "/models_release": (("smollm2-plain", "role test"), {}),
     }
 
 

@@ -22,6 +22,7 @@ from arena.accounts import PermissionDenied
 from arena.leaderboard import LeaderboardService
 from arena.registry import RegistryError, list_contestants
 from studio.context import StudioContext
+from studio.errors import user_error
 from studio.render import literal, to_html
 from training import verdict as verdicts
 from training.model_page import model_page
@@ -139,12 +140,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 raise verdicts.VerdictError("pick a model first")
             (verdicts.release if active else verdicts.hold)(ctx.db, name, user, why or "")
             msg = f"{literal(name)} {'may play' if active else 'is held out'}; reason logged."
-        except (verdicts.VerdictError, PermissionDenied, RegistryError) as exc:
+        except PermissionDenied as exc:
+            raise user_error(exc) from exc
+        except (verdicts.VerdictError, RegistryError) as exc:
             msg = f"⚠️ {literal(str(exc))}"
         return (to_html(msg), *show(name))
 
-    pick.change(show, pick, outputs)
-    refresh.click(lambda: gr.update(choices=choices(ctx)), None, pick)
+    pick.change(show, pick, outputs, api_name="models_show")
+    refresh.click(lambda: gr.update(choices=choices(ctx)), None, pick, api_visibility="private")
 
     def on_release(name: str | None, why: str, request: gr.Request) -> tuple[Any, ...]:
         return decide(name, why, True, request)
@@ -152,6 +155,6 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     def on_hold(name: str | None, why: str, request: gr.Request) -> tuple[Any, ...]:
         return decide(name, why, False, request)
 
-    let_in.click(on_release, [pick, reason], [decided, *outputs])
-    hold_out.click(on_hold, [pick, reason], [decided, *outputs])
-    demo.load(lambda: gr.update(choices=choices(ctx)), None, pick)
+    let_in.click(on_release, [pick, reason], [decided, *outputs], api_name="models_release")
+    hold_out.click(on_hold, [pick, reason], [decided, *outputs], api_name="models_hold")
+    demo.load(lambda: gr.update(choices=choices(ctx)), None, pick, api_visibility="private")
