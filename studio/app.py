@@ -49,14 +49,16 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
         with gr.Tab("Probes", id="probes") as probes_tab:
             probes.build(ctx, demo)
         with gr.Tab("Train", id="train") as train_tab:
-            train.build(ctx, demo)
+            train_timer = train.build(ctx, demo)
         with gr.Tab("Models", id="models") as models_tab:
             models.build(ctx, demo)
         with gr.Tab("Admin", id="admin") as admin_tab:
             admin.build(ctx, demo)
-        # the Leaderboard's refresh timer runs only while its tab is open
-        for other in (
+        # The Leaderboard's refresh timer and the Train tab's job poll run only while their tab is open: nothing
+        # polls in the background of a page that shows something else (and no poll fills a battle's network log).
+        tabs = (
             arena_tab,
+            leaderboard_tab,
             data_tab,
             annotate_tab,
             label_tab,
@@ -65,14 +67,22 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             train_tab,
             models_tab,
             admin_tab,
-        ):
-            other.select(_stop_timer, None, leaderboard_timer, api_visibility="private")
+        )
+        for timer, owner in ((leaderboard_timer, leaderboard_tab), (train_timer, train_tab)):
+            for tab in tabs:
+                if tab is not owner:
+                    tab.select(_stop_timer, None, timer, api_visibility="private")
+        train_tab.select(_start_timer, None, train_timer, api_visibility="private")
     demo.queue(default_concurrency_limit=8)
     return demo
 
 
 def _stop_timer() -> gr.Timer:
     return gr.Timer(active=False)
+
+
+def _start_timer() -> gr.Timer:
+    return gr.Timer(active=True)
 
 
 def serve(

@@ -218,7 +218,8 @@ def job_markdown(ctx: StudioContext, job_id: int) -> str:
 
 
 # ---- the page -----------------------------------------------------------------------------------------------------
-def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
+    """Lay out the tab; returns its job poll, which the app runs only while the tab is open."""
     parents, snaps, reward_jobs = _choices(ctx)
     gr.Markdown(
         "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
@@ -292,7 +293,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     plot = gr.Plot()
     gold_plot = gr.Plot(label="Gold vs √KL", elem_id="train-gold")
     log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False, elem_id="train-log")
-    timer = gr.Timer(2.0)
+    timer = gr.Timer(2.0, active=False)
 
     form = [kind, parent, snapshot, pairs, steps, lr, beta, lora, save_steps, kl_every, loss_type]
     rewards_in = [

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import subprocess
 import sys
 import time
@@ -138,14 +139,25 @@ def _capture_streams(page) -> _Streams:
 
 
 def _wait_for_load_events(page, streams: _Streams) -> None:
-    """Wait until every page-load event of the app has completed (counted in the captured event streams)."""
+    """Wait until the page has settled: every page-load event completed, and so has every event they set off (a
+    load that fills a dropdown fires its ``change`` listeners), with no new event for a second. Counting completions
+    alone is not enough: the chained events complete too, and a slow load event would finish after the baseline."""
     n_load = page.evaluate(
         "() => window.gradio_config.dependencies.filter(d => d.targets.some(t => t[1] === 'load')).length"
     )
     assert n_load > 0
     deadline = time.monotonic() + STEP_MS / 1000
-    while sum(body.count('"process_completed"') for _, body in streams.bodies()) < n_load:
-        assert time.monotonic() < deadline, f"fewer than {n_load} page-load events completed"
+    quiet_since, last = time.monotonic(), None
+    while True:
+        text = "\n".join(body for _, body in streams.bodies())
+        seen = set(re.findall(r'"event_id":\s*"([0-9a-f]+)"', text))
+        done = set(re.findall(r'"msg":\s*"process_completed",\s*"event_id":\s*"([0-9a-f]+)"', text))
+        state = (len(seen), len(done))
+        if state != last:
+            quiet_since, last = time.monotonic(), state
+        if len(done) >= n_load and seen <= done and time.monotonic() - quiet_since > 1.0:
+            return
+        assert time.monotonic() < deadline, f"the page did not settle: {len(done)} of {len(seen)} events done"
         page.wait_for_timeout(100)
 
 
