@@ -487,3 +487,4 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
         [parent, snapshot, rm_job, judge, jobs, job, config_box, check_md],
         api_visibility="private",
     )
+    return timer
