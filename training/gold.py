@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from arena.evals import EvalItem, load_items, run_check
+from training.kl import encode_chat_prompts
 from training.overopt import gold_curve
 
 GOLD_SIGNALS = ("none", "evals")
@@ -38,20 +39,7 @@ class GoldProbe:
         import torch
 
         tok = self.tok
-        texts = [
-            tok.apply_chat_template(
-                [{"role": "user", "content": i.prompt}], add_generation_prompt=True, tokenize=False
-            )
-            for i in self.items
-        ]
-        side = tok.padding_side
-        tok.padding_side = "left"
-        try:
-            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        finally:
-            tok.padding_side = side
-        device = next(model.parameters()).device
-        enc = {k: v.to(device) for k, v in enc.items()}
+        enc = encode_chat_prompts(tok, [i.prompt for i in self.items], next(model.parameters()).device)
         with torch.no_grad():
             out = model.generate(
                 **enc, do_sample=False, max_new_tokens=self.max_new_tokens, pad_token_id=tok.pad_token_id

@@ -54,6 +54,22 @@ def _reference(trainer: Any, model: Any):  # type: ignore[no-untyped-def]
         raise RuntimeError("no reference model to measure KL against")
 
 
+def encode_chat_prompts(tok: Any, prompts: list[str], device: Any) -> dict[str, Any]:
+    """Single-turn user prompts through the chat template, left-padded into one batch on ``device`` (the
+    tokenizer's own padding side is restored afterwards)."""
+    texts = [
+        tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False)
+        for p in prompts
+    ]
+    side = tok.padding_side
+    tok.padding_side = "left"
+    try:
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    finally:
+        tok.padding_side = side
+    return {k: v.to(device) for k, v in enc.items()}
+
+
 def sequence_logps(model: Any, ids: Any, attention: Any, start: int, completion_mask: Any) -> Any:
     """Sum of log-probs of the completion tokens (positions >= ``start``) per row."""
     import torch
@@ -97,20 +113,7 @@ class KLProbe:
         import torch
 
         tok = self.tok
-        texts = [
-            tok.apply_chat_template(
-                [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
-            )
-            for p in self.prompts
-        ]
-        side = tok.padding_side
-        tok.padding_side = "left"
-        try:
-            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        finally:
-            tok.padding_side = side
-        device = next(model.parameters()).device
-        enc = {k: v.to(device) for k, v in enc.items()}
+        enc = encode_chat_prompts(tok, self.prompts, next(model.parameters()).device)
         start = enc["input_ids"].shape[1]
         with torch.no_grad():
             torch.manual_seed(self.seed)
