@@ -26,7 +26,9 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY db ./db
+COPY accounts ./accounts
 COPY arena ./arena
+COPY standings ./standings
 COPY annotation ./annotation
 COPY training ./training
 COPY studio ./studio
@@ -60,7 +62,9 @@ ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY db ./db
+COPY accounts ./accounts
 COPY arena ./arena
+COPY standings ./standings
 COPY annotation ./annotation
 COPY training ./training
 COPY studio ./studio

@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from annotation.queues import NewItem, QueueError, add_item, create_queue, queue_row
 from annotation.rubrics import get_rubric
-from arena.accounts import require_role
+from accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant, messages_for
 from db.models import Prompt, PromptSet, QueueItem

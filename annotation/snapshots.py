@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.accounts import require_role
-from arena.records import battle_records
+from accounts import require_role
+from standings.records import battle_records
 from db.files import records_from_bytes
 from db.models import DatasetSnapshot
 from db.session import data_home

@@ -1,4 +1,5 @@
-"""Contestants and battles: engines, personas, registry, pair sampling, leak checks, ratings and vibe features.
+"""Contestants and battles: engines, personas, registry, pair sampling, leak checks, probes, families, ratings
+and vibe features.
 
-Imports db only. Everything here returns plain data; no UI code.
+Imports db and accounts only. Everything here returns plain data; no UI code.
 """

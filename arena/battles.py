@@ -240,7 +240,7 @@ class ArenaService:
     def _rating_inputs(self, s: Any) -> tuple[dict[int, RatingInfo], dict[tuple[int, int], int]]:
         """Current ratings with intervals and per-pair battle counts, refitted when votes change (at most every
         ``ratings_ttl_s`` seconds when that is set)."""
-        from arena.records import battle_records
+        from standings.records import battle_records
 
         key = (s.scalar(select(func.count(Vote.id))), s.scalar(select(func.max(Vote.id))))
         cache = self._ratings_cache

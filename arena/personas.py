@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from sqlalchemy.orm import Session
 
-from arena.accounts import require_role
+from accounts import require_role
 from arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
 
 FIELDS = {

@@ -40,7 +40,7 @@ from scipy.stats import binomtest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.accounts import require_role
+from accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.accounts import require_role
+from accounts import require_role
 from db.files import parse_json_text
 from db.models import Prompt, PromptSet
 

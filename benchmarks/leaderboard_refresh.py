@@ -1,6 +1,6 @@
 """Benchmark: refreshing the studio leaderboard over a 1M-vote SQLite store after one new vote (issue 4).
 
-Ours: `arena.leaderboard.LeaderboardService` - an incremental column copy of the votes (`arena.vote_cache`), only
+Ours: `standings.leaderboard.LeaderboardService` - an incremental column copy of the votes (`standings.vote_cache`), only
 votes above the last id read per refresh, DuckDB grouping the rows into pair x outcome cells, Bradley-Terry +
 bootstrap on those cells, online Elo carried forward. Baseline: what a plain implementation does on every refresh -
 re-read every vote with SQLAlchemy + pandas (`pandas.read_sql` of the votes-battles-contestants join), then
@@ -28,9 +28,9 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
-from arena.leaderboard import BoardOptions, LeaderboardService
+from standings.leaderboard import BoardOptions, LeaderboardService
 from arena.ratings import leaderboard
-from arena.vote_cache import VoteCache
+from standings.vote_cache import VoteCache
 from db.models import Battle, Contestant, Vote
 from db.session import Database
 

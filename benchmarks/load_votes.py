@@ -44,7 +44,7 @@ class UserRun:
 
 def prepare(home: Path, n_users: int, database_url: str | None = None) -> list[str]:
     """``n_users`` annotators (login is then on) in ``database_url`` (default: SQLite in ``home``)."""
-    from arena.accounts import add_user
+    from accounts import add_user
     from db.session import Database
 
     db = Database(database_url or f"sqlite:///{home / 'studio.sqlite'}")

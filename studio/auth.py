@@ -11,7 +11,7 @@ The mode is decided when the server starts. The open mode binds to loopback only
 interface needs an explicit ``VIBESTUDIO_AUTH=off``.
 
 Gradio does the login itself (``launch(auth=...)``, a session cookie for browsers, ``gradio_client``'s
-``auth=(name, password)`` for scripts); this module checks the password with ``arena.accounts`` and turns
+``auth=(name, password)`` for scripts); this module checks the password with ``accounts`` and turns
 ``gr.Request.username`` into the user id that handlers pass to the services, which do the role checks.
 Every request re-reads the user, so disabling an account stops it at its next action. Imports no gradio.
 """
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from arena.accounts import PermissionDenied, RateLimiter, authenticate, get_user, login_enabled
+from accounts import PermissionDenied, RateLimiter, authenticate, get_user, login_enabled
 from db.session import Database
 
 log = logging.getLogger(__name__)

@@ -326,7 +326,7 @@ def _battles_file(battles: Path | None, with_text: bool) -> Path:
         return battles
     import tempfile
 
-    from arena.records import annotated_records
+    from standings.records import annotated_records
 
     ctx = _ctx()
     with ctx.db.session() as s:
@@ -492,7 +492,7 @@ def evals_run(
     """Ask contestants the eval set, check and store the answers (they feed the Goldilocks board)."""
     from tqdm import tqdm
 
-    from arena.evals import EvalError, run_evals
+    from standings.evals import EvalError, run_evals
     from arena.registry import list_contestants
 
     ctx = _ctx()
@@ -526,7 +526,7 @@ def evals_run(
 @evals_app.command("scores")
 def evals_scores(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Each contestant's latest eval score (share of passed items) on the current eval set."""
-    from arena.evals import eval_scores
+    from standings.evals import eval_scores
 
     ctx = _ctx()
     with ctx.db.session() as s:

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-#: The roles `arena.accounts.ROLES` defines, spelled here for the help text so that `vibestudio --help` does not
+#: The roles `accounts.ROLES` defines, spelled here for the help text so that `vibestudio --help` does not
 #: import the accounts code (SQLAlchemy, argon2); tests/test_accounts_cli.py keeps the two equal.
 ROLES = ("annotator", "researcher", "admin")
 
@@ -47,7 +47,7 @@ def users_add(
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
 ) -> None:
     """Create a user who can log in."""
-    from arena.accounts import AccountError, add_user
+    from accounts import AccountError, add_user
 
     try:
         u = add_user(_db(), name, _password(password_stdin), role)
@@ -60,7 +60,7 @@ def users_add(
 @users_app.command("list")
 def users_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List users with their role and status."""
-    from arena.accounts import list_users
+    from accounts import list_users
 
     users = list_users(_db())
     if as_json:
@@ -80,7 +80,7 @@ def users_set_role(
     name: str = typer.Argument(...), role: str = typer.Argument(..., help=", ".join(ROLES))
 ) -> None:
     """Change a user's role (the last active admin cannot be demoted)."""
-    from arena.accounts import AccountError, set_role
+    from accounts import AccountError, set_role
 
     try:
         u = set_role(_db(), name, role)
@@ -96,7 +96,7 @@ def users_disable(
     enable: bool = typer.Option(False, "--enable", help="Enable the account again instead."),
 ) -> None:
     """Disable a user: no login, and every request of an open session is refused."""
-    from arena.accounts import AccountError, set_disabled
+    from accounts import AccountError, set_disabled
 
     try:
         u = set_disabled(_db(), name, not enable)
@@ -112,7 +112,7 @@ def users_passwd(
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
 ) -> None:
     """Set a new password for a user."""
-    from arena.accounts import AccountError, set_password
+    from accounts import AccountError, set_password
 
     try:
         u = set_password(_db(), name, _password(password_stdin))

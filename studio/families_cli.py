@@ -16,7 +16,7 @@ def families_cmd(
 ) -> None:
     """Checkpoints grouped by common ancestor, the best-of-N selection effect, provisional flags, removal log."""
     from arena.families import families
-    from arena.leaderboard import BoardOptions, LeaderboardService
+    from standings.leaderboard import BoardOptions, LeaderboardService
     from studio.context import build_context
 
     ctx = build_context()

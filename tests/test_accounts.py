@@ -6,7 +6,7 @@ import pytest
 from argon2 import PasswordHasher
 from sqlalchemy import select
 
-from arena.accounts import (
+from accounts import (
     AccountError,
     PermissionDenied,
     RateLimited,

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arena.accounts import add_user, authenticate, get_user
+from accounts import add_user, authenticate, get_user
 from db.session import Database
 from studio.auth import Access, AuthConfigError, check_serving, is_loopback, login_required
 from studio.cli import app
@@ -77,7 +77,7 @@ def test_login_mode(db):
 
 
 def test_login_check_throttles_repeated_failures(db):
-    from arena.accounts import RateLimiter
+    from accounts import RateLimiter
 
     add_user(db, "ann", PW, "annotator")
     access = Access(db, True, logins=RateLimiter(3, what="failed logins"))
@@ -92,7 +92,7 @@ def test_login_check_throttles_repeated_failures(db):
 
 
 def test_per_user_limits_in_login_mode(db):
-    from arena.accounts import RateLimited, RateLimiter
+    from accounts import RateLimited, RateLimiter
 
     access = Access(db, True, prompts=RateLimiter(2, what="prompts"), votes=RateLimiter(60, what="votes"))
     access.limit("prompts", 1)

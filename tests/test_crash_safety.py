@@ -60,7 +60,7 @@ def test_concurrent_votes_on_one_turn_store_exactly_one(db):
 
 
 def test_votes_belong_to_the_battles_user(db):
-    from arena.accounts import add_user
+    from accounts import add_user
 
     svc = ArenaService(db)
     ann = add_user(db, "ann", "a long password", "annotator").id

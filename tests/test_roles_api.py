@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from arena.accounts import RANK, add_user, set_disabled
+from accounts import RANK, add_user, set_disabled
 from db.models import Battle, Contestant, DatasetSnapshot, Job, PromptSet, QueueItem, User, Vote
 from db.session import Database
 from tests.e2e.conftest import start_server
@@ -257,7 +257,7 @@ def test_services_refuse_low_roles(db, tmp_path):
     from annotation.judges import JudgeSpec, generate_checklists, run_judge
     from annotation.onpolicy import OnPolicySpec, generate_queue
     from annotation.snapshots import snapshot_from_votes
-    from arena.accounts import PermissionDenied, list_users
+    from accounts import PermissionDenied, list_users
     from arena.personas import add_personas, spec_from_mapping
     from arena.prompts import import_prompt_set
     from training.runner import cancel, resume

@@ -33,7 +33,7 @@ from typing import Any
 
 from arena import vibes
 from arena.engines.base import EngineError
-from arena.evals import load_items, run_check
+from standings.evals import load_items, run_check
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
 from db.session import Database
 from training import verdict as verdicts

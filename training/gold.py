@@ -1,6 +1,6 @@
 """The gold signal measured while a job trains, and the option to keep the best-gold weights.
 
-Gold here is the verifiable-eval accuracy of the policy being trained (``arena.evals``: format and arithmetic
+Gold here is the verifiable-eval accuracy of the policy being trained (``standings.evals``: format and arithmetic
 items a program checks), generated greedily by the in-training model itself on the first ``gold_items`` items,
 at step 0 (the parent; KL 0 by definition) and every ``gold_every`` steps. Each measurement writes ``gold``
 (share passed), ``gold_se`` (its binomial standard error) and ``gold_n``; ``training.overopt`` places them
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from arena.evals import EvalItem, load_items, run_check
+from standings.evals import EvalItem, load_items, run_check
 from training.kl import encode_chat_prompts
 from training.overopt import gold_curve
 

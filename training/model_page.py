@@ -16,9 +16,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from arena import goldilocks
-from arena.leaderboard import BoardOptions, LeaderboardService, vibe_profile
-from arena.records import battle_records
+from standings import goldilocks
+from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
+from standings.records import battle_records
 from arena.registry import ContestantInfo, get_contestant, to_info
 from db.models import Contestant, DatasetSnapshot, Job, JobMetric
 from db.session import Database

@@ -104,7 +104,7 @@ def publish_checkpoint(
     """Publish a checkpoint the job saved on the way (``save_steps``; the newest when ``step`` is None) as a
     contestant, while the job runs or after it ended. Its lineage is the job's (parent, snapshot, job); the
     description names the step. Reward-model jobs score answers and cannot be published as contestants."""
-    from arena.accounts import require_role
+    from accounts import require_role
     from arena.registry import RegistryError
     from db.models import Job
     from training.errors import JobError

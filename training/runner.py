@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
-from arena.accounts import require_role
+from accounts import require_role
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
 from training.config import JobConfig, load_config, save_config

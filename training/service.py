@@ -20,7 +20,7 @@ from annotation.snapshots import (
     snapshot_from_votes,
     write_snapshot,
 )
-from arena.accounts import require_role
+from accounts import require_role
 from db.models import Contestant
 from db.session import Database
 from training.config import (

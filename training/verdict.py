@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from sqlalchemy import select
 
-from arena.accounts import require_role
+from accounts import require_role
 from arena.registry import get_contestant, set_active
 from db.models import VerdictEvent
 from db.session import Database

@@ -30,7 +30,7 @@ from annotation.agreement import plurality
 from annotation.formats.importers import HELPSTEER_ATTRS
 from annotation.queues import FLIP, LABEL_KINDS, QueueError, n_answers, stamps
 from annotation.snapshots import SnapshotInfo, write_snapshot
-from arena.accounts import require_role
+from accounts import require_role
 from db.models import Judgement, Label, QueueItem, RubricScore
 
 EXPORT_FORMATS = ("trl", "kto", "fastchat", "alpaca_eval", "ultrafeedback", "helpsteer2")

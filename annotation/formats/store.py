@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
 from annotation.queues import FLIP, NewItem, QueueError, content_key, create_queue, make_item, queue_row
 from annotation.rubrics import get_rubric
-from arena.accounts import require_role
+from accounts import require_role
 from db.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
 from db.models import Label, QueueItem, RubricScore
 

@@ -2,7 +2,7 @@
 (per-annotator diagnostics that flag votes which look rigged, with the robust board next to the plain one; nothing is
 deleted).
 
-Every handler passes the signed-in user's id to ``arena.accounts``, which refuses anyone but an admin; the tab
+Every handler passes the signed-in user's id to ``accounts``, which refuses anyone but an admin; the tab
 being visible to others changes nothing. In the open single-user mode the local operator is the admin.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from arena.accounts import ROLES, AccountError, PermissionDenied, UserInfo, list_users
-from arena.accounts import add_user as _add_user
-from arena.accounts import set_disabled as _set_disabled
-from arena.accounts import set_password as _set_password
-from arena.accounts import set_role as _set_role
-from arena.annotator_checks import annotator_checks
+from accounts import ROLES, AccountError, PermissionDenied, UserInfo, list_users
+from accounts import add_user as _add_user
+from accounts import set_disabled as _set_disabled
+from accounts import set_password as _set_password
+from accounts import set_role as _set_role
+from standings.annotator_checks import annotator_checks
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html

@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from arena.accounts import PermissionDenied, RateLimited
+from accounts import PermissionDenied, RateLimited
 from arena.battles import QUICK_RUBRIC, BattleError, Reveal, TurnUpdate
 from arena.engines.factory import ENGINE_KINDS
 from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping

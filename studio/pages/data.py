@@ -9,9 +9,9 @@ import pandas as pd
 from sqlalchemy import func, select
 
 from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
-from arena.accounts import PermissionDenied
+from accounts import PermissionDenied
 from arena.prompts import PromptImportError, import_prompt_set
-from arena.records import UNCOUNTED
+from standings.records import UNCOUNTED
 from db.models import Battle, Vote
 from studio.context import StudioContext
 from studio.errors import user_error

@@ -9,7 +9,7 @@ import gradio as gr
 import pandas as pd
 
 from arena.families import DEFAULT_MIN_VOTES, families
-from arena.leaderboard import BoardOptions, LeaderboardService
+from standings.leaderboard import BoardOptions, LeaderboardService
 from studio.context import StudioContext
 from studio.render import literal, to_html
 

@@ -15,7 +15,7 @@ import gradio as gr
 from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
 from annotation.queues import QueueError, get_queue, list_queues, set_checklist
 from annotation.rubrics import Criterion, rubric_from_dict
-from arena.accounts import PermissionDenied
+from accounts import PermissionDenied
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html

@@ -4,8 +4,8 @@ rating method (Bradley-Terry or a tie model; by default the one that predicts he
 method predicts best" view. The board refreshes when the tab is opened and on a short timer while it is open (only
 new votes are read; nothing is redrawn when nothing changed).
 
-Data comes from `arena.leaderboard.LeaderboardService` (one per app: an incremental copy of the votes, so a
-refresh reads only new votes), `arena.goldilocks` and `arena.evals`; this module turns options into calls and
+Data comes from `standings.leaderboard.LeaderboardService` (one per app: an incremental copy of the votes, so a
+refresh reads only new votes), `standings.goldilocks` and `standings.evals`; this module turns options into calls and
 plain data into tables and plotly figures.
 """
 
@@ -20,10 +20,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from arena.accounts import PermissionDenied
-from arena.evals import EvalError, run_evals
-from arena.goldilocks import goldilocks
-from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
+from accounts import PermissionDenied
+from standings.evals import EvalError, run_evals
+from standings.goldilocks import goldilocks
+from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error

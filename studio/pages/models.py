@@ -18,8 +18,8 @@ import gradio as gr
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from arena.accounts import PermissionDenied
-from arena.leaderboard import LeaderboardService
+from accounts import PermissionDenied
+from standings.leaderboard import LeaderboardService
 from arena.registry import RegistryError, list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from arena.accounts import PermissionDenied
+from accounts import PermissionDenied
 from arena.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from arena.registry import list_contestants
 from studio.context import StudioContext

@@ -28,7 +28,7 @@ from annotation.onpolicy import OnPolicySpec, generate_queue
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.rubrics import RubricError, list_rubrics
 from annotation.snapshots import SnapshotError
-from arena.accounts import PermissionDenied
+from accounts import PermissionDenied
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.session import data_home

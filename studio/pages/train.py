@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import yaml
 
 from annotation.snapshots import list_snapshots
-from arena.accounts import PermissionDenied, require_role
+from accounts import PermissionDenied, require_role
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error

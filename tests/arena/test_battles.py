@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 
 from arena.battles import ArenaLimits, ArenaService, BattleError, Reveal, VoteReceipt
-from arena.records import battle_records
+from standings.records import battle_records
 from arena.registry import ContestantSpec, RegistryError, ensure_defaults, list_contestants, register
 from arena.sampling import PairPolicy
 from db.models import Battle, RubricScore, Turn, Vote

@@ -11,9 +11,9 @@ import socket
 import pytest
 from sqlalchemy import select
 
-from arena.accounts import PermissionDenied, add_user
-from arena.evals import EvalError, load_items, run_check, run_evals
-from arena.evals import eval_scores as scores
+from accounts import PermissionDenied, add_user
+from standings.evals import EvalError, load_items, run_check, run_evals
+from standings.evals import eval_scores as scores
 from arena.registry import ContestantSpec, register
 from db.models import EvalResult
 
@@ -179,7 +179,7 @@ def test_runs_need_a_researcher_and_a_known_contestant(db):
 
 
 def test_goldilocks_joins_rating_evals_speed_and_price(db, tmp_path):
-    from arena.goldilocks import goldilocks, load_prices
+    from standings.goldilocks import goldilocks, load_prices
     from db.models import Battle, Turn
 
     eval_set, _ = load_items()

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
-from arena.accounts import PermissionDenied, add_user
-from arena.annotator_checks import annotator_checks
-from arena.leaderboard import BoardOptions, LeaderboardService
+from accounts import PermissionDenied, add_user
+from standings.annotator_checks import annotator_checks
+from standings.leaderboard import BoardOptions, LeaderboardService
 from arena.ratings import leaderboard
-from arena.records import annotated_records, battle_records
-from arena.vote_cache import VoteCache
+from standings.records import annotated_records, battle_records
+from standings.vote_cache import VoteCache
 from db.models import User, Vote
 from tests.arena.test_leaderboard_service import _battles, _contestants
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, update
 
-from arena.leaderboard import (
+from standings.leaderboard import (
     BoardOptions,
     LeaderboardService,
     compare_contestants,
@@ -20,9 +20,9 @@ from arena.leaderboard import (
     vibe_profile,
 )
 from arena.ratings import leaderboard, leaderboard_by, online_elo, pairwise_matrices, rating_over_time
-from arena.records import battle_records
+from standings.records import battle_records
 from arena.registry import ContestantSpec, register
-from arena.vote_cache import VoteCache
+from standings.vote_cache import VoteCache
 from db.models import Battle, Turn, Vote
 
 NAMES = ["alpha", "bravo", "charlie", "delta"]

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from arena.accounts import PermissionDenied, add_user
+from accounts import PermissionDenied, add_user
 from arena.probes import (
     ProbeError,
     Rate,

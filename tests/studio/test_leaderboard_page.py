@@ -3,8 +3,8 @@ named API endpoint takes only optional inputs, so `client.predict(api_name="/lea
 
 from __future__ import annotations
 
-from arena.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
-from arena.vote_cache import VoteCache
+from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
+from standings.vote_cache import VoteCache
 from studio.pages import leaderboard as page
 from tests.arena.test_leaderboard_service import NAMES, _battles, _contestants
 

@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session
 
 from arena import vibes
 from arena.ratings import BattleRecords
-from arena.records import UNCOUNTED, battle_records
+from standings.records import UNCOUNTED, battle_records
 from arena.registry import RegistryError, get_contestant, list_contestants
-from arena.vote_cache import FEATURE_COLUMNS, VoteCache
+from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 from db.models import Battle, Contestant, Turn
 from db.session import Database
 

@@ -1,6 +1,6 @@
 """Annotator checks over the battle store: who might be rigging the board, as plain data for the Admin tab and CLI.
 
-Reads every rated vote with its voter and voting speed (`arena.records.annotated_records`), runs
+Reads every rated vote with its voter and voting speed (`standings.records.annotated_records`), runs
 `arena.ratings.annotator_diagnostics` (agreement with the leave-one-out consensus, identity-following, same-answer
 disagreement, speed) and fits the robust board (outlying annotators down-weighted). Only admins may run it (the
 local operator passes). Nothing is changed in the database: flags are advice, votes stay.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from arena.accounts import require_role
-from arena.records import annotated_records
+from accounts import require_role
+from standings.records import annotated_records
 from db.session import Database
 
 

@@ -1,7 +1,7 @@
 """The Goldilocks board: per contestant, how much people like it (rating), how right it is (verifiable evals) and
 what it costs (speed and price) - the three numbers a choice between models trades off.
 
-`goldilocks(session, models)` joins a leaderboard's rows (`arena.leaderboard`) with `arena.evals.eval_scores` and
+`goldilocks(session, models)` joins a leaderboard's rows (`standings.leaderboard`) with `standings.evals.eval_scores` and
 the generation statistics the arena stored on every turn (tokens, time to first token, tokens/s; medians over the
 most recent answers, falling back to the eval answers for a contestant that has not played yet) and a price per
 1k generated tokens from a small YAML file (`load_prices`). Plain dicts out; the page draws them.
@@ -18,8 +18,8 @@ import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.evals import eval_scores
-from arena.records import UNCOUNTED
+from standings.evals import eval_scores
+from standings.records import UNCOUNTED
 from arena.registry import list_contestants
 from db.models import Battle, Turn
 from db.session import data_home

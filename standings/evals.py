@@ -1,6 +1,6 @@
 """A small verifiable eval set the studio runs itself: prompts whose answers a program can check.
 
-`arena/data/verifiable_evals.jsonl` holds one item a line: `id`, `category` (format, arithmetic), `prompt` and a
+`standings/data/verifiable_evals.jsonl` holds one item a line: `id`, `category` (format, arithmetic), `prompt` and a
 `check` (`{"type": ..., params}`); `CHECKS` maps each type to a checker `f(answer, **params) -> (passed, detail)`.
 Format checks follow IFEval's spirit (exact bullet counts, all lowercase, required / forbidden words, JSON with
 given keys, word limits, opening / closing phrases); arithmetic checks compare the last number in the answer with
@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.accounts import require_role
+from accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for
