@@ -17,7 +17,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,7 @@ class SideState:
 
 def stream_pair(
     sides: Mapping[str, SideState], messages: Mapping[str, list[dict[str, str]]], limits: StreamLimits
-) -> Iterator[None]:
+) -> Generator[None, None, None]:
     """Generate every side's answer to its ``messages`` at once; yield after each event that changed a side.
 
     Stops when all sides are done or one has failed (``SideState.error`` set; a time-out is an `EngineError` of
