@@ -15,27 +15,38 @@ flags its turn, and every vote cast once such an answer was on screen is stored 
 
 Writes: a turn is written in one transaction once both answers are complete; an engine error or time-out marks
 the battle ``errored`` (never rated) and stores nothing else. Bad input raises ``BattleError`` before any write.
+
+Where the parts live: `arena.sampling` draws the pair (with ratings from the injected ``RatingSource``),
+`arena.streaming` runs both answers side by side (no database), `arena.turns` writes the finished turn; this module
+holds the lifecycle, the checks, the votes and the reveal.
 """
 
 from __future__ import annotations
 
-import queue
 import random
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from arena.engines.base import EngineError, GenerationStats, Sampling
-from arena.engines.gate import gate_for
-from arena.leaks import find_leak
-from arena.registry import ContestantInfo, engine_for, list_contestants, messages_for, to_info
-from arena.sampling import Draw, PairPolicy, RatingInfo, SamplingError, draw_pair, eligible
+from arena.registry import ContestantInfo, list_contestants, messages_for, to_info
+from arena.sampling import (
+    Draw,
+    PairPolicy,
+    RatingSource,
+    SamplerInputs,
+    SamplingError,
+    draw_pair,
+    eligible,
+    no_ratings,
+)
+from arena.streaming import SideState, StreamLimits, stream_pair
+from arena.turns import mark_errored, store_turn
 from db.models import Battle, Contestant, Prompt, RubricScore, Turn, Vote, utcnow
 from db.session import Database
 
@@ -138,20 +149,39 @@ class Reveal:
     mode: str = "anonymous"
 
 
-@dataclass
-class _Side:
-    info: ContestantInfo
-    text: str = ""
-    queue_pos: int | None = None
-    started: float | None = None
-    wait_s: float | None = None
-    stats: GenerationStats | None = None
-    error: EngineError | None = None
-    done: bool = False
+class _Answering:
+    """Battles with a turn being generated: one turn at a time per battle, and votes and the reveal wait for it."""
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def claim(self, battle_id: int) -> Iterator[None]:
+        with self._lock:
+            if battle_id in self._ids:
+                raise BattleError("both models are still answering in this battle; wait for them to finish")
+            self._ids.add(battle_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ids.discard(battle_id)
+
+    def __contains__(self, battle_id: int) -> bool:
+        with self._lock:
+            return battle_id in self._ids
 
 
 class ArenaService:
-    """Plain-Python arena API used by the UI, the CLI and tests alike."""
+    """Plain-Python arena API used by the UI, the CLI and tests alike.
+
+    ``ratings`` is where the active pair sampler reads current ratings and per-pair battle counts (see
+    `arena.sampling`). The studio passes its one leaderboard service's ``sampler_inputs``, so the sampler and the
+    Leaderboard tab share one vote cache and one fit. Without a source every contestant counts as unrated with no
+    battles: the active weights are all equal, so draws are uniform (stored with their exact probability). That is
+    the right default for tests and scripts, and it keeps ``arena`` free of the ratings stack.
+    """
 
     def __init__(
         self,
@@ -159,17 +189,17 @@ class ArenaService:
         limits: ArenaLimits | None = None,
         rng: random.Random | None = None,
         policy: PairPolicy | None = None,
+        ratings: RatingSource | None = None,
     ):
         self.db = db
         self.limits = limits or ArenaLimits()
         self.rng = rng or random.Random()
         self.policy = policy or PairPolicy()
-        self._busy: set[int] = set()
-        self._busy_lock = threading.Lock()
-        self._ratings_cache: tuple[Any, dict[int, RatingInfo], dict[tuple[int, int], int], float] | None = (
-            None
-        )
-        self.ratings_ttl_s = 0.0  # > 0: reuse fitted ratings this long even when votes arrived (busy arenas)
+        self.ratings = ratings or no_ratings
+        # > 0: reuse the source's ratings this long even when votes arrived (busy arenas)
+        self.ratings_ttl_s = 0.0
+        self._ratings_cache: tuple[SamplerInputs, float] | None = None
+        self._answering = _Answering()
 
     # -- starting --------------------------------------------------------------------------------------
     def start_battle(
@@ -198,17 +228,9 @@ class ArenaService:
                 category = category or prompt.category
             if pair is None:
                 draw = self._draw(s, include, exclude)
-                left_is_a = self.rng.random() < 0.5
             else:
-                a_id, b_id = pair
-                if a_id == b_id:
-                    raise BattleError("a contestant cannot battle itself: choose two different models")
-                for cid in pair:
-                    c = s.get(Contestant, cid)
-                    if c is None or not c.active:
-                        raise BattleError(f"contestant {cid} does not exist or is not active")
-                draw = Draw(a_id, b_id, None, "named" if mode == "named" else "fixed")
-                left_is_a = True if mode == "named" else self.rng.random() < 0.5
+                draw = _chosen(s, pair, mode)
+            left_is_a = True if mode == "named" else self.rng.random() < 0.5
             b = Battle(
                 a_id=draw.a_id,
                 b_id=draw.b_id,
@@ -232,41 +254,20 @@ class ArenaService:
                 self.policy.include if include is None else include,
                 self.policy.exclude if exclude is None else exclude,
             )
-            ratings, counts = self._rating_inputs(s) if self.policy.sampler == "active" else ({}, {})
+            ratings, counts = self.sampler_inputs() if self.policy.sampler == "active" else no_ratings()
             return draw_pair(ids, self.rng, self.policy, ratings, counts)
         except SamplingError as exc:
             raise BattleError(str(exc)) from exc
 
-    def _rating_inputs(self, s: Any) -> tuple[dict[int, RatingInfo], dict[tuple[int, int], int]]:
-        """Current ratings with intervals and per-pair battle counts, refitted when votes change (at most every
-        ``ratings_ttl_s`` seconds when that is set)."""
-        from standings.records import battle_records
-
-        key = (s.scalar(select(func.count(Vote.id))), s.scalar(select(func.max(Vote.id))))
-        cache = self._ratings_cache
-        if cache is not None and (cache[0] == key or time.monotonic() - cache[3] < self.ratings_ttl_s):
-            return cache[1], cache[2]
-        ids = {c.public_name: c.id for c in list_contestants(s, active_only=False)}
-        records = battle_records(s, with_text=False)
-        counts: dict[tuple[int, int], int] = {}
-        for r in records:
-            a, b = ids.get(r["model_a"]), ids.get(r["model_b"])
-            if a is not None and b is not None:
-                k = (min(a, b), max(a, b))
-                counts[k] = counts.get(k, 0) + 1
-        ratings: dict[int, RatingInfo] = {}
-        if records:
-            try:
-                from arena.ratings import leaderboard
-
-                board = leaderboard(records, ci_method="sandwich", elo_k=None, min_battles=0)
-                for m in board.models:
-                    if m.name in ids:
-                        ratings[ids[m.name]] = RatingInfo(m.rating, m.ci_low, m.ci_high, m.n_battles)
-            except Exception:  # ratings that cannot be fitted leave everyone "unrated": weights stay valid
-                ratings = {}
-        self._ratings_cache = (key, ratings, counts, time.monotonic())
-        return ratings, counts
+    def sampler_inputs(self) -> SamplerInputs:
+        """The ratings and per-pair battle counts the active sampler draws with now: the source's answer, reused
+        for ``ratings_ttl_s`` seconds when that is set."""
+        cached = self._ratings_cache
+        if cached is not None and time.monotonic() - cached[1] < self.ratings_ttl_s:
+            return cached[0]
+        inputs = self.ratings()
+        self._ratings_cache = (inputs, time.monotonic())
+        return inputs
 
     # -- reading ---------------------------------------------------------------------------------------
     def _view(self, s: Any, b: Battle) -> BattleView:
@@ -337,37 +338,21 @@ class ArenaService:
                 f"{self.limits.max_conversation_chars}: start a new battle"
             )
 
-    @contextmanager
-    def _claim(self, battle_id: int) -> Iterator[None]:
-        with self._busy_lock:
-            if battle_id in self._busy:
-                raise BattleError("both models are still answering in this battle; wait for them to finish")
-            self._busy.add(battle_id)
-        try:
-            yield
-        finally:
-            with self._busy_lock:
-                self._busy.discard(battle_id)
-
     def is_answering(self, battle_id: int) -> bool:
         """True while a turn of this battle is being generated (votes, reveal and new turns wait for it)."""
-        with self._busy_lock:
-            return battle_id in self._busy
+        return battle_id in self._answering
 
     def _not_busy(self, battle_id: int) -> None:
-        with self._busy_lock:
-            if battle_id in self._busy:
-                raise BattleError("both models are still answering; wait for both answers before voting")
+        if battle_id in self._answering:
+            raise BattleError("both models are still answering; wait for both answers before voting")
 
     # -- turns -----------------------------------------------------------------------------------------
     def generate_turn(self, battle_id: int, user_msg: str) -> Iterator[TurnUpdate]:
         """Stream both answers at once (left/right as the user sees them); store the turn when both finish."""
         self.check_prompt(battle_id, user_msg)
-        with self._claim(battle_id):
+        with self._answering.claim(battle_id):
             b, ca, cb, turns = self._load(battle_id)
-            hist_a = [(t.user_msg, t.answer_a) for t in turns]
-            hist_b = [(t.user_msg, t.answer_b) for t in turns]
-            yield from self._run_turn(b, ca, cb, hist_a, hist_b, user_msg, len(turns), None)
+            yield from self._run_turn(b, ca, cb, turns, user_msg, len(turns), None)
 
     def regenerate(self, battle_id: int) -> Iterator[TurnUpdate]:
         """Re-run the last turn with the same two contestants; the replaced answers stay on the turn."""
@@ -383,213 +368,52 @@ class ArenaService:
             raise BattleError(
                 f"turn {last.idx + 1} was regenerated {self.limits.max_regenerations} times already"
             )
-        with self._claim(battle_id):
+        with self._answering.claim(battle_id):
             b, ca, cb, turns = self._load(battle_id)
-            hist_a = [(t.user_msg, t.answer_a) for t in turns[:-1]]
-            hist_b = [(t.user_msg, t.answer_b) for t in turns[:-1]]
-            yield from self._run_turn(b, ca, cb, hist_a, hist_b, last.user_msg, last.idx, last)
-
-    def _run_side(
-        self,
-        side: str,
-        info: ContestantInfo,
-        messages: list[dict[str, str]],
-        events: queue.Queue,
-        cancel: threading.Event,
-    ) -> None:
-        try:
-            engine = engine_for(info)
-            t0 = time.monotonic()
-            gate = gate_for(engine)
-            took = gate.acquire(
-                timeout=self.limits.queue_timeout_s,
-                cancel=cancel,
-                on_position=lambda pos: events.put((side, "queue", pos)),
-            )
-            if not took:
-                if not cancel.is_set():
-                    msg = f"no free {engine.name} slot within {self.limits.queue_timeout_s:.0f} s"
-                    events.put((side, "error", EngineError(msg, "timeout")))
-                return
-            try:
-                events.put((side, "start", time.monotonic() - t0))
-                sampling = Sampling.from_dict(info.sampling)
-                sampling.max_tokens = min(sampling.max_tokens, self.limits.max_new_tokens)
-                stream = engine.stream_chat(messages, sampling, info.prefill)
-                try:
-                    for delta in stream:
-                        if cancel.is_set():
-                            return
-                        events.put((side, "delta", delta))
-                finally:
-                    stream.close()
-                events.put((side, "done", stream.stats))
-            finally:
-                gate.release()
-        except EngineError as exc:
-            events.put((side, "error", exc))
-        except Exception as exc:  # any other failure ends the battle as errored, detail kept server-side
-            events.put((side, "error", EngineError(f"{type(exc).__name__}: {exc}", "failed")))
+            yield from self._run_turn(b, ca, cb, turns[:-1], last.user_msg, last.idx, last)
 
     def _run_turn(
         self,
         b: Battle,
         ca: ContestantInfo,
         cb: ContestantInfo,
-        hist_a: list[tuple[str, str]],
-        hist_b: list[tuple[str, str]],
+        history: list[Turn],
         user_msg: str,
         idx: int,
         replacing: Turn | None,
     ) -> Iterator[TurnUpdate]:
-        events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
-        cancel = threading.Event()
-        sides = {"a": _Side(ca), "b": _Side(cb)}
-        started = time.monotonic()
-        for key, info, hist in (("a", ca, hist_a), ("b", cb, hist_b)):
-            args = (key, info, messages_for(info, hist, user_msg), events, cancel)
-            threading.Thread(target=self._run_side, args=args, daemon=True).start()
+        """Stream turn ``idx`` after ``history`` (`arena.streaming`), then store it or mark the battle errored."""
+        sides = {"a": SideState(ca), "b": SideState(cb)}
+        messages = {
+            "a": messages_for(ca, [(t.user_msg, t.answer_a) for t in history], user_msg),
+            "b": messages_for(cb, [(t.user_msg, t.answer_b) for t in history], user_msg),
+        }
+        lim = self.limits
+        stream_limits = StreamLimits(lim.answer_timeout_s, lim.queue_timeout_s, lim.max_new_tokens)
+        left, right = (sides["a"], sides["b"]) if b.left_is_a else (sides["b"], sides["a"])
 
         def view(done: bool = False, error: str | None = None) -> TurnUpdate:
-            left, right = (sides["a"], sides["b"]) if b.left_is_a else (sides["b"], sides["a"])
             return TurnUpdate(
                 left.text,
                 right.text,
                 done,
                 error,
                 idx if done and not error else None,
-                None if left.started or left.done else left.queue_pos,
-                None if right.started or right.done else right.queue_pos,
+                left.waiting,
+                right.waiting,
                 left.error.public_message if left.error else None,
                 right.error.public_message if right.error else None,
                 replacing is not None,
             )
 
-        def deadline(sd: _Side) -> float:
-            if sd.started is None:
-                return started + self.limits.queue_timeout_s + 5.0
-            return sd.started + self.limits.answer_timeout_s
-
-        try:
-            while not all(sd.done for sd in sides.values()):
-                now = time.monotonic()
-                pending = [sd for sd in sides.values() if not sd.done]
-                wait = min(deadline(sd) for sd in pending) - now
-                try:
-                    key, kind, payload = events.get(timeout=max(0.01, wait))
-                except queue.Empty:
-                    for sd in pending:
-                        if time.monotonic() >= deadline(sd):
-                            limit = (
-                                self.limits.answer_timeout_s if sd.started else self.limits.queue_timeout_s
-                            )
-                            sd.error = EngineError(f"no complete answer within {limit:.0f} s", "timeout")
-                            sd.done = True
-                    if any(sd.error for sd in sides.values()):
-                        break
-                    continue
-                sd = sides[key]
-                if kind == "queue":
-                    sd.queue_pos = int(payload)
-                elif kind == "start":
-                    sd.started, sd.wait_s, sd.queue_pos = time.monotonic(), float(payload), None
-                elif kind == "delta":
-                    sd.text += payload
-                elif kind == "done":
-                    sd.stats, sd.done = payload, True
-                elif kind == "error":
-                    sd.error, sd.done = payload, True
-                    break
+        with closing(stream_pair(sides, messages, stream_limits)) as stream:
+            for _ in stream:
                 yield view()
-        finally:
-            cancel.set()  # also when the consumer stops listening: engines stop and free their slots
-
-        if any(sd.error for sd in sides.values()):
-            yield self._errored(b, sides, view)
+        if left.error or right.error:
+            yield view(done=True, error=mark_errored(self.db, b.id, b.left_is_a, sides))
             return
-        try:
-            self._store_turn(b, sides, user_msg, idx, replacing)
-        except BattleError as exc:
-            yield view(done=True, error=str(exc))
-            return
-        yield view(done=True)
-
-    def _errored(self, b: Battle, sides: dict[str, _Side], view: Any) -> TurnUpdate:
-        public, detail = [], []
-        for key in ("a", "b"):
-            sd = sides[key]
-            if sd.error is None:
-                continue
-            label = "Model A" if (key == "a") == b.left_is_a else "Model B"
-            public.append(f"{label}: {sd.error.public_message}")
-            detail.append(
-                f"{key} (contestant {sd.info.id} {sd.info.public_name!r}, {sd.info.engine}) "
-                f"[{sd.error.kind}] {sd.error}"
-            )
-        with self.db.session() as s:
-            row = s.get_one(Battle, b.id)
-            if row.status == "open":
-                row.status = "errored"
-                row.ended_at = utcnow()
-            row.error = "; ".join(detail)
-        return view(done=True, error="The battle stopped and will not be rated. " + "; ".join(public) + ".")
-
-    def _store_turn(
-        self, b: Battle, sides: dict[str, _Side], user_msg: str, idx: int, replacing: Turn | None
-    ) -> None:
-        sa, sb = sides["a"], sides["b"]
-        names = [*sa.info.identity_strings(), *sb.info.identity_strings()]
-        leak_a = find_leak(sa.text, names) is not None
-        leak_b = find_leak(sb.text, names) is not None
-        st_a, st_b = sa.stats or GenerationStats(), sb.stats or GenerationStats()
-        values = {
-            "answer_a": sa.text,
-            "answer_b": sb.text,
-            "tokens_a": st_a.tokens,
-            "tokens_b": st_b.tokens,
-            "latency_a": st_a.ttft,
-            "latency_b": st_b.ttft,
-            "tps_a": st_a.tokens_per_s,
-            "tps_b": st_b.tokens_per_s,
-            "wait_a": sa.wait_s,
-            "wait_b": sb.wait_s,
-        }
-        try:
-            with self.db.session() as s:
-                row = s.get_one(Battle, b.id)
-                if row.status != "open":
-                    raise BattleError(
-                        f"battle {b.id} ended while the models were answering; nothing was saved"
-                    )
-                if replacing is None:
-                    n = s.scalar(select(func.count(Turn.id)).where(Turn.battle_id == b.id)) or 0
-                    if n != idx:
-                        raise BattleError(
-                            "another turn was stored in this battle at the same time; nothing saved"
-                        )
-                    s.add(
-                        Turn(
-                            battle_id=b.id, idx=idx, user_msg=user_msg, leak_a=leak_a, leak_b=leak_b, **values
-                        )
-                    )
-                    return
-                turn = s.scalar(select(Turn).where(Turn.battle_id == b.id, Turn.idx == idx))
-                if turn is None or s.scalar(
-                    select(Vote.id).where(Vote.battle_id == b.id, Vote.turn_idx == idx)
-                ):
-                    raise BattleError(f"turn {idx + 1} changed while regenerating; nothing was saved")
-                old = {k: getattr(turn, k) for k in values}
-                old.update(leak_a=turn.leak_a, leak_b=turn.leak_b, created_at=turn.created_at.isoformat())
-                turn.replaced = [*(turn.replaced or []), old]
-                for k, v in values.items():
-                    setattr(turn, k, v)
-                # the user saw the replaced answers too: a leak there still counts
-                turn.leak_a, turn.leak_b = turn.leak_a or leak_a, turn.leak_b or leak_b
-                turn.created_at = utcnow()
-        except IntegrityError as exc:
-            raise BattleError(
-                "another turn was stored in this battle at the same time; nothing saved"
-            ) from exc
+        not_saved = store_turn(self.db, b.id, sides["a"], sides["b"], user_msg, idx, replacing)
+        yield view(done=True, error=not_saved)
 
     # -- votes and the end of a battle -------------------------------------------------------------------
     def record_vote(
@@ -698,6 +522,18 @@ class ArenaService:
         if mode == "named":
             return self.start_battle(user_id=user_id, pair=pair, mode="named")
         return self.start_battle(user_id=user_id)
+
+
+def _chosen(s: Any, pair: tuple[int, int], mode: str) -> Draw:
+    """The battle's pair when the user chose it: two different active contestants."""
+    a_id, b_id = pair
+    if a_id == b_id:
+        raise BattleError("a contestant cannot battle itself: choose two different models")
+    for cid in pair:
+        c = s.get(Contestant, cid)
+        if c is None or not c.active:
+            raise BattleError(f"contestant {cid} does not exist or is not active")
+    return Draw(a_id, b_id, None, "named" if mode == "named" else "fixed")
 
 
 def _check_rubric(rubric: dict[str, dict[str, float]] | None) -> list[tuple[str, str, float]]:

@@ -15,6 +15,11 @@ stored on the battle), so ratings can reweight battles by inverse probability:
   ``new_until_ci`` Elo points) are multiplied by ``new_boost`` until their interval narrows. Finally a share
   ``uniform_mix`` of the probability is spread evenly so every pair stays possible (inverse weights stay bounded).
 
+The ratings and per-pair battle counts come from a ``RatingSource``: a callable returning ``SamplerInputs``. This
+module fits nothing itself; the studio passes its leaderboard service's ``sampler_inputs`` (one vote cache and one
+fit for the sampler and the Leaderboard tab). ``no_ratings`` is the source of an arena without one: everyone
+unrated, no battles, so the active weights are all equal.
+
 Include / exclude lists (names or ids) restrict who can be drawn. Weights that are empty, zero, negative, NaN or
 infinite never crash a draw: they fall back to uniform over the eligible pairs and say so in ``Draw.sampler``.
 """
@@ -23,9 +28,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import NamedTuple
 
 Z95 = 1.959963984540054
 SAMPLERS = ("uniform", "active")
@@ -45,7 +51,7 @@ class Draw:
 
 @dataclass
 class RatingInfo:
-    """What active sampling needs to know about one contestant (from ``arena.ratings.leaderboard``)."""
+    """What active sampling needs to know about one contestant (a Bradley-Terry rating with its interval)."""
 
     rating: float | None = None
     ci_low: float | None = None
@@ -57,6 +63,22 @@ class RatingInfo:
         if self.ci_low is None or self.ci_high is None:
             return None
         return float(self.ci_high - self.ci_low)
+
+
+class SamplerInputs(NamedTuple):
+    """What the active sampler reads: ratings per contestant id, and rated battles per pair ``(low id, high id)``."""
+
+    ratings: dict[int, RatingInfo]
+    pair_counts: dict[tuple[int, int], int]
+
+
+#: Where an arena reads its current ratings (called on every active draw; the source caches).
+RatingSource = Callable[[], SamplerInputs]
+
+
+def no_ratings() -> SamplerInputs:
+    """The rating source of an arena without one: nobody rated, no battles (equal active weights)."""
+    return SamplerInputs({}, {})
 
 
 @dataclass

@@ -194,13 +194,15 @@ def baseline(n_users: int, n_battles: int, max_new_tokens: int) -> float:
     from arena.battles import ArenaLimits, ArenaService
     from arena.registry import ensure_defaults
     from db.session import Database
+    from standings.leaderboard import LeaderboardService
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(f"sqlite:///{Path(tmp) / 'base.sqlite'}")
         db.migrate()
         with db.session() as s:
             ensure_defaults(s)
-        svc = ArenaService(db, ArenaLimits(max_new_tokens=max_new_tokens))
+        board = LeaderboardService(db)  # the sampler reads ratings from it, as in the studio
+        svc = ArenaService(db, ArenaLimits(max_new_tokens=max_new_tokens), ratings=board.sampler_inputs)
 
         def user(k: int) -> None:
             for i in range(n_battles):

@@ -13,6 +13,10 @@ Style- and vibe-controlled boards need one row per vote with the answers' featur
 per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from the turns table, of
 ended battles only: nothing here counts a battle that is still open.
 
+The arena's active pair sampler reads the same cache: `sampler_inputs()` is the board `SAMPLER_BOARD` (Bradley-Terry,
+sandwich intervals, every contestant with a vote) by contestant id plus rated votes per pair, memoised per data
+version, so the sampler and the Leaderboard tab share one copy of the votes and refit once per change.
+
 `current_leaderboard(session)` is the plain path (every vote through the ORM, then `arena.ratings.leaderboard`);
 the service must agree with it.
 """
@@ -33,6 +37,7 @@ from arena import vibes
 from arena.ratings import BattleRecords
 from standings.records import UNCOUNTED, battle_records
 from arena.registry import RegistryError, get_contestant, list_contestants
+from arena.sampling import RatingInfo, SamplerInputs
 from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 from db.models import Battle, Contestant, Turn
 from db.session import Database
@@ -96,6 +101,10 @@ class BoardOptions:
                 raise ValueError(f"{label} must be 'tie' or 'drop', got {policy!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+
+
+#: The board the arena's active sampler reads: anonymous, not revealed, ties as ties, everyone with a vote, no Elo.
+SAMPLER_BOARD = BoardOptions(ci_method="sandwich", min_battles=0, elo_k=None)
 
 
 class LeaderboardService:
@@ -220,6 +229,44 @@ class LeaderboardService:
         out["unrated"] = [n for _, n, active in contestants if active and n not in rated]
         out["boards"] = self.boards(o)
         out["refresh"] = stats
+        return out
+
+    def sampler_inputs(self, refresh: bool = True) -> SamplerInputs:
+        """What the arena's active sampler needs (`arena.sampling.RatingSource`): per contestant id its rating,
+        95% interval and rated votes on `SAMPLER_BOARD`, and rated votes per pair (low id, high id). Refitted only
+        when the votes changed; ratings that cannot be fitted leave everyone unrated (the weights stay valid)."""
+        if refresh:
+            self.refresh()
+        with self.cache.lock:
+            names = self._names()
+            key = ("sampler", self.cache.version, tuple(sorted(names.items())))
+            out = self._memo.get(key)
+            if out is None:
+                where, params = self._where(SAMPLER_BOARD)
+                rows = self.cache.query(
+                    f"SELECT least(a, b) AS lo, greatest(a, b) AS hi, sum(n) AS n FROM cells WHERE {where} "
+                    "GROUP BY ALL HAVING sum(n) > 0",
+                    params,
+                )
+                counts = {
+                    (int(lo), int(hi)): int(n)
+                    for lo, hi, n in zip(
+                        rows["lo"].tolist(), rows["hi"].tolist(), rows["n"].tolist(), strict=True
+                    )
+                }
+                ratings: dict[int, RatingInfo] = {}
+                if counts:
+                    try:
+                        board = self.board(SAMPLER_BOARD, refresh=False)
+                    except Exception:  # an unfittable board leaves everyone unrated
+                        board = {"models": []}
+                    ids = {name: cid for cid, name in names.items()}
+                    for m in board["models"]:
+                        if m["name"] in ids:
+                            info = RatingInfo(m["rating"], m["ci_low"], m["ci_high"], m["n_battles"])
+                            ratings[ids[m["name"]]] = info
+                out = SamplerInputs(ratings, counts)
+                self._memo[key] = out
         return out
 
     def _feature_records(self, o: BoardOptions, names: dict[int, str]) -> pd.DataFrame:

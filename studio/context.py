@@ -1,15 +1,22 @@
-"""Wiring: one database, the arena service and first-start set-up (migrations, default contestants, prompts)."""
+"""Wiring: one database, the arena service, the leaderboard service they share, first-start set-up (migrations,
+default contestants, prompts)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from arena.battles import ArenaLimits, ArenaService
 from arena.prompts import ensure_mt_bench
 from arena.registry import ensure_defaults
+from arena.sampling import SamplerInputs
 from db.session import Database
 from studio.auth import Access
 from studio.settings import Settings
+
+if TYPE_CHECKING:
+    from standings.leaderboard import LeaderboardService
 
 
 @dataclass
@@ -18,6 +25,24 @@ class StudioContext:
     db: Database
     arena: ArenaService
     access: Access = field(default_factory=Access)  # login mode and per-user limits (open mode by default)
+    _leaderboard: LeaderboardService | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def leaderboard(self) -> LeaderboardService:
+        """The studio's one leaderboard service (vote cache and fitted boards): the Leaderboard and Models tabs
+        read it, and the arena's active sampler draws with its ratings. Built on first use, so commands that never
+        rate do not import the ratings stack."""
+        with self._lock:
+            if self._leaderboard is None:
+                from standings.leaderboard import LeaderboardService
+
+                self._leaderboard = LeaderboardService(self.db)
+            return self._leaderboard
+
+    def sampler_inputs(self) -> SamplerInputs:
+        """The arena's rating source (`arena.sampling.RatingSource`): the shared leaderboard's current ratings."""
+        return self.leaderboard.sampler_inputs()
 
 
 def build_context(settings: Settings | None = None) -> StudioContext:
@@ -36,4 +61,6 @@ def build_context(settings: Settings | None = None) -> StudioContext:
         reconcile(db)
     except ImportError:  # training extras absent
         pass
-    return StudioContext(settings, db, ArenaService(db, limits), Access.from_settings(settings, db))
+    ctx = StudioContext(settings, db, ArenaService(db, limits), Access.from_settings(settings, db))
+    ctx.arena.ratings = ctx.sampler_inputs  # one ratings cache for the sampler and the leaderboard
+    return ctx

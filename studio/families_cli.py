@@ -16,11 +16,11 @@ def families_cmd(
 ) -> None:
     """Checkpoints grouped by common ancestor, the best-of-N selection effect, provisional flags, removal log."""
     from arena.families import families
-    from standings.leaderboard import BoardOptions, LeaderboardService
+    from standings.leaderboard import BoardOptions
     from studio.context import build_context
 
     ctx = build_context()
-    board = LeaderboardService(ctx.db).board(BoardOptions(ci_method="sandwich", min_battles=1))
+    board = ctx.leaderboard.board(BoardOptions(ci_method="sandwich", min_battles=1))
     with ctx.db.session() as s:
         fams = families(s, board.get("models", []), min_votes=min_votes)
     if as_json:

@@ -4,9 +4,9 @@ rating method (Bradley-Terry or a tie model; by default the one that predicts he
 method predicts best" view. The board refreshes when the tab is opened and on a short timer while it is open (only
 new votes are read; nothing is redrawn when nothing changed).
 
-Data comes from `standings.leaderboard.LeaderboardService` (one per app: an incremental copy of the votes, so a
-refresh reads only new votes), `standings.goldilocks` and `standings.evals`; this module turns options into calls and
-plain data into tables and plotly figures.
+Data comes from `standings.leaderboard.LeaderboardService` (`ctx.leaderboard`, one per app and shared with the
+arena's pair sampler: an incremental copy of the votes, so a refresh reads only new votes), `standings.goldilocks`
+and `standings.evals`; this module turns options into calls and plain data into tables and plotly figures.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from accounts import PermissionDenied
+from arena.registry import list_contestants
 from standings.evals import EvalError, run_evals
 from standings.goldilocks import goldilocks
-from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
-from arena.registry import list_contestants
+from standings.leaderboard import BoardOptions, compare_contestants, vibe_profile
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.pages import families
@@ -415,7 +415,7 @@ def predict_text(out: dict[str, Any]) -> str:
 # -- the tab ---------------------------------------------------------------------------------------------------------
 def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.Timer:
     """Build the tab; returns its refresh timer (the app switches it off when another tab is opened)."""
-    service = LeaderboardService(ctx.db)
+    service = ctx.leaderboard
 
     with gr.Row():
         ci = gr.Radio(["bootstrap", "sandwich"], value="bootstrap", label="Intervals", scale=1)

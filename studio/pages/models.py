@@ -19,8 +19,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from accounts import PermissionDenied
-from standings.leaderboard import LeaderboardService
 from arena.registry import RegistryError, list_contestants
+from standings.leaderboard import LeaderboardService
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
@@ -110,7 +110,7 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
-    service = LeaderboardService(ctx.db)
+    service = ctx.leaderboard
     names = choices(ctx)
     with gr.Row():
         pick = gr.Dropdown(names, value=None, label="Model", elem_id="models-pick", allow_custom_value=False)

@@ -1,5 +1,6 @@
 """Pair sampling: the active-sampling rule, exact stored probabilities, new-contestant priority, include/exclude
-lists, left/right coin, and no crash on empty, zero or invalid weights."""
+lists, left/right coin, no crash on empty, zero or invalid weights, and the ratings the arena reads from the
+leaderboard's cache (one cache, one fit)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
+import arena.ratings
 from arena.battles import ArenaService, BattleError
 from arena.registry import ContestantSpec, register
 from arena.sampling import (
     PairPolicy,
     RatingInfo,
+    SamplerInputs,
     SamplingError,
     active_weights,
     draw_pair,
@@ -23,6 +26,9 @@ from arena.sampling import (
     weighted_pair,
 )
 from db.models import Battle, Turn, Vote
+from standings.leaderboard import SAMPLER_BOARD, LeaderboardService
+from standings.records import battle_records
+from standings.vote_cache import VoteCache
 
 SETTLED = dict(new_until_battles=0, new_until_ci=math.inf)
 
@@ -128,11 +134,11 @@ def test_service_stores_the_exact_probability_and_a_fair_left_right_coin(db):
     ids = _contestants(db, 4)
     rng = random.Random(3)
     _voted_battles(db, [(ids[0], ids[1])] * 60 + [(ids[1], ids[2])] * 30, rng)
-    svc = ArenaService(db, rng=random.Random(5))
+    svc = ArenaService(db, rng=random.Random(5), ratings=LeaderboardService(db).sampler_inputs)
     views = [svc.start_battle() for _ in range(400)]
     with db.session() as s:
         battles = [s.get(Battle, v.battle_id) for v in views]
-        ratings, counts = svc._rating_inputs(s)
+    ratings, counts = svc.sampler_inputs()
     weights = active_weights(sorted(ids), ratings, counts, svc.policy)
     probs, _ = pair_probabilities(weights, svc.policy.uniform_mix)
     for b in battles:
@@ -161,3 +167,79 @@ def test_service_include_exclude_and_uniform(db):
         svc.start_battle(include=["m0"])
     with db.session() as s:
         assert len(list(s.scalars(select(Battle)))) == 20
+
+
+def test_an_arena_without_a_rating_source_sees_everyone_unrated(db):
+    ids = _contestants(db, 3)
+    _voted_battles(db, [(ids[0], ids[1])] * 30, random.Random(1))  # votes it does not read
+    svc = ArenaService(db, rng=random.Random(4))
+    assert svc.sampler_inputs() == SamplerInputs({}, {})
+    views = [svc.start_battle() for _ in range(30)]
+    with db.session() as s:
+        battles = [s.get(Battle, v.battle_id) for v in views]
+    assert all(b.sampler == "active" and b.sampling_prob == pytest.approx(1 / 3) for b in battles)
+    assert len({frozenset((b.a_id, b.b_id)) for b in battles}) == 3
+
+
+def test_ratings_ttl_reuses_the_sources_answer(db):
+    _contestants(db, 2)
+    calls = []
+
+    def source() -> SamplerInputs:
+        calls.append(1)
+        return SamplerInputs({}, {})
+
+    svc = ArenaService(db, ratings=source)
+    svc.start_battle()
+    svc.start_battle()
+    assert len(calls) == 2  # asked on every draw (the source caches)
+    svc.ratings_ttl_s = 60.0
+    svc.start_battle()
+    svc.start_battle()
+    assert len(calls) == 2  # its last answer is reused for a minute
+    ArenaService(db, policy=PairPolicy(sampler="uniform"), ratings=source).start_battle()
+    assert len(calls) == 2  # the uniform sampler never asks
+
+
+def test_a_vote_through_the_arena_reaches_the_sampler_through_the_shared_cache(db, monkeypatch):
+    """The leaderboard service is the arena's rating source: a vote recorded through the arena changes what the
+    next draw sees after one fit, and the leaderboard's board for the same options is that same fit."""
+    ids = _contestants(db, 3)
+    _voted_battles(db, [(ids[0], ids[1])] * 20 + [(ids[1], ids[2])] * 10, random.Random(1))
+    board = LeaderboardService(db, VoteCache(db, persist=False))
+    svc = ArenaService(db, rng=random.Random(2), ratings=board.sampler_inputs)
+    before = svc.sampler_inputs()
+    assert before.pair_counts == {(ids[0], ids[1]): 20, (ids[1], ids[2]): 10}
+    with db.session() as s:  # the plain path: every vote through the ORM, one fit
+        plain = arena.ratings.leaderboard(
+            battle_records(s, with_text=False), ci_method="sandwich", elo_k=None, min_battles=0
+        )
+    by_name = {m.name: m for m in plain.models}
+    for i, cid in enumerate(ids):
+        got, want = before.ratings[cid], by_name[f"m{i}"]
+        assert (got.rating, got.ci_low, got.ci_high) == pytest.approx(
+            (want.rating, want.ci_low, want.ci_high)
+        )
+        assert got.n_battles == want.n_battles
+
+    view = svc.start_battle(pair=(ids[0], ids[2]))  # anonymous, a chosen pair: its vote is rated
+    with db.session() as s:
+        s.add(Turn(battle_id=view.battle_id, idx=0, user_msg="q", answer_a="x", answer_b="y"))
+    svc.record_vote(view.battle_id, "left")
+    assert svc.sampler_inputs() == before  # a battle still open counts nowhere
+
+    fits: list[int] = []
+    fit = arena.ratings.leaderboard
+    monkeypatch.setattr(arena.ratings, "leaderboard", lambda *a, **k: fits.append(1) or fit(*a, **k))
+    svc.reveal(view.battle_id)
+    after = svc.sampler_inputs()
+    assert after.pair_counts == {**before.pair_counts, (ids[0], ids[2]): 1}
+    assert after.ratings[ids[2]].n_battles == before.ratings[ids[2]].n_battles + 1
+    assert after.ratings[ids[0]].rating != before.ratings[ids[0]].rating
+    for _ in range(5):
+        svc.start_battle()
+    shown = board.board(SAMPLER_BOARD)
+    assert len(fits) == 1  # five draws and the board: one refit after the vote
+    assert {m["name"]: m["rating"] for m in shown["models"]} == {
+        f"m{i}": after.ratings[cid].rating for i, cid in enumerate(ids)
+    }

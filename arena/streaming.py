@@ -1,0 +1,152 @@
+"""Stream two contestants' answers to one turn side by side: one thread per side, one event queue, time-outs.
+
+`stream_pair` starts both answers at once and yields after every event (a place in an engine's queue, the start
+of generation, a text delta, the end, an error), so the caller can show both texts growing together. Each side
+waits for a slot of its engine's gate (`arena.engines.gate`), then streams; its answer must be complete within
+``answer_timeout_s`` of taking the slot, and the slot must come within ``queue_timeout_s``. The first error or
+time-out on either side stops the turn (the other side is cancelled); the caller reads what happened from the
+`SideState`s it passed in. Closing the iterator (the consumer stopped listening) cancels both sides, so engines
+stop and free their slots.
+
+This module never touches the database and knows nothing of battles, left/right or anonymity: `arena.battles`
+builds the turn updates and stores the turn.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arena.engines.base import EngineError, GenerationStats, Sampling
+from arena.engines.gate import gate_for
+from arena.registry import ContestantInfo, engine_for
+
+#: Extra seconds a side may wait past ``queue_timeout_s`` before the stream gives up on it (its gate times out
+#: first and says so; this only covers a side whose thread never reports).
+QUEUE_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    answer_timeout_s: float  # per answer, from the moment its engine slot is taken
+    queue_timeout_s: float  # longest wait for an engine slot
+    max_new_tokens: int  # a cap on the answer's length
+
+
+@dataclass
+class SideState:
+    """One side of a streamed turn, updated as its events arrive."""
+
+    info: ContestantInfo
+    text: str = ""
+    queue_pos: int | None = None  # requests ahead in the engine's queue (None: not known or not waiting)
+    started: float | None = None  # monotonic time the engine slot was taken
+    wait_s: float | None = None  # seconds spent waiting for the slot
+    stats: GenerationStats | None = None
+    error: EngineError | None = None
+    done: bool = False
+
+    @property
+    def waiting(self) -> int | None:
+        """The queue position while still waiting for a slot, else None."""
+        return None if self.started or self.done else self.queue_pos
+
+
+def stream_pair(
+    sides: Mapping[str, SideState], messages: Mapping[str, list[dict[str, str]]], limits: StreamLimits
+) -> Generator[None, None, None]:
+    """Generate every side's answer to its ``messages`` at once; yield after each event that changed a side.
+
+    Stops when all sides are done or one has failed (``SideState.error`` set; a time-out is an `EngineError` of
+    kind "timeout"). Closing the iterator early cancels the sides still running.
+    """
+    events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+    cancel = threading.Event()
+    started = time.monotonic()
+    for key, side in sides.items():
+        args = (key, side.info, messages[key], events, cancel, limits)
+        threading.Thread(target=_run_side, args=args, daemon=True).start()
+
+    def deadline(sd: SideState) -> float:
+        if sd.started is None:
+            return started + limits.queue_timeout_s + QUEUE_GRACE_S
+        return sd.started + limits.answer_timeout_s
+
+    try:
+        while not all(sd.done for sd in sides.values()):
+            pending = [sd for sd in sides.values() if not sd.done]
+            wait = min(deadline(sd) for sd in pending) - time.monotonic()
+            try:
+                key, kind, payload = events.get(timeout=max(0.01, wait))
+            except queue.Empty:
+                for sd in pending:
+                    if time.monotonic() >= deadline(sd):
+                        limit = limits.answer_timeout_s if sd.started else limits.queue_timeout_s
+                        sd.error = EngineError(f"no complete answer within {limit:.0f} s", "timeout")
+                        sd.done = True
+                if any(sd.error for sd in sides.values()):
+                    return
+                continue
+            sd = sides[key]
+            if kind == "queue":
+                sd.queue_pos = int(payload)
+            elif kind == "start":
+                sd.started, sd.wait_s, sd.queue_pos = time.monotonic(), float(payload), None
+            elif kind == "delta":
+                sd.text += payload
+            elif kind == "done":
+                sd.stats, sd.done = payload, True
+            elif kind == "error":
+                sd.error, sd.done = payload, True
+                return
+            yield
+    finally:
+        cancel.set()  # also when the consumer stops listening: engines stop and free their slots
+
+
+def _run_side(
+    side: str,
+    info: ContestantInfo,
+    messages: list[dict[str, str]],
+    events: queue.Queue,
+    cancel: threading.Event,
+    limits: StreamLimits,
+) -> None:
+    """One side's thread: wait for an engine slot, stream the answer into ``events``, release the slot."""
+    try:
+        engine = engine_for(info)
+        t0 = time.monotonic()
+        gate = gate_for(engine)
+        took = gate.acquire(
+            timeout=limits.queue_timeout_s,
+            cancel=cancel,
+            on_position=lambda pos: events.put((side, "queue", pos)),
+        )
+        if not took:
+            if not cancel.is_set():
+                msg = f"no free {engine.name} slot within {limits.queue_timeout_s:.0f} s"
+                events.put((side, "error", EngineError(msg, "timeout")))
+            return
+        try:
+            events.put((side, "start", time.monotonic() - t0))
+            sampling = Sampling.from_dict(info.sampling)
+            sampling.max_tokens = min(sampling.max_tokens, limits.max_new_tokens)
+            stream = engine.stream_chat(messages, sampling, info.prefill)
+            try:
+                for delta in stream:
+                    if cancel.is_set():
+                        return
+                    events.put((side, "delta", delta))
+            finally:
+                stream.close()
+            events.put((side, "done", stream.stats))
+        finally:
+            gate.release()
+    except EngineError as exc:
+        events.put((side, "error", exc))
+    except Exception as exc:  # any other failure ends the battle as errored, detail kept server-side
+        events.put((side, "error", EngineError(f"{type(exc).__name__}: {exc}", "failed")))
