@@ -36,14 +36,16 @@ def evals_run(
             bar.close()
             fail(str(exc))
         bar.close()
-        s = run.summary()
+        summary = run.summary()
         if as_json:
-            typer.echo(json.dumps(s))
+            typer.echo(json.dumps(summary))
             continue
-        score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
-        typer.echo(f"{name}: {s['passed']}/{s['answered']} passed ({score}) in {s['seconds']:.0f} s")
-        if s["stopped"]:
-            typer.secho(f"  stopped early: {s['stopped']}", fg=typer.colors.YELLOW)
+        score = "n/a" if summary["score"] is None else f"{100 * summary['score']:.0f}%"
+        typer.echo(
+            f"{name}: {summary['passed']}/{summary['answered']} passed ({score}) in {summary['seconds']:.0f} s"
+        )
+        if summary["stopped"]:
+            typer.secho(f"  stopped early: {summary['stopped']}", fg=typer.colors.YELLOW)
 
 
 @evals_app.command("scores")
