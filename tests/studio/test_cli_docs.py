@@ -48,3 +48,23 @@ def test_runs_as_a_module(args: list[str]) -> None:
         [sys.executable, "-m", "studio.cli", *args], capture_output=True, text=True, check=True
     ).stdout
     assert "Usage: python -m studio.cli " + " ".join(args[:-1]) in out, out
+
+
+def test_importing_the_cli_loads_no_service_code() -> None:
+    """Each command imports its services when it runs: `import studio.cli` (all of `vibestudio --help` but the
+    help drawing) loads none of the project's other packages and none of their libraries."""
+    heavy = {
+        "accounts",
+        "annotation",
+        "arena",
+        "db",
+        "standings",
+        "training",
+        "sqlalchemy",
+        "pydantic",
+        "yaml",
+    }
+    heavy |= {"tqdm", "numpy", "pandas", "studio.context", "studio.app"}
+    probe = f"import sys, studio.cli; print(sorted({heavy!r} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
