@@ -12,7 +12,7 @@ HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-all test-slow test-e2e test-e2e-soak test-pg lint format bench clean-venv
+.PHONY: setup demo test test-all test-slow test-e2e test-e2e-soak test-pg lint format bench docs clean-venv
 
 setup: $(VENV)/.installed
 
@@ -58,6 +58,10 @@ lint: setup
 format: setup
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+# docs/cli.md from the commands' --help (tests/studio/test_cli_docs.py fails when it is out of date).
+docs: setup
+	$(PY) -m studio.cli.docs
 
 bench: setup
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -112,6 +112,6 @@ def test_start_up_imports_stay_lazy() -> None:
 
 def test_role_names_match_the_accounts_module() -> None:
     from accounts import ROLES
-    from studio import cli_users
+    from studio.cli import users as cli_users
 
     assert cli_users.ROLES == ROLES

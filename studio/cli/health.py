@@ -1,6 +1,6 @@
 """``vibestudio train health JOB``: a job's over-optimisation alerts and its gold-against-sqrt(KL) curve.
 
-A thin layer over ``training.lineage`` and ``training.overopt``; registered on the ``train`` sub-app.
+A thin layer over ``training.lineage`` and ``training.overopt``; registered on the ``train`` group.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from dataclasses import asdict
 
 import typer
 
+from studio.cli._common import fail, open_db
+
 
 def train_health(
     job_id: int = typer.Argument(..., help="Job id."),
@@ -17,18 +19,16 @@ def train_health(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Alerts (reward rising while KL runs away or gold falls) and the gold-vs-sqrt(KL) verdict with its fit."""
-    from studio.context import build_context
     from training.errors import JobError
     from training.lineage import overoptimisation_alerts
     from training.overopt import gold_curve
     from training.runner import job_view
 
-    ctx = build_context()
+    db = open_db()
     try:
-        v = job_view(ctx.db, job_id)
+        v = job_view(db, job_id)
     except JobError as exc:
-        typer.secho(f"Error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from exc
+        fail(str(exc))
     alerts = overoptimisation_alerts(v.metrics)
     curve = gold_curve(v.metrics, form=form)
     if as_json:
@@ -48,7 +48,3 @@ def train_health(
         typer.secho(f"⚠ {a}", fg=typer.colors.YELLOW)
     if not alerts:
         typer.echo("no alerts")
-
-
-def register(train_app: typer.Typer) -> None:
-    train_app.command("health")(train_health)

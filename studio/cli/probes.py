@@ -1,7 +1,6 @@
-"""Sycophancy probe commands for the ``vibestudio`` CLI: ``probes run NAME [--against OTHER]`` and ``probes show``.
+"""``vibestudio probes run|show``: sycophancy probes (pushback flips and stated views) with intervals.
 
-A thin layer over ``arena.probes``: run with a tqdm bar, print rates with intervals (or JSON). Registered on the
-main Typer app by ``register(app)``.
+A thin layer over ``arena.probes``: run with a tqdm bar, print rates with intervals (or JSON).
 """
 
 from __future__ import annotations
@@ -10,27 +9,17 @@ import json
 
 import typer
 
+from studio.cli._common import fail, open_db, progress_bar
+
 probes_app = typer.Typer(
     help="Sycophancy probes: pushback flips and stated views, with intervals.", no_args_is_help=True
 )
 
 
-def _fail(msg: str) -> None:
-    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(1)
-
-
 def _run_one(db, probe: str, name: str, limit, max_tokens, quiet: bool):  # type: ignore[no-untyped-def]
-    from tqdm import tqdm
-
     from arena.probes import run_probe
 
-    bar = tqdm(desc=f"{probe} · {name}", unit="item", disable=quiet)
-
-    def report(done: int, total: int, item: str) -> None:
-        bar.total, bar.n = total, done
-        bar.set_postfix_str(item, refresh=True)
-
+    bar, report = progress_bar(f"{probe} · {name}", unit="item", disable=quiet, total=None)
     try:
         return run_probe(db, probe, name, limit=limit, progress=report, max_tokens=max_tokens)
     finally:
@@ -50,23 +39,21 @@ def probes_run(
 ) -> None:
     """Ask the probe questions, push back / state views, store every measurement and print the report."""
     from arena.probes import PROBES, ProbeError, probe_report
-    from studio.context import build_context
 
-    ctx = build_context()
+    db = open_db()
     chosen = probe or list(PROBES)
     try:
         for p in chosen:
             for name in [contestant, *([against] if against else [])]:
-                run = _run_one(ctx.db, p, name, limit, max_tokens, as_json)
+                run = _run_one(db, p, name, limit, max_tokens, as_json)
                 if run.stopped:
                     typer.secho(
                         f"{p} on {name} stopped early: {run.stopped}", fg=typer.colors.YELLOW, err=True
                     )
-        with ctx.db.session() as s:
+        with db.session() as s:
             report = probe_report(s, contestant, against)
     except ProbeError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     _print(report, as_json)
 
 
@@ -78,15 +65,13 @@ def probes_show(
 ) -> None:
     """The stored probe results of a contestant (latest answer per item), without running anything."""
     from arena.probes import ProbeError, probe_report
-    from studio.context import build_context
 
-    ctx = build_context()
+    db = open_db()
     try:
-        with ctx.db.session() as s:
+        with db.session() as s:
             report = probe_report(s, contestant, against)
     except ProbeError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     _print(report, as_json)
 
 
@@ -96,7 +81,3 @@ def _print(report, as_json: bool) -> None:  # type: ignore[no-untyped-def]
         return
     for line in report.lines():
         typer.echo(line)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(probes_app, name="probes")

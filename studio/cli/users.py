@@ -11,27 +11,16 @@ import sys
 
 import typer
 
+from studio.cli._common import fail, open_db
+
 #: The roles `accounts.ROLES` defines, spelled here for the help text so that `vibestudio --help` does not
-#: import the accounts code (SQLAlchemy, argon2); tests/test_accounts_cli.py keeps the two equal.
+#: import the accounts code (SQLAlchemy, argon2); tests/test_ratings_cli.py keeps the two equal.
 ROLES = ("annotator", "researcher", "admin")
 
 users_app = typer.Typer(
     help="User accounts and roles (admin, researcher, annotator). Adding the first user turns login on.",
     no_args_is_help=True,
 )
-
-
-def _db():  # type: ignore[no-untyped-def]
-    from db.session import Database
-
-    db = Database()
-    db.migrate()
-    return db
-
-
-def _fail(msg: str) -> None:
-    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(1)
 
 
 def _password(from_stdin: bool) -> str:
@@ -50,10 +39,9 @@ def users_add(
     from accounts import AccountError, add_user
 
     try:
-        u = add_user(_db(), name, _password(password_stdin), role)
+        u = add_user(open_db(seed=False), name, _password(password_stdin), role)
     except AccountError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     typer.echo(f"Added {u.name} ({u.role}). Login is required from the next server start.")
 
 
@@ -62,7 +50,7 @@ def users_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
     """List users with their role and status."""
     from accounts import list_users
 
-    users = list_users(_db())
+    users = list_users(open_db(seed=False))
     if as_json:
         rows = [
             {"name": u.name, "role": u.role, "disabled": u.disabled, "has_password": u.has_password}
@@ -83,10 +71,9 @@ def users_set_role(
     from accounts import AccountError, set_role
 
     try:
-        u = set_role(_db(), name, role)
+        u = set_role(open_db(seed=False), name, role)
     except AccountError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     typer.echo(f"{u.name} is now {u.role}.")
 
 
@@ -99,10 +86,9 @@ def users_disable(
     from accounts import AccountError, set_disabled
 
     try:
-        u = set_disabled(_db(), name, not enable)
+        u = set_disabled(open_db(seed=False), name, not enable)
     except AccountError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     typer.echo(f"{u.name} is {'disabled' if u.disabled else 'enabled'}.")
 
 
@@ -115,8 +101,7 @@ def users_passwd(
     from accounts import AccountError, set_password
 
     try:
-        u = set_password(_db(), name, _password(password_stdin))
+        u = set_password(open_db(seed=False), name, _password(password_stdin))
     except AccountError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     typer.echo(f"New password set for {u.name}.")

@@ -1,7 +1,7 @@
-"""Annotation commands for the ``vibestudio`` CLI: import, queues, judges, agreement, rubrics, Argilla.
+"""Annotation commands: ``vibestudio queue``, ``judge``, ``rubric``, ``argilla`` and ``agreement``.
 
-A thin layer over ``annotation``: parse options, call the service, print a summary (or JSON). Registered on the
-main Typer app by ``register(app)``; the ``export`` command in ``studio.cli`` hands ``--format`` exports here.
+A thin layer over ``annotation``: parse options, call the service, print a summary (or JSON). Importing and
+exporting preference data is in ``studio.cli.data``.
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import typer
+
+from studio.cli._common import fail, open_db, progress_bar
 
 queue_app = typer.Typer(
     help="Annotation queues: on-policy generation, progress, checklists.", no_args_is_help=True
@@ -23,134 +24,8 @@ rubric_app = typer.Typer(help="Rubrics (YAML model specs).", no_args_is_help=Tru
 argilla_app = typer.Typer(help="Argilla connector (optional extra 'argilla').", no_args_is_help=True)
 
 
-def _fail(msg: str) -> None:
-    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(1)
-
-
-def _db():  # type: ignore[no-untyped-def]
-    from studio.context import build_context
-
-    return build_context().db
-
-
-def _tqdm_progress(desc: str):  # type: ignore[no-untyped-def]
-    from tqdm import tqdm
-
-    bar = tqdm(total=0, desc=desc, unit="step")
-
-    def progress(done: int, total: int, note: str) -> None:
-        bar.total = total
-        bar.n = done
-        bar.set_postfix_str(note)
-        bar.refresh()
-
-    return bar, progress
-
-
 def _num(x: float | None) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
-
-
-def import_cmd(
-    file: Path = typer.Argument(..., help="JSON, JSONL, Parquet (optionally .gz) file to import."),
-    fmt: str = typer.Option(
-        "auto", "--format", help="fastchat, alpaca_eval, ultrafeedback, helpsteer2, trl or auto."
-    ),
-    queue: str = typer.Option(None, help="Queue to import into (default: import-FORMAT-FILESTEM)."),
-    skip_bad: bool = typer.Option(False, "--skip-bad", help="Import the good rows and list the bad ones."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Validate only; write nothing."),
-    encoding: str = typer.Option(None, help="File encoding when not UTF-8 (e.g. cp1252, latin-1, utf-16)."),
-    max_line_mb: float = typer.Option(16, help="Longest JSONL line accepted, in MB."),
-    rubric: str = typer.Option(None, help="Rubric for a new queue (name or YAML path)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-) -> None:
-    """Import preference data; every row is validated before anything is written (one transaction)."""
-    from annotation.formats import ImportValidationError, import_file
-    from annotation.queues import QueueError
-    from annotation.rubrics import RubricError
-
-    db = _db()
-    try:
-        with db.session() as s:
-            report = import_file(
-                s,
-                file,
-                fmt,
-                queue,
-                skip_bad=skip_bad,
-                dry_run=dry_run,
-                encoding=encoding,
-                max_line_bytes=int(max_line_mb * 2**20),
-                rubric=rubric,
-            )
-    except ImportValidationError as exc:
-        if as_json:
-            typer.echo(json.dumps(exc.report.as_dict(), indent=2))
-            raise typer.Exit(1) from exc
-        _fail(f"{exc}\nNothing was written. Fix the rows, or pass --skip-bad to import the others.")
-        return
-    except (QueueError, RubricError, OSError) as exc:
-        _fail(str(exc))
-        return
-    if as_json:
-        typer.echo(json.dumps(report.as_dict(), indent=2))
-        return
-    typer.echo(report.summary())
-    for line in report.lines():
-        typer.echo(f"  skipped: {line}")
-
-
-def export_labels(
-    fmt: str,
-    out: Path | None,
-    queues: list[str] | None,
-    source: str | None,
-    aggregate: str,
-    conversational: bool,
-    file_format: str | None,
-    snapshot: bool,
-    min_rows: int,
-) -> None:
-    """``vibestudio export --format ...``: labels to TRL / KTO / third-party layouts, or a frozen snapshot."""
-    from annotation.formats import ExportSpec, export_file, snapshot_from_labels
-    from annotation.queues import LABEL_KINDS, QueueError
-    from annotation.snapshots import SnapshotError
-
-    kinds = tuple(k.strip() for k in source.split(",")) if source else LABEL_KINDS
-    spec = ExportSpec(fmt, conversational, queues or None, kinds, aggregate)
-    db = _db()
-    try:
-        with db.session() as s:
-            if snapshot:
-                snap = snapshot_from_labels(s, spec, min_pairs=min_rows)
-                info: dict[str, Any] = {
-                    "snapshot_id": snap.id,
-                    "hash": snap.hash,
-                    "n_pairs": snap.n_pairs,
-                    "path": snap.path,
-                    "created": snap.created,
-                    "skipped": snap.skipped,
-                }
-            else:
-                if out is None:
-                    _fail(
-                        "--out is required with --format (a .jsonl, .json or .parquet file, or a directory)"
-                    )
-                    return
-                res = export_file(s, spec, out, file_format, min_rows=min_rows)
-                info = {
-                    "path": res.path,
-                    "format": res.fmt,
-                    "file_format": res.file_format,
-                    "rows": res.n_rows,
-                    "skipped": res.skipped,
-                    "sha256": res.sha256,
-                }
-    except (QueueError, SnapshotError, OSError) as exc:
-        _fail(str(exc))
-        return
-    typer.echo(json.dumps(info))
 
 
 @queue_app.command("create")
@@ -188,13 +63,12 @@ def queue_create(
         rubric=rubric,
         workers=workers,
     )
-    bar, progress = _tqdm_progress(f"queue {name}")
+    bar, progress = progress_bar(f"queue {name}")
     try:
-        res = generate_queue(_db(), spec, progress)
+        res = generate_queue(open_db(), spec, progress)
     except (QueueError, RubricError, RegistryError) as exc:
         bar.close()
-        _fail(str(exc))
-        return
+        fail(str(exc))
     bar.close()
     typer.echo(
         f"Queue {res.queue!r}: {res.n_items} pair(s) from {res.n_prompts} prompt(s), {res.n_answers} answers "
@@ -210,7 +84,7 @@ def queue_list(as_json: bool = typer.Option(False, "--json")) -> None:
     """List queues with their size and labels."""
     from annotation.queues import list_queues
 
-    with _db().session() as s:
+    with open_db().session() as s:
         qs = list_queues(s)
     if as_json:
         typer.echo(
@@ -232,11 +106,10 @@ def queue_progress_cmd(name: str, as_json: bool = typer.Option(False, "--json"))
     from annotation.queues import QueueError
 
     try:
-        with _db().session() as s:
+        with open_db().session() as s:
             p = queue_progress(s, name)
     except QueueError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps({**vars(p), "annotators": [vars(a) for a in p.annotators]}, indent=2))
         return
@@ -262,13 +135,12 @@ def queue_checklists(
     from annotation.queues import QueueError
     from arena.registry import RegistryError
 
-    bar, progress = _tqdm_progress("checklists")
+    bar, progress = progress_bar("checklists")
     try:
-        out = generate_checklists(_db(), name, judge, n=n, max_tokens=max_tokens, progress=progress)
+        out = generate_checklists(open_db(), name, judge, n=n, max_tokens=max_tokens, progress=progress)
     except (QueueError, RegistryError) as exc:
         bar.close()
-        _fail(str(exc))
-        return
+        fail(str(exc))
     bar.close()
     typer.echo(f"{len(out)} prompt(s) got a checklist.")
 
@@ -292,13 +164,12 @@ def judge_run(
     spec = JudgeSpec(
         judge, queue, pairwise, absolute, list(criteria or []) or None, max_items, max_tokens, rerun
     )
-    bar, progress = _tqdm_progress(f"judge {judge}")
+    bar, progress = progress_bar(f"judge {judge}")
     try:
-        res = run_judge(_db(), spec, progress)
+        res = run_judge(open_db(), spec, progress)
     except (JudgeError, QueueError, RegistryError) as exc:
         bar.close()
-        _fail(str(exc))
-        return
+        fail(str(exc))
     bar.close()
     typer.echo(json.dumps({k: v for k, v in vars(res).items()}, default=str))
 
@@ -315,10 +186,9 @@ def judge_bias(
     from annotation.queues import QueueError
 
     try:
-        rep = bias_report(_db(), queue, judge, family)
+        rep = bias_report(open_db(), queue, judge, family)
     except (JudgeError, QueueError) as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps(rep.as_dict(), indent=2))
         return
@@ -332,7 +202,7 @@ def judge_bias(
     typer.echo(f"  agrees with human majority:     {rep.human_agreement}   kappa {_num(rep.human_kappa)}")
 
 
-def agreement_cmd(
+def agreement(
     queue: str = typer.Argument(..., help="Queue name."),
     kinds: str = typer.Option("human,import", help="Label kinds that count (human, import, argilla, judge)."),
     interval: bool = typer.Option(False, help="Treat numeric rubric scales as interval (default ordinal)."),
@@ -343,11 +213,10 @@ def agreement_cmd(
     from annotation.queues import QueueError
 
     try:
-        with _db().session() as s:
+        with open_db().session() as s:
             rep = agreement_report(s, queue, tuple(k.strip() for k in kinds.split(",")), interval)
     except QueueError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps(rep.as_dict(), indent=2))
         return
@@ -383,7 +252,7 @@ def rubric_show(name: str = typer.Argument("default")) -> None:
     try:
         typer.echo(get_rubric(name).to_yaml())
     except RubricError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 @rubric_app.command("validate")
@@ -409,11 +278,10 @@ def argilla_export(
     from annotation.queues import QueueError
 
     try:
-        with _db().session() as s:
+        with open_db().session() as s:
             data = queue_to_argilla(s, queue)
     except QueueError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     out.write_text(json.dumps(data, ensure_ascii=False, indent=1))
     typer.echo(f"{len(data['records'])} record(s) written to {out}")
 
@@ -432,17 +300,15 @@ def argilla_import(
 
     rows, errors = read_records(records)
     if errors:
-        _fail(errors[0].format(str(records)))
-        return
+        fail(errors[0].format(str(records)))
     data = [r.value for r in rows]
     if len(data) == 1 and isinstance(data[0], dict) and isinstance(data[0].get("records"), list):
         data = data[0]["records"]
     try:
-        with _db().session() as s:
+        with open_db().session() as s:
             res = labels_from_records(s, queue, data)
     except QueueError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     typer.echo(json.dumps(vars(res)))
 
 
@@ -452,7 +318,7 @@ def _argilla_env(api_url: str | None, api_key: str | None) -> tuple[str, str]:
     url = api_url or os.environ.get("ARGILLA_API_URL")
     key = api_key or os.environ.get("ARGILLA_API_KEY")
     if not url or not key:
-        _fail("set ARGILLA_API_URL and ARGILLA_API_KEY (or pass --api-url / --api-key)")
+        fail("set ARGILLA_API_URL and ARGILLA_API_KEY (or pass --api-url / --api-key)")
     return url, key  # type: ignore[return-value]
 
 
@@ -470,11 +336,10 @@ def argilla_push(
 
     url, key = _argilla_env(api_url, api_key)
     try:
-        with _db().session() as s:
+        with open_db().session() as s:
             n = push_queue(s, queue, url, key, dataset, workspace)
     except QueueError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     typer.echo(f"{n} record(s) pushed")
 
 
@@ -492,18 +357,8 @@ def argilla_pull(
 
     url, key = _argilla_env(api_url, api_key)
     try:
-        with _db().session() as s:
+        with open_db().session() as s:
             res = pull_responses(s, queue, url, key, dataset, workspace)
     except QueueError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     typer.echo(json.dumps(vars(res)))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("import")(import_cmd)
-    app.command("agreement")(agreement_cmd)
-    app.add_typer(queue_app, name="queue")
-    app.add_typer(judge_app, name="judge")
-    app.add_typer(rubric_app, name="rubric")
-    app.add_typer(argilla_app, name="argilla")

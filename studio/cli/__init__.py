@@ -1,0 +1,75 @@
+"""The ``vibestudio`` command line: a thin layer over the same services the web app uses.
+
+This module builds the root app from one module per subject, one line per command or group below
+(``vibestudio --help`` lists the commands first, then the groups):
+
+- ``serve``: the web app (``serve.py``)
+- ``battle``, ``prompts``: play the arena in the terminal, its prompt sets (``arena.py``)
+- ``import``, ``export``: preference data in and out (``data.py``)
+- ``agreement``, ``queue``, ``judge``, ``rubric``, ``argilla``: annotation (``annotate.py``)
+- ``families``: checkpoints by common ancestor (``families.py``)
+- ``models``, ``drift``: contestants, the model page, hold/hide, drift against the parent (``models.py``)
+- ``db``: migrate, backup, restore (``database.py``)
+- ``users``: accounts and roles (``users.py``)
+- ``ratings``: ratings from a battles file or the database (``ratings.py``)
+- ``evals``: the verifiable eval set (``evals.py``)
+- ``train``, ``jobs``: training jobs (``train.py``, ``health.py``, ``jobs.py``)
+- ``probes``: sycophancy probes (``probes.py``)
+
+Every module imports only typer at the top; services and their libraries load inside the command that runs, so
+``vibestudio --help`` stays fast (``benchmarks/startup.py``). Shared helpers are in ``_common.py``; ``docs.py``
+writes ``docs/cli.md`` from the help texts.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from studio.cli import (
+    annotate,
+    arena,
+    data,
+    database,
+    evals,
+    families,
+    jobs,
+    models,
+    probes,
+    ratings,
+    serve,
+    train,
+    users,
+)
+
+app = typer.Typer(
+    help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+app.command("serve")(serve.serve)
+app.command("battle")(arena.battle)
+app.command("export")(data.export)
+app.command("import")(data.import_cmd)
+app.command("agreement")(annotate.agreement)
+app.command("families")(families.families_cmd)
+app.command("drift")(models.drift_cmd)
+
+app.add_typer(models.models_app, name="models")
+app.add_typer(database.db_app, name="db")
+app.add_typer(arena.prompts_app, name="prompts")
+app.add_typer(users.users_app, name="users")
+app.add_typer(ratings.ratings_app, name="ratings")
+app.add_typer(evals.evals_app, name="evals")
+app.add_typer(annotate.queue_app, name="queue")
+app.add_typer(annotate.judge_app, name="judge")
+app.add_typer(annotate.rubric_app, name="rubric")
+app.add_typer(annotate.argilla_app, name="argilla")
+app.add_typer(train.train_app, name="train")
+app.add_typer(jobs.jobs_app, name="jobs")
+app.add_typer(probes.probes_app, name="probes")
+
+
+def main() -> None:
+    """The ``vibestudio`` console script."""
+    app()

@@ -1,0 +1,67 @@
+"""What every ``vibestudio`` command shares: the one way to open the database and the one error exit.
+
+Kept free of heavy imports (SQLAlchemy, the arena, training) so that ``vibestudio --help`` stays fast: each helper
+imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from db.session import Database
+    from studio.context import StudioContext
+
+
+def fail(msg: str) -> NoReturn:
+    """Print ``Error: MSG`` in red on stderr and exit with status 1."""
+    typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+def open_context() -> StudioContext:
+    """The studio as the web app builds it: database migrated, default contestants and prompt sets in place,
+    training jobs reconciled, and the arena service (for commands that play battles)."""
+    from studio.context import build_context
+
+    return build_context()
+
+
+def open_db(*, seed: bool = True, migrate: bool = True) -> Database:
+    """The studio database at the configured URL (``VIBESTUDIO_DATABASE_URL``, else SQLite under the data home).
+
+    ``seed``: also set it up as the web app does (see ``open_context``); off for commands that must add no rows of
+    their own (``users``, ``models add``, ``db``). ``migrate``: bring the schema to head first; off only where the
+    file must be seen as it is (``db backup``, ``db restore``).
+    """
+    if seed:
+        return open_context().db
+    from db.session import Database
+
+    db = Database()
+    if migrate:
+        db.migrate()
+    return db
+
+
+def echo_json(data: Any, indent: int | None = 2) -> None:
+    """Print ``data`` as JSON (values JSON does not know, such as datetimes, as strings)."""
+    typer.echo(json.dumps(data, indent=indent, default=str))
+
+
+def progress_bar(  # type: ignore[no-untyped-def]
+    desc: str, unit: str = "step", disable: bool = False, total: int | None = 0
+):
+    """A tqdm bar and a ``progress(done, total, note)`` callback that moves it (services report through it)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=disable)
+
+    def progress(done: int, total: int, note: str) -> None:
+        bar.total, bar.n = total, done
+        bar.set_postfix_str(note, refresh=True)
+
+    return bar, progress

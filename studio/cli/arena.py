@@ -1,0 +1,97 @@
+"""``vibestudio battle`` and ``vibestudio prompts import|list``: play the arena from the terminal, and its prompt sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from studio.cli._common import fail, open_context, open_db
+
+prompts_app = typer.Typer(help="Prompt sets for the arena.", no_args_is_help=True)
+
+
+def battle(
+    prompt: list[str] = typer.Option(
+        None, "--prompt", help="A turn to send (repeatable); asked when absent."
+    ),
+    vote: list[str] = typer.Option(
+        None, "--vote", help="Vote per turn: left, right, tie, both_good, both_bad or skip (repeatable)."
+    ),
+    named: str = typer.Option(
+        None, help="LEFT,RIGHT contestant names: a named battle (left out of ratings)."
+    ),
+) -> None:
+    """Play a battle in the terminal: each turn streams to both models, you vote, then both are revealed."""
+    from arena.battles import BattleError
+    from arena.registry import RegistryError, get_contestant
+
+    ctx = open_context()
+    svc = ctx.arena
+    prompts, votes = list(prompt or []), list(vote or [])
+    try:
+        if named:
+            left, _, right = named.partition(",")
+            with ctx.db.session() as s:
+                pair = (get_contestant(s, left.strip()).id, get_contestant(s, right.strip()).id)
+            view = svc.start_battle(pair=pair, mode="named")
+        else:
+            view = svc.start_battle()
+        i = 0
+        while True:
+            text = (
+                prompts[i]
+                if i < len(prompts)
+                else (None if prompts else typer.prompt("You (empty to end)", ""))
+            )
+            if not text:
+                break
+            last = list(svc.generate_turn(view.battle_id, text))[-1]
+            if last.error:
+                fail(last.error)
+            typer.echo(f"\n--- Model A ---\n{last.left}\n--- Model B ---\n{last.right}\n")
+            choice = votes[i] if i < len(votes) else (None if votes else typer.prompt("Vote", "skip"))
+            if choice and choice != "skip":
+                svc.record_vote(view.battle_id, choice)
+                typer.echo(f"Vote on turn {i + 1} saved.")
+            i += 1
+        r = svc.reveal(view.battle_id)
+    except (BattleError, RegistryError) as exc:
+        fail(str(exc))
+    note = " (an answer named a model before the vote: not rated)" if r.revealed_before_vote else ""
+    typer.echo(f"Model A was {r.left_name} · Model B was {r.right_name}{note}")
+
+
+@prompts_app.command("import")
+def prompts_import(
+    file: Path = typer.Argument(
+        ...,
+        help="JSONL, JSON or CSV in the MT-Bench layout (turns, category, question_id) or Arena-Hard's "
+        "(v0.1: question_id, category, cluster, turns; v2.0: uid, category, subcategory, prompt).",
+    ),
+    name: str = typer.Option(None, "--name", help="Prompt set name (default: the file name without suffix)."),
+) -> None:
+    """Import a prompt set; every row is checked before anything is written."""
+    from arena.prompts import PromptImportError, import_prompt_set
+
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        fail(f"{file}: {exc}")
+    db = open_db()
+    try:
+        with db.session() as s:
+            n = import_prompt_set(s, name or file.stem, file.name, data, str(file))
+    except PromptImportError as exc:
+        fail(str(exc))
+    typer.echo(f"Imported {n} prompts into set {name or file.stem!r}.")
+
+
+@prompts_app.command("list")
+def prompts_list() -> None:
+    """List prompt sets."""
+    from arena.prompts import list_sets
+
+    with open_db().session() as s:
+        for set_name in list_sets(s):
+            typer.echo(set_name)

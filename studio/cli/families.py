@@ -1,0 +1,48 @@
+"""``vibestudio families``: checkpoints grouped by common ancestor and rated honestly.
+
+A thin layer over ``arena.families`` (ratings from the leaderboard service, sandwich intervals). Hiding and
+restoring a contestant (the removal log shown here) are ``vibestudio models hide|restore``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from studio.cli._common import open_db
+
+
+def families_cmd(
+    min_votes: int = typer.Option(30, help="Votes after publish before a checkpoint's rating is final."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Checkpoints grouped by common ancestor, the best-of-N selection effect, provisional flags, removal log."""
+    from arena.families import families
+    from standings.leaderboard import BoardOptions, LeaderboardService
+
+    db = open_db()
+    board = LeaderboardService(db).board(BoardOptions(ci_method="sandwich", min_battles=1))
+    with db.session() as s:
+        fams = families(s, board.get("models", []), min_votes=min_votes)
+    if as_json:
+        typer.echo(json.dumps([f.as_dict() for f in fams], default=str, indent=2))
+        return
+    for f in fams:
+        typer.echo(f"{f.root} ({len(f.members)} member(s))")
+        for m in f.members:
+            rating = "unrated" if m.rating is None else f"{m.rating:.0f} [{m.ci_low:.0f}, {m.ci_high:.0f}]"
+            flags = [x for x, on in (("hidden", m.hidden), ("provisional", m.provisional)) if on]
+            typer.echo(
+                f"  {'  ' * m.depth}{m.name}: {rating}, {m.votes_after_publish} votes since publish {flags or ''}"
+            )
+        if f.selection:
+            sel = f.selection
+            typer.echo(
+                f"  selection effect: best of {sel.n_variants} = {sel.best}, lead {sel.lead:.0f}; chance lead "
+                f"{sel.chance_mean:.0f} (95th pct {sel.chance_95:.0f}): {sel.verdict}"
+            )
+        elif len(f.members) > 1:
+            typer.echo(f"  selection effect unmeasurable: {f.reason}")
+        for e in f.log:
+            typer.echo(f"  log {e['at']}: {e['by']} {e['action']} {e['contestant']}: {e['reason']}")

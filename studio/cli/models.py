@@ -1,0 +1,214 @@
+"""``vibestudio models ...`` and ``vibestudio drift``: the arena's contestants and what is known about each.
+
+``models list|add`` manage contestants (personas from YAML or flags), ``models show`` is the model page (lineage,
+ratings, report, verdict), ``models hold|release`` keep a checkpoint out of anonymous battles, ``models
+hide|restore`` take one out of pair sampling with a logged reason, and ``drift`` compares a checkpoint with its
+parent. A thin layer over ``arena.registry``, ``arena.personas``, ``arena.families`` and ``training.model_page``,
+``training.drift`` and ``training.verdict``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from studio.cli._common import fail, open_db
+
+models_app = typer.Typer(help="Contestants in the arena.", no_args_is_help=True)
+
+
+@models_app.command("list")
+def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List contestants with their engine, persona and lineage."""
+    from arena.registry import list_contestants
+
+    with open_db().session() as s:
+        items = list_contestants(s, active_only=False)
+    if as_json:
+        typer.echo(json.dumps([c.as_dict() for c in items], default=str, indent=2))
+        return
+    for c in items:
+        lineage = (
+            f" parent={c.parent_id} job={c.job_id} snapshot={(c.snapshot_hash or '')[:12]}"
+            if c.parent_id
+            else ""
+        )
+        typer.echo(f"{c.id:>4}  {c.public_name:<28} {c.engine:<13} {c.description[:50]}{lineage}")
+
+
+@models_app.command("add")
+def models_add(
+    yaml_file: Path = typer.Option(
+        None, "--yaml", help="Personas YAML file (one, a list, or {personas: [...]})."
+    ),
+    name: str = typer.Option(None, help="Public name of a single persona (instead of --yaml)."),
+    engine: str = typer.Option("llama_cpp", help="llama_cpp | transformers | openai | vllm."),
+    model: str = typer.Option(None, help="Model reference (default: the embedded SmolLM2 GGUF)."),
+    system_prompt: str = typer.Option("", help="System prompt."),
+    prefill: str = typer.Option("", help="Opening of every answer, continued by the model."),
+    temperature: float = typer.Option(None, help="Sampling temperature."),
+    max_tokens: int = typer.Option(None, help="Answer length cap in tokens."),
+    alias: list[str] = typer.Option(None, "--alias", help="A name answers must not say (repeatable)."),
+    base_url: str = typer.Option(None, help="Server root for openai/vllm engines."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the API key (never stored)."),
+) -> None:
+    """Add personas as arena contestants, from a YAML file or from flags; all or nothing."""
+    from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
+
+    try:
+        if yaml_file is not None:
+            specs, source = load_persona_file(yaml_file), str(yaml_file)
+        elif name:
+            data: dict = {"name": name, "engine": engine, "system_prompt": system_prompt, "prefill": prefill}
+            data["model"] = model
+            data["aliases"] = list(alias or [])
+            sampling = {
+                k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None
+            }
+            data["sampling"] = sampling
+            cfg = {k: v for k, v in (("base_url", base_url), ("api_key_env", api_key_env)) if v}
+            if cfg:
+                data["engine_config"] = cfg
+            specs, source = [spec_from_mapping(data, "command line")], "command line"
+        else:
+            fail("give --yaml FILE or --name NAME")
+        db = open_db(seed=False)  # no default contestants are seeded: these personas may be the whole arena
+        with db.session() as s:
+            ids = add_personas(s, specs, source)
+    except PersonaError as exc:
+        fail(str(exc))
+    for cid, spec in zip(ids, specs, strict=True):
+        typer.echo(f"{cid:>4}  {spec.public_name}  ({spec.engine})")
+
+
+@models_app.command("hide")
+def models_hide(
+    name: str = typer.Argument(..., help="Contestant to hide (taken out of pair sampling; history stays)."),
+    by: str = typer.Option(..., help="Who hides it (recorded in the removal log)."),
+    reason: str = typer.Option(..., help="Why (recorded in the removal log)."),
+) -> None:
+    """Hide a contestant: out of pair sampling, kept on record with its votes, logged with who and why."""
+    _hide(name, by, reason, restore=False)
+
+
+@models_app.command("restore")
+def models_restore(
+    name: str = typer.Argument(..., help="Contestant to bring back into pair sampling."),
+    by: str = typer.Option(..., help="Who restores it."),
+    reason: str = typer.Option("", help="Why."),
+) -> None:
+    """Bring a hidden contestant back (logged)."""
+    _hide(name, by, reason, restore=True)
+
+
+def _hide(name: str, by: str, reason: str, restore: bool) -> None:
+    from arena.families import hide
+    from arena.registry import RegistryError
+
+    try:
+        with open_db().session() as s:
+            event = hide(s, name, by, reason, restore=restore)
+    except RegistryError as exc:
+        fail(str(exc))
+    typer.echo(f"{event['contestant']}: {event['action']} by {event['by']} (logged)")
+
+
+@models_app.command("show")
+def models_show(
+    name: str = typer.Argument(..., help="Contestant name or id."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Everything about one model: lineage, ratings, head-to-head vs parent, report, evals, verdict, speed."""
+    from arena.registry import RegistryError
+    from training.model_page import model_page
+    from training.report_text import lineage_md, ratings_md, report_md
+
+    db = open_db()
+    try:
+        page = model_page(db, int(name) if name.isdigit() else name)
+    except RegistryError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(page, indent=2, default=str, ensure_ascii=False))
+        return
+    v = page["verdict"]
+    typer.echo(f"# {page['contestant']['public_name']}  {v['badge'] or '(no verdict)'}")
+    typer.echo(lineage_md(page))
+    typer.echo(ratings_md(page))
+    typer.echo(report_md(page["report"]) if page["report"] else "No checkpoint report (not a trained child).")
+
+
+def drift_cmd(
+    child: str = typer.Argument(..., help="The checkpoint (contestant name or id)."),
+    against: str = typer.Option(
+        None, "--against", help="Compare with this contestant instead of the parent."
+    ),
+    prompts: int = typer.Option(40, help="Held-out prompts to answer."),
+    max_tokens: int = typer.Option(64, help="Answer length cap."),
+    eval_items: int = typer.Option(-1, help="Verifiable eval items (-1 all, 0 none)."),
+    judge: str = typer.Option(None, help="A judge contestant for a position-swapped head-to-head."),
+    seed: int = typer.Option(0, help="Seed for prompts, sampling and resampling."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Compare a checkpoint with its parent (or --against) under the same conditions, and give a verdict."""
+    from arena.registry import RegistryError
+    from training.drift import drift_report
+    from training.report_text import report_md
+
+    db = open_db()
+
+    def ident(x: str) -> int | str:
+        return int(x) if x.isdigit() else x
+
+    try:
+        report = drift_report(
+            db,
+            ident(child),
+            against=ident(against) if against else None,
+            n_prompts=prompts,
+            max_tokens=max_tokens,
+            eval_items=eval_items,
+            judge=judge,
+            seed=seed,
+            progress=lambda msg: typer.echo(msg, err=True) if not as_json else None,
+        )
+    except RegistryError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        return
+    typer.echo(report_md(report.to_dict()))
+
+
+@models_app.command("release")
+def models_release(
+    name: str = typer.Argument(..., help="Contestant name."),
+    reason: str = typer.Option(..., "--reason", help="Why it may play (logged)."),
+) -> None:
+    """Let a held checkpoint into anonymous battles (who and why are logged)."""
+    from arena.registry import RegistryError
+    from training.verdict import VerdictError, release
+
+    try:
+        release(open_db(), name, None, reason)
+    except (RegistryError, VerdictError) as exc:
+        fail(str(exc))
+    typer.echo(f"{name} may play in anonymous battles again.")
+
+
+@models_app.command("hold")
+def models_hold(
+    name: str = typer.Argument(..., help="Contestant name."),
+    reason: str = typer.Option(..., "--reason", help="Why it is held (logged)."),
+) -> None:
+    """Hold a contestant out of anonymous battles (who and why are logged)."""
+    from arena.registry import RegistryError
+    from training.verdict import VerdictError, hold
+
+    try:
+        hold(open_db(), name, None, reason)
+    except (RegistryError, VerdictError) as exc:
+        fail(str(exc))
+    typer.echo(f"{name} is held out of anonymous battles.")

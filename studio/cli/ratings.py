@@ -1,0 +1,181 @@
+"""``vibestudio ratings [predict|annotators|methods]``: ratings from a battles file or the studio database.
+
+A thin layer over ``arena.ratings`` (pure statistics). With ``--battles FILE`` nothing but the file is read: the
+database (SQLAlchemy) is opened only when no file is given.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from studio.cli._common import fail, open_db
+
+ratings_app = typer.Typer(
+    help="Ratings (Bradley-Terry with CIs, tie models, Elo) from a battles file or the studio database; "
+    "'predict' compares the methods on held-out votes, 'annotators' checks for rigged votes, 'methods' shows "
+    "how much the tie models change the board.",
+    invoke_without_command=True,
+)
+
+_BATTLES_HELP = (
+    "Battles file (FastChat layout, JSON, JSONL or Parquet); without it the studio database is used."
+)
+
+
+def _battles_file(battles: Path | None, with_text: bool) -> Path:
+    """The given file, or the studio database's rated votes written to a temporary JSONL file."""
+    if battles is not None:
+        return battles
+    import tempfile
+
+    from standings.records import annotated_records
+
+    db = open_db()
+    with db.session() as s:
+        records = annotated_records(s, with_text=with_text)
+    if not records:
+        fail(f"no rated votes in {db.url}")
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+    return Path(fh.name)
+
+
+@ratings_app.callback()
+def ratings(
+    ctx: typer.Context,
+    battles: Path = typer.Option(None, help=_BATTLES_HELP),
+    style_control: bool = typer.Option(False, "--style-control", help="Control for length and markdown."),
+    vibe_control: bool = typer.Option(
+        False, "--vibe-control", help="Also control for emoji, flattery, hedging..."
+    ),
+    bootstrap: int = typer.Option(100, help="Bootstrap rounds for confidence intervals (0: sandwich)."),
+    ci: str = typer.Option(
+        None, help="Intervals: 'bootstrap' or 'sandwich' (default: bootstrap unless --bootstrap 0)."
+    ),
+    method: str = typer.Option(
+        "bt", help="'bt' (ties half a win), 'rao-kupper' or 'davidson' (ties modelled)."
+    ),
+    robust: bool = typer.Option(False, "--robust", help="Down-weight annotators whose votes look rigged."),
+    baseline: str = typer.Option(None, help="Add win rate and LC win rate against this model."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    skip_bad: bool = typer.Option(False, help="Skip bad rows (listed) instead of failing."),
+) -> None:
+    """Ratings (Bradley-Terry with CIs, Elo) from a battles file or the studio database."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from arena.ratings import RatingsInputError, ratings_report
+
+    if ci not in (None, "bootstrap", "sandwich"):
+        fail(f"--ci must be 'bootstrap' or 'sandwich', got {ci!r}")
+    path = _battles_file(battles, style_control or vibe_control)
+    try:
+        out = ratings_report(
+            path,
+            style_control=style_control,
+            vibe_control=vibe_control,
+            bootstrap=bootstrap,
+            ci=ci,
+            method=method,
+            robust=robust,
+            baseline=baseline,
+            as_json=as_json,
+            skip_bad=skip_bad,
+        )
+    except (RatingsInputError, OSError, ValueError) as exc:
+        fail(str(exc))
+    typer.echo(out)
+
+
+def _load(battles: Path | None, with_text: bool, skip_bad: bool) -> Any:
+    """The battle records of the file (or the database), or the error exit with the file's first bad row."""
+    from arena.ratings import RatingsInputError, load_battles_file
+
+    try:
+        records, _ = load_battles_file(_battles_file(battles, with_text), skip_bad=skip_bad)
+    except (RatingsInputError, OSError) as exc:
+        fail(str(exc))
+    return records
+
+
+@ratings_app.command("predict")
+def ratings_predict(
+    battles: Path = typer.Option(None, help=_BATTLES_HELP),
+    split: str = typer.Option(
+        "both", help="'time' (fit on earlier votes, score later ones), 'random' or 'both'."
+    ),
+    test_fraction: float = typer.Option(0.2, help="Share of votes held out."),
+    rounds: int = typer.Option(200, help="Bootstrap rounds over held-out votes for the intervals."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
+) -> None:
+    """Which method predicts held-out votes best: log-loss and Brier score with intervals per method."""
+    from arena.ratings import format_predictive, predictive_check
+    from arena.ratings._predict import best_board_method
+
+    if split not in ("time", "random", "both"):
+        fail(f"--split must be 'time', 'random' or 'both', got {split!r}")
+    records = _load(battles, True, skip_bad)
+    splits = ["time", "random"] if split == "both" else [split]
+    try:
+        checks = [
+            predictive_check(records, split=sp, test_fraction=test_fraction, rounds=rounds) for sp in splits
+        ]
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {"checks": [c.to_dict() for c in checks], "best_board_method": best_board_method(checks)},
+                indent=2,
+            )
+        )
+        return
+    typer.echo(format_predictive(checks))
+    best = best_board_method(checks)
+    typer.echo(f"\nBest board method: {best}" if best else "\nNo board method could be scored.")
+
+
+@ratings_app.command("annotators")
+def ratings_annotators(
+    battles: Path = typer.Option(None, help=_BATTLES_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
+) -> None:
+    """Per-annotator diagnostics (agreement, identity-following, speed) and flags; nothing is deleted."""
+    from arena.ratings import annotator_diagnostics, format_annotators
+
+    report = annotator_diagnostics(_load(battles, False, skip_bad))
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else format_annotators(report))
+
+
+@ratings_app.command("methods")
+def ratings_methods(
+    battles: Path = typer.Option(None, help=_BATTLES_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
+) -> None:
+    """How much the tie models (Rao-Kupper, Davidson) change the board against Bradley-Terry."""
+    from arena.ratings import method_changes
+
+    out = method_changes(_load(battles, False, skip_bad))
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    methods = ["bt", *out["summary"]]
+    typer.echo(f"{'model':<24}" + "".join(f"{m:>18}" for m in methods))
+    for row in out["models"]:
+        cells = "".join(f"{row[m]['rating']:>11.1f} (#{row[m]['rank']:<3})" for m in methods)
+        typer.echo(f"{row['name']:<24}{cells}")
+    for meth, s in out["summary"].items():
+        ties = ", ".join(f"{k} {v['p_equal']:.3f}" for k, v in s["tie_parameters"].items())
+        typer.echo(
+            f"\n{meth}: largest rating change {s['max_rating_change']:.1f} points, largest rank change "
+            f"{s['max_rank_change']}; tie probability between equal models: {ties or 'n/a'}"
+        )
+    for w in out["warnings"]:
+        typer.echo(f"warning: {w}")

@@ -1,0 +1,267 @@
+"""``vibestudio train dpo|reward|grpo|health``: launch training jobs, and read a job's over-optimisation health.
+
+A thin layer over ``training.service``: flags (and an optional YAML config, and ``--set field=value``) become one
+config mapping, which is checked field by field before anything is written or started; then the job is queued,
+followed with a progress bar (``studio.cli.jobs``), and reported as text or ``--json``.
+Precedence: the config file, then the flags, then ``--set``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from studio.cli._common import echo_json, fail, open_db
+from studio.cli.health import train_health
+from studio.cli.jobs import JSON_OPTION, TIMEOUT_OPTION, WAIT_OPTION, follow, job_dict
+
+train_app = typer.Typer(
+    help="Launch training jobs (run out of process; see `vibestudio jobs`).", no_args_is_help=True
+)
+
+
+def parse_set(items: list[str] | None) -> dict[str, Any]:
+    """``field=value`` pairs; values are read as YAML (``lora=false``, ``rewards=[{type: length}]``)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--set {item!r}: expected FIELD=VALUE")
+        try:
+            out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError as exc:
+            fail(f"--set {key}: not a valid value ({exc})")
+    return out
+
+
+def parse_reward(text: str) -> dict[str, Any]:
+    """A reward spec: a YAML mapping (``{type: length, max: 60}``) or ``TYPE[:key=value,...]``."""
+    import yaml
+
+    text = text.strip()
+    try:
+        if text.startswith("{"):
+            spec = yaml.safe_load(text)
+        else:
+            kind, _, rest = text.partition(":")
+            spec = {"type": kind.strip()}
+            for part in filter(None, (p.strip() for p in rest.split(","))):
+                key, sep, value = part.partition("=")
+                if not sep:
+                    fail(f"--reward {text!r}: expected key=value, got {part!r}")
+                spec[key.strip()] = yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        fail(f"--reward {text!r}: {exc}")
+    if not isinstance(spec, dict):
+        fail(f"--reward {text!r}: expected a mapping like {{type: length, max: 60}}")
+    return dict(spec)
+
+
+def launch_from_cli(
+    kind: str,
+    config: Path | None,
+    flags: dict[str, Any],
+    sets: list[str] | None,
+    dry_run: bool,
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
+    import yaml
+
+    from training.errors import JobError
+    from training.pairmix import describe_mix
+    from training.service import check_config, launch_config
+
+    data: dict[str, Any] = {}
+    if config is not None:
+        try:
+            loaded = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            fail(f"{config}: {exc}")
+        except yaml.YAMLError as exc:
+            fail(f"{config}: not valid YAML ({exc})")
+        if not isinstance(loaded, dict):
+            fail(f"{config}: expected a mapping of field: value")
+        if loaded.get("kind", kind) != kind:
+            fail(f"{config}: it is a {loaded['kind']!r} config; use `vibestudio train {loaded['kind']}`")
+        data.update(loaded)
+    data.update({k: v for k, v in flags.items() if v is not None})
+    data.update(parse_set(sets))
+    data["kind"] = kind
+    db = open_db()
+    check = check_config(db, data)
+    if dry_run or check.errors:
+        out = {
+            "ok": check.ok,
+            "errors": [{"field": e.field, "message": e.message} for e in check.errors],
+            "config": check.config.to_dict() if check.config else None,
+            "estimate": check.estimate.summary() if check.estimate else None,
+            "fits": check.estimate.fits if check.estimate else None,
+            "pair_mix": check.mix,
+        }
+        if as_json:
+            echo_json(out)
+        else:
+            if check.config is not None:
+                typer.echo(check.yaml.rstrip())
+            if check.estimate:
+                typer.echo(f"# estimate: {check.estimate.summary()}")
+            if check.mix:
+                typer.echo(f"# pairs for the parent: {describe_mix(check.mix)}")
+            for e in check.errors:
+                typer.secho(f"{e.field or 'config'}: {e.message}", fg=typer.colors.RED, err=True)
+        if check.errors:
+            raise typer.Exit(1)
+        return
+    try:
+        job_id = launch_config(db, data)
+    except JobError as exc:
+        fail(str(exc))
+    if not wait:
+        if as_json:
+            from training.runner import job_view
+
+            echo_json(job_dict(job_view(db, job_id)))
+        else:
+            typer.echo(f"Job {job_id} submitted; follow it with `vibestudio jobs show {job_id}`.")
+        return
+    if not as_json:
+        typer.echo(f"Job {job_id} submitted.")
+    follow(db, job_id, timeout, as_json)
+
+
+# ---- shared options -------------------------------------------------------------------------------------------
+_PARENT = typer.Option(None, help="Contestant (public name or id) to start from [default: smollm2-plain].")
+_SNAPSHOT = typer.Option(None, help="Snapshot hash (or prefix); default: freeze the current votes.")
+_CONFIG = typer.Option(None, help="YAML config file (fields as in `vibestudio train KIND --dry-run`).")
+_SET = typer.Option(None, "--set", help="FIELD=VALUE (YAML value), repeatable; wins over flags and --config.")
+_STEPS = typer.Option(None, "--steps", help="Optimizer steps (max_steps).")
+_LR = typer.Option(None, "--lr", help="Learning rate (default: the kind's LoRA/full default).")
+_LORA = typer.Option(None, "--lora/--full", help="LoRA adapter (default) or full fine-tune.")
+_BATCH = typer.Option(None, "--batch-size", help="Rows per device per step.")
+_SAVE = typer.Option(None, "--save-steps", help="Keep a resumable checkpoint every N steps (0 = none).")
+_PAIRS = typer.Option(
+    None, "--pairs", help="all | on_policy | on_and_half | off_policy (seen from the parent)."
+)
+_NAME = typer.Option(None, "--output-name", help="Public name of the published contestant.")
+_DRY = typer.Option(
+    False, "--dry-run", help="Check the config and show it with the estimate; launch nothing."
+)
+
+
+def _common(
+    parent: str | None,
+    snapshot: str | None,
+    steps: int | None,
+    lr: float | None,
+    lora: bool | None,
+    batch: int | None,
+    save_steps: int | None,
+    pairs: str | None,
+    output_name: str | None,
+) -> dict[str, Any]:
+    return {
+        "parent_contestant": parent,
+        "snapshot_hash": snapshot,
+        "max_steps": steps,
+        "learning_rate": lr,
+        "lora": lora,
+        "per_device_train_batch_size": batch,
+        "save_steps": save_steps,
+        "pairs": pairs,
+        "output_name": output_name,
+    }
+
+
+@train_app.command("dpo")
+def train_dpo(
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    output_name: str = _NAME,
+    beta: float = typer.Option(None, help="DPO beta (0.1)."),
+    loss_type: str = typer.Option(None, help="DPO loss: sigmoid, ipo, hinge, robust, ... (see --dry-run)."),
+    kl_every: int = typer.Option(None, help="Measure KL to the reference every N steps (0 = at the end)."),
+    dry_run: bool = _DRY,
+    wait: bool = WAIT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """DPO on a preference snapshot; the checkpoint joins the arena as a contestant."""
+    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
+    flags.update(beta=beta, loss_type=loss_type, kl_every=kl_every)
+    launch_from_cli("dpo", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+@train_app.command("reward")
+def train_reward(
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    dry_run: bool = _DRY,
+    wait: bool = WAIT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """A reward model (Bradley-Terry) on a preference snapshot; use it in GRPO with --reward reward_model:job=ID."""
+    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, None)
+    launch_from_cli("reward", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+@train_app.command("grpo")
+def train_grpo(
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    output_name: str = _NAME,
+    reward: list[str] = typer.Option(
+        None,
+        help="A reward function (repeatable): TYPE[:key=value,...] or a YAML mapping, e.g. length:max=60, "
+        "format:format=no_emoji,weight=0.5, reward_model:job=7, judge:judge=smollm2-plain. At least one.",
+    ),
+    beta: float = typer.Option(None, help="KL penalty to the reference (0.04)."),
+    num_generations: int = typer.Option(None, help="Answers sampled per prompt (the group)."),
+    max_completion_length: int = typer.Option(None, help="Maximum tokens per sampled answer."),
+    dry_run: bool = _DRY,
+    wait: bool = WAIT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """GRPO with verifiable rewards, a learned reward model or an AI judge; the checkpoint joins the arena."""
+    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
+    flags.update(beta=beta, num_generations=num_generations, max_completion_length=max_completion_length)
+    if reward:
+        flags["rewards"] = [parse_reward(r) for r in reward]
+    elif config is None and not any(s.startswith("rewards=") for s in set_ or []):
+        fail("a GRPO job needs at least one reward function: --reward length:max=60 (see --help)")
+    launch_from_cli("grpo", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+train_app.command("health")(train_health)
