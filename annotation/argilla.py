@@ -36,7 +36,11 @@ from db.outcomes import CHOICES, SIDES, item_from_choice
 PREFERENCE = "preference"
 REASON = "reason"
 PREFERENCE_LABELS = dict(
-    zip(CHOICES, ("Left answer is better", "Right answer is better", "Tie", "Both good", "Both bad"), strict=True)
+    zip(
+        CHOICES,
+        ("Left answer is better", "Right answer is better", "Tie", "Both good", "Both bad"),
+        strict=True,
+    )
 )
 
 

@@ -25,11 +25,11 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
+from accounts import require_role
 from annotation.agreement import cohen_kappa, plurality
 from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
 from annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
 from annotation.rubrics import Criterion, rubric_from_dict
-from accounts import require_role
 from arena.engines.base import Engine, EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant
 from db.models import Judgement, Label, QueueItem, RubricScore

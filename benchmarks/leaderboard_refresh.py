@@ -28,12 +28,12 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
-from standings.leaderboard import BoardOptions, LeaderboardService
 from arena.ratings import leaderboard
-from standings.vote_cache import VoteCache
 from db.models import Battle, Contestant, Vote
 from db.outcomes import CODES, FASTCHAT_WINNER, stored_from_code
 from db.session import Database
+from standings.leaderboard import BoardOptions, LeaderboardService
+from standings.vote_cache import VoteCache
 
 OUTCOMES = np.array([stored_from_code(k) for k in range(len(CODES))])  # stored outcomes by code
 

@@ -174,7 +174,9 @@ def outcome_code(stored: str) -> int:
 def stored_from_code(code: int) -> str:
     """The stored vote a numeric code stands for."""
     if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code < len(FASTCHAT_WINNERS):
-        raise OutcomeError(f"unknown outcome code {code!r}; expected a whole number 0..{len(FASTCHAT_WINNERS) - 1}")
+        raise OutcomeError(
+            f"unknown outcome code {code!r}; expected a whole number 0..{len(FASTCHAT_WINNERS) - 1}"
+        )
     return _STORED_OF[FASTCHAT_WINNERS[code]]
 
 
@@ -192,7 +194,11 @@ def alpaca_preference(item: str) -> float:
 
 def item_from_alpaca(preference: float) -> str:
     """AlpacaEval's ``preference`` (1..2, fractions are soft) as an item outcome: nearer 1 -> "1", 1.5 -> tie."""
-    if isinstance(preference, bool) or not isinstance(preference, int | float) or not 1.0 <= preference <= 2.0:
+    if (
+        isinstance(preference, bool)
+        or not isinstance(preference, int | float)
+        or not 1.0 <= preference <= 2.0
+    ):
         raise OutcomeError(f"an AlpacaEval preference is a number from 1 to 2, got {preference!r}")
     return "tie" if abs(preference - 1.5) < 1e-9 else ("1" if preference < 1.5 else "2")
 
@@ -217,4 +223,3 @@ def merge_ties(outcome: str) -> str:
 def flipped(item: str) -> str:
     """An item outcome or answer side with answers 1 and 2 swapped; ties and other values unchanged."""
     return FLIP.get(item, item)
-

@@ -31,12 +31,12 @@ from sqlalchemy.orm import Session
 
 from arena import vibes
 from arena.ratings import BattleRecords
-from standings.records import UNCOUNTED, battle_records
 from arena.registry import RegistryError, get_contestant, list_contestants
-from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 from db.models import Battle, Contestant, Turn
 from db.outcomes import FASTCHAT_WINNERS, SCORE_A
 from db.session import Database
+from standings.records import UNCOUNTED, battle_records
+from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 
 #: Board names besides "category:<name>".
 BOARDS = ("all", "single-turn", "multi-turn")

@@ -204,7 +204,7 @@ class VoteCache:
         c["i"][lo:hi] = np.arange(lo, hi)
         for name in ("vote_id", "battle_id", "a", "b"):
             c[name][lo:hi] = rows[name].astype(c[name].dtype)
-        c["outcome"][lo:hi] = _codes(rows["outcome"], lambda v: CODES.get(v, -1))  # -1: unknown, never counted
+        c["outcome"][lo:hi] = _codes(rows["outcome"], lambda v: CODES.get(v, -1))  # -1: unknown, not counted
         c["p"][lo:hi] = rows["p"].astype(np.float64)  # None -> NaN
         c["ts"][lo:hi] = rows["ts"].astype(np.float64)
         c["cat"][lo:hi] = _codes(rows["category"], lambda v: -1 if v is None else self._category_code(str(v)))

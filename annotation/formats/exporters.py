@@ -26,11 +26,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from accounts import require_role
 from annotation.agreement import plurality
 from annotation.formats.importers import HELPSTEER_ATTRS
 from annotation.queues import LABEL_KINDS, QueueError, n_answers, stamps
 from annotation.snapshots import SnapshotInfo, write_snapshot
-from accounts import require_role
 from db.models import Judgement, Label, QueueItem, RubricScore
 from db.outcomes import (
     ALPACA_PREFERENCE,

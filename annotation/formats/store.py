@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from accounts import require_role
 from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
 from annotation.queues import NewItem, QueueError, content_key, create_queue, make_item, queue_row
 from annotation.rubrics import get_rubric
-from accounts import require_role
 from db.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
 from db.models import Label, QueueItem, RubricScore
 from db.outcomes import flipped

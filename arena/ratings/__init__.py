@@ -102,8 +102,8 @@ if TYPE_CHECKING:
     from ._annotators import AnnotatorReport, annotator_diagnostics, format_annotators, robust_leaderboard
     from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
     from ._elo import online_elo
-    from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
     from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
+    from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
     from ._report import format_board, ratings_report
     from ._ties import METHODS, TIE_METHODS, method_changes
     from ._views import PairwiseMatrices, leaderboard_by, pairwise_matrices, rating_over_time, vibe_profiles

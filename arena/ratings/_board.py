@@ -21,14 +21,13 @@ import numpy as np
 import pandas as pd
 
 from arena import vibes
+from db.outcomes import CODES, SCORE_A
 
 from . import _fit, _ties
 from ._blas import single_threaded
 from ._elo import online_elo
 from ._features import covariates, side_counts
 from ._graph import strong_components, weak_components
-from db.outcomes import CODES, SCORE_A
-
 from ._input import WINNERS, BattleRecords, as_records
 
 #: Rating points per natural-log unit of odds (400 points = a factor 10).

@@ -12,10 +12,10 @@ from typing import Any
 
 import gradio as gr
 
+from accounts import PermissionDenied
 from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
 from annotation.queues import QueueError, get_queue, list_queues, set_checklist
 from annotation.rubrics import Criterion, rubric_from_dict
-from accounts import PermissionDenied
 from db import outcomes
 from studio.context import StudioContext
 from studio.errors import user_error

@@ -142,7 +142,23 @@ TRANSLATIONS = [
     (o.fastchat_from_item, "item outcome", o.ITEM_OUTCOMES),
 ]
 #: Near misses, other vocabularies' words, and things that are not text at all.
-BAD = ["", " left", "Left", "LEFT", "both good", "both-bad", "bothbad", "tie ", "draw", "A", "0", 1, 0, True, None]
+BAD = [
+    "",
+    " left",
+    "Left",
+    "LEFT",
+    "both good",
+    "both-bad",
+    "bothbad",
+    "tie ",
+    "draw",
+    "A",
+    "0",
+    1,
+    0,
+    True,
+    None,
+]
 BAD += [["left"], ("a",), b"a", 1.0]
 
 
