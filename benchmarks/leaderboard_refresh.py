@@ -30,7 +30,7 @@ from sqlalchemy.orm import aliased
 
 from arena.ratings import leaderboard
 from db.models import Battle, Contestant, Vote
-from db.outcomes import CODES, FASTCHAT_WINNER, stored_from_code
+from db.outcomes import CODES, STORED_TO_FASTCHAT, stored_from_code
 from db.session import Database
 from standings.leaderboard import BoardOptions, LeaderboardService
 from standings.vote_cache import VoteCache
@@ -121,7 +121,7 @@ def baseline(db: Database, rounds: int) -> dict:
     )
     with db.engine.connect() as conn:
         frame = pd.read_sql(q, conn)
-    frame["winner"] = frame.pop("outcome").map(FASTCHAT_WINNER)
+    frame["winner"] = frame.pop("outcome").map(STORED_TO_FASTCHAT)
     frame["tstamp"] = pd.to_datetime(frame.pop("created_at")).astype("int64") / 1e9
     return leaderboard(frame, bootstrap_rounds=rounds).to_dict()
 

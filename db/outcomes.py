@@ -52,16 +52,16 @@ LABEL_OUTCOMES: tuple[str, ...] = ITEM_OUTCOMES + SINGLE_OUTCOMES + JUDGE_OUTCOM
 FASTCHAT_WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
 
 #: Stored outcome -> FastChat winner.
-FASTCHAT_WINNER: dict[str, str] = {
+STORED_TO_FASTCHAT: dict[str, str] = {
     "a": "model_a",
     "b": "model_b",
     "tie": "tie",
     "both_bad": "tie (bothbad)",
     "both_good": "tie (bothgood)",
 }
-_STORED_OF: dict[str, str] = {w: o for o, w in FASTCHAT_WINNER.items()}
+_FASTCHAT_TO_STORED: dict[str, str] = {w: o for o, w in STORED_TO_FASTCHAT.items()}
 #: Stored outcome -> numeric code (the position of its FastChat winner), as the vote cache stores it.
-CODES: dict[str, int] = {o: FASTCHAT_WINNERS.index(w) for o, w in FASTCHAT_WINNER.items()}
+CODES: dict[str, int] = {o: FASTCHAT_WINNERS.index(w) for o, w in STORED_TO_FASTCHAT.items()}
 #: The score of A for each code (a win 1, a loss 0, every kind of tie a half).
 SCORE_A: tuple[float, ...] = (1.0, 0.0, 0.5, 0.5, 0.5)
 #: "Merge ties": both-good and both-bad read as a plain tie (other values stay as they are).
@@ -143,12 +143,12 @@ def stored_from_item(item: str) -> str:
 
 def fastchat_winner(stored: str) -> str:
     """A stored vote as FastChat's ``winner`` (a -> model_a, both_bad -> "tie (bothbad)", ...)."""
-    return _lookup(stored, FASTCHAT_WINNER, "stored outcome")
+    return _lookup(stored, STORED_TO_FASTCHAT, "stored outcome")
 
 
 def stored_from_fastchat(winner: str) -> str:
     """FastChat's ``winner`` as a stored vote."""
-    return _lookup(winner, _STORED_OF, "FastChat winner")
+    return _lookup(winner, _FASTCHAT_TO_STORED, "FastChat winner")
 
 
 def fastchat_from_item(item: str) -> str:
@@ -177,7 +177,7 @@ def stored_from_code(code: int) -> str:
         raise OutcomeError(
             f"unknown outcome code {code!r}; expected a whole number 0..{len(FASTCHAT_WINNERS) - 1}"
         )
-    return _STORED_OF[FASTCHAT_WINNERS[code]]
+    return _FASTCHAT_TO_STORED[FASTCHAT_WINNERS[code]]
 
 
 def score_a(stored: str) -> float:
