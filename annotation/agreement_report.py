@@ -26,11 +26,10 @@ from annotation.agreement import (
     majority_agreement,
     percent_agreement,
 )
-from annotation.queues import PAIR_OUTCOMES, SINGLE_OUTCOMES, queue_row
+from annotation.queues import queue_row
 from annotation.rubrics import rubric_from_dict
 from db.models import Judgement, Label, QueueItem, RubricScore
-
-MERGED = {"tie": "tie", "both_good": "tie", "both_bad": "tie"}
+from db.outcomes import ITEM_OUTCOMES, SINGLE_OUTCOMES, merge_ties
 
 
 @dataclass
@@ -133,13 +132,13 @@ def agreement_report(
     ).all()
     latest: dict[tuple[str, int], Label] = {}
     for lab in labels:
-        if lab.outcome in PAIR_OUTCOMES or lab.outcome in SINGLE_OUTCOMES:
+        if lab.outcome in ITEM_OUTCOMES or lab.outcome in SINGLE_OUTCOMES:
             latest[(lab.annotator, lab.item_id)] = lab
     coders = sorted({a for a, _ in latest})
     items = sorted({i for _, i in latest})
     outcome = {k: lab.outcome for k, lab in latest.items()}
     m = _matrix(outcome, coders, items)
-    merged = [[MERGED.get(v, v) if v is not None else None for v in row] for row in m]
+    merged = [[merge_ties(v) if v is not None else None for v in row] for row in m]
     table, _ = counts_table(m)
     fleiss_items = int((table.sum(axis=1) >= 2).sum()) if len(table) else 0
 

@@ -28,21 +28,20 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from annotation.labelling import to_outcome
 from annotation.queues import QueueError, n_answers, queue_row
 from annotation.rubrics import Criterion, Rubric, rubric_from_dict
 from db.models import Label, QueueItem, RubricScore
+from db.outcomes import CHOICES, SIDES, item_from_choice
 
 PREFERENCE = "preference"
 REASON = "reason"
-PREFERENCE_LABELS = {
-    "left": "Left answer is better",
-    "right": "Right answer is better",
-    "tie": "Tie",
-    "both_good": "Both good",
-    "both_bad": "Both bad",
-}
-SIDES = ("left", "right")
+PREFERENCE_LABELS = dict(
+    zip(
+        CHOICES,
+        ("Left answer is better", "Right answer is better", "Tie", "Both good", "Both bad"),
+        strict=True,
+    )
+)
 
 
 SUBMITTED, DRAFT, DISCARDED = "submitted", "draft", "discarded"
@@ -310,7 +309,7 @@ def labels_from_records(
                 queue=queue,
                 annotator=who,
                 kind="argilla",
-                outcome=to_outcome(choice, left_is_first),
+                outcome=item_from_choice(choice, left_is_first),
                 left_is_first=left_is_first,
                 reason=reasons.get(resp.get("user_id")) or None,
                 meta={"argilla_record": rec.get("id"), "argilla_user_id": uid},
@@ -329,7 +328,7 @@ def labels_from_records(
                         except ValueError as exc:
                             res.skipped.append(f"record {rec.get('id')!r}: {exc}")
                             continue
-                        item_side = "1" if (side == "left") == left_is_first else "2"
+                        item_side = item_from_choice(side, left_is_first)
                         session.add(
                             RubricScore(
                                 item_id=item_id,

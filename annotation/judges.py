@@ -25,14 +25,15 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
+from accounts import require_role
 from annotation.agreement import cohen_kappa, plurality
 from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
 from annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
 from annotation.rubrics import Criterion, rubric_from_dict
-from accounts import require_role
 from arena.engines.base import Engine, EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant
 from db.models import Judgement, Label, QueueItem, RubricScore
+from db.outcomes import merge_ties
 from db.session import Database
 
 Progress = Callable[[int, int, str], None]
@@ -369,7 +370,6 @@ def generate_checklists(
 
 
 HUMAN_KINDS = ("human", "argilla")
-_AS_TIE = {"both_good": "tie", "both_bad": "tie"}
 
 
 @dataclass
@@ -439,7 +439,7 @@ def bias_report(
         human: dict[int, list[str]] = {}
         for lab in labels:
             if lab.kind in human_kinds:
-                human.setdefault(lab.item_id, []).append(_AS_TIE.get(lab.outcome, lab.outcome))
+                human.setdefault(lab.item_id, []).append(merge_ties(lab.outcome))
         lengths = {i: (len(it.answer_1), len(it.answer_2)) for i, it in items.items()}
         fams = {i: tuple(model_family(st.get("model")) for st in stamps(it)[:2]) for i, it in items.items()}
     if not judge_labels:

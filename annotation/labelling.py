@@ -24,9 +24,8 @@ from sqlalchemy.orm import Session
 from annotation.queues import n_answers, queue_row
 from annotation.rubrics import Rubric, rubric_from_dict
 from db.models import Assignment, Label, QueueItem, RubricScore, User, utcnow
+from db.outcomes import CHOICES, SIDES, SINGLE_FROM_SIDE, SINGLE_OUTCOMES, item_from_choice
 
-CHOICES = ("left", "right", "tie", "both_good", "both_bad")
-SINGLE_CHOICES = ("good", "bad")
 MAX_REASON = 4000
 
 
@@ -234,23 +233,15 @@ def _scores(
         for side, value in (by_side or {}).items():
             if value is None or value == "":
                 continue
-            if side not in ("left", "right") or (single and side == "right"):
+            if side not in SIDES or (single and side == "right"):
                 raise LabelError(f"{crit_name}: unknown answer side {side!r}")
             try:
                 v = crit.coerce(value)
             except ValueError as exc:
                 raise LabelError(str(exc)) from exc
-            item_side = "1" if (side == "left") == left_is_first or single else "2"
+            item_side = "1" if single else item_from_choice(side, left_is_first)
             out.append((crit_name, item_side, v))
     return out
-
-
-def to_outcome(choice: str, left_is_first: bool) -> str:
-    if choice == "left":
-        return "1" if left_is_first else "2"
-    if choice == "right":
-        return "2" if left_is_first else "1"
-    return choice
 
 
 def submit_label(
@@ -269,9 +260,9 @@ def submit_label(
     if item is None:
         raise LabelError("the item was deleted")
     single = n_answers(item) == 1
-    if single and choice in ("left", "right"):  # one answer shown: the first two keys mean good / bad
-        choice = {"left": "good", "right": "bad"}[choice]
-    allowed = SINGLE_CHOICES if single else CHOICES
+    if single and choice in SIDES:  # one answer shown: the first two keys mean good / bad
+        choice = SINGLE_FROM_SIDE[choice]
+    allowed = SINGLE_OUTCOMES if single else CHOICES
     if choice not in allowed:
         raise LabelError(f"choice {choice!r} is not one of {', '.join(allowed)}")
     if reason and len(reason) > MAX_REASON:
@@ -286,7 +277,7 @@ def submit_label(
         kind="human",
         user_id=a.user_id,
         assignment_id=a.id,
-        outcome=to_outcome(choice, a.left_is_first),
+        outcome=choice if single else item_from_choice(choice, a.left_is_first),
         left_is_first=a.left_is_first,
         reason=(reason or "").strip() or None,
         meta={"position": a.position},

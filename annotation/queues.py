@@ -1,4 +1,4 @@
-"""Annotation queues and their items: create, look up, list; the vocabulary of outcomes.
+"""Annotation queues and their items: create, look up, list.
 
 A queue is a named set of items. An item is a conversation (``prompt_messages``) and one or two answers
 (``answer_1``, ``answer_2``) with a stamp per answer in ``meta["answers"]`` (model, policy version, sampling
@@ -6,9 +6,9 @@ parameters, tokens). Items are written by on-policy generation (``annotation.onp
 (``annotation.formats``); labels on them by annotators, judges and imports. ``content_key`` identifies the same
 prompt and answers regardless of answer order, so a pair is stored once however many people labelled it.
 
-Outcomes are in item terms: ``1`` / ``2`` (that answer is better), ``tie``, ``both_good``, ``both_bad``; a
-single-answer item takes ``good`` / ``bad``; judges may also record ``inconsistent`` (the verdict flipped when
-the answers swapped places) or ``unparsed``.
+Outcomes are in item terms (``db.outcomes``): ``1`` / ``2`` (that answer is better), ``tie``, ``both_good``,
+``both_bad``; a single-answer item takes ``good`` / ``bad``; judges may also record ``inconsistent`` (the verdict
+flipped when the answers swapped places) or ``unparsed``.
 """
 
 from __future__ import annotations
@@ -25,12 +25,7 @@ from sqlalchemy.orm import Session
 from annotation.rubrics import Rubric, rubric_from_dict
 from db.models import AnnotationQueue, Label, QueueItem
 
-PAIR_OUTCOMES = ("1", "2", "tie", "both_good", "both_bad")
-SINGLE_OUTCOMES = ("good", "bad")
-JUDGE_OUTCOMES = ("inconsistent", "unparsed")
-OUTCOMES = PAIR_OUTCOMES + SINGLE_OUTCOMES + JUDGE_OUTCOMES
 LABEL_KINDS = ("human", "judge", "import", "argilla")
-FLIP = {"1": "2", "2": "1"}
 
 
 class QueueError(ValueError):

@@ -21,10 +21,10 @@ from annotation.agreement import plurality
 from annotation.queues import queue_row
 from arena.vibes import FEATURE_NAMES, features
 from db.models import Label, QueueItem
+from db.outcomes import merge_ties
 from db.session import Database
 
 HUMAN_KINDS = ("human", "argilla")
-_AS_TIE = {"both_good": "tie", "both_bad": "tie"}
 
 
 class VibeAgreementError(ValueError):
@@ -96,7 +96,7 @@ def vibe_agreement(
         if lab.annotator == name:
             judged[lab.item_id] = lab.outcome
         elif lab.kind in human_kinds:
-            human.setdefault(lab.item_id, {})[lab.annotator] = _AS_TIE.get(lab.outcome, lab.outcome)
+            human.setdefault(lab.item_id, {})[lab.annotator] = merge_ties(lab.outcome)
     if not judged:
         raise VibeAgreementError(f"{name} has no verdicts on queue {queue!r}: run the judge first")
     if not human:

@@ -48,10 +48,9 @@ from arena.sampling import (
 from arena.streaming import SideState, StreamLimits, stream_pair
 from arena.turns import mark_errored, store_turn
 from db.models import Battle, Contestant, Prompt, RubricScore, Turn, Vote, utcnow
+from db.outcomes import CHOICES, SIDES, choice_from_stored, stored_from_choice
 from db.session import Database
 
-OUTCOMES = ("a", "b", "tie", "both_good", "both_bad")
-CHOICES = ("left", "right", "tie", "both_good", "both_bad")
 MODES = ("anonymous", "named")
 QUICK_RUBRIC = ("helpfulness", "correctness", "style")
 RUBRIC_RANGE = (1, 5)
@@ -450,13 +449,12 @@ class ArenaService:
                 raise BattleError(f"battle {battle_id} has no turn {idx + 1}")
             if s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx)) is not None:
                 raise BattleError(f"turn {idx + 1} already has a vote")
-            to_ab = {"left": "a" if b.left_is_a else "b", "right": "b" if b.left_is_a else "a"}
             leaked = any(t.leak_a or t.leak_b for t in turns)  # everything on screen when the vote was cast
             vote = Vote(
                 battle_id=battle_id,
                 turn_idx=idx,
                 user_id=user_id,
-                outcome=to_ab.get(choice, choice),
+                outcome=stored_from_choice(choice, b.left_is_a),
                 revealed_before_vote=leaked,
                 reason=reason,
                 created_at=utcnow(),
@@ -467,7 +465,8 @@ class ArenaService:
             except IntegrityError as exc:  # a concurrent vote on this turn won: the constraint keeps one
                 raise BattleError(f"turn {idx + 1} already has a vote") from exc
             s.add_all(
-                RubricScore(vote_id=vote.id, criterion=c, side=to_ab[side], value=v) for c, side, v in scores
+                RubricScore(vote_id=vote.id, criterion=c, side=stored_from_choice(side, b.left_is_a), value=v)
+                for c, side, v in scores
             )
             return VoteReceipt(battle_id, idx, choice, leaked, len(scores))
 
@@ -549,7 +548,7 @@ def _check_rubric(rubric: dict[str, dict[str, float]] | None) -> list[tuple[str,
         for side, value in sides.items():
             if value is None:
                 continue
-            if side not in ("left", "right"):
+            if side not in SIDES:
                 raise BattleError(f"rubric {criterion!r}: side must be 'left' or 'right', got {side!r}")
             try:
                 v = float(value)
@@ -564,7 +563,6 @@ def _check_rubric(rubric: dict[str, dict[str, float]] | None) -> list[tuple[str,
 def _reveal(s: Any, b: Battle, turns: list[Turn], votes: list[Vote]) -> Reveal:
     a = s.get_one(Contestant, b.a_id)
     bb = s.get_one(Contestant, b.b_id)
-    to_lr = {"a": "left" if b.left_is_a else "right", "b": "right" if b.left_is_a else "left"}
     by_turn = {v.turn_idx: v for v in votes}
     summaries = []
     for t in turns:
@@ -574,7 +572,7 @@ def _reveal(s: Any, b: Battle, turns: list[Turn], votes: list[Vote]) -> Reveal:
         summaries.append(
             TurnSummary(
                 t.idx,
-                None if v is None else to_lr.get(v.outcome, v.outcome),
+                None if v is None else choice_from_stored(v.outcome, b.left_is_a),
                 sa if b.left_is_a else sb,
                 sb if b.left_is_a else sa,
                 len(t.replaced or []),

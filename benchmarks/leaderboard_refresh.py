@@ -28,13 +28,14 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
-from standings.leaderboard import BoardOptions, LeaderboardService
 from arena.ratings import leaderboard
-from standings.vote_cache import VoteCache
 from db.models import Battle, Contestant, Vote
+from db.outcomes import CODES, STORED_TO_FASTCHAT, stored_from_code
 from db.session import Database
+from standings.leaderboard import BoardOptions, LeaderboardService
+from standings.vote_cache import VoteCache
 
-OUTCOMES = np.array(["a", "b", "tie", "both_bad", "both_good"])
+OUTCOMES = np.array([stored_from_code(k) for k in range(len(CODES))])  # stored outcomes by code
 
 
 def build_store(path: Path, n_votes: int, n_models: int, seed: int = 0) -> Database:
@@ -120,14 +121,7 @@ def baseline(db: Database, rounds: int) -> dict:
     )
     with db.engine.connect() as conn:
         frame = pd.read_sql(q, conn)
-    winner = {
-        "a": "model_a",
-        "b": "model_b",
-        "tie": "tie",
-        "both_bad": "tie (bothbad)",
-        "both_good": "tie (bothgood)",
-    }
-    frame["winner"] = frame.pop("outcome").map(winner)
+    frame["winner"] = frame.pop("outcome").map(STORED_TO_FASTCHAT)
     frame["tstamp"] = pd.to_datetime(frame.pop("created_at")).astype("int64") / 1e9
     return leaderboard(frame, bootstrap_rounds=rounds).to_dict()
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHOICES = ("left", "right", "tie", "both_good", "both_bad")
+from db.outcomes import CHOICES, OUTCOMES, choice_from_stored
+
 NO_RUBRIC = (None,) * 6
 PASSWORD = "load test password"
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +139,6 @@ def stored_choices(db: Any) -> dict[str, list[str]]:
 
     from db.models import Battle, User, Vote
 
-    back = {True: {"a": "left", "b": "right"}, False: {"a": "right", "b": "left"}}
     out: dict[str, list[str]] = defaultdict(list)
     with db.session() as s:
         rows = s.execute(
@@ -148,7 +148,7 @@ def stored_choices(db: Any) -> dict[str, list[str]]:
             .order_by(Vote.id)
         )
         for name, outcome, left_is_a in rows:
-            out[name].append(back[bool(left_is_a)].get(outcome, outcome))
+            out[name].append(choice_from_stored(outcome, bool(left_is_a)) if outcome in OUTCOMES else outcome)
     return out
 
 

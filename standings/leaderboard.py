@@ -35,20 +35,20 @@ from sqlalchemy.orm import Session
 
 from arena import vibes
 from arena.ratings import BattleRecords
-from standings.records import UNCOUNTED, battle_records
 from arena.registry import RegistryError, get_contestant, list_contestants
 from arena.sampling import RatingInfo, SamplerInputs
-from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 from db.models import Battle, Contestant, Turn
+from db.outcomes import FASTCHAT_WINNERS, SCORE_A
 from db.session import Database
+from standings.records import UNCOUNTED, battle_records
+from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 
 #: Board names besides "category:<name>".
 BOARDS = ("all", "single-turn", "multi-turn")
 CI_METHODS = ("bootstrap", "sandwich")
 #: Board methods; "auto" picks the best predictor of held-out votes.
 METHODS = ("auto", "bt", "rao-kupper", "davidson")
-_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
-_SCORE_A = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
+_SCORE_A = np.array(SCORE_A)  # by outcome code
 #: An Elo replay over at least this many votes saves the cache right away (a restart then carries it on).
 REPLAY_SAVE_ROWS = 100_000
 
@@ -439,7 +439,7 @@ def _coded(
         {
             "model_a": pd.Categorical.from_codes(rank[code_a], categories=categories),
             "model_b": pd.Categorical.from_codes(rank[code_b], categories=categories),
-            "winner": pd.Categorical.from_codes(outcome.astype(np.int64), categories=list(_WINNERS)),
+            "winner": pd.Categorical.from_codes(outcome.astype(np.int64), categories=list(FASTCHAT_WINNERS)),
         }
     )
 

@@ -15,17 +15,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
 from db.models import Battle, Contestant, Prompt, Turn, Vote
+from db.outcomes import fastchat_winner
 
 #: Battle statuses whose turns and votes count nowhere (boards, matrices, profiles, speed): still open, or errored.
 UNCOUNTED = ("open", "errored")
-
-WINNER = {
-    "a": "model_a",
-    "b": "model_b",
-    "tie": "tie",
-    "both_bad": "tie (bothbad)",
-    "both_good": "tie (bothgood)",
-}
 
 
 def battle_records(
@@ -56,7 +49,7 @@ def battle_records(
         rec: dict[str, Any] = {
             "model_a": name_a,
             "model_b": name_b,
-            "winner": WINNER[vote.outcome],
+            "winner": fastchat_winner(vote.outcome),
             "tstamp": vote.created_at.timestamp(),
             "category": battle.category,
             "question_id": qid,

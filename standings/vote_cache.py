@@ -45,11 +45,11 @@ from sqlalchemy.engine import Connection
 
 from arena import vibes
 from db.models import Battle, Turn, Vote
+from db.outcomes import CODES
 from db.session import Database, data_home
 
+#: The file format; outcome codes are `db.outcomes.CODES`, which never change.
 FORMAT = 2
-#: Outcome codes: positions in `arena.ratings.WINNERS` (model_a, model_b, tie, tie (bothbad), tie (bothgood)).
-OUTCOME_CODES = {"a": 0, "b": 1, "tie": 2, "both_bad": 3, "both_good": 4}
 COLUMNS: dict[str, Any] = {
     "i": np.int64,  # row position (handy in SQL)
     "vote_id": np.int64,
@@ -204,7 +204,7 @@ class VoteCache:
         c["i"][lo:hi] = np.arange(lo, hi)
         for name in ("vote_id", "battle_id", "a", "b"):
             c[name][lo:hi] = rows[name].astype(c[name].dtype)
-        c["outcome"][lo:hi] = _codes(rows["outcome"], lambda v: OUTCOME_CODES.get(v, -1))
+        c["outcome"][lo:hi] = _codes(rows["outcome"], lambda v: CODES.get(v, -1))  # -1: unknown, not counted
         c["p"][lo:hi] = rows["p"].astype(np.float64)  # None -> NaN
         c["ts"][lo:hi] = rows["ts"].astype(np.float64)
         c["cat"][lo:hi] = _codes(rows["category"], lambda v: -1 if v is None else self._category_code(str(v)))

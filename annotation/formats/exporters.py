@@ -26,23 +26,24 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from accounts import require_role
 from annotation.agreement import plurality
 from annotation.formats.importers import HELPSTEER_ATTRS
-from annotation.queues import FLIP, LABEL_KINDS, QueueError, n_answers, stamps
+from annotation.queues import LABEL_KINDS, QueueError, n_answers, stamps
 from annotation.snapshots import SnapshotInfo, write_snapshot
-from accounts import require_role
 from db.models import Judgement, Label, QueueItem, RubricScore
+from db.outcomes import (
+    ALPACA_PREFERENCE,
+    ITEM_OUTCOMES,
+    PREFERENCE_PAIRS,
+    SINGLE_OUTCOMES,
+    choice_from_item,
+    fastchat_from_item,
+)
 
 EXPORT_FORMATS = ("trl", "kto", "fastchat", "alpaca_eval", "ultrafeedback", "helpsteer2")
 FILE_FORMATS = ("jsonl", "json", "parquet", "datasets")
 SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "seed", "repeat_penalty")
-WINNER = {
-    "1": "model_a",
-    "2": "model_b",
-    "tie": "tie",
-    "both_bad": "tie (bothbad)",
-    "both_good": "tie (bothgood)",
-}
 
 
 @dataclass
@@ -184,7 +185,7 @@ def _sampling(stamp: dict[str, Any]) -> dict[str, Any] | None:
 def _position(lab: LabelView, side: str) -> str | None:
     if lab.left_is_first is None:
         return None
-    return "left" if (side == "1") == lab.left_is_first else "right"
+    return choice_from_item(side, lab.left_is_first)
 
 
 def _provenance(
@@ -236,13 +237,13 @@ def _pair_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> lis
         if len(item.answers) != 2:
             continue
         for outcome, labs in _groups(item, spec.aggregate, skipped):
-            if outcome not in ("1", "2"):
+            if outcome not in PREFERENCE_PAIRS:
                 skipped[f"outcome_{outcome}"] += 1
                 continue
             if "prompt_2" in item.meta:
                 skipped["diverged_history"] += 1
                 continue
-            win, lose = outcome, FLIP[outcome]
+            win, lose = PREFERENCE_PAIRS[outcome]
             chosen, rejected = item.answers[int(win) - 1], item.answers[int(lose) - 1]
             if not chosen.strip() or not rejected.strip():
                 skipped["empty_answer"] += 1
@@ -270,7 +271,7 @@ def _kto_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> list
     for item in items:
         for outcome, labs in _groups(item, spec.aggregate, skipped):
             sides = KTO_LABELS.get(outcome)
-            if sides is None or (len(item.answers) == 1) != (outcome in ("good", "bad")):
+            if sides is None or (len(item.answers) == 1) != (outcome in SINGLE_OUTCOMES):
                 skipped[f"outcome_{outcome}"] += 1
                 continue
             if "prompt_2" in item.meta:
@@ -316,7 +317,7 @@ def _fastchat_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) ->
             continue
         model_a, model_b = _model_names(item)
         for outcome, labs in _groups(item, spec.aggregate, skipped):
-            if outcome not in WINNER:
+            if outcome not in ITEM_OUTCOMES:
                 skipped[f"outcome_{outcome}"] += 1
                 continue
             lab = labs[0]
@@ -324,7 +325,7 @@ def _fastchat_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) ->
             row = {
                 "model_a": model_a,
                 "model_b": model_b,
-                "winner": WINNER[outcome],
+                "winner": fastchat_from_item(outcome),
                 "judge": lab.annotator,
                 "conversation_a": item.prompt + [{"role": "assistant", "content": item.answers[0]}],
                 "conversation_b": prompt_b + [{"role": "assistant", "content": item.answers[1]}],
@@ -343,7 +344,7 @@ def _alpaca_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> l
         if len(item.answers) != 2:
             continue
         for outcome, labs in _groups(item, spec.aggregate, skipped):
-            pref = {"1": 1.0, "2": 2.0, "tie": 1.5, "both_good": 1.5, "both_bad": 1.5}.get(outcome)
+            pref = ALPACA_PREFERENCE.get(outcome)
             if pref is None:
                 skipped[f"outcome_{outcome}"] += 1
                 continue
@@ -370,10 +371,10 @@ def _uf_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> list[
     rows = []
     for item in _pair_items(items):
         for outcome, labs in _groups(item, spec.aggregate, skipped):
-            if outcome not in ("1", "2"):
+            if outcome not in PREFERENCE_PAIRS:
                 skipped[f"outcome_{outcome}"] += 1
                 continue
-            win, lose = outcome, FLIP[outcome]
+            win, lose = PREFERENCE_PAIRS[outcome]
             score = {(s["side"]): s["value"] for lab in labs for s in lab.scores if s["criterion"] == "score"}
             chosen = item.prompt + [{"role": "assistant", "content": item.answers[int(win) - 1]}]
             rejected = item.prompt + [{"role": "assistant", "content": item.answers[int(lose) - 1]}]

@@ -32,16 +32,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from db.files import RawRecord, RowError
+from db.outcomes import FASTCHAT_WINNERS, item_from_alpaca, item_from_fastchat
 
 ROLES = ("system", "user", "assistant")
 HELPSTEER_ATTRS = ("helpfulness", "correctness", "coherence", "complexity", "verbosity")
-FASTCHAT_WINNERS = {
-    "model_a": "1",
-    "model_b": "2",
-    "tie": "tie",
-    "tie (bothbad)": "both_bad",
-    "tie (bothgood)": "both_good",
-}
 
 
 @dataclass
@@ -221,7 +215,7 @@ def parse_fastchat(c: Check) -> list[ImportRow]:
             c.rec.index,
             prompt,
             [conv_a[-1]["content"], conv_b[-1]["content"]],
-            FASTCHAT_WINNERS[str(winner)],
+            item_from_fastchat(str(winner)),
             judge or "fastchat",
             stamps=[{"model": model_a}, {"model": model_b}],
             external_id=_ident(d.get("battle_id") or d.get("id")),
@@ -230,10 +224,6 @@ def parse_fastchat(c: Check) -> list[ImportRow]:
             meta=meta,
         )
     ]
-
-
-def alpaca_outcome(p: float) -> str:
-    return "tie" if abs(p - 1.5) < 1e-9 else ("1" if p < 1.5 else "2")
 
 
 def parse_alpaca_eval(c: Check) -> list[ImportRow]:
@@ -262,7 +252,7 @@ def parse_alpaca_eval(c: Check) -> list[ImportRow]:
             c.rec.index,
             [{"role": "user", "content": prompt_text}],
             [out1, out2],
-            alpaca_outcome(pref),
+            item_from_alpaca(pref),
             annotator or "alpaca_eval",
             stamps=[{"model": gen1}, {"model": gen2}],
             meta=meta,

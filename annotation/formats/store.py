@@ -17,12 +17,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
-from annotation.queues import FLIP, NewItem, QueueError, content_key, create_queue, make_item, queue_row
-from annotation.rubrics import get_rubric
 from accounts import require_role
+from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
+from annotation.queues import NewItem, QueueError, content_key, create_queue, make_item, queue_row
+from annotation.rubrics import get_rubric
 from db.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
 from db.models import Label, QueueItem, RubricScore
+from db.outcomes import flipped
 
 MAX_FIELD_CHARS = 1_000_000
 MAX_LISTED = 50
@@ -301,7 +302,7 @@ def _write_rows(
             queue=queue,
             annotator=r.annotator[:128],
             kind="import",
-            outcome=FLIP.get(r.outcome, r.outcome) if flip else r.outcome,
+            outcome=flipped(r.outcome) if flip else r.outcome,
             reason=r.reason,
             meta={
                 "format": fmt,
@@ -322,7 +323,7 @@ def _write_rows(
             item_id=label.item_id,
             label_id=label.id,
             criterion=c,
-            side=(FLIP.get(side, side) if flip else side),
+            side=(flipped(side) if flip else side),
             value=v,
         )
         for label, r, flip in labels

@@ -23,11 +23,11 @@ _EXPORTS = {
     "leaderboard": "_board",
     "rank_intervals": "_board",
     "online_elo": "_elo",
-    "WINNERS": "_records",
-    "BattleRecords": "_records",
-    "RatingsInputError": "_records",
-    "as_records": "_records",
-    "load_battles_file": "_records",
+    "WINNERS": "_input",
+    "BattleRecords": "_input",
+    "RatingsInputError": "_input",
+    "as_records": "_input",
+    "load_battles_file": "_input",
     "format_board": "_report",
     "ratings_report": "_report",
     "PairwiseMatrices": "_views",
@@ -102,8 +102,8 @@ if TYPE_CHECKING:
     from ._annotators import AnnotatorReport, annotator_diagnostics, format_annotators, robust_leaderboard
     from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
     from ._elo import online_elo
+    from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
     from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
-    from ._records import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
     from ._report import format_board, ratings_report
     from ._ties import METHODS, TIE_METHODS, method_changes
     from ._views import PairwiseMatrices, leaderboard_by, pairwise_matrices, rating_over_time, vibe_profiles

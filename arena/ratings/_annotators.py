@@ -33,7 +33,7 @@ import numpy as np
 from . import _fit
 from ._blas import single_threaded
 from ._board import Leaderboard, leaderboard, prepare
-from ._records import BattleRecords, as_records
+from ._input import BattleRecords, as_records
 
 ANNOTATOR_FIELDS = ("judge", "annotator", "user_id")
 MIN_VOTES = 10

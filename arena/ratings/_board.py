@@ -21,13 +21,14 @@ import numpy as np
 import pandas as pd
 
 from arena import vibes
+from db.outcomes import CODES, SCORE_A
 
 from . import _fit, _ties
 from ._blas import single_threaded
 from ._elo import online_elo
 from ._features import covariates, side_counts
 from ._graph import strong_components, weak_components
-from ._records import WINNERS, BattleRecords, as_records
+from ._input import WINNERS, BattleRecords, as_records
 
 #: Rating points per natural-log unit of odds (400 points = a factor 10).
 SCALE = 400.0 / math.log(10.0)
@@ -35,7 +36,7 @@ SCALE = 400.0 / math.log(10.0)
 #: about four draws against an average model.
 RIDGE_SEPARATED = 1.0
 _T = TypeVar("_T")
-_SCORE = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
+_SCORE = np.array(SCORE_A)  # the score of A by winner code
 # (winner code * 2 + [a > b]) -> outcome seen from the lower model index: 0 = won, 1 = lost, 2 = tie
 _OUTCOME_LO = np.array([0, 1, 1, 0, 2, 2, 2, 2, 2, 2], dtype=np.int32)
 #: Above this many battle-rounds the style-controlled bootstrap takes one Newton step per round (error O(1/n)).
@@ -156,7 +157,7 @@ def prepare(
     win = frame["winner"].cat.codes.to_numpy()
     if both_bad == "drop" or both_good == "drop":
         drop = np.zeros(len(WINNERS), dtype=bool)
-        drop[3], drop[4] = both_bad == "drop", both_good == "drop"
+        drop[CODES["both_bad"]], drop[CODES["both_good"]] = both_bad == "drop", both_good == "drop"
         rows = np.flatnonzero(~drop[win])
         win = win[rows]
     else:

@@ -16,7 +16,7 @@ import numpy as np
 
 from arena import vibes
 
-from ._records import BattleRecords, RatingsInputError
+from ._input import BattleRecords, RatingsInputError
 
 _META_KEYS = {
     "tokens": "sum_assistant_{side}_tokens",

@@ -26,7 +26,7 @@ from ._blas import single_threaded
 from ._board import RIDGE_SEPARATED, Prepared, _aggregate, _graph_warnings, prepare
 from ._elo import online_elo
 from ._features import covariates, side_counts
-from ._records import RatingsInputError, as_records
+from ._input import RatingsInputError, as_records
 
 PREDICT_METHODS = ("elo", "bt", "bt+style", "bt+style+vibe", "rao-kupper", "davidson")
 #: Methods that give a board (the leaderboard's automatic choice is the best of these).

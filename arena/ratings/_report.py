@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from ._board import Leaderboard, leaderboard
-from ._records import load_battles_file
+from ._input import load_battles_file
 
 
 def ratings_report(

@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from db.outcomes import FASTCHAT_WINNERS
+
 from ._board import SCALE
 
 #: Style and vibe counts this simulation does not vary (present, so style and vibe control can run).
 _UNUSED = ("headers", "list_items", "bold", "exclamations", "flattery", "sycophancy", "hedging", "refusal")
-WINNER = np.array(["model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)"], dtype=object)
 
 
 def simulate_arena(
@@ -66,7 +67,7 @@ def simulate_arena(
             {
                 "model_a": names[a],
                 "model_b": names[b],
-                "winner": WINNER[winner],
+                "winner": FASTCHAT_WINNERS[winner],
                 "tstamp": clock,
                 "judge": judge,
                 "question_id": f"q{q}",

@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from db.outcomes import FASTCHAT_WINNERS
+
 from . import _fit
 
 #: Board methods: plain Bradley-Terry (ties half a win) and the two tie models.
 METHODS = ("bt", "rao-kupper", "davidson")
 TIE_METHODS = ("rao-kupper", "davidson")
 #: Outcome columns of the per-pair counts, seen from the lower model index i.
-OUTCOMES = ("i", "j", "tie", "tie (bothbad)", "tie (bothgood)")
+OUTCOMES = ("i", "j", *FASTCHAT_WINNERS[2:])
 # (winner code * 2 + [a > b]) -> outcome column from the lower index
 _OUTCOME5 = np.array([0, 1, 1, 0, 2, 2, 3, 3, 4, 4], dtype=np.int64)
 _H = 1e-5

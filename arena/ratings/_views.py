@@ -20,7 +20,7 @@ from . import _fit
 from ._blas import single_threaded
 from ._board import SCALE, Leaderboard, _aggregate, leaderboard, prepare
 from ._features import assistant_text, user_turns
-from ._records import BattleRecords, _is_missing_cell, as_records
+from ._input import BattleRecords, _is_missing_cell, as_records
 
 
 @dataclass

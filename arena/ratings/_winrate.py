@@ -26,7 +26,7 @@ from scipy.special import expit, log_expit
 from ._blas import single_threaded
 from ._board import prepare
 from ._features import prompt_text, side_counts
-from ._records import RatingsInputError, as_records
+from ._input import RatingsInputError, as_records
 
 _GAMMA_PRIOR = 1.0
 _RIDGE = 1e-4

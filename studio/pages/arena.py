@@ -19,18 +19,19 @@ from arena.engines.factory import ENGINE_KINDS
 from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
 from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
+from db import outcomes
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
 from training.verdict import badges_by_name
 
-VOTES = [
-    ("👈 A is better", "left"),
-    ("👉 B is better", "right"),
-    ("🤝 Tie", "tie"),
-    ("👍 Both good", "both_good"),
-    ("👎 Both bad", "both_bad"),
-]
+VOTES = list(
+    zip(
+        ("👈 A is better", "👉 B is better", "🤝 Tie", "👍 Both good", "👎 Both bad"),
+        outcomes.CHOICES,
+        strict=True,
+    )
+)
 ANON, NAMED = "Anonymous", "Named (pick both models)"
 SCORES = ["1", "2", "3", "4", "5"]
 

@@ -12,22 +12,23 @@ from typing import Any
 
 import gradio as gr
 
+from accounts import PermissionDenied
 from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
 from annotation.queues import QueueError, get_queue, list_queues, set_checklist
 from annotation.rubrics import Criterion, rubric_from_dict
-from accounts import PermissionDenied
+from db import outcomes
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
 
 MAX_CRITERIA = 8
-CHOICES = [
-    ("1 · A is better", "left"),
-    ("2 · B is better", "right"),
-    ("3 · Tie", "tie"),
-    ("4 · Both good", "both_good"),
-    ("5 · Both bad", "both_bad"),
-]
+CHOICES = list(
+    zip(
+        ("1 · A is better", "2 · B is better", "3 · Tie", "4 · Both good", "5 · Both bad"),
+        outcomes.CHOICES,
+        strict=True,
+    )
+)
 KEYS_JS = """
 if (!window.__vibeLabelKeys) {
   window.__vibeLabelKeys = true;

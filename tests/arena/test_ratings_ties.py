@@ -9,8 +9,9 @@ import pytest
 
 from arena.ratings import SCALE, leaderboard, method_changes
 from arena.ratings._ties import equal_model_ties
+from db.outcomes import FASTCHAT_WINNERS
 
-WINNERS = np.array(["model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)"], dtype=object)
+WINNERS = np.array(FASTCHAT_WINNERS, dtype=object)  # by winner code, for drawing many at once
 
 
 def generate(method: str, n: int, seed: int, eta: list[float]) -> tuple[pd.DataFrame, np.ndarray]:

@@ -1,6 +1,6 @@
-"""Battle records: reading FastChat-layout battle files, validating them, and the column store the ratings work on.
+"""The ratings' input: reading FastChat-layout battle files, validating them, and the column store the ratings use.
 
-A battle is a dict with `model_a`, `model_b`, `winner` (one of `WINNERS`) and optional `conversation_a` /
+A battle is a dict with `model_a`, `model_b`, `winner` (one of `WINNERS`, FastChat's winners from `db.outcomes`) and optional `conversation_a` /
 `conversation_b` (lists of {role, content}), `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`,
 `conv_metadata` (FastChat's precomputed style counts) and anything else (kept, e.g. for `leaderboard_by`).
 AlpacaEval annotation files (`generator_1`, `generator_2`, `preference`, `output_1`, `output_2`, `instruction`) are
@@ -28,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from db.files import RowError, iter_json_lines
+from db.outcomes import FASTCHAT_WINNERS
 
-WINNERS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
+#: FastChat's winner labels; a record's winner code is its position here.
+WINNERS: tuple[str, ...] = FASTCHAT_WINNERS
 REQUIRED: tuple[str, ...] = ("model_a", "model_b", "winner")
 _WINNER_SET = frozenset(WINNERS)
 _ALPACA_KEYS = ("generator_1", "generator_2")
