@@ -37,7 +37,7 @@ from arena import vibes
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for
-from db.files import RowError, iter_json_lines
+from db.files import RowError, decode_bytes, iter_json_lines
 from db.models import Contestant, EvalResult
 from db.session import Database
 
@@ -227,9 +227,12 @@ class EvalItem:
 @cache
 def _load(path: Path, mtime_ns: int) -> tuple[str, tuple[EvalItem, ...]]:
     raw = path.read_bytes()
+    text, error = decode_bytes(raw, "utf-8-sig", choose=False)
+    if error is not None or text is None:
+        raise EvalError((error or RowError(None, None, "cannot read the file")).format(path.name))
     items: list[EvalItem] = []
     seen: set[str] = set()
-    for line_no, obj in iter_json_lines(raw.decode("utf-8")):
+    for line_no, obj in iter_json_lines(text):
         try:
             if isinstance(obj, RowError):
                 raise ValueError(obj.message)
