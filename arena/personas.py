@@ -26,8 +26,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from db.files import parse_yaml, read_yaml
 from arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
+from db.files import parse_yaml, read_yaml
 
 FIELDS = {
     "name": "public name, unique (required)",

@@ -95,7 +95,8 @@ def _read(path: Path, mtime_ns: int) -> tuple[str, tuple[ProbeItem, ...]]:
     raw = path.read_bytes()
     items: list[ProbeItem] = []
     seen: set[str] = set()
-    for line_no, obj in iter_json_lines(raw.decode("utf-8")):  # lines end at "\n" only, as in every JSONL file
+    # lines end at "\n" only, as in every JSONL file the studio reads
+    for line_no, obj in iter_json_lines(raw.decode("utf-8")):
         try:
             if isinstance(obj, RowError):
                 raise ValueError(obj.message)

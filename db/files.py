@@ -75,7 +75,9 @@ class RawRecord:
 def _encoding_hint(enc: str, raw: bytes, pos: int, choose: bool = True) -> str:
     byte = raw[pos : pos + 1].hex() if pos < len(raw) else "?"
     how = " or give its encoding (e.g. --encoding cp1252)" if choose else ""
-    return f"not valid {enc} (byte 0x{byte} at position {pos + 1} of the line); re-save the file as UTF-8{how}"
+    return (
+        f"not valid {enc} (byte 0x{byte} at position {pos + 1} of the line); re-save the file as UTF-8{how}"
+    )
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -295,7 +297,9 @@ def decode_bytes(
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         start = data.rfind(b"\n", 0, exc.start) + 1
-        return None, RowError(line, None, _encoding_hint(exc.encoding, data[start:], exc.start - start, choose))
+        return None, RowError(
+            line, None, _encoding_hint(exc.encoding, data[start:], exc.start - start, choose)
+        )
     except LookupError:
         return None, RowError(None, None, f"unknown encoding {enc!r}")
     return text.removeprefix("\ufeff"), None
@@ -332,7 +336,9 @@ def csv_records_from_bytes(
         try:
             row = next(reader, None)
         except csv.Error as exc:
-            errors.append(RowError(reader.line_num, None, f"not a valid CSV file ({exc}); reading stopped here"))
+            errors.append(
+                RowError(reader.line_num, None, f"not a valid CSV file ({exc}); reading stopped here")
+            )
             break
         if row is None:
             break
@@ -343,7 +349,11 @@ def csv_records_from_bytes(
                 RowError(start, None, f"{len(row)} fields but the header names {len(header)}", len(records))
             )
             continue
-        records.append(RawRecord(start, len(records), dict(zip(header, row + [None] * (len(header) - len(row))))))
+        records.append(
+            RawRecord(
+                start, len(records), dict(zip(header, row + [None] * (len(header) - len(row)), strict=True))
+            )
+        )
     return records, errors
 
 
@@ -383,7 +393,9 @@ def parse_yaml(text: str) -> tuple[Any, RowError | None]:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "syntax error"
         if exc.context and exc.problem and not exc.context.startswith("while"):
-            problem = f"{exc.context} {exc.problem}"  # "expected a single document in the stream but found ..."
+            problem = (
+                f"{exc.context} {exc.problem}"  # "expected a single document in the stream but found ..."
+            )
         if mark is None:
             return None, RowError(None, None, f"not valid YAML ({problem})")
         return None, RowError(mark.line + 1, None, f"not valid YAML ({problem}, column {mark.column + 1})")
@@ -399,7 +411,9 @@ def parse_yaml(text: str) -> tuple[Any, RowError | None]:
         return None, RowError(None, None, "not valid YAML (nested too deeply)")
     if n > MAX_YAML_VALUES:
         return None, RowError(
-            None, None, f"the YAML expands to more than {MAX_YAML_VALUES:,} values through its aliases (a YAML bomb?)"
+            None,
+            None,
+            f"the YAML expands to more than {MAX_YAML_VALUES:,} values through its aliases (a YAML bomb?)",
         )
     return value, None
 
@@ -408,7 +422,9 @@ def yaml_from_bytes(data: bytes) -> tuple[Any, RowError | None]:
     """A YAML file's bytes (UTF-8, a BOM allowed; at most ``MAX_YAML_BYTES``) parsed by ``parse_yaml``."""
     if len(data) > MAX_YAML_BYTES:
         return None, RowError(
-            None, None, f"file is {len(data) / 2**20:.1f} MB, over the {MAX_YAML_BYTES // 2**20} MB limit for YAML"
+            None,
+            None,
+            f"file is {len(data) / 2**20:.1f} MB, over the {MAX_YAML_BYTES // 2**20} MB limit for YAML",
         )
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return None, RowError(None, None, "YAML files are read as UTF-8; re-save the file as UTF-8")

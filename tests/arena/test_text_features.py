@@ -86,7 +86,9 @@ def test_markdown_counts_agree_between_vibes_rewards_and_evals() -> None:
     assert not format_ok(MARKDOWN, "no_markdown")
     plain = "Just a sentence with 3 numbers, 1.5 and (2) asides.\nAnd a second line."
     assert vibes.features(plain)["list_items"] == 0 and format_ok(plain, "no_markdown")
-    assert run_check({"type": "bullets", "n": 0}, plain)[0] and run_check({"type": "numbered", "n": 0}, plain)[0]
+    assert (
+        run_check({"type": "bullets", "n": 0}, plain)[0] and run_check({"type": "numbered", "n": 0}, plain)[0]
+    )
 
 
 @pytest.mark.parametrize(
