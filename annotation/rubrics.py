@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from db.files import parse_yaml, read_yaml
 from db.session import data_home
 
 SCALES = ("binary", "1-5", "1-7", "categorical")  # and any other whole-number range "lo-hi", e.g. "0-4"
@@ -243,22 +244,19 @@ def rubric_from_dict(raw: Any, source: str = "<rubric>") -> Rubric:
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise RubricError([f"{where}: YAML syntax error ({getattr(exc, 'problem', None) or exc})"]) from exc
+    raw, error = parse_yaml(text)
+    if error is not None:
+        raise RubricError([error.format(source)])
     return rubric_from_dict(raw, source)
 
 
 def load_rubric(path: str | Path) -> Rubric:
+    """A rubric file, read by the one reader of untrusted files (``db.files.read_yaml``)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RubricError([f"{p.name}: cannot read ({exc})"]) from exc
-    return parse_rubric(text, p.name)
+    raw, error = read_yaml(p)
+    if error is not None:
+        raise RubricError([error.format(p.name)])
+    return rubric_from_dict(raw, p.name)
 
 
 def user_rubric_dir() -> Path:

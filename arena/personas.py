@@ -23,11 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from sqlalchemy.orm import Session
 
 from accounts import require_role
 from arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
+from db.files import parse_yaml, read_yaml
 
 FIELDS = {
     "name": "public name, unique (required)",
@@ -110,10 +110,14 @@ def spec_from_mapping(data: Any, where: str = "persona") -> ContestantSpec:
 
 def parse_personas(text: str, source: str = "personas.yaml") -> list[ContestantSpec]:
     """Parse YAML text holding one persona, a list, or ``{personas: [...]}``; validate every entry."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PersonaError(f"{source}: not valid YAML ({exc})") from exc
+    data, error = parse_yaml(text)
+    if error is not None:
+        raise PersonaError(error.format(source))
+    return personas_from_data(data, source)
+
+
+def personas_from_data(data: Any, source: str) -> list[ContestantSpec]:
+    """Validate parsed YAML holding one persona, a list, or ``{personas: [...]}``."""
     if isinstance(data, dict) and "personas" in data:
         extra = [k for k in data if k != "personas"]
         if extra:
@@ -132,12 +136,12 @@ def parse_personas(text: str, source: str = "personas.yaml") -> list[ContestantS
 
 
 def load_persona_file(path: str | Path) -> list[ContestantSpec]:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PersonaError(f"{path}: cannot read the file ({exc})") from exc
-    return parse_personas(text, str(path))
+    """Personas of a YAML file people bring, read by the one reader of untrusted files (``db.files.read_yaml``:
+    UTF-8, size-limited, alias bombs refused); every error names the file."""
+    data, error = read_yaml(path)
+    if error is not None:
+        raise PersonaError(error.format(str(path)))
+    return personas_from_data(data, str(path))
 
 
 def add_personas(

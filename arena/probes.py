@@ -44,6 +44,7 @@ from accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for
+from db.files import RowError, iter_json_lines
 from db.models import Contestant, ProbeResult
 from db.session import Database
 
@@ -94,11 +95,11 @@ def _read(path: Path, mtime_ns: int) -> tuple[str, tuple[ProbeItem, ...]]:
     raw = path.read_bytes()
     items: list[ProbeItem] = []
     seen: set[str] = set()
-    for line_no, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    # lines end at "\n" only, as in every JSONL file the studio reads
+    for line_no, obj in iter_json_lines(raw.decode("utf-8")):
         try:
-            obj = json.loads(line)
+            if isinstance(obj, RowError):
+                raise ValueError(obj.message)
             options = {str(k): str(v) for k, v in dict(obj["options"]).items()}
             item = ProbeItem(
                 str(obj["id"]),

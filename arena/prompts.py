@@ -3,15 +3,14 @@
 Layouts read (one file, one row a line or an array of rows): MT-Bench (``question_id``, ``category``, ``turns`` as
 a list of strings), Arena-Hard v0.1 (``question_id``, ``category``, ``cluster``, ``turns`` as a list of
 ``{"content": ...}``; the cluster is kept as the subcategory) and Arena-Hard v2.0 (``uid``, ``category``,
-``subcategory``, ``prompt``), or a bare ``prompt``. JSON is read by the studio's one reader of untrusted files
-(``db.files``), so a string holding U+2028 or another Unicode line break stays one row.
+``subcategory``, ``prompt``), or a bare ``prompt``. JSON and CSV are read by the studio's one reader of untrusted
+files (``db.files``), so a string holding U+2028 or another Unicode line break stays one row, a CSV field spanning
+lines keeps the row's first line in errors, and a CSV row with more fields than the header is refused.
 The MT-Bench questions (80 prompts, two turns each; from lm-sys/FastChat, Apache-2.0) ship as the demo set.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from db.files import parse_json_text
+from db.files import RowError, csv_records_from_bytes, decode_bytes, parse_json_text
 from db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"
@@ -69,36 +68,31 @@ def parse_prompt_file(name: str, data: bytes) -> list[dict]:
 
 
 def _csv_rows(name: str, data: bytes) -> list[dict]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PromptImportError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
-    try:
-        records = list(csv.DictReader(io.StringIO(text, newline="")))
-    except csv.Error as exc:
-        raise PromptImportError(f"{name}: not a valid CSV file ({exc})") from exc
+    records, errors = csv_records_from_bytes(data, "utf-8-sig")  # prompt files are UTF-8 (a BOM is allowed)
+    if errors:
+        raise PromptImportError(errors[0].format(name))
     rows = []
-    for lineno, rec in enumerate(records, start=2):
-        turns: Any = [rec[k] for k in sorted(rec) if k and k.startswith("turn") and rec[k]]
-        if not turns and rec.get("prompt"):
-            turns = [rec["prompt"]]
+    for rec in records:
+        row: dict[str, Any] = rec.value
+        turns: Any = [row[k] for k in sorted(row) if k and k.startswith("turn") and row[k]]
+        if not turns and row.get("prompt"):
+            turns = [row["prompt"]]
         rows.append(
             {
-                "line": lineno,
+                "line": rec.line,
                 "turns": turns,
-                "category": rec.get("category") or None,
-                "subcategory": rec.get("subcategory") or rec.get("cluster") or None,
-                "question_id": rec.get("question_id") or rec.get("uid") or None,
+                "category": row.get("category") or None,
+                "subcategory": row.get("subcategory") or row.get("cluster") or None,
+                "question_id": row.get("question_id") or row.get("uid") or None,
             }
         )
     return rows
 
 
 def _json_rows(name: str, data: bytes) -> list[dict]:
-    try:
-        text = data.decode("utf-8-sig")  # prompt files are UTF-8 (a BOM is allowed)
-    except UnicodeDecodeError as exc:
-        raise PromptImportError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
+    text, error = decode_bytes(data, "utf-8-sig", choose=False)  # prompt files are UTF-8 (a BOM is allowed)
+    if error is not None or text is None:
+        raise PromptImportError((error or RowError(None, None, "cannot read the file")).format(name))
     records, errors = parse_json_text(text)
     if errors:
         raise PromptImportError(errors[0].format(name))

@@ -1,12 +1,32 @@
-"""Vibe features of one answer: length, markdown, emoji and the phrases people react to.
+r"""Text features of one answer, defined once: length, markdown, emoji and the phrases people react to.
 
-`features(text)` turns an answer into a flat dict of counts (tokens, markdown headers, list items, bold spans, code
-blocks, emoji, exclamation marks, flattery / sycophancy / hedging markers, refusal) and `profile(texts)` summarises
-many answers. The marker phrase lists live in the versioned file `arena/data/vibe_markers.yaml`, loaded once.
+Every part of the studio that counts something in a text counts it here, so the same answer gets the same count
+everywhere: drift reports (``training.drift``), style and vibe control (``arena.ratings``, the leaderboard's vote
+cache), vibe profiles, the GRPO format rewards (``training.rewards``) and the verifiable evals' checkers
+(``standings.evals``). The primitives:
 
-This module knows nothing about battles, models or ratings: ratings use it for style and vibe control, drift reports
-and vibe profiles use it on raw answers. Tokens are a regex approximation (words and punctuation marks), not a model
-tokenizer, so counts are comparable across contestants whatever their tokenizer.
+- ``token_count`` (words and punctuation marks, a regex approximation of a tokenizer, so counts are comparable
+  across contestants whatever their tokenizer) and ``word_count`` (words; "don't" and "well-known" are one);
+- ``emoji_count``: emoji as people see them, one per grapheme cluster, so a ZWJ sequence (family, heart on fire),
+  a skin-tone modifier, a flag (regional-indicator pair or tag sequence) and a keycap each count once. A symbol
+  with text presentation by default (the copyright sign, trademark, arrows, a bare heart) counts only when an
+  emoji variation selector (U+FE0F) asks for the emoji form. Unicode's own properties decide this, through the
+  ``regex`` package (``\p{Emoji_Presentation}``, ``\p{Extended_Pictographic}``, ``\X`` grapheme clusters), which
+  follows each Unicode release; the ``emoji`` package would add a dependency for the same table;
+- markdown structure: ``header_count``, ``bullet_count`` / ``numbered_count`` (``list_item_count`` is both),
+  ``bold_count``, ``code_block_count``, and ``has_markdown`` for "no markdown" checks. Headers, list items, bold
+  and exclamation marks are counted in the *prose* only (``prose``: the text without fenced code blocks and
+  inline code spans), so a ``# comment`` or ``!=`` inside code is not a header or an exclamation. These are
+  line-based regular expressions in the spirit of Chatbot Arena's style-control counts (FastChat's
+  ``count_markdown_elements``), not a CommonMark parse with markdown-it-py: style control mixes counts that
+  battles bring precomputed (FastChat's ``conv_metadata``) with counts made here, so the definitions must match
+  what the model wrote line by line (a CommonMark parser folds "2) next" after a paragraph into that paragraph),
+  and a full parse per answer costs about twenty times more over a large vote log.
+
+`features(text)` turns an answer into a flat dict of those counts plus flattery / sycophancy / hedging markers
+and refusal, and `profile(texts)` summarises many answers. The marker phrase lists live in the versioned file
+`arena/data/vibe_markers.yaml`, loaded once. ``FEATURES_VERSION`` changes whenever a definition here changes, so
+counts stored with an older definition are recomputed. This module knows nothing about battles, models or ratings.
 """
 
 from __future__ import annotations
@@ -20,6 +40,8 @@ from typing import Any
 import yaml
 
 MARKERS_PATH = Path(__file__).parent / "data" / "vibe_markers.yaml"
+#: Version of the counting rules below (stored next to cached counts together with the markers' version).
+FEATURES_VERSION = 2
 
 #: Features used by style control (the Chatbot Arena style-control covariates).
 STYLE_FEATURES: tuple[str, ...] = ("tokens", "headers", "list_items", "bold")
@@ -29,14 +51,152 @@ VIBE_FEATURES: tuple[str, ...] = ("emoji", "exclamations", "flattery", "sycophan
 FEATURE_NAMES: tuple[str, ...] = STYLE_FEATURES + ("code_blocks",) + VIBE_FEATURES
 MARKER_CATEGORIES: tuple[str, ...] = ("flattery", "sycophancy", "hedging", "refusal")
 
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-_HEADER_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+\S", re.MULTILINE)
-_LIST_RE = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+\S", re.MULTILINE)
-_BOLD_RE = re.compile(r"\*\*(?=\S)[^*\n]+?\*\*|__(?=\S)[^_\n]+?__")
-_FENCE_RE = re.compile(r"^[ \t]*```", re.MULTILINE)
-_EMOJI_RE = re.compile(
-    "[\U0001f300-\U0001faff\U0001f1e6-\U0001f1ff\u2600-\u27bf\u2b50\u2b55\u2b1b\u2b1c\u231a\u231b\u23e9-\u23fa]"
-)
+# -- the text features --------------------------------------------------------------------------------------------
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+WORD_RE = re.compile(r"\w+(?:['\u2019-]\w+)*")
+HEADER_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+\S", re.MULTILINE)
+BULLET_RE = re.compile(r"^[ \t]*[-*+\u2022][ \t]+\S", re.MULTILINE)
+NUMBERED_RE = re.compile(r"^[ \t]*\d{1,3}[.)][ \t]+\S", re.MULTILINE)
+BOLD_RE = re.compile(r"\*\*(?=\S)[^*\n]+?\*\*|__(?=\S)[^_\n]+?__")
+_FENCE_OPEN = re.compile(r"[ ]{0,3}(`{3,}|~{3,})([^\n]*)")
+_FENCE_CLOSE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})[ \t]*")
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def token_count(text: str) -> int:
+    """Words and punctuation marks (each mark one token), over the whole text."""
+    return len(TOKEN_RE.findall(text or ""))
+
+
+def word_count(text: str) -> int:
+    """Words over the whole text; an apostrophe or hyphen inside a word keeps it one word."""
+    return len(WORD_RE.findall(text or ""))
+
+
+def _fence_open(line: str) -> str | None:
+    m = _FENCE_OPEN.fullmatch(line)
+    if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):  # a backtick fence's info has no backtick
+        return None
+    return m.group(1)
+
+
+def _closes(line: str, fence: str) -> bool:
+    m = _FENCE_CLOSE.fullmatch(line)
+    return m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+
+
+def _split_code(text: str) -> tuple[str, int]:
+    """(the text with fenced code blocks blanked out line by line, number of fenced blocks).
+
+    A fence is three or more backticks or tildes (indented at most three spaces) and is closed by a run of the
+    same character at least as long; a fence never closed runs to the end of the text (as in CommonMark).
+    """
+    if "```" not in text and "~~~" not in text:
+        return text, 0
+    out: list[str] = []
+    blocks = 0
+    fence: str | None = None
+    for line in text.split("\n"):
+        if fence is None:
+            fence = _fence_open(line)
+            if fence is not None:
+                blocks += 1
+                out.append("")
+                continue
+            out.append(line)
+        else:
+            if _closes(line, fence):
+                fence = None
+            out.append("")
+    return "\n".join(out), blocks
+
+
+def prose(text: str) -> str:
+    """The text without its fenced code blocks and inline code spans (lines are kept, emptied)."""
+    body, _ = _split_code(text or "")
+    return _INLINE_CODE.sub("", body) if "`" in body else body
+
+
+def code_block_count(text: str) -> int:
+    """Fenced code blocks (backticks or tildes; an unclosed fence counts, running to the end)."""
+    return _split_code(text or "")[1]
+
+
+def fenced_body(text: str) -> str | None:
+    """The content of a text that is exactly one fenced code block (```json ... ```), else None."""
+    lines = (text or "").strip().split("\n")
+    fence = _fence_open(lines[0]) if len(lines) >= 2 else None
+    if fence is None or not _closes(lines[-1], fence):
+        return None
+    if any(_closes(line, fence) for line in lines[1:-1]):
+        return None
+    return "\n".join(lines[1:-1])
+
+
+def header_count(text: str) -> int:
+    """ATX headers (``# Title`` to ``###### Title``) outside code."""
+    return len(HEADER_RE.findall(prose(text)))
+
+
+def starts_with_header(text: str) -> bool:
+    """The text (leading blank space aside) opens with an ATX header."""
+    return HEADER_RE.match((text or "").lstrip("\n\r\t ")) is not None
+
+
+def bullet_count(text: str) -> int:
+    """Bullet list items (``-``, ``*``, ``+`` or a bullet sign then a space and text) outside code."""
+    return len(BULLET_RE.findall(prose(text)))
+
+
+def numbered_count(text: str) -> int:
+    """Numbered list items (``1.`` or ``1)`` then a space and text) outside code."""
+    return len(NUMBERED_RE.findall(prose(text)))
+
+
+def list_item_count(text: str) -> int:
+    """Bullet and numbered list items outside code."""
+    body = prose(text)
+    return len(BULLET_RE.findall(body)) + len(NUMBERED_RE.findall(body))
+
+
+def bold_count(text: str) -> int:
+    """Bold spans (``**x**`` or ``__x__`` on one line) outside code."""
+    return len(BOLD_RE.findall(prose(text)))
+
+
+def exclamation_count(text: str) -> int:
+    """Exclamation marks outside code (``!=`` in a code block is not an exclamation)."""
+    return prose(text).count("!")
+
+
+@cache
+def _emoji_pattern() -> Any:
+    import regex  # imported on first use: importing this module stays cheap
+
+    return regex.compile(
+        r"(?=\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F|\p{Regional_Indicator}|[0-9#*]\uFE0F?\u20E3)\X"
+    )
+
+
+def emoji_list(text: str) -> list[str]:
+    """Each emoji of the text as one string (a whole ZWJ sequence, flag, keycap or modified emoji)."""
+    if not text or text.isascii():  # every emoji, keycaps included, has a non-ASCII code point
+        return []
+    return list(_emoji_pattern().findall(text))
+
+
+def emoji_count(text: str) -> int:
+    """Emoji as people see them, over the whole text (see the module docstring for what counts)."""
+    return len(emoji_list(text))
+
+
+def has_markdown(text: str) -> bool:
+    """Any header, list item, bold span or fenced code block (the same definitions as the counts)."""
+    body, blocks = _split_code(text or "")
+    if blocks:
+        return True
+    body = _INLINE_CODE.sub("", body) if "`" in body else body
+    return any(rx.search(body) for rx in (HEADER_RE, BULLET_RE, NUMBERED_RE, BOLD_RE))
 
 
 @cache
@@ -75,14 +235,17 @@ def features(text: str) -> dict[str, float]:
     """Counts for one answer; `refusal` is 1.0 when any refusal marker occurs, else 0.0."""
     text = _fold(text or "")
     markers = _marker_patterns()
+    body, blocks = _split_code(text)
+    if "`" in body:
+        body = _INLINE_CODE.sub("", body)
     out = {
-        "tokens": float(len(_TOKEN_RE.findall(text))),
-        "headers": float(len(_HEADER_RE.findall(text))),
-        "list_items": float(len(_LIST_RE.findall(text))),
-        "bold": float(len(_BOLD_RE.findall(text))),
-        "code_blocks": float(len(_FENCE_RE.findall(text)) // 2),
-        "emoji": float(len(_EMOJI_RE.findall(text))),
-        "exclamations": float(text.count("!")),
+        "tokens": float(len(TOKEN_RE.findall(text))),
+        "headers": float(len(HEADER_RE.findall(body))),
+        "list_items": float(len(BULLET_RE.findall(body)) + len(NUMBERED_RE.findall(body))),
+        "bold": float(len(BOLD_RE.findall(body))),
+        "code_blocks": float(blocks),
+        "emoji": float(len(emoji_list(text))),
+        "exclamations": float(body.count("!")),
     }
     for category in ("flattery", "sycophancy", "hedging"):
         out[category] = float(len(markers[category].findall(text)))

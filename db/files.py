@@ -1,4 +1,5 @@
-"""The one reader of untrusted JSON / JSONL / Parquet files (prompt sets, battles, preference files, snapshots).
+"""The one reader of untrusted files: JSON / JSONL / Parquet (prompt sets, battles, preference files, snapshots),
+CSV (prompt sets) and YAML (personas, rubrics, job configs, verdict rules, prices).
 
 Every record keeps the line it starts on, so errors can name it. JSON lines are split on ``\n`` only (an ``\r``
 before it is dropped), never with ``str.splitlines()``: that also breaks at U+2028, U+2029, U+0085, form feed,
@@ -6,17 +7,23 @@ vertical tab, a lone CR and more, all of which JSON allows inside a string, and 
 (Arena-Hard, LMSYS-Chat, WildChat) hold them. A JSONL line longer than ``max_line_bytes`` is reported and skipped
 without being held in memory; a line in another encoding is reported with the byte that broke it (UTF-8 is the
 default; a BOM selects UTF-8-SIG or UTF-16; ``encoding`` overrides). A JSON array is parsed element by element,
-so one broken element is reported at its line. Reading never raises on bad content: problems come back as
-``RowError`` values next to the records that could be read.
+so one broken element is reported at its line. A CSV row keeps the line it starts on (a quoted field may span
+lines) and a row with more fields than the header is reported, not silently folded. YAML is read with PyYAML's safe
+loader (plain types only), as UTF-8, from a file of at most ``MAX_YAML_BYTES``; a document whose aliases expand it
+past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or that refers to itself is refused, and a syntax error
+names its line and column. Reading never raises on bad content: problems come back as ``RowError`` values next to
+the records that could be read.
 
 It lives in ``db``, the bottom layer, because every layer reads files people bring (prompt sets and battles in
-``arena``, preference files and snapshots in ``annotation``, snapshots in ``training``); it imports nothing else.
+``arena``, preference files and snapshots in ``annotation``, snapshots in ``training``); it imports no studio code.
 """
 
 from __future__ import annotations
 
 import bisect
+import csv
 import gzip
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -26,6 +33,8 @@ from typing import IO, Any
 
 MAX_LINE_BYTES = 16 * 2**20
 MAX_FILE_BYTES = 2 * 2**30
+MAX_YAML_BYTES = 4 * 2**20
+MAX_YAML_VALUES = 100_000  # after aliases are expanded
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 JSON_SPACE = " \t\r\n"  # the only whitespace JSON allows between tokens
 
@@ -63,11 +72,11 @@ class RawRecord:
     value: Any
 
 
-def _encoding_hint(enc: str, raw: bytes, pos: int) -> str:
+def _encoding_hint(enc: str, raw: bytes, pos: int, choose: bool = True) -> str:
     byte = raw[pos : pos + 1].hex() if pos < len(raw) else "?"
+    how = " or give its encoding (e.g. --encoding cp1252)" if choose else ""
     return (
-        f"not valid {enc} (byte 0x{byte} at position {pos + 1} of the line); re-save the file as UTF-8 "
-        "or give its encoding (e.g. --encoding cp1252)"
+        f"not valid {enc} (byte 0x{byte} at position {pos + 1} of the line); re-save the file as UTF-8{how}"
     )
 
 
@@ -272,8 +281,12 @@ def iter_json_lines(text: str) -> Iterator[tuple[int, Any]]:
             yield number, RowError(number, None, "invalid JSON (nested too deeply)")
 
 
-def records_from_bytes(data: bytes, encoding: str | None = None) -> tuple[list[RawRecord], list[RowError]]:
-    """Records of an uploaded file's bytes: a JSON array, one JSON object or JSON lines (BOM-aware, UTF-8 default)."""
+def decode_bytes(
+    data: bytes, encoding: str | None = None, choose: bool = True
+) -> tuple[str | None, RowError | None]:
+    """The text of a file's bytes (a BOM selects UTF-8-SIG or UTF-16, else ``encoding``, else UTF-8; the BOM is
+    dropped), or the error naming the line and byte that broke it. ``choose`` says whether the message may offer
+    an encoding option (only commands that take ``--encoding``)."""
     enc = encoding
     for bom, bom_enc in _BOMS:
         if enc is None and data.startswith(bom):
@@ -284,10 +297,155 @@ def records_from_bytes(data: bytes, encoding: str | None = None) -> tuple[list[R
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         start = data.rfind(b"\n", 0, exc.start) + 1
-        return [], [RowError(line, None, _encoding_hint(exc.encoding, data[start:], exc.start - start))]
+        return None, RowError(
+            line, None, _encoding_hint(exc.encoding, data[start:], exc.start - start, choose)
+        )
     except LookupError:
-        return [], [RowError(None, None, f"unknown encoding {enc!r}")]
-    return parse_json_text(text.removeprefix("\ufeff"))
+        return None, RowError(None, None, f"unknown encoding {enc!r}")
+    return text.removeprefix("\ufeff"), None
+
+
+def records_from_bytes(data: bytes, encoding: str | None = None) -> tuple[list[RawRecord], list[RowError]]:
+    """Records of an uploaded file's bytes: a JSON array, one JSON object or JSON lines (BOM-aware, UTF-8 default)."""
+    text, error = decode_bytes(data, encoding)
+    if error is not None or text is None:
+        return [], [error or RowError(None, None, "cannot read the file")]
+    return parse_json_text(text)
+
+
+def csv_records_from_bytes(
+    data: bytes, encoding: str | None = None
+) -> tuple[list[RawRecord], list[RowError]]:
+    """Rows of a CSV file with a header line, each a ``{column: text}`` dict (a short row's missing columns are
+    None) at the line it starts on. A row with more fields than the header is an error; a broken quote or an
+    oversized field stops reading there."""
+    text, error = decode_bytes(data, encoding, choose=False)
+    if error is not None or text is None:
+        return [], [error or RowError(None, None, "cannot read the file")]
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        return [], [RowError(reader.line_num, None, f"not a valid CSV file ({exc})")]
+    if header is None:
+        return [], []
+    records: list[RawRecord] = []
+    errors: list[RowError] = []
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader, None)
+        except csv.Error as exc:
+            errors.append(
+                RowError(reader.line_num, None, f"not a valid CSV file ({exc}); reading stopped here")
+            )
+            break
+        if row is None:
+            break
+        if not row:
+            continue
+        if len(row) > len(header):
+            errors.append(
+                RowError(start, None, f"{len(row)} fields but the header names {len(header)}", len(records))
+            )
+            continue
+        records.append(
+            RawRecord(
+                start, len(records), dict(zip(header, row + [None] * (len(header) - len(row)), strict=True))
+            )
+        )
+    return records, errors
+
+
+def _expanded_values(value: Any) -> int:
+    """How many values ``value`` holds once every alias is written out (raises ValueError when it refers to
+    itself); shared sub-trees are measured once, so a bomb is measured without being expanded."""
+    sizes: dict[int, int] = {}
+
+    def size(v: Any) -> int:
+        if not isinstance(v, list | dict):
+            return 1
+        key = id(v)
+        if key in sizes:
+            if sizes[key] < 0:
+                raise ValueError("the YAML refers to itself (a recursive alias)")
+            return sizes[key]
+        sizes[key] = -1
+        parts = [*v.keys(), *v.values()] if isinstance(v, dict) else v
+        n = 1
+        for part in parts:
+            n += size(part)
+            if n > MAX_YAML_VALUES:
+                break
+        sizes[key] = n
+        return n
+
+    return size(value)
+
+
+def parse_yaml(text: str) -> tuple[Any, RowError | None]:
+    """One YAML document with plain types only, or the error with its line (never raises)."""
+    import yaml  # imported here: reading JSON pays nothing for it
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "syntax error"
+        if exc.context and exc.problem and not exc.context.startswith("while"):
+            problem = (
+                f"{exc.context} {exc.problem}"  # "expected a single document in the stream but found ..."
+            )
+        if mark is None:
+            return None, RowError(None, None, f"not valid YAML ({problem})")
+        return None, RowError(mark.line + 1, None, f"not valid YAML ({problem}, column {mark.column + 1})")
+    except yaml.YAMLError as exc:
+        return None, RowError(None, None, f"not valid YAML ({exc})")
+    except RecursionError:
+        return None, RowError(None, None, "not valid YAML (nested too deeply)")
+    try:
+        n = _expanded_values(value)
+    except ValueError as exc:
+        return None, RowError(None, None, str(exc))
+    except RecursionError:
+        return None, RowError(None, None, "not valid YAML (nested too deeply)")
+    if n > MAX_YAML_VALUES:
+        return None, RowError(
+            None,
+            None,
+            f"the YAML expands to more than {MAX_YAML_VALUES:,} values through its aliases (a YAML bomb?)",
+        )
+    return value, None
+
+
+def yaml_from_bytes(data: bytes) -> tuple[Any, RowError | None]:
+    """A YAML file's bytes (UTF-8, a BOM allowed; at most ``MAX_YAML_BYTES``) parsed by ``parse_yaml``."""
+    if len(data) > MAX_YAML_BYTES:
+        return None, RowError(
+            None,
+            None,
+            f"file is {len(data) / 2**20:.1f} MB, over the {MAX_YAML_BYTES // 2**20} MB limit for YAML",
+        )
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None, RowError(None, None, "YAML files are read as UTF-8; re-save the file as UTF-8")
+    text, error = decode_bytes(data, "utf-8-sig", choose=False)
+    if error is not None or text is None:
+        return None, error or RowError(None, None, "cannot read the file")
+    return parse_yaml(text)
+
+
+def read_yaml(path: str | Path) -> tuple[Any, RowError | None]:
+    """A YAML file people bring (see ``yaml_from_bytes``); a missing or unreadable file is an error too."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_YAML_BYTES:
+            return None, RowError(
+                None, None, f"file is larger than the {MAX_YAML_BYTES // 2**20} MB limit for YAML"
+            )
+        data = p.read_bytes()
+    except OSError as exc:
+        return None, RowError(None, None, f"cannot read the file ({exc.strerror or exc})")
+    return yaml_from_bytes(data)
 
 
 def read_json_lines(path: str | Path) -> tuple[list[RawRecord], list[RowError]]:

@@ -33,10 +33,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
+from arena import vibes
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for
-from db.files import RowError, iter_json_lines
+from db.files import RowError, decode_bytes, iter_json_lines
 from db.models import Contestant, EvalResult
 from db.session import Database
 
@@ -52,11 +53,9 @@ class EvalError(ValueError):
 
 
 # -- checkers ------------------------------------------------------------------------------------------------------
-_BULLET = re.compile(r"^\s*[-*+\u2022]\s+\S", re.MULTILINE)
-_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+\S", re.MULTILINE)
-_WORD = re.compile(r"\w+(?:['\u2019-]\w+)*")
+# Bullets, numbered items, words and code fences are the definitions of `arena.vibes` (the ones drift reports,
+# vibe control and the GRPO format rewards count with); a bullet inside a code block is not a bullet.
 _NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?")
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
@@ -68,12 +67,12 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 
 
 def check_bullets(answer: str, n: int) -> CheckResult:
-    count = len(_BULLET.findall(answer))
+    count = vibes.bullet_count(answer)
     return count == n, f"{count} bullet points (wanted exactly {n})"
 
 
 def check_numbered(answer: str, n: int) -> CheckResult:
-    count = len(_NUMBERED.findall(answer))
+    count = vibes.numbered_count(answer)
     return count == n, f"{count} numbered items (wanted exactly {n})"
 
 
@@ -108,9 +107,9 @@ def check_exclude_words(answer: str, words: list[str]) -> CheckResult:
 
 def check_json(answer: str, keys: dict[str, str], lengths: dict[str, int] | None = None) -> CheckResult:
     text = answer.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    fenced = vibes.fenced_body(text)
+    if fenced is not None:
+        text = fenced.strip()
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -130,7 +129,7 @@ def check_json(answer: str, keys: dict[str, str], lengths: dict[str, int] | None
 
 
 def check_max_words(answer: str, n: int) -> CheckResult:
-    count = len(_WORD.findall(answer))
+    count = vibes.word_count(answer)
     return 0 < count <= n, f"{count} words (at most {n})"
 
 
@@ -228,9 +227,12 @@ class EvalItem:
 @cache
 def _load(path: Path, mtime_ns: int) -> tuple[str, tuple[EvalItem, ...]]:
     raw = path.read_bytes()
+    text, error = decode_bytes(raw, "utf-8-sig", choose=False)
+    if error is not None or text is None:
+        raise EvalError((error or RowError(None, None, "cannot read the file")).format(path.name))
     items: list[EvalItem] = []
     seen: set[str] = set()
-    for line_no, obj in iter_json_lines(raw.decode("utf-8")):
+    for line_no, obj in iter_json_lines(text):
         try:
             if isinstance(obj, RowError):
                 raise ValueError(obj.message)

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from standings.evals import eval_scores
 from standings.records import UNCOUNTED
 from arena.registry import list_contestants
+from db.files import read_yaml
 from db.models import Battle, Turn
 from db.session import data_home
 
@@ -39,7 +39,10 @@ def prices_path() -> Path:
 def load_prices(path: Path | None = None) -> dict[str, Any]:
     """The price file as {"currency", "engines": {kind: price or None}, "contestants": {name: price or None}}."""
     path = Path(path or prices_path())
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data, error = read_yaml(path)  # a price file people bring: the one reader of untrusted files
+    if error is not None:
+        raise ValueError(error.format(str(path)))
+    data = data or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping with 'engines' and 'contestants'")
     out: dict[str, Any] = {"currency": str(data.get("currency") or ""), "path": str(path)}

@@ -409,6 +409,7 @@ class VoteCache:
             "exclusions": self.exclusions,
             "extras": self.extras,
             "markers_version": vibes.markers_version(),
+            "features_version": vibes.FEATURES_VERSION,
         }
 
     def save(self) -> None:
@@ -444,6 +445,7 @@ class VoteCache:
             if (
                 FEATURE_COLUMNS[0] in table.column_names
                 and meta.get("markers_version") == vibes.markers_version()
+                and meta.get("features_version") == vibes.FEATURES_VERSION
             ):
                 feat = self._features()
                 for k, name in enumerate(FEATURE_COLUMNS):

@@ -224,7 +224,7 @@ def test_api_refuses_hostile_uploads(small_server, tmp_path: Path):
     before = snapshot(db)
 
     err = _error(lambda: client.predict("bin", handle_file(str(binary)), api_name="/data_import_prompts"))
-    assert "not UTF-8 text" in err
+    assert "not valid utf-8" in err
     err = _error(lambda: client.predict(handle_file(str(persona)), api_name="/arena_import_personas"))
     assert "bomb.yaml" in err
     out = client.predict(handle_file(str(latin)), "trl", "q-latin", False, api_name="/queue_import")[0]

@@ -26,6 +26,8 @@ from typing import Any, ClassVar
 
 import yaml
 
+from db.files import parse_yaml, read_yaml
+
 DPO_LOSS_TYPES = (
     "sigmoid",
     "hinge",
@@ -471,12 +473,9 @@ def config_errors(data: Any, kind: str | None = None) -> tuple[JobConfig | None,
 
 def parse_config_text(text: str, kind: str | None = None) -> tuple[JobConfig | None, list[FieldError]]:
     """A config from YAML text (the Train tab's editor, a file): YAML syntax errors carry their line."""
-    try:
-        data = yaml.safe_load(text) if text and text.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        return None, [FieldError("", f"not valid YAML: {where}{getattr(exc, 'problem', None) or exc}")]
+    data, error = parse_yaml(text) if text and text.strip() else ({}, None)
+    if error is not None:
+        return None, [FieldError("", f"line {error.line}: {error.message}" if error.line else error.message)]
     return config_errors(data if data is not None else {}, kind)
 
 
@@ -499,12 +498,12 @@ def save_config(cfg: JobConfig, path: str | Path) -> Path:
 
 def load_config(path: str | Path, kind: str | None = None) -> JobConfig:
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError as exc:
-        raise ConfigError(f"config file {p} not found") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML ({exc})") from exc
+    if not p.exists():
+        raise ConfigError(f"config file {p} not found")
+    data, error = read_yaml(p)
+    if error is not None:
+        raise ConfigError(error.format(str(p)))
+    data = data or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of field: value")
     return config_from_dict(data, kind)

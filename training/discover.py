@@ -12,7 +12,6 @@ with example answers.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import false_discovery_control, norm
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+from arena.vibes import TOKEN_RE
 
 
 @dataclass
@@ -39,7 +38,7 @@ class Phrase:
 
 
 def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall((text or "").casefold().replace("\u2019", "'"))
+    return TOKEN_RE.findall((text or "").casefold().replace("\u2019", "'"))
 
 
 def candidates(text: str, max_n: int = 3, edge: int = 3) -> set[tuple[str, str]]:

@@ -15,7 +15,6 @@ parallel up to the engine's concurrency). Each answer records whether it hit the
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +31,7 @@ from arena.registry import (
     messages_for,
     resolve_model_ref,
 )
+from db.files import iter_json_lines
 
 MT_BENCH = Path(__file__).resolve().parent.parent / "arena" / "data" / "mt_bench_questions.jsonl"
 
@@ -69,9 +69,8 @@ def held_out(n: int, snapshot_rows: list[dict[str, Any]] | None = None, seed: in
     banned = snapshot_prompt_hashes(snapshot_rows or [])
     pool = []
     if MT_BENCH.exists():
-        for line in MT_BENCH.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                pool.append(json.loads(line)["turns"][0].strip())
+        for _, row in iter_json_lines(MT_BENCH.read_text(encoding="utf-8")):
+            pool.append(row["turns"][0].strip())
     kept = [p for p in pool if content_hash(p) not in banned]
     random.Random(seed).shuffle(kept)
     return HeldOut(kept[:n], len(pool), len(pool) - len(kept), n)

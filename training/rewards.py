@@ -7,12 +7,14 @@ per-function metric ``rewards/<name>/mean``) and their weights. The functions ar
 ``reward_model`` loads a model. This module knows nothing about jobs or the database.
 
 Types and their parameters:
-- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default) or ``chars``. 1.0 inside the bounds,
-  falling linearly to 0 at twice the distance (so the policy gets a gradient towards the window).
+- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default; counted by ``arena.vibes.word_count``)
+  or ``chars``. 1.0 inside the bounds, falling linearly to 0 at twice the distance (so the policy gets a gradient
+  towards the window).
 - ``regex``: ``pattern`` (Python ``re``), ``flags`` (e.g. ``"IMS"``), ``mode`` ``search`` (default) or
   ``fullmatch``; ``negate: true`` rewards *not* matching. 1.0 or 0.0.
 - ``format``: ``format`` one of ``json``, ``markdown_heading``, ``bullets``, ``no_markdown``, ``no_emoji``,
-  ``single_paragraph``, ``ends_with_punctuation``. 1.0 or 0.0.
+  ``single_paragraph``, ``ends_with_punctuation``. 1.0 or 0.0. Headers, bullets, markdown and emoji are the
+  definitions of ``arena.vibes`` (the ones drift reports, vibe control and the evals count with).
 - ``exact_match``: compares the answer (or the first group of ``extract``, a regex) with the dataset column
   ``column`` (default ``reference``), case- and space-normalised unless ``normalize: false``. 1.0 or 0.0.
 - ``contains``: ``keywords`` list, ``mode`` ``any`` (default) or ``all``; case-insensitive. 1.0 or 0.0.
@@ -31,6 +33,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from arena import vibes
+
 RewardFn = Callable[..., list[float]]
 
 FORMATS = (
@@ -43,8 +47,6 @@ FORMATS = (
     "ends_with_punctuation",
 )
 TYPES = ("length", "regex", "format", "exact_match", "contains", "reward_model", "judge")
-_EMOJI = re.compile("[\U0001f300-\U0001faff\U0001f1e6-\U0001f1ff\u2600-\u27bf\u2b50\u2b55]")
-_MARKDOWN = re.compile(r"^\s{0,3}(#{1,6}\s|[-*+]\s|\d+[.)]\s|```)|\*\*[^*]+\*\*", re.MULTILINE)
 
 
 class RewardSpecError(ValueError):
@@ -68,7 +70,7 @@ def _normalise(text: str) -> str:
 
 # ---- the functions -------------------------------------------------------------------------------------------
 def length_score(text: str, lo: float, hi: float, unit: str = "words") -> float:
-    n = len(text.split()) if unit == "words" else len(text)
+    n = vibes.word_count(text) if unit == "words" else len(text)
     if lo <= n <= hi:
         return 1.0
     if n < lo:
@@ -85,13 +87,13 @@ def format_ok(text: str, fmt: str) -> bool:
         except ValueError:
             return False
     if fmt == "markdown_heading":
-        return bool(re.match(r"#{1,6}\s+\S", t))
+        return vibes.starts_with_header(t)
     if fmt == "bullets":
-        return bool(re.search(r"^\s*[-*+]\s+\S", t, re.MULTILINE))
+        return vibes.bullet_count(t) > 0
     if fmt == "no_markdown":
-        return not _MARKDOWN.search(t)
+        return not vibes.has_markdown(t)
     if fmt == "no_emoji":
-        return not _EMOJI.search(t)
+        return vibes.emoji_count(t) == 0
     if fmt == "single_paragraph":
         return bool(t) and "\n\n" not in t
     if fmt == "ends_with_punctuation":

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from sqlalchemy import select
 
 from accounts import require_role
 from arena.registry import get_contestant, set_active
+from db.files import read_yaml
 from db.models import VerdictEvent
 from db.session import Database
 
@@ -76,10 +76,9 @@ class Verdict:
 def load_rules(path: str | Path | None = None) -> Rules:
     """Parse and check a rules file; errors name the file, the rule's index and the field."""
     path = Path(path or RULES_PATH)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise VerdictError(f"{path}: {exc}") from exc
+    data, error = read_yaml(path)
+    if error is not None:
+        raise VerdictError(error.format(str(path)))
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
         raise VerdictError(f"{path}: expected a mapping with a 'rules' list")
     rules = []

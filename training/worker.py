@@ -21,7 +21,7 @@ from pathlib import Path
 
 TRAINERS = {
     "dpo": "training.dpo:run_dpo",
-    "reward": "training.reward:run_reward",
+    "reward": "training.reward_model:run_reward",
     "grpo": "training.grpo:run_grpo",
 }
 

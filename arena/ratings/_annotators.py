@@ -312,7 +312,7 @@ def _speed(recs: BattleRecords, prep: Any, who: np.ndarray, stats: list[Annotato
         ca = frame["conversation_a"].to_numpy(dtype=object)[prep.rows]
         cb = frame["conversation_b"].to_numpy(dtype=object)[prep.rows]
         tokens = np.array(
-            [vibes.features(assistant_text(x) or "")["tokens"] + vibes.features(assistant_text(y) or "")["tokens"]
+            [vibes.token_count(assistant_text(x) or "") + vibes.token_count(assistant_text(y) or "")
              for x, y in zip(ca, cb, strict=True)]
         )  # fmt: skip
     reading = np.maximum(tokens / READ_TOKENS_PER_S, 1.0)

@@ -80,7 +80,7 @@ criteria:
         "x.yaml: criteria[0].anchors.2: not a level of scale binary (0, 1)",
         "x.yaml: criteria[1].name: 'a' is used twice",
     ]
-    with pytest.raises(RubricError, match=r"x.yaml:4: YAML syntax error"):
+    with pytest.raises(RubricError, match=r"x.yaml:4: not valid YAML"):
         parse_rubric("name: x\nversion: 1\ncriteria: [\n  - {", "x.yaml")
 
 

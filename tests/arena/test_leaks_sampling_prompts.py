@@ -64,9 +64,14 @@ def test_prompt_import_validates_every_row_before_writing(db):
         import_prompt_set(
             s, "other", "p4.jsonl", b'{"turns":["a"],"question_id":1}\n{"turns":["b"],"question_id":1}\n'
         )
-    with pytest.raises(PromptImportError, match="not UTF-8"), db.session() as s:
+    with pytest.raises(PromptImportError, match="p5.jsonl:1: not valid utf-8"), db.session() as s:
         import_prompt_set(s, "other", "p5.jsonl", b"\xff\xfe\x00garbage")
-    with pytest.raises(PromptImportError, match=r"p6.jsonl: not UTF-8 text \(byte 29\)"), db.session() as s:
+    with (
+        pytest.raises(
+            PromptImportError, match=r"p6.jsonl:2: not valid utf-8 \(byte 0xff at position 13 of the line\)"
+        ),
+        db.session() as s,
+    ):
         import_prompt_set(s, "other", "p6.jsonl", b'{"turns": ["a"]}\n{"turns": ["\xff"]}\n')
     with db.session() as s:
         assert s.scalar(select(func.count(Prompt.id))) == 2

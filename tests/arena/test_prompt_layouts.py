@@ -107,3 +107,13 @@ def test_json_array_and_csv_carry_the_same_rows():
     for name, data in (("q.json", as_array), ("q.csv", buf.getvalue().encode())):
         got = parse_prompt_file(name, data)
         assert [(r["question_id"], r["category"], r["subcategory"], r["turns"]) for r in got] == want, name
+
+
+def test_csv_errors_name_the_line_a_row_starts_on():
+    multi = b'turn1,category\n"a prompt\nover two lines",writing\n"x",' + b"c" * 200 + b"\n"
+    with pytest.raises(PromptImportError, match=r"q.csv:4: field 'category' is 200 characters"):
+        parse_prompt_file("q.csv", multi)
+    with pytest.raises(PromptImportError, match=r"q.csv:3: 3 fields but the header names 2"):
+        parse_prompt_file("q.csv", b"turn1,category\nfine,writing\ntoo,many,fields\n")
+    with pytest.raises(PromptImportError, match=r"q.csv:2: not valid utf-8 \(byte 0xe9"):
+        parse_prompt_file("q.csv", "turn1\ncafé\n".encode("latin-1"))
