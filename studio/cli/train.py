@@ -72,20 +72,17 @@ def launch_from_cli(
     as_json: bool,
 ) -> None:
     """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
-    import yaml
-
+    from db.files import read_yaml
     from training.errors import JobError
     from training.pairmix import describe_mix
     from training.service import check_config, launch_config
 
     data: dict[str, Any] = {}
     if config is not None:
-        try:
-            loaded = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            fail(f"{config}: {exc}")
-        except yaml.YAMLError as exc:
-            fail(f"{config}: not valid YAML ({exc})")
+        loaded, error = read_yaml(config)
+        if error is not None:
+            fail(error.format(str(config)))
+        loaded = loaded or {}
         if not isinstance(loaded, dict):
             fail(f"{config}: expected a mapping of field: value")
         if loaded.get("kind", kind) != kind:
