@@ -90,6 +90,20 @@ def test_bad_input_is_refused_before_anything_starts(home_db):
     assert runner.list_jobs(db) == []
 
 
+def test_a_broken_config_file_is_named_with_its_line(home_db, tmp_path):
+    db, _ = home_db
+    bad = tmp_path / "job.yaml"
+    bad.write_text("kind: dpo\nmax_steps: [1,\n", encoding="utf-8")
+    r = _run("train", "dpo", "--config", str(bad), "--dry-run")
+    assert r.exit_code == 1 and f"{bad}:3: not valid YAML" in r.output
+    bad.write_bytes(b"kind: dpo\nparent_contestant: \xff\n")
+    r = _run("train", "dpo", "--config", str(bad), "--dry-run")
+    assert r.exit_code == 1 and "not valid utf-8" in r.output
+    r = _run("train", "dpo", "--config", str(tmp_path / "missing.yaml"), "--dry-run")
+    assert r.exit_code == 1 and "cannot read the file" in r.output
+    assert runner.list_jobs(db) == []
+
+
 @pytest.mark.slow
 def test_grpo_then_cancel_and_resume_from_the_cli(home_db):
     db, snap = home_db
