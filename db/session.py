@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,18 +13,20 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from db.settings import get_settings
+
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def data_home() -> Path:
     """The studio's data directory, created on first use."""
-    home = Path(os.environ.get("VIBESTUDIO_HOME") or Path.home() / ".vibestudio").expanduser()
+    home = get_settings().data_home
     home.mkdir(parents=True, exist_ok=True)
     return home
 
 
 def default_database_url() -> str:
-    return os.environ.get("VIBESTUDIO_DATABASE_URL") or f"sqlite:///{data_home() / 'studio.sqlite'}"
+    return get_settings().database_url or f"sqlite:///{data_home() / 'studio.sqlite'}"
 
 
 def _normalise_url(url: str) -> str:

@@ -9,7 +9,7 @@ from arena.prompts import ensure_mt_bench
 from arena.registry import ensure_defaults
 from db.session import Database
 from studio.auth import Access
-from studio.settings import Settings
+from db.settings import Settings, get_settings
 
 
 @dataclass
@@ -21,7 +21,7 @@ class StudioContext:
 
 
 def build_context(settings: Settings | None = None) -> StudioContext:
-    settings = settings or Settings()
+    settings = settings or get_settings()
     db = Database(settings.database_url)
     db.migrate()
     with db.session() as s:
