@@ -13,19 +13,21 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-from db.settings import get_settings
-
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def data_home() -> Path:
     """The studio's data directory, created on first use."""
+    from db.settings import get_settings  # here, not at import: pydantic costs a start that needs no settings
+
     home = get_settings().data_home
     home.mkdir(parents=True, exist_ok=True)
     return home
 
 
 def default_database_url() -> str:
+    from db.settings import get_settings
+
     return get_settings().database_url or f"sqlite:///{data_home() / 'studio.sqlite'}"
 
 

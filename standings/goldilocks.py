@@ -17,12 +17,12 @@ import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from standings.evals import eval_scores
-from standings.records import UNCOUNTED
 from arena.registry import list_contestants
 from db.models import Battle, Turn
 from db.session import data_home
 from db.settings import get_settings
+from standings.evals import eval_scores
+from standings.records import UNCOUNTED
 
 DEFAULT_PRICES = Path(__file__).parent / "data" / "prices.yaml"
 

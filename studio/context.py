@@ -8,8 +8,8 @@ from arena.battles import ArenaLimits, ArenaService
 from arena.prompts import ensure_mt_bench
 from arena.registry import ensure_defaults
 from db.session import Database
-from studio.auth import Access
 from db.settings import Settings, get_settings
+from studio.auth import Access
 
 
 @dataclass

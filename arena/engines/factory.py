@@ -46,14 +46,14 @@ def get_engine(
     key = (kind, model_ref, adapter_ref, json.dumps(config, sort_keys=True, default=str))
     engine = ENGINES.get(key)
     if engine is not None:
-        return engine  # type: ignore[no-any-return]
+        return engine
     with _LOADING_LOCK:
         loading = _LOADING.setdefault(key, threading.Lock())
     with loading:  # both sides of a battle on one model: the second waits for the first's load
         engine = ENGINES.get(key)
         if engine is None:
             engine = ENGINES.add(key, _build(kind, model_ref, adapter_ref, config))
-    return engine  # type: ignore[no-any-return]
+    return engine
 
 
 def _build(kind: str, model_ref: str, adapter_ref: str | None, config: dict[str, Any]) -> Engine:
@@ -76,4 +76,4 @@ def _build(kind: str, model_ref: str, adapter_ref: str | None, config: dict[str,
         engine = VLLMEngine(model_ref, adapter_ref, config)
     else:
         raise EngineError(f"unknown engine kind {kind!r}; known: {', '.join(ENGINE_KINDS)}", kind="config")
-    return engine  # type: ignore[no-any-return]
+    return engine

@@ -15,8 +15,9 @@ from typing import Any
 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from db.settings import get_settings
 from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
+from db.settings import get_settings
+
 
 def pool_size() -> int:
     return max(1, get_settings().llama_pool)

@@ -85,8 +85,9 @@ def test_children_played_in_turn_stay_within_the_budget_and_reload(db, children,
     with db.session() as s:
         for i, path in enumerate(children):
             register(s, ContestantSpec(f"child-{i}", engine="transformers", model_ref=str(path)))
-    from arena.engines.hf import weight_bytes
     from transformers import AutoModelForCausalLM
+
+    from arena.engines.hf import weight_bytes
 
     one = weight_bytes(AutoModelForCausalLM.from_pretrained(children[0]))
     budget_mb = math.floor(2.5 * one / MB)  # room for two children, not three
