@@ -201,12 +201,12 @@ def get_contestant(session: Session, ident: int | str) -> ContestantInfo:
 
 
 def resolve_model_ref(ref: str) -> str:
-    from arena import models
+    from arena import default_model
 
     if ref == BUILTIN_GGUF:
-        return str(models.default_gguf_path())
+        return str(default_model.default_gguf_path())
     if ref == BUILTIN_HF:
-        return str(models.ensure_hf_base())
+        return str(default_model.ensure_hf_base())
     return ref
 
 

@@ -64,7 +64,7 @@ def raw_stream(llm: Any, max_tokens: int, seed: int) -> dict[str, float]:
 def _load(threads: int) -> Any:
     from llama_cpp import Llama
 
-    from arena.models import default_gguf_path
+    from arena.default_model import default_gguf_path
 
     return Llama(
         model_path=str(default_gguf_path()), n_ctx=2048, n_threads=threads, n_batch=256, verbose=False

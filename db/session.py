@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,13 +18,17 @@ _MIGRATIONS = Path(__file__).parent / "migrations"
 
 def data_home() -> Path:
     """The studio's data directory, created on first use."""
-    home = Path(os.environ.get("VIBESTUDIO_HOME") or Path.home() / ".vibestudio").expanduser()
+    from db.settings import get_settings  # here, not at import: pydantic costs a start that needs no settings
+
+    home = get_settings().data_home
     home.mkdir(parents=True, exist_ok=True)
     return home
 
 
 def default_database_url() -> str:
-    return os.environ.get("VIBESTUDIO_DATABASE_URL") or f"sqlite:///{data_home() / 'studio.sqlite'}"
+    from db.settings import get_settings
+
+    return get_settings().database_url or f"sqlite:///{data_home() / 'studio.sqlite'}"
 
 
 def _normalise_url(url: str) -> str:

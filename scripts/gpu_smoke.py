@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from annotation.snapshots import write_snapshot
+from arena.default_model import make_tiny_llama
 from arena.engines.base import Sampling
-from arena.models import make_tiny_llama
 from arena.registry import ContestantSpec, engine_for, get_contestant, register
 from db.session import Database
 from training.runner import wait

@@ -9,7 +9,6 @@ most recent answers, falling back to the eval answers for a contestant that has 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +16,20 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from standings.evals import eval_scores
-from standings.records import UNCOUNTED
 from arena.registry import list_contestants
 from db.files import read_yaml
 from db.models import Battle, Turn
 from db.session import data_home
+from db.settings import get_settings
+from standings.evals import eval_scores
+from standings.records import UNCOUNTED
 
 DEFAULT_PRICES = Path(__file__).parent / "data" / "prices.yaml"
 
 
 def prices_path() -> Path:
     """`$VIBESTUDIO_PRICES`, else `$VIBESTUDIO_HOME/prices.yaml` when it exists, else the built-in defaults."""
-    env = os.environ.get("VIBESTUDIO_PRICES")
+    env = get_settings().prices
     if env:
         return Path(env).expanduser()
     own = data_home() / "prices.yaml"

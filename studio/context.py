@@ -12,8 +12,8 @@ from arena.prompts import ensure_mt_bench
 from arena.registry import ensure_defaults
 from arena.sampling import SamplerInputs
 from db.session import Database
+from db.settings import Settings, get_settings
 from studio.auth import Access
-from studio.settings import Settings
 
 if TYPE_CHECKING:
     from standings.leaderboard import LeaderboardService
@@ -46,7 +46,7 @@ class StudioContext:
 
 
 def build_context(settings: Settings | None = None) -> StudioContext:
-    settings = settings or Settings()
+    settings = settings or get_settings()
     db = Database(settings.database_url)
     db.migrate()
     with db.session() as s:

@@ -68,7 +68,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from arena.models import ensure_tokenizer_dir
+    from arena.default_model import ensure_tokenizer_dir
 
     return ensure_tokenizer_dir(tmp_path_factory.mktemp("tok") / "smollm2-tokenizer")
 
@@ -76,6 +76,6 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> Path:
     """A tiny random Llama (hidden 64, 2 layers) with the real SmolLM2 tokenizer, saved like a checkpoint."""
-    from arena.models import make_tiny_llama
+    from arena.default_model import make_tiny_llama
 
     return make_tiny_llama(tokenizer_dir, tmp_path_factory.mktemp("tiny") / "tiny-llama")

@@ -132,7 +132,7 @@ def model_shape(model_ref: str) -> Shape:
 
     folder: Path | None = None
     if model_ref == BUILTIN_HF:
-        from arena.models import hf_base_dir
+        from arena.default_model import hf_base_dir
 
         folder = hf_base_dir() if (hf_base_dir() / "config.json").exists() else None
         if folder is None:

@@ -214,10 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     _quiet_libraries()
     from db.session import Database
+    from db.settings import get_settings
 
-    db = Database(os.environ.get("VIBESTUDIO_DATABASE_URL"))
+    settings = get_settings()
+    db = Database(settings.database_url)
     try:
-        if int(os.environ.get("RANK", "0")) != 0:
+        if settings.rank != 0:
             return run_replica(db, args.config)
         return run_job(db, args.job, args.config)
     finally:

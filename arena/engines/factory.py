@@ -1,7 +1,8 @@
 """Build an engine from a contestant's engine kind, model reference, adapter and engine config.
 
 Engines are cached and shared per (kind, model, adapter, config): two contestants on the same GGUF share one
-llama.cpp pool and so one concurrency gate. ``validate(kind, config)`` checks an engine config without building
+llama.cpp pool and so one concurrency gate. The cache (``arena.engines.cache``) unloads the least recently used
+models beyond the memory budget in settings. ``validate(kind, config)`` checks an engine config without building
 anything (used when a contestant is registered).
 """
 
@@ -12,9 +13,11 @@ import threading
 from typing import Any
 
 from arena.engines.base import Engine, EngineError
+from arena.engines.cache import EngineCache
 
-_ENGINES: dict[tuple[str, str, str | None, str], Any] = {}
-_LOCK = threading.Lock()
+ENGINES = EngineCache()
+_LOADING: dict[tuple[str, str, str | None, str], threading.Lock] = {}  # one per key: a model loads once
+_LOADING_LOCK = threading.Lock()
 
 ENGINE_KINDS = ("llama_cpp", "transformers", "openai", "vllm")
 
@@ -41,9 +44,19 @@ def get_engine(
 ) -> Engine:
     config = dict(config or {})
     key = (kind, model_ref, adapter_ref, json.dumps(config, sort_keys=True, default=str))
-    with _LOCK:
-        if key in _ENGINES:
-            return _ENGINES[key]
+    engine = ENGINES.get(key)
+    if engine is not None:
+        return engine
+    with _LOADING_LOCK:
+        loading = _LOADING.setdefault(key, threading.Lock())
+    with loading:  # both sides of a battle on one model: the second waits for the first's load
+        engine = ENGINES.get(key)
+        if engine is None:
+            engine = ENGINES.add(key, _build(kind, model_ref, adapter_ref, config))
+    return engine
+
+
+def _build(kind: str, model_ref: str, adapter_ref: str | None, config: dict[str, Any]) -> Engine:
     engine: Any
     if kind == "llama_cpp":
         from arena.engines.llamacpp import LlamaCppEngine
@@ -63,5 +76,4 @@ def get_engine(
         engine = VLLMEngine(model_ref, adapter_ref, config)
     else:
         raise EngineError(f"unknown engine kind {kind!r}; known: {', '.join(ENGINE_KINDS)}", kind="config")
-    with _LOCK:
-        return _ENGINES.setdefault(key, engine)
+    return engine

@@ -1,49 +1,51 @@
 """transformers engine: an HF checkpoint directory, optionally with a PEFT (LoRA) adapter on top.
 
-This is how freshly trained checkpoints play in the arena without any conversion step. Models are loaded once
-per (model, adapter) and kept; generation for one model is serialised with a lock.
+This is how freshly trained checkpoints play in the arena without any conversion step. Each engine owns its
+model; the engine cache (``arena.engines.factory``) shares one per (model, adapter) and unloads the least recently
+used beyond the memory budget. Generation for one model is serialised with a lock.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
 
-_CACHE: dict[tuple[str, str | None], tuple[Any, Any, threading.Lock]] = {}
-_CACHE_LOCK = threading.Lock()
-
 
 def load_model(model_ref: str, adapter_ref: str | None = None) -> tuple[Any, Any, threading.Lock]:
-    key = (model_ref, adapter_ref)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Tokenizer, model and generation lock of (model, adapter), shared with the arena through the engine cache."""
+    from arena.engines.factory import get_engine
 
-        try:
-            tok = AutoTokenizer.from_pretrained(model_ref)
-            model: Any = AutoModelForCausalLM.from_pretrained(model_ref, dtype=torch.float32)
-            if adapter_ref:
-                from peft import PeftModel
-
-                # Merged for inference: an unmerged LoRA roughly halves CPU decoding speed.
-                model = PeftModel.from_pretrained(model, adapter_ref).merge_and_unload()
-        except Exception as exc:
-            raise EngineError(
-                f"could not load model {model_ref!r} (adapter {adapter_ref!r}): {exc}", kind="down"
-            ) from exc
-        model.eval()
-        _CACHE[key] = (tok, model, threading.Lock())
-        return _CACHE[key]
+    engine = cast(TransformersEngine, get_engine("transformers", model_ref, adapter_ref))
+    return engine.tokenizer, engine.model, engine.lock
 
 
-def forget(model_ref: str, adapter_ref: str | None = None) -> None:
-    with _CACHE_LOCK:
-        _CACHE.pop((model_ref, adapter_ref), None)
+def _load(model_ref: str, adapter_ref: str | None) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(model_ref)
+        model: Any = AutoModelForCausalLM.from_pretrained(model_ref, dtype=torch.float32)
+        if adapter_ref:
+            from peft import PeftModel
+
+            # Merged for inference: an unmerged LoRA roughly halves CPU decoding speed.
+            model = PeftModel.from_pretrained(model, adapter_ref).merge_and_unload()
+    except Exception as exc:
+        raise EngineError(
+            f"could not load model {model_ref!r} (adapter {adapter_ref!r}): {exc}", kind="down"
+        ) from exc
+    model.eval()
+    return tok, model
+
+
+def weight_bytes(model: Any) -> int:
+    """Memory of a torch model's parameters and buffers."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 class TransformersEngine:
@@ -55,7 +57,9 @@ class TransformersEngine:
     def __init__(self, model_ref: str, adapter_ref: str | None = None) -> None:
         self.model_ref = model_ref
         self.adapter_ref = adapter_ref
-        self.tokenizer, self.model, self._lock = load_model(model_ref, adapter_ref)
+        self.tokenizer, self.model = _load(model_ref, adapter_ref)
+        self.lock = threading.Lock()
+        self.memory_bytes = weight_bytes(self.model)  # what the engine cache counts against its budget
 
     def stream_chat(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = "") -> Stream:
         stats = GenerationStats()
@@ -83,7 +87,7 @@ class TransformersEngine:
             try:
                 if sampling.seed is not None:
                     torch.manual_seed(sampling.seed)
-                with self._lock, torch.no_grad():
+                with self.lock, torch.no_grad():
                     out = self.model.generate(
                         **inputs,
                         max_new_tokens=sampling.max_tokens,

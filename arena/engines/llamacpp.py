@@ -1,7 +1,8 @@
 """llama.cpp engine (GGUF on the CPU, the studio's default).
 
-Keeps a small pool of ``Llama`` instances per GGUF file so both sides of a battle can stream at the same time
-(one llama.cpp context is not safe to share between threads). The chat prompt is rendered from the template
+Each engine keeps a small pool of ``Llama`` instances of its GGUF file so both sides of a battle can stream at the
+same time (one llama.cpp context is not safe to share between threads); the engine cache
+(``arena.engines.factory``) shares one engine per file and unloads the least recently used beyond the memory budget. The chat prompt is rendered from the template
 stored in the GGUF, then the persona's prefill is appended and the model continues from there.
 """
 
@@ -9,24 +10,21 @@ from __future__ import annotations
 
 import os
 import queue
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
-
-_POOLS: dict[tuple[str, int], queue.Queue[Any]] = {}
-_POOL_LOCK = threading.Lock()
+from db.settings import get_settings
 
 
 def pool_size() -> int:
-    return max(1, int(os.environ.get("VIBESTUDIO_LLAMA_POOL", "2")))
+    return max(1, get_settings().llama_pool)
 
 
 def default_n_ctx() -> int:
-    return int(os.environ.get("VIBESTUDIO_LLAMA_CTX", "2048"))
+    return get_settings().llama_ctx
 
 
 def _threads_per_instance(size: int) -> int:
@@ -44,16 +42,11 @@ def _load(path: str, n_ctx: int, threads: int) -> Any:
         raise EngineError(f"llama.cpp could not load {path}: {exc}", kind="config") from exc
 
 
-def _pool(path: str, n_ctx: int) -> queue.Queue[Any]:
-    key = (path, n_ctx)
-    with _POOL_LOCK:
-        if key not in _POOLS:
-            size = pool_size()
-            q: queue.Queue[Any] = queue.Queue()
-            for _ in range(size):
-                q.put(_load(path, n_ctx, _threads_per_instance(size)))
-            _POOLS[key] = q
-        return _POOLS[key]
+def _pool(path: str, n_ctx: int, size: int) -> queue.Queue[Any]:
+    q: queue.Queue[Any] = queue.Queue()
+    for _ in range(size):
+        q.put(_load(path, n_ctx, _threads_per_instance(size)))
+    return q
 
 
 def render_chat(template: str, messages: list[dict[str, str]], bos: str, eos: str) -> str:
@@ -71,8 +64,10 @@ class LlamaCppEngine:
     def __init__(self, model_path: str, n_ctx: int | None = None) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx or default_n_ctx()
-        self._pool = _pool(model_path, self.n_ctx)
         self.concurrency = pool_size()
+        self._pool = _pool(model_path, self.n_ctx, self.concurrency)
+        # What the engine cache counts: the weights, mapped once and shared by the pool's instances.
+        self.memory_bytes = os.path.getsize(model_path)
 
     def _prompt(self, llm: Any, messages: list[dict[str, str]], prefill: str) -> tuple[str, list[str]]:
         meta = llm.metadata or {}

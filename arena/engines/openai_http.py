@@ -13,13 +13,13 @@ the stream's ``usage`` when the server sends it (``stream_usage``), else one tok
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
 from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
+from db.settings import environment_value
 
 CONFIG_FIELDS = {
     "base_url": "server root, e.g. http://127.0.0.1:8000/v1 (required)",
@@ -71,7 +71,7 @@ class OpenAIEngine:
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
         if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
+            key = environment_value(self.api_key_env)
             if not key:
                 raise EngineError(
                     f"environment variable {self.api_key_env} (the API key) is not set", "config"
@@ -81,7 +81,7 @@ class OpenAIEngine:
 
     def _redact(self, text: str) -> str:
         """``text`` with the API key replaced, for server messages that echo it."""
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        key = environment_value(self.api_key_env) if self.api_key_env else None
         return text.replace(key, "[api key]") if key else text
 
     def _model_for_request(self) -> str:

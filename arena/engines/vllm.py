@@ -30,6 +30,7 @@ import httpx
 from arena.engines.base import EngineError
 from arena.engines.openai_http import CONFIG_FIELDS as HTTP_FIELDS
 from arena.engines.openai_http import OpenAIEngine, validate_config
+from db.settings import get_settings
 
 SERVE_FIELDS = {
     "python": "interpreter of the vLLM install (default: $VIBESTUDIO_VLLM_PYTHON, else this one)",
@@ -147,7 +148,7 @@ def managed_server(model_ref: str, serve: dict[str, Any]) -> VLLMServer:
     """Start (once per interpreter, model and port) a managed vLLM server and return it when ready."""
     from db.session import data_home
 
-    python = serve.get("python") or os.environ.get("VIBESTUDIO_VLLM_PYTHON") or sys.executable
+    python = serve.get("python") or get_settings().vllm_python or sys.executable
     model = str(serve.get("model") or model_ref)
     key = (python, model, serve.get("port"))
     with _SERVERS_LOCK:

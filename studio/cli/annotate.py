@@ -313,10 +313,11 @@ def argilla_import(
 
 
 def _argilla_env(api_url: str | None, api_key: str | None) -> tuple[str, str]:
-    import os
+    from db.settings import get_settings
 
-    url = api_url or os.environ.get("ARGILLA_API_URL")
-    key = api_key or os.environ.get("ARGILLA_API_KEY")
+    settings = get_settings()
+    url = api_url or settings.argilla_api_url
+    key = api_key or (settings.argilla_api_key.get_secret_value() if settings.argilla_api_key else None)
     if not url or not key:
         fail("set ARGILLA_API_URL and ARGILLA_API_KEY (or pass --api-url / --api-key)")
     return url, key  # type: ignore[return-value]

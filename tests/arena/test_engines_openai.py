@@ -18,10 +18,10 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from arena.default_model import default_gguf_path
 from arena.engines.base import EngineError, Sampling
 from arena.engines.factory import get_engine
 from arena.engines.openai_http import OpenAIEngine, validate_config
-from arena.models import default_gguf_path
 from db.models import Contestant, Turn
 
 

@@ -116,7 +116,7 @@ def test_real_vllm_streams_and_registers_a_lora_at_run_time(tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from arena.models import ensure_hf_base
+    from arena.default_model import ensure_hf_base
 
     base = ensure_hf_base()
     url = os.environ.get("VIBESTUDIO_VLLM_URL")

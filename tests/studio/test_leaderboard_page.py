@@ -61,9 +61,9 @@ def test_tables_and_figures(db, tmp_path):
 
 
 def test_the_tab_builds_and_its_endpoint_needs_no_arguments(tmp_path):
+    from db.settings import Settings
     from studio.app import build_app
     from studio.context import build_context
-    from studio.settings import Settings
 
     ctx = build_context(Settings(database_url=f"sqlite:///{tmp_path / 's.sqlite'}"))
     demo = build_app(ctx)

