@@ -41,11 +41,6 @@ def load_model(model_ref: str, adapter_ref: str | None = None) -> tuple[Any, Any
         return _CACHE[key]
 
 
-def forget(model_ref: str, adapter_ref: str | None = None) -> None:
-    with _CACHE_LOCK:
-        _CACHE.pop((model_ref, adapter_ref), None)
-
-
 class TransformersEngine:
     """Streams from a transformers model with ``TextIteratorStreamer``; counts generated tokens exactly."""
 
