@@ -62,7 +62,8 @@ def main() -> None:
     from dataclasses import replace
 
     from standings.evals import load_items
-    from arena.models import ensure_hf_base, ensure_tokenizer_dir, make_tiny_llama
+    from arena.models import ensure_hf_base
+    from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
     from arena.registry import BUILTIN_HF, DEFAULT_PERSONAS, ContestantSpec, get_contestant, register
     from db.session import Database
     from training.drift import drift_report

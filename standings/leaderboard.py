@@ -13,8 +13,7 @@ Style- and vibe-controlled boards need one row per vote with the answers' featur
 per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from the turns table, of
 ended battles only: nothing here counts a battle that is still open.
 
-`current_leaderboard(session)` is the plain path (every vote through the ORM, then `arena.ratings.leaderboard`);
-the service must agree with it.
+The tests hold the service to the plain path (every vote through the ORM, then `arena.ratings.leaderboard`).
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from sqlalchemy.orm import Session
 
 from arena import vibes
 from arena.ratings import BattleRecords
-from standings.records import UNCOUNTED, battle_records
-from arena.registry import RegistryError, get_contestant, list_contestants
+from standings.records import UNCOUNTED
+from arena.registry import RegistryError, get_contestant
 from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 from db.models import Battle, Contestant, Turn
 from db.session import Database
@@ -46,21 +45,6 @@ _WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)", "tie (bothgood)")
 _SCORE_A = np.array([1.0, 0.0, 0.5, 0.5, 0.5])
 #: An Elo replay over at least this many votes saves the cache right away (a restart then carries it on).
 REPLAY_SAVE_ROWS = 100_000
-
-
-def current_leaderboard(
-    session: Session, bootstrap: int = 100, style_control: bool = False, include_named: bool = False
-) -> dict[str, Any]:
-    """Ratings for every contestant that has votes, plus active contestants without votes listed unrated."""
-    from arena.ratings import leaderboard
-
-    records = battle_records(session, include_named=include_named, with_text=style_control)
-    out: dict[str, Any] = {"models": [], "style_coefficients": {}, "warnings": [], "n_votes": len(records)}
-    if records:
-        out.update(leaderboard(records, bootstrap_rounds=bootstrap, style_control=style_control).to_dict())
-    rated = {m["name"] for m in out["models"]}
-    out["unrated"] = [c.public_name for c in list_contestants(session) if c.public_name not in rated]
-    return out
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from accounts import RANK, add_user, set_disabled
 from db.models import Battle, Contestant, DatasetSnapshot, Job, PromptSet, QueueItem, User, Vote
 from db.session import Database
-from tests.e2e.conftest import start_server
+from tests.helpers.servers import start_server
 
 PW = "a long test password"
 ROLE_USERS = {"annotator": "ann", "researcher": "rita", "admin": "root"}

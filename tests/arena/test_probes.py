@@ -23,7 +23,7 @@ from arena.probes import (
 )
 from arena.registry import ContestantSpec, register
 from db.models import ProbeResult
-from tests.arena.scripted_chat import ScriptedChat
+from tests.helpers.scripted_chat import ScriptedChat
 
 
 @pytest.fixture
