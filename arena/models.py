@@ -51,4 +51,3 @@ def ensure_hf_base(target: Path | None = None) -> Path:
         tok.save_pretrained(tmp)
         tmp.rename(target)
         return target
-

@@ -84,7 +84,9 @@ def reference_method(frame: pd.DataFrame, rounds: int, processes: int = 1) -> tu
     """Point ratings and bootstrap intervals (2.5 / 97.5 percentiles) the FastChat way (`fastchat_reference.py`)."""
     board = bradley_terry(frame, rounds, processes=processes)
     point = pd.Series({name: row["rating"] for name, row in board.items()})
-    ci = pd.DataFrame({"lo": {n: r["ci_low"] for n, r in board.items()}, "hi": {n: r["ci_high"] for n, r in board.items()}})
+    ci = pd.DataFrame(
+        {"lo": {n: r["ci_low"] for n, r in board.items()}, "hi": {n: r["ci_high"] for n, r in board.items()}}
+    )
     return point, ci
 
 

@@ -30,11 +30,11 @@ from sqlalchemy.orm import Session
 
 from arena import vibes
 from arena.ratings import BattleRecords
-from standings.records import UNCOUNTED
 from arena.registry import RegistryError, get_contestant
-from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 from db.models import Battle, Contestant, Turn
 from db.session import Database
+from standings.records import UNCOUNTED
+from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 
 #: Board names besides "category:<name>".
 BOARDS = ("all", "single-turn", "multi-turn")

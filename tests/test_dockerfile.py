@@ -74,7 +74,9 @@ def test_pyproject_installs_every_top_level_package_of_the_repository():
 def test_every_installed_package_is_copied_before_pip_install(stages, name):
     stage = stages[name]
     workdir = next(c.value[0] for c in stage if c.cmd == "WORKDIR")
-    install = next(i for i, c in enumerate(stage) if c.cmd == "RUN" and re.search(r"pip install \S*\.", c.value[0]))
+    install = next(
+        i for i, c in enumerate(stage) if c.cmd == "RUN" and re.search(r"pip install \S*\.", c.value[0])
+    )
     copied: dict[str, str] = {}
     for c in stage[:install]:
         if c.cmd != "COPY":
@@ -84,7 +86,9 @@ def test_every_installed_package_is_copied_before_pip_install(stages, name):
             assert (ROOT / src).exists(), f"Dockerfile line {c.start_line}: COPY source {src} is missing"
             copied[src] = dest
     for package in _installed_packages():
-        assert copied.get(package) in (f"./{package}", f"{workdir}/{package}"), f"{name}: {package}/ not copied"
+        assert copied.get(package) in (f"./{package}", f"{workdir}/{package}"), (
+            f"{name}: {package}/ not copied"
+        )
     readme = PYPROJECT["project"]["readme"]
     for needed in ("pyproject.toml", readme):
         assert needed in copied, f"{name}: {needed} not copied before pip install (the build needs it)"

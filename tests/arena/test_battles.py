@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import func, select
 
 from arena.battles import ArenaLimits, ArenaService, BattleError, Reveal, VoteReceipt
-from standings.records import battle_records
 from arena.registry import ContestantSpec, RegistryError, ensure_defaults, list_contestants, register
 from arena.sampling import PairPolicy
 from db.models import Battle, RubricScore, Turn, Vote
+from standings.records import battle_records
 from tests.helpers.fake_openai import FakeOpenAI
 
 

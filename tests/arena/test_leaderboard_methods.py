@@ -7,12 +7,12 @@ import pytest
 from sqlalchemy import update
 
 from accounts import PermissionDenied, add_user
+from arena.ratings import leaderboard
+from db.models import User, Vote
 from standings.annotator_checks import annotator_checks
 from standings.leaderboard import BoardOptions, LeaderboardService
-from arena.ratings import leaderboard
 from standings.records import annotated_records, battle_records
 from standings.vote_cache import VoteCache
-from db.models import User, Vote
 from tests.helpers.standings import register_contestants, write_battles
 
 

@@ -5,20 +5,19 @@ from its Parquet cache after a restart.
 
 from __future__ import annotations
 
-import random
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from sqlalchemy import delete, update
 
-from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from arena.ratings import leaderboard, leaderboard_by, online_elo, pairwise_matrices, rating_over_time
+from db.models import Battle, Vote
+from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from standings.records import battle_records
-from arena.registry import ContestantSpec, register
 from standings.vote_cache import VoteCache
 from tests.helpers.standings import NAMES, T0, current_leaderboard, register_contestants, write_battles
-from db.models import Battle, Turn, Vote
+
 
 def _plain(db, **kw):
     with db.session() as s:

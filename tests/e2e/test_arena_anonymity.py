@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import base64
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from db.models import Battle, Turn, Vote
-from db.session import Database
 from tests.helpers.browser import STEP_MS, wait_text
-from tests.helpers.servers import QUIET, START_S, server_with_personas, start_server, stop_server
+from tests.helpers.servers import QUIET, server_with_personas, stop_server
 
 pytestmark = pytest.mark.e2e
 

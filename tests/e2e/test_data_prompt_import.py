@@ -10,8 +10,7 @@ from sqlalchemy import select
 
 from db.models import Prompt, PromptSet
 from db.session import Database
-from tests.helpers.servers import start_server
-from tests.helpers.servers import stop_server
+from tests.helpers.servers import start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 

@@ -80,7 +80,6 @@ def write_battles(db, ids, n, seed=0, start=0, **overrides) -> list[int]:
         return [battle.id for battle in made]
 
 
-
 def current_leaderboard(
     session: Session, bootstrap: int = 100, style_control: bool = False, include_named: bool = False
 ) -> dict[str, Any]:

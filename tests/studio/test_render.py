@@ -3,8 +3,8 @@ run nothing and place nothing outside its box, whatever the text; and it never c
 
 from __future__ import annotations
 
-import re
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 

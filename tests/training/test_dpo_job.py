@@ -54,7 +54,9 @@ def dpo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
                 snap,
                 **{**FAST, "drift_prompts": 20, "drift_max_tokens": 6, "eval_items": 8, "eval_max_tokens": 6},
             )
-            view = wait(db, job_id, timeout=600)  # training + the checkpoint report (20 prompts, 8 eval items)
+            view = wait(
+                db, job_id, timeout=600
+            )  # training + the checkpoint report (20 prompts, 8 eval items)
             assert view.status == "succeeded", view.error or view.log_tail
             with db.session() as s:
                 info = get_contestant(s, view.contestant_id)
