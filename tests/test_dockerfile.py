@@ -105,7 +105,7 @@ def test_the_command_is_the_console_script_serving_the_app(stages, name, monkeyp
     with pytest.raises(SystemExit) as done:
         entry()
     assert done.value.code == 0
-    assert f"Usage: {script} {subcommand}" in capsys.readouterr().out
+    assert re.search(rf"Usage: .*\b{script} {subcommand}\b", capsys.readouterr().out)  # its own help
 
 
 @pytest.mark.parametrize("name", STAGES)
