@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from accounts import require_role
 from annotation.snapshots import (
     SnapshotError,
     get_snapshot,
@@ -20,7 +21,6 @@ from annotation.snapshots import (
     snapshot_from_votes,
     write_snapshot,
 )
-from accounts import require_role
 from db.models import Contestant
 from db.session import Database
 from training.config import (
