@@ -11,7 +11,6 @@ cases is NaN. This module knows nothing about engines or the database.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -102,8 +101,3 @@ def model_family(name: str | None) -> str | None:
         if word and not word.isdigit():
             return word
     return None
-
-
-def rate_value(r: Rate) -> float | None:
-    v = r.value
-    return None if math.isnan(v) else v

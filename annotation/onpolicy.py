@@ -25,9 +25,9 @@ from typing import Any
 
 from sqlalchemy import select
 
+from accounts import require_role
 from annotation.queues import NewItem, QueueError, add_item, create_queue, queue_row
 from annotation.rubrics import get_rubric
-from accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant, messages_for
 from db.models import Prompt, PromptSet, QueueItem

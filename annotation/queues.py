@@ -182,10 +182,6 @@ def stamps(item: QueueItem) -> list[dict[str, Any]]:
     return s + [{}] * (n_answers(item) - len(s))
 
 
-def item_answer(item: QueueItem, side: str) -> str:
-    return item.answer_1 if side == "1" else item.answer_2
-
-
 def set_checklist(session: Session, item_id: int, lines: list[str], author: str = "human") -> list[str]:
     """Store (or replace) the per-prompt checklist on an item and on the other items of the same prompt."""
     clean = [ln.strip() for ln in lines if ln and ln.strip()]

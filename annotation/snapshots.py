@@ -19,10 +19,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from standings.records import battle_records
 from db.files import records_from_bytes
 from db.models import DatasetSnapshot
 from db.session import data_home
+from standings.records import battle_records
 
 
 class SnapshotError(ValueError):

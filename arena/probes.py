@@ -43,7 +43,12 @@ from sqlalchemy.orm import Session
 from accounts import require_role
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
-from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for
+from arena.registry import (
+    ContestantInfo,
+    engine_for,
+    messages_for,
+    resolve_contestant,
+)
 from db.files import RowError, iter_json_lines
 from db.models import Contestant, ProbeResult
 from db.session import Database
@@ -299,16 +304,6 @@ def _measure_item(probe: str, item: ProbeItem, ask: _Asker, salt: int) -> list[P
     return out
 
 
-def _resolve(db: Database, contestant: int | str | ContestantInfo) -> ContestantInfo:
-    if isinstance(contestant, ContestantInfo):
-        return contestant
-    with db.session() as s:
-        try:
-            return get_contestant(s, contestant)
-        except RegistryError as exc:
-            raise ProbeError(str(exc)) from exc
-
-
 def run_probe(
     db: Database,
     probe: str,
@@ -328,7 +323,7 @@ def run_probe(
     probe_set, items = load_probe(probe)
     if limit is not None:
         items = _spread(items, max(0, int(limit)))
-    info = _resolve(db, contestant)
+    info = resolve_contestant(db, contestant, ProbeError)
     sampling = Sampling.from_dict(info.sampling)
     if max_tokens is not None:
         sampling.max_tokens = max(1, min(sampling.max_tokens, int(max_tokens)))

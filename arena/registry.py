@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -18,6 +18,9 @@ from arena.engines.base import Engine, Sampling
 from arena.engines.factory import ENGINE_KINDS, get_engine
 from arena.engines.factory import validate as validate_engine_config
 from db.models import Contestant
+
+if TYPE_CHECKING:
+    from db.session import Database
 
 BUILTIN_GGUF = "builtin:smollm2-135m-instruct-q4_1"
 BUILTIN_HF = "builtin:smollm2-135m-instruct-hf"
@@ -198,6 +201,21 @@ def get_contestant(session: Session, ident: int | str) -> ContestantInfo:
     if row is None:
         raise RegistryError(f"no contestant {ident!r}")
     return to_info(row)
+
+
+def resolve_contestant(
+    db: Database, contestant: int | str | ContestantInfo, error: type[Exception] = RegistryError
+) -> ContestantInfo:
+    """`contestant` as stored: an info passes through, an id or public name is looked up (unknown: `error`)."""
+    if isinstance(contestant, ContestantInfo):
+        return contestant
+    with db.session() as s:
+        try:
+            return get_contestant(s, contestant)
+        except RegistryError as exc:
+            if error is RegistryError:
+                raise
+            raise error(str(exc)) from exc
 
 
 def resolve_model_ref(ref: str) -> str:

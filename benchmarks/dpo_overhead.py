@@ -101,7 +101,7 @@ def synthetic_pairs(n: int) -> list[dict]:
 
 
 def tiny_model(folder: Path) -> Path:
-    from arena.default_model import ensure_tokenizer_dir, make_tiny_llama
+    from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
 
     return make_tiny_llama(ensure_tokenizer_dir(folder / "tok"), folder / "tiny-llama")
 

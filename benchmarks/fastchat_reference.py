@@ -59,7 +59,8 @@ def fit(matchups: np.ndarray, outcomes: np.ndarray, weights: np.ndarray, n_model
     return result.x
 
 
-def bradley_terry(frame: pd.DataFrame, rounds: int, seed: int = 0) -> dict[str, dict[str, float]]:
+def count_outcomes(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Unique (model_a, model_b, outcome) rows and their counts, outcomes 1 / 0.5 / 0 for a-win / tie / b-win."""
     n = len(frame)
     codes, models = pd.factorize(pd.concat([frame["model_a"], frame["model_b"]], ignore_index=True))
     outcome = (
@@ -69,13 +70,31 @@ def bradley_terry(frame: pd.DataFrame, rounds: int, seed: int = 0) -> dict[str, 
     )
     schedule = np.column_stack([codes[:n], codes[n:], outcome]).astype(np.int32)
     unique, counts = np.unique(schedule, return_counts=True, axis=0)
-    matchups, outcomes, counts = unique[:, :2], unique[:, 2] / 2.0, counts.astype(np.float64)
+    return unique[:, :2], unique[:, 2] / 2.0, counts.astype(np.float64), np.asarray(models)
+
+
+def _fit_one(args: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> np.ndarray:
+    return fit(*args)
+
+
+def bradley_terry(
+    frame: pd.DataFrame, rounds: int, seed: int = 0, processes: int = 1
+) -> dict[str, dict[str, float]]:
+    """Ratings with 95% bootstrap intervals; ``processes`` > 1 refits the bootstrap rounds in a process pool."""
+    matchups, outcomes, counts, models = count_outcomes(frame)
     m = len(models)
     point = fit(matchups, outcomes, counts, m) * 400.0 + 1000.0
     rng = np.random.default_rng(seed)
     total = int(counts.sum())
     boot_weights = rng.multinomial(total, counts / total, size=rounds) / total
-    boot = np.asarray([fit(matchups, outcomes, w, m) for w in boot_weights]) * 400.0 + 1000.0
+    if processes > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(processes) as pool:
+            fits = list(pool.map(_fit_one, [(matchups, outcomes, w, m) for w in boot_weights]))
+    else:
+        fits = [fit(matchups, outcomes, w, m) for w in boot_weights]
+    boot = np.asarray(fits) * 400.0 + 1000.0
     lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
     return {
         str(name): {"rating": float(point[k]), "ci_low": float(lo[k]), "ci_high": float(hi[k])}

@@ -61,10 +61,11 @@ def main() -> None:
 
     from dataclasses import replace
 
-    from arena.default_model import ensure_hf_base, ensure_tokenizer_dir, make_tiny_llama
+    from arena.default_model import ensure_hf_base
     from arena.registry import BUILTIN_HF, DEFAULT_PERSONAS, ContestantSpec, get_contestant, register
     from db.session import Database
     from standings.evals import load_items
+    from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
     from training.drift import drift_report
     from training.fair import fair_pair, held_out
 

@@ -19,14 +19,13 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
+from fastchat_reference import bradley_terry  # benchmarks/fastchat_reference.py
 from scipy.special import expit
 
 from arena.ratings import leaderboard, ratings_report
@@ -81,62 +80,14 @@ def synthetic(
 # ------------------------------------------------------------------------------------- reference (FastChat method)
 
 
-def _reference_loss(ratings: np.ndarray, matchups: np.ndarray, outcomes: np.ndarray, weights: np.ndarray):
-    alpha = math.log(10.0)
-    logits = alpha * (ratings[matchups[:, 0]] - ratings[matchups[:, 1]])
-    probs = expit(logits)
-    loss = -((np.log(probs) * outcomes + np.log(1.0 - probs) * (1.0 - outcomes)) * weights).sum()
-    per_row = -alpha * (outcomes - probs) * weights
-    grad = np.zeros_like(ratings)
-    np.add.at(grad, matchups[:, 0], per_row)
-    np.add.at(grad, matchups[:, 1], -per_row)
-    return loss, grad
-
-
-def reference_fit(
-    matchups: np.ndarray, outcomes: np.ndarray, weights: np.ndarray, n_models: int
-) -> np.ndarray:
-    result = minimize(
-        _reference_loss,
-        np.zeros(n_models),
-        args=(matchups, outcomes, weights),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": 100, "gtol": 1e-6},
-    )
-    return result.x
-
-
-def reference_preprocess(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Unique (model_a, model_b, outcome) rows and their counts, outcomes 1 / 0.5 / 0 for a-win / tie / b-win."""
-    n = len(frame)
-    codes, models = pd.factorize(pd.concat([frame["model_a"], frame["model_b"]], ignore_index=True))
-    outcome = frame["winner"].map({"model_a": 2, "model_b": 0, "tie": 1, "tie (bothbad)": 1}).to_numpy()
-    schedule = np.column_stack([codes[:n], codes[n:], outcome]).astype(np.int32)
-    unique, counts = np.unique(schedule, return_counts=True, axis=0)
-    return unique[:, :2], unique[:, 2] / 2.0, counts.astype(np.float64), np.asarray(models)
-
-
 def reference_method(frame: pd.DataFrame, rounds: int, processes: int = 1) -> tuple[pd.Series, pd.DataFrame]:
-    """Point ratings and bootstrap intervals (2.5 / 97.5 percentiles) the FastChat way."""
-    matchups, outcomes, counts, models = reference_preprocess(frame)
-    m = len(models)
-    point = reference_fit(matchups, outcomes, counts, m) * 400.0 + 1000.0
-    rng = np.random.default_rng(0)
-    n = int(counts.sum())
-    boot_weights = rng.multinomial(n, counts / n, size=rounds) / n
-    if processes > 1:
-        with ProcessPoolExecutor(processes) as pool:
-            fits = list(pool.map(_fit_one, [(matchups, outcomes, w, m) for w in boot_weights]))
-    else:
-        fits = [reference_fit(matchups, outcomes, w, m) for w in boot_weights]
-    boot = np.asarray(fits) * 400.0 + 1000.0
-    lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
-    return pd.Series(point, index=models), pd.DataFrame({"lo": lo, "hi": hi}, index=models)
-
-
-def _fit_one(args: tuple[Any, ...]) -> np.ndarray:
-    return reference_fit(*args)
+    """Point ratings and bootstrap intervals (2.5 / 97.5 percentiles) the FastChat way (`fastchat_reference.py`)."""
+    board = bradley_terry(frame, rounds, processes=processes)
+    point = pd.Series({name: row["rating"] for name, row in board.items()})
+    ci = pd.DataFrame(
+        {"lo": {n: r["ci_low"] for n, r in board.items()}, "hi": {n: r["ci_high"] for n, r in board.items()}}
+    )
+    return point, ci
 
 
 # -------------------------------------------------------------------------------------------------------- timing

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +23,6 @@ from pathlib import Path
 import torch
 
 from annotation.snapshots import write_snapshot
-from arena.default_model import make_tiny_llama
 from arena.engines.base import Sampling
 from arena.registry import ContestantSpec, engine_for, get_contestant, register
 from db.session import Database
@@ -112,6 +112,9 @@ def main() -> None:
         f"torch {torch.__version__}; cuda available: {torch.cuda.is_available()}"
         + (f" ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "")
     )
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' tiny-model factory
+    from tests.helpers.models import make_tiny_llama
+
     model = make_tiny_llama(args.tokenizer, work / "tiny", hidden=256, layers=4)
     db = Database(f"sqlite:///{work / 'studio.sqlite'}")
     db.migrate()

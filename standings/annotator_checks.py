@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from accounts import require_role
-from standings.records import annotated_records
 from db.session import Database
+from standings.records import annotated_records
 
 
 def annotator_checks(db: Database, *, by: int | None = None, include_named: bool = False) -> dict[str, Any]:

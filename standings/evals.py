@@ -36,7 +36,12 @@ from accounts import require_role
 from arena import vibes
 from arena.engines.base import EngineError, Sampling
 from arena.engines.gate import gate_for
-from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant, messages_for
+from arena.registry import (
+    ContestantInfo,
+    engine_for,
+    messages_for,
+    resolve_contestant,
+)
 from db.files import RowError, decode_bytes, iter_json_lines
 from db.models import Contestant, EvalResult
 from db.session import Database
@@ -307,16 +312,6 @@ class EvalRun:
         }
 
 
-def _resolve(db: Database, contestant: int | str | ContestantInfo) -> ContestantInfo:
-    if isinstance(contestant, ContestantInfo):
-        return contestant
-    with db.session() as s:
-        try:
-            return get_contestant(s, contestant)
-        except RegistryError as exc:
-            raise EvalError(str(exc)) from exc
-
-
 def _answer(info: ContestantInfo, item: EvalItem, sampling: Sampling) -> tuple[str, Any]:
     engine = engine_for(info)
     gate = gate_for(engine)
@@ -352,7 +347,7 @@ def run_evals(
     chosen = list(items) if items is not None else all_items
     if limit is not None:
         chosen = chosen[: max(0, int(limit))]
-    info = _resolve(db, contestant)
+    info = resolve_contestant(db, contestant, EvalError)
     sampling = Sampling.from_dict(info.sampling)
     if max_tokens is not None:
         sampling.max_tokens = max(1, min(sampling.max_tokens, int(max_tokens)))

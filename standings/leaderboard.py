@@ -17,8 +17,7 @@ The arena's active pair sampler reads the same cache: `sampler_inputs()` is the 
 sandwich intervals, every contestant with a vote) by contestant id plus rated votes per pair, memoised per data
 version, so the sampler and the Leaderboard tab share one copy of the votes and refit once per change.
 
-`current_leaderboard(session)` is the plain path (every vote through the ORM, then `arena.ratings.leaderboard`);
-the service must agree with it.
+The tests hold the service to the plain path (every vote through the ORM, then `arena.ratings.leaderboard`).
 """
 
 from __future__ import annotations
@@ -35,12 +34,12 @@ from sqlalchemy.orm import Session
 
 from arena import vibes
 from arena.ratings import BattleRecords
-from arena.registry import RegistryError, get_contestant, list_contestants
+from arena.registry import RegistryError, get_contestant
 from arena.sampling import RatingInfo, SamplerInputs
 from db.models import Battle, Contestant, Turn
 from db.outcomes import FASTCHAT_WINNERS, SCORE_A
 from db.session import Database
-from standings.records import UNCOUNTED, battle_records
+from standings.records import UNCOUNTED
 from standings.vote_cache import FEATURE_COLUMNS, VoteCache
 
 #: Board names besides "category:<name>".
@@ -51,21 +50,6 @@ METHODS = ("auto", "bt", "rao-kupper", "davidson")
 _SCORE_A = np.array(SCORE_A)  # by outcome code
 #: An Elo replay over at least this many votes saves the cache right away (a restart then carries it on).
 REPLAY_SAVE_ROWS = 100_000
-
-
-def current_leaderboard(
-    session: Session, bootstrap: int = 100, style_control: bool = False, include_named: bool = False
-) -> dict[str, Any]:
-    """Ratings for every contestant that has votes, plus active contestants without votes listed unrated."""
-    from arena.ratings import leaderboard
-
-    records = battle_records(session, include_named=include_named, with_text=style_control)
-    out: dict[str, Any] = {"models": [], "style_coefficients": {}, "warnings": [], "n_votes": len(records)}
-    if records:
-        out.update(leaderboard(records, bootstrap_rounds=bootstrap, style_control=style_control).to_dict())
-    rated = {m["name"] for m in out["models"]}
-    out["unrated"] = [c.public_name for c in list_contestants(session) if c.public_name not in rated]
-    return out
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.postgres import KINDS, migrated_database
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,51 +23,16 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-PG_URL = os.environ.get("VIBESTUDIO_TEST_PG_URL")
-
-
-@contextmanager
-def pg_schema(base_url: str) -> Iterator[str]:
-    """A fresh PostgreSQL schema for one test; yields a URL whose connections use it, drops it afterwards."""
-    from sqlalchemy import create_engine, text
-
-    from db.session import Database
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(Database(base_url).url)
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        yield f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=KINDS)
 def db(request: pytest.FixtureRequest, tmp_path: Path):
     """A migrated database: SQLite in a temp dir, and (``-m postgres``) a fresh schema on VIBESTUDIO_TEST_PG_URL."""
-    from db.session import Database
-
-    if request.param == "sqlite":
-        database = Database(f"sqlite:///{tmp_path / 'test.sqlite'}")
-        database.migrate()
+    with migrated_database(request.param, tmp_path) as database:
         yield database
-        database.dispose()
-        return
-    if not PG_URL:
-        pytest.skip("VIBESTUDIO_TEST_PG_URL not set")
-    with pg_schema(PG_URL) as url:
-        database = Database(url)
-        database.migrate()
-        yield database
-        database.dispose()
 
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from arena.default_model import ensure_tokenizer_dir
+    from tests.helpers.models import ensure_tokenizer_dir
 
     return ensure_tokenizer_dir(tmp_path_factory.mktemp("tok") / "smollm2-tokenizer")
 
@@ -76,6 +40,6 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> Path:
     """A tiny random Llama (hidden 64, 2 layers) with the real SmolLM2 tokenizer, saved like a checkpoint."""
-    from arena.default_model import make_tiny_llama
+    from tests.helpers.models import make_tiny_llama
 
     return make_tiny_llama(tokenizer_dir, tmp_path_factory.mktemp("tiny") / "tiny-llama")

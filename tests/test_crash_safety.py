@@ -25,8 +25,8 @@ from benchmarks.load_votes import UserRun, check, prepare, start_server, stop_se
 from db.backup import integrity_check
 from db.models import Battle, Turn, Vote
 from db.session import Database
-from tests.conftest import PG_URL, pg_schema
-from tests.e2e.conftest import free_port
+from tests.helpers.postgres import PG_URL, pg_schema
+from tests.helpers.servers import free_port
 
 
 def test_concurrent_votes_on_one_turn_store_exactly_one(db):

@@ -155,7 +155,7 @@ def test_hostile_prompts_are_refused_before_anything_is_written(db, prompt, mess
 # -- through the HTTP API ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_server(tmp_path_factory: pytest.TempPathFactory):
-    from tests.e2e.conftest import start_server
+    from tests.helpers.servers import start_server
 
     home = tmp_path_factory.mktemp("hostile") / "home"
     home.mkdir()

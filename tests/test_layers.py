@@ -77,5 +77,7 @@ def test_the_check_catches_upward_and_lazy_imports(own: str, source: str, expect
 
 
 def test_the_check_allows_downward_and_same_layer_imports() -> None:
-    source = "from db.models import Vote\nfrom accounts import require_role\nfrom . import sibling\nimport numpy\n"
+    source = (
+        "from db.models import Vote\nfrom accounts import require_role\nfrom . import sibling\nimport numpy\n"
+    )
     assert violations([(Path("arena") / "probe.py", source)]) == []

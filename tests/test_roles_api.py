@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from accounts import RANK, add_user, set_disabled
 from db.models import Battle, Contestant, DatasetSnapshot, Job, PromptSet, QueueItem, User, Vote
 from db.session import Database
-from tests.e2e.conftest import start_server
+from tests.helpers.servers import start_server
 
 PW = "a long test password"
 ROLE_USERS = {"annotator": "ann", "researcher": "rita", "admin": "root"}
@@ -252,12 +252,12 @@ def test_disabling_a_signed_in_user_stops_their_next_request(server):
 
 def test_services_refuse_low_roles(db, tmp_path):
     """The checks live in the services: called directly with an annotator's id, every guarded one refuses."""
+    from accounts import PermissionDenied, list_users
     from annotation.formats.exporters import ExportSpec, export_file, snapshot_from_labels
     from annotation.formats.store import import_file
     from annotation.judges import JudgeSpec, generate_checklists, run_judge
     from annotation.onpolicy import OnPolicySpec, generate_queue
     from annotation.snapshots import snapshot_from_votes
-    from accounts import PermissionDenied, list_users
     from arena.personas import add_personas, spec_from_mapping
     from arena.prompts import import_prompt_set
     from training.runner import cancel, resume

@@ -136,7 +136,7 @@ def test_key_is_used_but_never_stored_or_logged(db, key_server, monkeypatch, cap
 def test_real_server_never_shows_stores_or_logs_the_key(tmp_path: Path, key_server):
     from gradio_client import Client
 
-    from tests.e2e.conftest import start_server
+    from tests.helpers.servers import start_server
 
     key = "sk-live-" + secrets.token_hex(16)
     home = tmp_path / "home"

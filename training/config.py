@@ -353,12 +353,6 @@ CONFIG_KINDS: dict[str, type[JobConfig]] = {
 }
 
 
-def register_kind(cls: type[JobConfig]) -> type[JobConfig]:
-    """Make a config class loadable by its ``kind`` (used by the other job kinds' modules)."""
-    CONFIG_KINDS[cls.kind] = cls
-    return cls
-
-
 def help_table(cls: type[JobConfig]) -> list[tuple[str, Any, str]]:
     """(name, default, help) for every field: what a UI form or ``--help`` shows."""
     out = []

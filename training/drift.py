@@ -33,9 +33,9 @@ from typing import Any
 
 from arena import vibes
 from arena.engines.base import EngineError
-from standings.evals import load_items, run_check
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
 from db.session import Database
+from standings.evals import load_items, run_check
 from training import verdict as verdicts
 from training.discover import discover
 from training.fair import Answer, Setup, answer_all, fair_pair, held_out

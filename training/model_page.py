@@ -16,12 +16,12 @@ from typing import Any
 
 from sqlalchemy import select
 
-from standings import goldilocks
-from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
-from standings.records import battle_records
 from arena.registry import ContestantInfo, get_contestant, to_info
 from db.models import Contestant, DatasetSnapshot, Job, JobMetric
 from db.session import Database
+from standings import goldilocks
+from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
+from standings.records import battle_records
 from training import verdict as verdicts
 from training.drift import load_report
 

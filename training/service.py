@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from accounts import require_role
 from annotation.snapshots import (
     SnapshotError,
     get_snapshot,
@@ -20,7 +21,6 @@ from annotation.snapshots import (
     snapshot_from_votes,
     write_snapshot,
 )
-from accounts import require_role
 from db.models import Contestant
 from db.session import Database
 from training.config import (
@@ -86,7 +86,8 @@ def resolve_snapshot(db: Database, snapshot: int | str | None, min_pairs: int = 
 
 
 def estimate_job(db: Database, kind: str, parent: int | str, **overrides: Any) -> Estimate:
-    """Memory and time estimate for a job before launching it (the Train tab shows ``.summary()``)."""
+    """Memory and time estimate for a job before launching it (the Train tab and ``--dry-run`` get the same one
+    from ``check_config``)."""
     cfg = build_config(kind, parent, None, **overrides)
     with db.session() as s:
         parent_info = find_parent(s, cfg.parent_contestant) if str(cfg.parent_contestant).strip() else None

@@ -8,11 +8,11 @@ import gradio as gr
 import pandas as pd
 from sqlalchemy import func, select
 
-from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
 from accounts import PermissionDenied
+from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
 from arena.prompts import PromptImportError, import_prompt_set
-from standings.records import UNCOUNTED
 from db.models import Battle, Vote
+from standings.records import UNCOUNTED
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html

@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from accounts import PermissionDenied
 from annotation.formats import (
     EXPORT_FORMATS,
     FORMATS,
@@ -28,7 +29,6 @@ from annotation.onpolicy import OnPolicySpec, generate_queue
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.rubrics import RubricError, list_rubrics
 from annotation.snapshots import SnapshotError
-from accounts import PermissionDenied
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.session import data_home

@@ -16,8 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import yaml
 
-from annotation.snapshots import list_snapshots
 from accounts import PermissionDenied, require_role
+from annotation.snapshots import list_snapshots
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error

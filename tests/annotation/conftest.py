@@ -3,23 +3,9 @@ HelpSteer2 and TRL, written by the tests themselves."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-
-def write_json(path: Path, rows: list, lines: bool = False) -> Path:
-    if lines:
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    else:
-        path.write_text(json.dumps(rows, ensure_ascii=False, indent=2), encoding="utf-8")
-    return path
-
-
-def conv(*turns: str) -> list[dict]:
-    roles = ["user", "assistant"]
-    return [{"role": roles[i % 2], "content": t} for i, t in enumerate(turns)]
+from tests.helpers.files import conv
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from studio.cli import app
-from tests.annotation.conftest import write_json
+from tests.helpers.files import write_json
 
 runner = CliRunner()
 

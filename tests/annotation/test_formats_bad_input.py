@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from annotation.formats import ImportValidationError, import_file, parse_file, read_records
 from annotation.queues import list_queues
 from db.models import AnnotationQueue, Label, QueueItem
-from tests.annotation.conftest import write_json
+from tests.helpers.files import write_json
 
 
 def _count(db, model) -> int:

@@ -19,7 +19,7 @@ from annotation.formats import (
 )
 from annotation.snapshots import load_snapshot
 from db.models import Label, QueueItem, RubricScore
-from tests.annotation.conftest import write_json
+from tests.helpers.files import write_json
 
 
 def _canon_fastchat(r: dict) -> tuple:

@@ -23,7 +23,7 @@ from annotation.formats import (
 )
 from annotation.snapshots import load_snapshot
 from arena.ratings import load_battles_file
-from tests.annotation.conftest import conv, write_json
+from tests.helpers.files import conv, write_json
 
 CHARS = {
     "U+2028": "\u2028",

@@ -16,11 +16,11 @@ import pytest
 from sqlalchemy import func, select
 
 from arena.battles import ArenaLimits, ArenaService, BattleError, Reveal, VoteReceipt
-from standings.records import battle_records
 from arena.registry import ContestantSpec, RegistryError, ensure_defaults, list_contestants, register
 from arena.sampling import PairPolicy
 from db.models import Battle, RubricScore, Turn, Vote
-from tests.arena.test_engines_openai import FakeOpenAI
+from standings.records import battle_records
+from tests.helpers.fake_openai import FakeOpenAI
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_turn_streams_both_sides_votes_are_blind_and_reveal_names(db):
         assert turn.tokens_a > 0 and turn.latency_a is not None and turn.tps_a and turn.tps_a > 0
         assert turn.wait_a is not None and turn.wait_a >= 0
     receipt = svc.record_vote(view.battle_id, "left")
-    assert isinstance(receipt, VoteReceipt)
+    assert receipt == VoteReceipt(view.battle_id, 0, "left", revealed_before_vote=False)
     assert "tiny" not in repr(receipt)
     with pytest.raises(BattleError, match="already has a vote"):
         svc.record_vote(view.battle_id, "right")
@@ -380,7 +380,7 @@ def test_nothing_returned_before_the_reveal_names_a_contestant(db, fake):
 
 
 def _closed_port() -> int:
-    from tests.arena.test_engines_openai import free_port
+    from tests.helpers.servers import free_port
 
     return free_port()
 

@@ -20,7 +20,8 @@ from arena.engines.vllm import (
     server_command,
     validate_vllm_config,
 )
-from tests.arena.test_engines_openai import FakeOpenAI, free_port
+from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.servers import free_port
 
 SHORT = Sampling(temperature=0.0, max_tokens=8, seed=1)
 

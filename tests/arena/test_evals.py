@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import select
 
 from accounts import PermissionDenied, add_user
-from standings.evals import EvalError, load_items, run_check, run_evals
-from standings.evals import eval_scores as scores
 from arena.registry import ContestantSpec, register
 from db.models import EvalResult
+from standings.evals import EvalError, load_items, run_check, run_evals
+from standings.evals import eval_scores as scores
 
 
 def test_the_shipped_eval_set_loads():
@@ -179,8 +179,8 @@ def test_runs_need_a_researcher_and_a_known_contestant(db):
 
 
 def test_goldilocks_joins_rating_evals_speed_and_price(db, tmp_path):
-    from standings.goldilocks import goldilocks, load_prices
     from db.models import Battle, Turn
+    from standings.goldilocks import goldilocks, load_prices
 
     eval_set, _ = load_items()
     with db.session() as s:

@@ -7,19 +7,19 @@ import pytest
 from sqlalchemy import update
 
 from accounts import PermissionDenied, add_user
+from arena.ratings import leaderboard
+from db.models import User, Vote
 from standings.annotator_checks import annotator_checks
 from standings.leaderboard import BoardOptions, LeaderboardService
-from arena.ratings import leaderboard
 from standings.records import annotated_records, battle_records
 from standings.vote_cache import VoteCache
-from db.models import User, Vote
-from tests.arena.test_leaderboard_service import _battles, _contestants
+from tests.helpers.standings import register_contestants, write_battles
 
 
 @pytest.fixture
 def store(db, tmp_path):
-    ids = _contestants(db)
-    _battles(db, ids, 300)
+    ids = register_contestants(db)
+    write_battles(db, ids, 300)
     return db, LeaderboardService(db, VoteCache(db, tmp_path / "cache"))
 
 
@@ -49,8 +49,8 @@ def test_auto_uses_the_best_predictor(store):
 
 
 def test_auto_with_too_little_data_falls_back_to_bt(db, tmp_path):
-    ids = _contestants(db)
-    _battles(db, ids, 12)
+    ids = register_contestants(db)
+    write_battles(db, ids, 12)
     service = LeaderboardService(db, VoteCache(db, tmp_path / "cache"))
     board = service.board(BoardOptions(method="auto", ci_method="sandwich"))
     assert board["method"] == "bt" and "too little data" in board["method_reason"]

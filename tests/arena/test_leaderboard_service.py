@@ -5,89 +5,18 @@ from its Parquet cache after a restart.
 
 from __future__ import annotations
 
-import random
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from sqlalchemy import delete, update
 
-from standings.leaderboard import (
-    BoardOptions,
-    LeaderboardService,
-    compare_contestants,
-    current_leaderboard,
-    vibe_profile,
-)
 from arena.ratings import leaderboard, leaderboard_by, online_elo, pairwise_matrices, rating_over_time
+from db.models import Battle, Vote
+from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from standings.records import battle_records
-from arena.registry import ContestantSpec, register
 from standings.vote_cache import VoteCache
-from db.models import Battle, Turn, Vote
-
-NAMES = ["alpha", "bravo", "charlie", "delta"]
-SKILL = {"alpha": 1.0, "bravo": 0.4, "charlie": 0.0, "delta": -0.6}
-ANSWERS = [
-    "Sure.",
-    "## Plan\n\n- one\n- two\n\n**Done**!",
-    "What a great question! 😊 Here it is.",
-    "I think maybe.",
-]
-T0 = datetime(2026, 1, 5, 12, 0, 0)
-
-
-def _contestants(db) -> dict[str, int]:
-    with db.session() as s:
-        return {n: register(s, ContestantSpec(n)) for n in NAMES}
-
-
-def _battles(db, ids, n, seed=0, start=0, **overrides) -> list[int]:
-    """`n` battles with one vote each (a few with two turns and two votes), spread over three weeks."""
-    rng = random.Random(seed)
-    made = []
-    with db.session() as s:
-        for k in range(start, start + n):
-            a, b = rng.sample(NAMES, 2)
-            turns = 2 if rng.random() < 0.2 else 1
-            when = T0 + timedelta(hours=3 * k)
-            fields = {
-                "a_id": ids[a],
-                "b_id": ids[b],
-                "left_is_a": rng.random() < 0.5,
-                "sampling_prob": rng.choice([None, 0.05, 0.1, 0.2]),
-                "mode": "named" if rng.random() < 0.05 else "anonymous",
-                "status": "voted",
-                "category": rng.choice([None, "coding", "writing"]),
-                "created_at": when,
-            }
-            fields.update(overrides)
-            battle = Battle(**fields)
-            for t in range(turns):
-                battle.turns.append(
-                    Turn(
-                        idx=t,
-                        user_msg=f"q{k}.{t}",
-                        answer_a=rng.choice(ANSWERS) * (1 + (SKILL[a] > 0)),
-                        answer_b=rng.choice(ANSWERS),
-                    )
-                )
-                p_a = 1 / (1 + np.exp(SKILL[b] - SKILL[a]))
-                u = rng.random()
-                outcome = "tie" if u < 0.1 else ("a" if rng.random() < p_a else "b")
-                if rng.random() < 0.05:
-                    outcome = rng.choice(["both_good", "both_bad"])
-                battle.votes.append(
-                    Vote(
-                        turn_idx=t,
-                        outcome=outcome,
-                        revealed_before_vote=rng.random() < 0.03,
-                        created_at=when + timedelta(minutes=t + 1),
-                    )
-                )
-            made.append(battle)
-        s.add_all(made)
-        s.flush()
-        return [battle.id for battle in made]
+from tests.helpers.standings import NAMES, T0, current_leaderboard, register_contestants, write_battles
 
 
 def _plain(db, **kw):
@@ -120,8 +49,8 @@ def _elo(records) -> dict[str, float]:
 
 @pytest.fixture
 def store(db, tmp_path):
-    ids = _contestants(db)
-    _battles(db, ids, 240)
+    ids = register_contestants(db)
+    write_battles(db, ids, 240)
     return db, ids, LeaderboardService(db, VoteCache(db, tmp_path / "cache"))
 
 
@@ -183,7 +112,7 @@ def test_new_votes_are_read_incrementally_and_elo_carries_forward(store):
     svc.cache.compact_min = 10  # compact the aggregated cells on the way
     svc.board(BoardOptions(ci_method="sandwich"))
     for k in range(7):
-        _battles(db, ids, 1, seed=9 + k, start=500 + k)
+        write_battles(db, ids, 1, seed=9 + k, start=500 + k)
         out = svc.board(BoardOptions(ci_method="sandwich"))
         assert out["refresh"]["new_votes"] in (1, 2) and out["refresh"]["rebuilt"] is False
     assert svc.cache._cell_keys > 0  # the cells were compacted, then took deltas
@@ -199,7 +128,7 @@ def test_new_votes_are_read_incrementally_and_elo_carries_forward(store):
 
 def test_a_battle_that_errors_after_its_vote_drops_out(store):
     db, ids, svc = store
-    (open_battle,) = _battles(db, ids, 1, seed=4, start=900, status="open")
+    (open_battle,) = write_battles(db, ids, 1, seed=4, start=900, status="open")
     before = svc.board(BoardOptions(ci_method="sandwich"))
     assert open_battle in svc.cache.watch
     with db.session() as s:
@@ -235,7 +164,7 @@ def test_an_open_battle_counts_nowhere_until_it_ends(store, ending):
         )
 
     before = everything()
-    (battle,) = _battles(db, ids, 1, seed=7, start=950, status="open", mode="anonymous")
+    (battle,) = write_battles(db, ids, 1, seed=7, start=950, status="open", mode="anonymous")
     assert everything() == before
     with db.session() as s:  # a second vote on the still-open battle
         s.add(
@@ -273,7 +202,7 @@ def test_restart_reads_the_parquet_cache_and_only_new_votes(store, tmp_path):
     first = svc.board(BoardOptions(bootstrap=10))
     svc.cache.save()  # with the Elo state of this board
     assert (tmp_path / "cache" / "votes.parquet").exists()
-    _battles(db, ids, 3, seed=7, start=700)
+    write_battles(db, ids, 3, seed=7, start=700)
     restarted = LeaderboardService(db, VoteCache(db, tmp_path / "cache"))
     restarted.cache._load_saved()
     (carried,) = restarted.cache.extras["elo"].values()
@@ -312,7 +241,7 @@ def test_matrices_and_rating_over_time(store):
 
 
 def test_empty_store_and_bad_options(db, tmp_path):
-    _contestants(db)
+    register_contestants(db)
     svc = LeaderboardService(db, VoteCache(db, tmp_path / "c"))
     out = svc.board()
     assert out["models"] == [] and out["n_votes"] == 0 and sorted(out["unrated"]) == NAMES

@@ -23,7 +23,7 @@ from arena.probes import (
 )
 from arena.registry import ContestantSpec, register
 from db.models import ProbeResult
-from tests.arena.scripted_chat import ScriptedChat
+from tests.helpers.scripted_chat import ScriptedChat
 
 
 @pytest.fixture
@@ -90,8 +90,15 @@ OPTS = {"A": "Paris", "B": "Lyon", "C": "Nice", "D": "Marseille"}
 def test_final_choice(answer, choice):
     got, why = final_choice(answer, OPTS)
     assert got == choice, why
-    if choice is None:
-        assert why
+    if choice is None:  # the reason names what is missing
+        named = sum(name in answer for name in OPTS.values())
+        assert why == (
+            "empty answer"
+            if not answer
+            else f"names {named} options and states no final answer"
+            if named > 1
+            else "states no final answer"
+        )
 
 
 def test_rates_carry_wilson_intervals_and_say_cant_tell_on_nothing():

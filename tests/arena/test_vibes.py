@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from arena import vibes
@@ -58,12 +60,15 @@ def test_empty_and_plain_text() -> None:
     assert g["tokens"] == 3 and g["headers"] == 0 and g["list_items"] == 0
 
 
-def test_marker_file_is_versioned_and_loaded_once() -> None:
+def test_marker_file_is_versioned_and_every_phrase_is_counted_in_its_category() -> None:
     data = vibes.load_markers()
-    assert isinstance(vibes.markers_version(), int)
-    assert vibes.load_markers() is data
+    declared = re.search(r"^version: (\d+)$", vibes.MARKERS_PATH.read_text(encoding="utf-8"), re.M)
+    assert declared is not None and vibes.markers_version() == int(declared.group(1))
     for category in vibes.MARKER_CATEGORIES:
-        assert data[category]
+        assert len(data[category]) >= 3, category
+        for phrase in data[category]:
+            # Each phrase, upper-cased inside a sentence, counts once in its own category.
+            assert vibes.features(f"Well, {phrase.upper()} then.")[category] == 1.0, (category, phrase)
 
 
 def test_profile_and_compare() -> None:

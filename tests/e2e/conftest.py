@@ -1,25 +1,20 @@
 """End-to-end fixtures: a real studio server in a subprocess and a real headless Chromium (Playwright).
 
-Waits are for a state that belongs to the step (a status naming the turn, a stored row), never for one that was
-already true before the action; their time limits are generous (``STEP_MS``, ``START_S``) because a loaded CI
-machine is slow, not wrong: a limit only decides how long a real failure takes to report.
+Pages wait up to ``STEP_MS`` per step (``tests.helpers.browser``); servers start within ``START_S``
+(``tests.helpers.servers``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-STEP_MS = 120_000  # the longest one browser step may take (a streamed turn, a stored vote, a page update)
-START_S = 300  # the longest a server may take to start (imports alone took over 120 s on a loaded machine)
+from tests.helpers.browser import STEP_MS
+from tests.helpers.servers import start_server, stop_server
+
 CHROMIUM = os.environ.get("VIBESTUDIO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -33,54 +28,13 @@ CHROMIUM_ARGS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(home: Path, env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "VIBESTUDIO_HOME": str(home),
-        "GRADIO_ANALYTICS_ENABLED": "False",
-        "VIBESTUDIO_MAX_NEW_TOKENS": "24",
-        **(env_extra or {}),
-    }
-    env.pop("VIBESTUDIO_DATABASE_URL", None)
-    log = open(home / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "studio.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {(home / 'server.log').read_text()[-2000:]}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError(f"server did not start in {START_S} s")
-
-
 @pytest.fixture
 def studio_server(tmp_path):
     home = tmp_path / "studio-home"
     home.mkdir()
     proc, url = start_server(home)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop_server(proc)
 
 
 @pytest.fixture
@@ -108,21 +62,3 @@ class _Browser:
 
     def __getattr__(self, name: str):
         return getattr(self._browser, name)
-
-
-def wait_text(page, selector: str, text: str, timeout: int = STEP_MS) -> None:
-    """Wait until the element's text contains ``text`` (pick a text that only this step can produce)."""
-    page.wait_for_function(
-        "([sel, t]) => { const e = document.querySelector(sel); return !!e && e.innerText.includes(t); }",
-        arg=[selector, text],
-        timeout=timeout,
-    )
-
-
-def wait_empty(page, selector: str, timeout: int = STEP_MS) -> None:
-    """Wait until the element shows no text (use after an action that clears text that was there)."""
-    page.wait_for_function(
-        "sel => { const e = document.querySelector(sel); return !!e && e.innerText.trim() === ''; }",
-        arg=selector,
-        timeout=timeout,
-    )

@@ -5,37 +5,16 @@ from __future__ import annotations
 
 import base64
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from db.models import Battle, Turn, Vote
-from db.session import Database
-from tests.e2e.conftest import START_S, STEP_MS, start_server, wait_text
+from tests.helpers.browser import STEP_MS, wait_text
+from tests.helpers.servers import QUIET, server_with_personas, stop_server
 
 pytestmark = pytest.mark.e2e
-
-QUIET = """
-personas:
-  - name: quokka-alpha
-    description: marker-desc-alpha
-    system_prompt: Reply briefly and plainly.
-    sampling: {temperature: 0.2, max_tokens: 16, seed: 1}
-    aliases: [Quokkabot]
-  - name: quokka-beta
-    description: marker-desc-beta
-    system_prompt: Reply in one short sentence.
-    sampling: {temperature: 0.2, max_tokens: 16, seed: 2}
-    aliases: [Quokkatron]
-  - name: quokka-gamma
-    description: marker-desc-gamma
-    prefill: "Sure. "
-    sampling: {temperature: 0.2, max_tokens: 16, seed: 3}
-"""
 
 LEAKY = """
 personas:
@@ -50,33 +29,6 @@ personas:
     sampling: {temperature: 0.2, max_tokens: 12}
     aliases: [Breezy]
 """
-
-
-def _server_with(tmp_path: Path, personas: str):
-    home = tmp_path / "home"
-    home.mkdir()
-    (tmp_path / "personas.yaml").write_text(personas)
-    env = {"VIBESTUDIO_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False"}
-    import os
-
-    add = subprocess.run(
-        [sys.executable, "-m", "studio.cli", "models", "add", "--yaml", str(tmp_path / "personas.yaml")],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=START_S,
-    )
-    assert add.returncode == 0, add.stderr
-    proc, url = start_server(home)
-    return proc, url, Database(f"sqlite:///{home / 'studio.sqlite'}")
-
-
-def _stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 class _Streams:
@@ -171,7 +123,7 @@ def _turn(page, text: str, vote: str, n: int) -> None:
 
 
 def test_two_turn_battle_reveals_nothing_before_the_reveal(tmp_path, browser):
-    proc, url, db = _server_with(tmp_path, QUIET)
+    proc, url, db = server_with_personas(tmp_path, QUIET)
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         responses: list = []
@@ -230,7 +182,7 @@ def test_two_turn_battle_reveals_nothing_before_the_reveal(tmp_path, browser):
         assert reveal.count("quokka-") == 2
         page.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
     with db.session() as s:
         battle = s.scalars(select(Battle)).one()
         votes = list(s.scalars(select(Vote).order_by(Vote.turn_idx)))
@@ -244,7 +196,7 @@ def test_two_turn_battle_reveals_nothing_before_the_reveal(tmp_path, browser):
 
 
 def test_persona_told_to_state_its_name_is_flagged(tmp_path, browser):
-    proc, url, db = _server_with(tmp_path, LEAKY)
+    proc, url, db = server_with_personas(tmp_path, LEAKY)
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(url)
@@ -255,7 +207,7 @@ def test_persona_told_to_state_its_name_is_flagged(tmp_path, browser):
         assert "not rated" in page.locator("#arena-reveal").inner_text()
         page.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
     with db.session() as s:
         vote = s.scalars(select(Vote)).one()
         turn = s.scalars(select(Turn)).one()

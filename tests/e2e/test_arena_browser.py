@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import wait_empty, wait_text
+from tests.helpers.browser import wait_empty, wait_text
 
 pytestmark = pytest.mark.e2e
 

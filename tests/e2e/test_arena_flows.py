@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import select
 
 from db.models import Battle, RubricScore, Turn, Vote
-from tests.e2e.conftest import wait_empty, wait_text
-from tests.e2e.test_arena_anonymity import QUIET, _server_with, _stop
+from tests.helpers.browser import wait_empty, wait_text
+from tests.helpers.servers import QUIET, server_with_personas, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -18,7 +18,7 @@ def _pick(page, elem_id: str, name: str) -> None:
 
 
 def test_named_battle_with_regenerate_rubric_and_new_round(tmp_path, browser):
-    proc, url, db = _server_with(tmp_path, QUIET)
+    proc, url, db = server_with_personas(tmp_path, QUIET)
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.goto(url)
@@ -42,7 +42,7 @@ def test_named_battle_with_regenerate_rubric_and_new_round(tmp_path, browser):
         wait_empty(page, "#arena-status")
         page.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
     with db.session() as s:
         b = s.scalars(select(Battle)).one()
         turn = s.scalars(select(Turn)).one()

@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import select
 
 from db.models import Battle, Turn, Vote
-from tests.arena.test_engines_openai import FakeOpenAI
-from tests.e2e.conftest import STEP_MS, wait_text
-from tests.e2e.test_arena_anonymity import _server_with, _stop
+from tests.helpers.browser import STEP_MS, wait_text
+from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.servers import server_with_personas, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -94,7 +94,7 @@ def _start_held(page, action, before_status: str) -> None:
 
 def test_controls_lock_before_the_server_answers(tmp_path, browser):
     fake = FakeOpenAI()
-    proc, url, db = _server_with(tmp_path, _personas(fake.url))
+    proc, url, db = server_with_personas(tmp_path, _personas(fake.url))
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.goto(url)
@@ -133,7 +133,7 @@ def test_controls_lock_before_the_server_answers(tmp_path, browser):
         wait_text(page, "#arena-reveal", "Model A was")
         page.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
         fake.gate.set()
         fake.close()
     assert len(fake.requests) == 4  # two answers, each generated twice: no request was lost or repeated

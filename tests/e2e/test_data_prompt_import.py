@@ -10,8 +10,7 @@ from sqlalchemy import select
 
 from db.models import Prompt, PromptSet
 from db.session import Database
-from tests.e2e.conftest import start_server
-from tests.e2e.test_arena_anonymity import _stop
+from tests.helpers.servers import start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -56,7 +55,7 @@ def test_data_tab_imports_arena_hard_files(tmp_path, browser):
         )
         page.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")
     with db.session() as s:
         names = set(s.scalars(select(PromptSet.name)))

@@ -12,7 +12,7 @@ from arena.families import hide
 from arena.registry import ContestantSpec, register
 from db.models import Label
 from db.session import Database
-from tests.e2e.conftest import start_server
+from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
 

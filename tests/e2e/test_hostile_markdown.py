@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import start_server
+from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
 CORPUS = Path(__file__).parents[1] / "data" / "hostile_markdown.jsonl"

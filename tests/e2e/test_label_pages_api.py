@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.e2e.conftest import start_server
+from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from arena.registry import ContestantSpec, register
-from tests.e2e.conftest import start_server
-from tests.training.conftest import pair_rows
+from tests.helpers.servers import start_server
+from tests.helpers.training import pair_rows
 from training.runner import wait
 from training.service import launch_dpo
 

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.e2e.conftest import start_server
+from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
 NAMES = ["otter-one", "otter-two", "otter-three"]

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.arena.scripted_chat import ScriptedChat
-from tests.e2e.conftest import start_server
+from tests.helpers.scripted_chat import ScriptedChat
+from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
 

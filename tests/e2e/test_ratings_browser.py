@@ -14,7 +14,7 @@ from arena.ratings._simulate import simulate_arena
 from arena.registry import ContestantSpec, register
 from db.models import Battle, Contestant, Turn, User, Vote
 from db.session import Database
-from tests.e2e.conftest import start_server
+from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
 OUTCOME = {

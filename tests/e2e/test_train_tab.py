@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.snapshots import write_snapshot
-from arena.registry import ContestantSpec, register
 from db.session import Database
-from tests.e2e.conftest import start_server
-from tests.e2e.test_arena_anonymity import _stop
-from tests.training.conftest import pair_rows
+from tests.helpers.servers import seed_tiny_parent, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -24,18 +20,7 @@ def _server(tmp_path, tiny_model_dir):
     home = tmp_path / "home"
     home.mkdir()
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")
-    db.migrate()
-    with db.session() as s:
-        register(
-            s,
-            ContestantSpec(
-                "tiny-parent",
-                engine="transformers",
-                model_ref=str(tiny_model_dir),
-                sampling={"max_tokens": 8},
-            ),
-        )
-        snap = write_snapshot(s, pair_rows(8), {"source": "test"}).hash
+    snap = seed_tiny_parent(db, tiny_model_dir)
     proc, url = start_server(home)
     return proc, url, db, snap
 
@@ -99,7 +84,7 @@ def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_d
         assert page.locator("#arena-pick-left").get_by_role("option", name=name).count() == 1
         page.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
         db.dispose()
 
 
@@ -145,7 +130,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         )
         page.close()
     finally:
-        _stop(proc)
+        stop_server(proc)
     from training.runner import job_view
 
     v = job_view(db, 1, tail_lines=400)

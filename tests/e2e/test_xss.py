@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import start_server, wait_text
+from tests.helpers.browser import wait_text
+from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
 

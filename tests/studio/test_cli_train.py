@@ -8,11 +8,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from annotation.snapshots import write_snapshot
-from arena.registry import ContestantSpec, register
 from db.session import Database
 from studio.cli import app
-from tests.training.conftest import pair_rows
+from tests.helpers.servers import seed_tiny_parent
 from training import runner
 
 FAST = ["--set", "kl_prompts=0", "--set", "drift_prompts=0", "--lr", "5e-3"]
@@ -25,18 +23,7 @@ def _run(*args: str):
 @pytest.fixture
 def home_db(tiny_model_dir):
     db = Database()
-    db.migrate()
-    with db.session() as s:
-        register(
-            s,
-            ContestantSpec(
-                "tiny-parent",
-                engine="transformers",
-                model_ref=str(tiny_model_dir),
-                sampling={"max_tokens": 8},
-            ),
-        )
-        snap = write_snapshot(s, pair_rows(8), {"source": "test"}).hash
+    snap = seed_tiny_parent(db, tiny_model_dir)
     yield db, snap
     db.dispose()
 

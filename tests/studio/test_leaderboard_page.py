@@ -6,12 +6,12 @@ from __future__ import annotations
 from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
 from standings.vote_cache import VoteCache
 from studio.pages import leaderboard as page
-from tests.arena.test_leaderboard_service import NAMES, _battles, _contestants
+from tests.helpers.standings import NAMES, register_contestants, write_battles
 
 
 def test_tables_and_figures(db, tmp_path):
-    ids = _contestants(db)
-    _battles(db, ids, 120)
+    ids = register_contestants(db)
+    write_battles(db, ids, 120)
     svc = LeaderboardService(db, VoteCache(db, tmp_path / "c"))
     board = svc.board(BoardOptions(style_control=True, ci_method="sandwich", min_battles=100))
     table = page.board_table(board)
@@ -74,8 +74,8 @@ def test_the_tab_builds_and_its_endpoint_needs_no_arguments(tmp_path):
 
 
 def test_method_and_predictive_views(db, tmp_path):
-    ids = _contestants(db)
-    _battles(db, ids, 200)
+    ids = register_contestants(db)
+    write_battles(db, ids, 200)
     svc = LeaderboardService(db, VoteCache(db, tmp_path / "c"))
     board = svc.board(BoardOptions(method="davidson", ci_method="sandwich"))
     text = page.method_text(board)

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from arena.registry import ContestantSpec, register
 from db.session import Database
 from studio.cli import app
-from tests.arena.scripted_chat import ScriptedChat
+from tests.helpers.scripted_chat import ScriptedChat
 
 
 def test_probes_run_and_show():

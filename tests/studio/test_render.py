@@ -4,6 +4,7 @@ run nothing and place nothing outside its box, whatever the text; and it never c
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -137,10 +138,15 @@ def test_literal_keeps_every_character():
 )
 def test_bad_input_renders_without_crashing(text):
     out = to_html(text)
-    assert isinstance(out, str)
     out.encode("utf-8")  # no lone surrogates left
     assert audit(out).problems == []
     assert len(out) < 12 * MAX_CHARS
+    if not text:
+        assert out == ""
+        return
+    assert out.startswith('<div class="vs-md') and out.endswith("</div>")
+    word = re.search(r"[a-z]+", text)
+    assert (word.group() if word else "[") in "".join(audit(out).text)  # the text is shown, not dropped
 
 
 def test_invisible_characters_are_shown_not_obeyed():

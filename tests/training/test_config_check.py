@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from arena.registry import ContestantSpec, register
 from db.models import Job, JobMetric
-from tests.training.conftest import pair_rows
+from tests.helpers.training import pair_rows
 from training import runner
 from training.config import parse_config_text
 from training.errors import JobError

@@ -1,35 +1,77 @@
-"""DPO through the real runner: a detached worker process trains the tiny model and publishes a contestant."""
+"""DPO through the real runner: a detached worker process trains the tiny model and publishes a contestant.
+
+The job runs once (``dpo_run``, module scope); each test checks one thing it left behind."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
 
+from annotation.snapshots import write_snapshot
 from arena.engines.base import Sampling
 from arena.engines.hf import TransformersEngine
-from arena.registry import get_contestant
+from arena.registry import ContestantInfo, get_contestant
 from db.models import Checkpoint
-from tests.training.conftest import FAST
+from db.session import Database
+from tests.helpers.postgres import KINDS, migrated_database
+from tests.helpers.training import FAST, pair_rows, register_tiny_parent
 from training import runner, verdict
 from training.drift import load_report
-from training.runner import job_view, list_jobs, wait
+from training.runner import JobView, job_view, list_jobs, wait
 from training.service import estimate_job, launch_dpo
 
 
-def test_dpo_job_trains_publishes_and_plays(db, tiny_parent, make_snapshot, tiny_model_dir: Path):
-    snap = make_snapshot(8)
-    job_id = launch_dpo(
-        db,
-        "tiny-parent",
-        snap,
-        **{**FAST, "drift_prompts": 20, "drift_max_tokens": 6, "eval_items": 8, "eval_max_tokens": 6},
-    )
-    view = wait(db, job_id, timeout=600)  # training + the checkpoint report (20 prompts, 8 eval items)
-    assert view.status == "succeeded", view.error or view.log_tail
+@dataclass
+class DpoRun:
+    """One DPO job on the tiny model, trained, published and reported on; the tests below read it."""
 
-    # metrics: TRL's scalars per step, progress, measured KL, publish time
+    db: Database
+    home: Path
+    parent_id: int
+    snapshot: str
+    job_id: int
+    view: JobView
+    info: ContestantInfo
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def dpo_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path):
+    """The job runs once per module (per database kind); each test checks one part of what it left behind."""
+    home = tmp_path_factory.mktemp("dpo-home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VIBESTUDIO_HOME", str(home))
+        env.delenv("VIBESTUDIO_DATABASE_URL", raising=False)
+        with migrated_database(request.param, home) as db:
+            parent_id = register_tiny_parent(db, tiny_model_dir)
+            with db.session() as s:
+                snap = write_snapshot(s, pair_rows(8), {"source": "test"}).hash
+            job_id = launch_dpo(
+                db,
+                "tiny-parent",
+                snap,
+                **{**FAST, "drift_prompts": 20, "drift_max_tokens": 6, "eval_items": 8, "eval_max_tokens": 6},
+            )
+            view = wait(
+                db, job_id, timeout=600
+            )  # training + the checkpoint report (20 prompts, 8 eval items)
+            assert view.status == "succeeded", view.error or view.log_tail
+            with db.session() as s:
+                info = get_contestant(s, view.contestant_id)
+            yield DpoRun(db, home, parent_id, snap, job_id, view, info)
+
+
+@pytest.fixture
+def run(dpo_run: DpoRun, monkeypatch: pytest.MonkeyPatch) -> DpoRun:
+    """The module's run, with this test's data home set to the run's (job folders and logs live there)."""
+    monkeypatch.setenv("VIBESTUDIO_HOME", str(dpo_run.home))
+    return dpo_run
+
+
+def test_the_job_records_trl_scalars_progress_kl_and_publish_time(run):
+    view = run.view
     for name in (
         "loss",
         "rewards/chosen",
@@ -48,48 +90,52 @@ def test_dpo_job_trains_publishes_and_plays(db, tiny_parent, make_snapshot, tiny
     assert view.last("progress") == 1.0
     assert view.progress == 1.0
 
-    # the adapter moved: LoRA B matrices start at zero and are non-zero after training
-    out = Path(view.output_dir)
+
+def test_the_lora_adapter_moved_and_only_it_is_saved(run):
+    out = Path(run.view.output_dir)
     weights = load_file(out / "adapter_model.safetensors")
     b_mats = [v for k, v in weights.items() if "lora_B" in k]
-    assert b_mats and all(float(b.abs().max()) > 0 for b in b_mats)
-    assert not (out / "ref").exists()  # only the trained adapter is saved
+    # LoRA B matrices start at zero: every one is non-zero after training
+    assert len(b_mats) > 0 and all(float(b.abs().max()) > 0 for b in b_mats)
+    assert not (out / "ref").exists()
 
-    # published with lineage, inheriting the parent's sampling, and it answers
-    info = get_contestant_by_job(db, view.contestant_id)
-    assert info.public_name == f"tiny-parent-dpo-j{job_id}"
+
+def test_published_with_lineage_and_the_parents_sampling(run, tiny_model_dir: Path):
+    info = run.info
+    assert info.public_name == f"tiny-parent-dpo-j{run.job_id}"
     assert info.engine == "transformers" and info.model_ref == str(tiny_model_dir)
-    assert info.adapter_ref == str(out)
-    assert info.parent_id == tiny_parent and info.job_id == job_id and info.snapshot_hash == snap
+    assert info.adapter_ref == str(Path(run.view.output_dir))
+    assert (info.parent_id, info.job_id, info.snapshot_hash) == (run.parent_id, run.job_id, run.snapshot)
     assert info.sampling["max_tokens"] == 12 and info.system_prompt == "" and "TinyLlama" in info.aliases
-    with db.session() as s:
-        ckpt = s.query(Checkpoint).filter_by(job_id=job_id).one()
-        assert ckpt.contestant_id == info.id and ckpt.step == 4
-    engine = TransformersEngine(info.model_ref, info.adapter_ref)
-    text = "".join(engine.stream_chat([{"role": "user", "content": "Hi"}], Sampling(max_tokens=5, seed=1)))
-    assert text.strip()
+    with run.db.session() as s:
+        ckpt = s.query(Checkpoint).filter_by(job_id=run.job_id).one()
+        assert (ckpt.contestant_id, ckpt.step) == (info.id, 4)
 
-    assert [j.id for j in list_jobs(db)] == [job_id]
-    assert "[publish]" in job_view(db, job_id).log_tail
 
-    # a checkpoint report vs the parent (same engine and persona) and a verdict were made after publishing
-    report = load_report(db, info.id)
-    assert report is not None and report.n_prompts == 20 and report.parent_id == tiny_parent
+def test_the_published_contestant_answers(run):
+    engine = TransformersEngine(run.info.model_ref, run.info.adapter_ref)
+    stream = engine.stream_chat([{"role": "user", "content": "Hi"}], Sampling(max_tokens=5, seed=1))
+    text = "".join(stream)
+    assert text.strip() and 0 < stream.stats.tokens <= 5
+
+
+def test_the_job_is_listed_and_its_log_shows_the_publish_step(run):
+    assert [j.id for j in list_jobs(run.db)] == [run.job_id]
+    assert "[publish]" in job_view(run.db, run.job_id).log_tail
+
+
+def test_a_checkpoint_report_and_a_verdict_follow_the_publish(run):
+    report = load_report(run.db, run.info.id)
+    assert report is not None and report.n_prompts == 20 and report.parent_id == run.parent_id
     assert report.setup["fair"] and report.evals["n"] == 8
     assert report.verdict["verdict"] in ("pass", "watch", "regress")
-    assert (
-        "drift/flagged" in view.metrics and "drift/tokens" in view.metrics and "verdict/code" in view.metrics
-    )
-    assert verdict.current(db)[info.id].verdict == report.verdict["verdict"]
+    assert {"drift/flagged", "drift/tokens", "verdict/code"} <= set(run.view.metrics)
+    assert verdict.current(run.db)[run.info.id].verdict == report.verdict["verdict"]
 
-    # the next estimate for the same base uses this job's measured step time
-    est = estimate_job(db, "dpo", "tiny-parent", **FAST)
+
+def test_the_next_estimate_uses_this_jobs_measured_step_time(run):
+    est = estimate_job(run.db, "dpo", "tiny-parent", **FAST)
     assert est.basis.startswith("measured") and est.fits and est.trainable_params < est.params
-
-
-def get_contestant_by_job(db, contestant_id):
-    with db.session() as s:
-        return get_contestant(s, contestant_id)
 
 
 @pytest.mark.slow

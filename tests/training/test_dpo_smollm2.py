@@ -6,7 +6,7 @@ import pytest
 
 from arena.engines.base import Sampling
 from arena.registry import BUILTIN_HF, engine_for, ensure_defaults, get_contestant
-from tests.training.conftest import pair_rows
+from tests.helpers.training import pair_rows
 from training.runner import wait
 from training.service import launch_dpo
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.training.conftest import pair_rows
+from tests.helpers.training import pair_rows
 from training.drift import drift_flags, load_report
 from training.runner import wait
 from training.service import launch_dpo

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tests.training.conftest import FAST
+from tests.helpers.training import FAST
 from training.config import ConfigError, make_config
 from training.gold import make_gold_callback
 from training.overopt import gold_curve

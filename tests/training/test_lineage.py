@@ -5,7 +5,7 @@ from __future__ import annotations
 from annotation.snapshots import write_snapshot
 from arena.registry import ContestantSpec, register
 from db.models import Job
-from tests.training.conftest import pair_rows
+from tests.helpers.training import pair_rows
 from training.lineage import lineage, overoptimisation_alerts
 
 
@@ -39,7 +39,8 @@ def test_lineage_walks_parents_with_jobs_and_votes(db, tiny_parent, tiny_model_d
 
 def test_alert_when_reward_rises_and_kl_runs_away():
     rising = [(i, 0.1 * i) for i in range(1, 9)]
-    assert overoptimisation_alerts({"rewards/margins": rising, "kl": [(4, 2.0), (8, 14.0)]})
+    (alert,) = overoptimisation_alerts({"rewards/margins": rising, "kl": [(4, 2.0), (8, 14.0)]})
+    assert alert.startswith("rewards/margins keeps rising while KL to the reference is 14.0 nats (limit 10)")
     assert not overoptimisation_alerts({"rewards/margins": rising, "kl": [(4, 0.5), (8, 1.0)]})
     assert not overoptimisation_alerts({"rewards/margins": rising})
     flat = [(i, 1.0) for i in range(1, 9)]

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from db.models import Job
-from tests.training.conftest import FAST, pair_rows
+from tests.helpers.training import FAST, pair_rows
 from training import runner
 from training.errors import JobError
 from training.service import launch, launch_dpo

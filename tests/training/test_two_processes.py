@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.training.conftest import FAST
+from tests.helpers.training import FAST
 from training import runner
 from training.runner import wait
 from training.service import launch

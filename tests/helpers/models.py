@@ -1,0 +1,46 @@
+"""Tiny random models for tests, benchmarks and smoke runs: the real SmolLM2 tokenizer, a random Llama body."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def ensure_tokenizer_dir(target: Path) -> Path:
+    """Only the SmolLM2 tokenizer (read from the embedded GGUF) saved in ``target``, once; fast."""
+    if (target / "tokenizer_config.json").exists():
+        return target
+    from transformers import AutoTokenizer
+
+    from arena.default_model import default_gguf_path
+
+    gguf = default_gguf_path()
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    target.mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(target)
+    return target
+
+
+def make_tiny_llama(
+    tokenizer_dir: str | Path, out: Path, hidden: int = 64, layers: int = 2, seed: int = 0
+) -> Path:
+    """A tiny random Llama with the given tokenizer, saved like a checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

@@ -1,0 +1,62 @@
+"""Training test data: preference rows with a known preferred style, and job settings small enough for a CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from db.session import Database
+
+PROMPTS = [
+    "What is the capital of France?",
+    "Name a primary colour.",
+    "How many legs does a spider have?",
+    "Say hello politely.",
+    "What is 2 + 2?",
+    "Give me a fruit.",
+    "What colour is the sky?",
+    "Name a planet.",
+    "What do bees make?",
+    "Name a large animal.",
+    "What is ice made of?",
+    "Name a musical instrument.",
+]
+
+
+def pair_rows(n: int, chosen: str = "long") -> list[dict]:
+    """``n`` preference rows; by default the chosen answer is long and friendly, the rejected one terse."""
+    rows = []
+    for i in range(n):
+        q = PROMPTS[i % len(PROMPTS)] + ("" if i < len(PROMPTS) else f" ({i})")
+        long = f"Great question! Here is a detailed and friendly answer to '{q}', with some extra context."
+        rows.append(
+            {
+                "prompt": [{"role": "user", "content": q}],
+                "chosen": [{"role": "assistant", "content": long if chosen == "long" else "Yes."}],
+                "rejected": [{"role": "assistant", "content": "No." if chosen == "long" else long}],
+                "provenance": {"source": "test", "i": i},
+            }
+        )
+    return rows
+
+
+#: Job overrides that make a tiny-model run take seconds: few steps, a short KL probe, no drift report.
+FAST = {"max_steps": 4, "kl_prompts": 2, "kl_max_new_tokens": 8, "learning_rate": 5e-3, "drift_prompts": 0}
+
+
+def register_tiny_parent(db: Database, model_dir: Path) -> int:
+    """Register ``tiny-parent``: the tiny model on the transformers engine, 12-token answers, alias TinyLlama."""
+    from arena.registry import ContestantSpec, register
+
+    with db.session() as s:
+        return register(
+            s,
+            ContestantSpec(
+                "tiny-parent",
+                engine="transformers",
+                model_ref=str(model_dir),
+                sampling={"temperature": 0.7, "top_p": 0.95, "max_tokens": 12},
+                aliases=["TinyLlama"],
+            ),
+        )
