@@ -21,8 +21,11 @@ from sqlalchemy.orm import Session
 from accounts import require_role
 from db.files import records_from_bytes
 from db.models import DatasetSnapshot
+from db.outcomes import FASTCHAT_WINNERS
 from db.session import data_home
 from standings.records import battle_records
+
+DECISIVE = FASTCHAT_WINNERS[:2]  # model_a, model_b: the votes that make a preference pair
 
 
 class SnapshotError(ValueError):
@@ -43,7 +46,7 @@ def preference_pairs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
     """Turn FastChat-layout records (with conversations) into TRL conversational preference rows."""
     rows, skipped = [], {"not_decisive": 0, "diverged_history": 0, "empty_answer": 0}
     for r in records:
-        if r["winner"] not in ("model_a", "model_b"):
+        if r["winner"] not in DECISIVE:
             skipped["not_decisive"] += 1
             continue
         conv_a, conv_b = r["conversation_a"], r["conversation_b"]
@@ -54,7 +57,7 @@ def preference_pairs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
         if not ans_a.strip() or not ans_b.strip():
             skipped["empty_answer"] += 1
             continue
-        win_a = r["winner"] == "model_a"
+        win_a = r["winner"] == DECISIVE[0]
         rows.append(
             {
                 "prompt": conv_a[:-1],

@@ -74,6 +74,17 @@ FLIP: dict[str, str] = {"1": "2", "2": "1"}
 SINGLE_FROM_SIDE: dict[str, str] = {"left": "good", "right": "bad"}
 #: Item outcome -> AlpacaEval ``preference`` (1 = output_1 better, 2 = output_2 better, 1.5 = a tie).
 ALPACA_PREFERENCE: dict[str, float] = {"1": 1.0, "2": 2.0, "tie": 1.5, "both_good": 1.5, "both_bad": 1.5}
+#: What an item outcome scores for answer 1: 1 for a win, 0 for a loss, 0.5 for every kind of tie.
+SCORE_FIRST: dict[str, float] = {"1": 1.0, "2": 0.0, **dict.fromkeys(TIES, 0.5)}
+#: Which answers an item outcome calls good (KTO's per-answer ``label``); single-answer items have answer "1" only.
+DESIRABLE: dict[str, dict[str, bool]] = {
+    "1": {"1": True, "2": False},
+    "2": {"1": False, "2": True},
+    "both_good": {"1": True, "2": True},
+    "both_bad": {"1": False, "2": False},
+    "good": {"1": True},
+    "bad": {"1": False},
+}
 
 
 def _position(value: object, vocabulary: Sequence[str], what: str) -> int:
@@ -183,6 +194,12 @@ def stored_from_code(code: int) -> str:
 def score_a(stored: str) -> float:
     """What a stored vote scores for A: 1 for a win, 0 for a loss, 0.5 for every kind of tie."""
     return SCORE_A[outcome_code(stored)]
+
+
+def score_first(item: str) -> float | None:
+    """What an item outcome (or a judge's verdict) scores for answer 1; None for a verdict that says nothing
+    ("inconsistent", "unparsed", a single-answer label)."""
+    return SCORE_FIRST.get(item) if isinstance(item, str) else None
 
 
 def alpaca_preference(item: str) -> float:

@@ -34,6 +34,7 @@ from typing import Any
 from arena import vibes
 from arena.engines.base import EngineError
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
+from db.outcomes import score_first
 from db.session import Database
 from standings.evals import load_items, run_check
 from training import verdict as verdicts
@@ -257,10 +258,11 @@ def _judge(
     for q, a, b in zip(prompts, parent, child, strict=True):
         first, second = judge_pair(engine, q, a.text, b.text)
         out = combine(first[0], second[0])
-        key = {"1": "parent", "2": "child", "tie": "tie"}.get(out, out)
+        key = {"1": "parent", "2": "child", "tie": "tie"}.get(out, out)  # the parent's answer is shown first
         outcomes[key] += 1
         if key != "unparsed":
-            scores.append({"child": 1.0, "parent": 0.0}.get(key, 0.5))
+            parent_score = score_first(out)
+            scores.append(0.5 if parent_score is None else 1.0 - parent_score)
     n = len(prompts)
     if outcomes["unparsed"] > n / 2 or not scores:
         raise ValueError(

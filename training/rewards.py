@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from arena import vibes
+from db.outcomes import score_first
 
 RewardFn = Callable[..., list[float]]
 
@@ -342,8 +343,6 @@ class JudgeScorer:
     ``engine`` is either an Engine or a dict ``{kind, model_ref, adapter_ref, engine_config}`` built lazily.
     """
 
-    SCORE = {"1": 1.0, "tie": 0.5, "2": 0.0}
-
     def __init__(self, engine: Any, against: str = "reference", focus: str = "") -> None:
         self._engine = engine
         self.against, self.focus = against, focus
@@ -369,6 +368,6 @@ class JudgeScorer:
         for p, c, ref in zip(prompts, completions, refs, strict=True):
             question = p[-1]["content"] if isinstance(p, list) else str(p)
             runs = judge_pair(self.engine(), question, completion_text(c), str(ref), self.focus)
-            scores = [self.SCORE[v] for v, _ in runs if v in self.SCORE]
+            scores = [s for v, _ in runs if (s := score_first(v)) is not None]
             out.append(sum(scores) / len(scores) if scores else 0.5)
         return out

@@ -34,6 +34,7 @@ from annotation.snapshots import SnapshotInfo, write_snapshot
 from db.models import Judgement, Label, QueueItem, RubricScore
 from db.outcomes import (
     ALPACA_PREFERENCE,
+    DESIRABLE,
     ITEM_OUTCOMES,
     PREFERENCE_PAIRS,
     SINGLE_OUTCOMES,
@@ -262,15 +263,11 @@ def _pair_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> lis
     return rows
 
 
-KTO_LABELS = {"1": {"1": True, "2": False}, "2": {"1": False, "2": True}, "both_good": {"1": True, "2": True}}
-KTO_LABELS |= {"both_bad": {"1": False, "2": False}, "good": {"1": True}, "bad": {"1": False}}
-
-
 def _kto_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> list[dict[str, Any]]:
     rows = []
     for item in items:
         for outcome, labs in _groups(item, spec.aggregate, skipped):
-            sides = KTO_LABELS.get(outcome)
+            sides = DESIRABLE.get(outcome)
             if sides is None or (len(item.answers) == 1) != (outcome in SINGLE_OUTCOMES):
                 skipped[f"outcome_{outcome}"] += 1
                 continue

@@ -78,6 +78,30 @@ def test_score_of_a_is_one_minus_the_score_of_b(stored: str) -> None:
     assert o.score_a(stored) == {"a": 1.0, "b": 0.0}.get(stored, 0.5)
 
 
+@pytest.mark.parametrize("item", o.LABEL_OUTCOMES)
+def test_the_score_of_answer_one_agrees_with_the_score_of_a(item: str) -> None:
+    score = o.score_first(item)
+    if item in o.ITEM_OUTCOMES:
+        assert score == o.score_a(o.stored_from_item(item))
+        assert score + o.score_first(o.flipped(item)) == 1.0  # type: ignore[operator]
+    else:
+        assert score is None  # "good", "bad", "inconsistent", "unparsed" say nothing about answer 1 vs 2
+    for bad in ("a", "left", "model_a", " 1", None, 1):
+        assert o.score_first(bad) is None  # type: ignore[arg-type]
+
+
+def test_desirable_answers_follow_the_preference() -> None:
+    assert set(o.DESIRABLE) == set(o.LABEL_OUTCOMES) - {"tie", *o.JUDGE_OUTCOMES}  # a tie says neither
+    for item in ("1", "2"):
+        chosen, rejected = o.chosen_rejected(item)
+        assert o.DESIRABLE[item] == {chosen: True, rejected: False}
+    assert o.DESIRABLE["both_good"] == {"1": True, "2": True} and o.DESIRABLE["both_bad"] == {
+        "1": False,
+        "2": False,
+    }
+    assert o.DESIRABLE["good"] == {"1": True} and o.DESIRABLE["bad"] == {"1": False}
+
+
 def test_every_code_is_a_stored_outcome_and_no_other_number_is() -> None:
     assert sorted(o.CODES.values()) == list(range(len(o.FASTCHAT_WINNERS))) == list(range(len(o.SCORE_A)))
     for bad in (-1, 5, 2.0, "2", True, None):
