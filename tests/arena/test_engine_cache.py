@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.default_model import make_tiny_llama
 from arena.engines import factory
 from arena.engines.base import Sampling
 from arena.engines.cache import MB, EngineCache
 from arena.registry import ContestantSpec, engine_for, get_contestant, register
+from tests.helpers.models import make_tiny_llama
 
 
 class FakeEngine:
