@@ -29,7 +29,7 @@ from accounts import require_role
 from annotation.agreement import cohen_kappa, plurality
 from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
 from annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
-from annotation.rubrics import Criterion, rubric_from_dict
+from annotation.rubrics import Criterion, Rubric, rubric_from_dict
 from arena.engines.base import Engine, EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant
 from db.models import Judgement, Label, QueueItem, RubricScore
@@ -205,12 +205,60 @@ def _judge_name(info: ContestantInfo) -> str:
     return f"judge:{info.public_name}"
 
 
+#: Both position-swapped runs of a pairwise verdict, ((verdict, raw), (verdict, raw)), as from `judge_pair`.
+_Runs = tuple[tuple[str, str], tuple[str, str]]
+#: Absolute grades of one item: (side, criterion, value or None when unparsed, raw text).
+_Grades = list[tuple[str, Criterion, float | None, str]]
+
+
 def run_judge(
     db: Database, spec: JudgeSpec, progress: Progress | None = None, user_id: int | None = None
 ) -> JudgeResult:
     """Judge a queue's items (those this judge has not labelled yet, unless ``rerun``), one item per transaction."""
     require_role(db, user_id, "researcher")
     t0 = time.perf_counter()
+    info, rubric, ids = _pending(db, spec)
+    crits = _criteria(spec, rubric)
+    engine = engine_for(info)
+    name = _judge_name(info)
+    verdicts: Counter = Counter()
+    n_scores = unparsed = 0
+    errors: list[str] = []
+    work = _work(db, ids)
+    workers = spec.workers or max(1, min(getattr(engine, "concurrency", 1) or 1, 16))
+    if progress:
+        progress(0, len(work), "judging")
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {
+            pool.submit(_ask_item, engine, spec, crits, question, answers): item_id
+            for item_id, question, answers in work
+        }
+        for k, fut in enumerate(as_completed(futures), start=1):
+            item_id = futures[fut]
+            if progress:
+                progress(k, len(work), f"item {k}/{len(work)}")
+            try:
+                runs, grades = fut.result()
+            except EngineError as exc:
+                errors.append(f"item {item_id}: {exc}")
+                continue
+            with db.session() as s:
+                if spec.rerun:
+                    _forget(s, name, item_id)
+                label_id = None
+                if runs is not None:
+                    outcome, label_id = _store_verdict(s, spec.queue, name, info.id, item_id, runs)
+                    verdicts[outcome] += 1
+                scored, missed = _store_grades(s, name, item_id, grades, label_id)
+                n_scores += scored
+                unparsed += missed
+    return JudgeResult(
+        name, spec.queue, len(ids), dict(verdicts), n_scores, unparsed, time.perf_counter() - t0, errors
+    )
+
+
+def _pending(db: Database, spec: JudgeSpec) -> tuple[ContestantInfo, Rubric | None, list[int]]:
+    """The judge, the queue's rubric and the ids of the items to judge (in id order, at most ``max_items``)."""
     with db.session() as s:
         info = get_contestant(s, spec.judge)
         q = queue_row(s, spec.queue)
@@ -226,104 +274,95 @@ def run_judge(
                 select(QueueItem.id).where(QueueItem.queue_id == spec.queue).order_by(QueueItem.id)
             )
         ]
-    ids = [i for i in ids if spec.rerun or i not in done][: spec.max_items or None]
-    crits: list[Criterion] = []
-    if spec.absolute:
-        if rubric is None:
-            raise JudgeError(f"queue {spec.queue!r} has no rubric to grade against")
-        crits = [c for c in rubric.criteria if not spec.criteria or c.name in spec.criteria]
-    engine = engine_for(info)
-    name = _judge_name(info)
-    verdicts: Counter = Counter()
-    n_scores = unparsed = 0
-    errors: list[str] = []
+    return info, rubric, [i for i in ids if spec.rerun or i not in done][: spec.max_items or None]
+
+
+def _criteria(spec: JudgeSpec, rubric: Rubric | None) -> list[Criterion]:
+    """The rubric criteria to grade against (none unless ``absolute``; all unless ``criteria`` names some)."""
+    if not spec.absolute:
+        return []
+    if rubric is None:
+        raise JudgeError(f"queue {spec.queue!r} has no rubric to grade against")
+    return [c for c in rubric.criteria if not spec.criteria or c.name in spec.criteria]
+
+
+def _work(db: Database, ids: list[int]) -> list[tuple[int, str, list[str]]]:
+    """(item id, question, answers) of each item to judge, read in one transaction."""
     with db.session() as s:
-        work = [
+        return [
             (it.id, _question(it), [it.answer_1, it.answer_2][: n_answers(it)])
             for it in s.scalars(select(QueueItem).where(QueueItem.id.in_(ids)).order_by(QueueItem.id))
         ]
 
-    def ask(question: str, answers: list[str]) -> tuple[Any, list[tuple[str, Criterion, float | None, str]]]:
-        runs = (
-            judge_pair(engine, question, answers[0], answers[1], max_tokens=spec.max_tokens)
-            if spec.pairwise and len(answers) == 2
-            else None
-        )
-        grades = [
-            (side, c, *grade(engine, question, answers[int(side) - 1], c))
-            for side in ("1", "2")[: len(answers)]
-            for c in crits
-        ]
-        return runs, grades
 
-    workers = spec.workers or max(1, min(getattr(engine, "concurrency", 1) or 1, 16))
-    if progress:
-        progress(0, len(work), "judging")
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(ask, question, answers): item_id for item_id, question, answers in work}
-        for k, fut in enumerate(as_completed(futures), start=1):
-            item_id = futures[fut]
-            if progress:
-                progress(k, len(work), f"item {k}/{len(work)}")
-            try:
-                runs, grades = fut.result()
-            except EngineError as exc:
-                errors.append(f"item {item_id}: {exc}")
-                continue
-            with db.session() as s:
-                if spec.rerun:
-                    _forget(s, name, item_id)
-                label_id = None
-                if runs is not None:
-                    outcome = combine(runs[0][0], runs[1][0])
-                    verdicts[outcome] += 1
-                    label = Label(
-                        item_id=item_id,
-                        queue=spec.queue,
-                        annotator=name,
-                        kind="judge",
-                        outcome=outcome,
-                        meta={"runs": [runs[0][0], runs[1][0]], "judge_contestant_id": info.id},
-                    )
-                    s.add(label)
-                    s.flush()
-                    label_id = label.id
-                    for swapped, (verdict, raw) in zip((False, True), runs, strict=True):
-                        s.add(
-                            Judgement(
-                                item_id=item_id,
-                                judge=name,
-                                verdict=verdict,
-                                swapped=swapped,
-                                raw=raw,
-                                kind="pairwise",
-                                label_id=label_id,
-                            )
-                        )
-                for side, crit, value, raw in grades:
-                    j = Judgement(
-                        item_id=item_id,
-                        judge=name,
-                        verdict="unparsed" if value is None else str(value),
-                        raw=raw,
-                        kind="absolute",
-                        side=side,
-                        label_id=label_id,
-                    )
-                    s.add(j)
-                    s.flush()
-                    if value is None:
-                        unparsed += 1
-                        continue
-                    s.add(
-                        RubricScore(
-                            item_id=item_id, judgement_id=j.id, criterion=crit.name, side=side, value=value
-                        )
-                    )
-                    n_scores += 1
-    return JudgeResult(
-        name, spec.queue, len(ids), dict(verdicts), n_scores, unparsed, time.perf_counter() - t0, errors
+def _ask_item(
+    engine: Engine, spec: JudgeSpec, crits: list[Criterion], question: str, answers: list[str]
+) -> tuple[_Runs | None, _Grades]:
+    """One item's engine calls: the pairwise runs (when asked for and there are two answers) and the grades."""
+    runs = (
+        judge_pair(engine, question, answers[0], answers[1], max_tokens=spec.max_tokens)
+        if spec.pairwise and len(answers) == 2
+        else None
     )
+    grades = [
+        (side, c, *grade(engine, question, answers[int(side) - 1], c))
+        for side in ("1", "2")[: len(answers)]
+        for c in crits
+    ]
+    return runs, grades
+
+
+def _store_verdict(
+    s: Any, queue: str, name: str, judge_id: int, item_id: int, runs: _Runs
+) -> tuple[str, int]:
+    """The combined verdict as a judge label and both runs as judgements; returns (outcome, label id)."""
+    outcome = combine(runs[0][0], runs[1][0])
+    label = Label(
+        item_id=item_id,
+        queue=queue,
+        annotator=name,
+        kind="judge",
+        outcome=outcome,
+        meta={"runs": [runs[0][0], runs[1][0]], "judge_contestant_id": judge_id},
+    )
+    s.add(label)
+    s.flush()
+    for swapped, (verdict, raw) in zip((False, True), runs, strict=True):
+        s.add(
+            Judgement(
+                item_id=item_id,
+                judge=name,
+                verdict=verdict,
+                swapped=swapped,
+                raw=raw,
+                kind="pairwise",
+                label_id=label.id,
+            )
+        )
+    return outcome, label.id
+
+
+def _store_grades(s: Any, name: str, item_id: int, grades: _Grades, label_id: int | None) -> tuple[int, int]:
+    """Each grade as a judgement, with a rubric score when it parsed; returns (scores stored, unparsed)."""
+    n_scores = unparsed = 0
+    for side, crit, value, raw in grades:
+        j = Judgement(
+            item_id=item_id,
+            judge=name,
+            verdict="unparsed" if value is None else str(value),
+            raw=raw,
+            kind="absolute",
+            side=side,
+            label_id=label_id,
+        )
+        s.add(j)
+        s.flush()
+        if value is None:
+            unparsed += 1
+            continue
+        s.add(RubricScore(item_id=item_id, judgement_id=j.id, criterion=crit.name, side=side, value=value))
+        n_scores += 1
+    return n_scores, unparsed
 
 
 def _forget(s: Any, judge: str, item_id: int) -> None:

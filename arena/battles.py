@@ -435,21 +435,7 @@ class ArenaService:
         self._not_busy(battle_id)
         with self.db.session() as s:
             b = self._get(s, battle_id)
-            if user_id is not None and b.user_id is not None and b.user_id != user_id:
-                raise BattleError(f"battle {battle_id} belongs to another user")
-            if b.status == "errored":
-                raise BattleError(f"battle {battle_id} errored and cannot be voted on")
-            if b.status != "open":
-                raise BattleError(f"battle {battle_id} has ended; votes are closed")
-            turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
-            if not turns:
-                raise BattleError("there is nothing to vote on yet: send a prompt first")
-            idx = turns[-1].idx if turn_idx is None else turn_idx
-            if not 0 <= idx < len(turns):
-                raise BattleError(f"battle {battle_id} has no turn {idx + 1}")
-            if s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx)) is not None:
-                raise BattleError(f"turn {idx + 1} already has a vote")
-            leaked = any(t.leak_a or t.leak_b for t in turns)  # everything on screen when the vote was cast
+            idx, leaked = _votable_turn(s, b, battle_id, turn_idx, user_id)
             vote = Vote(
                 battle_id=battle_id,
                 turn_idx=idx,
@@ -558,6 +544,28 @@ def _check_rubric(rubric: dict[str, dict[str, float]] | None) -> list[tuple[str,
                 raise BattleError(f"rubric {criterion!r} {side}: {v:g} is outside {lo}..{hi}")
             out.append((criterion, side, v))
     return out
+
+
+def _votable_turn(
+    s: Any, b: Battle, battle_id: int, turn_idx: int | None, user_id: int | None
+) -> tuple[int, bool]:
+    """The turn a vote goes to (default: the latest) and whether a leak was on screen; raises if it cannot take one."""
+    if user_id is not None and b.user_id is not None and b.user_id != user_id:
+        raise BattleError(f"battle {battle_id} belongs to another user")
+    if b.status == "errored":
+        raise BattleError(f"battle {battle_id} errored and cannot be voted on")
+    if b.status != "open":
+        raise BattleError(f"battle {battle_id} has ended; votes are closed")
+    turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
+    if not turns:
+        raise BattleError("there is nothing to vote on yet: send a prompt first")
+    idx = turns[-1].idx if turn_idx is None else turn_idx
+    if not 0 <= idx < len(turns):
+        raise BattleError(f"battle {battle_id} has no turn {idx + 1}")
+    if s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx)) is not None:
+        raise BattleError(f"turn {idx + 1} already has a vote")
+    leaked = any(t.leak_a or t.leak_b for t in turns)  # everything on screen when the vote was cast
+    return idx, leaked
 
 
 def _reveal(s: Any, b: Battle, turns: list[Turn], votes: list[Vote]) -> Reveal:

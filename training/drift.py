@@ -295,6 +295,31 @@ def drift_report(
     contestant itself does not exist; every other gap is recorded in the report."""
     t0 = time.perf_counter()
     say = progress or (lambda msg: None)
+    child, other, reason = _compared(db, contestant, against)
+    report = CheckpointReport(
+        child.id, child.public_name, other.id if other else None, other.public_name if other else None
+    )
+    report.markers_version = vibes.markers_version()
+    limits = merged_thresholds(thresholds)
+    if other is None:
+        report.unmeasured["comparison"] = reason or "no parent"
+        return _finish(db, report, child, rules_path, t0)
+    parent, kid, setup = fair_pair(other, child, max_tokens, seed)
+    report.setup = setup.to_dict()
+    prompts, too_few = _held_out_prompts(report, prompts, n_prompts, exclude, seed, min_prompts)
+    answers = _record_answers(report, parent, kid, prompts, seed, say)
+    if answers is not None:
+        _record_drift(report, prompts, answers, limits, seed, too_few)
+    _record_evals(report, parent, kid, eval_items, eval_max_tokens, seed, say)
+    _record_judge(db, report, judge, prompts, answers, seed, say)
+    _record_other_measures(db, report, parent, kid, setup, providers)
+    return _finish(db, report, child, rules_path, t0)
+
+
+def _compared(
+    db: Database, contestant: int | str, against: int | str | None
+) -> tuple[ContestantInfo, ContestantInfo | None, str | None]:
+    """The contestant, the one it is compared with (its parent unless ``against``), and why there is none."""
     with db.session() as s:
         child = get_contestant(s, contestant)
         other: ContestantInfo | None = None
@@ -307,16 +332,18 @@ def drift_report(
                 other = get_contestant(s, ident)
             except RegistryError:
                 reason = f"the parent ({ident!r}) no longer exists"
-    report = CheckpointReport(
-        child.id, child.public_name, other.id if other else None, other.public_name if other else None
-    )
-    report.markers_version = vibes.markers_version()
-    limits = merged_thresholds(thresholds)
-    if other is None:
-        report.unmeasured["comparison"] = reason or "no parent"
-        return _finish(db, report, child, rules_path, t0)
-    parent, kid, setup = fair_pair(other, child, max_tokens, seed)
-    report.setup = setup.to_dict()
+    return child, other, reason
+
+
+def _held_out_prompts(
+    report: CheckpointReport,
+    prompts: list[str] | None,
+    n_prompts: int,
+    exclude: list[dict[str, Any]] | None,
+    seed: int,
+    min_prompts: int,
+) -> tuple[list[str], str | None]:
+    """The prompts both sides answer (given, else held out), recorded in the report, and why they are too few."""
     pool = held_out(n_prompts, exclude, seed)
     if prompts is None:
         prompts = pool.prompts
@@ -327,6 +354,23 @@ def drift_report(
         "used": len(prompts),
     }
     report.n_prompts = len(prompts)
+    if len(prompts) >= min_prompts:
+        return prompts, None
+    return prompts, (
+        f"only {len(prompts)} held-out prompts (requested {n_prompts}, at least {min_prompts} needed): "
+        f"{pool.excluded} of {pool.pool} candidates are in the training snapshot"
+    )
+
+
+def _record_answers(
+    report: CheckpointReport,
+    parent: ContestantInfo,
+    kid: ContestantInfo,
+    prompts: list[str],
+    seed: int,
+    say: Progress,
+) -> tuple[list[Answer], list[Answer]] | None:
+    """Both sides' answers to the prompts (None, with the gap recorded, when they cannot be had)."""
     answers: tuple[list[Answer], list[Answer]] | None = None
     t = time.perf_counter()
     say(f"answering {len(prompts)} held-out prompts (parent, then child)")
@@ -335,50 +379,93 @@ def drift_report(
     except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
         report.unmeasured["answers"] = f"could not get answers: {type(exc).__name__}: {exc}"
     report.timings["answers"] = time.perf_counter() - t
-    if answers is not None:
-        pa, ca = answers
-        report.samples = [
-            {"prompt": p, "parent": a.text, "child": b.text} for p, a, b in zip(prompts, pa, ca, strict=True)
-        ]
-        too_few = len(prompts) < min_prompts
-        broken = _unusable(ca)
-        if too_few or broken:
-            why = broken or (
-                f"only {len(prompts)} held-out prompts (requested {n_prompts}, at least {min_prompts} needed): "
-                f"{pool.excluded} of {pool.pool} candidates are in the training snapshot"
-            )
-            for name in vibes.FEATURE_NAMES:
-                report.unmeasured[f"drift/{name}"] = why
-        else:
-            changes = _feature_changes([a.text for a in pa], [b.text for b in ca], limits, seed)
-            degen = _degeneration(prompts, pa, ca, seed)
-            family = {
-                **{f"drift/{k}": v for k, v in changes.items()},
-                **{f"degeneration/{k}": v for k, v in degen.items()},
-            }
-            adjust(family)
-            for name, c in changes.items():
-                report.features[name] = FeatureDrift(**c.to_dict(), flagged=is_flagged(name, c, limits))
-            report.flagged = [n for n, f in report.features.items() if f.flagged]
-            report.degeneration = {k: v.to_dict() for k, v in degen.items()}
-            t = time.perf_counter()
-            found = discover([a.text for a in pa], [b.text for b in ca], prompts)
-            report.discovered = [d.to_dict() for d in found]
-            report.timings["discover"] = time.perf_counter() - t
-        if broken:
-            degen = _degeneration(prompts, pa, ca, seed)
-            adjust(degen)
-            report.degeneration = {k: v.to_dict() for k, v in degen.items()}
-    if eval_items != 0:
-        t = time.perf_counter()
-        say("verifiable evals (parent, then child)")
-        try:
-            report.evals = _evals(parent, kid, eval_items, eval_max_tokens, seed)
-        except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
-            report.unmeasured["evals/accuracy"] = f"{type(exc).__name__}: {exc}"
-        report.timings["evals"] = time.perf_counter() - t
+    return answers
+
+
+def _record_drift(
+    report: CheckpointReport,
+    prompts: list[str],
+    answers: tuple[list[Answer], list[Answer]],
+    limits: dict[str, dict[str, float]],
+    seed: int,
+    too_few: str | None,
+) -> None:
+    """Samples, style drift, degeneration and discovered phrases into the report, or why drift is unmeasured."""
+    pa, ca = answers
+    report.samples = [
+        {"prompt": p, "parent": a.text, "child": b.text} for p, a, b in zip(prompts, pa, ca, strict=True)
+    ]
+    broken = _unusable(ca)
+    why = broken or too_few
+    if why:
+        for name in vibes.FEATURE_NAMES:
+            report.unmeasured[f"drift/{name}"] = why
     else:
+        _record_feature_drift(report, prompts, pa, ca, limits, seed)
+    if broken:
+        degen = _degeneration(prompts, pa, ca, seed)
+        adjust(degen)
+        report.degeneration = {k: v.to_dict() for k, v in degen.items()}
+
+
+def _record_feature_drift(
+    report: CheckpointReport,
+    prompts: list[str],
+    pa: list[Answer],
+    ca: list[Answer],
+    limits: dict[str, dict[str, float]],
+    seed: int,
+) -> None:
+    """Feature changes and degeneration (p-values adjusted together), flags and discovered phrases."""
+    changes = _feature_changes([a.text for a in pa], [b.text for b in ca], limits, seed)
+    degen = _degeneration(prompts, pa, ca, seed)
+    family = {
+        **{f"drift/{k}": v for k, v in changes.items()},
+        **{f"degeneration/{k}": v for k, v in degen.items()},
+    }
+    adjust(family)
+    for name, c in changes.items():
+        report.features[name] = FeatureDrift(**c.to_dict(), flagged=is_flagged(name, c, limits))
+    report.flagged = [n for n, f in report.features.items() if f.flagged]
+    report.degeneration = {k: v.to_dict() for k, v in degen.items()}
+    t = time.perf_counter()
+    found = discover([a.text for a in pa], [b.text for b in ca], prompts)
+    report.discovered = [d.to_dict() for d in found]
+    report.timings["discover"] = time.perf_counter() - t
+
+
+def _record_evals(
+    report: CheckpointReport,
+    parent: ContestantInfo,
+    kid: ContestantInfo,
+    eval_items: int | None,
+    eval_max_tokens: int,
+    seed: int,
+    say: Progress,
+) -> None:
+    """The verifiable evals of both sides into the report (a gap when turned off or failing)."""
+    if eval_items == 0:
         report.unmeasured["evals/accuracy"] = "evals turned off for this report (eval_items 0)"
+        return
+    t = time.perf_counter()
+    say("verifiable evals (parent, then child)")
+    try:
+        report.evals = _evals(parent, kid, eval_items, eval_max_tokens, seed)
+    except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
+        report.unmeasured["evals/accuracy"] = f"{type(exc).__name__}: {exc}"
+    report.timings["evals"] = time.perf_counter() - t
+
+
+def _record_judge(
+    db: Database,
+    report: CheckpointReport,
+    judge: str | None,
+    prompts: list[str],
+    answers: tuple[list[Answer], list[Answer]] | None,
+    seed: int,
+    say: Progress,
+) -> None:
+    """The judge head-to-head into the report when a judge is given and the answers exist (a gap otherwise)."""
     report.judge_requested = bool(judge)
     if judge and answers is not None:
         t = time.perf_counter()
@@ -390,6 +477,17 @@ def drift_report(
         report.timings["judge"] = time.perf_counter() - t
     elif not judge:
         report.unmeasured["judge/child_win_rate"] = "no judge configured"
+
+
+def _record_other_measures(
+    db: Database,
+    report: CheckpointReport,
+    parent: ContestantInfo,
+    kid: ContestantInfo,
+    setup: Setup,
+    providers: list[MeasureProvider] | None,
+) -> None:
+    """The stored probes' changes and the plug-in measures into the report; a failing plug-in is a gap."""
     probe_measures, probe_gaps = stored_probe_changes(db, parent.public_name, kid.public_name)
     report.measures.update(probe_measures)
     report.unmeasured.update(probe_gaps)
@@ -399,7 +497,6 @@ def drift_report(
         except Exception as exc:  # a plug-in's failure is a gap in the report, not a crash
             traceback.print_exc()
             report.unmeasured[getattr(provider, "__name__", "provider")] = f"{type(exc).__name__}: {exc}"
-    return _finish(db, report, child, rules_path, t0)
 
 
 def stored_probe_changes(db: Database, parent: str, child: str) -> tuple[dict[str, Any], dict[str, str]]:

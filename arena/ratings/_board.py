@@ -339,9 +339,69 @@ def leaderboard(
     on the battles; same intervals to first order, about twice as fast to draw). `method` "bt" counts a tie as half
     a win; "rao-kupper" and "davidson" fit tie probabilities (one parameter per tie kind that occurs).
     """
+    _check_options(method, style_control or vibe_control, ci_method, resample, bootstrap_rounds, ci_level)
+    recs = as_records(records)
+    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw, vote_weights=vote_weights)
+    center = f"{anchor} = {anchor_rating:g}" if anchor else f"mean {anchor_rating:g}"
+    board = _empty_board(prep, method, ci_method, ci_level, bootstrap_rounds, center)
+    if len(prep.rows) == 0:
+        board.warnings.append("no battles to rate")
+        return board
+    anchor_index = _anchor_index(prep.names, anchor)
+    pairs = _aggregate(prep)
+    graph_notes, separated = _graph_warnings(prep.names, pairs)
+    board.warnings.extend(graph_notes)
+    est = _estimate(
+        board,
+        recs,
+        prep,
+        pairs,
+        features=_wanted_features(style_control, vibe_control),
+        rng=np.random.default_rng(seed),
+        rounds=bootstrap_rounds,
+        ridge=RIDGE_SEPARATED if separated else _fit.RIDGE,
+        resample=resample,
+    )
+    m = len(prep.names)
+    ratings, lo, hi = _rating_intervals(est, anchor_index, anchor_rating, m, ci_level)
+    _set_coefficients(board, est, m)
+    elo = None if elo_k is None else _elo_ratings(recs, prep, elo_k, anchor_rating)
+    board.models = _rows(prep.names, pairs, ratings, lo, hi, elo)
+    board.warnings.extend(_few_battles(board.models, min_battles))
+    return board
+
+
+def _empty_board(
+    prep: Prepared, method: str, ci_method: str, ci_level: float, bootstrap_rounds: int, center: str
+) -> Leaderboard:
+    """The board's options and the notes from preparing the data, before any model is rated."""
+    return Leaderboard(
+        models=[],
+        method=method,
+        warnings=list(prep.notes),
+        n_battles=len(prep.rows),
+        ci_method=ci_method,
+        ci_level=ci_level,
+        bootstrap_rounds=bootstrap_rounds if ci_method == "bootstrap" else 0,
+        center=center,
+    )
+
+
+def _few_battles(models: list[ModelRating], min_battles: int) -> list[str]:
+    """The warning (if any) about models with fewer than `min_battles` battles."""
+    few = [r.name for r in models if r.n_battles < min_battles]
+    if not few:
+        return []
+    return [f"{_names(few)} have fewer than {min_battles} battles; their ratings are unreliable"]
+
+
+def _check_options(
+    method: str, covariates: bool, ci_method: str, resample: str, bootstrap_rounds: int, ci_level: float
+) -> None:
+    """Reject `leaderboard` options it does not know or cannot combine, before any data is read."""
     if method not in _ties.METHODS:
         raise ValueError(f"method must be one of {', '.join(_ties.METHODS)}, got {method!r}")
-    if method != "bt" and (style_control or vibe_control):
+    if method != "bt" and covariates:
         raise ValueError("style and vibe control are available with method='bt' only")
     if ci_method not in ("bootstrap", "sandwich"):
         raise ValueError(f"ci_method must be 'bootstrap' or 'sandwich', got {ci_method!r}")
@@ -351,106 +411,146 @@ def leaderboard(
         raise ValueError("bootstrap needs at least 2 rounds; use ci_method='sandwich' for none")
     if not 0.0 < ci_level < 1.0:
         raise ValueError(f"ci_level must be in (0, 1), got {ci_level}")
-    recs = as_records(records)
-    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw, vote_weights=vote_weights)
-    board = Leaderboard(
-        models=[],
-        method=method,
-        warnings=list(prep.notes),
-        n_battles=len(prep.rows),
-        ci_method=ci_method,
-        ci_level=ci_level,
-        bootstrap_rounds=bootstrap_rounds if ci_method == "bootstrap" else 0,
-        center=f"{anchor} = {anchor_rating:g}" if anchor else f"mean {anchor_rating:g}",
-    )
-    if len(prep.rows) == 0:
-        board.warnings.append("no battles to rate")
-        return board
-    anchor_index = None
-    if anchor is not None:
-        if anchor not in prep.names:
-            raise ValueError(f"anchor model {anchor!r} has no battles")
-        anchor_index = prep.names.index(anchor)
-    pairs = _aggregate(prep)
-    graph_notes, separated = _graph_warnings(prep.names, pairs)
-    board.warnings.extend(graph_notes)
-    ridge = RIDGE_SEPARATED if separated else _fit.RIDGE
-    rng = np.random.default_rng(seed)
-    alpha = 1.0 - ci_level
-    feature_names: list[str] = []
-    if style_control or vibe_control:
-        wanted = (vibes.STYLE_FEATURES if style_control else ()) + (
-            vibes.VIBE_FEATURES if vibe_control else ()
-        )
-        fa, fb = side_counts(recs, prep.rows, wanted)
-        X, feature_names, feature_notes = covariates(fa, fb, wanted)
-        board.warnings.extend(feature_notes)
-        design = _fit.Design(prep.a, prep.b, len(prep.names), X)
-        start = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge).theta
-        fit = _fit.newton(design, prep.y, prep.w, ridge=ridge, theta0=start)
-        if _fit.near_singular(fit):
-            board.warnings.append(
-                "the style/vibe covariates are (nearly) collinear with the models (e.g. a feature only one model "
-                "ever shows): their coefficients and those models' ratings are not separately identified"
-            )
-        if ci_method == "sandwich":
-            cov = _fit.sandwich(design, fit, prep.y, prep.w**2)
-            draws = None
-        else:
-            draws = _battle_bootstrap(design, prep, fit, rng, bootstrap_rounds, ridge, resample)
+
+
+def _anchor_index(names: list[str], anchor: str | None) -> int | None:
+    """The anchor model's index in `names` (None without an anchor); an anchor without battles is an error."""
+    if anchor is None:
+        return None
+    if anchor not in names:
+        raise ValueError(f"anchor model {anchor!r} has no battles")
+    return names.index(anchor)
+
+
+def _wanted_features(style_control: bool, vibe_control: bool) -> tuple[str, ...]:
+    """The covariates that style and vibe control ask for (none with neither)."""
+    return (vibes.STYLE_FEATURES if style_control else ()) + (vibes.VIBE_FEATURES if vibe_control else ())
+
+
+@dataclass
+class _Estimate:
+    """A rating fit and what its intervals come from: bootstrap `draws` (theta, beta), else the covariance `cov`."""
+
+    fit: _fit.Fit
+    cov: np.ndarray | None
+    draws: tuple[np.ndarray, np.ndarray] | None
+    feature_names: list[str] = field(default_factory=list)
+
+
+def _estimate(
+    board: Leaderboard,
+    recs: BattleRecords,
+    prep: Prepared,
+    pairs: _Pairs,
+    *,
+    features: tuple[str, ...],
+    rng: np.random.Generator,
+    rounds: int,
+    ridge: float,
+    resample: str,
+) -> _Estimate:
+    """Fit by the board's method and interval kind (on single battles when `features` are wanted); adds warnings."""
+    method, ci_method = board.method, board.ci_method
+    if features:
+        est = _covariate_fit(board, recs, prep, pairs, features, rng, rounds, ridge, resample)
     elif method != "bt" and _has_decisive(prep):
-        fit, cov, draws = _tie_fit(
-            board, prep, pairs, method, ci_method, rng, bootstrap_rounds, ridge, resample
-        )
-    elif ci_method == "sandwich":
-        fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
-        cells = _fit.Design(np.repeat(pairs.design.a, 3), np.repeat(pairs.design.b, 3), len(prep.names))
-        cell_y = np.tile([1.0, 0.0, 0.5], pairs.design.n_rows)
-        cov = _fit.sandwich(cells, fit, cell_y, pairs.cell_w2.ravel())
-        draws = None
+        est = _Estimate(*_tie_fit(board, prep, pairs, method, ci_method, rng, rounds, ridge, resample))
     else:
-        with _PairBootstrap(pairs, rng, bootstrap_rounds, resample) as bootstrap:
-            fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
-            draws = bootstrap.refit(fit, ridge)
+        est = _pair_fit(pairs, len(prep.names), ci_method, rng, rounds, ridge, resample)
     if method != "bt" and not _has_decisive(prep):
         board.warnings.append(
             f"every battle is a tie: the {method} tie parameter cannot be estimated and no model can be told apart"
         )
-    if not fit.converged:
+    if not est.fit.converged:
         board.warnings.append("the rating fit did not fully converge; treat the ratings as approximate")
-    ratings = _scale(fit.theta, anchor_index, anchor_rating)
-    m = len(prep.names)
-    if draws is None:
-        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
-        sd = _contrast_sd(cov[:m, :m], anchor_index)
-        lo, hi = ratings - z * sd, ratings + z * sd
-        beta_sd = SCALE * np.sqrt(np.maximum(np.diag(cov)[m : m + len(fit.beta)], 0.0))
-        beta_lo, beta_hi = SCALE * fit.beta - z * beta_sd, SCALE * fit.beta + z * beta_sd
-    else:
-        theta_draws, beta_draws = draws
-        boot = _scale(theta_draws, anchor_index, anchor_rating)
-        lo, hi = np.quantile(boot, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-        if beta_draws.shape[1]:
-            beta_lo, beta_hi = np.quantile(SCALE * beta_draws, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-        else:
-            beta_lo = beta_hi = np.zeros(0)
-    board.style_coefficients = {n: float(SCALE * b) for n, b in zip(feature_names, fit.beta, strict=True)}
-    board.style_intervals = {
-        n: (float(lo_), float(hi_)) for n, lo_, hi_ in zip(feature_names, beta_lo, beta_hi, strict=True)
-    }
-    elo = None
-    if elo_k is not None:
-        order = None
-        if "tstamp" in recs.frame.columns:
-            order = np.argsort(recs.frame["tstamp"].to_numpy(dtype=np.float64)[prep.rows], kind="stable")
-        elo = online_elo(prep.a, prep.b, prep.y, m, order=order, k=elo_k, init=anchor_rating)
-    board.models = _rows(prep.names, pairs, ratings, lo, hi, elo)
-    few = [r.name for r in board.models if r.n_battles < min_battles]
-    if few:
+    return est
+
+
+def _covariate_fit(
+    board: Leaderboard,
+    recs: BattleRecords,
+    prep: Prepared,
+    pairs: _Pairs,
+    features: tuple[str, ...],
+    rng: np.random.Generator,
+    rounds: int,
+    ridge: float,
+    resample: str,
+) -> _Estimate:
+    """Style / vibe control: a fit on single battles with the covariates; adds the covariates' warnings."""
+    fa, fb = side_counts(recs, prep.rows, features)
+    X, feature_names, feature_notes = covariates(fa, fb, features)
+    board.warnings.extend(feature_notes)
+    design = _fit.Design(prep.a, prep.b, len(prep.names), X)
+    start = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge).theta
+    fit = _fit.newton(design, prep.y, prep.w, ridge=ridge, theta0=start)
+    if _fit.near_singular(fit):
         board.warnings.append(
-            f"{_names(few)} have fewer than {min_battles} battles; their ratings are unreliable"
+            "the style/vibe covariates are (nearly) collinear with the models (e.g. a feature only one model "
+            "ever shows): their coefficients and those models' ratings are not separately identified"
         )
-    return board
+    if board.ci_method == "sandwich":
+        return _Estimate(fit, _fit.sandwich(design, fit, prep.y, prep.w**2), None, feature_names)
+    draws = _battle_bootstrap(design, prep, fit, rng, rounds, ridge, resample)
+    return _Estimate(fit, None, draws, feature_names)
+
+
+def _pair_fit(
+    pairs: _Pairs, m: int, ci_method: str, rng: np.random.Generator, rounds: int, ridge: float, resample: str
+) -> _Estimate:
+    """Plain Bradley-Terry on the per-pair aggregates, with the sandwich covariance or the pair bootstrap."""
+    if ci_method == "sandwich":
+        fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
+        cells = _fit.Design(np.repeat(pairs.design.a, 3), np.repeat(pairs.design.b, 3), m)
+        cell_y = np.tile([1.0, 0.0, 0.5], pairs.design.n_rows)
+        return _Estimate(fit, _fit.sandwich(cells, fit, cell_y, pairs.cell_w2.ravel()), None)
+    with _PairBootstrap(pairs, rng, rounds, resample) as bootstrap:
+        fit = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge)
+        return _Estimate(fit, None, bootstrap.refit(fit, ridge))
+
+
+def _rating_intervals(
+    est: _Estimate, anchor_index: int | None, anchor_rating: float, m: int, ci_level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ratings on the Elo scale with their intervals: bootstrap percentiles, else normal from the covariance."""
+    alpha = 1.0 - ci_level
+    ratings = _scale(est.fit.theta, anchor_index, anchor_rating)
+    if est.draws is not None:
+        boot = _scale(est.draws[0], anchor_index, anchor_rating)
+        lo, hi = np.quantile(boot, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        return ratings, lo, hi
+    assert est.cov is not None  # a fit without draws always has its covariance
+    z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    sd = _contrast_sd(est.cov[:m, :m], anchor_index)
+    return ratings, ratings - z * sd, ratings + z * sd
+
+
+def _set_coefficients(board: Leaderboard, est: _Estimate, m: int) -> None:
+    """The covariates' coefficients (rating points per SD) and their intervals, onto `board`."""
+    alpha = 1.0 - board.ci_level
+    beta = est.fit.beta
+    if est.draws is None:
+        assert est.cov is not None  # a fit without draws always has its covariance
+        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+        beta_sd = SCALE * np.sqrt(np.maximum(np.diag(est.cov)[m : m + len(beta)], 0.0))
+        beta_lo, beta_hi = SCALE * beta - z * beta_sd, SCALE * beta + z * beta_sd
+    elif est.draws[1].shape[1]:
+        beta_lo, beta_hi = np.quantile(SCALE * est.draws[1], [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+    else:
+        beta_lo = beta_hi = np.zeros(0)
+    names = est.feature_names
+    board.style_coefficients = {n: float(SCALE * b) for n, b in zip(names, beta, strict=True)}
+    board.style_intervals = {
+        n: (float(lo_), float(hi_)) for n, lo_, hi_ in zip(names, beta_lo, beta_hi, strict=True)
+    }
+
+
+def _elo_ratings(recs: BattleRecords, prep: Prepared, k: float, init: float) -> np.ndarray:
+    """Online Elo over the battles, in time order when the records have timestamps."""
+    order = None
+    if "tstamp" in recs.frame.columns:
+        order = np.argsort(recs.frame["tstamp"].to_numpy(dtype=np.float64)[prep.rows], kind="stable")
+    return online_elo(prep.a, prep.b, prep.y, len(prep.names), order=order, k=k, init=init)
 
 
 def _has_decisive(prep: Prepared) -> bool:
