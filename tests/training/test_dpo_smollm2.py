@@ -11,7 +11,10 @@ from training.runner import wait
 from training.service import launch_dpo
 
 
+# SQLite only: this test is about the real model (seven minutes of CPU); the training loop's database path on
+# PostgreSQL is covered by the tiny-model jobs (tests/training/test_dpo_job.py, tests/test_loop.py).
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ["sqlite"], indirect=True)
 def test_lora_dpo_on_smollm2(db, make_snapshot):
     with db.session() as s:
         ensure_defaults(s)
