@@ -210,7 +210,11 @@ def worker_command(config_path: str, job_id: int) -> list[str]:
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(cfg.num_processes)]
     if cfg.accelerate_config:
         launch += ["--config_file", cfg.accelerate_config]
-    if cfg.use_cpu:
+    if cfg.use_cpu and cfg.num_processes > 1:
+        # `--cpu` makes accelerate start one process whatever --num_processes says (several CPU processes need
+        # MPI there); torchrun's launcher starts them all, and the job's use_cpu keeps each on the CPU (gloo).
+        launch.append("--multi_gpu")
+    elif cfg.use_cpu:
         launch.append("--cpu")
     return [*launch, *worker]
 

@@ -27,10 +27,6 @@ def _ranks(log: str) -> dict[int, tuple[int, int, int]]:
     return {r: (*batches[r], steps[r]) for r in batches if r in steps}
 
 
-@pytest.mark.skip(
-    reason="not yet run to the end on the 2-core CI machine (two gloo processes per job, four jobs): drop this "
-    "mark once a measured run shows it passes within the CI budget"
-)
 @pytest.mark.parametrize("kind", ["dpo", "grpo"])
 def test_two_cpu_processes_train_and_publish(db, tiny_parent, make_snapshot, kind):
     extra = (
