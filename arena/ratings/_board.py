@@ -451,13 +451,14 @@ def _estimate(
 ) -> _Estimate:
     """Fit by the board's method and interval kind (on single battles when `features` are wanted); adds warnings."""
     method, ci_method = board.method, board.ci_method
+    decisive = _has_decisive(prep)
     if features:
         est = _covariate_fit(board, recs, prep, pairs, features, rng, rounds, ridge, resample)
-    elif method != "bt" and _has_decisive(prep):
+    elif method != "bt" and decisive:
         est = _Estimate(*_tie_fit(board, prep, pairs, method, ci_method, rng, rounds, ridge, resample))
     else:
         est = _pair_fit(pairs, len(prep.names), ci_method, rng, rounds, ridge, resample)
-    if method != "bt" and not _has_decisive(prep):
+    if method != "bt" and not decisive:
         board.warnings.append(
             f"every battle is a tie: the {method} tie parameter cannot be estimated and no model can be told apart"
         )
