@@ -324,7 +324,10 @@ def build(ctx: StudioContext) -> None:
         except BattleError as exc:
             raise user_error(exc) from exc
 
-    def on_send(msg, battle_id, pid, m, a, b, chat_l, chat_r, sp_model, t1, t2, request: gr.Request):
+    # the self-play inputs default to None, so API clients that send the first four inputs keep working
+    def on_send(
+        request: gr.Request, msg, battle_id, pid, m, a, b, chat_l, chat_r, sp_model=None, t1=None, t2=None
+    ):
         try:
             uid = ctx.access.user_id(request)
             ctx.access.limit("prompts", uid)
