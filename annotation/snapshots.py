@@ -3,7 +3,13 @@
 A row is ``{"prompt": [...messages], "chosen": [assistant msg], "rejected": [assistant msg], "provenance": {...}}``.
 The hash is the SHA-256 of the file's bytes, so the same votes always give the same snapshot. Only decisive
 votes (A or B better) make pairs; for a later turn the pair is kept only when both sides saw the same history
-(the same earlier answers), otherwise chosen and rejected would not share a prompt.
+(the same earlier answers), otherwise chosen and rejected would not share a prompt; two identical answers make no
+pair (nothing to prefer).
+
+Self-play votes (`arena.self_play`: one contestant sampled twice) are included by default: their rows name that
+contestant as both ``chosen_model`` and ``rejected_model`` (on-policy for it, `training.pairmix`) and add
+``provenance.self_play`` = ``{"policy", "chosen_sampling", "rejected_sampling"}``, the sampling that wrote each
+answer (the contestant's own with the battle's temperature and seed on top).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
+from arena.self_play import SELF_PLAY
 from db.files import records_from_bytes
 from db.models import DatasetSnapshot
 from db.outcomes import FASTCHAT_WINNERS
@@ -44,7 +51,8 @@ class SnapshotInfo:
 
 def preference_pairs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Turn FastChat-layout records (with conversations) into TRL conversational preference rows."""
-    rows, skipped = [], {"not_decisive": 0, "diverged_history": 0, "empty_answer": 0}
+    rows: list[dict[str, Any]] = []
+    skipped = {"not_decisive": 0, "diverged_history": 0, "empty_answer": 0, "same_answer": 0}
     for r in records:
         if r["winner"] not in DECISIVE:
             skipped["not_decisive"] += 1
@@ -57,21 +65,31 @@ def preference_pairs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
         if not ans_a.strip() or not ans_b.strip():
             skipped["empty_answer"] += 1
             continue
+        if ans_a == ans_b:
+            skipped["same_answer"] += 1
+            continue
         win_a = r["winner"] == DECISIVE[0]
+        provenance = {
+            "source": "arena_vote",
+            "vote_id": r.get("vote_id"),
+            "battle_id": r.get("battle_id"),
+            "turn": r.get("turn"),
+            "chosen_model": r["model_a"] if win_a else r["model_b"],
+            "rejected_model": r["model_b"] if win_a else r["model_a"],
+            "tstamp": r.get("tstamp"),
+        }
+        if r.get("mode") == SELF_PLAY:
+            provenance["self_play"] = {
+                "policy": r["model_a"],
+                "chosen_sampling": r["sampling_a"] if win_a else r["sampling_b"],
+                "rejected_sampling": r["sampling_b"] if win_a else r["sampling_a"],
+            }
         rows.append(
             {
                 "prompt": conv_a[:-1],
                 "chosen": [{"role": "assistant", "content": ans_a if win_a else ans_b}],
                 "rejected": [{"role": "assistant", "content": ans_b if win_a else ans_a}],
-                "provenance": {
-                    "source": "arena_vote",
-                    "vote_id": r.get("vote_id"),
-                    "battle_id": r.get("battle_id"),
-                    "turn": r.get("turn"),
-                    "chosen_model": r["model_a"] if win_a else r["model_b"],
-                    "rejected_model": r["model_b"] if win_a else r["model_a"],
-                    "tstamp": r.get("tstamp"),
-                },
+                "provenance": provenance,
             }
         )
     return rows, skipped
@@ -109,9 +127,17 @@ def snapshot_from_votes(
     include_revealed: bool = False,
     min_pairs: int = 1,
     user_id: int | None = None,
+    include_self_play: bool = True,
 ) -> SnapshotInfo:
+    """Freeze the decisive votes of ended battles: anonymous ones, self-play ones (unless ``include_self_play``
+    is off), named ones and ones flagged ``revealed_before_vote`` when asked."""
     require_role(session, user_id, "researcher")
-    records = battle_records(session, include_named=include_named, include_revealed=include_revealed)
+    records = battle_records(
+        session,
+        include_named=include_named,
+        include_revealed=include_revealed,
+        include_self_play=include_self_play,
+    )
     rows, skipped = preference_pairs(records)
     if len(rows) < min_pairs:
         raise SnapshotError(
@@ -119,7 +145,12 @@ def snapshot_from_votes(
             + ", ".join(f"{k}={v}" for k, v in skipped.items())
             + f"); at least {min_pairs} needed"
         )
-    filt = {"source": "arena_votes", "include_named": include_named, "include_revealed": include_revealed}
+    filt = {
+        "source": "arena_votes",
+        "include_named": include_named,
+        "include_revealed": include_revealed,
+        "include_self_play": include_self_play,
+    }
     return write_snapshot(session, rows, filt, skipped)
 
 

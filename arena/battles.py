@@ -6,12 +6,17 @@ answers as context. Each turn can get one vote (left / right / tie / both_good /
 with optional quick rubric scores; votes do not reveal anything. ``reveal`` ends the battle and is the only call
 that returns contestant names in anonymous mode. ``regenerate`` re-runs the last, unvoted turn (the replaced
 answers are kept on the turn); ``new_round`` ends the battle and starts a fresh one (anonymous: a new pair;
-named: the same two contestants).
+named: the same two contestants; self-play: the same contestant and temperatures, new seeds).
+
+Self-play (`arena.self_play`, ``start_self_play``): one contestant on both sides with two samplings, for collecting
+on-policy preference pairs. Its name is shown (the researcher chose it); which side had which temperature is
+returned only by the reveal. Self-play battles count nowhere in the standings but do feed preference snapshots.
 
 Anonymity: everything returned before the reveal (``BattleView`` in anonymous mode, ``TurnUpdate``,
 ``VoteReceipt``, ``BattleError`` messages) is free of names, ids, personas and engine details. Engine errors are
 stored in full on the battle but shown only by their identity-free kind. An answer that names either contestant
-flags its turn, and every vote cast once such an answer was on screen is stored ``revealed_before_vote``.
+flags its turn, and every vote cast once such an answer was on screen is stored ``revealed_before_vote`` (not in
+self-play, where the name is no secret and cannot tell the two samples apart).
 
 Writes: a turn is written in one transaction once both answers are complete; an engine error or time-out marks
 the battle ``errored`` (never rated) and stores nothing else. Bad input raises ``BattleError`` before any write.
@@ -26,15 +31,22 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from arena.registry import ContestantInfo, list_contestants, messages_for, to_info
+from arena.registry import (
+    ContestantInfo,
+    RegistryError,
+    get_contestant,
+    list_contestants,
+    messages_for,
+    to_info,
+)
 from arena.sampling import (
     Draw,
     PairPolicy,
@@ -45,13 +57,20 @@ from arena.sampling import (
     eligible,
     no_ratings,
 )
+from arena.self_play import (
+    SELF_PLAY,
+    check_temperatures,
+    default_temperatures,
+    effective_sampling,
+    side_overrides,
+)
 from arena.streaming import SideState, StreamLimits, stream_pair
 from arena.turns import mark_errored, store_turn
 from db.models import Battle, Contestant, Prompt, RubricScore, Turn, Vote, utcnow
 from db.outcomes import CHOICES, SIDES, choice_from_stored, stored_from_choice
 from db.session import Database
 
-MODES = ("anonymous", "named")
+MODES = ("anonymous", "named", SELF_PLAY)
 QUICK_RUBRIC = ("helpfulness", "correctness", "style")
 RUBRIC_RANGE = (1, 5)
 ENDED = ("voted", "abandoned")
@@ -74,7 +93,8 @@ class ArenaLimits:
 
 @dataclass
 class BattleView:
-    """What the browser may know about a battle. Names only in named mode."""
+    """What the browser may know about a battle. Names only in named mode and self-play; in self-play the two
+    temperatures in ascending order (which side has which is for the reveal)."""
 
     battle_id: int
     n_turns: int = 0
@@ -84,6 +104,7 @@ class BattleView:
     voted_turns: list[int] = field(default_factory=list)
     left_name: str | None = None
     right_name: str | None = None
+    temperatures: tuple[float, float] | None = None
 
 
 @dataclass
@@ -146,6 +167,8 @@ class Reveal:
     right_stats: dict = field(default_factory=dict)
     turns: list[TurnSummary] = field(default_factory=list)
     mode: str = "anonymous"
+    left_sampling: dict | None = None  # self-play: each side's sampling override (temperature, seed)
+    right_sampling: dict | None = None
 
 
 class _Answering:
@@ -217,30 +240,45 @@ class ArenaService:
         """
         if mode not in MODES:
             raise BattleError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        if mode == SELF_PLAY:
+            raise BattleError("a self-play battle starts with start_self_play(contestant, temperatures)")
         if mode == "named" and pair is None:
             raise BattleError("named mode needs both contestants chosen")
         with self.db.session() as s:
-            if prompt_id is not None:
-                prompt = s.get(Prompt, prompt_id)
-                if prompt is None:
-                    raise BattleError(f"prompt {prompt_id} does not exist")
-                category = category or prompt.category
-            if pair is None:
-                draw = self._draw(s, include, exclude)
-            else:
-                draw = _chosen(s, pair, mode)
+            category = _category(s, prompt_id, category)
+            draw = self._draw(s, include, exclude) if pair is None else _chosen(s, pair, mode)
             left_is_a = True if mode == "named" else self.rng.random() < 0.5
-            b = Battle(
-                a_id=draw.a_id,
-                b_id=draw.b_id,
-                left_is_a=left_is_a,
-                sampling_prob=draw.probability,
-                sampler=draw.sampler,
-                mode=mode,
-                user_id=user_id,
-                prompt_id=prompt_id,
-                category=category,
-            )
+            b = _new_battle(draw, left_is_a, mode, user_id, prompt_id, category)
+            s.add(b)
+            s.flush()
+            return self._view(s, b)
+
+    def start_self_play(
+        self,
+        contestant: int | str,
+        temperatures: Sequence[float] | None = None,
+        user_id: int | None = None,
+        prompt_id: int | None = None,
+        category: str | None = None,
+    ) -> BattleView:
+        """Create a self-play battle (`arena.self_play`): ``contestant`` (id or public name) on both sides, side A
+        at the first temperature and side B at the second (default: its own and the farther of 0.3 and 1.0),
+        with two different seeds. The screen sides are a fair coin, so the view does not say which is which."""
+        with self.db.session() as s:
+            category = _category(s, prompt_id, category)
+            try:
+                info = get_contestant(s, contestant)
+            except RegistryError as exc:
+                raise BattleError(f"self-play: {exc}") from exc
+            draw = _chosen(s, (info.id, info.id), SELF_PLAY)
+            if temperatures is None:
+                temperatures = default_temperatures(info.sampling.get("temperature"))
+            try:
+                temps = check_temperatures(temperatures)
+            except ValueError as exc:
+                raise BattleError(f"self-play: {exc}") from exc
+            b = _new_battle(draw, self.rng.random() < 0.5, SELF_PLAY, user_id, prompt_id, category)
+            b.sampling_a, b.sampling_b = side_overrides(temps, self.rng)
             s.add(b)
             s.flush()
             return self._view(s, b)
@@ -273,9 +311,12 @@ class ArenaService:
         n_turns = s.scalar(select(func.count(Turn.id)).where(Turn.battle_id == b.id)) or 0
         voted = list(s.scalars(select(Vote.turn_idx).where(Vote.battle_id == b.id).order_by(Vote.turn_idx)))
         view = BattleView(b.id, n_turns, b.status, b.mode, b.category, voted)
-        if b.mode == "named":
+        if b.mode in ("named", SELF_PLAY):
             a, bb = s.get_one(Contestant, b.a_id).public_name, s.get_one(Contestant, b.b_id).public_name
             view.left_name, view.right_name = (a, bb) if b.left_is_a else (bb, a)
+        if b.mode == SELF_PLAY:
+            t_a, t_b = _temperatures(b)
+            view.temperatures = (min(t_a, t_b), max(t_a, t_b))
         return view
 
     def battle_view(self, battle_id: int) -> BattleView:
@@ -381,7 +422,13 @@ class ArenaService:
         idx: int,
         replacing: Turn | None,
     ) -> Iterator[TurnUpdate]:
-        """Stream turn ``idx`` after ``history`` (`arena.streaming`), then store it or mark the battle errored."""
+        """Stream turn ``idx`` after ``history`` (`arena.streaming`), then store it or mark the battle errored.
+
+        A self-play side answers with its override on top of the contestant's sampling, the seed moved on by
+        the regenerations (`arena.self_play.effective_sampling`); other battles have no override."""
+        regens = 0 if replacing is None else len(replacing.replaced or []) + 1
+        ca = replace(ca, sampling=effective_sampling(ca.sampling, b.sampling_a, regens))
+        cb = replace(cb, sampling=effective_sampling(cb.sampling, b.sampling_b, regens))
         sides = {"a": SideState(ca), "b": SideState(cb)}
         messages = {
             "a": messages_for(ca, [(t.user_msg, t.answer_a) for t in history], user_msg),
@@ -499,26 +546,63 @@ class ArenaService:
             return self._view(s, b)
 
     def new_round(self, battle_id: int, user_id: int | None = None) -> BattleView:
-        """End this battle (unrevealed) and start the next: anonymous draws a new pair, named keeps both."""
+        """End this battle (unrevealed) and start the next: anonymous draws a new pair, named keeps both,
+        self-play keeps the contestant and temperatures (new seeds)."""
         with self.db.session() as s:
             b = self._get(s, battle_id)
             mode, pair = b.mode, ((b.a_id, b.b_id) if b.left_is_a else (b.b_id, b.a_id))
+            temps = _temperatures(b) if mode == SELF_PLAY else None
         self.end_battle(battle_id)
+        if mode == SELF_PLAY:
+            return self.start_self_play(pair[0], temps, user_id=user_id)
         if mode == "named":
             return self.start_battle(user_id=user_id, pair=pair, mode="named")
         return self.start_battle(user_id=user_id)
 
 
 def _chosen(s: Any, pair: tuple[int, int], mode: str) -> Draw:
-    """The battle's pair when the user chose it: two different active contestants."""
+    """The battle's pair when the user chose it: two different active contestants (one, in self-play)."""
     a_id, b_id = pair
-    if a_id == b_id:
-        raise BattleError("a contestant cannot battle itself: choose two different models")
-    for cid in pair:
+    if a_id == b_id and mode != SELF_PLAY:
+        raise BattleError("a contestant cannot battle itself: choose two different models (or self-play)")
+    if a_id != b_id and mode == SELF_PLAY:
+        raise BattleError("self-play puts one contestant on both sides")
+    for cid in dict.fromkeys(pair):
         c = s.get(Contestant, cid)
         if c is None or not c.active:
             raise BattleError(f"contestant {cid} does not exist or is not active")
-    return Draw(a_id, b_id, None, "named" if mode == "named" else "fixed")
+    return Draw(a_id, b_id, None, mode if mode in ("named", SELF_PLAY) else "fixed")
+
+
+def _temperatures(b: Battle) -> tuple[float, float]:
+    """A self-play battle's temperatures, side A's first."""
+    return float((b.sampling_a or {})["temperature"]), float((b.sampling_b or {})["temperature"])
+
+
+def _category(s: Any, prompt_id: int | None, category: str | None) -> str | None:
+    """The battle's category: the one given, else its prompt's; raises when the prompt does not exist."""
+    if prompt_id is None:
+        return category
+    prompt = s.get(Prompt, prompt_id)
+    if prompt is None:
+        raise BattleError(f"prompt {prompt_id} does not exist")
+    return category or prompt.category
+
+
+def _new_battle(
+    draw: Draw, left_is_a: bool, mode: str, user_id: int | None, prompt_id: int | None, category: str | None
+) -> Battle:
+    return Battle(
+        a_id=draw.a_id,
+        b_id=draw.b_id,
+        left_is_a=left_is_a,
+        sampling_prob=draw.probability,
+        sampler=draw.sampler,
+        mode=mode,
+        user_id=user_id,
+        prompt_id=prompt_id,
+        category=category,
+    )
 
 
 def _check_rubric(rubric: dict[str, dict[str, float]] | None) -> list[tuple[str, str, float]]:
@@ -564,7 +648,8 @@ def _votable_turn(
         raise BattleError(f"battle {battle_id} has no turn {idx + 1}")
     if s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx)) is not None:
         raise BattleError(f"turn {idx + 1} already has a vote")
-    leaked = any(t.leak_a or t.leak_b for t in turns)  # everything on screen when the vote was cast
+    # everything on screen when the vote was cast; in self-play the name is no secret (both sides are it)
+    leaked = b.mode != SELF_PLAY and any(t.leak_a or t.leak_b for t in turns)
     return idx, leaked
 
 
@@ -602,4 +687,6 @@ def _reveal(s: Any, b: Battle, turns: list[Turn], votes: list[Vote]) -> Reveal:
         ts.right.as_dict() if ts else {},
         summaries,
         b.mode,
+        b.sampling_a if b.left_is_a else b.sampling_b,
+        b.sampling_b if b.left_is_a else b.sampling_a,
     )

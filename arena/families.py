@@ -10,7 +10,7 @@ lead's mean and 95th percentile. The verdict is "lead beyond chance" only when i
 otherwise "can't tell". A family with fewer than two rated variants is unmeasurable, with the reason.
 
 A variant is *provisional* until it has `min_votes` votes collected after it was published (its row's
-`created_at`). Hiding a contestant (`hide`) takes it out of pair sampling, never out of history: its votes and
+`created_at`; self-play votes do not count). Hiding a contestant (`hide`) takes it out of pair sampling, never out of history: its votes and
 ratings stay, and `contestant_events` records who hid it, when and why (`removal_log`). Ratings come in as the
 leaderboard's model rows (`name`, `rating`, `ci_low`, `ci_high`); this module does not fit anything itself.
 """
@@ -26,6 +26,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from arena.registry import RegistryError, get_contestant, set_active
+from arena.self_play import SELF_PLAY
 from db.models import Battle, Contestant, ContestantEvent, Vote
 
 Z95 = 1.959963984540054
@@ -97,7 +98,7 @@ def _votes_after_publish(session: Session, ids: list[int]) -> dict[int, int]:
         q = (
             select(func.count(Vote.id))
             .join(Battle, Vote.battle_id == Battle.id)
-            .where(or_(Battle.a_id == cid, Battle.b_id == cid))
+            .where(or_(Battle.a_id == cid, Battle.b_id == cid), Battle.mode != SELF_PLAY)
         )
         if created is not None:
             q = q.where(Vote.created_at >= created)

@@ -97,7 +97,8 @@ class Prompt(Base):
 
 
 class Battle(Base):
-    """Two contestants on one conversation. ``left_is_a`` records which side the user saw A on."""
+    """Two contestants on one conversation. ``left_is_a`` records which side the user saw A on. In self-play both
+    sides are one contestant, each with its own sampling override (``sampling_a`` / ``sampling_b``)."""
 
     __tablename__ = "battles"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -115,6 +116,9 @@ class Battle(Base):
     sampler: Mapped[str | None] = mapped_column(String(32), nullable=True)  # how the pair was chosen
     ended_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     revealed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # self-play: each side's sampling override (temperature, seed) over the contestant's own sampling
+    sampling_a: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    sampling_b: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     turns: Mapped[list[Turn]] = relationship(back_populates="battle", order_by="Turn.idx")
     votes: Mapped[list[Vote]] = relationship(back_populates="battle", order_by="Vote.turn_idx")
 

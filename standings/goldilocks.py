@@ -3,7 +3,7 @@ what it costs (speed and price) - the three numbers a choice between models trad
 
 `goldilocks(session, models)` joins a leaderboard's rows (`standings.leaderboard`) with `standings.evals.eval_scores` and
 the generation statistics the arena stored on every turn (tokens, time to first token, tokens/s; medians over the
-most recent answers, falling back to the eval answers for a contestant that has not played yet) and a price per
+most recent answers of battles that are not self-play, falling back to the eval answers for a contestant that has not played yet) and a price per
 1k generated tokens from a small YAML file (`load_prices`). Plain dicts out; the page draws them.
 """
 
@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena.registry import list_contestants
+from arena.self_play import SELF_PLAY
 from db.files import read_yaml
 from db.models import Battle, Turn
 from db.session import data_home
@@ -82,6 +83,7 @@ def speed_stats(session: Session, limit: int = 20_000) -> dict[int, dict[str, fl
         )
         .join(Battle, Turn.battle_id == Battle.id)
         .where(Battle.status.not_in(UNCOUNTED))  # an open battle's answers would name its contestants
+        .where(Battle.mode != SELF_PLAY)  # temperatures a researcher chose, not the contestant's own
         .order_by(Turn.id.desc())
         .limit(limit)
     )

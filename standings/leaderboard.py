@@ -11,7 +11,8 @@ memoised per options until the next change, so a refresh after one new vote read
 
 Style- and vibe-controlled boards need one row per vote with the answers' feature counts; those are computed once
 per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from the turns table, of
-ended battles only: nothing here counts a battle that is still open.
+ended battles only: nothing here counts a battle that is still open. Self-play battles (`arena.self_play`: one
+contestant sampled twice, at temperatures a researcher chose) count nowhere here, profiles included.
 
 The arena's active pair sampler reads the same cache: `sampler_inputs()` is the board `SAMPLER_BOARD` (Bradley-Terry,
 sandwich intervals, every contestant with a vote) by contestant id plus rated votes per pair, memoised per data
@@ -36,6 +37,7 @@ from arena import vibes
 from arena.ratings import BattleRecords
 from arena.registry import RegistryError, get_contestant
 from arena.sampling import RatingInfo, SamplerInputs
+from arena.self_play import SELF_PLAY
 from db.models import Battle, Contestant, Turn
 from db.outcomes import FASTCHAT_WINNERS, SCORE_A
 from db.session import Database
@@ -467,7 +469,7 @@ def _answers(session: Session, contestant_id: int, limit: int) -> list[str]:
         q = (
             select(side)
             .join(Battle, Turn.battle_id == Battle.id)
-            .where(col == contestant_id, Battle.status.not_in(UNCOUNTED))
+            .where(col == contestant_id, Battle.status.not_in(UNCOUNTED), Battle.mode != SELF_PLAY)
             .order_by(Turn.id.desc())
             .limit(limit)
         )

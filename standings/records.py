@@ -5,6 +5,10 @@ the turns up to the voted one. Votes in named mode and votes flagged ``revealed_
 default; battles that stopped on an engine error are always left out, and so are battles still open (a count that
 moves while a battle is open would tell another browser tab which two contestants are playing). ``sampling_prob`` is the exact probability
 of the drawn pair (None when the pair was chosen) so ratings can reweight.
+
+Self-play battles (one contestant on both sides, `arena.self_play`) are left out unless ``include_self_play=True``
+(preference snapshots ask for them; no board does). Their records add ``mode`` and each side's sampling as it
+answered the voted turn (``sampling_a`` / ``sampling_b``: the contestant's own with the battle's override on top).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from arena.self_play import SELF_PLAY, effective_sampling
 from db.models import Battle, Contestant, Prompt, Turn, Vote
 from db.outcomes import fastchat_winner
 
@@ -22,7 +27,11 @@ UNCOUNTED = ("open", "errored")
 
 
 def battle_records(
-    session: Session, include_named: bool = False, include_revealed: bool = False, with_text: bool = True
+    session: Session,
+    include_named: bool = False,
+    include_revealed: bool = False,
+    with_text: bool = True,
+    include_self_play: bool = False,
 ) -> list[dict[str, Any]]:
     ca, cb = aliased(Contestant), aliased(Contestant)
     q = (
@@ -34,16 +43,17 @@ def battle_records(
         .order_by(Vote.created_at, Vote.id)
     )
     q = q.where(Battle.status.not_in(UNCOUNTED))  # an open battle counts nowhere until it ends
-    if not include_named:
-        q = q.where(Battle.mode == "anonymous")
+    modes = ["anonymous", *(["named"] if include_named else []), *([SELF_PLAY] if include_self_play else [])]
+    q = q.where(Battle.mode.in_(modes))
     if not include_revealed:
         q = q.where(Vote.revealed_before_vote.is_(False))
     rows = session.execute(q).all()
     turns: dict[int, list[Turn]] = {}
-    if with_text and rows:
-        ids = {v.battle_id for v, *_ in rows}
+    ids = {v.battle_id for v, b, *_ in rows if with_text or b.mode == SELF_PLAY}
+    if ids:
         for t in session.scalars(select(Turn).where(Turn.battle_id.in_(ids)).order_by(Turn.idx)):
             turns.setdefault(t.battle_id, []).append(t)
+    own = _own_sampling(session, {b.a_id for _, b, *_ in rows if b.mode == SELF_PLAY})
     out = []
     for vote, battle, name_a, name_b, qid in rows:
         rec: dict[str, Any] = {
@@ -59,6 +69,12 @@ def battle_records(
             "vote_id": vote.id,
             "anony": battle.mode == "anonymous",
         }
+        if battle.mode == SELF_PLAY:
+            voted = [t for t in turns.get(battle.id, []) if t.idx == vote.turn_idx]
+            regens = len(voted[0].replaced or []) if voted else 0
+            rec["mode"] = SELF_PLAY
+            rec["sampling_a"] = effective_sampling(own[battle.a_id], battle.sampling_a, regens)
+            rec["sampling_b"] = effective_sampling(own[battle.b_id], battle.sampling_b, regens)
         if with_text:
             ts = [t for t in turns.get(battle.id, []) if t.idx <= vote.turn_idx]
             rec["conversation_a"] = [
@@ -79,6 +95,14 @@ def battle_records(
             ]
         out.append(rec)
     return out
+
+
+def _own_sampling(session: Session, ids: set[int]) -> dict[int, dict[str, Any]]:
+    """Each contestant's own sampling, for the self-play records' sides."""
+    if not ids:
+        return {}
+    q = select(Contestant.id, Contestant.sampling).where(Contestant.id.in_(ids))
+    return {cid: dict(sampling or {}) for cid, sampling in session.execute(q)}
 
 
 def annotated_records(session: Session, **options: Any) -> list[dict[str, Any]]:

@@ -12,7 +12,8 @@ nowhere while its battle is open (a board, a count or a chart that moved after a
 would tell a second browser tab which two contestants are playing): its row is read and flagged ``open``, left out
 of the aggregates and of the ``votes`` view. Such battles are watched (their status is re-read on each refresh):
 once revealed or ended by *New round* the rows join the aggregates; a battle that stopped on an engine error is
-never rated and its rows are flagged ``errored``. Deleted votes, or votes committed below the last id seen (possible with concurrent
+never rated and its rows are flagged ``errored``. A self-play battle's rows (one contestant on both sides,
+`arena.self_play`) are flagged ``self_play`` and count nowhere, whatever a board's filters say. Deleted votes, or votes committed below the last id seen (possible with concurrent
 writers on PostgreSQL), are detected by a count check and trigger a full re-read.
 
 The arrays are saved as Parquet under the data home (`cache/leaderboard/<database hash>/`) after a full read and
@@ -44,12 +45,13 @@ from sqlalchemy import Float, cast, func, select
 from sqlalchemy.engine import Connection
 
 from arena import vibes
+from arena.self_play import SELF_PLAY
 from db.models import Battle, Turn, Vote
 from db.outcomes import CODES
 from db.session import Database, data_home
 
 #: The file format; outcome codes are `db.outcomes.CODES`, which never change.
-FORMAT = 2
+FORMAT = 3
 COLUMNS: dict[str, Any] = {
     "i": np.int64,  # row position (handy in SQL)
     "vote_id": np.int64,
@@ -65,6 +67,7 @@ COLUMNS: dict[str, Any] = {
     "revealed": np.bool_,  # identity leaked before the vote
     "errored": np.bool_,  # the battle stopped on an engine error: never rated
     "open": np.bool_,  # the battle has not ended yet: counted nowhere until it does
+    "self_play": np.bool_,  # one contestant on both sides: counted nowhere
 }
 #: Features kept per side for style and vibe control.
 FEATURES: tuple[str, ...] = vibes.STYLE_FEATURES + vibes.VIBE_FEATURES
@@ -210,6 +213,7 @@ class VoteCache:
         c["cat"][lo:hi] = _codes(rows["category"], lambda v: -1 if v is None else self._category_code(str(v)))
         c["turn"][lo:hi] = rows["turn_idx"].astype(np.int16) + 1
         c["anon"][lo:hi] = _codes(rows["mode"], lambda v: v == "anonymous").astype(bool)
+        c["self_play"][lo:hi] = _codes(rows["mode"], lambda v: v == SELF_PLAY).astype(bool)
         c["revealed"][lo:hi] = rows["revealed"].astype(bool)
         status = _codes(rows["status"], lambda v: {"open": 1, "errored": 2}.get(v, 0))
         c["errored"][lo:hi] = status == 2
@@ -315,15 +319,15 @@ class VoteCache:
 
     def query(self, sql: str, params: Iterable[Any] = (), since_vote_id: int = 0) -> dict[str, np.ndarray]:
         """Run `sql` in DuckDB; numpy columns back. The rows are the view `votes` (rated rows only: battle not
-        ended and not errored, known outcome; plus `multi` = turn > 1), restricted to vote ids above `since_vote_id`; the
-        aggregates are the table `cells`."""
+        open, not errored, not self-play, known outcome; plus `multi` = turn > 1), restricted to vote ids above
+        `since_vote_id`; the aggregates are the table `cells`."""
         with self.lock:
             start = int(np.searchsorted(self._cols["vote_id"][: self.n], since_vote_id, side="right"))
             self._con.register("vote_rows", self._view(None if start == 0 else slice(start, self.n)))
             try:
                 self._con.execute(
                     "CREATE OR REPLACE TEMP VIEW votes AS SELECT *, turn > 1 AS multi FROM vote_rows "
-                    "WHERE NOT errored AND NOT open AND outcome >= 0"
+                    "WHERE NOT errored AND NOT open AND NOT self_play AND outcome >= 0"
                 )
                 return self._con.execute(sql, list(params)).fetchnumpy()
             finally:
@@ -340,7 +344,7 @@ class VoteCache:
             added = self._con.execute(
                 f"INSERT INTO cells SELECT a, b, outcome, isnan(p), cat, turn > 1, anon, revealed, "
                 f"{sign} * count(*), {sign} * sum(CASE WHEN isnan(p) THEN 0 ELSE 1.0 / p END) "
-                "FROM fresh WHERE NOT errored AND NOT open AND outcome >= 0 GROUP BY ALL"
+                "FROM fresh WHERE NOT errored AND NOT open AND NOT self_play AND outcome >= 0 GROUP BY ALL"
             ).fetchall()
         finally:
             self._con.unregister("fresh")

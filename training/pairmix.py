@@ -4,7 +4,8 @@ The point of arena preference data is that it comes from the model being tuned. 
 contestants that wrote its chosen and rejected answers (``provenance.chosen_model`` / ``rejected_model``,
 public names, so each published checkpoint is its own policy version). For a parent contestant a pair is
 ``on`` (both answers are the parent's), ``half`` (one is), ``off`` (neither) or ``unknown`` (imported rows
-without provenance). ``pair_mix`` counts them; ``filter_rows`` keeps the kinds a researcher asks for. This
+without provenance). A self-play battle in the arena (`arena.self_play`: one contestant sampled twice) is the
+way to collect ``on`` pairs on purpose. ``pair_mix`` counts them; ``filter_rows`` keeps the kinds a researcher asks for. This
 module knows nothing about jobs or the database.
 """
 

@@ -21,16 +21,41 @@ def battle(
     named: str = typer.Option(
         None, help="LEFT,RIGHT contestant names: a named battle (left out of ratings)."
     ),
+    self_play: str = typer.Option(
+        None,
+        "--self-play",
+        help="NAME: one contestant on both sides at two temperatures (on-policy preference pairs; left out "
+        "of ratings). Which side had which temperature shows after the battle.",
+    ),
+    temperatures: str = typer.Option(
+        None,
+        "--temperatures",
+        help="With --self-play: two temperatures, e.g. 0.3,1.0 (default: the contestant's own and the farther "
+        "of 0.3 and 1.0).",
+    ),
 ) -> None:
     """Play a battle in the terminal: each turn streams to both models, you vote, then both are revealed."""
     from arena.battles import BattleError
     from arena.registry import RegistryError, get_contestant
+    from arena.self_play import parse_temperatures
 
+    if named and self_play:
+        fail("choose --named or --self-play, not both")
+    if temperatures is not None and not self_play:
+        fail("--temperatures goes with --self-play NAME")
+    try:
+        temps = parse_temperatures(temperatures) if temperatures is not None else None
+    except ValueError as exc:
+        fail(str(exc))
     ctx = open_context()
     svc = ctx.arena
     prompts, votes = list(prompt or []), list(vote or [])
     try:
-        if named:
+        if self_play:
+            view = svc.start_self_play(self_play.strip(), temps)
+            low, high = view.temperatures or (None, None)
+            typer.echo(f"Self-play: {view.left_name} at temperatures {low:g} and {high:g} (sides hidden).")
+        elif named:
             left, _, right = named.partition(",")
             with ctx.db.session() as s:
                 pair = (get_contestant(s, left.strip()).id, get_contestant(s, right.strip()).id)
@@ -59,7 +84,13 @@ def battle(
     except (BattleError, RegistryError) as exc:
         fail(str(exc))
     note = " (an answer named a model before the vote: not rated)" if r.revealed_before_vote else ""
-    typer.echo(f"Model A was {r.left_name} · Model B was {r.right_name}{note}")
+
+    def at(sampling: dict | None) -> str:
+        return f" at temperature {sampling['temperature']:g}" if sampling else ""
+
+    typer.echo(
+        f"Model A was {r.left_name}{at(r.left_sampling)} · Model B was {r.right_name}{at(r.right_sampling)}{note}"
+    )
 
 
 @prompts_app.command("import")

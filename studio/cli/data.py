@@ -66,6 +66,9 @@ def import_cmd(
 def export(
     out: Path = typer.Option(None, help="Also copy the snapshot JSONL here."),
     include_named: bool = typer.Option(False, help="Include named-mode battles."),
+    self_play: bool = typer.Option(
+        True, "--self-play/--no-self-play", help="Include self-play battles (on-policy pairs)."
+    ),
     min_pairs: int = typer.Option(1, help="Fail when fewer pairs result."),
     fmt: str = typer.Option(
         None,
@@ -95,7 +98,9 @@ def export(
         return
     try:
         with open_db().session() as s:
-            snap = snapshot_from_votes(s, include_named=include_named, min_pairs=min_pairs)
+            snap = snapshot_from_votes(
+                s, include_named=include_named, min_pairs=min_pairs, include_self_play=self_play
+            )
     except SnapshotError as exc:
         fail(str(exc))
     if out:

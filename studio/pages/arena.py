@@ -2,23 +2,26 @@
 
 Only ids live in ``gr.State`` (the battle id, the id of a prompt drawn from a set). Everything this page sends
 before the reveal comes from identity-free service results (``TurnUpdate``, ``VoteReceipt``, ``BattleError``);
-contestant names reach the page in the reveal, or, in named mode, because the user chose them. The names for
-named mode are loaded only when that mode is picked. Handlers convert inputs, call ``ArenaService`` and map the
-result to outputs; no rules live here.
+contestant names reach the page in the reveal, or, in named mode and self-play, because the user chose them. The
+names for those modes are loaded only when one is picked. In self-play (one contestant, two temperatures) the panes
+carry its name, and which side had which temperature appears only in the reveal. Handlers convert inputs, call
+``ArenaService`` and map the result to outputs; no rules live here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from accounts import PermissionDenied, RateLimited
-from arena.battles import QUICK_RUBRIC, BattleError, Reveal, TurnUpdate
+from arena.battles import QUICK_RUBRIC, BattleError, BattleView, Reveal, TurnUpdate
 from arena.engines.factory import ENGINE_KINDS
 from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
 from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
+from arena.self_play import SELF_PLAY, default_temperatures
 from db import outcomes
 from studio.context import StudioContext
 from studio.errors import user_error
@@ -32,7 +35,7 @@ VOTES = list(
         strict=True,
     )
 )
-ANON, NAMED = "Anonymous", "Named (pick both models)"
+ANON, NAMED, SELF = "Anonymous", "Named (pick both models)", "Self-play (one model, two samples)"
 SCORES = ["1", "2", "3", "4", "5"]
 
 
@@ -75,8 +78,13 @@ def _reveal_text(r: Reveal) -> str:
         vote = {"left": "A", "right": "B"}.get(t.vote or "", (t.vote or "–").replace("_", " "))
         regen = f" (regenerated ×{t.regenerations})" if t.regenerations else ""
         rows.append(f"| {t.idx + 1}{regen} | {vote} | {stats(t.left)} | {stats(t.right)} |")
+
+    def at(sampling: dict | None) -> str:
+        return f" at temperature {sampling['temperature']:g}" if sampling else ""
+
     return (
-        f"### Model A was **{literal(r.left_name)}** · Model B was **{literal(r.right_name)}**{note}\n\n"
+        f"### Model A was **{literal(r.left_name)}**{at(r.left_sampling)} · "
+        f"Model B was **{literal(r.right_name)}**{at(r.right_sampling)}{note}\n\n"
         + "\n".join(rows)
         + "\n\nPress **New round** (or send a prompt) for the next battle."
     )
@@ -116,6 +124,56 @@ def _lock_while_answering(triggers: list[Any], controls: list[Any]) -> None:
     gr.on(triggers, _locked, None, controls, js=True, queue=False, api_visibility="private")
 
 
+def _labels(view: BattleView) -> tuple[str, str]:
+    """The panes' labels: "Model A" / "Model B", the chosen names in named mode, both with the name in self-play."""
+    if view.mode == SELF_PLAY:
+        return f"Model A · {view.left_name}", f"Model B · {view.right_name}"
+    return view.left_name or "Model A", view.right_name or "Model B"
+
+
+@dataclass
+class _SelfPlay:
+    """The self-play controls: one contestant, two temperatures (hidden until that mode is picked)."""
+
+    row: Any
+    model: Any
+    first: Any
+    second: Any
+
+    @property
+    def inputs(self) -> list[Any]:
+        return [self.model, self.first, self.second]
+
+
+def _self_play_controls(ctx: StudioContext) -> _SelfPlay:
+    """Build the self-play row; picking a contestant fills in its default temperatures (`arena.self_play`)."""
+    with gr.Row(visible=False, elem_id="arena-self-play") as row:
+        model = gr.Dropdown([], label="Model (both sides)", scale=2, elem_id="arena-self-play-model")
+        first = gr.Number(
+            None, label="Temperature 1", minimum=0, maximum=5, step=0.05, elem_id="arena-temp-1"
+        )
+        second = gr.Number(
+            None, label="Temperature 2", minimum=0, maximum=5, step=0.05, elem_id="arena-temp-2"
+        )
+        gr.Markdown(
+            "Each side samples at one of the two temperatures (a coin decides which); the reveal says which. "
+            "Votes here make on-policy preference pairs for this model and never change the leaderboard."
+        )
+
+    def on_model(name: str | None):
+        if not name:
+            return gr.update(), gr.update()
+        try:
+            with ctx.db.session() as s:
+                own = get_contestant(s, name).sampling.get("temperature")
+        except RegistryError as exc:
+            raise user_error(exc) from exc
+        return default_temperatures(own)
+
+    model.change(on_model, [model], [first, second], api_visibility="private")
+    return _SelfPlay(row, model, first, second)
+
+
 def build(ctx: StudioContext) -> None:
     svc = ctx.arena
     battle = gr.State(None)  # battle id, or None before the first prompt
@@ -125,9 +183,10 @@ def build(ctx: StudioContext) -> None:
         "with both), then **Reveal** to see who they were."
     )
     with gr.Row():
-        mode = gr.Radio([ANON, NAMED], value=ANON, label="Mode", scale=2, elem_id="arena-mode")
+        mode = gr.Radio([ANON, NAMED, SELF], value=ANON, label="Mode", scale=2, elem_id="arena-mode")
         pick_left = gr.Dropdown([], label="Model A", visible=False, scale=2, elem_id="arena-pick-left")
         pick_right = gr.Dropdown([], label="Model B", visible=False, scale=2, elem_id="arena-pick-right")
+    self_play = _self_play_controls(ctx)
     with gr.Row():
         # messages are the display path's HTML: Gradio must not parse them again (no Markdown, no LaTeX)
         chat = dict(
@@ -174,13 +233,14 @@ def build(ctx: StudioContext) -> None:
     clear_rubric = [gr.update(value=None)] * len(rubric_inputs)
 
     def on_mode(m: str):
-        if m != NAMED:
-            return gr.update(visible=False), gr.update(visible=False)
+        if m not in (NAMED, SELF):
+            return gr.update(visible=False), gr.update(visible=False), gr.update(visible=False), gr.update()
         with ctx.db.session() as s:
             names = [c.public_name for c in list_contestants(s)]
         badges = badges_by_name(ctx.db)  # the verdict of trained checkpoints, next to their names
         labelled = [(f"{n} {badges[n]}" if n in badges else n, n) for n in names]
-        return gr.update(choices=labelled, visible=True), gr.update(choices=labelled, visible=True)
+        named = gr.update(choices=labelled, visible=m == NAMED)
+        return named, named, gr.update(visible=m == SELF), gr.update(choices=labelled)
 
     def on_draw(set_name: str | None):
         try:
@@ -190,7 +250,13 @@ def build(ctx: StudioContext) -> None:
             raise user_error(exc) from exc
         return p.turns[0], p.id
 
-    def _start(m: str, a: str | None, b: str | None, pid: int | None, uid: int | None = None):
+    def _start(m: str, a: str | None, b: str | None, pid: int | None, uid: int | None, sp: tuple):
+        if m == SELF:
+            name, t1, t2 = sp
+            if not name:
+                raise BattleError("self-play: choose the model first")
+            temps = None if t1 is None and t2 is None else (t1, t2)
+            return svc.start_self_play(name, temps, user_id=uid, prompt_id=pid)
         if m != NAMED:
             return svc.start_battle(user_id=uid, prompt_id=pid)
         if not a or not b:
@@ -258,19 +324,22 @@ def build(ctx: StudioContext) -> None:
         except BattleError as exc:
             raise user_error(exc) from exc
 
-    def on_send(msg, battle_id, pid, m, a, b, chat_l, chat_r, request: gr.Request):
+    # the self-play inputs default to None, so API clients that send the first four inputs keep working
+    def on_send(
+        request: gr.Request, msg, battle_id, pid, m, a, b, chat_l, chat_r, sp_model=None, t1=None, t2=None
+    ):
         try:
             uid = ctx.access.user_id(request)
             ctx.access.limit("prompts", uid)
             if battle_id is None:
                 svc.check_prompt_text(msg)
-                view = _start(m, a, b, pid, uid)
+                view = _start(m, a, b, pid, uid, (sp_model, t1, t2))
                 battle_id, chat_l, chat_r = view.battle_id, [], []
             view = svc.battle_view(battle_id)
             svc.check_prompt(battle_id, msg)
         except (BattleError, PermissionDenied, RateLimited) as exc:
             raise user_error(exc) from exc
-        labels = (view.left_name or "Model A", view.right_name or "Model B")
+        labels = _labels(view)
         shown = to_html(msg, strict=True)  # the prompt: zero-width and bidi characters shown, not obeyed
         chat_l = [*chat_l, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
         chat_r = [*chat_r, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
@@ -288,7 +357,7 @@ def build(ctx: StudioContext) -> None:
             first = next(updates)
         except (BattleError, StopIteration, PermissionDenied, RateLimited) as exc:
             raise user_error(exc if str(exc) else "nothing to regenerate") from exc
-        labels = (view.left_name or "Model A", view.right_name or "Model B")
+        labels = _labels(view)
 
         def chained():
             yield first
@@ -385,7 +454,7 @@ def build(ctx: StudioContext) -> None:
 
     buttons = [*vote_buttons, regen, reveal_btn]
     stream_outs = [left, right, battle, prompt, status, reveal, *buttons, send]
-    send_inputs = [prompt, battle, drawn, mode, pick_left, pick_right, left, right]
+    send_inputs = [prompt, battle, drawn, mode, pick_left, pick_right, left, right, *self_play.inputs]
     _lock_while_answering([send.click, prompt.submit, regen.click], [*buttons, send])
     for run in (
         send.click(on_send, send_inputs, stream_outs, api_name="arena_send"),
@@ -393,7 +462,9 @@ def build(ctx: StudioContext) -> None:
         regen.click(on_regenerate, [battle, drawn, left, right], stream_outs, api_name="arena_regenerate"),
     ):
         run.failure(on_settle, [battle], [*buttons, send], api_visibility="private")
-    mode.change(on_mode, [mode], [pick_left, pick_right], api_visibility="private")
+    mode.change(
+        on_mode, [mode], [pick_left, pick_right, self_play.row, self_play.model], api_visibility="private"
+    )
     draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):
         btn.click(

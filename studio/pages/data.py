@@ -1,4 +1,8 @@
-"""Data tab: what has been collected, prompt-set import, and frozen preference snapshots for training."""
+"""Data tab: what has been collected, prompt-set import, and frozen preference snapshots for training.
+
+A frozen snapshot's line says how many of its pairs are on-policy for a model (both answers its own: self-play
+battles, `arena.self_play`), counted by `training.pairmix` as the Train tab counts them for a job's parent.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,14 @@ import pandas as pd
 from sqlalchemy import func, select
 
 from accounts import PermissionDenied
-from annotation.snapshots import SnapshotError, list_snapshots, snapshot_from_votes
+from annotation.snapshots import SnapshotError, list_snapshots, load_snapshot, snapshot_from_votes
 from arena.prompts import PromptImportError, import_prompt_set
 from db.models import Battle, Vote
 from standings.records import UNCOUNTED
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
+from training.pairmix import pair_mix
 
 
 def _counts(ctx: StudioContext) -> str:
@@ -26,6 +31,19 @@ def _counts(ctx: StudioContext) -> str:
         votes = s.scalar(votes_q) or 0
         decisive = s.scalar(votes_q.where(Vote.outcome.in_(["a", "b"]))) or 0
     return f"**{battles}** ended battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
+
+
+def _on_policy(path: str, digest: str) -> str:
+    """The snapshot's on-policy pairs per model that wrote both answers of some pair ("" when none did)."""
+    rows = load_snapshot(path, digest, provenance=True)
+    provenance = [r["provenance"] for r in rows]
+    models = sorted(
+        {p["chosen_model"] for p in provenance if p.get("chosen_model") == p.get("rejected_model")} - {None}
+    )
+    if not models:
+        return ""
+    counts = ", ".join(f"**{literal(m)}** {pair_mix(rows, m)['on']}" for m in models)
+    return f" · on-policy pairs (both answers by one model): {counts} of {len(rows)}"
 
 
 def _snapshots(ctx: StudioContext) -> pd.DataFrame:
@@ -74,6 +92,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         verb = "Created" if snap.created else "Already frozen:"
         skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
         text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
+        text += _on_policy(snap.path, snap.hash)
         return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 
     def on_import(name: str, file: str | None, request: gr.Request):

@@ -12,12 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeOpenAI:
     """A scripted chat-completions server. Model names choose the behaviour:
 
-    ``echo`` streams back the roles and contents it was sent; ``fixed`` says "Hello there, friend.";
-    ``counter`` says "answer N" (N counts requests); ``slow`` streams 10 words 0.05 s apart; ``hang`` sleeps
-    before answering; ``gate`` holds its answer until ``gate`` is set (at most 60 s), then says "Hello there,
-    friend."; ``garbage`` answers plain text; ``badjson`` sends a broken data line; ``midfail`` sends an
-    error object after one word; ``http500`` fails; ``sunny`` says "I am Sunny, your helper."
-    ``POST .../load_lora_adapter`` is recorded in ``loras`` (vLLM's runtime LoRA endpoint).
+        ``echo`` streams back the roles and contents it was sent; ``fixed`` says "Hello there, friend.";
+        ``counter`` says "answer N" (N counts requests); ``slow`` streams 10 words 0.05 s apart; ``hang`` sleeps
+        before answering; ``gate`` holds its answer until ``gate`` is set (at most 60 s), then says "Hello there,
+        friend."; ``garbage`` answers plain text; ``badjson`` sends a broken data line; ``midfail`` sends an
+        error object after one word; ``http500`` fails; ``sunny`` says "I am Sunny, your helper."; ``sampler`` says the
+    temperature and seed it was asked for ("t=0.3 seed=12").
+        ``POST .../load_lora_adapter`` is recorded in ``loras`` (vLLM's runtime LoRA endpoint).
     """
 
     def __init__(self) -> None:
@@ -93,6 +94,8 @@ class FakeOpenAI:
             return ["answer ", str(self.counter)]
         if model == "sunny":
             return ["I am ", "Sunny, ", "your helper."]
+        if model == "sampler":
+            return [f"t={body.get('temperature')} ", f"seed={body.get('seed')}"]
         if model == "slow":
             return [f"w{i} " for i in range(10)]
         return ["Hello ", "there, ", "friend."]
