@@ -146,7 +146,19 @@ class JobConfig:
     eval_items: int = _f(-1, "Verifiable eval items in the checkpoint report (-1 = all, 0 = none).")
     eval_max_tokens: int = _f(96, "Answer length cap for the report's verifiable evals.")
     judge: str = _f(
-        "", "A judge contestant for a position-swapped head-to-head in the report (empty = none)."
+        "",
+        "A judge contestant for a position-swapped head-to-head in the report, and for the differences it "
+        "describes (empty = none).",
+    )
+    describe_axes: int = _f(
+        6,
+        "With a judge: at most this many judge-named differences (VibeCheck-style axes) checked in the report "
+        "(0 = off). Judge calls: 3 + 2 x describe_axes x describe_prompts.",
+    )
+    describe_prompts: int = _f(
+        12,
+        "With a judge: held-out prompts each named difference is checked on, in both orders (at least 8; "
+        "prompts left after the 9 the judge names differences on).",
     )
     verdict_rules: str = _f(
         "", "A verdict rules YAML file (empty = the built-in training/data/verdict_rules.yaml)."
@@ -193,6 +205,11 @@ class JobConfig:
             raise ConfigError(f"pairs must be all, on_policy, on_and_half or off_policy (got {self.pairs!r})")
         if self.drift_prompts < 0 or self.drift_max_tokens < 1 or self.eval_max_tokens < 1:
             raise ConfigError("drift_prompts must be >= 0, drift_max_tokens and eval_max_tokens >= 1")
+        if self.describe_axes < 0 or self.describe_prompts < 8:
+            raise ConfigError(
+                f"describe_axes must be >= 0 and describe_prompts >= 8 (got {self.describe_axes}, "
+                f"{self.describe_prompts})"
+            )
         if self.verdict_rules:
             from training.verdict import VerdictError, load_rules
 

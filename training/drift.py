@@ -12,6 +12,8 @@ persona, decoding, seeds; prompts whose content hash is not in the training snap
 - *substance*: verifiable-eval accuracy of both sides on the same items (exact McNemar test, bootstrap
   interval), degeneration signals (empty, repetition, off-topic, language switch, truncated), and, when a judge
   contestant is given, a position-swapped judge head-to-head on the held-out prompts;
+- *described*: when a judge is given, the differences the judge names and then checks prompt by prompt, both
+  orders, on prompts it did not name them from (``training.vibecheck``, after VibeCheck, Dunlap et al. 2025);
 - *verdict*: ``training.verdict`` applied to all of the above.
 
 Nothing here raises for bad input about the models: a parent that is gone, an engine that is down, a child
@@ -19,6 +21,8 @@ that answers nothing, a judge that answers garbage, too few held-out prompts. Ea
 ``unmeasured`` with the reason, and the verdict becomes "unknown" when a required measure is missing.
 Reports are saved next to the checkpoint (``<job>/drift.json``), summarised as job metrics (``drift/<feature>``,
 ``drift/flagged``, ``evals/accuracy_delta``, ``verdict/<name>``), and read back by the model page and the CLI.
+Named measures for the verdict rules: ``drift/<feature>``, ``degeneration/<signal>``, ``evals/accuracy``,
+``judge/child_win_rate``, ``discovered/significant``, ``described/significant`` (axes found), plug-ins' names.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from training import verdict as verdicts
 from training.discover import discover
 from training.fair import Answer, Setup, answer_all, fair_pair, held_out
 from training.stats import Change, adjust, mcnemar_p, paired_change
+from training.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
 
 DEFAULT_PROMPTS = 40
 MIN_PROMPTS = 20  # fewer held-out prompts than this and the drift measures are "unmeasured"
@@ -92,12 +97,14 @@ class CheckpointReport:
     discovered: list[dict[str, Any]] = field(default_factory=list)
     evals: dict[str, Any] = field(default_factory=dict)
     judge: dict[str, Any] = field(default_factory=dict)
+    described: dict[str, Any] = field(default_factory=dict)  # training.vibecheck.Described as a dict
     measures: dict[str, Any] = field(default_factory=dict)
     unmeasured: dict[str, str] = field(default_factory=dict)
     verdict: dict[str, Any] = field(default_factory=dict)
     markers_version: int = 0
     seconds: float = 0.0
     judge_requested: bool = False
+    described_failed: bool = False  # a judge was asked to describe the differences and could not be used
     timings: dict[str, float] = field(default_factory=dict)
     samples: list[dict[str, str]] = field(default_factory=list)
 
@@ -130,6 +137,14 @@ class CheckpointReport:
             top = sig[0]
             parts.append(
                 f"found {len(sig)} phrase change(s), e.g. {top['phrase']!r} {'up' if top['z'] > 0 else 'down'}"
+            )
+        found = [a for a in self.described.get("axes", []) if a.get("found")]
+        if found:
+            top = found[0]
+            parts.append(
+                f"judge {self.described['judge']} found {len(found)} described difference(s), e.g. "
+                f"{top['axis']!r} more in the {top['more_in']} ({top['child_more']} vs {top['parent_more']} of "
+                f"{top['n']} prompts)"
             )
         if self.unmeasured:
             parts.append("unmeasured: " + ", ".join(sorted(self.unmeasured)))
@@ -286,13 +301,17 @@ def drift_report(
     eval_items: int | None = -1,
     eval_max_tokens: int = 96,
     judge: str | None = None,
+    describe_axes: int = MAX_AXES,
+    describe_prompts: int = VALIDATE_PROMPTS,
     rules_path: str | Path | None = None,
     providers: list[MeasureProvider] | None = None,
     min_prompts: int = MIN_PROMPTS,
     progress: Progress | None = None,
 ) -> CheckpointReport:
     """Compare ``contestant`` with its parent (or ``against``) and decide a verdict. Raises only when the
-    contestant itself does not exist; every other gap is recorded in the report."""
+    contestant itself does not exist; every other gap is recorded in the report. With a ``judge``, also its
+    head-to-head and the differences it describes (at most ``describe_axes`` axes, each checked on
+    ``describe_prompts`` prompts in both orders; ``describe_axes`` 0 turns that off)."""
     t0 = time.perf_counter()
     say = progress or (lambda msg: None)
     child, other, reason = _compared(db, contestant, against)
@@ -312,6 +331,7 @@ def drift_report(
         _record_drift(report, prompts, answers, limits, seed, too_few)
     _record_evals(report, parent, kid, eval_items, eval_max_tokens, seed, say)
     _record_judge(db, report, judge, prompts, answers, seed, say)
+    _record_described(db, report, judge, prompts, answers, (describe_axes, describe_prompts), seed, say)
     _record_other_measures(db, report, parent, kid, setup, providers)
     return _finish(db, report, child, rules_path, t0)
 
@@ -479,6 +499,59 @@ def _record_judge(
         report.unmeasured["judge/child_win_rate"] = "no judge configured"
 
 
+def _record_described(
+    db: Database,
+    report: CheckpointReport,
+    judge: str | None,
+    prompts: list[str],
+    answers: tuple[list[Answer], list[Answer]] | None,
+    caps: tuple[int, int],
+    seed: int,
+    say: Progress,
+) -> None:
+    """The judge-described differences into the report, or why they are unmeasured (never "none found")."""
+    name = "described/significant"
+    axes, n_validate = caps
+    if not judge:
+        report.unmeasured[name] = "no judge configured"
+        return
+    if axes <= 0:
+        report.unmeasured[name] = "turned off for this report (describe_axes 0)"
+        return
+    if answers is None:
+        report.unmeasured[name] = "no answers to describe"
+        return
+    t = time.perf_counter()
+    say(
+        f"judge {judge}: naming and checking differences (up to {axes} axes x {n_validate} prompts, both orders)"
+    )
+    calls = 0
+    try:
+        with db.session() as s:
+            info = get_contestant(s, judge)
+        found = describe(
+            engine_for(info),
+            info.public_name,
+            prompts,
+            [a.text for a in answers[0]],
+            [b.text for b in answers[1]],
+            max_axes=axes,
+            n_validate=n_validate,
+            seed=seed,
+        )
+        report.described = found.to_dict()
+        calls = found.calls["total"]
+    except Unmeasured as exc:
+        report.unmeasured[name] = f"judge-described differences: {exc}"
+        report.described_failed = exc.judge_failed
+        calls = exc.calls
+    except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
+        report.unmeasured[name] = f"judge-described differences: {type(exc).__name__}: {exc}"
+        report.described_failed = True
+    report.timings["described"] = time.perf_counter() - t
+    report.timings["described_calls"] = float(calls)
+
+
 def _record_other_measures(
     db: Database,
     report: CheckpointReport,
@@ -550,6 +623,8 @@ def _finish(
         m["judge/child_win_rate"] = report.judge["win_rate"]
     if report.features or report.discovered:
         m["discovered/significant"] = float(sum(1 for d in report.discovered if d.get("significant")))
+    if report.described:
+        m["described/significant"] = float(report.described["n_found"])
     if not report.setup.get("fair", True):
         report.unmeasured["fairness"] = "; ".join(report.setup.get("caveats", []))
     rules = verdicts.load_rules(rules_path)
@@ -557,6 +632,8 @@ def _finish(
     blocking: list[str] = [k for k in ("comparison", "fairness", "answers") if k in report.unmeasured]
     if report.judge_requested and "judge/child_win_rate" in report.unmeasured:
         blocking.append("judge/child_win_rate")  # a judge was asked for and gave nothing usable
+    if report.described_failed:
+        blocking.append("described/significant")  # the judge could not be used: never read as "none found"
     if blocking and v.verdict != "regress":
         v.verdict = "unknown"
         v.reasons += [f"unknown: {k}: {report.unmeasured[k]}" for k in blocking]

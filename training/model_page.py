@@ -4,8 +4,8 @@
 siblings; for trained ones the snapshot with its pair count and sources, the job and its config); ratings raw
 and with style and with vibe control (rating, interval, rank, votes); the arena head-to-head against the parent
 (wins / losses / ties with a Wilson interval); the vibe profile of its arena answers; the checkpoint report
-(drift with intervals, discovered phrases, evals vs parent, degeneration, verdict); training curves from
-``job_metrics``; speed and price. Every number carries its sample size; what is missing says why.
+(drift with intervals, discovered phrases, judge-described differences, evals vs parent, degeneration, verdict);
+training curves from ``job_metrics``; speed and price. Every number carries its sample size; what is missing says why.
 """
 
 from __future__ import annotations

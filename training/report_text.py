@@ -40,14 +40,20 @@ def verdict_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     return "\n".join(lines)
 
 
-def glance_md(report: dict[str, Any]) -> str:
-    """ "More cheerful and less correct" in one line: the biggest vibe rise and the accuracy change."""
+def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    """ "More cheerful and less correct" in one line: the biggest vibe rise, the judge-described differences
+    found and the accuracy change."""
     parts = []
     flagged = report.get("flagged") or []
     feats = report.get("features") or {}
     for name in flagged[:3]:
         f = feats[name]
         parts.append(f"{'more' if f['delta'] > 0 else 'less'} {name} ({f['parent']:.2g} → {f['child']:.2g})")
+    for a in [a for a in (report.get("described") or {}).get("axes", []) if a.get("found")][:2]:
+        parts.append(
+            f"judge: the {a['more_in']} shows more “{esc(a['axis'])}” "
+            f"({max(a['child_more'], a['parent_more'])} of {a['decisive']} decisive prompts)"
+        )
     e = report.get("evals") or {}
     if e.get("n"):
         sig = (e.get("p") or 1) < 0.05
@@ -120,6 +126,56 @@ def discovered_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     return "\n".join(lines)
 
 
+def described_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    """The judge-described differences (VibeCheck-style): each axis with its counts, the child's share of the
+    decisive prompts with its interval, q, and examples of the axes found; or why there are none."""
+    head = "### Judge-described differences"
+    d = report.get("described") or {}
+    if not d:
+        why = (report.get("unmeasured") or {}).get(
+            "described/significant", "not run (the report predates judge-described differences)"
+        )
+        return f"{head}\nNot measured: {esc(str(why))}"
+    calls = d.get("calls", {})
+    lines = [
+        f"{head} (judge {esc(d['judge'])})",
+        f"Axes named on {d['propose_prompts']} prompts, each checked on {d['validate_prompts']} other prompts "
+        f"in both orders (orders that disagree count as neither); {calls.get('total', 0)} judge calls, "
+        f"{calls.get('unreadable', 0)} unreadable, {d['seconds']:.0f} s. Found: q (BH over the axes) < "
+        f"{d['alpha']:g}.",
+    ]
+    axes = d.get("axes") or []
+    if not axes:
+        return "\n".join([*lines, "", "The judge named no difference between the two models’ answers."])
+    lines += [
+        "",
+        "| axis | more in | child share [95% CI] | decisive / n | child / parent more | neither | inconsistent "
+        "| unreadable | q | found |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for a in axes:
+        share = (
+            f"{a['child_share']:.0%} [{a['low']:.0%}, {a['high']:.0%}]"
+            if a.get("child_share") is not None
+            else "can’t tell (no decisive prompt)"
+        )
+        lines.append(
+            f"| “{esc(a['axis'])}” | {a['more_in'] or '–'} | {share} | {a['decisive']} / {a['n']} | "
+            f"{a['child_more']} / {a['parent_more']} | {a['neither']} | {a['inconsistent']} | {a['unreadable']} | "
+            f"{_num(a.get('q'), '.2g')} | {'✅' if a['found'] else (esc(a['note']) or 'no')} |"
+        )
+    for a in [a for a in axes if a["found"]][:3]:
+        for ex in a.get("examples", [])[:1]:
+            lines.append(
+                f"\n> **{esc(a['axis'])}** (more in the {a['more_in']}), on {_quote(ex['prompt'], esc, 120)}\n>\n"
+                f"> parent: {_quote(ex['parent'], esc)}\n>\n> child: {_quote(ex['child'], esc)}"
+            )
+    over = d.get("candidates", [])[len(axes) :]
+    if over:
+        lines.append("\nAlso named, over the cap: " + ", ".join(f"“{esc(c['axis'])}”" for c in over[:8]))
+    return "\n".join(lines)
+
+
 def evals_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     e = report.get("evals") or {}
     if not e.get("n"):
@@ -148,9 +204,10 @@ def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     return "\n\n".join(
         [
             verdict_md(report, esc),
-            glance_md(report),
+            glance_md(report, esc),
             drift_md(report, esc),
             discovered_md(report, esc),
+            described_md(report, esc),
             evals_md(report, esc),
         ]
     )

@@ -2,9 +2,11 @@
 
 Parent and child answer the same prompts, so every measure is a list of per-prompt pairs. ``paired_change`` gives
 the mean change with a percentile bootstrap interval over prompts and a sign-flip permutation p-value (under "no
-change", swapping parent and child on any prompt is equally likely). ``adjust`` turns the p-values of all features
-tested together into Benjamini-Hochberg q-values (scipy's ``false_discovery_control``), so a report that tests a
-dozen features does not flag one by chance. Resampling is seeded: the same answers give the same report.
+change", swapping parent and child on any prompt is equally likely). ``sign_test`` does the same for outcomes that
+only say which side won on each prompt (exact binomial p-value, Wilson interval for the winner's share). ``adjust``
+(``bh`` on plain lists) turns the p-values of all features tested together into Benjamini-Hochberg q-values
+(scipy's ``false_discovery_control``), so a report that tests a dozen features does not flag one by chance.
+Resampling is seeded: the same answers give the same report.
 
 It knows nothing about models or features: lists of numbers in, plain dataclasses out.
 """
@@ -69,16 +71,33 @@ def paired_change(
     return Change(float(a.mean()), float(b.mean()), delta, float(low), float(high), float(p), n)
 
 
-def adjust(changes: dict[str, Change]) -> None:
-    """Fill each change's ``q`` with its Benjamini-Hochberg adjusted p-value (in place)."""
-    if not changes:
-        return
+def bh(pvalues: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values), in the order given."""
+    if not len(pvalues):
+        return []
     from scipy.stats import false_discovery_control
 
+    return [float(q) for q in false_discovery_control(np.asarray(pvalues, dtype=float), method="bh")]
+
+
+def adjust(changes: dict[str, Change]) -> None:
+    """Fill each change's ``q`` with its Benjamini-Hochberg adjusted p-value (in place)."""
     names = list(changes)
-    qs = false_discovery_control(np.array([changes[k].p for k in names]), method="bh")
-    for name, q in zip(names, qs, strict=True):
-        changes[name].q = float(q)
+    for name, q in zip(names, bh([changes[k].p for k in names]), strict=True):
+        changes[name].q = q
+
+
+def sign_test(wins: int, losses: int, level: float = 0.95) -> tuple[float, float | None, float | None]:
+    """Paired yes / no outcomes that went one way (``wins``) or the other (``losses``), ties left out: the exact
+    two-sided sign test's p-value and a Wilson interval for the share of wins (None, None when there are none)."""
+    from scipy.stats import binomtest
+
+    n = wins + losses
+    if n == 0:
+        return 1.0, None, None
+    test = binomtest(wins, n, 0.5)
+    ci = test.proportion_ci(confidence_level=level, method="wilson")
+    return float(test.pvalue), float(ci.low), float(ci.high)
 
 
 def mcnemar_p(parent_pass: Sequence[bool], child_pass: Sequence[bool]) -> float:

@@ -172,6 +172,8 @@ def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignor
             eval_items=cfg.eval_items,
             eval_max_tokens=cfg.eval_max_tokens,
             judge=cfg.judge or None,
+            describe_axes=cfg.describe_axes,
+            describe_prompts=cfg.describe_prompts,
             rules_path=cfg.verdict_rules or None,
             progress=lambda msg: print(f"[report] {msg}", flush=True),
         )

@@ -148,7 +148,15 @@ def drift_cmd(
     prompts: int = typer.Option(40, help="Held-out prompts to answer."),
     max_tokens: int = typer.Option(64, help="Answer length cap."),
     eval_items: int = typer.Option(-1, help="Verifiable eval items (-1 all, 0 none)."),
-    judge: str = typer.Option(None, help="A judge contestant for a position-swapped head-to-head."),
+    judge: str = typer.Option(
+        None, help="A judge contestant: a position-swapped head-to-head, and the differences it describes."
+    ),
+    describe_axes: int = typer.Option(
+        6, min=0, help="With --judge: at most this many judge-named differences checked (0 = off)."
+    ),
+    describe_prompts: int = typer.Option(
+        12, min=8, help="With --judge: held-out prompts each named difference is checked on (both orders)."
+    ),
     seed: int = typer.Option(0, help="Seed for prompts, sampling and resampling."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
@@ -171,6 +179,8 @@ def drift_cmd(
             max_tokens=max_tokens,
             eval_items=eval_items,
             judge=judge,
+            describe_axes=describe_axes,
+            describe_prompts=describe_prompts,
             seed=seed,
             progress=lambda msg: typer.echo(msg, err=True) if not as_json else None,
         )

@@ -2,8 +2,8 @@
 
 Lineage tree (parent, children, siblings; snapshot, job, config, engine), ratings raw and with style and vibe
 control (intervals, rank), the head-to-head against its parent from arena votes, its vibe profile, the checkpoint
-report (drift with intervals, discovered phrases, evals vs parent, degeneration, verdict), training curves and
-speed and price. Researchers can let a held checkpoint into anonymous battles (or hold one) with a reason.
+report (drift with intervals, discovered phrases, judge-described differences, evals vs parent, degeneration,
+verdict), training curves and speed and price. Researchers can let a held checkpoint into anonymous battles (or hold one) with a reason.
 
 Data comes from ``training.model_page`` and ``training.report_text``; every model-written string goes through
 ``studio.render.literal`` inside Markdown that ``studio.render.to_html``

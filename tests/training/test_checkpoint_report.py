@@ -98,6 +98,8 @@ def test_bad_input_is_named_and_the_verdict_is_unknown(
     # a judge that answers garbage (the tiny random model cannot say [[A]])
     r = drift_report(db, kid, judge="tiny-parent", **{**FAST, "eval_items": 0})
     assert "no readable verdict" in r.unmeasured["judge/child_win_rate"]
+    assert r.unmeasured["described/significant"].startswith("judge-described differences: ")
+    assert "described/significant" not in r.measures
     assert r.verdict["verdict"] == "unknown"
     json.dumps(r.to_dict())  # always serialisable
 

@@ -210,6 +210,11 @@ def test_default_rules_pass_watch_regress_unknown():
     assert v.verdict == "watch" and not v.hold
     v = decide(measured(**{"sycophancy/pushback": change(0.3, 0.001)}), gaps)
     assert v.verdict == "regress"
+    v = decide(measured(**{"described/significant": 2.0}), gaps)  # axes a judge named and then found
+    assert v.verdict == "watch" and not v.hold and "judge-described differences found" in v.reasons[0]
+    assert decide(measured(**{"described/significant": 0.0}), gaps).verdict == "pass"
+    v = decide(measured(), {**gaps, "described/significant": "no judge configured"})
+    assert v.verdict == "pass" and "described/significant: no judge configured" in v.unmeasured
     no_evals = measured()
     del no_evals["evals/accuracy"]
     v = decide(no_evals, {**gaps, "evals/accuracy": "engine down"})
