@@ -138,7 +138,7 @@ def play(db, n: int, max_tokens: int) -> dict[str, int]:  # type: ignore[no-unty
     return counts
 
 
-def siblings(db, snapshot: str, n: int, steps: int) -> list[str]:  # type: ignore[no-untyped-def]
+def siblings(db, snapshot: str, n: int, steps: int, lr: float | None = None) -> list[str]:  # type: ignore[no-untyped-def]
     """n - 1 more DPO children of smollm2-plain on the same snapshot, one per beta (no report: they only play)."""
     from training.runner import wait
     from training.service import launch_dpo
@@ -147,7 +147,15 @@ def siblings(db, snapshot: str, n: int, steps: int) -> list[str]:  # type: ignor
     for i, beta in enumerate([0.05, 0.3, 0.6, 0.02, 1.0][: n - 1]):
         t0 = time.monotonic()
         job = launch_dpo(
-            db, "smollm2-plain", snapshot, max_steps=steps, beta=beta, drift_prompts=0, seed=100 + i
+            db,
+            "smollm2-plain",
+            snapshot,
+            max_steps=steps,
+            beta=beta,
+            drift_prompts=0,
+            kl_prompts=0,
+            seed=100 + i,
+            learning_rate=lr,
         )
         view = wait(db, job, timeout=3 * 3600, poll=5.0)
         print(f"sibling job {job} (beta {beta}): {view.status} in {time.monotonic() - t0:.0f} s", flush=True)
@@ -221,9 +229,12 @@ def main() -> int:
         "--siblings", type=int, default=0, help="train this many children in all (>= 2: a family)"
     )
     ap.add_argument("--sibling-steps", type=int, default=16)
+    ap.add_argument("--sibling-lr", type=float, default=None, help="siblings' learning rate (default: DPO's)")
+    ap.add_argument("--family-only", action="store_true", help="only the family: siblings, battles, board")
     ap.add_argument("--family-battles", type=int, default=60)
     ap.add_argument("--judge", default="", help="a judge contestant for the report's head-to-head")
     ap.add_argument("--home", type=Path, default=None, help="studio home (default: a new temp dir)")
+    ap.add_argument("--job", type=int, default=0, help="follow this job of --home instead of starting anew")
     ap.add_argument("--out", type=Path, default=None, help="write the report and curve as JSON here")
     args = ap.parse_args()
     home = args.home or Path(tempfile.mkdtemp(prefix="vibe-child-"))
@@ -246,27 +257,41 @@ def main() -> int:
         ensure_defaults(s)
         ensure_mt_bench(s)
 
-    t0 = time.monotonic()
-    votes = play(db, args.battles, args.max_tokens)
-    t_battles = time.monotonic() - t0
-    print(f"votes: {votes} in {t_battles:.0f} s", flush=True)
+    if (
+        args.family_only
+    ):  # a family of checkpoints only: siblings on one snapshot, battles, the families board
+        from training.service import resolve_snapshot
 
-    overrides = {
-        "max_steps": args.steps,
-        "kl_every": args.gold_every,
-        "gold": "evals",
-        "gold_every": args.gold_every,
-        "gold_items": args.gold_items,
-        "save_steps": 0,
-        "drift_prompts": args.report_prompts,
-        "eval_items": args.eval_items,
-    }
-    if args.judge:
-        overrides["judge"] = args.judge
+        votes = play(db, args.battles, args.max_tokens)
+        snap = resolve_snapshot(db, None, min_pairs=4)
+        names = siblings(db, snap, args.siblings + 1, args.sibling_steps, args.sibling_lr)
+        family_battles(db, ["smollm2-plain", *names], args.family_battles, args.max_tokens)
+        fams = print_families(db)
+        if args.out:
+            args.out.write_text(json.dumps({"votes": votes, "families": fams}, default=str, indent=1))
+        return 0
+    if args.job:  # follow (or re-read) a job launched earlier in this home
+        job, votes = args.job, {}
+    else:
+        t0 = time.monotonic()
+        votes = play(db, args.battles, args.max_tokens)
+        print(f"votes: {votes} in {time.monotonic() - t0:.0f} s", flush=True)
+        overrides = {
+            "max_steps": args.steps,
+            "kl_every": args.gold_every,
+            "gold": "evals",
+            "gold_every": args.gold_every,
+            "gold_items": args.gold_items,
+            "save_steps": 0,
+            "drift_prompts": args.report_prompts,
+            "eval_items": args.eval_items,
+        }
+        if args.judge:
+            overrides["judge"] = args.judge
+        job = launch_dpo(db, "smollm2-plain", None, **overrides)
     t1 = time.monotonic()
-    job = launch_dpo(db, "smollm2-plain", None, **overrides)
     view = job_view(db, job)
-    print(f"job {job} launched on snapshot {view.config.get('snapshot_hash', '')[:12]}", flush=True)
+    print(f"job {job} on snapshot {view.config.get('snapshot_hash', '')[:12]}", flush=True)
     mix = snapshot_mix(db, view.config["snapshot_hash"], "smollm2-plain")
     print(f"pair mix seen from smollm2-plain: {mix}", flush=True)
     view = wait(db, job, timeout=6 * 3600, poll=5.0)
