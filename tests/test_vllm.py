@@ -82,6 +82,9 @@ def vllm(tmp_path_factory: pytest.TempPathFactory):
         "python": os.environ["VIBESTUDIO_VLLM_PYTHON"],
         "served_model_name": SERVED_NAME,
         "startup_timeout_s": 900,
+        # 1 GiB of KV cache (about 45k tokens of SmolLM2) instead of vLLM's CPU default, 0.3 of the RAM: with that
+        # default the DPO job's memory check refused to start on a loaded machine (7.1 GiB needed, 5.1 available).
+        "args": ["--kv-cache-memory-bytes", str(1 << 30)],
     }
     t0 = time.monotonic()
     with pytest.MonkeyPatch.context() as mp:
@@ -166,6 +169,7 @@ def test_a_fresh_dpo_lora_plays_on_the_same_server_without_a_restart(db, vllm):
         # Two steps at the LoRA default (5e-5) leave the greedy answer as it was; this rate moves it, so the
         # answers below show whether the server applied the adapter.
         learning_rate=2e-3,
+        max_length=128,  # the pairs are shorter; the memory estimate halves (7.1 -> 3.9 GiB at batch 4)
         kl_prompts=0,
         drift_prompts=0,
         eval_items=0,
