@@ -208,7 +208,13 @@ def job_markdown(ctx: StudioContext, job_id: int) -> str:
         text += f" · checkpoints saved at steps {', '.join(map(str, steps))}"
     if v.contestant_id:
         name = _names(ctx).get(v.contestant_id, v.contestant_id)
-        text += f"\n\n✅ Published as contestant **{literal(name)}**: it is now in the arena."
+        if v.contestant_step is None:
+            text += f"\n\n✅ Published as contestant **{literal(name)}**: it is now in the arena."
+        else:  # a checkpoint saved on the way plays; the job's own result is still to come (or never came)
+            text += (
+                f"\n\n✅ The checkpoint of step {v.contestant_step} is published as contestant "
+                f"**{literal(name)}**: it is now in the arena."
+            )
     if v.error:
         text += f"\n\n❌ {literal(v.error, limit=500)}"
     health = gold_markdown(v.metrics)
