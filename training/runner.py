@@ -49,6 +49,8 @@ class JobSummary:
     parent_contestant_id: int | None
     snapshot_id: int | None
     contestant_id: int | None
+    # set when contestant_id plays a checkpoint saved on the way (its step), not the job's final one
+    contestant_step: int | None
     created_at: datetime | None
     started_at: datetime | None
     ended_at: datetime | None
@@ -444,8 +446,9 @@ def _progress(s: Session, job_id: int) -> float | None:
     )
 
 
-def _contestant_id(s: Session, job_id: int) -> int | None:
-    """The contestant the job's final checkpoint became (else the newest one published from it)."""
+def _result(s: Session, job_id: int) -> tuple[int | None, int | None]:
+    """The contestant the job's final checkpoint became (step None), else the newest one published from it with
+    the step of the checkpoint saved on the way that it plays (``publish_checkpoint``)."""
     final = s.scalar(
         select(Checkpoint.contestant_id)
         .join(Job, Job.id == Checkpoint.job_id)
@@ -457,7 +460,7 @@ def _contestant_id(s: Session, job_id: int) -> int | None:
         .limit(1)
     )
     if final is not None:
-        return final
+        return final, None
     cid = s.scalar(
         select(Contestant.id).where(Contestant.job_id == job_id).order_by(Contestant.id.desc()).limit(1)
     )
@@ -467,10 +470,18 @@ def _contestant_id(s: Session, job_id: int) -> int | None:
             .where(Checkpoint.job_id == job_id, Checkpoint.contestant_id.is_not(None))
             .limit(1)
         )
-    return cid
+    step = None
+    if cid is not None:
+        step = s.scalar(
+            select(Checkpoint.step)
+            .where(Checkpoint.job_id == job_id, Checkpoint.contestant_id == cid)
+            .limit(1)
+        )
+    return cid, step
 
 
 def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
+    contestant_id, contestant_step = _result(s, job.id)
     return dict(
         id=job.id,
         kind=job.kind,
@@ -478,7 +489,8 @@ def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
         progress=_progress(s, job.id),
         parent_contestant_id=job.parent_contestant_id,
         snapshot_id=job.snapshot_id,
-        contestant_id=_contestant_id(s, job.id),
+        contestant_id=contestant_id,
+        contestant_step=contestant_step,
         created_at=job.created_at,
         started_at=job.started_at,
         ended_at=job.ended_at,

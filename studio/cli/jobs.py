@@ -31,6 +31,7 @@ def job_dict(v: Any) -> dict[str, Any]:
         "parent_contestant_id": v.parent_contestant_id,
         "snapshot_id": v.snapshot_id,
         "contestant_id": v.contestant_id,
+        "contestant_step": v.contestant_step,
         "created_at": v.created_at,
         "started_at": v.started_at,
         "ended_at": v.ended_at,
@@ -134,7 +135,8 @@ def jobs_show(job_id: int = typer.Argument(..., help="Job id."), as_json: bool =
     if v.queue_position is not None:
         typer.echo(f"position {v.queue_position} in the queue")
     if v.contestant_id:
-        typer.echo(f"published as contestant id {v.contestant_id}")
+        step = f" (the checkpoint of step {v.contestant_step})" if v.contestant_step is not None else ""
+        typer.echo(f"published as contestant id {v.contestant_id}{step}")
     if v.error:
         typer.echo(f"error: {v.error}")
     for name, value in sorted(job_dict(v)["metrics"].items()):

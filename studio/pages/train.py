@@ -29,7 +29,7 @@ from training.lineage import job_alerts
 from training.pairmix import describe_mix
 from training.publish import publish_checkpoint
 from training.rewards import FORMATS
-from training.runner import cancel, job_view, list_jobs, resume, saved_checkpoints
+from training.runner import JobView, cancel, job_view, list_jobs, resume, saved_checkpoints
 from training.service import ConfigCheck, check_config, launch_config
 from training.verdict import current as verdict_status
 
@@ -195,20 +195,25 @@ def _figure(kind: str, metrics: dict[str, list[tuple[int, float]]]) -> go.Figure
     return fig
 
 
-def job_markdown(ctx: StudioContext, job_id: int) -> str:
-    """The job's status line, result and over-optimisation alerts, as display-path HTML."""
-    v = job_view(ctx.db, job_id, tail_lines=1)
+def job_markdown(ctx: StudioContext, v: JobView, steps: list[int]) -> str:
+    """The job's status line (with the steps of its saved checkpoints), result and over-optimisation alerts, as
+    display-path HTML."""
     text = f"**Job {v.id}** · {v.kind} · **{v.status}**"
     if v.progress is not None:
         text += f" · {100 * v.progress:.0f}%"
     if v.queue_position:
         text += f" · position {v.queue_position} in the queue"
-    steps = [step for step, _ in saved_checkpoints(job_id)]
     if steps:
         text += f" · checkpoints saved at steps {', '.join(map(str, steps))}"
     if v.contestant_id:
         name = _names(ctx).get(v.contestant_id, v.contestant_id)
-        text += f"\n\n✅ Published as contestant **{literal(name)}**: it is now in the arena."
+        if v.contestant_step is None:
+            text += f"\n\n✅ Published as contestant **{literal(name)}**: it is now in the arena."
+        else:  # a checkpoint saved on the way plays; the job's own result is still to come (or never came)
+            text += (
+                f"\n\n✅ The checkpoint of step {v.contestant_step} is published as contestant "
+                f"**{literal(name)}**: it is now in the arena."
+            )
     if v.error:
         text += f"\n\n❌ {literal(v.error, limit=500)}"
     health = gold_markdown(v.metrics)
@@ -360,13 +365,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
             v = job_view(ctx.db, int(jid))
         except JobError as exc:
             return table, to_html(literal(exc)), None, "", gr.update(), None
-        steps_saved = [str(step) for step, _ in saved_checkpoints(v.id)]
+        steps_saved = [step for step, _ in saved_checkpoints(v.id)]  # one look at the folder per tick
         return (
             table,
-            job_markdown(ctx, v.id),
+            job_markdown(ctx, v, steps_saved),
             _figure(v.kind, v.metrics),
             v.log_tail,
-            gr.update(choices=steps_saved),
+            gr.update(choices=[str(step) for step in steps_saved]),
             gold_figure(v.metrics),
         )
 

@@ -13,6 +13,7 @@ from db.models import Job
 from tests.helpers.training import FAST, pair_rows
 from training import runner
 from training.errors import JobError
+from training.publish import publish_checkpoint
 from training.service import launch, launch_dpo
 
 
@@ -128,12 +129,17 @@ def test_resume_continues_from_the_last_checkpoint(db, tiny_parent, make_snapsho
     folder = runner.job_dir(job_id) / "checkpoints" / "checkpoint-2" / "trainer_state.json"
     _wait_for(folder.exists, timeout=120, what="first checkpoint")
     runner.cancel(db, job_id, grace=5.0)
+    # A checkpoint saved on the way plays in the arena; the job view says it is that step's, not the job's result.
+    early = publish_checkpoint(db, job_id, step=2)
+    view = runner.job_view(db, job_id)
+    assert (view.contestant_id, view.contestant_step) == (early.contestant_id, 2)
     with pytest.raises(JobError, match="only failed or cancelled"):
         runner.resume(db, launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST))  # queued: not resumable
     runner.cancel(db, job_id + 1)
     assert runner.resume(db, job_id).status in ("queued", "running")
     view = runner.wait(db, job_id, timeout=240)
     assert view.status == "succeeded", view.error
+    assert view.contestant_step is None and view.contestant_id not in (None, early.contestant_id)
     assert "resuming from" in runner.log_tail(view.log_path, lines=200)
     steps = [s for s, _ in view.metrics["loss"]]
     assert steps == sorted(set(steps)) and steps[-1] == 6  # no step logged twice
