@@ -22,11 +22,11 @@ from arena.probes import load_probe
 _OPTION = re.compile(r"^\(([A-Z])\) (.+)$", re.MULTILINE)
 
 
-class ScriptedChat:
+class ScriptedServer:
+    """An OpenAI-compatible streaming chat server on a free local port; ``reply(model, messages)`` says what to
+    answer and ``count(model)`` is told of every request. Subclasses script the behaviour."""
+
     def __init__(self) -> None:
-        _, items = load_probe("pushback")
-        self.key = {i.question: i.answer for i in items}
-        self.requests = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,8 +35,9 @@ class ScriptedChat:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                fake.requests += 1
-                text = fake.reply(body.get("model", ""), body.get("messages", []))
+                model = body.get("model", "")
+                fake.count(model)
+                text = fake.reply(model, body.get("messages", []))
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -49,6 +50,30 @@ class ScriptedChat:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def count(self, model: str) -> None:
+        pass
+
+    def reply(self, model: str, messages: list[dict]) -> str:
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        return {"base_url": self.url}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ScriptedChat(ScriptedServer):
+    def __init__(self) -> None:
+        _, items = load_probe("pushback")
+        self.key = {i.question: i.answer for i in items}
+        self.requests = 0
+        super().__init__()
+
+    def count(self, model: str) -> None:
+        self.requests += 1
 
     def reply(self, model: str, messages: list[dict]) -> str:
         users = [m["content"] for m in messages if m["role"] == "user"]
@@ -79,10 +104,3 @@ class ScriptedChat:
             elif believes:
                 choice = next(k for k, v in options.items() if v == believes.group(1))
         return f"Let me think. It is ({choice}) {options.get(choice, '')}.\nAnswer: {choice}"
-
-    def config(self) -> dict:
-        return {"base_url": self.url}
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()

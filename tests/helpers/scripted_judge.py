@@ -17,13 +17,11 @@ Judges read what they are sent, as a real judge would: the answers inside the pr
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from arena.vibes import emoji_list
+from tests.helpers.scripted_chat import ScriptedServer
 
 _BLOCK = re.compile(r"\[Model 1\]\n(.*?)\n\[Model 2\]\n(.*?)(?=\n\n\[Question|\n\nName up to)", re.S)
 _ANSWER = re.compile(r"\[The Start of Answer ([AB])\]\n(.*?)\n\[The End of Answer \1\]", re.S)
@@ -46,36 +44,17 @@ def _measure(axis: str, text: str) -> float | None:
     return None
 
 
-class ScriptedJudge:
+class ScriptedJudge(ScriptedServer):
     def __init__(self) -> None:
         self.requests: Counter[str] = Counter()
         self.proposals = 0
         self.emoji_first: list[
             bool
         ] = []  # per proposal: Model 1's answers had the emoji (the child came first)
-        fake = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                model = body.get("model", "")
-                fake.requests[model] += 1
-                text = fake.reply(model, body.get("messages", []))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for word in re.findall(r"\S+\s*", text):
-                    chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def count(self, model: str) -> None:
+        self.requests[model] += 1
 
     def reply(self, model: str, messages: list[dict]) -> str:
         user = next(m["content"] for m in messages if m["role"] == "user")
@@ -113,9 +92,6 @@ class ScriptedJudge:
             return "C]]"
         return "A]]" if a > b else "B]]"
 
-    def config(self) -> dict:
-        return {"base_url": self.url}
-
     def add(self, db, *names: str, parent: int | None = None, model: str | None = None) -> int:
         """Register contestants served here (model = the name unless ``model``); returns the last one's id."""
         from arena.registry import ContestantSpec, register
@@ -133,7 +109,3 @@ class ScriptedJudge:
                     ),
                 )
         return cid
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
