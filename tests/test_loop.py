@@ -16,14 +16,15 @@ from training.service import launch_dpo
 
 def test_votes_to_snapshot_to_dpo_to_new_contestant_that_battles(db, tiny_model_dir):
     with db.session() as s:
-        for name, temp in (("tiny-a", 0.7), ("tiny-b", 1.0)):
+        # different seeds: two identical answers make no preference pair (the snapshot skips them)
+        for name, temp, seed in (("tiny-a", 0.7, 1), ("tiny-b", 1.0, 2)):
             register(
                 s,
                 ContestantSpec(
                     name,
                     engine="transformers",
                     model_ref=str(tiny_model_dir),
-                    sampling={"max_tokens": 8, "temperature": temp, "seed": 1},
+                    sampling={"max_tokens": 8, "temperature": temp, "seed": seed},
                 ),
             )
     svc = ArenaService(db, rng=random.Random(0))
