@@ -79,6 +79,36 @@ class _Held:
         self.page.unroute(JOIN)
 
 
+class _Quiet:
+    """Gradio event joins in flight since the page opened, to wait until the page's own load events, and the ones
+    they set off, have been sent before an action's requests are counted (a join answers at once; streams are
+    left out because one can stay open between events)."""
+
+    def __init__(self, page) -> None:
+        self.page, self.inflight, self.last = page, set(), time.monotonic()
+        page.on("request", self._start)
+        page.on("requestfinished", self._end)
+        page.on("requestfailed", self._end)
+
+    def _start(self, request) -> None:
+        if JOIN.search(request.url):
+            self.inflight.add(request)
+            self.last = time.monotonic()
+
+    def _end(self, request) -> None:
+        if request in self.inflight:
+            self.inflight.discard(request)
+            self.last = time.monotonic()
+
+    def wait(self, quiet_s: float = 2.0) -> None:
+        deadline = time.monotonic() + STEP_MS / 1000
+        while self.inflight or time.monotonic() - self.last < quiet_s:
+            assert time.monotonic() < deadline, (
+                f"the page did not settle: {len(self.inflight)} request(s) open"
+            )
+            self.page.wait_for_timeout(100)
+
+
 def _start_held(page, action, before_status: str) -> None:
     """Do ``action`` with the request held: every control is off although the server has not been asked yet."""
     held = _Held(page)
@@ -97,8 +127,10 @@ def test_controls_lock_before_the_server_answers(tmp_path, browser):
     proc, url, db = server_with_personas(tmp_path, _personas(fake.url))
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        quiet = _Quiet(page)
         page.goto(url)
         page.wait_for_selector("#arena-prompt textarea")
+        quiet.wait()  # the page's load events are over: the next request counted is the turn's own
         assert _disabled(page) == {c: c != "arena-send" for c in CONTROLS}
 
         # Send: the lock, then a stream that holds every control off until both answers are in
