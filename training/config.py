@@ -136,8 +136,9 @@ class JobConfig:
         "kept rows as a new snapshot when the job is launched.",
     )
     drift_prompts: int = _f(
-        40,
-        "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report).",
+        80,
+        "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report; "
+        "the pool holds the 80 MT-Bench first turns less any in the training snapshot).",
     )
     drift_max_tokens: int = _f(64, "Answer length cap for the drift report.")
     inherit_persona: bool = _f(

@@ -1,25 +1,39 @@
-"""Discovered changes: the phrases, openings and closings whose rate rose or fell most from parent to child.
+"""Discovered changes: the phrases, openings and closings whose rate rose or fell most from parent to child,
+and whether the child took on what its training preferences rewarded.
 
 No list of phrases is needed: every word n-gram (1-3 words, punctuation and emoji count as words), every answer
-opening (its first three words) and closing (its last three) is a candidate, counted once per answer. Candidates
-are ranked by the weighted log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi & Quinn 2008,
-"Fightin' Words"), the pooled parent + child counts scaled by ``prior_scale`` serving as the prior, which shrinks
-rare phrases towards "no change". A change is *significant* when its two-sided p-value (from the z-score) survives
-Benjamini-Hochberg over all candidates tested (so two samples of the same model find nothing), and each comes
-with example answers.
+opening (its first one, two and three words) and closing (its last one to three) is a candidate, counted once per
+answer. Candidates are ranked by the weighted log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi
+& Quinn 2008, "Fightin' Words"), the pooled parent + child counts scaled by ``prior_scale`` serving as the prior,
+which shrinks rare phrases towards "no change".
+
+How sure a change is: parent and child answer the same prompts with the same seeds, so each candidate's p-value
+is the exact sign test on the prompts where only one side used it (McNemar); unpaired lists fall back to the
+log-odds z. Phrases and answer edges (openings and closings) are two families, each adjusted on its own with
+Benjamini-Hochberg, so a habit at the start of answers is not drowned by thousands of n-grams. Two samples of
+the same model find nothing.
+
+``rewarded`` reads the training snapshot instead: the candidates its chosen answers carry more (or less) than its
+rejected ones. Those few, named before the held-out answers are seen, are then tested on the child against its
+parent (``took_on``, Benjamini-Hochberg over just them), which is far more sensitive than searching every n-gram
+and answers the question the studio exists for: did the child pick up what the preferences rewarded?
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-from scipy.stats import false_discovery_control, norm
+from scipy.stats import norm
 
 from arena.vibes import TOKEN_RE
+from training.stats import bh, sign_test
+
+Key = tuple[str, str]  # (kind, phrase)
+FAMILY = {"phrase": "phrases", "opening": "edges", "closing": "edges"}
 
 
 @dataclass
@@ -32,6 +46,10 @@ class Phrase:
     z: float
     significant: bool
     examples: list[dict[str, str]] = field(default_factory=list)
+    p: float = 1.0
+    q: float = 1.0  # Benjamini-Hochberg within its family
+    family: str = "phrases"  # "phrases" or "edges" (openings and closings)
+    tested: int = 0  # candidates tested in its family
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,17 +59,46 @@ def _tokens(text: str) -> list[str]:
     return TOKEN_RE.findall((text or "").casefold().replace("\u2019", "'"))
 
 
-def candidates(text: str, max_n: int = 3, edge: int = 3) -> set[tuple[str, str]]:
+def candidates(text: str, max_n: int = 3, edge: int = 3) -> set[Key]:
     """Every (kind, phrase) an answer contains, each once."""
     toks = _tokens(text)
-    out: set[tuple[str, str]] = set()
+    out: set[Key] = set()
     for n in range(1, max_n + 1):
         for i in range(len(toks) - n + 1):
             out.add(("phrase", " ".join(toks[i : i + n])))
-    if toks:
-        out.add(("opening", " ".join(toks[:edge]) + " …"))
-        out.add(("closing", "… " + " ".join(toks[-edge:])))
+    for k in range(1, min(edge, len(toks)) + 1):
+        out.add(("opening", " ".join(toks[:k]) + " …"))
+        out.add(("closing", "… " + " ".join(toks[-k:])))
     return out
+
+
+def _log_odds(
+    ya: Counter[Key], yb: Counter[Key], keys: Iterable[Key], prior_scale: float
+) -> dict[Key, tuple[float, float]]:
+    """Weighted log-odds of b vs a with an informative Dirichlet prior: {key: (delta, z)} (> 0: more in b)."""
+    n_a, n_b = sum(ya.values()), sum(yb.values())  # all candidates, also the rare ones left out of the test
+    a0 = prior_scale * (n_a + n_b)
+    out = {}
+    for k in keys:
+        prior = a0 * (ya[k] + yb[k]) / (n_a + n_b)
+        lb = math.log((yb[k] + prior) / (n_b + a0 - yb[k] - prior))
+        la = math.log((ya[k] + prior) / (n_a + a0 - ya[k] - prior))
+        out[k] = (lb - la, (lb - la) / math.sqrt(1 / (yb[k] + prior) + 1 / (ya[k] + prior)))
+    return out
+
+
+def _paired_p(key: Key, a_sets: list[set[Key]], b_sets: list[set[Key]]) -> float:
+    """Exact sign test on the answers where only one side has the candidate (McNemar for paired presence)."""
+    only_b = sum(1 for x, y in zip(a_sets, b_sets, strict=True) if key in y and key not in x)
+    only_a = sum(1 for x, y in zip(a_sets, b_sets, strict=True) if key in x and key not in y)
+    return sign_test(only_b, only_a)[0]
+
+
+def _examples(
+    key: Key, sets: list[set[Key]], answers: list[str], prompts: list[str] | None, side: str, n: int
+) -> list[dict[str, str]]:
+    found = [i for i, s in enumerate(sets) if key in s][:n]
+    return [{"side": side, "prompt": prompts[i] if prompts else "", "answer": answers[i]} for i in found]
 
 
 def discover(
@@ -65,46 +112,193 @@ def discover(
     alpha: float = 0.05,
     examples: int = 2,
 ) -> list[Phrase]:
-    """The ``top`` candidates with the largest |z|, most significant first (rises and falls both)."""
+    """The ``top`` candidates with the largest |z|, most significant first (rises and falls both). The lists
+    are paired (answer i of each to prompt i) when they have the same length."""
     p_sets = [candidates(t) for t in parent_answers]
     c_sets = [candidates(t) for t in child_answers]
-    yp: Counter[tuple[str, str]] = Counter(k for s in p_sets for k in s)
-    yc: Counter[tuple[str, str]] = Counter(k for s in c_sets for k in s)
+    yp: Counter[Key] = Counter(k for s in p_sets for k in s)
+    yc: Counter[Key] = Counter(k for s in c_sets for k in s)
     keys = [k for k in set(yp) | set(yc) if yp[k] + yc[k] >= min_answers]
     if not keys:
         return []
-    n_p, n_c = sum(yp.values()), sum(yc.values())  # all candidates, also the rare ones left out of the test
-    a0 = prior_scale * (n_p + n_c)
-    scored = []
-    for k in keys:
-        prior = a0 * (yp[k] + yc[k]) / (n_p + n_c)
-        lc = math.log((yc[k] + prior) / (n_c + a0 - yc[k] - prior))
-        lp = math.log((yp[k] + prior) / (n_p + a0 - yp[k] - prior))
-        delta = lc - lp
-        z = delta / math.sqrt(1 / (yc[k] + prior) + 1 / (yp[k] + prior))
-        scored.append((k, delta, z))
-    pvals = np.array([2 * float(norm.sf(abs(z))) for _, _, z in scored])
-    qvals = dict(zip([k for k, _, _ in scored], false_discovery_control(pvals, method="bh"), strict=True))
-    scored.sort(key=lambda t: (-round(abs(t[2]), 6), -len(t[0][1].split()), t[0]))
+    scores = _log_odds(yp, yc, keys, prior_scale)
+    paired = len(p_sets) == len(c_sets)
+    pvals = {
+        k: _paired_p(k, p_sets, c_sets) if paired else 2 * float(norm.sf(abs(scores[k][1]))) for k in keys
+    }
+    qvals: dict[Key, float] = {}
+    sizes: dict[str, int] = {}
+    for fam in set(FAMILY.values()):
+        members = [k for k in keys if FAMILY[k[0]] == fam]
+        sizes[fam] = len(members)
+        qvals.update(zip(members, bh([pvals[k] for k in members]), strict=True))
+    ranked = sorted(keys, key=lambda k: (-round(abs(scores[k][1]), 6), -len(k[1].split()), k))
     out = []
-    for (kind, phrase), delta, z in scored[:top]:
+    for kind, phrase in ranked[:top]:
+        k = (kind, phrase)
+        delta, z = scores[k]
         side, sets, answers = (
             ("child", c_sets, child_answers) if delta > 0 else ("parent", p_sets, parent_answers)
         )
-        found = [i for i, s in enumerate(sets) if (kind, phrase) in s][:examples]
         out.append(
             Phrase(
                 phrase,
                 kind,
-                yp[(kind, phrase)] / max(len(parent_answers), 1),
-                yc[(kind, phrase)] / max(len(child_answers), 1),
+                yp[k] / max(len(parent_answers), 1),
+                yc[k] / max(len(child_answers), 1),
                 delta,
                 z,
-                bool(qvals[(kind, phrase)] < alpha),
-                [
-                    {"side": side, "prompt": prompts[i] if prompts else "", "answer": answers[i]}
-                    for i in found
-                ],
+                bool(qvals[k] < alpha),
+                _examples(k, sets, answers, prompts, side, examples),
+                pvals[k],
+                qvals[k],
+                FAMILY[kind],
+                sizes[FAMILY[kind]],
             )
         )
+    out.sort(key=lambda d: (not d.significant, -abs(d.z)))
+    return out
+
+
+# -- what the preferences rewarded ---------------------------------------------------------------------------------
+def _text(answer: Any) -> str:
+    """An answer of a snapshot row: a string or a list of messages (the assistant's content joined)."""
+    if isinstance(answer, str):
+        return answer
+    if isinstance(answer, list):
+        return "\n".join(
+            str(m.get("content", "")) for m in answer if isinstance(m, dict) and m.get("role") == "assistant"
+        )
+    return ""
+
+
+def preference_answers(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The chosen and the rejected answer of every snapshot row that has both."""
+    chosen, rejected = [], []
+    for row in rows or []:
+        c, r = _text(row.get("chosen")), _text(row.get("rejected"))
+        if c.strip() and r.strip():
+            chosen.append(c)
+            rejected.append(r)
+    return chosen, rejected
+
+
+@dataclass
+class Rewarded:
+    """A candidate the preferences rewarded (chosen > rejected) or penalised, and how the child moved on it."""
+
+    phrase: str
+    kind: str
+    direction: str  # "rewarded" (more in chosen answers) or "penalised" (more in rejected ones)
+    chosen_rate: float
+    rejected_rate: float
+    preference_z: float
+    parent_rate: float = 0.0
+    child_rate: float = 0.0
+    child_only: int = 0  # held-out prompts where only the child's answer has it
+    parent_only: int = 0
+    p: float = 1.0
+    q: float = 1.0  # Benjamini-Hochberg over the candidates tested
+    took_on: bool = False  # significant, in the direction the preferences pushed
+    examples: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _inside(short: str, long: str) -> bool:
+    """Whether the words of ``short`` appear, in order and together, within ``long`` (edges' "…" ignored)."""
+    return f" {short.strip(' …')} " in f" {long.strip(' …')} "
+
+
+def rewarded(
+    rows: list[dict[str, Any]],
+    *,
+    top: int = 8,
+    min_answers: int = 3,
+    min_z: float = 2.0,
+    prior_scale: float = 0.1,
+) -> list[Rewarded]:
+    """The ``top`` candidates whose rate differs most between the snapshot's chosen and rejected answers
+    (|z| >= ``min_z``), the shortest phrase first among equals (it carries over to new prompts best); empty
+    when the snapshot has no such pairs."""
+    chosen, rejected = preference_answers(rows)
+    c_sets = [candidates(t) for t in chosen]
+    r_sets = [candidates(t) for t in rejected]
+    yc: Counter[Key] = Counter(k for s in c_sets for k in s)
+    yr: Counter[Key] = Counter(k for s in r_sets for k in s)
+    keys = [k for k in set(yc) | set(yr) if yc[k] + yr[k] >= min_answers]
+    if not keys:
+        return []
+    scores = _log_odds(yr, yc, keys, prior_scale)
+    strong = [k for k in keys if abs(scores[k][1]) >= min_z]
+    strong.sort(key=lambda k: (-round(abs(scores[k][1]), 6), len(k[1].split()), k))
+    picked: list[Key] = []
+    for k in strong:  # a longer phrase around one already picked, with the same counts, says nothing new
+        if any(_inside(p[1], k[1]) and yc[k] == yc[p] and yr[k] == yr[p] for p in picked):
+            continue
+        picked.append(k)
+        if len(picked) == top:
+            break
+    n = max(len(chosen), 1)
+    return [
+        Rewarded(
+            k[1],
+            k[0],
+            "rewarded" if scores[k][1] > 0 else "penalised",
+            yc[k] / n,
+            yr[k] / n,
+            scores[k][1],
+        )
+        for k in picked
+    ]
+
+
+def took_on(
+    found: list[Rewarded],
+    parent_answers: list[str],
+    child_answers: list[str],
+    prompts: list[str] | None = None,
+    *,
+    alpha: float = 0.05,
+    examples: int = 2,
+) -> list[Rewarded]:
+    """Test each rewarded / penalised candidate on paired held-out answers: the exact sign test on the prompts
+    where only one side has it, Benjamini-Hochberg over the candidates; ``took_on`` when the child moved the
+    way the preferences pushed."""
+    if len(parent_answers) != len(child_answers):
+        raise ValueError("took_on needs paired answers (the same prompts on both sides)")
+    p_sets = [candidates(t) for t in parent_answers]
+    c_sets = [candidates(t) for t in child_answers]
+    n = max(len(parent_answers), 1)
+    out = []
+    for r in found:
+        k = (r.kind, r.phrase)
+        only_c = sum(1 for x, y in zip(p_sets, c_sets, strict=True) if k in y and k not in x)
+        only_p = sum(1 for x, y in zip(p_sets, c_sets, strict=True) if k in x and k not in y)
+        rose = only_c > only_p
+        out.append(
+            Rewarded(
+                **{
+                    **r.to_dict(),
+                    "parent_rate": sum(k in s for s in p_sets) / n,
+                    "child_rate": sum(k in s for s in c_sets) / n,
+                    "child_only": only_c,
+                    "parent_only": only_p,
+                    "p": sign_test(only_c, only_p)[0],
+                    "examples": _examples(
+                        k,
+                        c_sets if rose else p_sets,
+                        child_answers if rose else parent_answers,
+                        prompts,
+                        "child" if rose else "parent",
+                        examples,
+                    ),
+                }
+            )
+        )
+    for r, q in zip(out, bh([r.p for r in out]), strict=True):
+        r.q = q
+        pushed = (r.child_only > r.parent_only) == (r.direction == "rewarded")
+        r.took_on = bool(q < alpha and pushed and r.child_only != r.parent_only)
     return out

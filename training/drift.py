@@ -9,6 +9,8 @@ persona, decoding, seeds; prompts whose content hash is not in the training snap
   passes a practical threshold (``abs`` and ``rel`` x the parent's mean; ``DEFAULT_THRESHOLDS``, per job
   ``drift_thresholds``), so a tiny but consistent change is not an alarm and a big noisy one is not either;
 - *discovered*: phrases, openings and closings whose rate changed most (``training.discover``), with examples;
+- *rewarded*: the phrases the training snapshot's chosen answers carry more (or less) than its rejected ones,
+  each tested on the held-out answers: did the child take on what its preferences rewarded?
 - *substance*: verifiable-eval accuracy of both sides on the same items (exact McNemar test, bootstrap
   interval), degeneration signals (empty, repetition, off-topic, language switch, truncated), and, when a judge
   contestant is given, a position-swapped judge head-to-head on the held-out prompts;
@@ -22,7 +24,9 @@ that answers nothing, a judge that answers garbage, too few held-out prompts. Ea
 Reports are saved next to the checkpoint (``<job>/drift.json``), summarised as job metrics (``drift/<feature>``,
 ``drift/flagged``, ``evals/accuracy_delta``, ``verdict/<name>``), and read back by the model page and the CLI.
 Named measures for the verdict rules: ``drift/<feature>``, ``degeneration/<signal>``, ``evals/accuracy``,
-``judge/child_win_rate``, ``discovered/significant``, ``described/significant`` (axes found), plug-ins' names.
+``judge/child_win_rate``, ``discovered/significant``, ``rewarded/took_on``, ``described/significant`` (axes
+found), plug-ins' names. Without ``exclude`` the rows of the child's own training snapshot are read from its job,
+so the held-out prompts are checked against it whichever way the report is asked for.
 """
 
 from __future__ import annotations
@@ -42,12 +46,12 @@ from db.outcomes import score_first
 from db.session import Database
 from standings.evals import load_items, run_check
 from training import verdict as verdicts
-from training.discover import discover
+from training.discover import discover, rewarded, took_on
 from training.fair import Answer, Setup, answer_all, fair_pair, held_out
 from training.stats import Change, adjust, mcnemar_p, paired_change
 from training.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
 
-DEFAULT_PROMPTS = 40
+DEFAULT_PROMPTS = 80  # every MT-Bench first turn the training snapshot does not hold
 MIN_PROMPTS = 20  # fewer held-out prompts than this and the drift measures are "unmeasured"
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "tokens": {"abs": 10.0, "rel": 0.3},
@@ -95,6 +99,7 @@ class CheckpointReport:
     flagged: list[str] = field(default_factory=list)
     degeneration: dict[str, dict[str, Any]] = field(default_factory=dict)
     discovered: list[dict[str, Any]] = field(default_factory=list)
+    rewarded: dict[str, Any] = field(default_factory=dict)  # {"pairs", "candidates": [Rewarded dicts], ...}
     evals: dict[str, Any] = field(default_factory=dict)
     judge: dict[str, Any] = field(default_factory=dict)
     described: dict[str, Any] = field(default_factory=dict)  # training.vibecheck.Described as a dict
@@ -131,6 +136,12 @@ class CheckpointReport:
             e = self.evals
             parts.append(
                 f"eval accuracy {e['parent']:.0%}->{e['child']:.0%} [{e['low']:+.0%}, {e['high']:+.0%}], n={e['n']}"
+            )
+        took = [r for r in self.rewarded.get("candidates", []) if r.get("took_on")]
+        if took:
+            parts.append(
+                f"took on {len(took)} of {len(self.rewarded['candidates'])} phrase(s) its preferences pushed, "
+                f"e.g. {took[0]['phrase']!r} {took[0]['parent_rate']:.0%}->{took[0]['child_rate']:.0%}"
             )
         sig = [d for d in self.discovered if d.get("significant")]
         if sig:
@@ -325,10 +336,13 @@ def drift_report(
         return _finish(db, report, child, rules_path, t0)
     parent, kid, setup = fair_pair(other, child, max_tokens, seed)
     report.setup = setup.to_dict()
-    prompts, too_few = _held_out_prompts(report, prompts, n_prompts, exclude, seed, min_prompts)
+    rows, no_rows = (exclude, None) if exclude is not None else _snapshot_rows(db, child)
+    prompts, too_few = _held_out_prompts(report, prompts, n_prompts, rows, seed, min_prompts)
+    report.held_out["snapshot_checked"] = no_rows is None
     answers = _record_answers(report, parent, kid, prompts, seed, say)
     if answers is not None:
         _record_drift(report, prompts, answers, limits, seed, too_few)
+        _record_rewarded(report, rows, no_rows, prompts, answers)
     _record_evals(report, parent, kid, eval_items, eval_max_tokens, seed, say)
     _record_judge(db, report, judge, prompts, answers, seed, say)
     _record_described(db, report, judge, prompts, answers, (describe_axes, describe_prompts), seed, say)
@@ -353,6 +367,50 @@ def _compared(
             except RegistryError:
                 reason = f"the parent ({ident!r}) no longer exists"
     return child, other, reason
+
+
+def _snapshot_rows(db: Database, child: ContestantInfo) -> tuple[list[dict[str, Any]], str | None]:
+    """The rows of the snapshot the child was trained on, or why there are none."""
+    from annotation.snapshots import SnapshotError, load_snapshot
+    from db.models import DatasetSnapshot, Job
+
+    with db.session() as s:
+        job = s.get(Job, child.job_id) if child.job_id else None
+        snap = s.get(DatasetSnapshot, job.snapshot_id) if job and job.snapshot_id else None
+        where = (snap.path, snap.hash) if snap else None
+    if where is None:
+        return [], "the contestant has no training snapshot on record (not trained by a studio job)"
+    try:
+        return load_snapshot(*where), None
+    except SnapshotError as exc:
+        return [], f"its training snapshot could not be read: {exc}"
+
+
+def _record_rewarded(
+    report: CheckpointReport,
+    rows: list[dict[str, Any]] | None,
+    no_rows: str | None,
+    prompts: list[str],
+    answers: tuple[list[Answer], list[Answer]],
+) -> None:
+    """What the snapshot's preferences rewarded and whether the child took it on, or why that is unmeasured."""
+    name = "rewarded/took_on"
+    if not report.features:
+        report.unmeasured[name] = "drift was not measured"
+        return
+    if no_rows is not None or not rows:
+        report.unmeasured[name] = no_rows or "no training snapshot given"
+        return
+    t = time.perf_counter()
+    found = rewarded(rows)
+    tested = took_on(found, [a.text for a in answers[0]], [b.text for b in answers[1]], prompts)
+    report.rewarded = {
+        "pairs": sum(1 for r in rows if r.get("chosen") and r.get("rejected")),
+        "candidates": [r.to_dict() for r in tested],
+        "n_prompts": len(prompts),
+        "alpha": 0.05,
+    }
+    report.timings["rewarded"] = time.perf_counter() - t
 
 
 def _held_out_prompts(
@@ -623,6 +681,8 @@ def _finish(
         m["judge/child_win_rate"] = report.judge["win_rate"]
     if report.features or report.discovered:
         m["discovered/significant"] = float(sum(1 for d in report.discovered if d.get("significant")))
+    if report.rewarded:
+        m["rewarded/took_on"] = float(sum(1 for r in report.rewarded["candidates"] if r["took_on"]))
     if report.described:
         m["described/significant"] = float(report.described["n_found"])
     if not report.setup.get("fair", True):

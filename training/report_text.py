@@ -49,6 +49,14 @@ def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     for name in flagged[:3]:
         f = feats[name]
         parts.append(f"{'more' if f['delta'] > 0 else 'less'} {name} ({f['parent']:.2g} → {f['child']:.2g})")
+    took = [r for r in (report.get("rewarded") or {}).get("candidates", []) if r.get("took_on")]
+    if took:
+        parts.append(
+            "took on what its preferences pushed: "
+            + ", ".join(
+                f"“{esc(r['phrase'])}” ({r['parent_rate']:.0%} → {r['child_rate']:.0%})" for r in took[:3]
+            )
+        )
     for a in [a for a in (report.get("described") or {}).get("axes", []) if a.get("found")][:2]:
         parts.append(
             f"judge: the {a['more_in']} shows more “{esc(a['axis'])}” "
@@ -62,7 +70,18 @@ def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             f"{word if sig else 'accuracy: can’t tell'} ({e['parent']:.0%} → {e['child']:.0%} on {e['n']} items, "
             f"p={e['p']:.2g})"
         )
-    return "**At a glance:** " + ("; ".join(parts) if parts else "no significant change found")
+    line = "**At a glance:** " + ("; ".join(parts) if parts else "no significant change found")
+    leaning = [
+        f"{name} {f['delta']:+.2g} {_ci(f)} (q={_num(f.get('q'), '.2g')})"
+        for name, f in feats.items()
+        if not f["flagged"] and (f["low"] > 0 or f["high"] < 0)
+    ]
+    if leaning:
+        line += (
+            "\n\n**Can’t tell yet** (interval excludes 0, but not significant after adjusting for the "
+            f"{len(feats)} features tested, or under the practical threshold): " + "; ".join(leaning[:4])
+        )
+    return line
 
 
 def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
@@ -107,22 +126,60 @@ def discovered_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     found = report.get("discovered") or []
     if not found:
         return "### Discovered changes\nNothing to show (no answers compared)."
+    sizes = {d.get("family", "phrases"): d.get("tested", 0) for d in found}
     lines = [
         "### Discovered changes (weighted log-odds, informative Dirichlet prior)",
-        "| | phrase | kind | parent rate | child rate | z |",
-        "|---|---|---|---|---|---|",
+        "Ranked by z; p from the exact sign test on the prompts where only one side used it; q adjusted (BH) "
+        "within its family: " + ", ".join(f"{n} {fam}" for fam, n in sorted(sizes.items())) + " tested.",
+        "",
+        "| | phrase | kind | parent rate | child rate | z | q | found |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for d in found:
         mark = "⬆️" if d["z"] > 0 else "⬇️"
-        sig = "" if d["significant"] else " (not significant)"
         lines.append(
             f"| {mark} | “{esc(d['phrase'])}” | {d['kind']} | {d['parent_rate']:.0%} | {d['child_rate']:.0%} | "
-            f"{d['z']:+.1f}{sig} |"
+            f"{d['z']:+.1f} | {_num(d.get('q'), '.2g')} | {'✅' if d['significant'] else 'not significant'} |"
         )
     examples = [d for d in found if d["significant"]][:3]
     for d in examples:
         for ex in d["examples"][:1]:
             lines.append(f"\n> **{esc(d['phrase'])}** ({ex['side']}): {_quote(ex['answer'], esc)}")
+    return "\n".join(lines)
+
+
+def rewarded_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    """The phrases the training preferences pushed (chosen vs rejected answers) and whether the child took
+    them on (paired sign test on the held-out answers, BH over just these); or why this is unmeasured."""
+    head = "### What its preferences rewarded, and whether it took it on"
+    r = report.get("rewarded") or {}
+    if not r:
+        why = (report.get("unmeasured") or {}).get("rewarded/took_on", "not run (the report predates this)")
+        return f"{head}\nNot measured: {esc(str(why))}"
+    cands = r.get("candidates") or []
+    if not cands:
+        return (
+            f"{head}\nThe {r.get('pairs', 0)} training pairs' chosen and rejected answers differ in no phrase, "
+            "opening or closing strongly enough (|z| ≥ 2) to test."
+        )
+    lines = [
+        head,
+        f"Named from the {r.get('pairs', 0)} training pairs (chosen vs rejected answers) before the held-out "
+        f"answers were read; tested on {r.get('n_prompts', 0)} held-out prompts.",
+        "",
+        "| phrase | kind | preferences | chosen / rejected | parent → child | only child / only parent | q "
+        "| took on |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cands:
+        lines.append(
+            f"| “{esc(c['phrase'])}” | {c['kind']} | {c['direction']} (z {c['preference_z']:+.1f}) | "
+            f"{c['chosen_rate']:.0%} / {c['rejected_rate']:.0%} | {c['parent_rate']:.0%} → {c['child_rate']:.0%} | "
+            f"{c['child_only']} / {c['parent_only']} | {c['q']:.2g} | {'✅' if c['took_on'] else 'no'} |"
+        )
+    for c in [c for c in cands if c["took_on"]][:2]:
+        for ex in c.get("examples", [])[:1]:
+            lines.append(f"\n> **{esc(c['phrase'])}** ({ex['side']}): {_quote(ex['answer'], esc)}")
     return "\n".join(lines)
 
 
@@ -207,6 +264,7 @@ def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             glance_md(report, esc),
             drift_md(report, esc),
             discovered_md(report, esc),
+            rewarded_md(report, esc),
             described_md(report, esc),
             evals_md(report, esc),
         ]

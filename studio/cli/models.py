@@ -145,7 +145,7 @@ def drift_cmd(
     against: str = typer.Option(
         None, "--against", help="Compare with this contestant instead of the parent."
     ),
-    prompts: int = typer.Option(40, help="Held-out prompts to answer."),
+    prompts: int = typer.Option(80, help="Held-out prompts to answer (at most the pool's 80)."),
     max_tokens: int = typer.Option(64, help="Answer length cap."),
     eval_items: int = typer.Option(-1, help="Verifiable eval items (-1 all, 0 none)."),
     judge: str = typer.Option(

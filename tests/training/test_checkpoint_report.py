@@ -73,6 +73,45 @@ def test_planted_habit_through_the_report(db, tiny_parent, tiny_model_dir, monke
     assert report.verdict["verdict"] == "watch" and not report.verdict["hold"]
 
 
+def test_what_the_preferences_rewarded_is_named_and_the_child_taking_it_on_is_seen(
+    db, tiny_parent, tiny_model_dir, monkeypatch
+):
+    """The training snapshot's chosen answers open with "Awesome!"; the child does so on half the held-out
+    prompts. The report names the opening from the snapshot alone and finds the child took it on (watch)."""
+    child = tiny(db, "tiny-cheer", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
+    real = drift.answer_all
+
+    def cheer(info, prompts, seed, batch_size=16):
+        out = real(info, prompts, seed, batch_size)
+        if info.id == child and len(prompts) == 20:  # the held-out answers, not the eval items
+            out = [
+                Answer("Awesome! " + a.text, a.tokens, a.truncated) if i % 2 else a for i, a in enumerate(out)
+            ]
+        return out
+
+    monkeypatch.setattr(drift, "answer_all", cheer)
+    rows = [
+        {"prompt": f"p{i}", "chosen": f"Awesome! Here is {i}.", "rejected": f"Here is {i}."}
+        for i in range(12)
+    ]
+    report = drift_report(db, child, exclude=rows, **FAST)
+    cands = report.rewarded["candidates"]
+    assert report.rewarded["pairs"] == 12 and report.rewarded["n_prompts"] == 20
+    hit = next(c for c in cands if "awesome" in c["phrase"])
+    assert (
+        hit["direction"] == "rewarded"
+        and hit["took_on"]
+        and (hit["child_only"], hit["parent_only"]) == (10, 0)
+    )
+    assert report.measures["rewarded/took_on"] >= 1
+    assert report.verdict["verdict"] == "watch", report.verdict
+    assert any("preferences rewarded" in r for r in report.verdict["reasons"])
+    assert "took on" in report.summary()
+    # the same child without a snapshot: not measured, and said so (never "took on nothing")
+    bare = drift_report(db, child, **FAST)
+    assert not bare.rewarded and "no training snapshot" in bare.unmeasured["rewarded/took_on"]
+
+
 def test_bad_input_is_named_and_the_verdict_is_unknown(
     db, tiny_parent, tiny_model_dir, monkeypatch, tmp_path
 ):
