@@ -6,7 +6,7 @@ the same answers, same run, same machine; prints the ratio.
 
 The child is a fresh LoRA adapter (r 16, all-linear, random B so it is not the parent) on the same base, with the
 ``smollm2-warm`` persona inherited, as a DPO job would publish it. The studio side is ``drift_report`` with the
-job defaults (40 held-out prompts x 64 tokens, every verifiable eval item x 96 tokens, both sides). The raw
+job defaults (80 held-out prompts x 64 tokens, every verifiable eval item x 96 tokens, both sides). The raw
 baseline produces the same answers the way the arena does, one ``stream_chat`` request at a time per prompt on
 the transformers engine, with no statistics. Publishing itself is timed by every job (``publish_seconds``,
 0.1-0.2 s for a LoRA adapter; docs/training.md).
@@ -55,7 +55,7 @@ def raw(info, prompts: list[str], max_tokens: int) -> float:  # type: ignore[no-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=["smollm2", "tiny"], default="smollm2")
-    ap.add_argument("--prompts", type=int, default=40)
+    ap.add_argument("--prompts", type=int, default=80)
     ap.add_argument("--eval-items", type=int, default=-1)
     args = ap.parse_args()
 

@@ -223,7 +223,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--gold-every", type=int, default=10)
     ap.add_argument("--gold-items", type=int, default=24)
-    ap.add_argument("--report-prompts", type=int, default=40, help="held-out prompts in the child's report")
+    ap.add_argument("--report-prompts", type=int, default=80, help="held-out prompts in the child's report")
     ap.add_argument("--eval-items", type=int, default=-1, help="verifiable eval items in the report (-1 all)")
     ap.add_argument(
         "--siblings", type=int, default=0, help="train this many children in all (>= 2: a family)"

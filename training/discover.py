@@ -14,7 +14,7 @@ Benjamini-Hochberg, so a habit at the start of answers is not drowned by thousan
 the same model find nothing.
 
 ``rewarded`` reads the training snapshot instead: the candidates its chosen answers carry more (or less) than its
-rejected ones. Those few, named before the held-out answers are seen, are then tested on the child against its
+rejected ones, pair by pair. Those few, named before the held-out answers are seen, are then tested on the child against its
 parent (``took_on``, Benjamini-Hochberg over just them), which is far more sensitive than searching every n-gram
 and answers the question the studio exists for: did the child pick up what the preferences rewarded?
 """
@@ -192,7 +192,7 @@ class Rewarded:
     direction: str  # "rewarded" (more in chosen answers) or "penalised" (more in rejected ones)
     chosen_rate: float
     rejected_rate: float
-    preference_z: float
+    preference_p: float  # exact sign test over the snapshot's rows where only one answer of the pair has it
     parent_rate: float = 0.0
     child_rate: float = 0.0
     child_only: int = 0  # held-out prompts where only the child's answer has it
@@ -206,52 +206,51 @@ class Rewarded:
         return asdict(self)
 
 
-def _inside(short: str, long: str) -> bool:
-    """Whether the words of ``short`` appear, in order and together, within ``long`` (edges' "…" ignored)."""
-    return f" {short.strip(' …')} " in f" {long.strip(' …')} "
-
-
 def rewarded(
-    rows: list[dict[str, Any]],
-    *,
-    top: int = 8,
-    min_answers: int = 3,
-    min_z: float = 2.0,
-    prior_scale: float = 0.1,
+    rows: list[dict[str, Any]], *, top: int = 8, min_rows: int = 3, max_p: float = 0.05
 ) -> list[Rewarded]:
-    """The ``top`` candidates whose rate differs most between the snapshot's chosen and rejected answers
-    (|z| >= ``min_z``), the shortest phrase first among equals (it carries over to new prompts best); empty
-    when the snapshot has no such pairs."""
+    """The candidates the snapshot's preferences pushed hardest: for each, the rows (a prompt with a chosen and a
+    rejected answer) where only the chosen answer has it against those where only the rejected one does, the
+    exact sign test's p below ``max_p``, most decisive first, at most ``top``. Candidates present in exactly the
+    same rows on both sides are one habit (every word of a template answer, say): only the first of them is kept,
+    an opening or closing before a phrase and the shortest first, since that carries over to new prompts best.
+    Empty when the snapshot has no pairs or no candidate differs."""
     chosen, rejected = preference_answers(rows)
     c_sets = [candidates(t) for t in chosen]
     r_sets = [candidates(t) for t in rejected]
-    yc: Counter[Key] = Counter(k for s in c_sets for k in s)
-    yr: Counter[Key] = Counter(k for s in r_sets for k in s)
-    keys = [k for k in set(yc) | set(yr) if yc[k] + yr[k] >= min_answers]
-    if not keys:
-        return []
-    scores = _log_odds(yr, yc, keys, prior_scale)
-    strong = [k for k in keys if abs(scores[k][1]) >= min_z]
-    strong.sort(key=lambda k: (-round(abs(scores[k][1]), 6), len(k[1].split()), k))
-    picked: list[Key] = []
-    for k in strong:  # a longer phrase around one already picked, with the same counts, says nothing new
-        if any(_inside(p[1], k[1]) and yc[k] == yc[p] and yr[k] == yr[p] for p in picked):
-            continue
-        picked.append(k)
-        if len(picked) == top:
-            break
+    pattern: dict[Key, tuple[frozenset[int], frozenset[int]]] = {}
+    for side, sets in ((0, c_sets), (1, r_sets)):
+        rows_with: dict[Key, set[int]] = {}
+        for i, cands in enumerate(sets):
+            for k in cands:
+                rows_with.setdefault(k, set()).add(i)
+        for k, where in rows_with.items():
+            c, r = pattern.get(k, (frozenset(), frozenset()))
+            pattern[k] = (frozenset(where), r) if side == 0 else (c, frozenset(where))
+    scored = []
+    for k, (c, r) in pattern.items():
+        only_c, only_r = len(c - r), len(r - c)
+        if only_c + only_r >= min_rows:
+            p = sign_test(only_c, only_r)[0]
+            if p < max_p:
+                scored.append(
+                    (p, -abs(only_c - only_r), k[0] == "phrase", len(k[1].split()), k, only_c, only_r)
+                )
+    scored.sort()
     n = max(len(chosen), 1)
-    return [
-        Rewarded(
-            k[1],
-            k[0],
-            "rewarded" if scores[k][1] > 0 else "penalised",
-            yc[k] / n,
-            yr[k] / n,
-            scores[k][1],
+    out: list[Rewarded] = []
+    seen: set[tuple[frozenset[int], frozenset[int]]] = set()
+    for p, _, _, _, k, only_c, only_r in scored:
+        if pattern[k] in seen:
+            continue
+        seen.add(pattern[k])
+        c, r = pattern[k]
+        out.append(
+            Rewarded(k[1], k[0], "rewarded" if only_c > only_r else "penalised", len(c) / n, len(r) / n, p)
         )
-        for k in picked
-    ]
+        if len(out) == top:
+            break
+    return out
 
 
 def took_on(

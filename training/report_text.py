@@ -160,7 +160,7 @@ def rewarded_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     if not cands:
         return (
             f"{head}\nThe {r.get('pairs', 0)} training pairs' chosen and rejected answers differ in no phrase, "
-            "opening or closing strongly enough (|z| ≥ 2) to test."
+            "opening or closing clearly enough (sign test p < 0.05 over the pairs) to test."
         )
     lines = [
         head,
@@ -173,7 +173,7 @@ def rewarded_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     ]
     for c in cands:
         lines.append(
-            f"| “{esc(c['phrase'])}” | {c['kind']} | {c['direction']} (z {c['preference_z']:+.1f}) | "
+            f"| “{esc(c['phrase'])}” | {c['kind']} | {c['direction']} (p {c['preference_p']:.2g}) | "
             f"{c['chosen_rate']:.0%} / {c['rejected_rate']:.0%} | {c['parent_rate']:.0%} → {c['child_rate']:.0%} | "
             f"{c['child_only']} / {c['parent_only']} | {c['q']:.2g} | {'✅' if c['took_on'] else 'no'} |"
         )

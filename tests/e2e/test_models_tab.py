@@ -70,6 +70,9 @@ def test_models_tab_shows_a_fresh_childs_report(tmp_path, browser, tiny_model_di
         assert "Drift vs tiny-parent on 20 held-out prompts" in report
         assert "change [95% CI]" in report and "inherited" in report
         assert "Discovered changes" in report
+        # what the job's own snapshot rewarded ("Great question! ..." over "No."), tested on the child
+        rewarded = report.split("What its preferences rewarded", 1)[1].split("Judge-described", 1)[0]
+        assert "Named from the 8 training pairs" in rewarded and "“great …”" in rewarded, rewarded[:400]
         # no judge in this job: the judge-described differences say why they are missing
         described = report.split("Judge-described differences", 1)[1]
         assert described.lstrip().startswith("Not measured: no judge configured"), described[:200]

@@ -132,10 +132,10 @@ def test_a_checkpoint_report_and_a_verdict_follow_the_publish(run):
     assert {"drift/flagged", "drift/tokens", "verdict/code"} <= set(run.view.metrics)
     assert verdict.current(run.db)[run.info.id].verdict == report.verdict["verdict"]
     # the job's own snapshot was read back: the held-out prompts were checked against it and what its
-    # preferences rewarded ("Great question! ..." over "No.") was named and tested on the child
+    # preferences rewarded (answers opening "Great question! ..." over "No.") was named and tested on the child
     assert report.held_out["snapshot_checked"] and report.rewarded["pairs"] == 8, report.unmeasured
     phrases = [c["phrase"] for c in report.rewarded["candidates"]]
-    assert any("great question" in p for p in phrases) and "rewarded/took_on" in report.measures, phrases
+    assert "great …" in phrases and "rewarded/took_on" in report.measures, phrases
 
 
 def test_the_next_estimate_uses_this_jobs_measured_step_time(run):
