@@ -15,6 +15,7 @@ from training.service import launch_dpo
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.timeout(2400)  # a whole DPO job and its report first; many minutes on a loaded machine
 def test_models_tab_shows_a_fresh_childs_report(tmp_path, browser, tiny_model_dir, monkeypatch):
     from annotation.snapshots import write_snapshot
     from studio.context import build_context
@@ -49,7 +50,7 @@ def test_models_tab_shows_a_fresh_childs_report(tmp_path, browser, tiny_model_di
         eval_max_tokens=6,
         output_name="tiny-child",
     )
-    view = wait(ctx.db, job, timeout=300)
+    view = wait(ctx.db, job, timeout=1500)  # training and the report; many minutes on a loaded machine
     assert view.status == "succeeded", view.error or view.log_tail
     ctx.db.dispose()
     proc, url = start_server(home)

@@ -4,6 +4,7 @@ cancel a DPO job mid-way, publish its saved checkpoint, resume it and watch it f
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,27 @@ def _wait_text(page, elem_id: str, text: str, timeout: int = 300_000) -> None:
     )
 
 
+def _follow(page, db: Database, elem_id: str, text: str, job: int = 1, timeout_s: float = 1500.0) -> None:
+    """Wait until ``text`` shows in ``elem_id`` while job ``job`` works towards it: a job that ends without
+    getting there (failed, or cancelled by someone else) fails the test at once with its log, and the limit is
+    far beyond what the job needs on a loaded machine (a tiny job there can take over five minutes)."""
+    from training.runner import job_view
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        ended = job_view(db, job, tail_lines=60).status in ("failed", "cancelled")
+        if ended:
+            time.sleep(4.0)  # the page polls every 2 s: let it show the end before the last look
+        if text in (page.locator(f"#{elem_id}").inner_text(timeout=60_000) or ""):
+            return
+        if ended or time.monotonic() > deadline:
+            v = job_view(db, job, tail_lines=60)
+            raise AssertionError(
+                f"{text!r} never showed in #{elem_id}; job {job} is {v.status}: {v.error}\n{v.log_tail}"
+            )
+        time.sleep(1.0)
+
+
 def _set_yaml(page, text: str) -> None:
     """Replace the config in the YAML editor, typing as a user would."""
     page.locator("#train-yaml .cm-content").click()
@@ -50,6 +72,7 @@ def _open_train(page, url: str, snap: str) -> None:
     _pick(page, "train-snapshot", snap[:16])
 
 
+@pytest.mark.timeout(2400)  # a whole GRPO job on the tiny model; minutes on a loaded machine
 def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_dir):
     proc, url, db, snap = _server(tmp_path, tiny_model_dir)
     try:
@@ -75,7 +98,7 @@ def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_d
         _wait_text(page, "train-check", "Config valid", 30_000)
         page.locator("#train-launch").click()
         _wait_text(page, "train-launched", "submitted", 30_000)
-        _wait_text(page, "train-detail", "Published as contestant")
+        _follow(page, db, "train-detail", "Published as contestant")
         name = "tiny-parent-grpo-j1"
         assert name in page.locator("#train-detail").inner_text()
         # The new contestant is in the arena: pick it in a named battle.
@@ -95,8 +118,10 @@ def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_d
 #: poll (2 s) and the cancel follows at once, so the job is stopped a few steps in on any machine where a step takes
 #: over ~0.4 s (0.75 s on an idle 2-core machine, 7-25 s on a loaded one); the resume then runs the rest.
 CANCEL_STEPS = 16
-#: Worker start (torch, TRL imports), model load and one step plus its save: over 2 minutes on a loaded machine.
-JOB_MS = 300_000
+#: Worker start (torch, TRL imports), model load and one step plus its save: over 2 minutes on a loaded machine,
+#: more beside other training; the waits on the job itself go through ``_follow``, which fails at once with the
+#: job's log when it ends without reaching the state waited for.
+JOB_MS = 900_000
 
 
 def _wait_log(page, text: str, timeout: int = JOB_MS) -> None:
@@ -119,6 +144,7 @@ def _cancel_leftovers(db: Database) -> None:
                 cancel(db, j.id, grace=2.0)
 
 
+@pytest.mark.timeout(2400)  # a DPO job started, cancelled, resumed and finished; minutes on a loaded machine
 def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_model_dir):
     proc, url, db, snap = _server(tmp_path, tiny_model_dir)
     try:
@@ -141,7 +167,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         page.get_by_role("tab", name="Train").click()
         _wait_text(page, "train-detail", "running", 60_000)
         _pick(page, "train-job", "#1 dpo")
-        _wait_text(page, "train-detail", "checkpoints saved at steps", JOB_MS)
+        _follow(page, db, "train-detail", "checkpoints saved at steps")
         page.locator("#train-cancel").click()
         _wait_text(page, "train-launched", "Job 1 is cancelled", 60_000)
         _wait_text(page, "train-detail", "cancelled", 30_000)
@@ -160,7 +186,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         page.locator("#train-resume").click()
         _wait_text(page, "train-launched", "Job 1 is running", 60_000)
         _wait_log(page, f"checkpoint-{step} (step {step})")  # the worker's "resuming from ..." line
-        _wait_text(page, "train-detail", "succeeded", JOB_MS)
+        _follow(page, db, "train-detail", "succeeded")
         _wait_text(page, "train-detail", "Published as contestant tiny-parent-dpo-j1:", 30_000)
         page.close()
     finally:
