@@ -20,7 +20,7 @@ from arena.registry import ContestantSpec, RegistryError, ensure_defaults, list_
 from arena.sampling import PairPolicy
 from db.models import Battle, RubricScore, Turn, Vote
 from standings.records import battle_records
-from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.fake_openai import FakeOpenAI, register_http
 
 
 @pytest.fixture
@@ -45,20 +45,7 @@ def _short_pair(db, n=2):
         ]
 
 
-def _http(db, fake, name, model, system_prompt="", aliases=(), **config):
-    with db.session() as s:
-        return register(
-            s,
-            ContestantSpec(
-                name,
-                engine="openai",
-                model_ref=model,
-                system_prompt=system_prompt,
-                aliases=list(aliases),
-                engine_config=fake.config(**config),
-                sampling={"max_tokens": 16},
-            ),
-        )
+_http = register_http
 
 
 def _count(db, model):

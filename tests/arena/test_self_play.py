@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from annotation.snapshots import load_snapshot, snapshot_from_votes
 from arena.battles import ArenaService, BattleError
 from arena.families import _votes_after_publish
-from arena.registry import ContestantSpec, register, set_active
+from arena.registry import set_active
 from arena.self_play import (
     SELF_PLAY,
     check_temperatures,
@@ -29,7 +29,7 @@ from standings.goldilocks import speed_stats
 from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
 from standings.records import battle_records
 from standings.vote_cache import VoteCache
-from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.fake_openai import FakeOpenAI, register_http
 from tests.helpers.standings import NAMES, register_contestants, write_battles
 from training.pairmix import pair_mix
 
@@ -42,18 +42,9 @@ def fake():
 
 
 def _http(db, fake, name, model, sampling=None, aliases=()):
-    with db.session() as s:
-        return register(
-            s,
-            ContestantSpec(
-                name,
-                engine="openai",
-                model_ref=model,
-                engine_config=fake.config(),
-                sampling=sampling or {"max_tokens": 16, "top_p": 0.8},
-                aliases=list(aliases),
-            ),
-        )
+    return register_http(
+        db, fake, name, model, sampling=sampling or {"max_tokens": 16, "top_p": 0.8}, aliases=aliases
+    )
 
 
 def _said(text: str) -> tuple[float, int]:

@@ -106,3 +106,32 @@ class FakeOpenAI:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def register_http(
+    db,  # type: ignore[no-untyped-def]
+    fake: FakeOpenAI,
+    name: str,
+    model: str,
+    *,
+    system_prompt: str = "",
+    sampling: dict | None = None,
+    aliases: tuple[str, ...] | list[str] = (),
+    **config,
+) -> int:
+    """Register a contestant that answers through ``fake`` with the scripted ``model`` behaviour; its id."""
+    from arena.registry import ContestantSpec, register
+
+    with db.session() as s:
+        return register(
+            s,
+            ContestantSpec(
+                name,
+                engine="openai",
+                model_ref=model,
+                system_prompt=system_prompt,
+                aliases=list(aliases),
+                engine_config=fake.config(**config),
+                sampling=sampling or {"max_tokens": 16},
+            ),
+        )
