@@ -78,8 +78,9 @@ def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     ]
     if leaning:
         line += (
-            "\n\n**Can’t tell yet** (interval excludes 0, but not significant after adjusting for the "
-            f"{len(feats)} features tested, or under the practical threshold): " + "; ".join(leaning[:4])
+            "\n\n**Can’t tell yet** (the 95% interval excludes 0, but the change is not significant once "
+            "adjusted for every feature and signal tested together, or is under its practical threshold): "
+            + "; ".join(leaning[:4])
         )
     return line
 
@@ -122,6 +123,15 @@ def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     return "\n".join(lines)
 
 
+def _phrase_examples(items: list[dict[str, Any]], esc: Escape) -> list[str]:
+    """One example answer per phrase, quoted, with the side it came from."""
+    return [
+        f"\n> **{esc(d['phrase'])}** ({ex['side']}): {_quote(ex['answer'], esc)}"
+        for d in items
+        for ex in d.get("examples", [])[:1]
+    ]
+
+
 def discovered_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     found = report.get("discovered") or []
     if not found:
@@ -141,11 +151,7 @@ def discovered_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             f"| {mark} | “{esc(d['phrase'])}” | {d['kind']} | {d['parent_rate']:.0%} | {d['child_rate']:.0%} | "
             f"{d['z']:+.1f} | {_num(d.get('q'), '.2g')} | {'✅' if d['significant'] else 'not significant'} |"
         )
-    examples = [d for d in found if d["significant"]][:3]
-    for d in examples:
-        for ex in d["examples"][:1]:
-            lines.append(f"\n> **{esc(d['phrase'])}** ({ex['side']}): {_quote(ex['answer'], esc)}")
-    return "\n".join(lines)
+    return "\n".join(lines + _phrase_examples([d for d in found if d["significant"]][:3], esc))
 
 
 def rewarded_md(report: dict[str, Any], esc: Escape = _plain) -> str:
@@ -177,10 +183,7 @@ def rewarded_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             f"{c['chosen_rate']:.0%} / {c['rejected_rate']:.0%} | {c['parent_rate']:.0%} → {c['child_rate']:.0%} | "
             f"{c['child_only']} / {c['parent_only']} | {c['q']:.2g} | {'✅' if c['took_on'] else 'no'} |"
         )
-    for c in [c for c in cands if c["took_on"]][:2]:
-        for ex in c.get("examples", [])[:1]:
-            lines.append(f"\n> **{esc(c['phrase'])}** ({ex['side']}): {_quote(ex['answer'], esc)}")
-    return "\n".join(lines)
+    return "\n".join(lines + _phrase_examples([c for c in cands if c["took_on"]][:2], esc))
 
 
 def described_md(report: dict[str, Any], esc: Escape = _plain) -> str:
