@@ -223,6 +223,9 @@ def job_markdown(ctx: StudioContext, v: JobView, steps: list[int]) -> str:
 
 
 # ---- the page -----------------------------------------------------------------------------------------------------
+FORM_LINE = "train-form"  # the events that write the config YAML, run one at a time in order
+
+
 def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
     """Lay out the tab; returns its job poll, which the app runs only while the tab is open."""
     parents, snaps, reward_jobs = _choices(ctx)
@@ -429,9 +432,17 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
         )
 
     kind.change(on_kind, [kind], [dpo_box, grpo_box, beta], api_visibility="private")
+    # Every event that writes the YAML runs one at a time, in the order the page sent them: under load two
+    # concurrent runs (the kind's change, then the steps typed after it) could answer out of order and leave the
+    # YAML of the older form on screen. The page's load event is in the same line, so it cannot land after an edit.
     for comp in form + rewards_in:
         comp.change(  # type: ignore[attr-defined]
-            on_form, form + rewards_in, [config_box, check_md], api_visibility="private"
+            on_form,
+            form + rewards_in,
+            [config_box, check_md],
+            api_visibility="private",
+            concurrency_limit=1,
+            concurrency_id=FORM_LINE,
         )
     check_btn.click(on_check, [config_box], [check_md], api_name="train_check")
     launch.click(on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch")
@@ -481,7 +492,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
             gr.update(choices=rj),
             gr.update(choices=[NONE, *p]),
             _jobs_table(ctx),
-            gr.update(choices=_job_choices(ctx), value=live),
+            # only a running job is worth jumping to: never clear a job the visitor picked or just launched
+            gr.update(choices=_job_choices(ctx), value=live)
+            if live
+            else gr.update(choices=_job_choices(ctx)),
             text,
             md,
         )
@@ -491,5 +505,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
         None,
         [parent, snapshot, rm_job, judge, jobs, job, config_box, check_md],
         api_visibility="private",
+        concurrency_limit=1,
+        concurrency_id=FORM_LINE,
     )
     return timer

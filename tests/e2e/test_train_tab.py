@@ -36,22 +36,29 @@ def _wait_text(page, elem_id: str, text: str, timeout: int = 300_000) -> None:
 
 
 def _follow(page, db: Database, elem_id: str, text: str, job: int = 1, timeout_s: float = 1500.0) -> None:
-    """Wait until ``text`` shows in ``elem_id`` while job ``job`` works towards it: a job that ends without
-    getting there (failed, or cancelled by someone else) fails the test at once with its log, and the limit is
-    far beyond what the job needs on a loaded machine (a tiny job there can take over five minutes)."""
+    """Wait until ``text`` shows in ``elem_id`` while job ``job`` works towards it. The limit is far beyond what the
+    job needs on a loaded machine (a tiny job there can take over five minutes), but a job that has ended gives the
+    page one minute to show it (it polls every 2 s), and a failure says what the page and the job were showing."""
     from training.runner import job_view
 
     deadline = time.monotonic() + timeout_s
+    ended_at: float | None = None
     while True:
-        ended = job_view(db, job, tail_lines=60).status in ("failed", "cancelled")
-        if ended:
-            time.sleep(4.0)  # the page polls every 2 s: let it show the end before the last look
         if text in (page.locator(f"#{elem_id}").inner_text(timeout=60_000) or ""):
             return
-        if ended or time.monotonic() > deadline:
-            v = job_view(db, job, tail_lines=60)
+        v = job_view(db, job, tail_lines=60)
+        if v.status in ("succeeded", "failed", "cancelled") and ended_at is None:
+            ended_at = time.monotonic()
+        now = time.monotonic()
+        if now > deadline or (ended_at is not None and now - ended_at > 60):
+            shown = {
+                e: page.locator(f"#{e}").inner_text(timeout=10_000)[:300]
+                for e in ("train-detail", "train-launched", "train-jobs")
+            }
+            picked = page.locator("#train-job input").input_value(timeout=10_000)
             raise AssertionError(
-                f"{text!r} never showed in #{elem_id}; job {job} is {v.status}: {v.error}\n{v.log_tail}"
+                f"{text!r} never showed in #{elem_id}; job {job} is {v.status} ({v.error}); the job picker holds "
+                f"{picked!r}; the page shows {shown}\n{v.log_tail}"
             )
         time.sleep(1.0)
 
