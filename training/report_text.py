@@ -179,7 +179,7 @@ def rewarded_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     ]
     for c in cands:
         lines.append(
-            f"| “{esc(c['phrase'])}” | {c['kind']} | {c['direction']} (p {c['preference_p']:.2g}) | "
+            f"| “{esc(c['phrase'])}” | {c['kind']} | {c['direction']} (p {_num(c.get('preference_p'), '.2g')}) | "
             f"{c['chosen_rate']:.0%} / {c['rejected_rate']:.0%} | {c['parent_rate']:.0%} → {c['child_rate']:.0%} | "
             f"{c['child_only']} / {c['parent_only']} | {c['q']:.2g} | {'✅' if c['took_on'] else 'no'} |"
         )
