@@ -29,6 +29,7 @@ from typing import Any
 
 from scipy.stats import norm
 
+from arena.ratings._features import assistant_text
 from arena.vibes import TOKEN_RE
 from training.stats import bh, sign_test
 
@@ -87,11 +88,25 @@ def _log_odds(
     return out
 
 
-def _paired_p(key: Key, a_sets: list[set[Key]], b_sets: list[set[Key]]) -> float:
-    """Exact sign test on the answers where only one side has the candidate (McNemar for paired presence)."""
+def _discordant(key: Key, a_sets: list[set[Key]], b_sets: list[set[Key]]) -> tuple[int, int]:
+    """Paired answers where only b has the candidate, and where only a has it."""
     only_b = sum(1 for x, y in zip(a_sets, b_sets, strict=True) if key in y and key not in x)
     only_a = sum(1 for x, y in zip(a_sets, b_sets, strict=True) if key in x and key not in y)
-    return sign_test(only_b, only_a)[0]
+    return only_b, only_a
+
+
+def _paired_p(key: Key, a_sets: list[set[Key]], b_sets: list[set[Key]]) -> float:
+    """Exact sign test on the answers where only one side has the candidate (McNemar for paired presence)."""
+    return sign_test(*_discordant(key, a_sets, b_sets))[0]
+
+
+def _rows_with(sets: list[set[Key]]) -> dict[Key, frozenset[int]]:
+    """For every candidate, the rows whose answer has it."""
+    where: dict[Key, set[int]] = {}
+    for i, cands in enumerate(sets):
+        for k in cands:
+            where.setdefault(k, set()).add(i)
+    return {k: frozenset(v) for k, v in where.items()}
 
 
 def _examples(
@@ -163,13 +178,7 @@ def discover(
 # -- what the preferences rewarded ---------------------------------------------------------------------------------
 def _text(answer: Any) -> str:
     """An answer of a snapshot row: a string or a list of messages (the assistant's content joined)."""
-    if isinstance(answer, str):
-        return answer
-    if isinstance(answer, list):
-        return "\n".join(
-            str(m.get("content", "")) for m in answer if isinstance(m, dict) and m.get("role") == "assistant"
-        )
-    return ""
+    return answer if isinstance(answer, str) else assistant_text(answer) or ""
 
 
 def preference_answers(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
@@ -216,17 +225,10 @@ def rewarded(
     an opening or closing before a phrase and the shortest first, since that carries over to new prompts best.
     Empty when the snapshot has no pairs or no candidate differs."""
     chosen, rejected = preference_answers(rows)
-    c_sets = [candidates(t) for t in chosen]
-    r_sets = [candidates(t) for t in rejected]
-    pattern: dict[Key, tuple[frozenset[int], frozenset[int]]] = {}
-    for side, sets in ((0, c_sets), (1, r_sets)):
-        rows_with: dict[Key, set[int]] = {}
-        for i, cands in enumerate(sets):
-            for k in cands:
-                rows_with.setdefault(k, set()).add(i)
-        for k, where in rows_with.items():
-            c, r = pattern.get(k, (frozenset(), frozenset()))
-            pattern[k] = (frozenset(where), r) if side == 0 else (c, frozenset(where))
+    in_chosen = _rows_with([candidates(t) for t in chosen])
+    in_rejected = _rows_with([candidates(t) for t in rejected])
+    none: frozenset[int] = frozenset()
+    pattern = {k: (in_chosen.get(k, none), in_rejected.get(k, none)) for k in in_chosen.keys() | in_rejected}
     scored = []
     for k, (c, r) in pattern.items():
         only_c, only_r = len(c - r), len(r - c)
@@ -273,8 +275,7 @@ def took_on(
     out = []
     for r in found:
         k = (r.kind, r.phrase)
-        only_c = sum(1 for x, y in zip(p_sets, c_sets, strict=True) if k in y and k not in x)
-        only_p = sum(1 for x, y in zip(p_sets, c_sets, strict=True) if k in x and k not in y)
+        only_c, only_p = _discordant(k, p_sets, c_sets)
         rose = only_c > only_p
         out.append(
             Rewarded(
