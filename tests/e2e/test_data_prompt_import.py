@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from db.models import Prompt, PromptSet
 from db.session import Database
+from tests.helpers.browser import upload
 from tests.helpers.servers import start_server, stop_server
 
 pytestmark = pytest.mark.e2e
@@ -22,12 +23,7 @@ def _import(page, url: str, set_name: str, path: Path) -> None:
     page.get_by_role("tab", name="Data").click()
     page.wait_for_selector("#data-prompt-import")
     page.locator("#data-prompt-set-name").locator("textarea, input").first.fill(set_name)
-    page.locator("#data-prompt-file input[type=file]").set_input_files(str(path))
-    page.wait_for_function(
-        "name => (document.querySelector('#data-prompt-file')?.innerText || '').includes(name)",
-        arg=path.name,
-        timeout=90_000,
-    )
+    upload(page, "#data-prompt-file", path)
     page.locator("#data-prompt-import").click()
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.browser import upload
 from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
@@ -225,8 +226,7 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
         encoding="utf-8",
     )
     page.get_by_text("➕ Add a persona").click()
-    page.locator("#persona-file input[type=file]").set_input_files(str(persona_file))
-    page.wait_for_timeout(500)
+    upload(page, "#persona-file", persona_file)
     page.locator("#persona-import").click()
     page.wait_for_function(
         "document.querySelector('#persona-result').innerText.includes('Added')", timeout=30_000
@@ -248,8 +248,7 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
     )
     page.get_by_role("tab", name="Annotate").click()
     page.get_by_text("Import preference data").click()
-    page.locator("#queues-file input[type=file]").set_input_files(str(rows))
-    page.wait_for_timeout(500)
+    upload(page, "#queues-file", rows)
     page.get_by_label("Skip bad rows (and list them)").check()
     page.locator("#queues-import").click()
     page.wait_for_function(
