@@ -56,6 +56,7 @@ def upload(page, selector: str, path, timeout: int = STEP_MS, resend_after_ms: i
             print(
                 f"[upload] {name}: no upload request {resend_after_ms} ms after attempt {attempt}; setting it again"
             )
+            field.set_input_files([])  # the same file set again on an input that holds it fires no change
     response = sent.value.response()  # waits for the answer; None when the request failed
     assert response is not None and response.ok, (
         f"the upload of {name} failed: {sent.value.failure or (response.status, response.text()[:300])}"
