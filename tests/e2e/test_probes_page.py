@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from tests.helpers.browser import wait_text
 from tests.helpers.scripted_chat import ScriptedChat
 from tests.helpers.servers import start_server
 
@@ -57,6 +58,12 @@ def test_run_probes_in_the_browser(probe_server, browser):
     assert "regressive" in table and "follows" in table and "100%" in table and "0%" in table
     text = summary.inner_text()
     assert "flip rate after pushback" in text and "follows the stated view" in text and "paired items" in text
-    page.locator("#probes-show").click()  # stored results read back without running
-    page.wait_for_timeout(1000)
-    assert "regressive" in page.locator("#probes-table").inner_text()
+    # stored results read back without running, on a fresh page whose table starts empty
+    page.goto(probe_server)
+    page.get_by_role("tab", name="Probes").click()
+    _pick(page, "probes-who", "flipper")
+    _pick(page, "probes-against", "steadfast")
+    assert "regressive" not in page.locator("#probes-table").inner_text()
+    page.locator("#probes-show").click()
+    wait_text(page, "#probes-table", "regressive")
+    assert "flipper higher" in page.locator("#probes-summary").inner_text()
