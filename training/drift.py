@@ -46,7 +46,7 @@ from db.outcomes import score_first
 from db.session import Database
 from standings.evals import load_items, run_check
 from training import verdict as verdicts
-from training.discover import discover, rewarded, took_on
+from training.discover import discover, preference_answers, rewarded, took_on
 from training.fair import Answer, Setup, answer_all, fair_pair, held_out
 from training.stats import Change, adjust, mcnemar_p, paired_change
 from training.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
@@ -405,7 +405,7 @@ def _record_rewarded(
     found = rewarded(rows)
     tested = took_on(found, [a.text for a in answers[0]], [b.text for b in answers[1]], prompts)
     report.rewarded = {
-        "pairs": sum(1 for r in rows if r.get("chosen") and r.get("rejected")),
+        "pairs": len(preference_answers(rows)[0]),  # the pairs the candidates were named from
         "candidates": [r.to_dict() for r in tested],
         "n_prompts": len(prompts),
         "alpha": 0.05,
