@@ -13,6 +13,7 @@ from tests.helpers.postgres import KINDS, migrated_database
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the studio's own processes run (db.settings)
 
 
 @pytest.fixture(autouse=True)

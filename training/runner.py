@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, aliased
 from accounts import require_role
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
+from db.threads import sleeping_thread_waits
 from training.config import JobConfig, load_config, save_config
 from training.errors import JobError
 from training.preflight import preflight
@@ -179,6 +180,7 @@ def _spawn(db: Database, job_id: int) -> int:
         assert job is not None
         config_path, log_path = job.config_path, job.log_path
     assert config_path and log_path
+    sleeping_thread_waits()  # the worker inherits it (and so does every process accelerate starts)
     env = dict(os.environ)
     env["VIBESTUDIO_DATABASE_URL"] = db.url
     env["VIBESTUDIO_HOME"] = str(data_home())

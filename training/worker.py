@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_libraries()
     from db.session import Database
     from db.settings import get_settings
+    from db.threads import sleeping_thread_waits
+
+    sleeping_thread_waits()  # before torch loads
 
     settings = get_settings()
     db = Database(settings.database_url)

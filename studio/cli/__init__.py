@@ -72,4 +72,7 @@ app.add_typer(probes.probes_app, name="probes")
 
 def main() -> None:
     """The ``vibestudio`` console script."""
+    from db.threads import sleeping_thread_waits
+
+    sleeping_thread_waits()  # before any command loads torch or llama.cpp
     app()
