@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from db.models import Prompt, PromptSet
 from db.session import Database
-from tests.helpers.browser import upload
+from tests.helpers.browser import STEP_MS, upload
 from tests.helpers.servers import start_server, stop_server
 
 pytestmark = pytest.mark.e2e
@@ -43,11 +43,11 @@ def test_data_tab_imports_arena_hard_files(tmp_path, browser):
             page.wait_for_function(
                 "want => (document.querySelector('#data-prompt-import-result')?.innerText || '').includes(want)",
                 arg=f"Imported 6 prompts into {name}",
-                timeout=90_000,
+                timeout=STEP_MS,
             )
         _import(page, url, "ah-broken", bad)
         page.wait_for_function(
-            "() => document.body.innerText.includes(\"broken.jsonl:7: field 'turns'\")", timeout=90_000
+            "() => document.body.innerText.includes(\"broken.jsonl:7: field 'turns'\")", timeout=STEP_MS
         )
         page.close()
     finally:

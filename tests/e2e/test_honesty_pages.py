@@ -12,6 +12,7 @@ from arena.families import hide
 from arena.registry import ContestantSpec, register
 from db.models import Label
 from db.session import Database
+from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
@@ -59,13 +60,13 @@ def test_vibe_disagreement_and_families_in_the_browser(server, browser):
     page.locator("#agreement-judge input").wait_for()
     page.wait_for_function("document.querySelector('#agreement-judge input').value.includes('judge:j')")
     page.locator("#agreement-vibes-run").click()
-    page.locator("#agreement-vibes").get_by_text("judge more swayed").first.wait_for(timeout=30_000)
+    page.locator("#agreement-vibes").get_by_text("judge more swayed").first.wait_for(timeout=STEP_MS)
     vibes = page.locator("#agreement-vibes").inner_text()
     assert "12/12 (100%)" in vibes and "0/12 (0%)" in vibes and "no evidence (0)" in vibes  # emoji: none
     page.get_by_role("tab", name="Leaderboard").click()
     page.get_by_text("Families: checkpoints with a common ancestor").click()
     page.locator("#families-show").click()
-    page.locator("#families-table").get_by_text("fam-v3").first.wait_for(timeout=30_000)
+    page.locator("#families-table").get_by_text("fam-v3").first.wait_for(timeout=STEP_MS)
     table = page.locator("#families-table").inner_text()
     assert "hidden" in table and "provisional" in table and "root" in table
     notes = page.locator("#families-notes").inner_text()

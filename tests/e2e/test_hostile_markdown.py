@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.browser import upload
+from tests.helpers.browser import STEP_MS, upload
 from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
@@ -198,7 +198,7 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
     ), "something from an answer covers the vote button"
 
     page.locator("#vote-left").click()
-    page.wait_for_selector("#arena-reveal-btn:not([disabled])", timeout=30_000)
+    page.wait_for_selector("#arena-reveal-btn:not([disabled])", timeout=STEP_MS)
     page.locator("#arena-reveal-btn").click()
     page.wait_for_function("document.querySelector('#arena-reveal').innerText.includes('Model A was')")
     reveal = page.locator("#arena-reveal").inner_text()
@@ -229,7 +229,7 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
     upload(page, "#persona-file", persona_file)
     page.locator("#persona-import").click()
     page.wait_for_function(
-        "document.querySelector('#persona-result').innerText.includes('Added')", timeout=30_000
+        "document.querySelector('#persona-result').innerText.includes('Added')", timeout=STEP_MS
     )
     _audit(page, "#persona-result")
 
@@ -252,7 +252,7 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
     page.get_by_label("Skip bad rows (and list them)").check()
     page.locator("#queues-import").click()
     page.wait_for_function(
-        "document.querySelector('#queues-imported').innerText.includes('skipped')", timeout=60_000
+        "document.querySelector('#queues-imported').innerText.includes('skipped')", timeout=STEP_MS
     )
     _audit(page, "#queues-imported")
     page.get_by_text("AI judge").first.click()
@@ -261,7 +261,7 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
     box.press("Enter")
     page.locator("#queues-checklists").click()
     page.wait_for_function(
-        "document.querySelector('#queues-judged').innerText.includes('Checklists')", timeout=60_000
+        "document.querySelector('#queues-judged').innerText.includes('Checklists')", timeout=STEP_MS
     )
     _audit(page, "#queues-judged, #queues-table")
 
@@ -269,11 +269,11 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
     page.locator("#label-annotator textarea, #label-annotator input").first.fill("<b>kim</b>\u200b")
     page.wait_for_function(
         "document.querySelector('#label-queue input') && document.querySelector('#label-queue input').value",
-        timeout=30_000,
+        timeout=STEP_MS,
     )
     page.locator("#label-start").click()
     page.wait_for_function(
-        "document.querySelector('#label-left').innerText.includes('FIXED-')", timeout=30_000
+        "document.querySelector('#label-left').innerText.includes('FIXED-')", timeout=STEP_MS
     )
     _audit(page, "#label-prompt, #label-left, #label-right, #label-progress, #label-checklist")
     assert "Checklist for this prompt" in page.locator("#label-checklist").inner_text()

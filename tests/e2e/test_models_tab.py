@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from arena.registry import ContestantSpec, register
+from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server
 from tests.helpers.training import pair_rows
 from training.runner import wait
@@ -63,7 +64,7 @@ def test_models_tab_shows_a_fresh_childs_report(tmp_path, browser, tiny_model_di
         page.wait_for_function(
             "document.querySelector('#models-report') && "
             "document.querySelector('#models-report').innerText.includes('Verdict')",
-            timeout=60_000,
+            timeout=STEP_MS,
         )
         lineage = page.locator("#models-lineage").inner_text()
         assert "tiny-parent" in lineage and "8 pairs" in lineage and f"Job {job}" in lineage
@@ -86,7 +87,7 @@ def test_models_tab_shows_a_fresh_childs_report(tmp_path, browser, tiny_model_di
         page.locator("#models-hold").click()
         page.wait_for_function(
             "document.querySelector('#models-header').innerText.includes('looked at the answers')",
-            timeout=30_000,
+            timeout=STEP_MS,
         )
         page.close()
     finally:

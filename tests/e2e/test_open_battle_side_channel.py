@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
@@ -75,7 +76,7 @@ def arena(tmp_path):
 def _click_and_settle(page, selector: str) -> None:
     page.locator(selector).click()
     page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('.progress-text, .eta-bar')", timeout=30_000)
+    page.wait_for_function("!document.querySelector('.progress-text, .eta-bar')", timeout=STEP_MS)
     page.wait_for_timeout(300)
 
 
@@ -133,12 +134,12 @@ def test_boards_and_profiles_do_not_move_until_the_battle_ends(arena, browser):
     for n, (text, vote) in enumerate((("One tip for sleep?", "left"), ("And another?", "tie")), start=1):
         player.locator("#arena-prompt textarea").fill(text)
         player.locator("#arena-send").click()
-        player.wait_for_selector(f"#vote-{vote}:not([disabled])", timeout=60_000)
+        player.wait_for_selector(f"#vote-{vote}:not([disabled])", timeout=STEP_MS)
         assert _read_everything(reader, arena) == before, f"answers of turn {n} moved a board"
         player.locator(f"#vote-{vote}").click()
         player.wait_for_function(
             f"document.querySelector('#arena-status').innerText.includes('Vote on turn {n} saved')",
-            timeout=30_000,
+            timeout=STEP_MS,
         )
         assert _read_everything(reader, arena) == before, f"the vote on turn {n} moved a board"
 

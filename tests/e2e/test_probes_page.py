@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.helpers.browser import wait_text
+from tests.helpers.browser import STEP_MS, wait_text
 from tests.helpers.scripted_chat import ScriptedChat
 from tests.helpers.servers import start_server
 
@@ -53,7 +53,7 @@ def test_run_probes_in_the_browser(probe_server, browser):
     page.locator("#probes-limit input").fill("6")
     page.locator("#probes-run").click()
     summary = page.locator("#probes-summary")
-    summary.get_by_text("flipper higher").first.wait_for(timeout=60_000)
+    summary.get_by_text("flipper higher").first.wait_for(timeout=STEP_MS)
     table = page.locator("#probes-table").inner_text()
     assert "regressive" in table and "follows" in table and "100%" in table and "0%" in table
     text = summary.inner_text()

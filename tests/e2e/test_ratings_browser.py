@@ -14,6 +14,7 @@ from arena.ratings._simulate import simulate_arena
 from arena.registry import ContestantSpec, register
 from db.models import Battle, Contestant, Turn, User, Vote
 from db.session import Database
+from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server
 
 pytestmark = pytest.mark.e2e
@@ -80,18 +81,18 @@ def test_leaderboard_current_methods_and_admin_flags(rated_server, browser):
     page.goto(url)
     page.get_by_role("tab", name="Leaderboard").click()
     summary = "document.querySelector('#leaderboard-summary').innerText"
-    page.wait_for_function(f"{summary}.includes('{n_votes} rated votes')", timeout=60_000)
-    page.wait_for_function(f"{summary}.includes('Method:') && {summary}.includes('auto')", timeout=30_000)
+    page.wait_for_function(f"{summary}.includes('{n_votes} rated votes')", timeout=STEP_MS)
+    page.wait_for_function(f"{summary}.includes('Method:') && {summary}.includes('auto')", timeout=STEP_MS)
 
     # votes that arrive while the tab is open show up without pressing Refresh (the tab's timer)
     more, _ = simulate_arena(seed=42, n_honest=2, votes_per_honest=10)
     _store(db, more, datetime(2026, 2, 1))
-    page.wait_for_function(f"{summary}.includes('{n_votes + 20} rated votes')", timeout=60_000)
+    page.wait_for_function(f"{summary}.includes('{n_votes + 20} rated votes')", timeout=STEP_MS)
 
     page.get_by_role("tab", name="Which method predicts best").click()
     page.locator("#leaderboard-predict").click()
     table = "document.querySelector('#leaderboard-predict-table').innerText"
-    page.wait_for_function(f"{table}.includes('davidson') && {table}.includes('random')", timeout=60_000)
+    page.wait_for_function(f"{table}.includes('davidson') && {table}.includes('random')", timeout=STEP_MS)
     assert "Best:" in page.locator("#leaderboard-predict-summary").inner_text()
 
     page.locator("#leaderboard-method").get_by_text("Davidson (ties modelled)").click()
@@ -103,7 +104,7 @@ def test_leaderboard_current_methods_and_admin_flags(rated_server, browser):
     page.get_by_role("tab", name="Admin").click()
     page.locator("#admin-check-annotators").click()
     page.wait_for_function(
-        "document.querySelector('#admin-checks-summary').innerText.includes('Flagged: r0')", timeout=60_000
+        "document.querySelector('#admin-checks-summary').innerText.includes('Flagged: r0')", timeout=STEP_MS
     )
     assert "votes follow" in page.locator("#admin-checks-table").inner_text()
     page.close()

@@ -48,7 +48,7 @@ def _follow(page, db: Database, elem_id: str, text: str, job: int = 1, timeout_s
     deadline = time.monotonic() + timeout_s
     ended_at: float | None = None
     while True:
-        if text in (page.locator(f"#{elem_id}").inner_text(timeout=60_000) or ""):
+        if text in (page.locator(f"#{elem_id}").inner_text(timeout=STEP_MS) or ""):
             return
         v = job_view(db, job, tail_lines=60)
         if v.status in ("succeeded", "failed", "cancelled") and ended_at is None:
@@ -116,7 +116,7 @@ def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_d
         page.goto(url)
         page.wait_for_selector("#arena-prompt textarea")
         page.get_by_label("Named (pick both models)").check()
-        page.wait_for_selector("#arena-pick-left input", timeout=30_000)
+        page.wait_for_selector("#arena-pick-left input", timeout=STEP_MS)
         page.locator("#arena-pick-left input").click()
         assert page.locator("#arena-pick-left").get_by_role("option", name=name).count() == 1
         page.close()
