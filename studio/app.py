@@ -34,10 +34,15 @@ THEME_FONTS = dict(
 def build_app(ctx: StudioContext) -> gr.Blocks:
     with gr.Blocks(title="Vibe Studio") as demo:
         gr.Markdown("# 🎛️ Vibe Studio\nWhich model do people actually like, and why?")
+        # The two timers live outside the tabs. A tab's children mount only when it is first opened, and an update
+        # that reaches a component while it mounts can be lost: in a loaded browser-test run the Train tab's job detail
+        # stayed empty while its picked job ran and finished, as if the poll had never started.
+        leaderboard_timer = gr.Timer(leaderboard.REFRESH_SECONDS, active=False)
+        train_timer = gr.Timer(train.POLL_SECONDS, active=False)
         with gr.Tab("Arena", id="arena") as arena_tab:
             arena.build(ctx)
         with gr.Tab("Leaderboard", id="leaderboard") as leaderboard_tab:
-            leaderboard_timer = leaderboard.build(ctx, demo, tab=leaderboard_tab)
+            leaderboard.build(ctx, demo, leaderboard_timer, tab=leaderboard_tab)
         with gr.Tab("Data", id="data") as data_tab:
             data.build(ctx, demo)
         with gr.Tab("Annotate", id="annotate") as annotate_tab:
@@ -49,7 +54,7 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
         with gr.Tab("Probes", id="probes") as probes_tab:
             probes.build(ctx, demo)
         with gr.Tab("Train", id="train") as train_tab:
-            train_timer = train.build(ctx, demo)
+            train.build(ctx, demo, train_timer)
         with gr.Tab("Models", id="models") as models_tab:
             models.build(ctx, demo)
         with gr.Tab("Admin", id="admin") as admin_tab:

@@ -413,8 +413,9 @@ def predict_text(out: dict[str, Any]) -> str:
 
 
 # -- the tab ---------------------------------------------------------------------------------------------------------
-def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.Timer:
-    """Build the tab; returns its refresh timer (the app switches it off when another tab is opened)."""
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> gr.Timer:
+    """Build the tab and wire its refresh ``timer`` (made by the app outside the tabs; opening ``tab`` starts it and
+    the app switches it off when another tab is opened); returns the timer."""
     service = ctx.leaderboard
 
     with gr.Row():
@@ -614,7 +615,6 @@ def build(ctx: StudioContext, demo: gr.Blocks, tab: gr.Tab | None = None) -> gr.
     filters = [ci, controls, board, named, method]
     board_outputs = [summary, table, chart, board, coef_table, coef_chart]
     seen_version = gr.State(None)
-    timer = gr.Timer(REFRESH_SECONDS, active=False)
     refresh.click(on_refresh, filters, board_outputs, api_name="leaderboard")
     demo.load(on_refresh, filters, board_outputs, api_visibility="private")
     method.change(on_refresh, filters, board_outputs, api_visibility="private")

@@ -226,8 +226,13 @@ def job_markdown(ctx: StudioContext, v: JobView, steps: list[int]) -> str:
 FORM_LINE = "train-form"  # the events that write the config YAML, run one at a time in order
 
 
-def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
-    """Lay out the tab; returns its job poll, which the app runs only while the tab is open."""
+#: Seconds between two reads of the open job (the tab's poll, ``timer`` of ``build``).
+POLL_SECONDS = 2.0
+
+
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer) -> gr.Timer:
+    """Lay out the tab and wire its job poll ``timer`` (made by the app outside the tabs; the app runs it only while
+    the tab is open); returns the timer."""
     parents, snaps, reward_jobs = _choices(ctx)
     gr.Markdown(
         "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
@@ -301,7 +306,6 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> gr.Timer:
     plot = gr.Plot()
     gold_plot = gr.Plot(label="Gold vs √KL", elem_id="train-gold")
     log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False, elem_id="train-log")
-    timer = gr.Timer(2.0, active=False)
 
     form = [kind, parent, snapshot, pairs, steps, lr, beta, lora, save_steps, kl_every, loss_type]
     rewards_in = [
