@@ -34,9 +34,27 @@ def _wait_text(page, elem_id: str, text: str, timeout: int = STEP_MS) -> None:
     """Wait for a state of the page itself (the YAML of a form edit, a check, a launch message). These events run
     one at a time on the server (the form's line), so under load one can wait behind several: the project's step
     limit applies, not a shorter one; waits on the job go through ``_follow``."""
-    page.wait_for_function(
-        f"(document.querySelector('#{elem_id}')?.innerText || '').includes({text!r})", timeout=timeout
-    )
+    try:
+        page.wait_for_function(
+            f"(document.querySelector('#{elem_id}')?.innerText || '').includes({text!r})", timeout=timeout
+        )
+    except Exception as exc:  # say what the page showed instead, and what the form held
+        if "Timeout" not in type(exc).__name__:
+            raise
+        shown = page.evaluate(
+            f"(document.querySelector('#{elem_id}')?.innerText || '<no element>').slice(0, 600)"
+        )
+        form = page.evaluate(
+            "() => Object.fromEntries([...document.querySelectorAll('[id^=train-] input')]"
+            ".filter(i => i.type !== 'file').map(i => [i.closest('[id^=train-]').id + ':' + i.type, i.value]))"
+        )
+        doc = page.evaluate(  # the editor's own text (CodeMirror draws only the lines near the viewport)
+            f"(() => {{ const c = document.querySelector('#{elem_id} .cm-content');"
+            " return (c?.cmTile || c?.cmView)?.view?.state?.doc?.toString() ?? null; })()"
+        )
+        raise AssertionError(
+            f"{text!r} never showed in #{elem_id}; it shows {shown!r}; its editor holds {doc!r}; the form holds {form}"
+        ) from exc
 
 
 def _follow(page, db: Database, elem_id: str, text: str, job: int = 1, timeout_s: float = 1500.0) -> None:
