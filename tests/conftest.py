@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from db.threads import sleeping_thread_waits
 from tests.helpers.postgres import KINDS, migrated_database
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the studio's own processes run (db.settings)
+sleeping_thread_waits()  # as the studio's own processes run, before any test loads torch
 
 
 @pytest.fixture(autouse=True)

@@ -413,9 +413,9 @@ def predict_text(out: dict[str, Any]) -> str:
 
 
 # -- the tab ---------------------------------------------------------------------------------------------------------
-def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> gr.Timer:
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
     """Build the tab and wire its refresh ``timer`` (made by the app outside the tabs; opening ``tab`` starts it and
-    the app switches it off when another tab is opened); returns the timer."""
+    the app switches it off when another tab is opened)."""
     service = ctx.leaderboard
 
     with gr.Row():
@@ -631,4 +631,3 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private"
     )
     families.build_section(ctx, service)
-    return timer

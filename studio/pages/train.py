@@ -230,9 +230,9 @@ FORM_LINE = "train-form"  # the events that write the config YAML, run one at a 
 POLL_SECONDS = 2.0
 
 
-def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer) -> gr.Timer:
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer) -> None:
     """Lay out the tab and wire its job poll ``timer`` (made by the app outside the tabs; the app runs it only while
-    the tab is open); returns the timer."""
+    the tab is open)."""
     parents, snaps, reward_jobs = _choices(ctx)
     gr.Markdown(
         "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
@@ -512,4 +512,3 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer) -> gr.Timer:
         concurrency_limit=1,
         concurrency_id=FORM_LINE,
     )
-    return timer
