@@ -31,63 +31,76 @@ THEME_FONTS = dict(
 )
 
 
+#: The line the tab-switch events of every page run on, one at a time in the order they came: see ``_runs_timers``.
+TAB_LINE = "tab-timers"
+
+
 def build_app(ctx: StudioContext) -> gr.Blocks:
     with gr.Blocks(title="Vibe Studio") as demo:
         gr.Markdown("# 🎛️ Vibe Studio\nWhich model do people actually like, and why?")
         # The two timers live outside the tabs. A tab's children mount only when it is first opened, and an update
-        # that reaches a component while it mounts can be lost: in a loaded browser-test run the Train tab's job detail
-        # stayed empty while its picked job ran and finished, as if the poll had never started.
-        leaderboard_timer = gr.Timer(leaderboard.REFRESH_SECONDS, active=False)
-        train_timer = gr.Timer(train.POLL_SECONDS, active=False)
-        with gr.Tab("Arena", id="arena") as arena_tab:
+        # that reaches a component while it mounts can be lost.
+        timers = {
+            "leaderboard": gr.Timer(leaderboard.REFRESH_SECONDS, active=False),
+            "train": gr.Timer(train.POLL_SECONDS, active=False),
+        }
+        with gr.Tab("Arena", id="arena") as tab:
+            _runs_timers(tab, "arena", timers)
             arena.build(ctx)
-        with gr.Tab("Leaderboard", id="leaderboard") as leaderboard_tab:
-            leaderboard.build(ctx, demo, leaderboard_timer, tab=leaderboard_tab)
-        with gr.Tab("Data", id="data") as data_tab:
+        with gr.Tab("Leaderboard", id="leaderboard") as tab:
+            _runs_timers(tab, "leaderboard", timers)
+            leaderboard.build(ctx, demo, timers["leaderboard"], tab=tab)
+        with gr.Tab("Data", id="data") as tab:
+            _runs_timers(tab, "data", timers)
             data.build(ctx, demo)
-        with gr.Tab("Annotate", id="annotate") as annotate_tab:
+        with gr.Tab("Annotate", id="annotate") as tab:
+            _runs_timers(tab, "annotate", timers)
             queues.build(ctx, demo)
-        with gr.Tab("Label", id="label") as label_tab:
+        with gr.Tab("Label", id="label") as tab:
+            _runs_timers(tab, "label", timers)
             label.build(ctx, demo)
-        with gr.Tab("Agreement", id="agreement") as agreement_tab:
+        with gr.Tab("Agreement", id="agreement") as tab:
+            _runs_timers(tab, "agreement", timers)
             agreement.build(ctx, demo)
-        with gr.Tab("Probes", id="probes") as probes_tab:
+        with gr.Tab("Probes", id="probes") as tab:
+            _runs_timers(tab, "probes", timers)
             probes.build(ctx, demo)
-        with gr.Tab("Train", id="train") as train_tab:
-            train.build(ctx, demo, train_timer)
-        with gr.Tab("Models", id="models") as models_tab:
+        with gr.Tab("Train", id="train") as tab:
+            _runs_timers(tab, "train", timers)
+            train.build(ctx, demo, timers["train"], tab=tab)
+        with gr.Tab("Models", id="models") as tab:
+            _runs_timers(tab, "models", timers)
             models.build(ctx, demo)
-        with gr.Tab("Admin", id="admin") as admin_tab:
+        with gr.Tab("Admin", id="admin") as tab:
+            _runs_timers(tab, "admin", timers)
             admin.build(ctx, demo)
-        # The Leaderboard's refresh timer and the Train tab's job poll run only while their tab is open: nothing
-        # polls in the background of a page that shows something else (and no poll fills a battle's network log).
-        tabs = (
-            arena_tab,
-            leaderboard_tab,
-            data_tab,
-            annotate_tab,
-            label_tab,
-            agreement_tab,
-            probes_tab,
-            train_tab,
-            models_tab,
-            admin_tab,
-        )
-        for timer, owner in ((leaderboard_timer, leaderboard_tab), (train_timer, train_tab)):
-            for tab in tabs:
-                if tab is not owner:
-                    tab.select(_stop_timer, None, timer, api_visibility="private")
-        train_tab.select(_start_timer, None, train_timer, api_visibility="private")
     demo.queue(default_concurrency_limit=8)
     return demo
 
 
-def _stop_timer() -> gr.Timer:
-    return gr.Timer(active=False)
+def _runs_timers(tab: gr.Tab, name: str, timers: dict[str, gr.Timer]) -> None:
+    """Opening ``tab`` runs the timer of the page ``name`` (if it has one) and stops every other: the Leaderboard's
+    refresh and the Train tab's job poll run only while their tab is open, so nothing polls in the background of a
+    page that shows something else (and no poll fills a battle's network log).
 
+    One event per opened tab sets every timer, on one line that runs such events one at a time in the order they
+    came. With an event per timer, a page load's own tab event (the first tab fires one as it mounts) could stop the
+    Train poll after a quick click on Train had started it: the two run side by side on the server, and the
+    browser sends a tab's events one after another, each once the previous has finished. Registered before the
+    page's own events, it is also the first the browser sends when the tab opens."""
 
-def _start_timer() -> gr.Timer:
-    return gr.Timer(active=True)
+    def switch() -> tuple[gr.Timer, ...]:
+        return tuple(gr.Timer(active=owner == name) for owner in timers)
+
+    tab.select(
+        switch,
+        None,
+        list(timers.values()),
+        api_visibility="private",
+        show_progress="hidden",
+        concurrency_limit=1,
+        concurrency_id=TAB_LINE,
+    )
 
 
 def serve(

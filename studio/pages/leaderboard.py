@@ -414,8 +414,8 @@ def predict_text(out: dict[str, Any]) -> str:
 
 # -- the tab ---------------------------------------------------------------------------------------------------------
 def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
-    """Build the tab and wire its refresh ``timer`` (made by the app outside the tabs; opening ``tab`` starts it and
-    the app switches it off when another tab is opened)."""
+    """Build the tab and wire its refresh ``timer`` (made by the app outside the tabs, which runs it only while
+    ``tab`` is open); opening ``tab`` refreshes the board at once."""
     service = ctx.leaderboard
 
     with gr.Row():
@@ -601,8 +601,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         return predict_text(out), predict_table(out)
 
     def on_open(*values):  # type: ignore[no-untyped-def]
-        """Tab opened: refresh now and start the timer."""
-        return (*on_refresh(*values), service.cache.version, gr.Timer(active=True))
+        """Tab opened: refresh now (the app starts the timer)."""
+        return (*on_refresh(*values), service.cache.version)
 
     def on_tick(*values):  # type: ignore[no-untyped-def]
         """Timer: read new votes; redraw only when something changed since this page last drew."""
@@ -621,7 +621,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     predict_btn.click(on_predict, filters, [predict_md, predict_df], api_name="leaderboard_predict")
     timer.tick(on_tick, [*filters, seen_version], [*board_outputs, seen_version], api_visibility="private")
     if tab is not None:
-        tab.select(on_open, filters, [*board_outputs, seen_version, timer], api_visibility="private")
+        tab.select(on_open, filters, [*board_outputs, seen_version], api_visibility="private")
     demo.load(contestant_choices, None, [vibe_a, vibe_b, eval_who], api_visibility="private")
     matrices_btn.click(on_matrices, filters, [win_plot, count_plot], api_visibility="private")
     over_btn.click(on_over_time, [freq, *filters], [over_plot], api_visibility="private")

@@ -230,9 +230,10 @@ FORM_LINE = "train-form"  # the events that write the config YAML, run one at a 
 POLL_SECONDS = 2.0
 
 
-def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer) -> None:
-    """Lay out the tab and wire its job poll ``timer`` (made by the app outside the tabs; the app runs it only while
-    the tab is open)."""
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
+    """Lay out the tab and wire its job poll ``timer`` (made by the app outside the tabs, which runs it only while
+    ``tab`` is open). Opening ``tab``, picking a job, launching one, or a page load that finds one running shows that
+    job at once, without waiting for a tick."""
     parents, snaps, reward_jobs = _choices(ctx)
     gr.Markdown(
         "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
@@ -457,6 +458,13 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer) -> None:
         api_visibility="private",
         show_progress="hidden",
     )
+
+    follow_outputs = [jobs, detail, plot, log, ckpt_step, gold_plot]
+    if tab is not None:  # the app starts and stops ``timer`` as tabs open (``studio.app``)
+        tab.select(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
+    # A job picked in the picker or the table, launched, or found running by the page load shows at once: the page
+    # does not hang its first view of a job on the next tick.
+    job.change(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
     jobs.select(on_pick, [jobs], [job], api_visibility="private")
     stop.click(on_cancel, [job], [launched, job], api_name="train_cancel")
     again.click(on_resume, [job], [launched, job], api_name="train_resume")

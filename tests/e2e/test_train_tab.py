@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from db.session import Database
-from tests.helpers.browser import STEP_MS
+from tests.helpers.browser import STEP_MS, EventTrail
 from tests.helpers.servers import seed_tiny_parent, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +27,21 @@ def _server(tmp_path, tiny_model_dir):
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")
     snap = seed_tiny_parent(db, tiny_model_dir)
     proc, url = start_server(home)
-    return proc, url, db, snap
+    return proc, url, db, snap, home
+
+
+#: Each page's event trail (``tests.helpers.browser.EventTrail``), for the failure messages of the waits below.
+_TRAILS: dict[int, EventTrail] = {}
+
+
+def _new_page(browser, url: str, home: Path):
+    page = browser.new_page(viewport={"width": 1280, "height": 1400})
+    _TRAILS[id(page)] = EventTrail(page, url, log=home / "server.log")
+    return page
+
+
+def _trail(page) -> str:
+    return str(_TRAILS.get(id(page), "no event trail"))
 
 
 def _wait_text(page, elem_id: str, text: str, timeout: int = STEP_MS) -> None:
@@ -54,6 +68,7 @@ def _wait_text(page, elem_id: str, text: str, timeout: int = STEP_MS) -> None:
         )
         raise AssertionError(
             f"{text!r} never showed in #{elem_id}; it shows {shown!r}; its editor holds {doc!r}; the form holds {form}"
+            f"\n{_trail(page)}"
         ) from exc
 
 
@@ -80,7 +95,7 @@ def _follow(page, db: Database, elem_id: str, text: str, job: int = 1, timeout_s
             picked = page.locator("#train-job input").input_value(timeout=10_000)
             raise AssertionError(
                 f"{text!r} never showed in #{elem_id}; job {job} is {v.status} ({v.error}); the job picker holds "
-                f"{picked!r}; the page shows {shown}\n{v.log_tail}"
+                f"{picked!r}; the page shows {shown}\n{_trail(page)}\njob log:\n{v.log_tail}"
             )
         time.sleep(1.0)
 
@@ -103,9 +118,9 @@ def _open_train(page, url: str, snap: str) -> None:
 
 @pytest.mark.timeout(2400)  # a whole GRPO job on the tiny model; minutes on a loaded machine
 def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_dir):
-    proc, url, db, snap = _server(tmp_path, tiny_model_dir)
+    proc, url, db, snap, home = _server(tmp_path, tiny_model_dir)
     try:
-        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page = _new_page(browser, url, home)
         _open_train(page, url, snap)
         page.locator("#train-kind").get_by_text("GRPO").click()
         page.locator("#train-steps input").fill("2")
@@ -175,9 +190,9 @@ def _cancel_leftovers(db: Database) -> None:
 
 @pytest.mark.timeout(2400)  # a DPO job started, cancelled, resumed and finished; minutes on a loaded machine
 def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_model_dir):
-    proc, url, db, snap = _server(tmp_path, tiny_model_dir)
+    proc, url, db, snap, home = _server(tmp_path, tiny_model_dir)
     try:
-        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page = _new_page(browser, url, home)
         _open_train(page, url, snap)
         page.locator("#train-save input").fill("1")
         page.locator("#train-save input").press("Tab")
@@ -191,7 +206,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         _wait_text(page, "train-launched", "submitted")
         page.close()
         # Closing the browser and coming back: a fresh page shows the running job as it is, and follows it.
-        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page = _new_page(browser, url, home)
         page.goto(url)
         page.get_by_role("tab", name="Train").click()
         _follow(

@@ -72,3 +72,75 @@ def upload(page, selector: str, path, timeout: int = STEP_MS, resend_after_ms: i
         arg=[selector, name],
         timeout=timeout,
     )
+
+
+class EventTrail:
+    """The events a page sent to the server, by name and time, and what its console said: a browser test that waits
+    in vain says whether the page kept asking (a poll that ticks) or had gone quiet, and what the server logged.
+
+    ``EventTrail(page, url)`` starts listening; ``str(trail)`` summarises: each event's count and last time (seconds
+    since the trail started), the console's errors and warnings, and the server log's tail when ``log`` is given.
+    An event is named by its trigger (``train-launch.click``, ``Train.select``); a trigger with no element id (a
+    timer) adds the first output it updates (``2.tick->train-jobs``). Playwright hands the page's events to the test
+    only while the test calls it: wait with ``page.wait_for_timeout``, not ``time.sleep``, or the times are late."""
+
+    def __init__(self, page, url: str, log=None) -> None:
+        import time
+
+        import httpx
+
+        self._t0 = time.monotonic()
+        self._clock = time.monotonic
+        self._log = log
+        config = httpx.get(f"{url}/config", timeout=30).json()
+        comps = {c["id"]: c.get("props", {}) for c in config.get("components", [])}
+        names = {i: p.get("elem_id") or p.get("label") or str(i) for i, p in comps.items()}
+        self.names: dict[int, str] = {}
+        for dep in config.get("dependencies", []):
+            targets = dep.get("targets") or []
+            label = ", ".join(f"{names.get(t[0], t[0])}.{t[1]}" for t in targets) or "?"
+            outputs = [comps.get(o, {}).get("elem_id") for o in dep.get("outputs") or []]
+            if targets and not comps.get(targets[0][0], {}).get("elem_id") and any(outputs):
+                label += "->" + next(o for o in outputs if o)  # a timer has no name: say what it updates
+            self.names[dep["id"]] = label
+        self.sent: list[tuple[float, str]] = []
+        self.console: list[str] = []
+        page.on("request", self._on_request)
+        page.on("console", self._on_console)
+
+    def _on_request(self, request) -> None:
+        if request.method != "POST" or "/queue/join" not in request.url:
+            return
+        try:
+            fn = (request.post_data_json or {}).get("fn_index")
+        except Exception:  # not JSON: record it anyway
+            fn = None
+        self.sent.append((round(self._clock() - self._t0, 1), self.names.get(fn, str(fn))))
+
+    def _on_console(self, msg) -> None:
+        if msg.type in ("error", "warning"):
+            self.console.append(f"{round(self._clock() - self._t0, 1)}s {msg.type}: {msg.text[:300]}")
+
+    def count(self, name: str, after: float = 0.0) -> int:
+        """How many events whose name contains ``name`` the page sent after ``after`` seconds."""
+        return sum(1 for t, n in self.sent if name in n and t > after)
+
+    def now(self) -> float:
+        return round(self._clock() - self._t0, 1)
+
+    def __str__(self) -> str:
+        counts: dict[str, list[float]] = {}
+        for t, name in self.sent:
+            counts.setdefault(name, []).append(t)
+        events = "; ".join(f"{n} x{len(ts)} (first {ts[0]}s, last {ts[-1]}s)" for n, ts in counts.items())
+        out = (
+            f"events sent ({round(self._clock() - self._t0, 1)} s since the page opened): {events or 'none'}"
+        )
+        if self.console:
+            out += "\nconsole:\n" + "\n".join(self.console[-20:])
+        if self._log is not None:
+            from pathlib import Path
+
+            text = Path(self._log).read_text(errors="replace") if Path(self._log).exists() else ""
+            out += "\nserver log (tail):\n" + text[-3000:]
+        return out
