@@ -437,18 +437,21 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         )
 
     kind.change(on_kind, [kind], [dpo_box, grpo_box, beta], api_visibility="private")
-    # Every event that writes the YAML runs one at a time, in the order the page sent them: under load two
-    # concurrent runs (the kind's change, then the steps typed after it) could answer out of order and leave the
-    # YAML of the older form on screen. The page's load event is in the same line, so it cannot land after an edit.
-    for comp in form + rewards_in:
-        comp.change(  # type: ignore[attr-defined]
-            on_form,
-            form + rewards_in,
-            [config_box, check_md],
-            api_visibility="private",
-            concurrency_limit=1,
-            concurrency_id=FORM_LINE,
-        )
+    # Every change of the form rewrites the YAML through one event with many triggers, so the page runs it one at a
+    # time and, when fields change while it runs, once more afterwards with the form as it is then. With an event
+    # per field, each read the form when the page got to it: a loaded page could send an older reading (the beta
+    # the kind's change sets) after a newer one (the steps typed just after), and the older YAML stayed on screen
+    # with no change left to correct it. The page's load event writes the YAML on the same line, in order.
+    gr.on(
+        [comp.change for comp in form + rewards_in],  # type: ignore[attr-defined]
+        on_form,
+        form + rewards_in,
+        [config_box, check_md],
+        api_visibility="private",
+        trigger_mode="always_last",
+        concurrency_limit=1,
+        concurrency_id=FORM_LINE,
+    )
     check_btn.click(on_check, [config_box], [check_md], api_name="train_check")
     launch.click(on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch")
     timer.tick(
