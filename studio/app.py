@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import gradio as gr
@@ -29,10 +30,6 @@ THEME_FONTS = dict(
     font=["ui-sans-serif", "system-ui", "sans-serif"],
     font_mono=["ui-monospace", "Consolas", "monospace"],
 )
-
-
-#: The line the tab-switch events of every page run on, one at a time in the order they came: see ``_runs_timers``.
-TAB_LINE = "tab-timers"
 
 
 def build_app(ctx: StudioContext) -> gr.Blocks:
@@ -83,24 +80,14 @@ def _runs_timers(tab: gr.Tab, name: str, timers: dict[str, gr.Timer]) -> None:
     refresh and the Train tab's job poll run only while their tab is open, so nothing polls in the background of a
     page that shows something else (and no poll fills a battle's network log).
 
-    One event per opened tab sets every timer, on one line that runs such events one at a time in the order they
-    came. With an event per timer, a page load's own tab event (the first tab fires one as it mounts) could stop the
-    Train poll after a quick click on Train had started it: the two run side by side on the server, and the
-    browser sends a tab's events one after another, each once the previous has finished. Registered before the
-    page's own events, it is also the first the browser sends when the tab opens."""
-
-    def switch() -> tuple[gr.Timer, ...]:
-        return tuple(gr.Timer(active=owner == name) for owner in timers)
-
-    tab.select(
-        switch,
-        None,
-        list(timers.values()),
-        api_visibility="private",
-        show_progress="hidden",
-        concurrency_limit=1,
-        concurrency_id=TAB_LINE,
-    )
+    The switch runs in the browser (a JavaScript event with no server call) and switches each timer on or off, so
+    the switches apply in the order the tabs were opened. Server events did not: the first tab fires
+    its own select event as the page mounts, and its "stop the Train poll" could land after a quick click on Train
+    had started the poll (seen in loaded browser runs: a Train tab whose job detail never moved), first with one
+    event per timer run side by side on the server, then, less often, with one event per tab on an ordered line
+    (the browser applied the two answers out of order)."""
+    updates = [{"__type__": "update", "active": owner == name} for owner in timers]
+    tab.select(None, None, list(timers.values()), js=f"() => {json.dumps(updates)}", api_visibility="private")
 
 
 def serve(
