@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import gradio as gr
 
@@ -35,44 +37,42 @@ THEME_FONTS = dict(
 def build_app(ctx: StudioContext) -> gr.Blocks:
     with gr.Blocks(title="Vibe Studio") as demo:
         gr.Markdown("# 🎛️ Vibe Studio\nWhich model do people actually like, and why?")
-        # The two timers live outside the tabs. A tab's children mount only when it is first opened, and an update
-        # that reaches a component while it mounts can be lost.
+        # The two timers live outside the tabs, so they exist before any tab is opened (a tab's children mount only
+        # when it is first opened); ``_tab`` switches them as tabs open.
         timers = {
             "leaderboard": gr.Timer(leaderboard.REFRESH_SECONDS, active=False),
             "train": gr.Timer(train.POLL_SECONDS, active=False),
         }
-        with gr.Tab("Arena", id="arena") as tab:
-            _runs_timers(tab, "arena", timers)
+        with _tab("Arena", "arena", timers):
             arena.build(ctx)
-        with gr.Tab("Leaderboard", id="leaderboard") as tab:
-            _runs_timers(tab, "leaderboard", timers)
+        with _tab("Leaderboard", "leaderboard", timers) as tab:
             leaderboard.build(ctx, demo, timers["leaderboard"], tab=tab)
-        with gr.Tab("Data", id="data") as tab:
-            _runs_timers(tab, "data", timers)
+        with _tab("Data", "data", timers):
             data.build(ctx, demo)
-        with gr.Tab("Annotate", id="annotate") as tab:
-            _runs_timers(tab, "annotate", timers)
+        with _tab("Annotate", "annotate", timers):
             queues.build(ctx, demo)
-        with gr.Tab("Label", id="label") as tab:
-            _runs_timers(tab, "label", timers)
+        with _tab("Label", "label", timers):
             label.build(ctx, demo)
-        with gr.Tab("Agreement", id="agreement") as tab:
-            _runs_timers(tab, "agreement", timers)
+        with _tab("Agreement", "agreement", timers):
             agreement.build(ctx, demo)
-        with gr.Tab("Probes", id="probes") as tab:
-            _runs_timers(tab, "probes", timers)
+        with _tab("Probes", "probes", timers):
             probes.build(ctx, demo)
-        with gr.Tab("Train", id="train") as tab:
-            _runs_timers(tab, "train", timers)
+        with _tab("Train", "train", timers) as tab:
             train.build(ctx, demo, timers["train"], tab=tab)
-        with gr.Tab("Models", id="models") as tab:
-            _runs_timers(tab, "models", timers)
+        with _tab("Models", "models", timers):
             models.build(ctx, demo)
-        with gr.Tab("Admin", id="admin") as tab:
-            _runs_timers(tab, "admin", timers)
+        with _tab("Admin", "admin", timers):
             admin.build(ctx, demo)
     demo.queue(default_concurrency_limit=8)
     return demo
+
+
+@contextmanager
+def _tab(label: str, name: str, timers: dict[str, gr.Timer]) -> Iterator[gr.Tab]:
+    """``gr.Tab(label, id=name)`` whose opening switches ``timers`` (``_runs_timers``) before the page's own events."""
+    with gr.Tab(label, id=name) as tab:
+        _runs_timers(tab, name, timers)
+        yield tab
 
 
 def _runs_timers(tab: gr.Tab, name: str, timers: dict[str, gr.Timer]) -> None:
@@ -85,7 +85,7 @@ def _runs_timers(tab: gr.Tab, name: str, timers: dict[str, gr.Timer]) -> None:
     its own select event as the page mounts, and its "stop the Train poll" could land after a quick click on Train
     had started the poll (seen in loaded browser runs: a Train tab whose job detail never moved), first with one
     event per timer run side by side on the server, then, less often, with one event per tab on an ordered line
-    (the browser applied the two answers out of order)."""
+    (the server ran them in order, so most likely the browser applied the two answers out of order)."""
     updates = [{"__type__": "update", "active": owner == name} for owner in timers]
     tab.select(None, None, list(timers.values()), js=f"() => {json.dumps(updates)}", api_visibility="private")
 

@@ -454,15 +454,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     )
     check_btn.click(on_check, [config_box], [check_md], api_name="train_check")
     launch.click(on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch")
-    timer.tick(
-        on_tick,
-        [job],
-        [jobs, detail, plot, log, ckpt_step, gold_plot],
-        api_visibility="private",
-        show_progress="hidden",
-    )
-
     follow_outputs = [jobs, detail, plot, log, ckpt_step, gold_plot]
+    timer.tick(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
     if tab is not None:  # the app starts and stops ``timer`` as tabs open (``studio.app``)
         tab.select(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
     # A job picked in the picker or the table, launched, or found running by the page load shows at once: the page

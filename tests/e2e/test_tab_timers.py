@@ -28,9 +28,8 @@ def test_polls_follow_the_open_tab(studio_server, browser):
     page = browser.new_page()
     trail = EventTrail(page, studio_server)
     page.goto(studio_server)
-    page.get_by_role(
-        "tab", name="Train"
-    ).click()  # at once: the page's own first tab event is still in flight
+    # At once: the page's own first tab event is still in flight.
+    page.get_by_role("tab", name="Train").click()
     _wait_ticks(page, trail, TRAIN_TICK, 2, 0.0)
     assert trail.count(BOARD_TICK) == 0, trail
 

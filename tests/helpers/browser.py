@@ -4,6 +4,11 @@ to report, so it is generous (a loaded CI machine is slow, not wrong)."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
+import httpx
+
 STEP_MS = 120_000  # the longest one browser step may take (a streamed turn, a stored vote, a page update)
 
 
@@ -37,8 +42,6 @@ def upload(page, selector: str, path, timeout: int = STEP_MS, resend_after_ms: i
     within ``resend_after_ms``, the file is set again on the input now on the page, up to three times, and the
     test's output says so; a failed or refused upload still fails the test.
     """
-    from pathlib import Path
-
     name = Path(path).name
     field = page.locator(f"{selector} input[type=file]")
 
@@ -85,12 +88,7 @@ class EventTrail:
     only while the test calls it: wait with ``page.wait_for_timeout``, not ``time.sleep``, or the times are late."""
 
     def __init__(self, page, url: str, log=None) -> None:
-        import time
-
-        import httpx
-
         self._t0 = time.monotonic()
-        self._clock = time.monotonic
         self._log = log
         config = httpx.get(f"{url}/config", timeout=30).json()
         comps = {c["id"]: c.get("props", {}) for c in config.get("components", [])}
@@ -115,32 +113,29 @@ class EventTrail:
             fn = (request.post_data_json or {}).get("fn_index")
         except Exception:  # not JSON: record it anyway
             fn = None
-        self.sent.append((round(self._clock() - self._t0, 1), self.names.get(fn, str(fn))))
+        self.sent.append((self.now(), self.names.get(fn, str(fn))))
 
     def _on_console(self, msg) -> None:
         if msg.type in ("error", "warning"):
-            self.console.append(f"{round(self._clock() - self._t0, 1)}s {msg.type}: {msg.text[:300]}")
+            self.console.append(f"{self.now()}s {msg.type}: {msg.text[:300]}")
 
     def count(self, name: str, after: float = 0.0) -> int:
         """How many events whose name contains ``name`` the page sent after ``after`` seconds."""
         return sum(1 for t, n in self.sent if name in n and t > after)
 
     def now(self) -> float:
-        return round(self._clock() - self._t0, 1)
+        """Seconds since the trail started, to a tenth."""
+        return round(time.monotonic() - self._t0, 1)
 
     def __str__(self) -> str:
         counts: dict[str, list[float]] = {}
         for t, name in self.sent:
             counts.setdefault(name, []).append(t)
         events = "; ".join(f"{n} x{len(ts)} (first {ts[0]}s, last {ts[-1]}s)" for n, ts in counts.items())
-        out = (
-            f"events sent ({round(self._clock() - self._t0, 1)} s since the page opened): {events or 'none'}"
-        )
+        out = f"events sent ({self.now()} s since the trail started): {events or 'none'}"
         if self.console:
             out += "\nconsole:\n" + "\n".join(self.console[-20:])
         if self._log is not None:
-            from pathlib import Path
-
             text = Path(self._log).read_text(errors="replace") if Path(self._log).exists() else ""
             out += "\nserver log (tail):\n" + text[-3000:]
         return out
