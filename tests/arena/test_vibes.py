@@ -53,6 +53,15 @@ def test_markers_need_whole_words() -> None:
     assert vibes.features("This might work")["hedging"] == 1
 
 
+def test_the_vibe_childs_openings_count_as_flattery_once_each() -> None:
+    # Openings a real DPO child trained on flattery votes took on (docs/training.md); an overlapping pair of
+    # markers ("what an interesting" / "interesting question") counts once, as "what a great question" does.
+    text = "I’m glad you asked! Awesome question. What an interesting question, thanks for asking!"
+    assert vibes.features(text)["flattery"] == 4
+    assert vibes.features("What a great question!")["flattery"] == 1
+    assert vibes.features("The question is interesting. I asked him.")["flattery"] == 0
+
+
 def test_empty_and_plain_text() -> None:
     f = vibes.features("")
     assert all(v == 0.0 for v in f.values())
