@@ -54,8 +54,9 @@ def test_markers_need_whole_words() -> None:
 
 
 def test_the_vibe_childs_openings_count_as_flattery_once_each() -> None:
-    # Openings a real DPO child trained on flattery votes took on (docs/training.md); an overlapping pair of
-    # markers ("what an interesting" / "interesting question") counts once, as "what a great question" does.
+    # "Glad you asked" (an opening a real DPO child trained on flattery votes used, docs/training.md) and praise of
+    # the question in the same vein; an overlapping pair of markers ("what an interesting" / "interesting
+    # question") counts once, as "what a great question" does.
     text = "I’m glad you asked! Awesome question. What an interesting question, thanks for asking!"
     assert vibes.features(text)["flattery"] == 4
     assert vibes.features("What a great question!")["flattery"] == 1
