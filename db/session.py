@@ -83,8 +83,11 @@ class Database:
         finally:
             s.close()
 
-    def migrate(self, revision: str = "heads") -> None:
-        """Bring the schema to ``revision`` with Alembic (idempotent)."""
+    def migrate(self, revision: str = "head") -> None:
+        """Bring the schema to ``revision`` with Alembic (idempotent).
+
+        The chain is linear (docs/migrations.md): ``head`` is one revision, and a second head is an error
+        that tests/db/test_migrations.py catches before it ships."""
         from alembic import command
 
         command.upgrade(alembic_config(self.url), revision)

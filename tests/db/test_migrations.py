@@ -73,3 +73,92 @@ def test_postgres_blank_to_head_matches_models():
         with admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+# The legacy fan (0002-0008 each revising 0001) that 0009_merge_fan joins; a database made before the merge
+# sits at all of these heads at once.
+_LEGACY_HEADS = (
+    "0002_annotation",
+    "0003_accounts",
+    "0004_arena",
+    "0005_evals",
+    "0006_probes",
+    "0006_prompt_subcategory",
+    "0006_verdicts",
+    "0007_contestant_events",
+    "0008_battle_side_sampling",
+)
+
+
+def _script():
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://"))
+
+
+def test_one_head_and_a_linear_chain_after_the_merge():
+    script = _script()
+    assert len(script.get_heads()) == 1, f"two heads: {script.get_heads()} (a new migration must revise the head)"
+    # From the merge on, every revision has exactly one parent and exactly one child, except the head.
+    chain = []
+    rev = script.get_revision(script.get_current_head())
+    while rev.revision != "0009_merge_fan":
+        assert isinstance(rev.down_revision, str), f"{rev.revision} revises {rev.down_revision}: one parent only"
+        chain.append(rev.revision)
+        rev = script.get_revision(rev.down_revision)
+    for r in chain:
+        assert len(script.get_revision(r).nextrev) <= 1
+
+
+def test_migration_files_have_unique_numbers():
+    from collections import Counter
+    from pathlib import Path
+
+    versions = Path(_script().versions)
+    numbers = Counter(p.name.split("_", 1)[0] for p in versions.glob("*.py"))
+    dup = sorted(n for n, c in numbers.items() if c > 1)
+    assert not dup, f"duplicate migration numbers: {dup}"
+
+
+def test_sqlite_database_at_the_legacy_heads_upgrades_to_head(tmp_path):
+    url = f"sqlite:///{tmp_path / 'legacy.sqlite'}"
+    cfg = alembic_config(url)
+    for head in _LEGACY_HEADS:  # what today's main built: every branch of the fan applied
+        command.upgrade(cfg, head)
+    db = Database(url)
+    with db.engine.connect() as conn:
+        stamped = {r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))}
+    assert stamped == set(_LEGACY_HEADS)
+    db.migrate()
+    with db.engine.connect() as conn:
+        stamped = [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
+    assert stamped == [_script().get_current_head()]
+    assert _diff(db) == []
+
+
+@pytest.mark.postgres
+def test_postgres_database_at_the_legacy_heads_upgrades_to_head():
+    base_url = os.environ.get("VIBESTUDIO_TEST_PG_URL")
+    if not base_url:
+        pytest.skip("VIBESTUDIO_TEST_PG_URL not set")
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(Database(base_url).url)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        sep = "&" if "?" in base_url else "?"
+        url = f"{base_url}{sep}options=-csearch_path%3D{schema}"
+        cfg = alembic_config(url)
+        for head in _LEGACY_HEADS:
+            command.upgrade(cfg, head)
+        db = Database(url)
+        db.migrate()
+        with db.engine.connect() as conn:
+            stamped = [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
+        assert stamped == [_script().get_current_head()]
+        assert _diff(db) == []
+        db.dispose()
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
