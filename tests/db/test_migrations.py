@@ -98,12 +98,16 @@ def _script():
 
 def test_one_head_and_a_linear_chain_after_the_merge():
     script = _script()
-    assert len(script.get_heads()) == 1, f"two heads: {script.get_heads()} (a new migration must revise the head)"
+    assert len(script.get_heads()) == 1, (
+        f"two heads: {script.get_heads()} (a new migration must revise the head)"
+    )
     # From the merge on, every revision has exactly one parent and exactly one child, except the head.
     chain = []
     rev = script.get_revision(script.get_current_head())
     while rev.revision != "0009_merge_fan":
-        assert isinstance(rev.down_revision, str), f"{rev.revision} revises {rev.down_revision}: one parent only"
+        assert isinstance(rev.down_revision, str), (
+            f"{rev.revision} revises {rev.down_revision}: one parent only"
+        )
         chain.append(rev.revision)
         rev = script.get_revision(rev.down_revision)
     for r in chain:
