@@ -6,14 +6,18 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
+# The PostgreSQL advisory-lock key that serialises start-up work (migrations, first-start defaults) across every
+# process on one database: a stable 32-bit number derived from a name, so all versions of the studio agree.
+STARTUP_LOCK_KEY = zlib.crc32(b"vibestudio:startup")
 
 
 def data_home() -> Path:
@@ -83,14 +87,46 @@ class Database:
         finally:
             s.close()
 
+    @contextmanager
+    def startup_lock(self) -> Iterator[None]:
+        """Hold the database-wide start-up lock: one process at a time migrates and writes first-start defaults.
+
+        PostgreSQL: a session-level advisory lock on its own connection (two app replicas starting on a fresh
+        database would otherwise race on ``CREATE TABLE`` and one would crash). SQLite: an exclusive ``flock``
+        on a file beside the database (the file may be on a shared disk of one host only, as SQLite itself
+        must be). Re-entrant within a process is not needed: callers take it once around their start-up work."""
+        if self.is_sqlite:
+            path = self.url.split(":///", 1)[-1]
+            if not path or path == ":memory:":
+                yield
+                return
+            import fcntl
+
+            with open(f"{path}.startup-lock", "a+b") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+            return
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": STARTUP_LOCK_KEY})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": STARTUP_LOCK_KEY})
+                conn.commit()
+
     def migrate(self, revision: str = "head") -> None:
-        """Bring the schema to ``revision`` with Alembic (idempotent).
+        """Bring the schema to ``revision`` with Alembic (idempotent), under the start-up lock.
 
         The chain is linear (docs/migrations.md): ``head`` is one revision, and a second head is an error
         that tests/db/test_migrations.py catches before it ships."""
         from alembic import command
 
-        command.upgrade(alembic_config(self.url), revision)
+        with self.startup_lock():
+            command.upgrade(alembic_config(self.url), revision)
 
     def dispose(self) -> None:
         self.engine.dispose()

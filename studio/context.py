@@ -49,7 +49,9 @@ def build_context(settings: Settings | None = None) -> StudioContext:
     settings = settings or get_settings()
     db = Database(settings.database_url)
     db.migrate()
-    with db.session() as s:
+    # First-start defaults under the same database-wide lock as migrations: two replicas starting together on a
+    # fresh database register the default contestants and prompt set once, not twice.
+    with db.startup_lock(), db.session() as s:
         ensure_defaults(s)
         ensure_mt_bench(s)
     limits = ArenaLimits(
