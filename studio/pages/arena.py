@@ -532,7 +532,7 @@ def _persona_form(ctx: StudioContext) -> None:
         path = file if isinstance(file, str) else file.name
         try:
             with ctx.db.session() as s:  # the service checks the role before it reads the file
-                specs = import_persona_file(s, path, "upload", user_id=ctx.access.user_id(request))
+                specs = import_persona_file(s, path, user_id=ctx.access.user_id(request))
         except (PersonaError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         finally:

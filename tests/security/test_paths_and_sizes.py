@@ -82,6 +82,21 @@ def test_an_import_into_a_hostile_queue_name_writes_nothing(db, tmp_path):
         assert s.scalar(select(func.count(AnnotationQueue.id))) == 0
 
 
+def test_a_web_queue_cannot_read_a_rubric_file(db, tmp_path, monkeypatch):
+    """Over the web a queue's rubric is a name; a path (an existence oracle, a file read) is refused before
+    anything is read. The operator's CLI may still give a path (``rubric_paths=True``)."""
+    import annotation.rubrics as rubrics
+    from annotation.onpolicy import OnPolicySpec, generate_queue
+
+    reads = []
+    monkeypatch.setattr(rubrics, "read_yaml", lambda p: reads.append(p) or (None, None))
+    for rubric in (str(tmp_path / "secret.yaml"), "../../etc/x", "/etc/hostname"):
+        spec = OnPolicySpec(queue="q", prompt_set="none", policy="none", rubric=rubric)
+        with pytest.raises(QueueError, match="by its name"):
+            generate_queue(db, spec)
+    assert reads == []
+
+
 # --- sizes after decompression --------------------------------------------------------------------------------
 
 

@@ -45,7 +45,22 @@ def studio(tmp_path_factory: pytest.TempPathFactory):
         "GRADIO_TEMP_DIR": str(root / "uploads"),
     }
     proc, url = start_server(home, env)
-    yield {"url": url, "db": db, "home": home, "root": root, "allowed": allowed, "forbidden": forbidden}
+    clients: dict[str, object] = {}
+
+    def client(name: str):
+        if name not in clients:  # one signed-in client per role for the module (each costs a round trip)
+            clients[name] = _client(url, name)
+        return clients[name]
+
+    yield {
+        "url": url,
+        "db": db,
+        "home": home,
+        "root": root,
+        "allowed": allowed,
+        "forbidden": forbidden,
+        "client": client,
+    }
     stop_server(proc)
     allowed.close()
     forbidden.close()
@@ -87,7 +102,7 @@ def _form(name: str, engine: str, base_url: str, key_env: str) -> tuple:
 
 
 def test_a_researcher_cannot_have_a_server_secret_sent(studio):
-    rita = _client(studio["url"], "rita")
+    rita = studio["client"]("rita")
     for key_env in ("STUDIO_SECRET", "VIBESTUDIO_DATABASE_URL", "HOME"):
         msg = _refusal(
             rita, "/arena_add_persona", *_form("evil-key", "openai", studio["allowed"].url, key_env)
@@ -103,7 +118,7 @@ def test_a_researcher_cannot_have_a_server_secret_sent(studio):
 )
 def test_a_researcher_cannot_point_an_engine_at_a_private_address(studio, target):
     url = studio["forbidden"].url if target == "forbidden" else target
-    rita = _client(studio["url"], "rita")
+    rita = studio["client"]("rita")
     msg = _refusal(rita, "/arena_add_persona", *_form("evil-url", "openai", url, ""))
     assert "base_url" in msg and "VIBESTUDIO_ENGINE_ALLOWED_HOSTS" in msg
     assert _contestants(studio["db"], "evil-url") == 0
@@ -128,9 +143,9 @@ def test_a_persona_file_cannot_make_the_server_run_code(studio, tmp_path, serve)
     persona.write_text(
         json.dumps({"name": "evil-vllm", "engine": "vllm", "model": "/m", "engine_config": {"serve": serve}})
     )
-    rita = _client(studio["url"], "rita")
+    rita = studio["client"]("rita")
     msg = _refusal(rita, "/arena_import_personas", handle_file(str(persona)))
-    assert "serve" in msg and str(tmp_path) not in msg
+    assert "serve" in msg and "vllm-persona.yaml" in msg and str(tmp_path) not in msg
     assert _contestants(studio["db"], "evil-vllm") == 0
     assert _uploads_left(studio["root"], "vllm-persona.yaml") == []  # the upload was removed after use
     assert not list((studio["home"] / "logs").glob("vllm-*")) if (studio["home"] / "logs").exists() else True
@@ -141,7 +156,7 @@ def test_an_annotator_upload_is_refused_before_it_is_parsed(studio, tmp_path):
 
     broken = tmp_path / "broken-persona.yaml"
     broken.write_text("personas: [name: : : {\n")
-    msg = _refusal(_client(studio["url"], "ann"), "/arena_import_personas", handle_file(str(broken)))
+    msg = _refusal(studio["client"]("ann"), "/arena_import_personas", handle_file(str(broken)))
     assert "researcher" in msg.lower() and "yaml" not in msg.lower()
     assert _uploads_left(studio["root"], "broken-persona.yaml") == []
 
@@ -167,7 +182,7 @@ def test_a_small_gz_that_expands_past_the_limit_is_refused(studio, tmp_path):
             fh.write(line)
     assert bomb.stat().st_size < 100_000
     before = _queues(studio["db"])
-    rita = _client(studio["url"], "rita")
+    rita = studio["client"]("rita")
     result, _ = rita.predict(handle_file(str(bomb)), "trl", "bombq", False, api_name="/queue_import")
     assert "❌" in result and "decompression" in result  # the import's report, nothing imported
     assert _queues(studio["db"]) == before
@@ -181,9 +196,7 @@ def test_a_queue_name_cannot_become_a_path(studio, tmp_path, name):
     prefs = tmp_path / "prefs.jsonl"
     prefs.write_text('{"prompt": "Say hi.", "chosen": "Hi!", "rejected": "No."}\n')
     before = _queues(studio["db"])
-    msg = _refusal(
-        _client(studio["url"], "rita"), "/queue_import", handle_file(str(prefs)), "trl", name, False
-    )
+    msg = _refusal(studio["client"]("rita"), "/queue_import", handle_file(str(prefs)), "trl", name, False)
     assert "queue name" in msg
     assert _queues(studio["db"]) == before
 
