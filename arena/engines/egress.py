@@ -13,8 +13,8 @@ sends it prompts and, if the config names one, an API key. So a base URL is data
   resolves the name itself, checks each address and connects to the address it checked, so a name that
   resolves to a public address at registration and to 127.0.0.1 a second later (DNS rebinding) is refused.
   TLS still verifies the certificate of the *name*.
-- clients never follow redirects, never read proxies or ``.netrc`` from the environment (``trust_env``
-  off: a ``.netrc`` would add the server's credentials for a matching host).
+- clients never follow redirects and take no proxy settings from the environment (``trust_env`` off; a proxy
+  would connect on the client's behalf, out of this check's reach).
 
 What it does not cover: a host the operator allowed by *name* is trusted with whatever that name resolves to;
 and a server at an allowed address may itself fetch elsewhere. URLs the studio builds itself (a managed vLLM
@@ -215,7 +215,7 @@ class GuardedBackend(httpcore.SyncBackend):
 
 def client(timeout: float | httpx.Timeout, trusted: bool = False) -> httpx.Client:
     """An HTTP client for engine URLs: the policy at every connect (unless ``trusted``: a URL the studio
-    built), no redirects, no proxies or credentials from the environment."""
+    built), no redirects, no proxies from the environment."""
     transport = httpx.HTTPTransport(trust_env=False) if not trusted else None
     if transport is not None:
         transport._pool._network_backend = GuardedBackend()  # httpcore has no public hook for it

@@ -195,16 +195,6 @@ def test_redirects_are_not_followed(trap, monkeypatch):
         inner.close()
 
 
-def test_the_environment_adds_no_proxy_and_no_netrc(trap, monkeypatch, tmp_path):
-    netrc = tmp_path / ".netrc"
-    netrc.write_text("machine 127.0.0.1 login admin password netrc-secret\n")
-    netrc.chmod(0o600)
-    monkeypatch.setenv("NETRC", str(netrc))
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-    assert "".join(OpenAIEngine("m", {"base_url": trap.url}).stream_chat(HI, SHORT)) == "trapped"
-    assert [s.authorization for s in trap.seen] == [None]
-
-
 def test_the_judge_check_obeys_the_policy(strict, trap):
     from training.preflight import judge_unreachable
 
