@@ -228,10 +228,22 @@ def _store_prompt(
 
 
 def generate_queue(
-    db: Database, spec: OnPolicySpec, progress: Progress | None = None, user_id: int | None = None
+    db: Database,
+    spec: OnPolicySpec,
+    progress: Progress | None = None,
+    user_id: int | None = None,
+    rubric_paths: bool = False,
 ) -> GenerationResult:
-    """Create (or resume) an on-policy queue; returns counts, errors and throughput."""
+    """Create (or resume) an on-policy queue; returns counts, errors and throughput. The rubric is named
+    (user folder, then shipped); a YAML path only when ``rubric_paths`` (the operator's CLI), so a web
+    request cannot make the server read a file of its choosing."""
     require_role(db, user_id, "researcher")
+    if (
+        spec.rubric
+        and not rubric_paths
+        and ("/" in spec.rubric or "\\" in spec.rubric or spec.rubric.endswith((".yaml", ".yml")))
+    ):
+        raise QueueError("a queue's rubric is given by its name (see the rubric list), not by a file path")
     t0 = time.perf_counter()
     with db.session() as s:
         policy = get_contestant(s, spec.policy)

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from annotation.rubrics import Rubric, rubric_from_dict
 from db.models import AnnotationQueue, Label, QueueItem
+from db.paths import UnsafeName, check_safe_name
 
 LABEL_KINDS = ("human", "judge", "import", "argilla")
 
@@ -72,12 +73,14 @@ def content_key(prompt_messages: list[dict[str, Any]], answers: list[str]) -> st
 
 
 def check_name(name: str) -> str:
-    name = (name or "").strip()
-    if not name:
+    """The queue name, checked where a queue is created: a safe name (``db.paths``), since exports and file
+    names are made from it (no ``/``, ``\\``, ``:``, control characters or leading dot)."""
+    if not (name or "").strip():
         raise QueueError("a queue needs a name")
-    if len(name) > 128:
-        raise QueueError(f"queue name is {len(name)} characters; at most 128")
-    return name
+    try:
+        return check_safe_name(name, "queue name")
+    except UnsafeName as exc:
+        raise QueueError(str(exc)) from None
 
 
 def create_queue(

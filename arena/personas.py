@@ -144,6 +144,22 @@ def load_persona_file(path: str | Path) -> list[ContestantSpec]:
     return personas_from_data(data, str(path))
 
 
+def import_persona_file(
+    session: Session, path: str | Path, source: str | None = None, user_id: int | None = None
+) -> list[ContestantSpec]:
+    """An uploaded personas file, registered in the caller's transaction: the role is checked *before* the file
+    is read or parsed (parsing YAML costs CPU a low role must not spend), and errors name ``source`` (default:
+    the file's base name), never the server's path of the upload."""
+    require_role(session, user_id, "researcher")
+    where = source or Path(path).name
+    data, error = read_yaml(path)
+    if error is not None:
+        raise PersonaError(error.format(where))
+    specs = personas_from_data(data, where)
+    add_personas(session, specs, where, user_id=user_id)
+    return specs
+
+
 def add_personas(
     session: Session, specs: list[ContestantSpec], source: str = "personas", user_id: int | None = None
 ) -> list[int]:

@@ -122,7 +122,7 @@ def validate_spec(spec: ContestantSpec) -> None:
         raise RegistryError(f"contestant {spec.public_name!r}: model reference is empty")
     try:
         Sampling.from_dict(spec.sampling)
-        validate_engine_config(spec.engine, spec.engine_config)
+        validate_engine_config(spec.engine, spec.engine_config, spec.model_ref)
     except (TypeError, ValueError) as exc:
         raise RegistryError(f"contestant {spec.public_name!r}: {exc}") from exc
     if not all(isinstance(a, str) for a in spec.aliases):

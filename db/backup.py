@@ -1,17 +1,72 @@
 """Backups: SQLite online backup (consistent while the app writes) and restore; PostgreSQL via pg_dump.
 
 For PostgreSQL we shell out to ``pg_dump``/``pg_restore`` with an argument list (never a shell string); the
-password, if any, must come from the environment (PGPASSWORD or ~/.pgpass), never from the command line.
+password, if any, must come from the environment (PGPASSWORD or ~/.pgpass), never from the command line, and
+``shown_url`` is how a database URL is printed (its password replaced by ``***``).
+
+A restore replaces the database under a server's feet, so a process that serves a SQLite database holds a
+shared lock on ``<database file>.serving`` for as long as it runs (``hold_serving_lock``, taken by
+``vibestudio serve``, whose embedded worker runs in the same process; the kernel drops it when the process
+ends, even by SIGKILL), and ``restore`` refuses while anyone holds it unless forced.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import IO
 
 from sqlalchemy.engine import make_url
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: no serving lock there
+    fcntl = None  # type: ignore[assignment]
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed or logged: any password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy parses: hide whatever sits between ``://`` and ``@``
+        return re.sub(r"://[^/@]*@", "://***@", url)
+
+
+def _lock_file(url: str) -> Path | None:
+    if not url.startswith("sqlite"):
+        return None
+    path = make_url(url).database
+    if not path or path == ":memory:":
+        return None
+    return Path(path + ".serving")
+
+
+def hold_serving_lock(url: str) -> IO[str] | None:
+    """Take the shared serving lock of a SQLite database; keep the returned file open while serving."""
+    lock = _lock_file(url)
+    if lock is None or fcntl is None:
+        return None
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(lock, "a+")  # noqa: SIM115 - held for the life of the process
+    fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+    return fh
+
+
+def being_served(url: str) -> bool:
+    """Whether a process holds the serving lock of this SQLite database right now."""
+    lock = _lock_file(url)
+    if lock is None or fcntl is None or not lock.exists():
+        return False
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return False
 
 
 class BackupError(RuntimeError):
@@ -21,7 +76,7 @@ class BackupError(RuntimeError):
 def _sqlite_path(url: str) -> Path:
     path = make_url(url).database
     if not path or path == ":memory:":
-        raise BackupError(f"{url} is not a file database")
+        raise BackupError(f"{shown_url(url)} is not a file database")
     return Path(path)
 
 
@@ -60,12 +115,18 @@ def backup(url: str, target: Path) -> Path:
     return target
 
 
-def restore(url: str, source: Path) -> None:
-    """Replace the SQLite database with ``source`` (checked first); PostgreSQL: see the docs (pg_restore)."""
+def restore(url: str, source: Path, force: bool = False) -> None:
+    """Replace the SQLite database with ``source`` (checked first); PostgreSQL: see the docs (pg_restore).
+    Refused while a server or worker serves the database (``being_served``) unless ``force``."""
     if not source.exists():
         raise BackupError(f"backup file {source} does not exist")
     if not url.startswith("sqlite"):
         raise BackupError("restore into PostgreSQL with: pg_restore --clean --if-exists --dbname=DB FILE")
+    if not force and being_served(url):
+        raise BackupError(
+            "the database is being served (a `vibestudio serve` is running on it): stop it first, or pass "
+            "--force to restore under it"
+        )
     try:
         with sqlite3.connect(source) as conn:
             status = conn.execute("PRAGMA integrity_check").fetchone()[0]

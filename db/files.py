@@ -11,7 +11,10 @@ so one broken element is reported at its line. A CSV row keeps the line it start
 lines) and a row with more fields than the header is reported, not silently folded. YAML is read with PyYAML's safe
 loader (plain types only), as UTF-8, from a file of at most ``MAX_YAML_BYTES``; a document whose aliases expand it
 past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or that refers to itself is refused, and a syntax error
-names its line and column. Reading never raises on bad content: problems come back as ``RowError`` values next to
+names its line and column. A file's size limit (``VIBESTUDIO_MAX_IMPORT_MB``, at most ``MAX_FILE_BYTES``) counts
+the bytes *after* decompression: a ``.gz`` is stream-decompressed through a counting reader that stops at the
+limit, and a Parquet file is decoded a few rows at a time, counting the bytes they take in memory. Reading
+never raises on bad content: problems come back as ``RowError`` values next to
 the records that could be read.
 
 It lives in ``db``, the bottom layer, because every layer reads files people bring (prompt sets and battles in
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 MAX_LINE_BYTES = 16 * 2**20
-MAX_FILE_BYTES = 2 * 2**30
+MAX_FILE_BYTES = 2 * 2**30  # the ceiling; VIBESTUDIO_MAX_IMPORT_MB may set a lower one
 MAX_YAML_BYTES = 4 * 2**20
 MAX_YAML_VALUES = 100_000  # after aliases are expanded
 _BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
@@ -80,10 +83,53 @@ def _encoding_hint(enc: str, raw: bytes, pos: int, choose: bool = True) -> str:
     )
 
 
-def _open(path: Path) -> IO[bytes]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
+class TooLarge(OSError):
+    """A file that holds more bytes than the reader's limit once decompressed."""
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that raises ``TooLarge`` once more than ``cap`` bytes were read from it: a ``.gz`` is
+    measured by what it expands to, as it is decompressed, never held whole."""
+
+    def __init__(self, raw: IO[bytes], cap: int) -> None:
+        self.raw, self.cap, self.seen = raw, cap, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def _count(self, data: bytes) -> bytes:
+        self.seen += len(data)
+        if self.seen > self.cap:
+            raise TooLarge(f"over the {_mb(self.cap)} limit once decompressed")
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        want = self.cap + 1 - self.seen if size is None or size < 0 else min(size, self.cap + 1 - self.seen)
+        return self._count(self.raw.read(max(want, 0)))
+
+    def readline(self, size: int | None = -1) -> bytes:
+        want = self.cap + 1 - self.seen if size is None or size < 0 else min(size, self.cap + 1 - self.seen)
+        return self._count(self.raw.readline(max(want, 0)))
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**30:.0f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
+
+
+def max_file_bytes() -> int:
+    """The most bytes one imported file may hold after decompression (``VIBESTUDIO_MAX_IMPORT_MB``)."""
+    from db.settings import get_settings
+
+    return min(MAX_FILE_BYTES, get_settings().max_import_mb * 2**20)
+
+
+def _open(path: Path, cap: int | None = None) -> IO[bytes]:
+    raw: IO[bytes] = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[assignment]
+    return _Capped(raw, max_file_bytes() if cap is None else cap)  # type: ignore[return-value]
 
 
 def _sniff(path: Path) -> tuple[bytes, str | None]:
@@ -103,28 +149,41 @@ def read_records(
     p = Path(path)
     if not p.exists():
         return [], [RowError(None, None, f"file {p} does not exist")]
-    if p.stat().st_size > MAX_FILE_BYTES:
-        return [], [RowError(None, None, f"file is larger than {MAX_FILE_BYTES // 2**30} GB")]
+    cap = max_file_bytes()
+    too_large = RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
+    if p.stat().st_size > cap:
+        return [], [too_large]
     if p.suffix == ".parquet":
-        return _read_parquet(p)
+        return _read_parquet(p, cap)
     try:
         head, bom_enc = _sniff(p)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         return [], [RowError(None, None, f"cannot read the file ({exc})")]
     enc = encoding or bom_enc or "utf-8"
     first = head.lstrip()[:1]
-    if bom_enc == "utf-16" or (encoding and encoding.lower().replace("_", "-").startswith("utf-16")):
-        return _read_text_whole(p, enc)
-    if first == b"[":
-        return _read_text_whole(p, enc)
-    return _read_jsonl(p, enc, max_line_bytes)
+    try:
+        if bom_enc == "utf-16" or (encoding and encoding.lower().replace("_", "-").startswith("utf-16")):
+            return _read_text_whole(p, enc)
+        if first == b"[":
+            return _read_text_whole(p, enc)
+        return _read_jsonl(p, enc, max_line_bytes)
+    except TooLarge:
+        return [], [too_large]  # nothing half-read comes back
 
 
-def _read_parquet(p: Path) -> tuple[list[RawRecord], list[RowError]]:
+def _read_parquet(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
     try:
         import pyarrow.parquet as pq
 
-        rows = pq.read_table(p).to_pylist()
+        rows: list[Any] = []
+        expanded = 0
+        for batch in pq.ParquetFile(p).iter_batches(batch_size=256):  # decoded a few rows at a time
+            expanded += batch.nbytes
+            if expanded > cap:
+                return [], [
+                    RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
+                ]
+            rows += batch.to_pylist()
     except Exception as exc:  # pyarrow raises many types for a bad file
         return [], [RowError(None, None, f"not a readable Parquet file ({exc})")]
     return [RawRecord(None, i, r) for i, r in enumerate(rows)], []
@@ -138,6 +197,8 @@ def _read_jsonl(p: Path, enc: str, limit: int) -> tuple[list[RawRecord], list[Ro
         while True:
             try:
                 chunk = fh.readline(limit + 1)
+            except TooLarge:
+                raise
             except (OSError, EOFError) as exc:
                 errors.append(RowError(lineno + 1, None, f"cannot read ({exc})"))
                 break

@@ -14,6 +14,7 @@ variable at its next read); nothing is frozen at import time.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pydantic import Field, SecretStr
@@ -86,7 +87,31 @@ class Settings(BaseSettings):
     llama_ctx: int = Field(default=2048, description="llama.cpp context length, in tokens")
     vllm_python: str | None = Field(
         default=None,
-        description="Python interpreter of a vLLM install, for managed vLLM servers; default: this one",
+        description="Python interpreter of a vLLM install, for managed vLLM servers (a persona cannot choose "
+        "one); default: this one",
+    )
+    # What users' data may reach (operator-set; docs/deployment.md, "Engine keys and URLs")
+    max_import_mb: int = Field(
+        default=2048,
+        description="largest file an import reads, in MB, counted after decompression (a `.gz` by what it "
+        "expands to); at most 2048",
+    )
+    engine_key_envs: str | None = Field(
+        default=None,
+        description="comma-separated environment variables an engine config may name as its `api_key_env`, "
+        "each optionally bound to the hosts it may be sent to (`OPENAI_API_KEY@api.openai.com`); variables "
+        "named `VIBESTUDIO_KEY_*` are always allowed; any other name is refused",
+    )
+    engine_allowed_hosts: str | None = Field(
+        default=None,
+        description="comma-separated host names, IP addresses or CIDR ranges, each optionally with `:port`, "
+        "that engine base URLs may reach although they are not public (loopback, private, link-local...), "
+        "e.g. `127.0.0.1:8000,10.0.0.0/8,vllm.internal`; default: none",
+    )
+    engine_public_urls: bool = Field(
+        default=True,
+        description="engine base URLs may reach public addresses; `false` = only the hosts in "
+        "`VIBESTUDIO_ENGINE_ALLOWED_HOSTS`",
     )
     # Set by other tools
     argilla_api_url: str | None = Field(
@@ -113,8 +138,53 @@ def get_settings() -> Settings:
     return Settings()
 
 
+KEY_ENV_PREFIX = ENV_PREFIX + "KEY_"  # variables for engine keys, always allowed as an ``api_key_env``
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class KeyEnvRefused(ValueError):
+    """An engine config names a variable that is not an engine key; the message never repeats the name."""
+
+
+def key_env_hosts(name: str) -> list[str] | None:
+    """Where the key in variable ``name`` may be sent: a list of hosts (``host`` or ``host:port``), ``[]`` for
+    anywhere the URL policy allows, or None when the variable is not an engine key at all. Settings fields are
+    never engine keys, even under the prefix."""
+    if not isinstance(name, str) or not _ENV_NAME.match(name):
+        return None
+    own = {variable_name(f).upper() for f in Settings.model_fields}
+    if name.upper() in own:
+        return None
+    hosts: list[str] = []
+    listed = False
+    for entry in (get_settings().engine_key_envs or "").split(","):
+        var, _, host = entry.strip().partition("@")
+        if var and var == name:
+            listed = True
+            if host.strip():
+                hosts.append(host.strip().lower())
+            else:
+                return []  # listed without a binding: anywhere
+    if listed:
+        return hosts
+    return [] if name.startswith(KEY_ENV_PREFIX) else None
+
+
+def check_key_env(name: object, field: str = "api_key_env") -> None:
+    """Raise ``KeyEnvRefused`` when ``name`` is not an engine key variable (message names the field only)."""
+    if not isinstance(name, str) or key_env_hosts(name) is None:
+        raise KeyEnvRefused(
+            f"engine_config field {field!r} must name an engine key variable: one listed in "
+            f"{variable_name('engine_key_envs')} by the operator, or one starting with {KEY_ENV_PREFIX}; "
+            "the variable given is neither"
+        )
+
+
 def environment_value(name: str) -> str | None:
-    """The value of the variable called ``name`` (an engine config names its API key's variable), or None."""
+    """The value of the engine key variable called ``name`` (an engine config names its API key's variable),
+    or None when unset. The one other read of the environment, so it refuses any variable that is not an
+    engine key (``check_key_env``): a persona cannot have a server secret sent anywhere."""
+    check_key_env(name)
     return os.environ.get(name) or None
 
 

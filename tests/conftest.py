@@ -22,6 +22,10 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("VIBESTUDIO_HOME", str(home))
     monkeypatch.delenv("VIBESTUDIO_DATABASE_URL", raising=False)
+    # The tests are the operator here: their engine servers listen on loopback, and these are their key
+    # variables (tests/security/ checks what happens without these allowances).
+    monkeypatch.setenv("VIBESTUDIO_ENGINE_ALLOWED_HOSTS", "127.0.0.1,localhost")
+    monkeypatch.setenv("VIBESTUDIO_ENGINE_KEY_ENVS", "VS_TEST_LLAMA_KEY,MY_KEY,VIBESTUDIO_TEST_REMOTE_KEY")
     return home
 
 

@@ -79,7 +79,6 @@ def vllm(tmp_path_factory: pytest.TempPathFactory):
         yield Served(hf_base, name, {"base_url": url}, url, name, None)
         return
     serve = {
-        "python": os.environ["VIBESTUDIO_VLLM_PYTHON"],
         "served_model_name": SERVED_NAME,
         "startup_timeout_s": 900,
         # 1 GiB of KV cache (about 45k tokens of SmolLM2) instead of vLLM's CPU default, 0.3 of the RAM: with that
@@ -196,7 +195,10 @@ def test_a_fresh_dpo_lora_plays_on_the_same_server_without_a_restart(db, vllm):
     opening = [" ".join(answers[n].split()[:3]) for n in (child.public_name, SERVED)]
     assert opening[0] and opening[0] != opening[1], f"the LoRA child opens as its base does: {answers}"
 
-    listed = {m["id"]: m for m in httpx.get(f"{vllm.base_url}/models", timeout=10).json()["data"]}
+    auth = {"Authorization": f"Bearer {vllm.server.api_key}"} if vllm.server is not None else {}
+    listed = {
+        m["id"]: m for m in httpx.get(f"{vllm.base_url}/models", headers=auth, timeout=10).json()["data"]
+    }
     name = lora_name(child.adapter_ref)
     assert name in listed and listed[name].get("parent") == vllm.served_name
     if vllm.server is not None:  # the same process served the base before and the adapter after

@@ -61,8 +61,10 @@ def find_parent(session: Session, ident: str | int) -> ContestantInfo:
 def choose_base(parent: ContestantInfo | None, base_model: str = "") -> BaseChoice:
     """The checkpoint to train: ``base_model`` when given, else derived from the parent's engine and model."""
     if base_model:
-        looks_local = base_model.startswith(("/", ".", "~")) or Path(base_model).exists()
-        if looks_local and not (Path(base_model).expanduser() / "config.json").exists():
+        # Local or hub id is decided by the text alone, never by probing the disk (no existence oracle), and
+        # a missing path and one that is not a checkpoint get the same answer.
+        looks_local = base_model.startswith(("/", ".", "~")) or base_model.count("/") > 1
+        if looks_local and not (Path(base_model).expanduser() / "config.json").is_file():
             raise JobError(f"base_model {base_model!r} is not a checkpoint directory (no config.json)")
         return BaseChoice(base_model)
     if parent is None:
@@ -142,13 +144,20 @@ def judge_unreachable(judge: ContestantInfo, timeout: float = 3.0) -> str | None
     if judge.engine in ("openai", "vllm"):
         import httpx
 
+        from arena.engines.egress import UrlRefused, check_url, client
+
         url = str(judge.engine_config.get("base_url") or "").rstrip("/")
         if not url:
             return None if judge.engine_config.get("serve") else "no base_url in its engine config"
+        try:  # the engine URL policy first: a check must not reach what an answer may not
+            check_url(url)
+        except UrlRefused as exc:
+            return str(exc)
         try:
-            httpx.get(f"{url}/models", timeout=timeout)
+            with client(timeout) as http:
+                http.get(f"{url}/models")
         except httpx.HTTPError as exc:
-            return f"{url} does not answer ({type(exc).__name__}: {exc})"
+            return f"{url} does not answer ({type(exc).__name__})"
         return None
     if judge.model_ref.startswith("builtin:"):
         return None  # shipped with the package (or converted from what is)

@@ -45,6 +45,7 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
     """Run job ``job_id`` to a terminal state; returns the process exit code."""
     from sqlalchemy import select
 
+    from db.backup import shown_url
     from db.models import Job, utcnow
     from training import runner
     from training.config import load_config
@@ -56,7 +57,7 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:
-            print(f"[worker] no job {job_id} in {db.url}", flush=True)
+            print(f"[worker] no job {job_id} in {shown_url(db.url)}", flush=True)
             return 2
         if job.status in runner.TERMINAL:
             print(f"[worker] job {job_id} is already {job.status}; nothing to do", flush=True)

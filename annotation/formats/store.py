@@ -24,6 +24,7 @@ from annotation.rubrics import get_rubric
 from db.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
 from db.models import Label, QueueItem, RubricScore
 from db.outcomes import flipped
+from db.paths import file_stem
 
 MAX_FIELD_CHARS = 1_000_000
 MAX_LISTED = 50
@@ -209,7 +210,7 @@ def import_file(
     require_role(session, user_id, "researcher")
     p = Path(path)
     fmt, n_records, rows, errors = parse_file(p, fmt, encoding, max_line_bytes, max_field_chars)
-    qname = (queue or f"import-{fmt}-{p.stem}")[:128]
+    qname = (queue or f"import-{fmt}-{file_stem(p.stem)}")[:128]
     report = ImportReport(p.name, fmt, qname, n_records=n_records, dry_run=dry_run)
     try:
         q = queue_row(session, qname)

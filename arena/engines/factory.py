@@ -22,8 +22,9 @@ _LOADING_LOCK = threading.Lock()
 ENGINE_KINDS = ("llama_cpp", "transformers", "openai", "vllm")
 
 
-def validate(kind: str, config: dict[str, Any] | None) -> None:
-    """Raise ValueError naming the offending field when ``config`` does not fit engine ``kind``."""
+def validate(kind: str, config: dict[str, Any] | None, model_ref: str | None = None) -> None:
+    """Raise ValueError naming the offending field when ``config`` does not fit engine ``kind`` (for a managed
+    vLLM server, ``model_ref`` too: it goes on the server's command line)."""
     config = config or {}
     if kind not in ENGINE_KINDS:
         raise ValueError(f"engine {kind!r} unknown; known: {', '.join(ENGINE_KINDS)}")
@@ -34,7 +35,7 @@ def validate(kind: str, config: dict[str, Any] | None) -> None:
     elif kind == "vllm":
         from arena.engines.vllm import validate_vllm_config
 
-        validate_vllm_config(config)
+        validate_vllm_config(config, model_ref)
     elif config:
         raise ValueError(f"engine {kind!r} takes no engine_config (got {', '.join(sorted(config))})")
 

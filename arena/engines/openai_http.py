@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 
 from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
-from db.settings import environment_value
+from arena.engines.egress import check_url, client, split_url
+from db.settings import KeyEnvRefused, check_key_env, environment_value, key_env_hosts
 
 CONFIG_FIELDS = {
     "base_url": "server root, e.g. http://127.0.0.1:8000/v1 (required)",
@@ -46,8 +47,25 @@ def validate_config(config: dict[str, Any], need_base_url: bool = True) -> None:
     url = config.get("base_url")
     if need_base_url and not url:
         raise ValueError("engine_config field 'base_url' is required for an OpenAI-compatible engine")
-    if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
-        raise ValueError(f"engine_config field 'base_url' must be an http(s) URL, got {url!r}")
+    if url is not None:
+        check_url(url, strict=False)  # the policy again at every connect (egress.GuardedBackend)
+    if config.get("api_key_env") is not None:
+        check_key_env(config["api_key_env"])
+        if url is not None:
+            check_key_destination(config["api_key_env"], url)
+
+
+def check_key_destination(key_env: str, url: str) -> None:
+    """Refuse sending the key in ``key_env`` to ``url`` when the operator bound that key to other hosts."""
+    hosts = key_env_hosts(key_env) or []
+    if not hosts:
+        return
+    _, host, port = split_url(url)
+    if host.lower() not in hosts and f"{host.lower()}:{port}" not in hosts:
+        raise KeyEnvRefused(
+            "engine_config field 'api_key_env' names a key the operator allows only for other hosts than "
+            "this 'base_url'"
+        )
 
 
 class OpenAIEngine:
@@ -55,9 +73,17 @@ class OpenAIEngine:
 
     name = "openai"
 
-    def __init__(self, model: str, config: dict[str, Any]) -> None:
+    def __init__(
+        self, model: str, config: dict[str, Any], *, managed_key: str | None = None, trusted_url: bool = False
+    ) -> None:
+        """``managed_key`` and ``trusted_url`` are for a server the studio started itself (never config)."""
+        self.trusted_url = trusted_url
+        self.managed_key = managed_key
         try:
-            validate_config(config)
+            if trusted_url:
+                validate_config({k: v for k, v in config.items() if k != "base_url"}, need_base_url=False)
+            else:
+                validate_config(config)
         except ValueError as exc:
             raise EngineError(str(exc), kind="config") from exc
         self.model = model
@@ -70,7 +96,14 @@ class OpenAIEngine:
 
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
-        if self.api_key_env:
+        if self.managed_key:
+            headers["Authorization"] = f"Bearer {self.managed_key}"
+        elif self.api_key_env:
+            try:  # checked at registration; again here, where the key is read (defence in depth)
+                check_key_env(self.api_key_env)
+                check_key_destination(self.api_key_env, self.base_url)
+            except ValueError as exc:
+                raise EngineError(str(exc), "config") from exc
             key = environment_value(self.api_key_env)
             if not key:
                 raise EngineError(
@@ -81,7 +114,12 @@ class OpenAIEngine:
 
     def _redact(self, text: str) -> str:
         """``text`` with the API key replaced, for server messages that echo it."""
-        key = environment_value(self.api_key_env) if self.api_key_env else None
+        key = self.managed_key
+        if key is None and self.api_key_env:
+            try:
+                key = environment_value(self.api_key_env)
+            except ValueError:
+                key = None
         return text.replace(key, "[api key]") if key else text
 
     def _model_for_request(self) -> str:
@@ -125,9 +163,13 @@ class OpenAIEngine:
         timeout = httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
         try:
             with (
-                httpx.Client(timeout=timeout) as client,
-                client.stream("POST", url, json=body, headers=self._headers()) as resp,
+                client(timeout, trusted=self.trusted_url) as http,
+                http.stream("POST", url, json=body, headers=self._headers()) as resp,
             ):
+                if 300 <= resp.status_code < 400:  # redirects are never followed (egress policy)
+                    raise EngineError(
+                        f"{url} answered HTTP {resp.status_code} (a redirect; not followed)", "config"
+                    )
                 if resp.status_code >= 400:
                     detail = self._redact(resp.read().decode("utf-8", "replace"))[:300]
                     kind = "config" if resp.status_code in (401, 403, 404) else "failed"

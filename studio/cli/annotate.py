@@ -65,7 +65,7 @@ def queue_create(
     )
     bar, progress = progress_bar(f"queue {name}")
     try:
-        res = generate_queue(open_db(), spec, progress)
+        res = generate_queue(open_db(), spec, progress, rubric_paths=True)
     except (QueueError, RubricError, RegistryError) as exc:
         bar.close()
         fail(str(exc))

@@ -12,14 +12,20 @@ def serve(
     port: int = typer.Option(None, help="Port (default 7860)."),
 ) -> None:
     """Serve the studio web app."""
+    from db.backup import hold_serving_lock
+    from db.session import default_database_url
     from studio.app import serve as run
     from studio.auth import AuthConfigError
 
     typer.echo("Preparing the studio (database, default contestants, prompt sets)...")
+    lock = hold_serving_lock(default_database_url())  # `db restore` refuses while this process holds it
     try:
         run(host, port, block=True)
     except AuthConfigError as exc:
         fail(str(exc))
+    finally:
+        if lock is not None:
+            lock.close()
 
 
 def register(root: typer.Typer) -> None:

@@ -18,7 +18,7 @@ import gradio as gr
 from accounts import PermissionDenied, RateLimited
 from arena.battles import QUICK_RUBRIC, BattleError, BattleView, Reveal, TurnUpdate
 from arena.engines.factory import ENGINE_KINDS
-from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
+from arena.personas import PersonaError, add_personas, import_persona_file, spec_from_mapping
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
 from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
 from arena.self_play import SELF_PLAY, default_temperatures
@@ -26,6 +26,7 @@ from db import outcomes
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
+from studio.uploads import discard_upload
 from training.verdict import badges_by_name
 
 VOTES = list(
@@ -528,12 +529,14 @@ def _persona_form(ctx: StudioContext) -> None:
     def on_yaml(file: Any, request: gr.Request):
         if file is None:
             raise gr.Error("Choose a YAML file first.")
+        path = file if isinstance(file, str) else file.name
         try:
-            specs = load_persona_file(file if isinstance(file, str) else file.name)
-            with ctx.db.session() as s:
-                add_personas(s, specs, "upload", user_id=ctx.access.user_id(request))
+            with ctx.db.session() as s:  # the service checks the role before it reads the file
+                specs = import_persona_file(s, path, user_id=ctx.access.user_id(request))
         except (PersonaError, PermissionDenied) as exc:
             raise user_error(exc) from exc
+        finally:
+            discard_upload(path)
         return to_html(
             f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{literal(x.public_name)}**" for x in specs)
         )

@@ -20,6 +20,7 @@ from standings.records import UNCOUNTED
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
+from studio.uploads import discard_upload
 from training.pairmix import pair_mix
 
 
@@ -107,6 +108,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 n = import_prompt_set(s, name.strip(), path.name, path.read_bytes(), user_id=uid)
         except (PromptImportError, PermissionDenied) as exc:
             raise user_error(exc) from exc
+        finally:
+            discard_upload(file)  # read once; the user's file does not stay in the upload cache
         return to_html(f"Imported **{n}** prompts into **{literal(name.strip())}**.")
 
     freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")

@@ -31,10 +31,12 @@ from annotation.rubrics import RubricError, list_rubrics
 from annotation.snapshots import SnapshotError
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
+from db.paths import file_stem, under
 from db.session import data_home
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
+from studio.uploads import discard_upload
 
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
 
@@ -203,6 +205,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             return to_html(f"❌ {summary}. Fix the rows or tick *Skip bad rows*.\n\n{lines}"), _table(ctx)
         except (QueueError, RubricError, PermissionDenied) as exc:
             raise user_error(exc) from exc
+        finally:
+            discard_upload(file)  # read once; the user's file does not stay in the upload cache
         skipped = "\n".join(f"- skipped {literal(line)}" for line in rep.lines(30)) if rep.skipped else ""
         return to_html(f"✅ {literal(rep.summary())}\n\n{skipped}"), _table(ctx)
 
@@ -243,9 +247,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return ExportSpec(fmt_name, bool(conv), list(queues or []) or None, tuple(kinds or LABEL_KINDS), agg)
 
     def on_export(queues, fmt_name, file_kind, kinds, conv, agg, request: gr.Request):
-        folder = data_home() / "exports"
-        stem = f"{'-'.join(queues or ['all'])[:60]}-{fmt_name}{'-conv' if conv else ''}"
-        out = folder / (stem + FILE_FORMATS[file_kind] if FILE_FORMATS[file_kind] else stem)
+        stem = f"{file_stem('-'.join(queues or ['all']))}-{file_stem(str(fmt_name), 20)}{'-conv' if conv else ''}"
+        suffix = FILE_FORMATS.get(file_kind)
+        if suffix is None:
+            raise gr.Error("Pick a file kind.")
+        out = under(data_home() / "exports", stem + suffix)  # the file stays in the data home's exports
         try:
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)

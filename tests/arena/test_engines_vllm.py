@@ -25,9 +25,7 @@ SHORT = Sampling(temperature=0.0, max_tokens=8, seed=1)
 
 
 def test_server_command_is_an_argument_list_with_runtime_lora():
-    argv = server_command(
-        "/venv/bin/python", "/models/smol", "base", "127.0.0.1", 8123, {"args": ["--seed", "1"]}
-    )
+    argv = server_command("/venv/bin/python", "/models/smol", "base", 8123, {"args": ["--seed", "1"]})
     assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     assert argv[argv.index("--model") + 1] == "/models/smol" and argv[argv.index("--port") + 1] == "8123"
     assert "--enable-lora" in argv and argv[argv.index("--max-lora-rank") + 1] == "16"
@@ -36,7 +34,9 @@ def test_server_command_is_an_argument_list_with_runtime_lora():
 
 def test_config_validation_names_the_field():
     validate_vllm_config({"base_url": "http://127.0.0.1:8000/v1"})
-    validate_vllm_config({"serve": {"python": "/x/python", "port": 8000}})
+    validate_vllm_config({"serve": {"port": 8000}})
+    with pytest.raises(ValueError, match="VIBESTUDIO_VLLM_PYTHON"):  # the operator's choice, not a persona's
+        validate_vllm_config({"serve": {"python": "/x/python", "port": 8000}})
     with pytest.raises(ValueError, match="base_url"):
         validate_vllm_config({})
     with pytest.raises(ValueError, match="gpu_mem"):
