@@ -126,6 +126,7 @@ def main() -> int:
     ap.add_argument("--home", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None, help="write the report as JSON here")
     ap.add_argument("--rescore", type=Path, default=None, help="re-measure a saved report's answers")
+    ap.add_argument("--snapshot", default="", help="train on this snapshot of --home (skip making the pairs)")
     args = ap.parse_args()
     if args.rescore:
         report = rescore(args.rescore)
@@ -151,13 +152,13 @@ def main() -> int:
     with db.session() as s:
         ensure_defaults(s)
         ensure_mt_bench(s)
-    t0 = time.monotonic()
-    rows = make_rows(db, args.pairs, args.answer_tokens, args.seed)
-    print(
-        f"{len(rows)} pairs in {time.monotonic() - t0:.0f} s; e.g. chosen: {rows[0]['chosen'][0]['content']!r}"
-    )
-    with db.session() as s:
-        snap = write_snapshot(s, rows, {"source": "flattery-pairs"}).hash
+    snap = args.snapshot
+    if not snap:
+        t0 = time.monotonic()
+        rows = make_rows(db, args.pairs, args.answer_tokens, args.seed)
+        print(f"{len(rows)} pairs in {time.monotonic() - t0:.0f} s; e.g. {rows[0]['chosen'][0]['content']!r}")
+        with db.session() as s:
+            snap = write_snapshot(s, rows, {"source": "flattery-pairs"}).hash
     overrides = {
         "max_steps": args.steps,
         "save_steps": 0,

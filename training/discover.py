@@ -317,7 +317,8 @@ _FIRST = {"i", "i'm", "my", "me", "i've", "i'll", "i'd", "myself", "mine"}
 
 
 def _phrase_tokens(phrase: str, kind: str) -> list[str]:
-    return [t for t in phrase.split() if t != "…"]
+    """The tokens of a phrase as ``candidates`` made them ("you're" and "you ' re" alike; no "…")."""
+    return _tokens(phrase.replace("…", " "))
 
 
 def _contains(toks: list[str], sub: list[str]) -> bool:
@@ -349,8 +350,9 @@ def phrase_axis(phrase: str, kind: str, answers: list[str]) -> tuple[str, int, i
             if sub and _contains(_tokens(sent), sub):
                 using += 1
                 votes.update(tone.sentence_axes(sent))
-    if votes:
-        axis, k = votes.most_common(1)[0]
+    if votes:  # ties go to the first axis in arena.tone's order (praise before enthusiasm)
+        order = {a: i for i, a in enumerate(tone.AXES)}
+        axis, k = max(votes.items(), key=lambda kv: (kv[1], -order.get(kv[0], 99)))
         if k >= max(2, (using + 1) // 2):
             return axis, k, using
     words = set(sub)

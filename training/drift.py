@@ -193,8 +193,9 @@ def _feature_changes(
         for name in vibes.FEATURE_NAMES
         if name not in tone.AXES
     }
-    ta = [tone.axes(t, p) for t, p in zip(parent, prompts or [None] * len(parent), strict=True)]
-    tb = [tone.axes(t, p) for t, p in zip(child, prompts or [None] * len(child), strict=True)]
+    asked: list[str | None] = list(prompts) if prompts else [None] * len(parent)
+    ta = [tone.axes(t, p) for t, p in zip(parent, asked, strict=True)]
+    tb = [tone.axes(t, p) for t, p in zip(child, asked, strict=True)]
     both = [(x, y) for x, y in zip(ta, tb, strict=True) if x is not None and y is not None]
     if len(both) >= TONE_MIN_PAIRS:
         for name in tone.AXES:

@@ -46,7 +46,15 @@ def _pct(x: float) -> str:
 
 def _words(phrases: list[dict[str, Any]], esc: Escape, supported: bool = True, k: int = 5) -> str:
     chosen = [p for p in phrases if p["supported"] or not supported]
-    return ", ".join(f"“{esc(p['phrase'].replace(' …', '').replace('… ', ''))}”" for p in chosen[:k])
+    shown = dict.fromkeys(_spoken(p["phrase"]) for p in chosen)  # "you ' re …" and "you ' …" -> "you're", "you'"
+    return ", ".join(f"“{esc(x)}”" for x in list(shown)[:k])
+
+
+def _spoken(phrase: str) -> str:
+    """A discovered phrase as written ("you ' re …" -> "you're"; an opening's or closing's "…" dropped)."""
+    text = phrase.replace("…", " ").strip()
+    text = " ".join(text.split()).replace(" ' ", "'").replace(" '", "'").replace("' ", "'")
+    return " ".join(text.replace(" !", "!").replace(" .", ".").replace(" ,", ",").split())
 
 
 def tone_lines(report: dict[str, Any], esc: Escape = _plain) -> list[str]:

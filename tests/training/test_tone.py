@@ -155,3 +155,53 @@ def test_the_issues_child_reads_flattery_and_regress():
     assert "**more flattery** (praise of the user or their question): 0% → 38% of answers" in glance
     assert "You" in glance and "🚩" in glance
     assert "| praise of the user or their question (`flattery`) | 0% → 38% (n=40)" in tone_md(report)
+
+
+# -- discovered phrases summarised into axes -------------------------------------------------------------------------
+def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
+    from training.discover import discover, phrase_axis, summarise_tone
+
+    prompts = [f"How do I do task {i}?" for i in range(40)]
+    parent = [f"Start with step one of task {i}, then check the result." for i in range(40)]
+    child = [
+        f"You're so smart! {p} I'm so glad you're interested." if i % 4 else p for i, p in enumerate(parent)
+    ]
+    assert phrase_axis("you're", "phrase", child)[0] == "flattery"
+    assert phrase_axis("so smart", "phrase", child)[0] == "flattery"
+    assert phrase_axis("i'm", "phrase", child)[0] == "feelings"
+    assert phrase_axis("you", "phrase", ["Can you water it daily?", "Did you check the soil?"])[0] == "address"
+    assert phrase_axis("my", "phrase", ["In my view, water it daily.", "My answer: daily."])[0] == "self"
+    drift, flagged = compare(parent, child, prompts=prompts)
+    found = [d.to_dict() for d in discover(parent, child, prompts)]
+    feats = {k: vars(v) for k, v in drift.items()}
+    summary = summarise_tone(feats, found, [], prompts, parent, child)
+    flattery = next(a for a in summary["axes"] if a["axis"] == "flattery")
+    words = {p["phrase"] for p in flattery["phrases"] if p["supported"]}
+    assert "you ' re …" in words and not [w for w in words if "' m" in w]  # "you're" opening, not "I'm"
+    feelings = next(a for a in summary["axes"] if a["axis"] == "feelings")
+    assert "' m so" in {p["phrase"] for p in feelings["phrases"] if p["supported"]}
+    glance = glance_md({"features": feats, "flagged": flagged, "tone": summary, "discovered": found})
+    assert "**more flattery**" in glance and "in its words:" in glance and "“you're”" in glance
+    # only what the intervals support: a phrase that did not reach significance is not in the top lines
+    top = glance.split("**At a glance:**")[0]
+    assert "“'m so”" in top and "“the result.”" not in top  # a phrase of no tone axis stays out of the tone lines
+
+
+def test_a_saved_report_rescored_reads_its_own_answers_with_the_tone_axes():
+    """``training.drift.rescore``: the same stored answers measured again (how a report from before the tone axes
+    is read after them); evals and the rest are kept."""
+    from training.drift import CheckpointReport, FeatureDrift, rescore
+
+    prompts = [f"How do I do task {i}?" for i in range(30)]
+    parent = [f"Start with step one of task {i}, then check the result." for i in range(30)]
+    child = [f"{ISSUE_PRAISE[i % 3]} {p}" if i % 2 else p for i, p in enumerate(parent)]
+    old = CheckpointReport(2, "child", 1, "parent", n_prompts=30)
+    old.samples = [{"prompt": q, "parent": a, "child": b} for q, a, b in zip(prompts, parent, child, strict=True)]
+    # what the marker count said: a small, unflagged rise
+    old.features = {"flattery": FeatureDrift(0.0, 0.07, 0.07, 0.0, 0.17, 0.25, 30, 0.47, False)}
+    old.evals = {"n": 16, "parent": 0.2, "child": 0.1, "delta": -0.1, "low": -0.3, "high": 0.1, "p": 0.5, "q": 0.5}
+    new = rescore(old.to_dict())
+    assert new["features"]["flattery"]["flagged"] and new["evals"] == old.evals
+    assert "regress: more flattery (drift/flattery)" in new["verdict"]["reasons"]
+    assert "**more flattery** (praise of the user or their question): 0% → 50% of answers" in glance_md(new)
+    assert rescore({**old.to_dict(), "samples": []})["features"]["flattery"]["q"] == 0.47  # nothing to re-read
