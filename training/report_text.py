@@ -54,7 +54,8 @@ def _spoken(phrase: str) -> str:
     """A discovered phrase as written ("you ' re …" -> "you're"; an opening's or closing's "…" dropped)."""
     text = phrase.replace("…", " ").strip()
     text = " ".join(text.split()).replace(" ' ", "'").replace(" '", "'").replace("' ", "'")
-    return " ".join(text.replace(" !", "!").replace(" .", ".").replace(" ,", ",").split())
+    text = " ".join(text.replace(" !", "!").replace(" .", ".").replace(" ,", ",").split())
+    return text.strip(" ,.;:") or text
 
 
 def tone_lines(report: dict[str, Any], esc: Escape = _plain) -> list[str]:
