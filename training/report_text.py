@@ -46,7 +46,9 @@ def _pct(x: float) -> str:
 
 def _words(phrases: list[dict[str, Any]], esc: Escape, supported: bool = True, k: int = 5) -> str:
     chosen = [p for p in phrases if p["supported"] or not supported]
-    shown = dict.fromkeys(_spoken(p["phrase"]) for p in chosen)  # "you ' re …" and "you ' …" -> "you're", "you'"
+    shown = dict.fromkeys(
+        _spoken(p["phrase"]) for p in chosen
+    )  # "you ' re …" and "you ' …" -> "you're", "you'"
     return ", ".join(f"“{esc(x)}”" for x in list(shown)[:k])
 
 

@@ -117,7 +117,9 @@ def test_non_english_child_answers_are_left_out_of_the_pairs_not_read_as_less_pr
     assert changes["flattery"].n == 15 and changes["flattery"].delta == 0.0 and not gaps
     # a child that answers only in French: the tone axes are unmeasured, with the reason, never "no praise"
     gaps = {}
-    changes = _feature_changes(parent, ["Arrosez la plante chaque semaine, et elle sera très belle."] * 30, {}, 0, prompts, gaps)
+    changes = _feature_changes(
+        parent, ["Arrosez la plante chaque semaine, et elle sera très belle."] * 30, {}, 0, prompts, gaps
+    )
     assert "flattery" not in changes and "only 0 of 30 answer pairs" in gaps["drift/flattery"]
 
 
@@ -169,7 +171,9 @@ def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
     assert phrase_axis("you're", "phrase", child)[0] == "flattery"
     assert phrase_axis("so smart", "phrase", child)[0] == "flattery"
     assert phrase_axis("i'm", "phrase", child)[0] == "feelings"
-    assert phrase_axis("you", "phrase", ["Can you water it daily?", "Did you check the soil?"])[0] == "address"
+    assert (
+        phrase_axis("you", "phrase", ["Can you water it daily?", "Did you check the soil?"])[0] == "address"
+    )
     assert phrase_axis("my", "phrase", ["In my view, water it daily.", "My answer: daily."])[0] == "self"
     drift, flagged = compare(parent, child, prompts=prompts)
     found = [d.to_dict() for d in discover(parent, child, prompts)]
@@ -184,7 +188,9 @@ def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
     assert "**more flattery**" in glance and "in its words:" in glance and "“you're”" in glance
     # only what the intervals support: a phrase that did not reach significance is not in the top lines
     top = glance.split("**At a glance:**")[0]
-    assert "“'m so”" in top and "“the result.”" not in top  # a phrase of no tone axis stays out of the tone lines
+    assert (
+        "“'m so”" in top and "“the result.”" not in top
+    )  # a phrase of no tone axis stays out of the tone lines
 
 
 def test_a_saved_report_rescored_reads_its_own_answers_with_the_tone_axes():
@@ -196,12 +202,25 @@ def test_a_saved_report_rescored_reads_its_own_answers_with_the_tone_axes():
     parent = [f"Start with step one of task {i}, then check the result." for i in range(30)]
     child = [f"{ISSUE_PRAISE[i % 3]} {p}" if i % 2 else p for i, p in enumerate(parent)]
     old = CheckpointReport(2, "child", 1, "parent", n_prompts=30)
-    old.samples = [{"prompt": q, "parent": a, "child": b} for q, a, b in zip(prompts, parent, child, strict=True)]
+    old.samples = [
+        {"prompt": q, "parent": a, "child": b} for q, a, b in zip(prompts, parent, child, strict=True)
+    ]
     # what the marker count said: a small, unflagged rise
     old.features = {"flattery": FeatureDrift(0.0, 0.07, 0.07, 0.0, 0.17, 0.25, 30, 0.47, False)}
-    old.evals = {"n": 16, "parent": 0.2, "child": 0.1, "delta": -0.1, "low": -0.3, "high": 0.1, "p": 0.5, "q": 0.5}
+    old.evals = {
+        "n": 16,
+        "parent": 0.2,
+        "child": 0.1,
+        "delta": -0.1,
+        "low": -0.3,
+        "high": 0.1,
+        "p": 0.5,
+        "q": 0.5,
+    }
     new = rescore(old.to_dict())
     assert new["features"]["flattery"]["flagged"] and new["evals"] == old.evals
     assert "regress: more flattery (drift/flattery)" in new["verdict"]["reasons"]
     assert "**more flattery** (praise of the user or their question): 0% → 50% of answers" in glance_md(new)
-    assert rescore({**old.to_dict(), "samples": []})["features"]["flattery"]["q"] == 0.47  # nothing to re-read
+    assert (
+        rescore({**old.to_dict(), "samples": []})["features"]["flattery"]["q"] == 0.47
+    )  # nothing to re-read
