@@ -55,6 +55,7 @@ def test_each_axis_reads_a_sentence_about_someone(sentence, axis):
         "It's a good idea to water basil daily.",
         "A good question to ask your doctor is about dosage.",  # "good question" marker, but advice
         "If you're happy with the result, stop.",
+        "If you are smart about watering, basil thrives.",  # a condition, not a compliment
         "You're welcome!",
         "Your best bet is to call them.",
         "You can use a fertilizer that is great for basil.",
@@ -71,6 +72,7 @@ def test_sympathy_refusals_and_service_formulas_are_not_apologies_or_feelings():
     assert tone.sentence_axes("I'm sorry to hear that.") == set()
     assert "apology" not in tone.sentence_axes("I'm sorry, but I can't help with that.")
     assert "feelings" not in tone.sentence_axes("I'd be happy to help!")
+    assert tone.sentence_axes("I'm happy to help with that.") == set()
     assert tone.sentence_axes("I hope this helps.") == set()
     assert tone.sentence_axes("As an AI, I don't have feelings.") == set()
 
