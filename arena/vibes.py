@@ -23,9 +23,13 @@ cache), vibe profiles, the GRPO format rewards (``training.rewards``) and the ve
   what the model wrote line by line (a CommonMark parser folds "2) next" after a paragraph into that paragraph),
   and a full parse per answer costs about twenty times more over a large vote log.
 
-`features(text)` turns an answer into a flat dict of those counts plus flattery / sycophancy / hedging markers
-and refusal, and `profile(texts)` summarises many answers. The marker phrase lists live in the versioned file
-`arena/data/vibe_markers.yaml`, loaded once. ``FEATURES_VERSION`` changes whenever a definition here changes, so
+`features(text)` turns an answer into a flat dict of those counts plus the tone toward the user
+(``arena.tone``, sentences per answer: ``flattery`` = praise of the user or their question, ``agreement``,
+``apology``, ``enthusiasm``, ``feelings`` = first-person feelings or experience, each read from who a sentence is
+about and the VADER lexicon, not from a phrase list), the sycophancy and hedging markers and refusal, and
+`profile(texts)` summarises many answers. The marker phrase lists live in the versioned file
+`arena/data/vibe_markers.yaml`, loaded once; since features version 3 the multi-word flattery markers are one of
+the ways a sentence counts as praise (``arena.tone``), no longer a count of their own. ``FEATURES_VERSION`` changes whenever a definition here changes, so
 counts stored with an older definition are recomputed. This module knows nothing about battles, models or ratings.
 """
 
@@ -39,14 +43,27 @@ from typing import Any
 
 import yaml
 
+from arena import tone
+
 MARKERS_PATH = Path(__file__).parent / "data" / "vibe_markers.yaml"
 #: Version of the counting rules below (stored next to cached counts together with the markers' version).
-FEATURES_VERSION = 2
+FEATURES_VERSION = 3
 
 #: Features used by style control (the Chatbot Arena style-control covariates).
 STYLE_FEATURES: tuple[str, ...] = ("tokens", "headers", "list_items", "bold")
 #: Extra covariates used by vibe control.
-VIBE_FEATURES: tuple[str, ...] = ("emoji", "exclamations", "flattery", "sycophancy", "hedging", "refusal")
+VIBE_FEATURES: tuple[str, ...] = (
+    "emoji",
+    "exclamations",
+    "flattery",
+    "sycophancy",
+    "hedging",
+    "refusal",
+    "agreement",
+    "apology",
+    "enthusiasm",
+    "feelings",
+)
 #: Every key `features()` returns, in order.
 FEATURE_NAMES: tuple[str, ...] = STYLE_FEATURES + ("code_blocks",) + VIBE_FEATURES
 MARKER_CATEGORIES: tuple[str, ...] = ("flattery", "sycophancy", "hedging", "refusal")
@@ -232,7 +249,8 @@ def _fold(text: str) -> str:
 
 
 def features(text: str) -> dict[str, float]:
-    """Counts for one answer; `refusal` is 1.0 when any refusal marker occurs, else 0.0."""
+    """Counts for one answer; `refusal` is 1.0 when any refusal marker occurs, else 0.0; the tone axes
+    (``arena.tone.AXES``) count sentences, 0 where they do not apply (empty, code only, not English)."""
     text = _fold(text or "")
     markers = _marker_patterns()
     body, blocks = _split_code(text)
@@ -247,9 +265,10 @@ def features(text: str) -> dict[str, float]:
         "emoji": float(len(emoji_list(text))),
         "exclamations": float(body.count("!")),
     }
-    for category in ("flattery", "sycophancy", "hedging"):
+    for category in ("sycophancy", "hedging"):
         out[category] = float(len(markers[category].findall(text)))
     out["refusal"] = 1.0 if markers["refusal"].search(text) else 0.0
+    out.update(tone.axes(text) or dict.fromkeys(tone.AXES, 0.0))  # not applicable (code, not English): none
     return {name: out[name] for name in FEATURE_NAMES}
 
 

@@ -302,3 +302,168 @@ def took_on(
         pushed = (r.child_only > r.parent_only) == (r.direction == "rewarded")
         r.took_on = bool(q < alpha and pushed and r.child_only != r.parent_only)
     return out
+
+
+# -- phrases summarised into tone axes -----------------------------------------------------------------------------
+#: Groups for phrases whose sentences show no tone axis: what the words themselves are about.
+PRESENCE = {
+    "address": "addressing the user (you, your)",
+    "self": "first-person presence (I, my)",
+    "exclamations": "exclamation marks",
+    "emoji": "emoji",
+}
+_SECOND = {"you", "your", "you're", "yours", "yourself", "you've", "you'll"}
+_FIRST = {"i", "i'm", "my", "me", "i've", "i'll", "i'd", "myself", "mine"}
+
+
+def _phrase_tokens(phrase: str, kind: str) -> list[str]:
+    """The tokens of a phrase as ``candidates`` made them ("you're" and "you ' re" alike; no "…")."""
+    return _tokens(phrase.replace("…", " "))
+
+
+def _contains(toks: list[str], sub: list[str]) -> bool:
+    n = len(sub)
+    return any(toks[i : i + n] == sub for i in range(len(toks) - n + 1))
+
+
+def phrase_axis(phrase: str, kind: str, answers: list[str]) -> tuple[str, int, int]:
+    """The tone axis a discovered phrase belongs to, read from the sentences that use it in ``answers`` (the side
+    where it rose): the axis most of those sentences show; else what its words are about (``PRESENCE``: "you" is
+    addressing the user, "I'm" first-person presence, "!" exclamations, emoji), else "". Returns (axis, sentences
+    showing that axis, sentences using the phrase)."""
+    from arena import tone
+    from arena.vibes import emoji_list
+
+    sub = _phrase_tokens(phrase, kind)
+    votes: Counter[str] = Counter()
+    using = 0
+    for text in answers:
+        body, why = tone.readable(text)
+        if why is not None:
+            continue
+        sents = tone.sentences(body)
+        if kind == "opening":
+            sents = sents[:1]
+        elif kind == "closing":
+            sents = sents[-1:]
+        for sent in sents:
+            if sub and _contains(_tokens(sent), sub):
+                using += 1
+                votes.update(tone.sentence_axes(sent))
+    if votes:  # ties go to the first axis in arena.tone's order (praise before enthusiasm)
+        order = {a: i for i, a in enumerate(tone.AXES)}
+        axis, k = max(votes.items(), key=lambda kv: (kv[1], -order.get(kv[0], 99)))
+        if k >= max(2, (using + 1) // 2):
+            return axis, k, using
+    words = set(sub)
+    if words & _SECOND:
+        return "address", 0, using
+    if words & _FIRST:
+        return "self", 0, using
+    if "!" in words:
+        return "exclamations", 0, using
+    if any(emoji_list(w) for w in words):
+        return "emoji", 0, using
+    return "", 0, using
+
+
+def _rate(values: list[float]) -> float:
+    return sum(1 for v in values if v > 0) / len(values) if values else 0.0
+
+
+def summarise_tone(
+    features: dict[str, Any],
+    discovered: list[dict[str, Any]],
+    candidates: list[dict[str, Any]],
+    prompts: list[str],
+    parent: list[str],
+    child: list[str],
+) -> dict[str, Any]:
+    """The tone axes of a report in words a person uses: per axis its paired change (from ``features``, the
+    report's drift), the share of answers showing it on each side, example sentences from the side it moved
+    to, and the discovered and rewarded phrases that belong to it (``phrase_axis``); phrases of no tone axis are
+    grouped by what their words are about. Plain data for ``training.report_text``."""
+    from arena import tone
+    from arena.vibes import features as text_features
+
+    ta = [tone.axes(t, p) for t, p in zip(parent, prompts, strict=True)]
+    tb = [tone.axes(t, p) for t, p in zip(child, prompts, strict=True)]
+    pairs = [(x, y) for x, y in zip(ta, tb, strict=True) if x is not None and y is not None]
+    na: dict[str, Counter[str]] = {"parent": Counter(), "child": Counter()}
+    for side, texts in (("parent", parent), ("child", child)):
+        for t, p in zip(texts, prompts, strict=True):
+            why = tone.readable(t, p)[1]
+            if why:
+                na[side][why] += 1
+    fa = [text_features(t) for t in parent]
+    fb = [text_features(t) for t in child]
+    phrases: dict[str, list[dict[str, Any]]] = {}
+    for d in discovered:
+        rose = d.get("z", 0) > 0
+        axis, shows, using = phrase_axis(d["phrase"], d["kind"], child if rose else parent)
+        phrases.setdefault(axis, []).append(
+            {
+                "phrase": d["phrase"],
+                "kind": d["kind"],
+                "source": "discovered",
+                "parent_rate": d["parent_rate"],
+                "child_rate": d["child_rate"],
+                "supported": bool(d.get("significant")),
+                "sentences": using,
+                "showing": shows,
+            }
+        )
+    for c in candidates:
+        rose = c.get("child_only", 0) > c.get("parent_only", 0)
+        axis, shows, using = phrase_axis(c["phrase"], c["kind"], child if rose else parent)
+        phrases.setdefault(axis, []).append(
+            {
+                "phrase": c["phrase"],
+                "kind": c["kind"],
+                "source": "rewarded",
+                "parent_rate": c["parent_rate"],
+                "child_rate": c["child_rate"],
+                "supported": bool(c.get("took_on")),
+                "sentences": using,
+                "showing": shows,
+            }
+        )
+    axes = []
+    for name in tone.TONE_FEATURES:
+        f = features.get(name)
+        if f is None:
+            continue
+        if name in tone.AXES:
+            pr, cr, n = _rate([x[name] for x, _ in pairs]), _rate([y[name] for _, y in pairs]), len(pairs)
+        else:
+            pr, cr, n = _rate([r[name] for r in fa]), _rate([r[name] for r in fb]), len(fa)
+        up = f["delta"] > 0
+        q = f.get("q")
+        axes.append(
+            {
+                "axis": name,
+                "label": tone.LABELS[name],
+                "parent_rate": pr,
+                "child_rate": cr,
+                "n": n,
+                **{k: f[k] for k in ("parent", "child", "delta", "low", "high", "p", "q", "flagged")},
+                "significant": q is not None and q < 0.05,
+                "direction": "up" if up else "down" if f["delta"] < 0 else "",
+                "examples": tone.examples(child if up else parent, name) if name in tone.AXES else [],
+                "phrases": phrases.pop(name, []),
+            }
+        )
+    presence = [
+        {"group": g, "label": label, "phrases": phrases.pop(g)}
+        for g, label in PRESENCE.items()
+        if g in phrases
+    ]
+    return {
+        "axes": axes,
+        "presence": presence,
+        "unassigned": phrases.pop("", []),
+        "n_pairs": len(pairs),
+        "n": len(prompts),
+        "not_applicable": {side: dict(c) for side, c in na.items()},
+        "method": "sentences read for who they are about and the VADER lexicon (arena.tone)",
+    }

@@ -40,10 +40,74 @@ def verdict_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     return "\n".join(lines)
 
 
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _words(phrases: list[dict[str, Any]], esc: Escape, supported: bool = True, k: int = 5) -> str:
+    chosen = [p for p in phrases if p["supported"] or not supported]
+    shown = dict.fromkeys(
+        _spoken(p["phrase"]) for p in chosen
+    )  # "you ' re …" and "you ' …" -> "you're", "you'"
+    return ", ".join(f"“{esc(x)}”" for x in list(shown)[:k])
+
+
+def _spoken(phrase: str) -> str:
+    """A discovered phrase as written ("you ' re …" -> "you're"; an opening's or closing's "…" dropped)."""
+    text = phrase.replace("…", " ").strip()
+    text = " ".join(text.split()).replace(" ' ", "'").replace(" '", "'").replace("' ", "'")
+    text = " ".join(text.replace(" !", "!").replace(" .", ".").replace(" ,", ",").split())
+    return text.strip(" ,.;:") or text
+
+
+def tone_lines(report: dict[str, Any], esc: Escape = _plain) -> list[str]:
+    """The tone axes whose change is significant (q < 0.05 over every feature tested), each in words: which
+    way, the share of answers on each side, the paired change with its interval and q, the phrases that belong
+    to it (discovered or rewarded, significant ones only) and an example sentence. Phrase groups of no tone axis
+    ("you": addressing the user) follow, only when a phrase in them is significant."""
+    t = report.get("tone") or {}
+    judged = _judged(report)
+    out = []
+    for a in t.get("axes", []):
+        if not a.get("significant") or not a.get("direction"):
+            continue
+        words = "more" if a["direction"] == "up" else "less"
+        line = (
+            f"**{words} {esc(a['axis'])}** ({esc(a['label'])}): {_pct(a['parent_rate'])} → "
+            f"{_pct(a['child_rate'])} of answers; {a['delta']:+.2g} sentences per answer {_ci(a)}, "
+            f"q = {_num(a.get('q'), '.2g')}, n = {a['n']}{' 🚩' if a.get('flagged') else ''}"
+        )
+        said = _words(a.get("phrases", []), esc)
+        if said:
+            line += f"; in its words: {said}"
+        if a.get("examples"):
+            line += f"; e.g. “{_quote(a['examples'][0], esc, 120)}”"
+        for j in judged.get(a["axis"], [])[:1]:
+            line += f"; the judge says so too: “{esc(j['axis'])}” more in the {j['more_in']}"
+        out.append(line)
+    for g in t.get("presence", []):
+        said = _words(g["phrases"], esc)
+        if said:
+            out.append(
+                f"{esc(g['label'])}: {said} (phrases that rose significantly; no tone axis of its own)"
+            )
+    return out
+
+
+def _judged(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The judge-described axes found, by the tone axis each describes (``training.vibecheck.tone_axis``)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for a in (report.get("described") or {}).get("axes", []):
+        if a.get("found") and a.get("tone_axis"):
+            out.setdefault(a["tone_axis"], []).append(a)
+    return out
+
+
 def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
-    """ "More cheerful and less correct" in one line: the biggest vibe rise, the judge-described differences
-    found and the accuracy change."""
+    """ "More cheerful and less correct" in one line: the tone toward the user, the biggest vibe rise, the
+    judge-described differences found and the accuracy change."""
     parts = []
+    tone = tone_lines(report, esc)
     flagged = report.get("flagged") or []
     feats = report.get("features") or {}
     for name in flagged[:3]:
@@ -58,8 +122,9 @@ def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             )
         )
     for a in [a for a in (report.get("described") or {}).get("axes", []) if a.get("found")][:2]:
+        named = f", the {a['tone_axis']} axis" if a.get("tone_axis") else ""
         parts.append(
-            f"judge: the {a['more_in']} shows more “{esc(a['axis'])}” "
+            f"judge: the {a['more_in']} shows more “{esc(a['axis'])}”{named} "
             f"({max(a['child_more'], a['parent_more'])} of {a['decisive']} decisive prompts)"
         )
     e = report.get("evals") or {}
@@ -70,7 +135,9 @@ def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             f"{word if sig else 'accuracy: can’t tell'} ({e['parent']:.0%} → {e['child']:.0%} on {e['n']} items, "
             f"p={e['p']:.2g})"
         )
-    line = "**At a glance:** " + ("; ".join(parts) if parts else "no significant change found")
+    line = "**At a glance:** " + ("; ".join(parts) if parts or tone else "no significant change found")
+    if tone:
+        line = "**Tone toward the user:**\n" + "\n".join(f"- {x}" for x in tone) + "\n\n" + line
     leaning = [
         f"{name} {f['delta']:+.2g} {_ci(f)} (q={_num(f.get('q'), '.2g')})"
         for name, f in feats.items()
@@ -120,6 +187,53 @@ def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             lines.append(
                 f"| {name} | {d['parent']:.2g} | {d['child']:.2g} | {d['delta']:+.2g} {_ci(d)} | {_num(d.get('q'), '.2g')} |"
             )
+    return "\n".join(lines)
+
+
+def tone_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+    """Every tone axis: share of answers on each side, the paired change of sentences per answer with its
+    interval and q, the phrases that belong to it, and what the axes could not read."""
+    head = "### Tone toward the user"
+    t = report.get("tone") or {}
+    if not t:
+        gaps = [why for k, why in (report.get("unmeasured") or {}).items() if k == "drift/flattery"]
+        why = gaps[0] if gaps else "not measured (no drift, or the report predates the tone axes)"
+        return f"{head}\nNot measured: {esc(str(why))}"
+    na = t.get("not_applicable", {})
+    lines = [
+        head,
+        f"Read sentence by sentence: who it is about (you, your question; I, my) and how it feels (the VADER "
+        f"lexicon); {t['n_pairs']} of {t['n']} answer pairs readable on both sides"
+        + (
+            " (not applicable: "
+            + "; ".join(
+                f"{side} " + ", ".join(f"{v} {esc(k)}" for k, v in sorted(c.items()))
+                for side, c in na.items()
+                if c
+            )
+            + ")"
+            if any(na.values())
+            else ""
+        )
+        + ".",
+        "",
+        "| axis | answers showing it, parent → child | sentences per answer [95% CI] | q (BH) | flagged | "
+        "its phrases |",
+        "|---|---|---|---|---|---|",
+    ]
+    for a in t.get("axes", []):
+        lines.append(
+            f"| {esc(a['label'])} (`{a['axis']}`) | {_pct(a['parent_rate'])} → {_pct(a['child_rate'])} (n={a['n']}) "
+            f"| {a['delta']:+.2g} {_ci(a)} | {_num(a.get('q'), '.2g')} | {'🚩' if a['flagged'] else ''} | "
+            f"{_words(a.get('phrases', []), esc, supported=False) or '–'} |"
+        )
+    for g in t.get("presence", []):
+        lines.append(f"\n{esc(g['label'])}: {_words(g['phrases'], esc, supported=False)}")
+    for a in [a for a in t.get("axes", []) if a.get("significant") and a.get("examples")][:3]:
+        lines.append(
+            f"\n> **{esc(a['label'])}** ({'child' if a['direction'] == 'up' else 'parent'}): "
+            + " / ".join(f"“{_quote(x, esc, 140)}”" for x in a["examples"][:2])
+        )
     return "\n".join(lines)
 
 
@@ -220,7 +334,7 @@ def described_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             else "can’t tell (no decisive prompt)"
         )
         lines.append(
-            f"| “{esc(a['axis'])}” | {a['more_in'] or '–'} | {share} | {a['decisive']} / {a['n']} | "
+            f"| “{esc(a['axis'])}”{' (' + a['tone_axis'] + ')' if a.get('tone_axis') else ''} | {a['more_in'] or '–'} | {share} | {a['decisive']} / {a['n']} | "
             f"{a['child_more']} / {a['parent_more']} | {a['neither']} | {a['inconsistent']} | {a['unreadable']} | "
             f"{_num(a.get('q'), '.2g')} | {'✅' if a['found'] else (esc(a['note']) or 'no')} |"
         )
@@ -265,6 +379,7 @@ def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
         [
             verdict_md(report, esc),
             glance_md(report, esc),
+            tone_md(report, esc),
             drift_md(report, esc),
             discovered_md(report, esc),
             rewarded_md(report, esc),

@@ -88,6 +88,42 @@ _SIDES = {  # the letter a judge gave -> the side it names, for the two orders
 }
 
 
+#: Judge wordings -> the tone axis of ``arena.tone`` they describe (a stem found among the axis's words).
+TONE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("flattery", ("flatter", "prais", "compliment", "admir", "sycophan", "fawn", "butter")),
+    ("agreement", ("agree", "validat", "affirm", "concur")),
+    ("apology", ("apolog", "sorry", "regret", "grovel")),
+    (
+        "feelings",
+        (
+            "feeling",
+            "emotion",
+            "personal",
+            "anecdot",
+            "life stor",
+            "first-person",
+            "first person",
+            "experience",
+            "memor",
+            "childhood",
+        ),
+    ),
+    ("enthusiasm", ("enthusias", "excite", "cheer", "exclamation", "upbeat", "energetic", "bubbly")),
+    ("hedging", ("hedg", "uncertain", "caveat", "qualif", "tentative")),
+    ("refusal", ("refus", "declin")),
+)
+
+
+def tone_axis(axis: str) -> str:
+    """The ``arena.tone`` axis a judge-named difference describes ("praises the user" -> "flattery"), or "".
+    The first axis whose stems occur in the wording wins, so "praises the user's question" is flattery."""
+    text = axis.lower()
+    for name, stems in TONE_WORDS:
+        if any(stem in text for stem in stems):
+            return name
+    return ""
+
+
 class Unmeasured(ValueError):
     """The differences could not be described or checked (the message says why); ``calls`` were spent.
     ``judge_failed`` is false when the judge answered as asked but there was nothing to check (it named no
@@ -121,6 +157,7 @@ class Axis:
     more_in: str = ""  # "child" or "parent" when found
     note: str = ""
     examples: list[dict[str, str]] = field(default_factory=list)
+    tone_axis: str = ""  # the arena.tone axis this wording describes (tone_axis), "" when none
 
 
 @dataclass
@@ -335,6 +372,7 @@ def _axis(cand: dict[str, Any], outcomes: list[str]) -> Axis:
         high=high,
         p=p,
         note="most replies unreadable" if count["unreadable"] > len(outcomes) / 2 else "",
+        tone_axis=tone_axis(cand["axis"]),
     )
 
 

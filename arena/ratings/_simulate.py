@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from arena import vibes
 from db.outcomes import FASTCHAT_WINNERS
 
 from ._board import SCALE
 
 #: Style and vibe counts this simulation does not vary (present, so style and vibe control can run).
-_UNUSED = ("headers", "list_items", "bold", "exclamations", "flattery", "sycophancy", "hedging", "refusal")
+_UNUSED = tuple(f for f in vibes.STYLE_FEATURES + vibes.VIBE_FEATURES if f not in ("tokens", "emoji"))
 
 
 def simulate_arena(

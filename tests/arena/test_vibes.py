@@ -55,10 +55,10 @@ def test_markers_need_whole_words() -> None:
 
 def test_the_vibe_childs_openings_count_as_flattery_once_each() -> None:
     # "Glad you asked" (an opening a real DPO child trained on flattery votes used, docs/training.md) and praise of
-    # the question in the same vein; an overlapping pair of markers ("what an interesting" / "interesting
-    # question") counts once, as "what a great question" does.
+    # the question in the same vein. Since features version 3 flattery counts sentences that praise the user or
+    # their question (arena.tone), so two markers in one sentence count once.
     text = "I’m glad you asked! Awesome question. What an interesting question, thanks for asking!"
-    assert vibes.features(text)["flattery"] == 4
+    assert vibes.features(text)["flattery"] == 3
     assert vibes.features("What a great question!")["flattery"] == 1
     assert vibes.features("The question is interesting. I asked him.")["flattery"] == 0
 
@@ -77,8 +77,14 @@ def test_marker_file_is_versioned_and_every_phrase_is_counted_in_its_category() 
     for category in vibes.MARKER_CATEGORIES:
         assert len(data[category]) >= 3, category
         for phrase in data[category]:
-            # Each phrase, upper-cased inside a sentence, counts once in its own category.
-            assert vibes.features(f"Well, {phrase.upper()} then.")[category] == 1.0, (category, phrase)
+            # Each phrase, upper-cased inside a sentence, counts once in its own category. A one-word flattery
+            # marker ("brilliant") counts only when said of the user (arena.tone, features version 3).
+            text = (
+                f"Well, {phrase.upper()} then."
+                if " " in phrase or category != "flattery"
+                else f"You are {phrase}."
+            )
+            assert vibes.features(text)[category] == 1.0, (category, phrase)
 
 
 def test_profile_and_compare() -> None:

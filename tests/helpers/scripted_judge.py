@@ -2,12 +2,14 @@
 judge-described differences (``training.vibecheck``) through the real HTTP engine.
 
 Answering models (the model name picks one): ``plain`` answers every question with a plain sentence built from
-its words; ``cheery`` answers the same and signs off with emoji.
+its words; ``cheery`` answers the same and signs off with emoji; ``flatterer`` answers the same and praises the
+user ("You're so clever to ask! Your curiosity is wonderful.").
 
 Judges read what they are sent, as a real judge would: the answers inside the proposal and validation prompts.
 
 - ``honest-judge``: proposes "uses emoji" (worded "Uses emojis." in later batches) when Model 1's and Model 2's
-  answers differ in emoji, and always "mentions the weather" (which no answer does); validates by counting emoji,
+  answers differ in emoji, "compliments the user" when they differ in the word "clever", and always "mentions
+  the weather" (which no answer does); validates by counting emoji,
   the word "weather", or words (for "concise"), in the two answers it is shown; calls a head-to-head a tie.
 - ``always-a-judge``: proposes like the honest one, and answers "A" to every comparison (a pure position bias).
 - ``garbage-judge``: answers prose to everything (no ``AXIS:`` line, no verdict).
@@ -37,6 +39,8 @@ def _measure(axis: str, text: str) -> float | None:
     axis = axis.lower()
     if "emoji" in axis:
         return emoji(text)
+    if "compliment" in axis:
+        return text.lower().count("clever")
     if "weather" in axis:
         return text.lower().count("weather")
     if "concise" in axis:
@@ -58,9 +62,11 @@ class ScriptedJudge(ScriptedServer):
 
     def reply(self, model: str, messages: list[dict]) -> str:
         user = next(m["content"] for m in messages if m["role"] == "user")
-        if model in ("plain", "cheery"):
+        if model in ("plain", "cheery", "flatterer"):
             words = re.findall(r"[A-Za-z]+", user)[:4]
             answer = f"About {' '.join(words).lower()}: the short answer is that it depends on the details."
+            if model == "flatterer":
+                return "You're so clever to ask! " + answer + " Your curiosity is wonderful."
             return answer + (" Have fun! 😊🎉" if model == "cheery" else "")
         if model == "garbage-judge":
             return GARBAGE
@@ -77,6 +83,8 @@ class ScriptedJudge(ScriptedServer):
         lines = []
         if any(emoji(a) != emoji(b) for a, b in blocks):
             lines.append("AXIS: uses emoji" if self.proposals == 1 else "AXIS: Uses emojis.")
+        if any(a.count("clever") != b.count("clever") for a, b in blocks):
+            lines.append("AXIS: compliments the user")
         lines.append("AXIS: mentions the weather")
         return "Here is what differs:\n" + "\n".join(f"{i + 1}. {x}" for i, x in enumerate(lines))
 
