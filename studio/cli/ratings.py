@@ -64,6 +64,9 @@ def ratings(
     baseline: str = typer.Option(None, help="Add win rate and LC win rate against this model."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     skip_bad: bool = typer.Option(False, help="Skip bad rows (listed) instead of failing."),
+    flip: bool = typer.Option(
+        True, "--flip/--no-flip", help="Votes-to-flip per adjacent pair (JSON: top-level 'votes_to_flip')."
+    ),
 ) -> None:
     """Ratings (Bradley-Terry with CIs, Elo) from a battles file or the studio database."""
     if ctx.invoked_subcommand is not None:
@@ -72,7 +75,8 @@ def ratings(
 
     if ci not in (None, "bootstrap", "sandwich"):
         fail(f"--ci must be 'bootstrap' or 'sandwich', got {ci!r}")
-    path = _battles_file(battles, style_control or vibe_control)
+    # LC win rates need the answers' lengths: read the texts for --baseline too
+    path = _battles_file(battles, style_control or vibe_control or baseline is not None)
     try:
         out = ratings_report(
             path,
@@ -85,6 +89,7 @@ def ratings(
             baseline=baseline,
             as_json=as_json,
             skip_bad=skip_bad,
+            votes_to_flip=flip,
         )
     except (RatingsInputError, OSError, ValueError) as exc:
         fail(str(exc))
