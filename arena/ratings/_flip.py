@@ -295,10 +295,12 @@ def votes_to_flip(
     both_bad: str = "tie",
     ipw: bool = True,
     pairs: str = "adjacent",
+    between: tuple[str, str] | None = None,
     max_votes_listed: int = 200,
 ) -> FlipReport:
     """Votes-to-flip for the top pair and each adjacent pair of the Bradley-Terry board (`pairs="top"`: only #1
-    against #2). Each count is checked by a refit without those votes; None means "can't tell" (`note` says why)."""
+    against #2; `between=(a, b)`: only those two, in their board order). Each count is checked by a refit without
+    those votes; None means "can't tell" (`note` says why)."""
     if pairs not in ("adjacent", "top"):
         raise ValueError(f"pairs must be 'adjacent' or 'top', got {pairs!r}")
     start = time.perf_counter()
@@ -320,9 +322,17 @@ def votes_to_flip(
     warnings = list(graph_notes)
     if separated:
         warnings.append("some ratings rest on a prior (perfect records): their votes-to-flip are rough")
+    targets = [(order[k], order[k + 1]) for k in range(len(order) - 1 if pairs == "adjacent" else 1)]
+    if between is not None:
+        missing = [n for n in between if n not in prep.names]
+        if missing:
+            why = f"can't tell: {', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no rated votes"
+            return FlipReport([], n_votes, time.perf_counter() - start, [why])
+        i, j = (prep.names.index(n) for n in between)
+        targets = [(i, j) if order.index(i) < order.index(j) else (j, i)]
     out: list[PairFlip] = []
-    for pos in range(len(order) - 1 if pairs == "adjacent" else 1):
-        u, v = order[pos], order[pos + 1]
+    for u, v in targets:
+        pos = order.index(u)
         gap = float(SCALE * (base.theta[u] - base.theta[v]))
         pf = PairFlip(prep.names[u], prep.names[v], pos + 1, gap, None, None, 0, n_votes)
         before = problem.refits
