@@ -488,6 +488,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             fragile_tab = fragility_components()
         with gr.Tab("LC win rate"):
             lc_tab = lc_components()
+        with gr.Tab("Decision card"):
+            card_tab = DecisionTab()
 
     def options(
         ci_method: str,
@@ -637,6 +639,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     )
     wire_fragility(ctx, fragile_tab, filters, options)
     wire_lc(ctx, demo, lc_tab, filters, options)
+    wire_decision(ctx, demo, card_tab)
     families.build_section(ctx, service)
 
 
@@ -825,3 +828,48 @@ def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any],
 
     tab.button.click(on_lc, [tab.baseline, *filters], [tab.text, tab.table], api_name="lc_win_rates")
     demo.load(names, None, [tab.baseline], api_visibility="private")
+
+
+class DecisionTab:
+    """The components of the *Decision card* sub-tab: two contestants, an optional price per hour, the card."""
+
+    def __init__(self) -> None:
+        gr.Markdown(
+            "Two contestants side by side: arena rating with its interval and the votes that would flip them, "
+            "verifiable evals, vibes that differ, sycophancy probes, measured speed and cost, and one sentence "
+            "that says no more than the intervals allow."
+        )
+        with gr.Row():
+            self.a = gr.Dropdown([], label="Contestant A", allow_custom_value=True, elem_id="card-a")
+            self.b = gr.Dropdown([], label="Contestant B", allow_custom_value=True, elem_id="card-b")
+            self.price = gr.Number(
+                None, label="Price per hour (empty: the studio's setting)", elem_id="card-price"
+            )
+            self.button = gr.Button("Draw the decision card", variant="primary", elem_id="card-run")
+        self.card = gr.HTML(elem_id="card-body")
+
+
+def card_html(card: Any) -> str:
+    """The card through the display path (contestant names are untrusted)."""
+    return to_html(card.to_markdown(literal))
+
+
+def wire_decision(ctx: StudioContext, demo: gr.Blocks, tab: DecisionTab) -> None:
+    from standings.decision import DecisionError, decision_card
+
+    def on_card(a: str | None, b: str | None, price: float | None) -> str:
+        if not a or not b:
+            raise gr.Error("Pick two contestants.")
+        try:
+            card = decision_card(ctx.db, a, b, service=ctx.leaderboard, price_per_hour=price)
+        except DecisionError as exc:
+            raise user_error(exc) from exc
+        return card_html(card)
+
+    def names():  # type: ignore[no-untyped-def]
+        with ctx.db.session() as s:
+            choices = [c.public_name for c in list_contestants(s)]
+        return gr.update(choices=choices), gr.update(choices=choices)
+
+    tab.button.click(on_card, [tab.a, tab.b, tab.price], [tab.card], api_name="decision_card")
+    demo.load(names, None, [tab.a, tab.b], api_visibility="private")
