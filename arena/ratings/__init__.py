@@ -53,12 +53,16 @@ _EXPORTS = {
     "headline": "_flip",
     "votes_to_flip": "_flip",
     "win_rate_intervals": "_lcwin",
+    "JudgeWorth": "_composite",
+    "composite_board": "_composite",
+    "judge_worth": "_composite",
 }
 
 __all__ = [
     "AnnotatorReport",
     "BattleRecords",
     "FlipReport",
+    "JudgeWorth",
     "Leaderboard",
     "METHODS",
     "ModelRating",
@@ -73,10 +77,12 @@ __all__ = [
     "WinRate",
     "annotator_diagnostics",
     "as_records",
+    "composite_board",
     "format_annotators",
     "format_board",
     "format_predictive",
     "headline",
+    "judge_worth",
     "leaderboard",
     "leaderboard_by",
     "load_battles_file",
@@ -111,6 +117,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from ._annotators import AnnotatorReport, annotator_diagnostics, format_annotators, robust_leaderboard
     from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
+    from ._composite import JudgeWorth, composite_board, judge_worth
     from ._elo import online_elo
     from ._flip import FlipReport, PairFlip, headline, votes_to_flip
     from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file

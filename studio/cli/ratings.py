@@ -184,3 +184,41 @@ def ratings_methods(
         )
     for w in out["warnings"]:
         typer.echo(f"warning: {w}")
+
+
+@ratings_app.command("judges")
+def ratings_judges(
+    judge: list[str] = typer.Option(..., help="A judge's name as in the votes' 'judge' field (repeatable)."),
+    battles: Path = typer.Option(None, help=_BATTLES_HELP),
+    source: str = typer.Option(
+        "pooled",
+        help="Board on 'human' votes only, 'judge' votes only, or 'pooled' (judge weight as chosen).",
+    ),
+    rounds: int = typer.Option(30, help="Bootstrap rounds for the exchange rate's interval."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
+) -> None:
+    """What a judge vote is worth: one human vote ~ k judge votes (weight chosen by held-out human votes), and the
+    board human-only, judge-only or pooled."""
+    from arena.ratings import composite_board, format_board, judge_worth
+
+    if source not in ("human", "judge", "pooled"):
+        fail(f"--source must be 'human', 'judge' or 'pooled', got {source!r}")
+    records = _load(battles, False, skip_bad)
+    try:
+        worth = judge_worth(records, judge, rounds=rounds)
+        weight = worth[-1].weight if worth[-1].weight is not None else 0.0
+        board = composite_board(records, judge, source=source, weight=weight, ci_method="sandwich")
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        out = {"judges": [w.to_dict() for w in worth], "source": source, "judge_weight": weight}
+        out["board"] = board.to_dict()
+        typer.echo(json.dumps(out, indent=2))
+        return
+    for w in worth:
+        typer.echo(w.sentence() + f" ({w.n_judge_votes} judge votes, {w.n_human_votes} human votes)")
+    typer.echo(
+        f"\nBoard on {source} votes" + (f" (judge weight {weight:.3g})" if source == "pooled" else "") + ":"
+    )
+    typer.echo(format_board(board))

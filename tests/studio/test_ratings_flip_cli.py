@@ -94,3 +94,23 @@ def test_decide_cli() -> None:
     assert r.exit_code != 0 and "at least two" in r.output
     r = _run("decide", "alpha", "ghost")
     assert r.exit_code != 0 and "ghost" in r.output
+
+
+def test_ratings_judges_cli(tmp_path: Path) -> None:
+    from arena.ratings._composite import simulate_judged_arena
+
+    frame, _ = simulate_judged_arena(judge_noise=0.6, human_votes=400, judge_votes=800, seed=2)
+    path = tmp_path / "judged.jsonl"
+    frame.to_json(path, orient="records", lines=True)
+    r = _run("ratings", "judges", "--battles", str(path), "--judge", "judge", "--rounds", "4", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    (j,) = out["judges"]
+    assert j["judge"] == "judge" and j["n_human_votes"] == 400 and "sentence" in j
+    assert out["board"]["models"]
+    r = _run(
+        "ratings", "judges", "--battles", str(path), "--judge", "judge", "--rounds", "2", "--source", "human"
+    )
+    assert r.exit_code == 0 and "Board on human votes" in r.output and "judge votes" in r.output
+    r = _run("ratings", "judges", "--battles", str(path), "--judge", "judge", "--source", "both")
+    assert r.exit_code != 0 and "--source" in r.output
