@@ -488,8 +488,6 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             fragile_tab = fragility_components()
         with gr.Tab("LC win rate"):
             lc_tab = lc_components()
-        with gr.Tab("Decision card"):
-            card_tab = DecisionTab()
 
     def options(
         ci_method: str,
@@ -639,7 +637,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     )
     wire_fragility(ctx, fragile_tab, filters, options)
     wire_lc(ctx, demo, lc_tab, filters, options)
-    wire_decision(ctx, demo, card_tab)
+    wire_decision(ctx, demo)
     families.build_section(ctx, service)
 
 
@@ -831,7 +829,7 @@ def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any],
 
 
 class DecisionTab:
-    """The components of the *Decision card* sub-tab: two contestants, an optional price per hour, the card."""
+    """The components of the *Decision card* section: two contestants, an optional price per hour, the card."""
 
     def __init__(self) -> None:
         gr.Markdown(
@@ -843,7 +841,7 @@ class DecisionTab:
             self.a = gr.Dropdown([], label="Contestant A", allow_custom_value=True, elem_id="card-a")
             self.b = gr.Dropdown([], label="Contestant B", allow_custom_value=True, elem_id="card-b")
             self.price = gr.Number(
-                None, label="Price per hour (empty: the studio's setting)", elem_id="card-price"
+                None, label="Price per hour (empty or 0: the studio's setting)", elem_id="card-price"
             )
             self.button = gr.Button("Draw the decision card", variant="primary", elem_id="card-run")
         self.card = gr.HTML(elem_id="card-body")
@@ -854,14 +852,19 @@ def card_html(card: Any) -> str:
     return to_html(card.to_markdown(literal))
 
 
-def wire_decision(ctx: StudioContext, demo: gr.Blocks, tab: DecisionTab) -> None:
+def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
+    """The *Decision card* section (an accordion under the board's sub-tabs) and its wiring."""
     from standings.decision import DecisionError, decision_card
+
+    with gr.Accordion("Decision card: which of two to ship", open=True, elem_id="card-section"):
+        tab = DecisionTab()
 
     def on_card(a: str | None, b: str | None, price: float | None) -> str:
         if not a or not b:
             raise gr.Error("Pick two contestants.")
         try:
-            card = decision_card(ctx.db, a, b, service=ctx.leaderboard, price_per_hour=price)
+            # an empty number box arrives as 0 or None: both mean "the studio's setting"
+            card = decision_card(ctx.db, a, b, service=ctx.leaderboard, price_per_hour=price or None)
         except DecisionError as exc:
             raise user_error(exc) from exc
         return card_html(card)
