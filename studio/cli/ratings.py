@@ -222,3 +222,43 @@ def ratings_judges(
         f"\nBoard on {source} votes" + (f" (judge weight {weight:.3g})" if source == "pooled" else "") + ":"
     )
     typer.echo(format_board(board))
+
+
+@ratings_app.command("kinds")
+def ratings_kinds(
+    text: list[str] = typer.Option(None, "--text", help="A prompt to classify (repeatable)."),
+    folds: int = typer.Option(5, help="Folds for the held-out accuracy."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Prompts by kind: the category classifier trained on the studio's labelled prompt sets, its held-out
+    accuracy, and categories for the given prompts and for typed battle prompts."""
+    from standings.prompt_kinds import classify, kinds_report, typed_prompt_kinds
+
+    db = open_db()
+    with db.session() as s:
+        report = kinds_report(s, folds=folds)
+        given = classify(s, list(text or []))
+        typed = typed_prompt_kinds(s)
+    counts: dict[str, int] = {}
+    for v in typed.values():
+        counts[v["category"]] = counts.get(v["category"], 0) + 1
+    if as_json:
+        out = {
+            "report": report.to_dict(),
+            "classified": given,
+            "typed_battles": len(typed),
+            "typed_by_kind": counts,
+        }
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(report.sentence())
+    for c in given:
+        kind = (
+            "can't tell (no labelled prompts)"
+            if c["category"] is None
+            else f"{c['category']} (p={c['p']:.2f})"
+        )
+        typer.echo(f"  {c['text'][:60]!r}: {kind}")
+    if typed:
+        shown = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        typer.echo(f"typed battle prompts ({len(typed)}): {shown}")

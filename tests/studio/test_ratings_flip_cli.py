@@ -114,3 +114,31 @@ def test_ratings_judges_cli(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "Board on human votes" in r.output and "judge votes" in r.output
     r = _run("ratings", "judges", "--battles", str(path), "--judge", "judge", "--source", "both")
     assert r.exit_code != 0 and "--source" in r.output
+
+
+def test_ratings_kinds_cli() -> None:
+    from datetime import timedelta
+
+    from db.models import Battle, Turn, Vote
+    from studio.cli._common import open_context
+    from tests.helpers.standings import T0
+
+    ctx = open_context()  # seeds the MT-Bench prompt set, as the app does
+    ids = register_contestants(ctx.db)
+    with ctx.db.session() as s:
+        battle = Battle(
+            a_id=ids["alpha"], b_id=ids["bravo"], left_is_a=True, mode="anonymous", status="voted"
+        )
+        battle.turns.append(
+            Turn(idx=0, user_msg="Write a Python function that sorts a list.", answer_a="x", answer_b="y")
+        )
+        battle.votes.append(Vote(turn_idx=0, outcome="a", created_at=T0 + timedelta(minutes=1)))
+        s.add(battle)
+    r = _run("ratings", "kinds", "--text", "Solve 2x + 3 = 11 for x.", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["report"]["n_prompts"] == 80 and out["report"]["accuracy"] > 0.3
+    assert out["classified"][0]["category"] == "math"
+    assert out["typed_battles"] == 1 and out["typed_by_kind"] == {"coding": 1}
+    r = _run("ratings", "kinds")
+    assert r.exit_code == 0 and "held-out accuracy" in r.output
