@@ -48,7 +48,7 @@ def classifier(session: Session) -> PromptClassifier | None:
 def classify(session: Session, texts: list[str]) -> list[dict[str, Any]]:
     """Per text: {"text", "category", "p"} (category None: can't tell, no labelled prompts to train on)."""
     model = classifier(session)
-    out = []
+    out: list[dict[str, Any]] = []
     for text in texts:
         if model is None:
             out.append({"text": text, "category": None, "p": None})
