@@ -101,6 +101,10 @@ class DecisionCard:
             f"| cost per 1k tokens (95% CI) | {_iv(sc['a'], key='cost')} | {_iv(sc['b'], key='cost')} "
             f"| {sc['cost_verdict']} |"
         )
+        lines.append(
+            f"| cost per answer (95% CI) | {_iv(sc['a'], key='answer_cost')} | {_iv(sc['b'], key='answer_cost')} "
+            f"| {sc.get('answer_cost_verdict', 'can’t tell')} |"
+        )
         for probe in self.sycophancy.get("probes", []):
             lines.append(
                 f"| {probe['metric']} ({probe['paired_n']} paired items) | {_pct(probe['a_rate'])} "
@@ -135,14 +139,10 @@ def _pct(x: float | None) -> str:
 def _apart(a: dict[str, Any], b: dict[str, Any], key: str = "value") -> str | None:
     """ "a" / "b" when that side's interval is entirely above the other's, "tied" when they overlap, None when a
     side has no interval."""
-    lo_a, hi_a, lo_b, hi_b = (
-        a.get(f"{key}_low"),
-        a.get(f"{key}_high"),
-        b.get(f"{key}_low"),
-        b.get(f"{key}_high"),
-    )
-    if None in (lo_a, hi_a, lo_b, hi_b):
+    bounds = [a.get(f"{key}_low"), a.get(f"{key}_high"), b.get(f"{key}_low"), b.get(f"{key}_high")]
+    if any(x is None for x in bounds):
         return None
+    lo_a, hi_a, lo_b, hi_b = (float(x) for x in bounds)
     if lo_a > hi_b:
         return "a"
     if lo_b > hi_a:
@@ -271,12 +271,16 @@ def _sycophancy(session: Session, a: str, b: str, missing: list[str]) -> dict[st
     return out
 
 
-def _speeds(session: Session, cid: int, limit: int = 2000) -> np.ndarray:
-    """Tokens per second of the contestant's most recent arena answers (ended battles, not self-play)."""
-    values: list[float] = []
-    for side_id, tps in ((Battle.a_id, Turn.tps_a), (Battle.b_id, Turn.tps_b)):
+def _speeds(session: Session, cid: int, limit: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens per second and tokens of the contestant's most recent arena answers (ended battles, not
+    self-play); tokens are NaN where not recorded."""
+    values: list[tuple[float, float]] = []
+    for side_id, tps, tokens in (
+        (Battle.a_id, Turn.tps_a, Turn.tokens_a),
+        (Battle.b_id, Turn.tps_b, Turn.tokens_b),
+    ):
         q = (
-            select(tps)
+            select(tps, tokens)
             .join(Battle, Turn.battle_id == Battle.id)
             .where(
                 side_id == cid, Battle.status.not_in(UNCOUNTED), Battle.mode != SELF_PLAY, tps.is_not(None)
@@ -284,41 +288,62 @@ def _speeds(session: Session, cid: int, limit: int = 2000) -> np.ndarray:
             .order_by(Turn.id.desc())
             .limit(limit)
         )
-        values.extend(float(v) for v in session.scalars(q) if v and v > 0)
-    return np.asarray(values[:limit])
+        values.extend(
+            (float(v), float(n) if n else float("nan")) for v, n in session.execute(q) if v and v > 0
+        )
+    values = values[:limit]
+    return np.asarray([v for v, _ in values]), np.asarray([n for _, n in values])
+
+
+def _median_interval(x: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:
+    boots = np.median(x[rng.integers(0, len(x), (400, len(x)))], axis=1)
+    lo, hi = (float(v) for v in np.quantile(boots, [0.025, 0.975]))
+    return float(np.median(x)), lo, hi
 
 
 def _speed_cost(
     session: Session, ids: tuple[int, int], a: str, b: str, price: float | None, missing: list[str]
 ) -> dict[str, Any]:
+    """Median tokens/s with a bootstrap interval; cost per 1k tokens from it; cost per answer from the median
+    generation time per answer (tokens / tokens per second), each with its interval."""
     rng = np.random.default_rng(0)
     out: dict[str, Any] = {"price_per_hour": price}
     if price is None:
         missing.append("cost: no price per hour set (VIBESTUDIO_PRICE_PER_HOUR or --price-per-hour)")
     for side, name, cid in (("a", a, ids[0]), ("b", b, ids[1])):
-        tps = _speeds(session, cid)
+        tps, tokens = _speeds(session, cid)
         if len(tps) < MIN_ANSWERS:
             missing.append(f"speed: {name} has {len(tps)} timed arena answers (needs {MIN_ANSWERS})")
-            out[side] = {"value": None, "cost": None, "n": len(tps)}
+            out[side] = {"value": None, "cost": None, "answer_cost": None, "n": len(tps)}
             continue
-        boots = np.median(tps[rng.integers(0, len(tps), (400, len(tps)))], axis=1)
-        lo, hi = (float(x) for x in np.quantile(boots, [0.025, 0.975]))
-        row: dict[str, Any] = {
-            "value": float(np.median(tps)),
-            "value_low": lo,
-            "value_high": hi,
-            "n": len(tps),
-        }
-        row["cost"] = None
+        value, lo, hi = _median_interval(tps, rng)
+        row: dict[str, Any] = {"value": value, "value_low": lo, "value_high": hi, "n": len(tps)}
+        row["cost"] = row["answer_cost"] = None
         if price is not None:
             per_1k = lambda t: price / (t * 3600.0) * 1000.0  # noqa: E731
-            row.update(cost=per_1k(row["value"]), cost_low=per_1k(hi), cost_high=per_1k(lo))
+            row.update(cost=per_1k(value), cost_low=per_1k(hi), cost_high=per_1k(lo))
+            seconds = (tokens / tps)[~np.isnan(tokens)]
+            if len(seconds) >= MIN_ANSWERS:
+                sec, sec_lo, sec_hi = _median_interval(seconds, rng)
+                row.update(
+                    answer_cost=sec * price / 3600.0,
+                    answer_cost_low=sec_lo * price / 3600.0,
+                    answer_cost_high=sec_hi * price / 3600.0,
+                )
         out[side] = row
     speed = _apart(out["a"], out["b"])
     out["speed_verdict"] = {"a": f"{a} faster", "b": f"{b} faster", "tied": "tied", None: "can't tell"}[speed]
     cost = _apart(out["a"], out["b"], key="cost")
     out["cost_verdict"] = {"a": f"{b} cheaper", "b": f"{a} cheaper", "tied": "tied", None: "can't tell"}[cost]
     out["cheaper"] = {"a": "b", "b": "a"}.get(cost or "")
+    per_answer = _apart(out["a"], out["b"], key="answer_cost")
+    out["answer_cost_verdict"] = {
+        "a": f"{b} cheaper",
+        "b": f"{a} cheaper",
+        "tied": "tied",
+        None: "can't tell",
+    }[per_answer]
+    out["cheaper_per_answer"] = {"a": "b", "b": "a"}.get(per_answer or "")
     return out
 
 
@@ -349,12 +374,18 @@ def sentence(card: DecisionCard) -> str:
             more, less = _PROBE_WORDS[p["probe"]]
             phrases[b].append(more if p["higher"] == "b" else less)
     sc = card.speed_cost
-    if sc.get("cheaper"):
-        cheap, dear = (a, b) if sc["cheaper"] == "a" else (b, a)
-        saving = 1.0 - sc["a" if cheap == a else "b"]["cost"] / sc["b" if cheap == a else "a"]["cost"]
-        phrases[cheap].append(f"costs {100 * saving:.0f}% less")
-        del dear
-    elif sc.get("speed_verdict", "").endswith("faster"):
+    for flag, key, unit in (
+        ("cheaper_per_answer", "answer_cost", "per answer"),
+        ("cheaper", "cost", "per token"),
+    ):
+        if sc.get(flag):
+            cheap, dear = ("a", "b") if sc[flag] == "a" else ("b", "a")
+            saving = 1.0 - sc[cheap][key] / sc[dear][key]
+            phrases[a if cheap == "a" else b].append(f"costs {100 * saving:.0f}% less {unit}")
+            break
+    if not (sc.get("cheaper_per_answer") or sc.get("cheaper")) and sc.get("speed_verdict", "").endswith(
+        "faster"
+    ):
         phrases[a if sc["speed_verdict"] == f"{a} faster" else b].append("is faster")
     parts = [head]
     for who in (b, a):

@@ -34,7 +34,10 @@ def _arena(db, n: int = 160, a_wins: float = 0.5) -> dict[str, int]:
                 status="voted",
                 created_at=T0 + timedelta(hours=k),
             )
-            text = {"alpha": LONG + "more " * rng.randint(0, 20), "bravo": SHORT + " Yes." * rng.randint(0, 2)}
+            text = {
+                "alpha": LONG + "more " * rng.randint(0, 20),
+                "bravo": SHORT + " Yes." * rng.randint(0, 2),
+            }
             tps = {"alpha": rng.uniform(9, 11), "bravo": rng.uniform(28, 32)}
             battle.turns.append(
                 Turn(
@@ -42,8 +45,8 @@ def _arena(db, n: int = 160, a_wins: float = 0.5) -> dict[str, int]:
                     user_msg=f"q{k}",
                     answer_a=text[a],
                     answer_b=text[b],
-                    tokens_a=80,
-                    tokens_b=6,
+                    tokens_a={"alpha": 80, "bravo": 6}[a],
+                    tokens_b={"alpha": 80, "bravo": 6}[b],
                     tps_a=tps[a],
                     tps_b=tps[b],
                 )
@@ -76,7 +79,15 @@ def test_card_on_a_tied_pair_says_what_differs(db):
     assert sc["a"]["cost_low"] < sc["a"]["cost"] < sc["a"]["cost_high"]
     text = card.sentence
     assert text.startswith("alpha and bravo are tied in the arena;") and "would flip their order" in text
-    assert "bravo is shorter" in text and "flatters less" in text and "costs 6" in text  # ~67% less
+    # per answer: alpha ~8 s (80 tokens at ~10/s), bravo ~0.2 s (6 tokens at ~30/s): ~97% less
+    assert (
+        "bravo is shorter" in text
+        and "flatters less" in text
+        and "costs 9" in text
+        and "less per answer" in text
+    )
+    assert sc["a"]["answer_cost_low"] < sc["a"]["answer_cost"] < sc["a"]["answer_cost_high"]
+    assert sc["a"]["answer_cost"] == pytest.approx(8.0 * 2.0 / 3600, rel=0.15)
     assert "passes more" not in text  # no evals: nothing said about substance
     assert any("no verifiable evals for alpha" in m for m in card.missing)
     assert any("sycophancy" in m for m in card.missing)
