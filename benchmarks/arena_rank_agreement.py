@@ -65,7 +65,7 @@ def timed(cmd: list[str], repeat: int) -> tuple[float, str]:
 
 
 def compare(path: Path, python: Path, repeat: int) -> None:
-    ours_cmd = [sys.executable, "-m", "studio.cli", "ratings", "--battles", str(path), "--json"]
+    ours_cmd = [sys.executable, "-m", "studio.cli", "ratings", "--battles", str(path), "--json", "--no-flip"]
     t_theirs, raw = timed([str(python), "-c", THEIRS, str(path)], repeat)
     theirs = json.loads(raw)
     print(f"\n{path.name}: {len(theirs)} models")

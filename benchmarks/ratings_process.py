@@ -81,7 +81,16 @@ def main() -> None:
         t_help, _ = run([*ours_cmd, "--help"], args.repeat)
         t_import, _ = run([sys.executable, "-c", "import arena.ratings"], args.repeat)
         t_import_all, _ = run([sys.executable, "-c", "from arena.ratings import ratings_report"], args.repeat)
-        ours = [*ours_cmd, "ratings", "--battles", str(path), "--bootstrap", str(args.rounds), "--json"]
+        ours = [
+            *ours_cmd,
+            "ratings",
+            "--battles",
+            str(path),
+            "--bootstrap",
+            str(args.rounds),
+            "--json",
+            "--no-flip",
+        ]
         t_ours, out = run(ours, args.repeat)
         ref = [sys.executable, str(HERE / "fastchat_reference.py"), str(path), "--rounds", str(args.rounds)]
         t_ref, ref_out = run(ref, args.repeat)

@@ -48,6 +48,12 @@ class Settings(BaseSettings):
         description="price file of the Goldilocks board; default: `prices.yaml` in the data directory when it "
         "exists, else the built-in one",
     )
+    price_per_hour: float | None = Field(
+        default=None,
+        ge=0,
+        description="what an hour of the hardware the contestants run on costs (any currency); the decision card "
+        "turns measured tokens per second into a cost per 1k tokens with it; unset: cost can't be told",
+    )
     # The web app
     host: str = Field(default="127.0.0.1", description="interface the web app listens on")
     port: int = Field(default=7860, description="port the web app listens on")

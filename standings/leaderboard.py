@@ -373,6 +373,78 @@ class LeaderboardService:
             return "bt", "auto: too little data to compare the methods on held-out votes, so Bradley-Terry"
         return best, f"auto: {best} predicts held-out votes best (time split)"
 
+    # -- how fragile is the order, LC win rate ----------------------------------------------------------------
+    def votes_to_flip(
+        self, options: BoardOptions | None = None, refresh: bool = True, between: tuple[str, str] | None = None
+    ) -> dict[str, Any]:
+        """For the top pair and each adjacent pair of the plain Bradley-Terry board under `options`' filters, the
+        fewest votes found whose removal flips it, checked by a refit (`arena.ratings.votes_to_flip`), with the
+        votes themselves: battle id, vote id, time and who cast it (`voter`, None for an anonymous vote).
+        {"pairs": [...], "headline", "n_votes", "seconds", "warnings", "votes_to_flip": [{"higher", "lower",
+        "votes"}]}; `between=(a, b)`: only that pair. Memoised per data version."""
+        from arena.ratings import headline, votes_to_flip
+
+        o = replace(options or BoardOptions(), method="bt", style_control=False, vibe_control=False)
+        o.check()
+        if refresh:
+            self.refresh()
+        with self.cache.lock:
+            names = self._names()
+            key = ("flip", o, between, self.cache.version, tuple(sorted(names.items())))
+            out = self._memo.get(key)
+            if out is None:
+                where, params = self._where(o)
+                rows = self.cache.query(
+                    f"SELECT a, b, outcome, p, ts, vote_id, battle_id FROM votes WHERE {where} ORDER BY vote_id",
+                    params,
+                )
+                frame = _frame(
+                    np.asarray(rows["a"]), np.asarray(rows["b"]), np.asarray(rows["outcome"]), names
+                )
+                frame["sampling_prob"] = np.asarray(rows["p"], dtype=np.float64)
+                frame["tstamp"] = np.asarray(rows["ts"], dtype=np.float64)
+                frame["vote_id"] = np.asarray(rows["vote_id"], dtype=np.int64)
+                frame["battle_id"] = np.asarray(rows["battle_id"], dtype=np.int64)
+                report = votes_to_flip(
+                    BattleRecords(frame), both_good=o.both_good, both_bad=o.both_bad, between=between
+                )
+                out = report.to_dict()
+                out["headline"] = headline(report)
+                out["votes_to_flip"] = report.summary()
+                _add_voters(self.db, out["pairs"])
+                self._memo[key] = out
+        return dict(out)
+
+    def win_rates(
+        self, baseline: str, options: BoardOptions | None = None, rounds: int = 200, refresh: bool = True
+    ) -> dict[str, Any]:
+        """Win rate and length-controlled win rate of every contestant against `baseline` on `options`' board,
+        with bootstrap intervals (`arena.ratings.win_rate_intervals`); lengths are the answers' token counts."""
+        from arena.ratings import win_rate_intervals
+
+        o = replace(options or BoardOptions(), style_control=True, vibe_control=False)
+        o.check()
+        if refresh:
+            self.refresh()
+        with self.cache.lock:
+            names = self._names()
+            key = ("winrate", baseline, rounds, o, self.cache.version, tuple(sorted(names.items())))
+            out = self._memo.get(key)
+            if out is None:
+                records = self._feature_records(o, names)
+                if baseline not in set(records.frame["model_a"].astype(str)) | set(
+                    records.frame["model_b"].astype(str)
+                ):
+                    raise ValueError(f"{baseline!r} has no rated votes on this board")
+                out = win_rate_intervals(
+                    records, baseline, rounds=rounds, both_good=o.both_good, both_bad=o.both_bad
+                )
+                out["notes"].append(
+                    "no prompt ids on the board's rows: instruction difficulty is not modelled"
+                )
+                self._memo[key] = out
+        return dict(out)
+
     # -- other views ------------------------------------------------------------------------------------------
     def matrices(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, pd.DataFrame]:
         """Observed win rate (row vs column, ties half), battle counts and BT-predicted win probability, models
@@ -460,6 +532,25 @@ def _advance_elo(ratings: np.ndarray, a: np.ndarray, b: np.ndarray, y: np.ndarra
         r[i] += delta
         r[j] -= delta
     ratings[:] = r
+
+
+def _add_voters(db: Database, pairs: list[dict[str, Any]]) -> None:
+    """Who cast each listed vote (user name; None for anonymous votes), read for those votes only."""
+    from db.models import User, Vote
+
+    ids = sorted({int(v["vote_id"]) for p in pairs for v in p["removed"] if v.get("vote_id") is not None})
+    voters: dict[int, str | None] = {}
+    with db.session() as s:
+        for start in range(0, len(ids), 900):
+            q = (
+                select(Vote.id, User.name)
+                .outerjoin(User, Vote.user_id == User.id)
+                .where(Vote.id.in_(ids[start : start + 900]))
+            )
+            voters.update({int(i): n for i, n in s.execute(q)})
+    for p in pairs:
+        for v in p["removed"]:
+            v["voter"] = voters.get(int(v["vote_id"])) if v.get("vote_id") is not None else None
 
 
 # -- vibe profiles ----------------------------------------------------------------------------------------------

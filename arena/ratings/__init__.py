@@ -1,7 +1,7 @@
 """Ratings and leaderboards from arena battles: Elo, Bradley-Terry with confidence intervals, tie models
 (Rao-Kupper, Davidson), style and vibe control, win rates and length-controlled win rates, category boards,
-pairwise matrices, rating over time, a predictive check of the methods on held-out votes, and per-annotator
-diagnostics with a rigging-resistant fit.
+pairwise matrices, rating over time, a predictive check of the methods on held-out votes, per-annotator
+diagnostics with a rigging-resistant fit, and votes-to-flip (how many votes would change each adjacent pair).
 
 Plain functions over battle records (FastChat's battle layout: `model_a`, `model_b`, `winner`, optional
 conversations, `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`, `judge`); no database access and no UI.
@@ -48,15 +48,26 @@ _EXPORTS = {
     "annotator_diagnostics": "_annotators",
     "robust_leaderboard": "_annotators",
     "format_annotators": "_annotators",
+    "FlipReport": "_flip",
+    "PairFlip": "_flip",
+    "headline": "_flip",
+    "votes_to_flip": "_flip",
+    "win_rate_intervals": "_lcwin",
+    "JudgeWorth": "_composite",
+    "composite_board": "_composite",
+    "judge_worth": "_composite",
 }
 
 __all__ = [
     "AnnotatorReport",
     "BattleRecords",
+    "FlipReport",
+    "JudgeWorth",
     "Leaderboard",
     "METHODS",
     "ModelRating",
     "PREDICT_METHODS",
+    "PairFlip",
     "PairwiseMatrices",
     "PredictiveCheck",
     "RatingsInputError",
@@ -66,9 +77,12 @@ __all__ = [
     "WinRate",
     "annotator_diagnostics",
     "as_records",
+    "composite_board",
     "format_annotators",
     "format_board",
     "format_predictive",
+    "headline",
+    "judge_worth",
     "leaderboard",
     "leaderboard_by",
     "load_battles_file",
@@ -81,6 +95,8 @@ __all__ = [
     "ratings_report",
     "robust_leaderboard",
     "vibe_profiles",
+    "votes_to_flip",
+    "win_rate_intervals",
     "win_rates",
 ]
 
@@ -101,8 +117,11 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from ._annotators import AnnotatorReport, annotator_diagnostics, format_annotators, robust_leaderboard
     from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
+    from ._composite import JudgeWorth, composite_board, judge_worth
     from ._elo import online_elo
+    from ._flip import FlipReport, PairFlip, headline, votes_to_flip
     from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
+    from ._lcwin import win_rate_intervals
     from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
     from ._report import format_board, ratings_report
     from ._ties import METHODS, TIE_METHODS, method_changes

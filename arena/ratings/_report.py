@@ -28,11 +28,13 @@ def ratings_report(
     method: str = "bt",
     ci: str | None = None,
     robust: bool = False,
+    votes_to_flip: bool = False,
 ) -> str:
     """Leaderboard for a battle file. `bootstrap` rounds (0 = sandwich intervals; `ci` "sandwich" or "bootstrap"
     overrides); `method` "bt", "rao-kupper" or "davidson"; `robust` down-weights outlying annotators (see
-    `annotator_diagnostics`); `baseline` adds each model's `win_rate` and `lc_win_rate` (percent) against it.
-    Raises `RatingsInputError` on bad input unless `skip_bad`."""
+    `annotator_diagnostics`); `baseline` adds each model's `win_rate` and `lc_win_rate` (percent) against it;
+    `votes_to_flip` adds, per adjacent pair of the plain Bradley-Terry board, the fewest votes found whose removal
+    flips it (JSON: a top-level `votes_to_flip` list of {"higher", "lower", "votes"}, details in `flip`). Raises `RatingsInputError` on bad input unless `skip_bad`."""
     records, skipped = load_battles_file(path, skip_bad=skip_bad)
     if ci is None:
         ci = "bootstrap" if bootstrap > 0 else "sandwich"
@@ -67,9 +69,35 @@ def ratings_report(
             board.warnings.append(
                 "length-controlled win rates need the answers (conversations) or token counts"
             )
+    flip = None
+    if votes_to_flip:
+        from ._flip import votes_to_flip as find_flips
+
+        flip = find_flips(records)
     if as_json:
-        return json.dumps(board.to_dict(), indent=2)
-    return format_board(board, baseline=baseline)
+        out = board.to_dict()
+        if flip is not None:
+            out["votes_to_flip"] = flip.summary()
+            out["flip"] = flip.to_dict(with_votes=True)
+        return json.dumps(out, indent=2, default=str)
+    text = format_board(board, baseline=baseline)
+    return text if flip is None else text + "\n\n" + format_flips(flip)
+
+
+def format_flips(report: Any) -> str:
+    """The votes-to-flip table under a board: per adjacent pair, the checked count and the gap it closes."""
+    from ._flip import headline
+
+    lines = [
+        "Votes to flip (plain Bradley-Terry order; each count checked by refitting without those votes):",
+        f"  {headline(report)}",
+    ]
+    for p in report.pairs:
+        count = "can't tell: " + p.note if p.votes is None else f"{p.votes} votes"
+        lines.append(f"  #{p.position} {p.higher} > {p.lower}: gap {p.gap:.1f} points, {count}")
+    lines += [f"  warning: {w}" for w in report.warnings]
+    lines.append(f"  ({report.seconds:.2f} s)")
+    return "\n".join(lines)
 
 
 def format_board(board: Leaderboard, *, baseline: str | None = None) -> str:

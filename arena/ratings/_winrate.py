@@ -51,6 +51,27 @@ def win_rates(
 
     `lc_win_rate` is None when the answers' lengths are unknown (no conversations, no precomputed counts).
     """
+    names, model, y, lc_inputs = _against(records, baseline, both_good=both_good, both_bad=both_bad)
+    if not len(model):
+        return {}
+    raw = {int(m): float(100.0 * y[model == m].mean()) for m in np.unique(model)}
+    counts = {int(m): int((model == m).sum()) for m in np.unique(model)}
+    lc = None if lc_inputs is None else {m: _lc_value(*inputs) for m, inputs in lc_inputs.items()}
+    return {
+        names[m]: {
+            "win_rate": raw[m],
+            "lc_win_rate": None if lc is None else lc[m],
+            "n_battles": counts[m],
+        }
+        for m in sorted(raw, key=lambda k: names[k])
+    }
+
+
+def _against(
+    records: Any, baseline: str, *, both_good: str = "tie", both_bad: str = "tie"
+) -> tuple[list[str], np.ndarray, np.ndarray, dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None]:
+    """The battles against `baseline`: model names, each battle's other model and its score, and per model the
+    length-controlled fit's inputs (features [1, t, gamma], scores, gamma) or None without answer lengths."""
     recs = as_records(records)
     prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=False)
     if baseline not in prep.names:
@@ -58,29 +79,18 @@ def win_rates(
     base = prep.names.index(baseline)
     involved = (prep.a == base) | (prep.b == base)
     if not involved.any():
-        return {}
+        return prep.names, np.zeros(0, dtype=np.int64), np.zeros(0), None
     base_is_a = prep.a[involved] == base
     model = np.where(base_is_a, prep.b[involved], prep.a[involved])
     y = np.where(base_is_a, 1.0 - prep.y[involved], prep.y[involved])
     rows = prep.rows[involved]
-    raw = {int(m): float(100.0 * y[model == m].mean()) for m in np.unique(model)}
-    counts = {int(m): int((model == m).sum()) for m in np.unique(model)}
     try:
         fa, fb = side_counts(recs, rows, ("tokens",))
     except RatingsInputError:
-        lc: dict[int, float] | None = None
-    else:
-        len_a, len_b = fa[:, 0], fb[:, 0]
-        delta = np.where(base_is_a, len_b - len_a, len_a - len_b)
-        lc = _length_controlled(model, y, delta, _groups(recs, rows))
-    return {
-        prep.names[m]: {
-            "win_rate": raw[m],
-            "lc_win_rate": None if lc is None else lc[m],
-            "n_battles": counts[m],
-        }
-        for m in sorted(raw, key=lambda k: prep.names[k])
-    }
+        return prep.names, model, y, None
+    len_a, len_b = fa[:, 0], fb[:, 0]
+    delta = np.where(base_is_a, len_b - len_a, len_a - len_b)
+    return prep.names, model, y, _lc_inputs(model, y, delta, _groups(recs, rows))
 
 
 def _groups(recs: Any, rows: np.ndarray) -> np.ndarray | None:
@@ -110,9 +120,10 @@ def _prompt_key(conversation: Any) -> str | None:
     return None if text is None else "p:" + text.strip()
 
 
-def _length_controlled(
+def _lc_inputs(
     model: np.ndarray, y: np.ndarray, delta: np.ndarray, groups: np.ndarray | None
-) -> dict[int, float]:
+) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per model: the features [1, t, gamma] of its battles, its scores and the difficulties gamma."""
     ids, local = np.unique(model, return_inverse=True)
     k = len(ids)
     sd = np.array([delta[local == i].std() for i in range(k)])
@@ -131,10 +142,20 @@ def _length_controlled(
                 shared if shared is not None else _difficulty(local, k, y, t, groups, (~sel).astype(float))
             )
             gamma = per_group[groups[sel]]
-        features = np.column_stack([np.ones(sel.sum()), t[sel], gamma])
-        coef = _logistic(features, y[sel])
-        out[int(ids[i])] = float(100.0 * expit(coef[0] + coef[2] * gamma).mean())
+        out[int(ids[i])] = (np.column_stack([np.ones(sel.sum()), t[sel], gamma]), y[sel], gamma)
     return out
+
+
+def _lc_value(features: np.ndarray, y: np.ndarray, gamma: np.ndarray) -> float:
+    """The length-controlled win rate: the per-model fit's prediction at zero length difference, in percent."""
+    coef = _logistic(features, y)
+    return float(100.0 * expit(coef[0] + coef[2] * gamma).mean())
+
+
+def _length_controlled(
+    model: np.ndarray, y: np.ndarray, delta: np.ndarray, groups: np.ndarray | None
+) -> dict[int, float]:
+    return {m: _lc_value(*inputs) for m, inputs in _lc_inputs(model, y, delta, groups).items()}
 
 
 def _difficulty(

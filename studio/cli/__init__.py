@@ -15,6 +15,7 @@ This module builds the root app from one module per subject, one line per comman
 - ``evals``: the verifiable eval set (``evals.py``)
 - ``train``, ``jobs``: training jobs (``train.py``, ``health.py``, ``jobs.py``)
 - ``probes``: sycophancy probes (``probes.py``)
+- ``decide``: the decision card of two or more contestants (``decide.py``)
 
 Every module imports only typer at the top; services and their libraries load inside the command that runs, so
 ``vibestudio --help`` stays fast (``benchmarks/startup.py``). Shared helpers are in ``_common.py``; ``docs.py``
@@ -30,6 +31,7 @@ from studio.cli import (
     arena,
     data,
     database,
+    decide,
     evals,
     families,
     jobs,
@@ -54,6 +56,7 @@ app.command("import")(data.import_cmd)
 app.command("agreement")(annotate.agreement)
 app.command("families")(families.families_cmd)
 app.command("drift")(models.drift_cmd)
+app.command("decide")(decide.decide)
 
 app.add_typer(models.models_app, name="models")
 app.add_typer(database.db_app, name="db")

@@ -64,6 +64,9 @@ def ratings(
     baseline: str = typer.Option(None, help="Add win rate and LC win rate against this model."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     skip_bad: bool = typer.Option(False, help="Skip bad rows (listed) instead of failing."),
+    flip: bool = typer.Option(
+        True, "--flip/--no-flip", help="Votes-to-flip per adjacent pair (JSON: top-level 'votes_to_flip')."
+    ),
 ) -> None:
     """Ratings (Bradley-Terry with CIs, Elo) from a battles file or the studio database."""
     if ctx.invoked_subcommand is not None:
@@ -72,7 +75,8 @@ def ratings(
 
     if ci not in (None, "bootstrap", "sandwich"):
         fail(f"--ci must be 'bootstrap' or 'sandwich', got {ci!r}")
-    path = _battles_file(battles, style_control or vibe_control)
+    # LC win rates need the answers' lengths: read the texts for --baseline too
+    path = _battles_file(battles, style_control or vibe_control or baseline is not None)
     try:
         out = ratings_report(
             path,
@@ -85,6 +89,7 @@ def ratings(
             baseline=baseline,
             as_json=as_json,
             skip_bad=skip_bad,
+            votes_to_flip=flip,
         )
     except (RatingsInputError, OSError, ValueError) as exc:
         fail(str(exc))
@@ -179,3 +184,81 @@ def ratings_methods(
         )
     for w in out["warnings"]:
         typer.echo(f"warning: {w}")
+
+
+@ratings_app.command("judges")
+def ratings_judges(
+    judge: list[str] = typer.Option(..., help="A judge's name as in the votes' 'judge' field (repeatable)."),
+    battles: Path = typer.Option(None, help=_BATTLES_HELP),
+    source: str = typer.Option(
+        "pooled",
+        help="Board on 'human' votes only, 'judge' votes only, or 'pooled' (judge weight as chosen).",
+    ),
+    rounds: int = typer.Option(30, help="Bootstrap rounds for the exchange rate's interval."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
+) -> None:
+    """What a judge vote is worth: one human vote ~ k judge votes (weight chosen by held-out human votes), and the
+    board human-only, judge-only or pooled."""
+    from arena.ratings import composite_board, format_board, judge_worth
+
+    if source not in ("human", "judge", "pooled"):
+        fail(f"--source must be 'human', 'judge' or 'pooled', got {source!r}")
+    records = _load(battles, False, skip_bad)
+    try:
+        worth = judge_worth(records, judge, rounds=rounds)
+        weight = worth[-1].weight if worth[-1].weight is not None else 0.0
+        board = composite_board(records, judge, source=source, weight=weight, ci_method="sandwich")
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        out = {"judges": [w.to_dict() for w in worth], "source": source, "judge_weight": weight}
+        out["board"] = board.to_dict()
+        typer.echo(json.dumps(out, indent=2))
+        return
+    for w in worth:
+        typer.echo(w.sentence() + f" ({w.n_judge_votes} judge votes, {w.n_human_votes} human votes)")
+    typer.echo(
+        f"\nBoard on {source} votes" + (f" (judge weight {weight:.3g})" if source == "pooled" else "") + ":"
+    )
+    typer.echo(format_board(board))
+
+
+@ratings_app.command("kinds")
+def ratings_kinds(
+    text: list[str] = typer.Option(None, "--text", help="A prompt to classify (repeatable)."),
+    folds: int = typer.Option(5, help="Folds for the held-out accuracy."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Prompts by kind: the category classifier trained on the studio's labelled prompt sets, its held-out
+    accuracy, and categories for the given prompts and for typed battle prompts."""
+    from standings.prompt_kinds import classify, kinds_report, typed_prompt_kinds
+
+    db = open_db()
+    with db.session() as s:
+        report = kinds_report(s, folds=folds)
+        given = classify(s, list(text or []))
+        typed = typed_prompt_kinds(s)
+    counts: dict[str, int] = {}
+    for v in typed.values():
+        counts[v["category"]] = counts.get(v["category"], 0) + 1
+    if as_json:
+        out = {
+            "report": report.to_dict(),
+            "classified": given,
+            "typed_battles": len(typed),
+            "typed_by_kind": counts,
+        }
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(report.sentence())
+    for c in given:
+        kind = (
+            "can't tell (no labelled prompts)"
+            if c["category"] is None
+            else f"{c['category']} (p={c['p']:.2f})"
+        )
+        typer.echo(f"  {c['text'][:60]!r}: {kind}")
+    if typed:
+        shown = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        typer.echo(f"typed battle prompts ({len(typed)}): {shown}")

@@ -484,6 +484,10 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 )
                 eval_btn = gr.Button("▶ Run evals", variant="primary", elem_id="evals-run", scale=1)
             eval_status = gr.HTML(elem_id="evals-status")
+        with gr.Tab("How fragile is the order"):
+            fragile_tab = fragility_components()
+        with gr.Tab("LC win rate"):
+            lc_tab = lc_components()
 
     def options(
         ci_method: str,
@@ -516,6 +520,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         shift = ""
         if out.get("method", "bt") != "bt" and out["models"]:
             shift = change_text(out, service.board(replace(o, method="bt"), refresh=False))
+        shift += flip_summary(service, o, out)
         return (
             summary_text(out, method_text(out) + shift),
             board_table(out),
@@ -630,4 +635,244 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     eval_btn.click(on_run_evals, [eval_who, eval_limit], [eval_status], api_visibility="private").then(
         on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private"
     )
+    wire_fragility(ctx, fragile_tab, filters, options)
+    wire_lc(ctx, demo, lc_tab, filters, options)
+    wire_decision(ctx, demo)
     families.build_section(ctx, service)
+
+
+# -- how fragile is the order; LC win rate (votes-to-flip, #31) ----------------------------------------------------------
+FLIP_COLUMNS = ["#", "higher", "lower", "rating gap", "votes to flip", "share of votes", "note"]
+FLIP_VOTE_COLUMNS = ["battle", "vote", "voted at (UTC)", "voter", "model_a", "model_b", "winner"]
+LC_COLUMNS = ["name", "battles", "win %", "win low", "win high", "LC win %", "LC low", "LC high", "note"]
+
+
+def flip_summary(service: Any, o: BoardOptions, board: dict[str, Any]) -> str:
+    """The board summary's votes-to-flip line ("#1 holds unless 3 votes go"), as Markdown with literal names."""
+    if len(board["models"]) < 2:
+        return ""
+    out = service.votes_to_flip(o, refresh=False)
+    top = out["pairs"][0] if out["pairs"] else None
+    if top is None or top["votes"] is None:
+        return "\n\n🧮 Votes to flip #1: can't tell" + (f" ({literal(top['note'])})" if top else "")
+    if top["votes"] == 0:
+        return f"\n\n🧮 #1 is a dead heat: {literal(top['higher'])} and {literal(top['lower'])} are level."
+    word = "vote goes" if top["votes"] == 1 else "votes go"
+    method = "" if board.get("method", "bt") == "bt" else " (on the plain Bradley-Terry order)"
+    return (
+        f"\n\n🧮 **#1 {literal(top['higher'])} holds over {literal(top['lower'])} unless {top['votes']} {word}**"
+        f" of {out['n_votes']:,}{method}: checked by refitting without them (see *How fragile is the order*)."
+    )
+
+
+def flip_table(out: dict[str, Any]) -> pd.DataFrame:
+    rows = [
+        {
+            "#": p["position"],
+            "higher": p["higher"],
+            "lower": p["lower"],
+            "rating gap": _r(p["rating_gap"]),
+            "votes to flip": p["votes"] if p["votes"] is not None else "can't tell",
+            "share of votes": None
+            if p["votes"] is None
+            else f"{100 * p['votes'] / max(out['n_votes'], 1):.2g}%",
+            "note": p["note"],
+        }
+        for p in out["pairs"]
+    ]
+    return pd.DataFrame(rows, columns=FLIP_COLUMNS)
+
+
+def flip_votes_table(out: dict[str, Any], position: int | None, show_voters: bool) -> pd.DataFrame:
+    """The votes whose removal flips pair `position`: battle, vote, time, voter (admins only), sides and winner."""
+    import datetime as dt
+
+    pair = next((p for p in out["pairs"] if p["position"] == position), None)
+    rows = []
+    for v in (pair or {}).get("removed", []):
+        ts = v.get("tstamp")
+        when = dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M") if ts else None
+        voter = (v.get("voter") or "anonymous") if show_voters else "(admins only)"
+        rows.append(
+            {
+                "battle": v.get("battle_id"),
+                "vote": v.get("vote_id"),
+                "voted at (UTC)": when,
+                "voter": voter,
+                "model_a": v["model_a"],
+                "model_b": v["model_b"],
+                "winner": v["winner"],
+            }
+        )
+    return pd.DataFrame(rows, columns=FLIP_VOTE_COLUMNS)
+
+
+def flip_text(out: dict[str, Any]) -> str:
+    text = f"{literal(out['headline'])}\n\nFound in {out['seconds']:.2f} s over {out['n_votes']:,} votes. "
+    text += (
+        "Each count is found by ranking votes by their influence on the pair's rating gap (one Newton step of the "
+        "Bradley-Terry fit) and then **checked by refitting without them**; it is an upper bound on the fewest."
+    )
+    for w in out["warnings"]:
+        text += f"\n\n⚠️ {literal(w)}"
+    return to_html(text)
+
+
+def lc_table(out: dict[str, Any]) -> pd.DataFrame:
+    rows = [
+        {
+            "name": r["name"],
+            "battles": r["n_battles"],
+            "win %": _r(r["win_rate"]),
+            "win low": _r(r["win_low"]),
+            "win high": _r(r["win_high"]),
+            "LC win %": _r(r["lc_win_rate"]),
+            "LC low": _r(r["lc_low"]),
+            "LC high": _r(r["lc_high"]),
+            "note": r["note"],
+        }
+        for r in out["rows"]
+    ]
+    return pd.DataFrame(rows, columns=LC_COLUMNS)
+
+
+class FragilityTab:
+    """The components of the *How fragile is the order* sub-tab."""
+
+    def __init__(self) -> None:
+        gr.Markdown(
+            "For the top pair and each adjacent pair of the board: the fewest votes found whose removal flips their "
+            "order (after Huang et al., *Dropping just a handful of preferences can change top LLM rankings*). "
+            "Pick a pair to see the votes themselves."
+        )
+        self.button = gr.Button("Find the votes that would flip the order", elem_id="flip-run")
+        self.text = gr.HTML(elem_id="flip-summary")
+        self.table = gr.Dataframe(headers=FLIP_COLUMNS, interactive=False, elem_id="flip-table")
+        self.pair = gr.Dropdown([], label="Show the votes for pair", elem_id="flip-pair")
+        self.votes = gr.Dataframe(headers=FLIP_VOTE_COLUMNS, interactive=False, elem_id="flip-votes")
+
+
+def fragility_components() -> FragilityTab:
+    return FragilityTab()
+
+
+class LcTab:
+    """The components of the *LC win rate* sub-tab."""
+
+    def __init__(self) -> None:
+        gr.Markdown(
+            "Win rate and length-controlled win rate (AlpacaEval 2) against a baseline, with 95% bootstrap "
+            "intervals: the LC win rate is what the win rate would be at equal answer length."
+        )
+        with gr.Row():
+            self.baseline = gr.Dropdown([], label="Baseline", allow_custom_value=True, elem_id="lc-baseline")
+            self.button = gr.Button("Show LC win rates", elem_id="lc-run")
+        self.text = gr.HTML(elem_id="lc-notes")
+        self.table = gr.Dataframe(headers=LC_COLUMNS, interactive=False, elem_id="lc-table")
+
+
+def lc_components() -> LcTab:
+    return LcTab()
+
+
+def _is_admin(ctx: StudioContext, request: gr.Request | None) -> bool:
+    from accounts import require_role
+
+    try:
+        require_role(ctx.db, ctx.access.user_id(request), "admin")
+    except PermissionDenied:
+        return False
+    return True
+
+
+def wire_fragility(ctx: StudioContext, tab: FragilityTab, filters: list[Any], options: Any) -> None:
+    service = ctx.leaderboard
+
+    def on_flip(ci_method, chosen, board_name, with_named, method_name, request: gr.Request):  # type: ignore[no-untyped-def]
+        out = service.votes_to_flip(options(ci_method, chosen, board_name, with_named, method_name))
+        choices = [(f"#{p['position']} {p['higher']} > {p['lower']}", p["position"]) for p in out["pairs"]]
+        first = choices[0][1] if choices else None
+        return (
+            flip_text(out),
+            flip_table(out),
+            gr.update(choices=choices, value=first),
+            flip_votes_table(out, first, _is_admin(ctx, request)),
+        )
+
+    def on_pair(position, ci_method, chosen, board_name, with_named, method_name, request: gr.Request):  # type: ignore[no-untyped-def]
+        o = options(ci_method, chosen, board_name, with_named, method_name)
+        out = service.votes_to_flip(o, refresh=False)
+        return flip_votes_table(out, int(position) if position is not None else None, _is_admin(ctx, request))
+
+    tab.button.click(on_flip, filters, [tab.text, tab.table, tab.pair, tab.votes], api_name="votes_to_flip")
+    tab.pair.input(on_pair, [tab.pair, *filters], [tab.votes], api_visibility="private")
+
+
+def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any], options: Any) -> None:
+    service = ctx.leaderboard
+
+    def on_lc(baseline, ci_method, chosen, board_name, with_named, method_name):  # type: ignore[no-untyped-def]
+        if not baseline:
+            raise gr.Error("Pick a baseline.")
+        try:
+            out = service.win_rates(baseline, options(ci_method, chosen, board_name, with_named, method_name))
+        except ValueError as exc:
+            raise user_error(exc) from exc
+        return to_html("\n\n".join(literal(n) for n in out["notes"])), lc_table(out)
+
+    def names():  # type: ignore[no-untyped-def]
+        with ctx.db.session() as s:
+            return gr.update(choices=[c.public_name for c in list_contestants(s)])
+
+    tab.button.click(on_lc, [tab.baseline, *filters], [tab.text, tab.table], api_name="lc_win_rates")
+    demo.load(names, None, [tab.baseline], api_visibility="private")
+
+
+class DecisionTab:
+    """The components of the *Decision card* section: two contestants, an optional price per hour, the card."""
+
+    def __init__(self) -> None:
+        gr.Markdown(
+            "Two contestants side by side: arena rating with its interval and the votes that would flip them, "
+            "verifiable evals, vibes that differ, sycophancy probes, measured speed and cost, and one sentence "
+            "that says no more than the intervals allow."
+        )
+        with gr.Row():
+            self.a = gr.Dropdown([], label="Contestant A", allow_custom_value=True, elem_id="card-a")
+            self.b = gr.Dropdown([], label="Contestant B", allow_custom_value=True, elem_id="card-b")
+            self.price = gr.Number(
+                None, label="Price per hour (empty or 0: the studio's setting)", elem_id="card-price"
+            )
+            self.button = gr.Button("Draw the decision card", variant="primary", elem_id="card-run")
+        self.card = gr.HTML(elem_id="card-body")
+
+
+def card_html(card: Any) -> str:
+    """The card through the display path (contestant names are untrusted)."""
+    return to_html(card.to_markdown(literal))
+
+
+def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
+    """The *Decision card* section (an accordion under the board's sub-tabs) and its wiring."""
+    from standings.decision import DecisionError, decision_card
+
+    with gr.Accordion("Decision card: which of two to ship", open=True, elem_id="card-section"):
+        tab = DecisionTab()
+
+    def on_card(a: str | None, b: str | None, price: float | None) -> str:
+        if not a or not b:
+            raise gr.Error("Pick two contestants.")
+        try:
+            # an empty number box arrives as 0 or None: both mean "the studio's setting"
+            card = decision_card(ctx.db, a, b, service=ctx.leaderboard, price_per_hour=price or None)
+        except DecisionError as exc:
+            raise user_error(exc) from exc
+        return card_html(card)
+
+    def names():  # type: ignore[no-untyped-def]
+        with ctx.db.session() as s:
+            choices = [c.public_name for c in list_contestants(s)]
+        return gr.update(choices=choices), gr.update(choices=choices)
+
+    tab.button.click(on_card, [tab.a, tab.b, tab.price], [tab.card], api_name="decision_card")
+    demo.load(names, None, [tab.a, tab.b], api_visibility="private")

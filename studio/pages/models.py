@@ -77,6 +77,26 @@ def probes_md(page: dict[str, Any]) -> str:
     return head + "\n" + "\n".join(f"- {literal(line.strip())}" for line in lines)
 
 
+def flip_md(service: LeaderboardService, name: str) -> str:
+    """How fragile the model's place is: the votes that would swap it with its neighbours on the board (#31)."""
+    out = service.votes_to_flip(refresh=False)
+    lines = []
+    for p in out["pairs"]:
+        if name not in (p["higher"], p["lower"]):
+            continue
+        other = p["lower"] if p["higher"] == name else p["higher"]
+        where = "above" if p["higher"] == name else "below"
+        count = "can’t tell" if p["votes"] is None else f"{p['votes']} of {out['n_votes']} votes"
+        lines.append(
+            f"- {where} {literal(other)} (#{p['position'] + (where == 'above')}): swapped if {count} go"
+        )
+    if not lines:
+        return ""
+    head = "\n\n**How fragile its place is** (votes whose removal swaps it with a neighbour, checked by refitting; "
+    head += "the votes are listed on the Leaderboard tab, *How fragile is the order*):\n"
+    return head + "\n".join(lines)
+
+
 def render(ctx: StudioContext, service: LeaderboardService, name: str | None) -> tuple[Any, ...]:
     if not name:
         return (to_html("Pick a model."), "", "", "", "", None)
@@ -102,7 +122,7 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
     return (
         to_html(head),
         to_html(lineage_md(page, literal)),
-        to_html(ratings_md(page, literal)),
+        to_html(ratings_md(page, literal) + flip_md(service, c["public_name"])),
         to_html(vibe_md(page) + "\n\n" + probes_md(page)),
         to_html(report),
         curves_figure(page["curves"]),

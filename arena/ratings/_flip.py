@@ -1,0 +1,403 @@
+"""Votes-to-flip: for each adjacent pair of the Bradley-Terry board, the fewest votes whose removal flips its order.
+
+After Huang, Shen, Wei and Broderick, "Dropping just a handful of preferences can change top LLM rankings" (ICLR
+2026). Finding the smallest set exactly is combinatorial; this module finds a small set fast and then checks it:
+
+1. **Approximate** (influence functions, i.e. one Newton step of the Bradley-Terry log-likelihood): removing vote i
+   moves the ratings by about H^+ grad l_i = w_i (p_i - y_i) H^+ (e_a - e_b), so its effect on the gap theta_u -
+   theta_v of the pair (u above v) is w_i (p_i - y_i) (H^+[u] - H^+[v]) . (e_a - e_b). Votes with the same pair,
+   outcome and weight have the same effect, so they are handled as one group with a count. The most negative
+   effects are taken, greedily, until the predicted gap changes sign.
+2. **Check** by refitting without those votes (Newton on the per-pair sums, warm-started). If the order did not
+   flip, the influences are recomputed at the refitted ratings and more votes are taken (so k grows until a refit
+   flips). Once a refit flips, the shortest prefix of the removal sequence that still flips on refit is found by
+   bisection. The reported count is therefore always *checked*: refitting without exactly those votes flips the
+   pair. It is an upper bound on the true minimum (the search is greedy), which the tests compare with exhaustive
+   search on small arenas.
+
+What it knows: plain Bradley-Terry with ties as half a win, both-good / both-bad as ties or dropped, inverse-
+probability weights. It knows nothing about tie models or style control (the pair's order is that of plain BT),
+databases or UI. A pair whose models never met, directly or through others, cannot be flipped or kept: "can't tell".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _fit
+from ._blas import single_threaded
+from ._board import RIDGE_SEPARATED, SCALE, _aggregate, _graph_warnings, prepare
+from ._graph import weak_components
+from ._input import as_records
+
+#: Record fields copied into each removed vote (when present): who cast it, when, and where it lives.
+VOTE_FIELDS = ("battle_id", "vote_id", "judge", "tstamp", "question_id", "turn")
+#: Rounds of "take more votes, refit" before giving up on a pair.
+MAX_ROUNDS = 60
+
+
+@dataclass
+class PairFlip:
+    """One adjacent pair of the board: `higher` is rated above `lower`; `votes` is the checked number of votes whose
+    removal flips them (None: can't tell, see `note`); `predicted` the first one-step estimate; `removed` the votes
+    (record fields `VOTE_FIELDS` plus model_a, model_b, winner and `row`, the record's position)."""
+
+    higher: str
+    lower: str
+    position: int
+    gap: float
+    votes: int | None
+    predicted: int | None
+    refits: int
+    n_votes: int
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self, with_votes: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "higher": self.higher,
+            "lower": self.lower,
+            "votes": self.votes,
+            "position": self.position,
+            "rating_gap": self.gap,
+            "predicted": self.predicted,
+            "refits": self.refits,
+            "n_votes": self.n_votes,
+            "note": self.note,
+        }
+        if with_votes:
+            out["removed"] = [dict(v) for v in self.removed]
+        return out
+
+
+@dataclass
+class FlipReport:
+    """Votes-to-flip for every adjacent pair, top pair first, with the time it took and warnings."""
+
+    pairs: list[PairFlip]
+    n_votes: int
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+    def top(self) -> PairFlip | None:
+        return self.pairs[0] if self.pairs else None
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The CLI's `votes_to_flip` list: {"higher", "lower", "votes"} per adjacent pair."""
+        return [{"higher": p.higher, "lower": p.lower, "votes": p.votes} for p in self.pairs]
+
+    def to_dict(self, with_votes: bool = True) -> dict[str, Any]:
+        return {
+            "pairs": [p.to_dict(with_votes) for p in self.pairs],
+            "n_votes": self.n_votes,
+            "seconds": self.seconds,
+            "warnings": list(self.warnings),
+        }
+
+
+def headline(report: FlipReport) -> str:
+    """ "#1 holds unless 3 votes go" (or what is missing), for a board's summary line."""
+    top = report.top()
+    if top is None:
+        return (
+            "votes-to-flip: can't tell ("
+            + ("; ".join(report.warnings) or "fewer than two rated models")
+            + ")"
+        )
+    if top.votes is None:
+        return f"#1 ({top.higher} over {top.lower}): can't tell how many votes would flip it ({top.note})"
+    if top.votes == 0:
+        return f"#1 is a dead heat: {top.higher} and {top.lower} have the same rating"
+    share = 100.0 * top.votes / max(report.n_votes, 1)
+    plural = "vote goes" if top.votes == 1 else "votes go"
+    return (
+        f"#1 {top.higher} holds over {top.lower} unless {top.votes} {plural} "
+        f"({share:.2g}% of {report.n_votes:,} votes; checked by refitting without them)"
+    )
+
+
+@dataclass
+class _Groups:
+    """Votes grouped by (pair, outcome seen from the pair's lower index, weight): one influence per group."""
+
+    pair: np.ndarray  # index into the pair design
+    yl: np.ndarray  # score of the pair's lower-index model
+    w: np.ndarray  # weight of one vote
+    count: np.ndarray  # votes in the group
+    members: list[np.ndarray]  # record positions of the group's votes, newest first
+
+
+def _groups(prep: Any, design: _fit.Design) -> _Groups:
+    m = design.n_models
+    lo = np.minimum(prep.a, prep.b).astype(np.int64)
+    hi = np.maximum(prep.a, prep.b).astype(np.int64)
+    pair_index = np.full(m * m, -1, dtype=np.int64) if m * m <= 4_000_000 else None
+    keys = design.a * m + design.b
+    if pair_index is not None:
+        pair_index[keys] = np.arange(len(keys))
+        pair = pair_index[lo * m + hi]
+    else:
+        pair = np.searchsorted(keys, lo * m + hi)
+    yl = np.where(prep.a == lo, prep.y, 1.0 - prep.y)
+    outcome = np.rint(yl * 2).astype(np.int64)  # 0 lost, 1 tie, 2 won (from the lower index)
+    _, w_code = np.unique(prep.w, return_inverse=True)
+    key = (pair * 3 + outcome) * (int(w_code.max(initial=0)) + 1) + w_code.ravel()
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    counts = np.diff(np.r_[starts, len(key)])
+    first = order[starts]
+    members = [order[s : s + c][::-1] for s, c in zip(starts.tolist(), counts.tolist(), strict=True)]
+    return _Groups(pair[first], yl[first], prep.w[first], counts.astype(np.int64), members)
+
+
+class _Problem:
+    """The board's data as per-pair sums, with removals applied as counts per group; refits on demand."""
+
+    def __init__(self, design: _fit.Design, s: np.ndarray, n: np.ndarray, groups: _Groups, ridge: float):
+        self.design, self.s0, self.n0, self.g, self.ridge = design, s, n, groups, ridge
+        self.refits = 0
+
+    def sums(self, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g = self.g
+        dn = np.bincount(g.pair, removed * g.w, self.design.n_rows)
+        ds = np.bincount(g.pair, removed * g.w * g.yl, self.design.n_rows)
+        return self.s0 - ds, np.maximum(self.n0 - dn, 0.0)
+
+    def fit(self, removed: np.ndarray, theta0: np.ndarray | None) -> _fit.Fit:
+        s, n = self.sums(removed)
+        y = np.divide(s, n, out=np.full_like(s, 0.5), where=n > 1e-12)
+        y = np.clip(y, 0.0, 1.0)
+        self.refits += 1
+        return _fit.newton(self.design, y, n, ridge=self.ridge, theta0=theta0, max_iter=100)
+
+    def influence(self, fit: _fit.Fit, u: int, v: int) -> np.ndarray:
+        """Predicted change of theta_u - theta_v when one vote of each group is removed (one Newton step)."""
+        h_inv = np.linalg.pinv(fit.hessian, hermitian=True)
+        row = h_inv[u] - h_inv[v]
+        d = self.design
+        c = row[d.a] - row[d.b]  # per pair: (H^+[u] - H^+[v]) . (e_lo - e_hi)
+        p = 1.0 / (1.0 + np.exp(-(fit.theta[d.a] - fit.theta[d.b])))
+        g = self.g
+        return g.w * (p[g.pair] - g.yl) * c[g.pair]
+
+
+def _take(infl: np.ndarray, left: np.ndarray, gap: float) -> np.ndarray:
+    """Counts per group to remove, most negative influence first, until `gap` + their effects < 0 (or all that
+    lower the gap are used)."""
+    take = np.zeros(len(infl), dtype=np.int64)
+    useful = np.flatnonzero((infl < 0) & (left > 0))
+    if not len(useful):
+        return take
+    order = useful[np.argsort(infl[useful], kind="stable")]
+    per = infl[order]
+    cum = gap + np.cumsum(per * left[order])
+    cross = np.flatnonzero(cum < 0)
+    if not len(cross):
+        take[order] = left[order]
+        return take
+    k = int(cross[0])
+    take[order[:k]] = left[order[:k]]
+    before = gap + (float(np.sum(per[:k] * left[order[:k]])) if k else 0.0)
+    need = int(np.floor(before / -per[k])) + 1  # votes of group k that push the gap below 0
+    take[order[k]] = min(int(left[order[k]]), max(need, 1))
+    return take
+
+
+def _flip_pair(problem: _Problem, base: _fit.Fit, u: int, v: int) -> tuple[int | None, int | None, list[int]]:
+    """(checked count, first predicted count, removal sequence as group indices) for u above v."""
+    total = problem.g.count
+    removed = np.zeros(len(total), dtype=np.int64)
+    sequence: list[tuple[int, int]] = []  # (group, how many) in the order taken
+    fit, predicted = base, None
+    for _ in range(MAX_ROUNDS):
+        gap = float(fit.theta[u] - fit.theta[v])
+        if gap < 0:
+            break
+        infl = problem.influence(fit, u, v)
+        take = _take(infl, total - removed, gap)
+        if predicted is None:
+            predicted = int(take.sum())
+        if not take.any():
+            return None, predicted, []
+        order = np.flatnonzero(take)
+        order = order[np.argsort(infl[order], kind="stable")]
+        sequence.extend((int(k), int(take[k])) for k in order)
+        removed += take
+        fit = problem.fit(removed, fit.theta)
+    else:
+        return None, predicted, []
+    if fit.theta[u] - fit.theta[v] >= 0:
+        return None, predicted, []
+    flat = [k for k, c in sequence for _ in range(c)]
+    return _shortest(problem, base, flat, u, v), predicted, flat
+
+
+def _shortest(problem: _Problem, base: _fit.Fit, flat: list[int], u: int, v: int) -> int:
+    """The shortest prefix of `flat` (group per removed vote) whose removal flips u and v on refit (bisection)."""
+    arr = np.asarray(flat, dtype=np.int64)
+    n_groups = len(problem.g.count)
+
+    def flips(k: int) -> bool:
+        removed = np.bincount(arr[:k], minlength=n_groups)
+        fit = problem.fit(removed, base.theta)
+        return bool(fit.theta[u] - fit.theta[v] < 0)
+
+    lo, hi = 0, len(flat)  # flips(hi) is known; flips(0) is not (the base order)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if flips(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _vote_rows(records: Any, prep: Any, groups: _Groups, flat: list[int], k: int) -> list[dict[str, Any]]:
+    """The first `k` removed votes as plain dicts (newest vote of each group first)."""
+    frame = records.frame
+    used: dict[int, int] = {}
+    out = []
+    columns = [c for c in VOTE_FIELDS if c in frame.columns]
+    for group in flat[:k]:
+        j = used.get(group, 0)
+        used[group] = j + 1
+        row = int(prep.rows[groups.members[group][j]])
+        item: dict[str, Any] = {
+            "row": row,
+            "model_a": str(frame["model_a"].iat[row]),
+            "model_b": str(frame["model_b"].iat[row]),
+            "winner": str(frame["winner"].iat[row]),
+        }
+        for c in columns:
+            value = frame[c].iat[row]
+            item[c] = None if _missing(value) else (value.item() if hasattr(value, "item") else value)
+        out.append(item)
+    return out
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return bool(value is None or (isinstance(value, float) and np.isnan(value)))
+    except TypeError:
+        return False
+
+
+@single_threaded
+def votes_to_flip(
+    records: Any,
+    *,
+    both_good: str = "tie",
+    both_bad: str = "tie",
+    ipw: bool = True,
+    pairs: str = "adjacent",
+    between: tuple[str, str] | None = None,
+    max_votes_listed: int = 200,
+) -> FlipReport:
+    """Votes-to-flip for the top pair and each adjacent pair of the Bradley-Terry board (`pairs="top"`: only #1
+    against #2; `between=(a, b)`: only those two, in their board order). Each count is checked by a refit without
+    those votes; None means "can't tell" (`note` says why)."""
+    if pairs not in ("adjacent", "top"):
+        raise ValueError(f"pairs must be 'adjacent' or 'top', got {pairs!r}")
+    start = time.perf_counter()
+    recs = as_records(records)
+    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+    n_votes = len(prep.rows)
+    if len(prep.names) < 2:
+        why = "no votes" if n_votes == 0 else "fewer than two rated models"
+        return FlipReport([], n_votes, time.perf_counter() - start, [f"can't tell: {why}"])
+    agg = _aggregate(prep)
+    graph_notes, separated = _graph_warnings(prep.names, agg)
+    ridge = RIDGE_SEPARATED if separated else _fit.RIDGE
+    design = agg.design
+    groups = _groups(prep, design)
+    problem = _Problem(design, agg.s, agg.n, groups, ridge)
+    base = problem.fit(np.zeros(len(groups.count), dtype=np.int64), None)
+    _, component = weak_components(len(prep.names), design.a, design.b)
+    order = sorted(range(len(prep.names)), key=lambda k: (-base.theta[k], prep.names[k]))
+    warnings = list(graph_notes)
+    if separated:
+        warnings.append("some ratings rest on a prior (perfect records): their votes-to-flip are rough")
+    targets = [(order[k], order[k + 1]) for k in range(len(order) - 1 if pairs == "adjacent" else 1)]
+    if between is not None:
+        missing = [n for n in between if n not in prep.names]
+        if missing:
+            why = f"can't tell: {', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no rated votes"
+            return FlipReport([], n_votes, time.perf_counter() - start, [why])
+        i, j = (prep.names.index(n) for n in between)
+        targets = [(i, j) if order.index(i) < order.index(j) else (j, i)]
+    out: list[PairFlip] = []
+    for u, v in targets:
+        pos = order.index(u)
+        gap = float(SCALE * (base.theta[u] - base.theta[v]))
+        pf = PairFlip(prep.names[u], prep.names[v], pos + 1, gap, None, None, 0, n_votes)
+        before = problem.refits
+        if component[u] != component[v]:
+            pf.note = "these models were never compared, directly or through others"
+        elif gap <= 1e-9:
+            pf.votes, pf.predicted, pf.note = 0, 0, "same rating: already a tie"
+        else:
+            count, pf.predicted, flat = _flip_pair(problem, base, u, v)
+            if count is None:
+                pf.note = "no set of votes found whose removal flips this pair"
+            else:
+                pf.votes = count
+                pf.removed = _vote_rows(recs, prep, groups, flat, min(count, max_votes_listed))
+                if count > max_votes_listed:
+                    pf.note = f"the first {max_votes_listed} of the {count} votes are listed"
+        pf.refits = problem.refits - before
+        out.append(pf)
+    return FlipReport(out, n_votes, time.perf_counter() - start, warnings)
+
+
+def refit_without(records: Any, rows: list[int], **options: Any) -> dict[str, float]:
+    """Plain Bradley-Terry ratings (Elo scale, mean 1000) without the records at positions `rows`: the check a
+    reader can run on a reported set of votes."""
+    from ._board import leaderboard
+
+    recs = as_records(records)
+    keep = np.ones(len(recs), dtype=bool)
+    keep[np.asarray(rows, dtype=np.int64)] = False
+    frame = recs.frame[keep].reset_index(drop=True)
+    board = leaderboard(frame, ci_method="sandwich", elo_k=None, min_battles=0, **options)
+    return board.ratings()
+
+
+__all__ = ["FlipReport", "PairFlip", "headline", "refit_without", "votes_to_flip"]
+
+
+def greedy_refit_flip(
+    records: Any, higher: str, lower: str, *, max_votes: int = 10_000, **options: Any
+) -> int | None:
+    """The raw baseline (no approximation): remove one vote at a time, each time the one whose removal lowers the
+    refitted gap most, trying every kind of vote with an exact refit; the count when the order flips (None past
+    `max_votes`). Costs (votes removed) x (pairs x outcomes) refits: for benchmarks and tests."""
+    recs = as_records(records)
+    prep = prepare(recs, **options)
+    agg = _aggregate(prep)
+    _, separated = _graph_warnings(prep.names, agg)
+    groups = _groups(prep, agg.design)
+    problem = _Problem(agg.design, agg.s, agg.n, groups, RIDGE_SEPARATED if separated else _fit.RIDGE)
+    u, v = prep.names.index(higher), prep.names.index(lower)
+    removed = np.zeros(len(groups.count), dtype=np.int64)
+    fit = problem.fit(removed, None)
+    for k in range(1, max_votes + 1):
+        best, best_gap, best_fit = -1, np.inf, fit
+        for g in np.flatnonzero(removed < groups.count):
+            removed[g] += 1
+            trial = problem.fit(removed, fit.theta)
+            removed[g] -= 1
+            gap = float(trial.theta[u] - trial.theta[v])
+            if gap < best_gap:
+                best, best_gap, best_fit = int(g), gap, trial
+        if best < 0:
+            return None
+        removed[best] += 1
+        fit = best_fit
+        if best_gap < 0:
+            return k
+    return None
