@@ -94,9 +94,7 @@ def change(
     session.refresh(row)
     before = row.state
     if allowed_from is not None and before not in allowed_from:
-        raise LifecycleError(
-            f"{row.public_name} is {before}; {action} needs it {' or '.join(allowed_from)}"
-        )
+        raise LifecycleError(f"{row.public_name} is {before}; {action} needs it {' or '.join(allowed_from)}")
     done = session.execute(
         update(Contestant)
         .where(Contestant.id == row.id, Contestant.state == before)
@@ -276,12 +274,19 @@ def apply_verdict(
     events = _events(session, row.id)
     if state == "hidden":  # logged, so a restore knows what the verdict said (events are ordered by id)
         return change(
-            session, row.id, "hidden", action="verdict", by="rules", reason=why,
+            session,
+            row.id,
+            "hidden",
+            action="verdict",
+            by="rules",
+            reason=why,
             details={"verdict": verdict, "hold": hold_it},
         )
     if state == "released" and hold_it:
         last_release = next((e for e in reversed(events) if e.action == "release"), None)
-        if last_release is not None and set(reasons) <= set((last_release.details or {}).get("overrode") or []):
+        if last_release is not None and set(reasons) <= set(
+            (last_release.details or {}).get("overrode") or []
+        ):
             return None  # a person already let it in over exactly these reasons
         return change(session, row.id, "held", action="verdict", by="rules", reason=why)
     if state == "held" and not hold_it:
@@ -310,7 +315,13 @@ def published(session: Session, contestant_id: int, reason: str, details: dict[s
         session.flush()
         return Change(row.public_name, "publish", None, "pending", "publish", reason, dict(details))
     return change(
-        session, row.id, "pending", action="publish", by="publish", reason=reason, details=details,
+        session,
+        row.id,
+        "pending",
+        action="publish",
+        by="publish",
+        reason=reason,
+        details=details,
         allowed_from=("pending", "held"),
     )
 
@@ -341,11 +352,11 @@ def may_play(session: Session, contestant_id: int, mode: str, user_id: int | Non
     if mode not in ("named", "self_play") or row.state not in INSPECT_STATES:
         return f"contestant {contestant_id} is {row.state}, not released: it cannot play in a {mode} battle"
     user = session.get(User, user_id) if user_id is not None else None
-    if user_id is None or (user is not None and not user.disabled and RANK.get(user.role, -1) >= RANK["researcher"]):
+    if user_id is None or (
+        user is not None and not user.disabled and RANK.get(user.role, -1) >= RANK["researcher"]
+    ):
         return None
-    return (
-        f"contestant {contestant_id} is {row.state} (not released): only researchers may play it, in named mode"
-    )
+    return f"contestant {contestant_id} is {row.state} (not released): only researchers may play it, in named mode"
 
 
 def playable(session: Session, user_id: int | None, mode: str = "named") -> list[str]:

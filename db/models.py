@@ -389,7 +389,9 @@ class ContestantEvent(Base):
     __tablename__ = "contestant_events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     contestant_id: Mapped[int] = mapped_column(ForeignKey("contestants.id", ondelete="CASCADE"), index=True)
-    action: Mapped[str] = mapped_column(String(16))  # publish / verdict / release / hold / hide / restore / sweep
+    action: Mapped[str] = mapped_column(
+        String(16)
+    )  # publish / verdict / release / hold / hide / restore / sweep
     by_user: Mapped[str] = mapped_column(String(128))  # a user's name, or "rules", "publish", "sweep"
     reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -174,7 +174,8 @@ class JobConfig:
         "report, so the sycophancy rules can hold it (probes stored later re-decide the verdict either way).",
     )
     probe_items: int = _f(
-        4, "With report_probes: items per probe, spread over the set (4 takes ~1-2 minutes per model on a CPU)."
+        4,
+        "With report_probes: items per probe, spread over the set (4 takes ~1-2 minutes per model on a CPU).",
     )
     probe_max_tokens: int = _f(64, "With report_probes: answer length cap for the probes.")
 

@@ -220,7 +220,11 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
     ctx.metrics.log(result.step, {"publish_seconds": out.seconds})
     print(
         f"[publish] checkpoint {out.checkpoint_id}"
-        + (f" -> contestant {out.public_name!r} (id {out.contestant_id}, {out.state})" if out.public_name else "")
+        + (
+            f" -> contestant {out.public_name!r} (id {out.contestant_id}, {out.state})"
+            if out.public_name
+            else ""
+        )
         + (" (published before)" if out.already else "")
         + f" in {out.seconds:.2f} s after training ended",
         flush=True,
@@ -255,11 +259,15 @@ def publish_checkpoint(
         base = choose_base(parent, cfg.get("base_model") or "")
     published_dir = _published_dir(job_id)
     saved = dict(saved_checkpoints(job_id))
-    kept = {int(p.name.split("-")[-1]): p for p in published_dir.glob("step-*") if p.name.split("-")[-1].isdigit()}
+    kept = {
+        int(p.name.split("-")[-1]): p for p in published_dir.glob("step-*") if p.name.split("-")[-1].isdigit()
+    }
     step = (max(saved) if saved else None) if step is None else int(step)
     if step is None or (step not in saved and step not in kept):
         if not saved and not kept:
-            raise JobError(f"job {job_id} has no saved checkpoint (set save_steps > 0 to keep some on the way)")
+            raise JobError(
+                f"job {job_id} has no saved checkpoint (set save_steps > 0 to keep some on the way)"
+            )
         have = ", ".join(map(str, sorted(set(saved) | set(kept))))
         raise JobError(f"job {job_id} has no checkpoint at step {step} (saved: {have})")
     folder = kept[step] if step in kept else _keep_copy(saved[step], job_id, step)
@@ -408,7 +416,7 @@ def run_report(
     contestant_id: int,
     options: ReportOptions,
     *,
-    on_metrics: Callable[[dict[str, float]], None] | None = None,
+    on_metrics: Callable[[dict[str, float]], object] | None = None,
     say: Callable[[str], None] = lambda msg: print(f"[report] {msg}", flush=True),
 ) -> str:
     """The checkpoint report vs the parent, saved, and its verdict recorded (which releases or holds the
@@ -432,8 +440,8 @@ def run_report(
         if options.snapshot_hash:
             with db.session() as s:
                 snap = get_snapshot(s, options.snapshot_hash)
-                path, digest = snap.path, snap.hash
-            rows = load_snapshot(path, digest)
+                snap_path, digest = snap.path, snap.hash
+            rows = load_snapshot(snap_path, digest)
         if options.report_probes:
             _probe_pair(db, contestant_id, options, say)
         report = drift_report(
@@ -505,11 +513,16 @@ def run_report_job(db: Database, job_id: int, config_path: str) -> int:
     contestant_id = int(data["contestant_id"])
     with db.session() as s:
         if s.get(Contestant, contestant_id) is None:
-            runner.finish(db, job_id, "failed", f"contestant {contestant_id} no longer exists", only_if="running")
+            runner.finish(
+                db, job_id, "failed", f"contestant {contestant_id} no longer exists", only_if="running"
+            )
             return 1
     state = run_report(db, contestant_id, ReportOptions.from_config(data))
     runner.finish(db, job_id, "succeeded", None, only_if="running")
-    print(f"[report] contestant {contestant_id} is {state} at {utcnow().isoformat(timespec='seconds')}", flush=True)
+    print(
+        f"[report] contestant {contestant_id} is {state} at {utcnow().isoformat(timespec='seconds')}",
+        flush=True,
+    )
     return 0
 
 

@@ -501,7 +501,9 @@ def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
     contestant_id, contestant_step = _result(s, job.id)
     if job.kind == "report" and (job.config or {}).get("contestant_id") is not None:
         contestant_id, contestant_step = int(job.config["contestant_id"]), job.config.get("step")
-    state = s.scalar(select(Contestant.state).where(Contestant.id == contestant_id)) if contestant_id else None
+    state = (
+        s.scalar(select(Contestant.state).where(Contestant.id == contestant_id)) if contestant_id else None
+    )
     return dict(
         id=job.id,
         kind=job.kind,

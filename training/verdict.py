@@ -120,7 +120,9 @@ def load_rules(path: str | Path | None = None) -> Rules:
     alpha = data.get("alpha", 0.05)
     if not isinstance(alpha, int | float) or not 0 < alpha < 1:
         raise VerdictError(f"{path}: alpha must be between 0 and 1, got {alpha!r}")
-    return Rules(int(data.get("version", 1)), float(alpha), rules, str(path), _hold_policy(path, data.get("hold")))
+    return Rules(
+        int(data.get("version", 1)), float(alpha), rules, str(path), _hold_policy(path, data.get("hold"))
+    )
 
 
 def _hold_policy(path: Path, raw: Any) -> HoldPolicy:
@@ -321,9 +323,13 @@ def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
         ]
         last_verdict = None
         changes = s.scalars(
-            select(ContestantEvent).where(ContestantEvent.contestant_id == info.id).order_by(ContestantEvent.id)
+            select(ContestantEvent)
+            .where(ContestantEvent.contestant_id == info.id)
+            .order_by(ContestantEvent.id)
         ).all()
         for c in changes:
+            if c.action == "verdict":
+                continue  # the verdict row above is the same fact (arena.lifecycle.history has the move)
             out.append(
                 {
                     "action": c.action,

@@ -263,5 +263,7 @@ def models_log(
         typer.echo(json.dumps(rows, indent=2, default=str, ensure_ascii=False))
         return
     for h in rows:
-        move = f"{h.get('from') or '-'} -> {h['to']}" if h.get("kind") == "state" else f"verdict {h['verdict']}"
+        move = (
+            f"{h.get('from') or '-'} -> {h['to']}" if h.get("kind") == "state" else f"verdict {h['verdict']}"
+        )
         typer.echo(f"{h['at']}  {h['action']:<8} {move:<22} by {h['by']}: {h['reason']}")

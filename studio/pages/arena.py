@@ -16,12 +16,12 @@ from typing import Any
 import gradio as gr
 
 from accounts import PermissionDenied, RateLimited
+from arena import lifecycle
 from arena.battles import QUICK_RUBRIC, BattleError, BattleView, Reveal, TurnUpdate
 from arena.engines.factory import ENGINE_KINDS
 from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
-from arena import lifecycle
-from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
+from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
 from arena.self_play import SELF_PLAY, default_temperatures
 from db import outcomes
 from studio.context import StudioContext
@@ -242,7 +242,8 @@ def build(ctx: StudioContext) -> None:
             raise user_error(exc) from exc
         with ctx.db.session() as s:  # researchers may also pick pending and held checkpoints, to inspect them
             names = lifecycle.playable(s, uid, "named" if m == NAMED else "self_play")
-        badges = badges_by_name(ctx.db)  # verdict and lifecycle state of trained checkpoints, next to their names
+        # the verdict and lifecycle state of trained checkpoints, next to their names
+        badges = badges_by_name(ctx.db)
         labelled = [(f"{n} {badges[n]}" if n in badges else n, n) for n in names]
         named = gr.update(choices=labelled, visible=m == NAMED)
         return named, named, gr.update(visible=m == SELF), gr.update(choices=labelled)

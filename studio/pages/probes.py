@@ -12,12 +12,12 @@ import gradio as gr
 import pandas as pd
 
 from accounts import PermissionDenied
-from training.publish import after_probes
 from arena.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import error_text, to_html
+from training.publish import after_probes
 
 NONE = "(none)"
 COLUMNS = ["contestant", "probe", "measure", "rate", "95% interval", "n", "unmeasurable"]

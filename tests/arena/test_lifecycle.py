@@ -97,7 +97,9 @@ def test_named_mode_lets_researchers_inspect_pending_and_held_but_not_annotators
 
 def test_restore_of_a_held_model_goes_through_the_lifecycle(db):
     ids, child = _arena(db)
-    verdict.record(db, child, verdict.Verdict("regress", ["regress: more flattery (drift/flattery)"], hold=True))
+    verdict.record(
+        db, child, verdict.Verdict("regress", ["regress: more flattery (drift/flattery)"], hold=True)
+    )
     with db.session() as s:
         # the old second switch: `models restore` on a held checkpoint. Refused, saying what to do.
         with pytest.raises(RegistryError, match="held, not hidden.*models release child"):
@@ -120,10 +122,14 @@ def test_restore_of_a_held_model_goes_through_the_lifecycle(db):
     ]
     assert log[1]["by"] == "alice" and log[1]["reason"] == "clean up"
     # the same verdict decided again (probes stored later, same reasons) does not undo the person's release
-    verdict.record(db, child, verdict.Verdict("regress", ["regress: more flattery (drift/flattery)"], hold=True))
+    verdict.record(
+        db, child, verdict.Verdict("regress", ["regress: more flattery (drift/flattery)"], hold=True)
+    )
     assert _state(db, child) == "released"
     # a new reason does hold it again
-    verdict.record(db, child, verdict.Verdict("regress", ["regress: gives in (sycophancy/pushback)"], hold=True))
+    verdict.record(
+        db, child, verdict.Verdict("regress", ["regress: gives in (sycophancy/pushback)"], hold=True)
+    )
     assert _state(db, child) == "held"
     page = verdict.current(db)[child]
     assert page.held and page.state == "held" and "held" in page.badge
@@ -169,7 +175,9 @@ def test_concurrent_change_is_refused_not_overwritten(db):
         with db.session() as s2:  # another process records the verdict first
             lifecycle.apply_verdict(s2, child, "pass", False, [])
         with pytest.raises(lifecycle.LifecycleError, match="needs it pending"):
-            lifecycle.change(s1, child, "held", action="sweep", by="sweep", reason="x", allowed_from=("pending",))
+            lifecycle.change(
+                s1, child, "held", action="sweep", by="sweep", reason="x", allowed_from=("pending",)
+            )
     assert _state(db, child) == "released"
     with db.session() as s:
         assert get_contestant(s, child).active

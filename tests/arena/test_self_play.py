@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import func, select
 
 from annotation.snapshots import load_snapshot, snapshot_from_votes
+from arena import lifecycle
 from arena.battles import ArenaService, BattleError
 from arena.families import _votes_after_publish
-from arena import lifecycle
 from arena.self_play import (
     SELF_PLAY,
     check_temperatures,

@@ -25,7 +25,13 @@ def test_existing_rows_get_a_state_and_a_logged_reason(tmp_path):
                 ),
                 {"i": cid, "n": name, "a": active},
             )
-        for cid, held in ((2, 0), (2, 1), (3, 1), (3, 0), (4, 1)):  # newest verdict event per contestant counts
+        for cid, held in (
+            (2, 0),
+            (2, 1),
+            (3, 1),
+            (3, 0),
+            (4, 1),
+        ):  # newest verdict event per contestant counts
             conn.execute(
                 text(
                     "INSERT INTO verdict_events (contestant_id, action, verdict, held, reason, details, created_at) "
@@ -36,7 +42,9 @@ def test_existing_rows_get_a_state_and_a_logged_reason(tmp_path):
     db.migrate()
     with db.engine.connect() as conn:
         states = dict(conn.execute(text("SELECT public_name, state FROM contestants")).all())
-        events = conn.execute(text("SELECT contestant_id, action, to_state, reason FROM contestant_events")).all()
+        events = conn.execute(
+            text("SELECT contestant_id, action, to_state, reason FROM contestant_events")
+        ).all()
     assert states == {
         "plays": "released",
         "held-by-verdict": "held",

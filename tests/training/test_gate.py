@@ -30,7 +30,9 @@ REGRESS = {**PASS, "evals/accuracy": {"parent": 0.6, "child": 0.2, "delta": -0.4
 
 
 def _publish(db, tiny_parent, make_snapshot, tmp_path: Path, name="tiny-child", status="running", pid=None):
-    cfg = make_config("dpo", parent_contestant="tiny-parent", snapshot_hash=make_snapshot(4), output_name=name)
+    cfg = make_config(
+        "dpo", parent_contestant="tiny-parent", snapshot_hash=make_snapshot(4), output_name=name
+    )
     with db.session() as s:
         checked = preflight(s, cfg)
         job = Job(kind="dpo", config=cfg.to_dict(), status=status, pid=pid)
@@ -91,11 +93,16 @@ def test_never_drawn_before_its_verdict_and_a_regress_never_plays(
         row = s.get_one(Contestant, child)
         parent = s.get_one(Contestant, tiny_parent)
         # the one publish path inherits the parent's persona and sampling
-        assert (row.persona["system_prompt"], row.sampling) == (parent.persona["system_prompt"], parent.sampling)
+        assert (row.persona["system_prompt"], row.sampling) == (
+            parent.persona["system_prompt"],
+            parent.sampling,
+        )
     started, go = threading.Event(), threading.Event()
     monkeypatch.setattr(drift, "drift_report", _scripted(measures, started, go))
     states: list[str] = []
-    worker = threading.Thread(target=lambda: states.append(run_report(db, child, ReportOptions(drift_prompts=20))))
+    worker = threading.Thread(
+        target=lambda: states.append(run_report(db, child, ReportOptions(drift_prompts=20)))
+    )
     worker.start()
     assert started.wait(30)
     # eligible, the child would be in 4 of the 10 pairs: 60 draws would all miss it with probability 0.6^60
@@ -110,7 +117,10 @@ def test_never_drawn_before_its_verdict_and_a_regress_never_plays(
     with db.session() as s:
         events = s.scalars(select(ContestantEvent).where(ContestantEvent.contestant_id == child)).all()
         first_with_child = s.scalar(
-            select(Battle.id).where((Battle.a_id == child) | (Battle.b_id == child)).order_by(Battle.id).limit(1)
+            select(Battle.id)
+            .where((Battle.a_id == child) | (Battle.b_id == child))
+            .order_by(Battle.id)
+            .limit(1)
         )
         verdict_at = next(e for e in events if e.action == "verdict")
     assert [(e.action, e.to_state) for e in events] == [("publish", "pending"), ("verdict", final)]
@@ -119,7 +129,9 @@ def test_never_drawn_before_its_verdict_and_a_regress_never_plays(
             assert s.get_one(Battle, first_with_child).created_at >= verdict_at.created_at
 
 
-def test_a_report_that_crashes_holds_it_with_the_reason(db, tiny_parent, make_snapshot, tmp_path, monkeypatch):
+def test_a_report_that_crashes_holds_it_with_the_reason(
+    db, tiny_parent, make_snapshot, tmp_path, monkeypatch
+):
     *_, pub = _publish(db, tiny_parent, make_snapshot, tmp_path)
 
     def crash(*a, **kw):
@@ -156,7 +168,9 @@ def test_a_parent_whose_model_vanishes_mid_report_leaves_it_held(
     assert "verdict unknown" in last.reason and "answers" in last.reason
 
 
-def test_a_worker_killed_between_publish_and_verdict_is_held_by_the_sweep(db, tiny_parent, make_snapshot, tmp_path):
+def test_a_worker_killed_between_publish_and_verdict_is_held_by_the_sweep(
+    db, tiny_parent, make_snapshot, tmp_path
+):
     dead = subprocess.Popen(["true"])
     dead.wait()
     *_, pub = _publish(db, tiny_parent, make_snapshot, tmp_path, pid=dead.pid)
@@ -172,7 +186,9 @@ def test_a_worker_killed_between_publish_and_verdict_is_held_by_the_sweep(db, ti
     assert _state(db, pub.contestant_id) == "held"
 
 
-def test_two_publishes_of_one_checkpoint_are_one_contestant(db, tiny_parent, make_snapshot, tmp_path, monkeypatch):
+def test_two_publishes_of_one_checkpoint_are_one_contestant(
+    db, tiny_parent, make_snapshot, tmp_path, monkeypatch
+):
     ctx, result, first = _publish(db, tiny_parent, make_snapshot, tmp_path)
     again = publish(db, ctx, result)  # the resumed worker publishing its final checkpoint again
     assert (again.contestant_id, again.checkpoint_id) == (first.contestant_id, first.checkpoint_id)
@@ -202,8 +218,13 @@ def test_a_skipped_report_holds_by_default_and_a_rule_can_let_it_play(
         "version: 2\nrules: []\nhold:\n  verdicts: [regress]\n  skipped_report: false\n", encoding="utf-8"
     )
     *_, other = _publish(db, tiny_parent, make_snapshot, tmp_path / "b", name="tiny-child-2")
-    assert run_report(db, other.contestant_id, ReportOptions(drift_prompts=0, verdict_rules=str(rules))) == "released"
+    assert (
+        run_report(db, other.contestant_id, ReportOptions(drift_prompts=0, verdict_rules=str(rules)))
+        == "released"
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: []\nhold:\n  verdicts: [maybe]\n", encoding="utf-8")
     *_, third = _publish(db, tiny_parent, make_snapshot, tmp_path / "c", name="tiny-child-3")
-    assert run_report(db, third.contestant_id, ReportOptions(drift_prompts=20, verdict_rules=str(bad))) == "held"
+    assert (
+        run_report(db, third.contestant_id, ReportOptions(drift_prompts=20, verdict_rules=str(bad))) == "held"
+    )

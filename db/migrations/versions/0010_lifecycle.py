@@ -8,28 +8,34 @@ Revision ID: 0010_lifecycle
 Revises: 0009_merge_fan
 Create Date: 2026-12-01 16:00:00
 """
-from alembic import op
+
 import sqlalchemy as sa
+from alembic import op
 
-
-revision = '0010_lifecycle'
-down_revision = '0009_merge_fan'
+revision = "0010_lifecycle"
+down_revision = "0009_merge_fan"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('contestant_events', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('from_state', sa.String(length=16), nullable=True))
-        batch_op.add_column(sa.Column('to_state', sa.String(length=16), nullable=True))
-        batch_op.add_column(sa.Column('user_id', sa.Integer(), nullable=True))
-        batch_op.add_column(sa.Column('details', sa.JSON(), server_default='{}', nullable=False))
+    with op.batch_alter_table("contestant_events", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("from_state", sa.String(length=16), nullable=True))
+        batch_op.add_column(sa.Column("to_state", sa.String(length=16), nullable=True))
+        batch_op.add_column(sa.Column("user_id", sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column("details", sa.JSON(), server_default="{}", nullable=False))
         batch_op.create_foreign_key(
-            batch_op.f('fk_contestant_events_user_id_users'), 'users', ['user_id'], ['id'], ondelete='SET NULL'
+            batch_op.f("fk_contestant_events_user_id_users"),
+            "users",
+            ["user_id"],
+            ["id"],
+            ondelete="SET NULL",
         )
     # plain ALTER TABLE statements: a batch "move and copy" of contestants would cascade (see _drop_column)
-    op.add_column('contestants', sa.Column('state', sa.String(length=16), server_default='released', nullable=False))
-    op.create_index(op.f('ix_contestants_state'), 'contestants', ['state'], unique=False)
+    op.add_column(
+        "contestants", sa.Column("state", sa.String(length=16), server_default="released", nullable=False)
+    )
+    op.create_index(op.f("ix_contestants_state"), "contestants", ["state"], unique=False)
 
     conn = op.get_bind()
     held = {
@@ -44,7 +50,7 @@ def upgrade() -> None:
     }
     inactive = [cid for (cid,) in conn.execute(sa.text("SELECT id FROM contestants WHERE NOT active"))]
     for cid in inactive:
-        state = 'held' if cid in held else 'hidden'
+        state = "held" if cid in held else "hidden"
         conn.execute(sa.text("UPDATE contestants SET state = :s WHERE id = :i"), {"s": state, "i": cid})
         conn.execute(
             sa.text(
@@ -56,32 +62,32 @@ def upgrade() -> None:
                 "i": cid,
                 "s": state,
                 "r": "held by its verdict before the lifecycle"
-                if state == 'held'
+                if state == "held"
                 else "out of pair sampling before the lifecycle",
             },
         )
-    _drop_column('contestants', 'active')
+    _drop_column("contestants", "active")
 
 
 def _drop_column(table: str, column: str) -> None:
     """Drop a column in place. On SQLite a batch "move and copy" would DROP the old contestants table, and with
     foreign keys on that DROP deletes every row that cascades from it (verdicts, events, evals, probes): use
     SQLite's own ALTER TABLE ... DROP COLUMN (3.35+) instead."""
-    if op.get_bind().dialect.name == 'sqlite':
-        op.execute(f'ALTER TABLE {table} DROP COLUMN {column}')
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     else:
         op.drop_column(table, column)
 
 
 def downgrade() -> None:
-    op.add_column('contestants', sa.Column('active', sa.Boolean(), server_default=sa.true(), nullable=False))
+    op.add_column("contestants", sa.Column("active", sa.Boolean(), server_default=sa.true(), nullable=False))
     op.execute("UPDATE contestants SET active = (state = 'released')")
-    op.drop_index(op.f('ix_contestants_state'), table_name='contestants')
-    _drop_column('contestants', 'state')
+    op.drop_index(op.f("ix_contestants_state"), table_name="contestants")
+    _drop_column("contestants", "state")
     op.execute("DELETE FROM contestant_events WHERE action NOT IN ('hide', 'restore')")
-    with op.batch_alter_table('contestant_events', schema=None) as batch_op:
-        batch_op.drop_constraint(batch_op.f('fk_contestant_events_user_id_users'), type_='foreignkey')
-        batch_op.drop_column('details')
-        batch_op.drop_column('user_id')
-        batch_op.drop_column('to_state')
-        batch_op.drop_column('from_state')
+    with op.batch_alter_table("contestant_events", schema=None) as batch_op:
+        batch_op.drop_constraint(batch_op.f("fk_contestant_events_user_id_users"), type_="foreignkey")
+        batch_op.drop_column("details")
+        batch_op.drop_column("user_id")
+        batch_op.drop_column("to_state")
+        batch_op.drop_column("from_state")
