@@ -179,11 +179,18 @@ def release(
 def hold(
     session: Session, ident: int | str, reason: str, user_id: int | None = None, by: str | None = None
 ) -> Change:
-    """A person keeps a contestant out of anonymous battles; only a person's release lets it back."""
+    """A person keeps a contestant out of anonymous battles; only a person's release lets it back. On one the
+    rules or the sweep held, it makes the hold the person's (a later passing verdict no longer releases it)."""
     row = _row(session, ident)
     why = _reason(reason, "hold")
-    if row.state in ("held", "hidden"):
-        raise LifecycleError(f"{row.public_name} is already {row.state}")
+    if row.state == "hidden":
+        raise LifecycleError(f"{row.public_name} is hidden: restore it first")
+    if row.state == "held":
+        into_hold = next((e for e in reversed(_events(session, row.id)) if e.to_state == "held"), None)
+        if into_hold is None or into_hold.action in PERSON_ACTIONS:
+            who = f" by {into_hold.by_user}" if into_hold is not None else ""
+            raise LifecycleError(f"{row.public_name} is already held{who}")
+        # held by the rules or the sweep: the person's hold makes it theirs (no later verdict releases it)
     return change(
         session,
         row.id,
@@ -192,7 +199,7 @@ def hold(
         by=_who(session, user_id, by),
         reason=why,
         user_id=user_id,
-        allowed_from=("pending", "released"),
+        allowed_from=("pending", "released", "held"),
     )
 
 

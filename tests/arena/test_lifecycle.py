@@ -140,10 +140,15 @@ def test_a_persons_hold_is_not_undone_by_the_rules_but_a_rules_hold_is(db):
     verdict.record(db, child, verdict.Verdict("unknown", ["unknown: report failed"], hold=True))
     verdict.record(db, child, verdict.Verdict("pass", []))  # e.g. `vibestudio drift --record` later
     assert _state(db, child) == "released"
+    verdict.record(db, child, verdict.Verdict("unknown", ["unknown: report failed again"], hold=True))
+    verdict.hold(db, "child", None, "held by the rules, and by me")  # the hold becomes a person's
+    verdict.record(db, child, verdict.Verdict("pass", []))
+    assert _state(db, child) == "held"
+    verdict.release(db, "child", None, "looked")
     verdict.hold(db, "child", None, "I want to look first")
     verdict.record(db, child, verdict.Verdict("pass", []))
     assert _state(db, child) == "held"
-    with pytest.raises(verdict.VerdictError, match="already held"):
+    with pytest.raises(verdict.VerdictError, match="already held by local operator"):
         verdict.hold(db, "child", None, "again")
 
 

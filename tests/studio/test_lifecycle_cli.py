@@ -34,7 +34,9 @@ def test_list_restore_release_log_and_drift_record(chat):
         look = {"engine": "openai", "model_ref": "steadfast", "engine_config": chat.config()}
         parent = register(s, ContestantSpec("cli-parent", **look))
         child = register(s, ContestantSpec("cli-child", parent_id=parent, **look), state="pending")
-    r = _run("models", "list")  # the CLI reconciles first: a pending checkpoint whose report no job runs is held
+    r = _run(
+        "models", "list"
+    )  # the CLI reconciles first: a pending checkpoint whose report no job runs is held
     assert r.exit_code == 0 and [ln.split()[2] for ln in r.output.splitlines()] == ["released", "held"]
     drift = ("drift", "cli-child", "--prompts", "10", "--max-tokens", "12", "--eval-items", "0")
     r = _run(*drift)

@@ -44,8 +44,9 @@ def _pair(db, chat):
                                             engine_config=chat.config()))  # fmt: skip
         child = register(
             s,
-            ContestantSpec("flipper", engine="openai", model_ref="flipper", engine_config=chat.config(),
-                           parent_id=parent),  # fmt: skip
+            ContestantSpec(
+                "flipper", engine="openai", model_ref="flipper", engine_config=chat.config(), parent_id=parent
+            ),  # fmt: skip
             state="pending",
         )
     return parent, child
