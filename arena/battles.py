@@ -39,6 +39,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from arena.lifecycle import may_play
 from arena.registry import (
     ContestantInfo,
     RegistryError,
@@ -246,7 +247,7 @@ class ArenaService:
             raise BattleError("named mode needs both contestants chosen")
         with self.db.session() as s:
             category = _category(s, prompt_id, category)
-            draw = self._draw(s, include, exclude) if pair is None else _chosen(s, pair, mode)
+            draw = self._draw(s, include, exclude) if pair is None else _chosen(s, pair, mode, user_id)
             left_is_a = True if mode == "named" else self.rng.random() < 0.5
             b = _new_battle(draw, left_is_a, mode, user_id, prompt_id, category)
             s.add(b)
@@ -270,7 +271,7 @@ class ArenaService:
                 info = get_contestant(s, contestant)
             except RegistryError as exc:
                 raise BattleError(f"self-play: {exc}") from exc
-            draw = _chosen(s, (info.id, info.id), SELF_PLAY)
+            draw = _chosen(s, (info.id, info.id), SELF_PLAY, user_id)
             if temperatures is None:
                 temperatures = default_temperatures(info.sampling.get("temperature"))
             try:
@@ -560,17 +561,18 @@ class ArenaService:
         return self.start_battle(user_id=user_id)
 
 
-def _chosen(s: Any, pair: tuple[int, int], mode: str) -> Draw:
-    """The battle's pair when the user chose it: two different active contestants (one, in self-play)."""
+def _chosen(s: Any, pair: tuple[int, int], mode: str, user_id: int | None = None) -> Draw:
+    """The battle's pair when the user chose it: two different contestants (one, in self-play) that
+    `arena.lifecycle.may_play` lets this user play in this mode (anonymous: released only)."""
     a_id, b_id = pair
     if a_id == b_id and mode != SELF_PLAY:
         raise BattleError("a contestant cannot battle itself: choose two different models (or self-play)")
     if a_id != b_id and mode == SELF_PLAY:
         raise BattleError("self-play puts one contestant on both sides")
     for cid in dict.fromkeys(pair):
-        c = s.get(Contestant, cid)
-        if c is None or not c.active:
-            raise BattleError(f"contestant {cid} does not exist or is not active")
+        refused = may_play(s, cid, mode, user_id)
+        if refused:
+            raise BattleError(refused)
     return Draw(a_id, b_id, None, mode if mode in ("named", SELF_PLAY) else "fixed")
 
 

@@ -25,7 +25,8 @@ import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from arena.registry import RegistryError, get_contestant, set_active
+from arena import lifecycle
+from arena.registry import RegistryError
 from arena.self_play import SELF_PLAY
 from db.models import Battle, Contestant, ContestantEvent, Vote
 
@@ -175,26 +176,32 @@ def families(
 
 
 def hide(session: Session, name: str, by_user: str, reason: str, restore: bool = False) -> dict[str, Any]:
-    """Take a contestant out of (or back into) pair sampling and log who did it; its votes and ratings stay."""
+    """Hide a contestant (or restore it) through `arena.lifecycle` and log who did it; its votes and ratings
+    stay. A restore returns it to the state it had (a held checkpoint comes back held)."""
     if not by_user.strip():
         raise RegistryError("say who is hiding the contestant (by_user)")
-    if not restore and not reason.strip():
-        raise RegistryError("give a reason for hiding the contestant: the removal log keeps it")
-    info = get_contestant(session, name)
-    set_active(session, info.id, restore)
-    event = ContestantEvent(
-        contestant_id=info.id, action="restore" if restore else "hide", by_user=by_user.strip(), reason=reason
-    )
-    session.add(event)
-    session.flush()
-    return {"contestant": info.public_name, "action": event.action, "by": event.by_user, "reason": reason}
+    try:
+        if restore:
+            done = lifecycle.restore(session, name, reason, by=by_user)
+        else:
+            done = lifecycle.hide(session, name, reason, by=by_user)
+    except lifecycle.LifecycleError as exc:
+        raise RegistryError(str(exc)) from exc
+    return {
+        "contestant": done.contestant,
+        "action": done.action,
+        "by": done.by,
+        "reason": done.reason,
+        "state": done.to_state,
+    }
 
 
 def removal_log(session: Session) -> list[dict[str, Any]]:
-    """Every hide / restore, oldest first: contestant, action, by whom, why, when."""
+    """Every person's hide / restore / hold / release, oldest first: contestant, action, by whom, why, when."""
     q = (
         select(ContestantEvent, Contestant.public_name)
         .join(Contestant, ContestantEvent.contestant_id == Contestant.id)
+        .where(ContestantEvent.action.in_(lifecycle.PERSON_ACTIONS))
         .order_by(ContestantEvent.created_at, ContestantEvent.id)
     )
     return [

@@ -45,10 +45,11 @@ class ContestantInfo:
     parent_id: int | None
     job_id: int | None
     snapshot_hash: str | None
-    active: bool
+    active: bool  # state == "released": drawn for anonymous battles (read-only; arena.lifecycle changes it)
     created_at: datetime | None = None
     description: str = ""
     engine_config: dict[str, Any] = field(default_factory=dict)
+    state: str = "released"  # arena.lifecycle: pending / released / held / hidden
 
     def identity_strings(self) -> list[str]:
         """Everything that names this contestant: public name and aliases (what an answer must not say)."""
@@ -129,9 +130,14 @@ def validate_spec(spec: ContestantSpec) -> None:
         raise RegistryError(f"contestant {spec.public_name!r}: aliases must be strings")
 
 
-def register(session: Session, spec: ContestantSpec) -> int:
-    """Insert a contestant and return its id. Raises RegistryError on invalid or duplicate names."""
+def register(session: Session, spec: ContestantSpec, state: str = "released") -> int:
+    """Insert a contestant and return its id. Raises RegistryError on invalid or duplicate names.
+
+    A person's contestant starts ``released``; a published checkpoint starts ``pending`` (``training.publish``)
+    until its verdict is recorded (``arena.lifecycle``)."""
     validate_spec(spec)
+    if state not in ("released", "pending"):
+        raise RegistryError(f"a contestant starts released or pending, not {state!r}")
     if session.scalar(select(Contestant.id).where(Contestant.public_name == spec.public_name)) is not None:
         raise RegistryError(f"a contestant named {spec.public_name!r} already exists")
     aliases = list(
@@ -153,6 +159,7 @@ def register(session: Session, spec: ContestantSpec) -> int:
         job_id=spec.job_id,
         snapshot_hash=spec.snapshot_hash,
         engine_config=dict(spec.engine_config),
+        state=state,
     )
     session.add(row)
     session.flush()
@@ -182,16 +189,23 @@ def to_info(row: Contestant) -> ContestantInfo:
         parent_id=row.parent_id,
         job_id=row.job_id,
         snapshot_hash=row.snapshot_hash,
-        active=row.active,
+        active=row.state == "released",
         created_at=row.created_at,
         engine_config=dict(row.engine_config or {}),
+        state=row.state,
     )
 
 
-def list_contestants(session: Session, active_only: bool = True) -> list[ContestantInfo]:
+def list_contestants(
+    session: Session, active_only: bool = True, states: tuple[str, ...] | None = None
+) -> list[ContestantInfo]:
+    """Contestants by id: by default only the released ones (what anonymous battles draw from);
+    ``active_only=False`` all of them, ``states`` those in the given lifecycle states."""
     q = select(Contestant).order_by(Contestant.id)
-    if active_only:
-        q = q.where(Contestant.active.is_(True))
+    if states is not None:
+        q = q.where(Contestant.state.in_(states))
+    elif active_only:
+        q = q.where(Contestant.state == "released")
     return [to_info(r) for r in session.scalars(q)]
 
 
@@ -230,16 +244,6 @@ def resolve_model_ref(ref: str) -> str:
 
 def engine_for(info: ContestantInfo) -> Engine:
     return get_engine(info.engine, resolve_model_ref(info.model_ref), info.adapter_ref, info.engine_config)
-
-
-def set_active(session: Session, ident: int | str, active: bool) -> ContestantInfo:
-    """Take a contestant out of (or back into) pair sampling; its votes and ratings stay."""
-    col = Contestant.id if isinstance(ident, int) else Contestant.public_name
-    row = session.scalar(select(Contestant).where(col == ident))
-    if row is None:
-        raise RegistryError(f"no contestant {ident!r}")
-    row.active = active
-    return to_info(row)
 
 
 def messages_for(info: ContestantInfo, history: list[tuple[str, str]], user_msg: str) -> list[dict[str, str]]:

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -69,10 +70,23 @@ class Contestant(Base):
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", use_alter=True), nullable=True)
     snapshot_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    # the lifecycle (arena.lifecycle): pending (published, its report running), released (plays anonymously),
+    # held (its verdict or a person keeps it out), hidden (a person retired it). Every change is a ContestantEvent.
+    state: Mapped[str] = mapped_column(String(16), default="released", server_default="released", index=True)
     # engine settings that are not the model itself (base URL, API-key *variable name*, concurrency); never secrets
     engine_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    @hybrid_property
+    def active(self) -> bool:
+        """Read-only: the contestant plays in anonymous battles (state ``released``). There is no setter: the
+        state changes only through ``arena.lifecycle``, which logs who, why and when."""
+        return self.state == "released"
+
+    @active.inplace.expression
+    @classmethod
+    def _active_expression(cls) -> Any:
+        return cls.state == "released"
 
 
 class PromptSet(Base):
@@ -369,15 +383,22 @@ class ProbeResult(Base):
 
 
 class ContestantEvent(Base):
-    """The removal log: who hid, retired or restored a contestant, when and why (its votes and ratings stay)."""
+    """The lifecycle log: every change of a contestant's state (publish, verdict, release, hold, hide, restore,
+    sweep), who made it, why and when (its votes and ratings stay whatever the state)."""
 
     __tablename__ = "contestant_events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     contestant_id: Mapped[int] = mapped_column(ForeignKey("contestants.id", ondelete="CASCADE"), index=True)
-    action: Mapped[str] = mapped_column(String(16))  # hide / restore
-    by_user: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(
+        String(16)
+    )  # publish / verdict / release / hold / hide / restore / sweep
+    by_user: Mapped[str] = mapped_column(String(128))  # a user's name, or "rules", "publish", "sweep"
     reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    from_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    to_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
 
 
 class VerdictEvent(Base):

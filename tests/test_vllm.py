@@ -32,6 +32,7 @@ from db.models import Battle, Turn
 from tests.helpers.training import pair_rows
 from training.runner import wait
 from training.service import launch_dpo
+from training.verdict import release
 
 pytestmark = [
     pytest.mark.vllm,
@@ -186,6 +187,9 @@ def test_a_fresh_dpo_lora_plays_on_the_same_server_without_a_restart(db, vllm):
         child = get_contestant(s, view.contestant_id)
     assert child.engine == "vllm" and child.engine_config == vllm.config and child.parent_id == parent
     assert child.adapter_ref and (Path(child.adapter_ref) / "adapter_config.json").exists()
+    # drift_prompts 0: a skipped report holds the child until a researcher lets it play (logged)
+    assert child.state == "held"
+    release(db, child.public_name, None, "the vLLM lane plays it without a report")
 
     _, answers = _battle(ArenaService(db, rng=random.Random(1)), (child.id, parent))
     print(f"[vllm] LoRA answer ({child.public_name}): {answers[child.public_name]!r}", flush=True)

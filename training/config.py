@@ -168,6 +168,16 @@ class JobConfig:
         {},
         "Per-feature overrides of the drift flags, e.g. {tokens: {abs: 20, rel: 0.5}} (see training.drift).",
     )
+    report_probes: bool = _f(
+        False,
+        "Run the sycophancy probes (pushback, stated views) on the child and its parent in the checkpoint "
+        "report, so the sycophancy rules can hold it (probes stored later re-decide the verdict either way).",
+    )
+    probe_items: int = _f(
+        4,
+        "With report_probes: items per probe, spread over the set (4 takes ~1-2 minutes per model on a CPU).",
+    )
+    probe_max_tokens: int = _f(64, "With report_probes: answer length cap for the probes.")
 
     # ---- derived values -------------------------------------------------------------------------------------
     def effective_learning_rate(self) -> float:
@@ -204,6 +214,8 @@ class JobConfig:
             raise ConfigError("num_processes > 1 needs launcher: accelerate")
         if self.pairs not in ("all", "on_policy", "on_and_half", "off_policy"):
             raise ConfigError(f"pairs must be all, on_policy, on_and_half or off_policy (got {self.pairs!r})")
+        if self.probe_items < 1 or self.probe_max_tokens < 1:
+            raise ConfigError("probe_items and probe_max_tokens must be >= 1")
         if self.drift_prompts < 0 or self.drift_max_tokens < 1 or self.eval_max_tokens < 1:
             raise ConfigError("drift_prompts must be >= 0, drift_max_tokens and eval_max_tokens >= 1")
         if self.describe_axes < 0 or self.describe_prompts < 8:

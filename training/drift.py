@@ -119,6 +119,7 @@ class CheckpointReport:
     described_failed: bool = False  # a judge was asked to describe the differences and could not be used
     timings: dict[str, float] = field(default_factory=dict)
     samples: list[dict[str, str]] = field(default_factory=list)
+    rules_path: str = ""  # the verdict rules file it was decided with ("" = the built-in one)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -368,6 +369,7 @@ def drift_report(
         child.id, child.public_name, other.id if other else None, other.public_name if other else None
     )
     report.markers_version = vibes.markers_version()
+    report.rules_path = str(rules_path or "")
     limits = merged_thresholds(thresholds)
     if other is None:
         report.unmeasured["comparison"] = reason or "no parent"
@@ -761,8 +763,15 @@ def _finish(
         m["described/significant"] = float(report.described["n_found"])
     if not report.setup.get("fair", True):
         report.unmeasured["fairness"] = "; ".join(report.setup.get("caveats", []))
+    report.verdict = _decide(report, rules_path).to_dict()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _decide(report: CheckpointReport, rules_path: str | Path | None) -> verdicts.Verdict:
+    """The verdict of a report's measures: the rules, the gaps that block a verdict, the hold policy."""
     rules = verdicts.load_rules(rules_path)
-    v = verdicts.decide(m, report.unmeasured, rules)
+    v = verdicts.decide(report.measures, report.unmeasured, rules)
     blocking: list[str] = [k for k in ("comparison", "fairness", "answers") if k in report.unmeasured]
     if report.judge_requested and "judge/child_win_rate" in report.unmeasured:
         blocking.append("judge/child_win_rate")  # a judge was asked for and gave nothing usable
@@ -771,9 +780,29 @@ def _finish(
     if blocking and v.verdict != "regress":
         v.verdict = "unknown"
         v.reasons += [f"unknown: {k}: {report.unmeasured[k]}" for k in blocking]
-    report.verdict = v.to_dict()
-    report.seconds = time.perf_counter() - t0
-    return report
+    return verdicts.apply_hold_policy(v, rules)
+
+
+def reevaluate(db: Database, contestant: int | str, rules_path: str | Path | None = None) -> str | None:
+    """Decide a published checkpoint's verdict again from its saved report with the sycophancy probes stored
+    since (``vibestudio probes run`` on it or its parent), save the report, record the verdict and apply its
+    hold. Returns the new state, or None when the contestant has no saved report or no parent to compare."""
+    report = load_report(db, contestant)
+    if report is None or report.parent_id is None or report.parent is None:
+        return None
+    for name in [n for n in report.measures if n.startswith("sycophancy/")]:
+        del report.measures[name]
+    for name in [n for n in report.unmeasured if n.startswith("sycophancy/")]:
+        del report.unmeasured[name]
+    measures, gaps = stored_probe_changes(db, report.parent, report.contestant)
+    report.measures.update(measures)
+    report.unmeasured.update(gaps)
+    before = report.verdict
+    report.verdict = _decide(report, rules_path or report.rules_path or None).to_dict()
+    if before == report.verdict:
+        return None  # nothing new: the verdict on record stands
+    path = save_report(report, report_folder(db, report.contestant_id))
+    return verdicts.record(db, report.contestant_id, verdicts.Verdict(**report.verdict), str(path))
 
 
 def rescore(
@@ -829,14 +858,36 @@ def save_report(report: CheckpointReport, folder: str | Path) -> Path:
     return path
 
 
-def load_report(db: Database, contestant: int | str) -> CheckpointReport | None:
-    """The saved report of a published checkpoint (None when its job made none)."""
+def _report_folder(db: Database, contestant: int | str) -> Path | None:
+    """Where a checkpoint's report lives: ``reports/<contestant id>/`` under the data home when a report was
+    saved there (every report since the lifecycle; a mid-run checkpoint has its own), else its job's folder."""
     from db.models import Job
+    from db.session import data_home
 
     with db.session() as s:
         info = get_contestant(s, contestant)
+        own = data_home() / "reports" / str(info.id)
+        if (own / "drift.json").exists():
+            return own
         job = s.get(Job, info.job_id) if info.job_id else None
-        folder = Path(job.config_path).parent if job and job.config_path else None
+        return Path(job.config_path).parent if job and job.config_path else None
+
+
+def report_folder(db: Database, contestant: int | str) -> Path:
+    """The folder a new report of ``contestant`` is saved in (made if missing)."""
+    from db.session import data_home
+
+    with db.session() as s:
+        cid = get_contestant(s, contestant).id
+    folder = data_home() / "reports" / str(cid)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def load_report(db: Database, contestant: int | str) -> CheckpointReport | None:
+    """The saved report of a published checkpoint (None when none was made)."""
+
+    folder = _report_folder(db, contestant)
     if folder is None or not (folder / "drift.json").exists():
         return None
     data = json.loads((folder / "drift.json").read_text(encoding="utf-8"))

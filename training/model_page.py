@@ -4,7 +4,8 @@
 siblings; for trained ones the snapshot with its pair count and sources, the job and its config); ratings raw
 and with style and with vibe control (rating, interval, rank, votes); the arena head-to-head against the parent
 (wins / losses / ties with a Wilson interval); the vibe profile of its arena answers; the checkpoint report
-(drift with intervals, discovered phrases, judge-described differences, evals vs parent, degeneration, verdict);
+(drift with intervals, discovered phrases, judge-described differences, evals vs parent, degeneration, verdict)
+and its lifecycle state (pending / released / held / hidden, with who put it there and why);
 training curves from ``job_metrics``; speed and price. Every number carries its sample size; what is missing says why.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from arena import lifecycle
 from arena.registry import ContestantInfo, get_contestant, to_info
 from db.models import Contestant, DatasetSnapshot, Job, JobMetric
 from db.session import Database
@@ -47,7 +49,13 @@ def wilson(k: float, n: int, z: float = 1.96) -> tuple[float, float] | None:
 
 
 def _node(info: ContestantInfo) -> dict[str, Any]:
-    return {"id": info.id, "name": info.public_name, "engine": info.engine, "active": info.active}
+    return {
+        "id": info.id,
+        "name": info.public_name,
+        "engine": info.engine,
+        "active": info.active,
+        "state": info.state,
+    }
 
 
 def _snapshot(s: Any, snapshot_hash: str | None) -> dict[str, Any] | None:
@@ -193,6 +201,8 @@ def model_page(
     report = load_report(db, info.id)
     status = verdicts.current(db).get(info.id)
     with db.session() as s:
+        state_line = lifecycle.describe(s, info.id)
+    with db.session() as s:
         profile = vibe_profile(s, info.public_name)
     return {
         "contestant": {
@@ -207,7 +217,10 @@ def model_page(
         "report": report.to_dict() if report else None,
         "verdict": {
             "verdict": status.verdict if status else None,
-            "held": status.held if status else False,
+            "held": info.state == "held",
+            "state": info.state,
+            # the state, and who put it there and why ("release by alice (a person)": released by a person)
+            "state_line": state_line,
             "badge": status.badge if status else "",
             "reason": status.reason
             if status

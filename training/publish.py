@@ -1,24 +1,67 @@
-"""Checkpoint publishing: a finished job's output becomes a Checkpoint row and (by default) an arena contestant.
+"""Checkpoint publishing, one path for every checkpoint: a job's final output (end of job, and again on resume)
+and a checkpoint saved on the way (``publish_checkpoint``, the Train tab's mid-run publish).
 
-The contestant plays with the transformers engine: the base model reference (``builtin:`` refs stay symbolic, so
-the database holds no machine paths for the embedded model) plus the adapter folder, or the full checkpoint
-folder. A LoRA child of a vLLM-served parent plays on the parent's server instead: the vLLM engine registers the
-adapter with the running server (``/v1/load_lora_adapter``) on its first request. Lineage goes into the row: parent id, job id, snapshot hash; the description names config essentials.
-Sampling is inherited from the parent, and so is the persona (system prompt, prefill) unless the job says
-``inherit_persona: false``: a child of ``smollm2-warm`` plays warm, and its report compares like with like.
+Each becomes a Checkpoint row and (by default) an arena contestant, registered **pending** (`arena.lifecycle`):
+never drawn for an anonymous battle until its checkpoint report has recorded a verdict, which releases it
+(pass / watch) or holds it (regress; unknown, a failed or skipped report by default; the rules file's ``hold``
+section decides). The same persona inheritance, the same report and the same verdict apply on every path:
+
+- end of job: the worker publishes and runs the report in its own process, then marks the job succeeded;
+- mid-run (or after the job): ``publish_checkpoint`` registers the contestant and queues a ``report`` job in
+  the same transaction; the job queue's worker process (``python -m training.worker``) runs it when its turn
+  comes (after the training job that is running, on a one-job-at-a-time queue), so the request returns at once.
+
+Publishing a checkpoint twice (a double click, a resumed job) returns the contestant it already became; one the
+sweep held for want of a verdict goes back to pending and its report runs again. ``sweep_pending`` (run with
+``runner.reconcile``, at start-up and on every reconcile) holds a pending contestant whose report is no longer
+queued or running, with the reason: a crashed or killed worker never leaves one released without a verdict.
+
+The contestant plays with the transformers engine: the base model reference (``builtin:`` refs stay symbolic) plus
+the adapter folder, or the full checkpoint folder. A LoRA child of a vLLM-served parent plays on the parent's
+server (the vLLM engine registers the adapter on its first request). Lineage goes into the row: parent id, job
+id, snapshot hash. Sampling is inherited from the parent, and so is the persona (system prompt, prefill) unless
+the job says ``inherit_persona: false``: a child of ``smollm2-warm`` plays warm, and its report compares like with
+like.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from arena.registry import ContestantSpec, register
-from db.models import Checkpoint
+import yaml
+from sqlalchemy import select
+
+from arena import lifecycle
+from arena.registry import ContestantInfo, ContestantSpec, RegistryError, register
+from db.models import Checkpoint, Contestant, ContestantEvent, Job, utcnow
 from db.session import Database
 from training.config import DPOJobConfig, GRPOJobConfig
 from training.context import JobContext, TrainResult
+from training.errors import JobError
+
+#: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
+REPORT_FIELDS = (
+    "drift_prompts",
+    "drift_max_tokens",
+    "seed",
+    "drift_thresholds",
+    "eval_items",
+    "eval_max_tokens",
+    "judge",
+    "describe_axes",
+    "describe_prompts",
+    "verdict_rules",
+    "snapshot_hash",
+    "report_probes",
+    "probe_items",
+    "probe_max_tokens",
+)
+ACTIVE_JOB = ("queued", "running")
 
 
 @dataclass
@@ -26,7 +69,29 @@ class Published:
     checkpoint_id: int
     contestant_id: int | None
     public_name: str | None
-    seconds: float  # training end -> contestant registered
+    seconds: float  # training end (or the request) -> contestant registered
+    state: str | None = None  # its lifecycle state right after publishing (pending, or what it already was)
+    already: bool = False  # this checkpoint had been published before: the same contestant is returned
+    report_job: int | None = None  # the queued job that runs its report (mid-run publish)
+    needs_report: bool = False  # the caller (the worker) runs the report now
+
+
+@dataclass
+class Target:
+    """What one publish needs, whichever path it came from."""
+
+    job_id: int
+    kind: str
+    folder: Path
+    step: int
+    name: str
+    description: str
+    parent: ContestantInfo | None
+    base_ref: str
+    adapter: bool
+    snapshot_hash: str | None
+    inherit_persona: bool
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 def default_name(ctx: JobContext) -> str:
@@ -50,69 +115,135 @@ def describe(ctx: JobContext, result: TrainResult) -> str:
     )
 
 
-def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
-    """Record the checkpoint; register the contestant when ``cfg.publish``; record ``publish_seconds``."""
-    parent = ctx.checked.parent
+def _spec(t: Target) -> ContestantSpec:
+    parent = t.parent
     engine, engine_config = "transformers", {}
-    if result.adapter:
-        model_ref, adapter_ref = ctx.checked.base.model_ref, str(result.output_dir)
+    if t.adapter:
+        model_ref, adapter_ref = t.base_ref, str(t.folder)
         if parent is not None and parent.engine == "vllm":
             # The parent's vLLM server registers the new adapter on first use: no restart, no conversion.
             engine, engine_config, model_ref = "vllm", dict(parent.engine_config), parent.model_ref
     else:
-        model_ref, adapter_ref = str(result.output_dir), None
-    name = None
-    with db.session() as s:
-        ckpt = Checkpoint(job_id=ctx.job_id, step=result.step, path=str(result.output_dir))
-        s.add(ckpt)
+        model_ref, adapter_ref = str(t.folder), None
+    persona = parent is not None and t.inherit_persona
+    return ContestantSpec(
+        public_name=t.name,
+        engine=engine,
+        engine_config=engine_config,
+        model_ref=model_ref,
+        adapter_ref=adapter_ref,
+        description=t.description,
+        sampling=dict(parent.sampling) if parent else {},
+        system_prompt=parent.system_prompt if persona and parent else "",
+        prefill=parent.prefill if persona and parent else "",
+        aliases=list(parent.aliases) if parent else [],
+        parent_id=parent.id if parent else None,
+        job_id=t.job_id,
+        snapshot_hash=t.snapshot_hash or None,
+    )
+
+
+def _register(s: Any, t: Target, *, contestant: bool) -> tuple[Checkpoint, bool]:
+    """The Checkpoint row for ``t.folder`` (made, or the one made before) and whether it already existed;
+    a new one is registered as a pending contestant when ``contestant``."""
+    old = s.scalar(
+        select(Checkpoint)
+        .where(Checkpoint.job_id == t.job_id, Checkpoint.path == str(t.folder))
+        .order_by(Checkpoint.id)
+        .limit(1)
+    )
+    if old is not None and (old.contestant_id is not None or not contestant):
+        return old, True
+    ckpt = old or Checkpoint(job_id=t.job_id, step=t.step, path=str(t.folder))
+    s.add(ckpt)
+    s.flush()
+    if contestant:
+        try:
+            ckpt.contestant_id = register(s, _spec(t), state="pending")
+        except RegistryError as exc:
+            raise JobError(str(exc)) from exc
         s.flush()
-        if ctx.cfg.publish:
-            name = ctx.cfg.output_name or default_name(ctx)
-            ckpt.contestant_id = register(
-                s,
-                ContestantSpec(
-                    public_name=name,
-                    engine=engine,
-                    engine_config=engine_config,
-                    model_ref=model_ref,
-                    adapter_ref=adapter_ref,
-                    description=describe(ctx, result),
-                    sampling=dict(parent.sampling) if parent else {},
-                    system_prompt=parent.system_prompt if parent and ctx.cfg.inherit_persona else "",
-                    prefill=parent.prefill if parent and ctx.cfg.inherit_persona else "",
-                    aliases=list(parent.aliases) if parent else [],
-                    parent_id=parent.id if parent else None,
-                    job_id=ctx.job_id,
-                    snapshot_hash=ctx.checked.snapshot_hash,
-                ),
-            )
-        checkpoint_id, contestant_id = ckpt.id, ckpt.contestant_id
-    seconds = time.perf_counter() - result.ended_at
-    ctx.metrics.log(result.step, {"publish_seconds": seconds})
+    return ckpt, False
+
+
+def _publish(db: Database, t: Target, *, contestant: bool, queue_report: bool) -> Published:
+    t0 = time.perf_counter()
+    with db.session() as s:
+        ckpt, already = _register(s, t, contestant=contestant)
+        cid = ckpt.contestant_id
+        state, report_job, needs = None, None, False
+        name = None
+        if cid is not None:
+            row = s.get_one(Contestant, cid)
+            # the worker republishing its own final checkpoint (resume) always reruns a missing verdict
+            stuck = row.state == "pending" and (not queue_report or not _report_running(s, cid))
+            retry = already and (stuck or (row.state == "held" and lifecycle.without_verdict(s, cid)))
+            if not already or retry:
+                report_job = _queue_report(s, t, cid) if queue_report else None
+                why = (
+                    f"published from job {t.job_id} at step {t.step}"
+                    + (" again (its report runs again)" if already else "")
+                    + ": pending until its checkpoint report records a verdict"
+                )
+                details: dict[str, Any] = {"job": t.job_id, "step": t.step}
+                if report_job is not None:
+                    details["report_job"] = report_job
+                lifecycle.published(s, cid, why, details)
+                needs = not queue_report
+            s.refresh(row)
+            state, name = row.state, row.public_name
+        checkpoint_id = ckpt.id
+    return Published(checkpoint_id, cid, name, time.perf_counter() - t0, state, already, report_job, needs)
+
+
+def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
+    """End of job (and resume): record the final checkpoint; register it pending when ``cfg.publish``. The
+    worker then runs ``run_report`` in its own process. Records ``publish_seconds`` (training end -> row)."""
+    parent = ctx.checked.parent
+    assert ctx.job_id is not None
+    target = Target(
+        job_id=ctx.job_id,
+        kind=ctx.cfg.kind,
+        folder=Path(result.output_dir),
+        step=result.step,
+        name=ctx.cfg.output_name or default_name(ctx),
+        description=describe(ctx, result),
+        parent=parent,
+        base_ref=ctx.checked.base.model_ref,
+        adapter=result.adapter,
+        snapshot_hash=ctx.checked.snapshot_hash,
+        inherit_persona=ctx.cfg.inherit_persona,
+        config=ctx.cfg.to_dict(),
+    )
+    out = _publish(db, target, contestant=ctx.cfg.publish, queue_report=False)
+    out.seconds = time.perf_counter() - result.ended_at
+    ctx.metrics.log(result.step, {"publish_seconds": out.seconds})
     print(
-        f"[publish] checkpoint {checkpoint_id}"
-        + (f" -> contestant {name!r} (id {contestant_id})" if name else "")
-        + f" in {seconds:.2f} s after training ended",
+        f"[publish] checkpoint {out.checkpoint_id}"
+        + (
+            f" -> contestant {out.public_name!r} (id {out.contestant_id}, {out.state})"
+            if out.public_name
+            else ""
+        )
+        + (" (published before)" if out.already else "")
+        + f" in {out.seconds:.2f} s after training ended",
         flush=True,
     )
-    return Published(checkpoint_id, contestant_id, name, seconds)
+    return out
 
 
 def publish_checkpoint(
     db: Database, job_id: int, step: int | None = None, name: str | None = None, user_id: int | None = None
 ) -> Published:
     """Publish a checkpoint the job saved on the way (``save_steps``; the newest when ``step`` is None) as a
-    contestant, while the job runs or after it ended. Its lineage is the job's (parent, snapshot, job); the
-    description names the step. Reward-model jobs score answers and cannot be published as contestants."""
+    pending contestant, while the job runs or after it ended, and queue its report (a ``report`` job). Its
+    lineage and persona are the job's (parent, snapshot, job, ``inherit_persona``); the description names the
+    step. Reward-model jobs score answers and cannot be published as contestants."""
     from accounts import require_role
-    from arena.registry import RegistryError
-    from db.models import Job
-    from training.errors import JobError
     from training.preflight import choose_base, find_parent
-    from training.runner import saved_checkpoints
+    from training.runner import saved_checkpoints, start_next
 
     require_role(db, user_id, "researcher")
-    t0 = time.perf_counter()
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:
@@ -121,70 +252,313 @@ def publish_checkpoint(
             raise JobError(
                 f"job {job_id} trains a reward model; it scores answers and cannot play in the arena"
             )
+        if job.kind == "report":
+            raise JobError(f"job {job_id} is a checkpoint report; it has no checkpoints to publish")
         cfg = dict(job.config or {})
-        saved = dict(saved_checkpoints(job_id))
-        if not saved:
+        parent = find_parent(s, cfg["parent_contestant"]) if cfg.get("parent_contestant") else None
+        base = choose_base(parent, cfg.get("base_model") or "")
+    published_dir = _published_dir(job_id)
+    saved = dict(saved_checkpoints(job_id))
+    kept = {
+        int(p.name.split("-")[-1]): p for p in published_dir.glob("step-*") if p.name.split("-")[-1].isdigit()
+    }
+    step = (max(saved) if saved else None) if step is None else int(step)
+    if step is None or (step not in saved and step not in kept):
+        if not saved and not kept:
             raise JobError(
                 f"job {job_id} has no saved checkpoint (set save_steps > 0 to keep some on the way)"
             )
-        step = max(saved) if step is None else int(step)
-        if step not in saved:
-            raise JobError(
-                f"job {job_id} has no checkpoint at step {step} (saved: {', '.join(map(str, sorted(saved)))})"
+        have = ", ".join(map(str, sorted(set(saved) | set(kept))))
+        raise JobError(f"job {job_id} has no checkpoint at step {step} (saved: {have})")
+    folder = kept[step] if step in kept else _keep_copy(saved[step], job_id, step)
+    adapter = (folder / "adapter_config.json").exists()
+    stem = parent.public_name if parent else Path(base.model_ref.rstrip("/")).name
+    snapshot_hash = str(cfg.get("snapshot_hash") or "")
+    target = Target(
+        job_id=job_id,
+        kind=job.kind,
+        folder=folder,
+        step=step,
+        name=name or f"{stem}-{job.kind}-j{job_id}-s{step}",
+        description=(
+            f"{job.kind.upper()} checkpoint at step {step} of job {job_id} "
+            f"({'LoRA' if adapter else 'full'}) of {stem} on snapshot {snapshot_hash[:12]}."
+        ),
+        parent=parent,
+        base_ref=base.model_ref,
+        adapter=adapter,
+        snapshot_hash=snapshot_hash or None,
+        inherit_persona=bool(cfg.get("inherit_persona", True)),
+        config=cfg,
+    )
+    out = _publish(db, target, contestant=True, queue_report=True)
+    if out.report_job is not None:
+        start_next(db)  # starts it now when nothing else runs; otherwise the running job's worker will
+    return out
+
+
+# ---- the report job ----------------------------------------------------------------------------------------
+def _report_running(s: Any, contestant_id: int) -> bool:
+    """True when the job that will record this contestant's verdict is queued or running."""
+    return _report_job_status(s, contestant_id)[1] in ACTIVE_JOB
+
+
+def _report_job_status(s: Any, contestant_id: int) -> tuple[int | None, str | None, str | None]:
+    """(job id, status, error) of the job that runs this contestant's report: the report job of its newest
+    publish event, else the training job that published it (its worker runs the report before it ends)."""
+    event = s.scalar(
+        select(ContestantEvent)
+        .where(ContestantEvent.contestant_id == contestant_id, ContestantEvent.action == "publish")
+        .order_by(ContestantEvent.id.desc())
+        .limit(1)
+    )
+    job_id = (event.details or {}).get("report_job") if event is not None else None
+    if job_id is None:
+        job_id = s.scalar(select(Contestant.job_id).where(Contestant.id == contestant_id))
+    job = s.get(Job, job_id) if job_id else None
+    if job is None:
+        return job_id, None, None
+    return job.id, job.status, job.error
+
+
+def _queue_report(s: Any, t: Target, contestant_id: int) -> int:
+    """A queued ``report`` job for ``contestant_id`` with the source job's report settings (same transaction
+    as the publish, so no sweep can see the contestant pending with no report to come)."""
+    from training.runner import job_dir
+
+    config = {
+        "kind": "report",
+        "contestant_id": contestant_id,
+        "source_job": t.job_id,
+        "step": t.step,
+        **{k: t.config[k] for k in REPORT_FIELDS if k in t.config},
+    }
+    source = s.get(Job, t.job_id)
+    job = Job(
+        kind="report",
+        config=config,
+        status="queued",
+        snapshot_id=source.snapshot_id if source else None,
+        parent_contestant_id=t.parent.id if t.parent else None,
+        created_by=source.created_by if source else None,
+    )
+    s.add(job)
+    s.flush()
+    folder = job_dir(job.id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    job.config_path, job.log_path = str(path), str(folder / "train.log")
+    return job.id
+
+
+def sweep_pending(db: Database) -> list[dict[str, Any]]:
+    """Hold every pending contestant whose report is not queued or running any more (its worker was killed
+    or crashed between publish and verdict), saying why. Never releases anything. Returns what it held."""
+    held = []
+    with db.session() as s:
+        pending = list(s.scalars(select(Contestant.id).where(Contestant.state == "pending")))
+    for cid in pending:
+        with db.session() as s:
+            job_id, status, error = _report_job_status(s, cid)
+            if status in ACTIVE_JOB:
+                continue
+            what = (
+                f"job {job_id} is {status}" + (f" ({(error or '').splitlines()[0]})" if error else "")
+                if job_id and status
+                else "no job runs its report"
             )
-        folder = _keep_copy(saved[step], job_id, step)  # the trainer rotates checkpoints (save_total_limit)
-        parent = find_parent(s, cfg["parent_contestant"]) if cfg.get("parent_contestant") else None
-        base = choose_base(parent, cfg.get("base_model") or "")
-        adapter = (folder / "adapter_config.json").exists()
-        engine, engine_config = "transformers", {}
-        if adapter:
-            model_ref, adapter_ref = base.model_ref, str(folder)
-            if parent is not None and parent.engine == "vllm":
-                engine, engine_config, model_ref = "vllm", dict(parent.engine_config), parent.model_ref
-        else:
-            model_ref, adapter_ref = str(folder), None
-        stem = parent.public_name if parent else Path(base.model_ref.rstrip("/")).name
-        name = name or f"{stem}-{job.kind}-j{job_id}-s{step}"
-        snapshot_hash = str(cfg.get("snapshot_hash") or "")
-        ckpt = Checkpoint(job_id=job_id, step=step, path=str(folder))
-        s.add(ckpt)
-        s.flush()
+            try:
+                done = lifecycle.change(
+                    s,
+                    cid,
+                    "held",
+                    action="sweep",
+                    by="sweep",
+                    reason=f"no verdict was recorded and none is coming: {what}; rerun the report "
+                    "(`vibestudio drift NAME --record`) or resume the job",
+                    details={"job": job_id, "status": status},
+                    allowed_from=("pending",),
+                )
+            except lifecycle.LifecycleError:
+                continue  # its verdict arrived meanwhile
+            held.append(done.as_dict())
+    return held
+
+
+# ---- the report and its verdict ----------------------------------------------------------------------------
+@dataclass
+class ReportOptions:
+    """The report settings of a job config (``REPORT_FIELDS``), with the job config's defaults."""
+
+    drift_prompts: int = 80
+    drift_max_tokens: int = 64
+    seed: int = 42
+    drift_thresholds: dict[str, Any] = field(default_factory=dict)
+    eval_items: int = -1
+    eval_max_tokens: int = 96
+    judge: str = ""
+    describe_axes: int = 6
+    describe_prompts: int = 12
+    verdict_rules: str = ""
+    snapshot_hash: str = ""
+    report_probes: bool = False
+    probe_items: int = 4
+    probe_max_tokens: int = 64
+
+    @classmethod
+    def from_config(cls, data: dict[str, Any]) -> ReportOptions:
+        return cls(**{k: data[k] for k in REPORT_FIELDS if k in data and data[k] is not None})
+
+
+def run_report(
+    db: Database,
+    contestant_id: int,
+    options: ReportOptions,
+    *,
+    on_metrics: Callable[[dict[str, float]], object] | None = None,
+    say: Callable[[str], None] = lambda msg: print(f"[report] {msg}", flush=True),
+) -> str:
+    """The checkpoint report vs the parent, saved, and its verdict recorded (which releases or holds the
+    contestant). Never raises: a report that cannot be made records "unknown" with the reason (held by
+    default), and a skipped one (``drift_prompts: 0``) does too. Returns the contestant's state after."""
+    from annotation.snapshots import get_snapshot, load_snapshot
+    from training import verdict
+    from training.drift import drift_report, report_folder, save_report
+
+    t0 = time.perf_counter()
+    try:
+        rules = verdict.load_rules(options.verdict_rules or None)
+    except Exception as exc:
+        return verdict.record(db, contestant_id, verdict.no_report(f"the verdict rules: {exc}", False))
+    if options.drift_prompts <= 0:
+        why = "the checkpoint report was skipped (drift_prompts: 0)"
+        say(why)
+        return verdict.record(db, contestant_id, verdict.no_report(why, True, rules))
+    try:
+        rows = None
+        if options.snapshot_hash:
+            with db.session() as s:
+                snap = get_snapshot(s, options.snapshot_hash)
+                snap_path, digest = snap.path, snap.hash
+            rows = load_snapshot(snap_path, digest)
+        if options.report_probes:
+            _probe_pair(db, contestant_id, options, say)
+        report = drift_report(
+            db,
+            contestant_id,
+            n_prompts=options.drift_prompts,
+            max_tokens=options.drift_max_tokens,
+            seed=options.seed,
+            thresholds=options.drift_thresholds,
+            exclude=rows,
+            eval_items=options.eval_items,
+            eval_max_tokens=options.eval_max_tokens,
+            judge=options.judge or None,
+            describe_axes=options.describe_axes,
+            describe_prompts=options.describe_prompts,
+            rules_path=options.verdict_rules or None,
+            progress=say,
+        )
+        path = save_report(report, report_folder(db, contestant_id))
+        if on_metrics is not None:
+            values = {f"drift/{name}": f.delta for name, f in report.features.items()}
+            if report.evals:
+                values["evals/accuracy_delta"] = report.evals["delta"]
+            code = {"pass": 0, "watch": 1, "regress": 2, "unknown": 3}[report.verdict_name]
+            on_metrics(
+                {
+                    **values,
+                    "drift/flagged": len(report.flagged),
+                    "drift_seconds": report.seconds,
+                    "verdict/code": code,
+                }
+            )
+        state = verdict.record(db, contestant_id, verdict.Verdict(**report.verdict), str(path))
+        say(f"{report.summary()} ({report.seconds:.1f} s) -> {state}")
+        return state
+    except Exception as exc:
+        traceback.print_exc()
+        why = f"the checkpoint report failed after {time.perf_counter() - t0:.1f} s: {type(exc).__name__}: {exc}"
+        say(why)
         try:
-            ckpt.contestant_id = register(
-                s,
-                ContestantSpec(
-                    public_name=name,
-                    engine=engine,
-                    engine_config=engine_config,
-                    model_ref=model_ref,
-                    adapter_ref=adapter_ref,
-                    description=(
-                        f"{job.kind.upper()} checkpoint at step {step} of job {job_id} "
-                        f"({'LoRA' if adapter else 'full'}) of {stem} on snapshot {snapshot_hash[:12]}."
-                    ),
-                    sampling=dict(parent.sampling) if parent else {},
-                    aliases=list(parent.aliases) if parent else [],
-                    parent_id=parent.id if parent else None,
-                    job_id=job_id,
-                    snapshot_hash=snapshot_hash or None,
-                ),
+            return verdict.record(db, contestant_id, verdict.no_report(why, False, rules))
+        except Exception:
+            traceback.print_exc()  # the contestant was deleted meanwhile, or the database is gone
+            return "unknown"
+
+
+def _probe_pair(db: Database, contestant_id: int, options: ReportOptions, say: Callable[[str], None]) -> None:
+    """Run the sycophancy probes (a small spread of items) on the child and its parent, so the report's
+    ``sycophancy/*`` measures are measured rather than left as gaps."""
+    from arena.probes import PROBES, run_probe
+
+    with db.session() as s:
+        row = s.get_one(Contestant, contestant_id)
+        names = [row.public_name]
+        if row.parent_id is not None and s.get(Contestant, row.parent_id) is not None:
+            names.append(s.get_one(Contestant, row.parent_id).public_name)
+    for probe in PROBES:
+        for name in names:
+            run = run_probe(db, probe, name, limit=options.probe_items, max_tokens=options.probe_max_tokens)
+            say(f"probe {probe} on {name}: {len(run.measurements)} measurements in {run.seconds:.1f} s")
+
+
+def run_report_job(db: Database, job_id: int, config_path: str) -> int:
+    """A ``report`` job's worker: run the report of the contestant it names; the job fails (and the sweep
+    holds the contestant) only when the job itself is unusable."""
+    from training import runner
+
+    data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8")) or {}
+    contestant_id = int(data["contestant_id"])
+    with db.session() as s:
+        if s.get(Contestant, contestant_id) is None:
+            runner.finish(
+                db, job_id, "failed", f"contestant {contestant_id} no longer exists", only_if="running"
             )
-        except RegistryError as exc:
-            raise JobError(str(exc)) from exc
-        checkpoint_id, contestant_id = ckpt.id, ckpt.contestant_id
-    return Published(checkpoint_id, contestant_id, name, time.perf_counter() - t0)
+            return 1
+    state = run_report(db, contestant_id, ReportOptions.from_config(data))
+    runner.finish(db, job_id, "succeeded", None, only_if="running")
+    print(
+        f"[report] contestant {contestant_id} is {state} at {utcnow().isoformat(timespec='seconds')}",
+        flush=True,
+    )
+    return 0
+
+
+def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
+    """Probes were stored for ``name``: decide again the verdict of it and of its children (whose reports
+    compare with it), record the new ones and apply their hold. Returns (contestant, state) for each change."""
+    from training.drift import reevaluate
+
+    with db.session() as s:
+        row = s.scalar(select(Contestant).where(Contestant.public_name == name))
+        if row is None:
+            return []
+        ids = [row.id, *s.scalars(select(Contestant.id).where(Contestant.parent_id == row.id))]
+        names = dict(s.execute(select(Contestant.id, Contestant.public_name)).tuples().all())
+    out = []
+    for cid in ids:
+        state = reevaluate(db, cid)
+        if state is not None:
+            out.append((names[cid], state))
+    return out
 
 
 _TRAINER_STATE = ("optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", "rng_state")
+
+
+def _published_dir(job_id: int) -> Path:
+    from training.runner import job_dir
+
+    return job_dir(job_id) / "published"
 
 
 def _keep_copy(folder: Path, job_id: int, step: int) -> Path:
     """Copy a checkpoint's model files (not the optimizer state) to ``jobs/<id>/published/step-<n>``."""
     import shutil
 
-    from training.runner import job_dir
-
-    target = job_dir(job_id) / "published" / f"step-{step}"
+    target = _published_dir(job_id) / f"step-{step}"
     if not target.exists():
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)

@@ -56,6 +56,8 @@ class JobSummary:
     started_at: datetime | None
     ended_at: datetime | None
     error: str | None
+    # the lifecycle state of contestant_id (arena.lifecycle): pending while its report runs, then released/held
+    contestant_state: str | None = None
 
 
 @dataclass
@@ -208,6 +210,8 @@ def _spawn(db: Database, job_id: int) -> int:
 def worker_command(config_path: str, job_id: int) -> list[str]:
     """The argv that runs a job: the worker module, directly or under ``accelerate launch`` (never a shell)."""
     worker = ["-m", "training.worker", config_path, "--job", str(job_id)]
+    if _is_report(config_path):
+        return [sys.executable, *worker]  # a checkpoint report (training.publish): one process, no launcher
     cfg = load_config(config_path)
     if cfg.launcher != "accelerate":
         return [sys.executable, *worker]
@@ -221,6 +225,13 @@ def worker_command(config_path: str, job_id: int) -> list[str]:
     elif cfg.use_cpu:
         launch.append("--cpu")
     return [*launch, *worker]
+
+
+def _is_report(config_path: str) -> bool:
+    from db.files import read_yaml
+
+    data, _ = read_yaml(Path(config_path))
+    return isinstance(data, dict) and data.get("kind") == "report"
 
 
 def finish(db: Database, job_id: int, status: str, error: str | None, only_if: str | None = None) -> bool:
@@ -302,7 +313,8 @@ def _group_has_live_members(pgid: int) -> bool:
 
 # ---- reconcile / cancel / wait -------------------------------------------------------------------------------
 def reconcile(db: Database, start: bool = True) -> list[int]:
-    """Mark running jobs whose worker is gone as failed (with their log tail); start the next queued job.
+    """Mark running jobs whose worker is gone as failed (with their log tail), hold the pending checkpoints
+    whose report is gone with them (``training.publish.sweep_pending``), and start the next queued job.
 
     Call at app start and whenever a page wants fresh state. Returns the ids marked failed.
     """
@@ -326,6 +338,9 @@ def reconcile(db: Database, start: bool = True) -> list[int]:
             db, job_id, "failed", reason + ("\n--- log tail ---\n" + tail if tail else ""), only_if="running"
         ):
             failed.append(job_id)
+    from training.publish import sweep_pending
+
+    sweep_pending(db)  # a checkpoint whose report died with its worker is held (with why), never released
     if start:
         start_next(db)
     return failed
@@ -484,6 +499,11 @@ def _result(s: Session, job_id: int) -> tuple[int | None, int | None]:
 
 def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
     contestant_id, contestant_step = _result(s, job.id)
+    if job.kind == "report" and (job.config or {}).get("contestant_id") is not None:
+        contestant_id, contestant_step = int(job.config["contestant_id"]), job.config.get("step")
+    state = (
+        s.scalar(select(Contestant.state).where(Contestant.id == contestant_id)) if contestant_id else None
+    )
     return dict(
         id=job.id,
         kind=job.kind,
@@ -497,6 +517,7 @@ def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
         started_at=job.started_at,
         ended_at=job.ended_at,
         error=job.error,
+        contestant_state=state,
     )
 
 

@@ -6,9 +6,15 @@ with interval, p and q) as a dict, a plain number, or "unmeasured" with the reas
 which measure gives which verdict; see the file's header for the vocabulary. A measure that nobody produced
 (the sycophancy probes before they run) is "unmeasured" and only matters when its rule is ``required``.
 
-``record`` stores the verdict as a ``VerdictEvent`` row and, when a matched rule holds, takes the contestant out
-of anonymous battles (``active = false``). ``release`` lets it back in and logs who did it and why; ``hold``
-takes any contestant out by hand. ``current`` gives the newest verdict per contestant for badges.
+What a verdict does to play is the file's ``hold`` section: a matched rule with ``hold: true`` holds, and so do
+the verdicts listed in ``hold.verdicts`` (regress and unknown by default) and a report that failed or was skipped
+(``hold.failed_report`` / ``hold.skipped_report``, true by default).
+
+``record`` stores the verdict as a ``VerdictEvent`` row and applies it to the contestant's one lifecycle
+(``arena.lifecycle.apply_verdict``: pending -> released or held, released -> held...). ``release`` and ``hold``
+are a researcher's decisions through the same lifecycle, logged with who and why. ``current`` gives the state
+and the newest verdict per contestant for badges. ``reevaluate`` decides again from a saved report with the
+probes stored since, records it and applies its hold.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from typing import Any
 from sqlalchemy import select
 
 from accounts import require_role
-from arena.registry import get_contestant, set_active
+from arena import lifecycle
+from arena.registry import get_contestant
 from db.files import read_yaml
 from db.models import VerdictEvent
 from db.session import Database
@@ -50,11 +57,21 @@ class Rule:
 
 
 @dataclass
+class HoldPolicy:
+    """Which outcomes keep a new checkpoint out of anonymous battles (besides rules with ``hold: true``)."""
+
+    verdicts: tuple[str, ...] = ("regress", "unknown")
+    failed_report: bool = True
+    skipped_report: bool = True
+
+
+@dataclass
 class Rules:
     version: int
     alpha: float
     rules: list[Rule]
     source: str
+    holds: HoldPolicy = field(default_factory=HoldPolicy)
 
 
 @dataclass
@@ -103,7 +120,35 @@ def load_rules(path: str | Path | None = None) -> Rules:
     alpha = data.get("alpha", 0.05)
     if not isinstance(alpha, int | float) or not 0 < alpha < 1:
         raise VerdictError(f"{path}: alpha must be between 0 and 1, got {alpha!r}")
-    return Rules(int(data.get("version", 1)), float(alpha), rules, str(path))
+    return Rules(
+        int(data.get("version", 1)), float(alpha), rules, str(path), _hold_policy(path, data.get("hold"))
+    )
+
+
+def _hold_policy(path: Path, raw: Any) -> HoldPolicy:
+    if raw is None:
+        return HoldPolicy()
+    if not isinstance(raw, dict):
+        raise VerdictError(f"{path}: hold must be a mapping (verdicts, failed_report, skipped_report)")
+    unknown = set(raw) - set(HoldPolicy.__dataclass_fields__)
+    if unknown:
+        raise VerdictError(f"{path}: hold: unknown field(s) {', '.join(sorted(unknown))}")
+    listed = raw.get("verdicts", list(HoldPolicy.verdicts))
+    if not isinstance(listed, list) or any(v not in VERDICTS for v in listed):
+        raise VerdictError(f"{path}: hold.verdicts must be a list of {', '.join(VERDICTS)}, got {listed!r}")
+    flags = {k: raw.get(k, True) for k in ("failed_report", "skipped_report")}
+    for k, v in flags.items():
+        if not isinstance(v, bool):
+            raise VerdictError(f"{path}: hold.{k} must be true or false, got {v!r}")
+    return HoldPolicy(tuple(listed), flags["failed_report"], flags["skipped_report"])
+
+
+def no_report(why: str, skipped: bool, rules: Rules | None = None) -> Verdict:
+    """The verdict of a checkpoint whose report failed (or was skipped): unknown, held unless the rules'
+    ``hold`` section says otherwise."""
+    rules = rules or load_rules()
+    held = rules.holds.skipped_report if skipped else rules.holds.failed_report
+    return Verdict("unknown", [f"unknown: {why}"], hold=held, rules_version=rules.version)
 
 
 def _matches(rule: Rule, value: Any, alpha: float) -> bool:
@@ -150,21 +195,30 @@ def decide(measures: dict[str, Any], unmeasured: dict[str, str], rules: Rules | 
     return verdict
 
 
-def record(db: Database, contestant_id: int, verdict: Verdict, report_path: str | None = None) -> None:
-    """Store the verdict; a holding rule takes the contestant out of anonymous battles."""
+def apply_hold_policy(verdict: Verdict, rules: Rules) -> Verdict:
+    """Hold the verdicts the rules' ``hold.verdicts`` lists (after every other adjustment of the verdict)."""
+    if verdict.verdict in rules.holds.verdicts and not verdict.hold:
+        verdict.hold = True
+        verdict.reasons.append(f"held: the rules hold a {verdict.verdict} verdict")
+    return verdict
+
+
+def record(db: Database, contestant_id: int, verdict: Verdict, report_path: str | None = None) -> str:
+    """Store the verdict and apply it to the contestant's lifecycle, in one transaction; returns the state."""
     with db.session() as s:
         s.add(
             VerdictEvent(
                 contestant_id=contestant_id,
                 action="verdict",
                 verdict=verdict.verdict,
-                held=verdict.hold,
+                held=verdict.hold,  # what this verdict asked for; the state itself is contestants.state
                 reason="; ".join(verdict.reasons) or "no rule matched",
                 details={"unmeasured": verdict.unmeasured, "report": report_path},
             )
         )
-        if verdict.hold:
-            set_active(s, contestant_id, False)
+        s.flush()
+        lifecycle.apply_verdict(s, contestant_id, verdict.verdict, verdict.hold, verdict.reasons)
+        return lifecycle.state_of(s, contestant_id)
 
 
 def _manual(db: Database, contestant: int | str, user_id: int | None, reason: str, active: bool) -> None:
@@ -173,28 +227,22 @@ def _manual(db: Database, contestant: int | str, user_id: int | None, reason: st
         raise VerdictError("say why (a reason is logged with the decision)")
     with db.session() as s:
         info = get_contestant(s, contestant)
-        last = _latest(s).get(info.id)
-        s.add(
-            VerdictEvent(
-                contestant_id=info.id,
-                action="release" if active else "hold",
-                verdict=last.verdict if last else None,
-                held=not active,
-                user_id=user_id,
-                reason=reason.strip(),
-                details={},
-            )
-        )
-        set_active(s, info.id, active)
+        try:
+            if active:
+                lifecycle.release(s, info.id, reason, user_id=user_id)
+            else:
+                lifecycle.hold(s, info.id, reason, user_id=user_id)
+        except lifecycle.LifecycleError as exc:
+            raise VerdictError(str(exc)) from exc
 
 
 def release(db: Database, contestant: int | str, user_id: int | None, reason: str) -> None:
-    """Let a held checkpoint into anonymous battles; who and why are logged."""
+    """A researcher lets a held (or pending) checkpoint into anonymous battles; who and why are logged."""
     _manual(db, contestant, user_id, reason, True)
 
 
 def hold(db: Database, contestant: int | str, user_id: int | None, reason: str) -> None:
-    """Take a contestant out of anonymous battles by hand; who and why are logged."""
+    """A researcher takes a contestant out of anonymous battles; who and why are logged."""
     _manual(db, contestant, user_id, reason, False)
 
 
@@ -207,30 +255,49 @@ def _latest(session: Any) -> dict[int, VerdictEvent]:
 
 @dataclass
 class Status:
-    verdict: str | None
-    held: bool
+    verdict: str | None  # the newest recorded verdict (None: never judged)
+    held: bool  # the lifecycle state is held (the one truth; not the verdict's wish)
     badge: str
     reason: str
+    state: str = "released"
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
 def current(db: Database) -> dict[int, Status]:
-    """Newest verdict per contestant id (contestants never judged are absent): for badges in lists."""
+    """Per contestant id that has a verdict or is not released: its state and newest verdict (for badges)."""
+    from db.models import Contestant
+
     with db.session() as s:
-        return {
-            cid: Status(e.verdict, e.held, badge_for(e.verdict, e.held), e.reason or "")
-            for cid, e in _latest(s).items()
-        }
+        latest = _latest(s)
+        states = dict(s.execute(select(Contestant.id, Contestant.state)).tuples().all())
+        out = {}
+        for cid, state in states.items():
+            e = latest.get(cid)
+            if e is None and state == "released":
+                continue
+            out[cid] = Status(
+                e.verdict if e else None,
+                state == "held",
+                badge_for(e.verdict if e else None, state),
+                (e.reason or "") if e else "",
+                state,
+            )
+        return out
 
 
-def badge_for(verdict: str | None, held: bool = False) -> str:
+def badge_for(verdict: str | None, state: str | bool = "released") -> str:
+    """The verdict's badge and, when it is not simply released, the lifecycle state."""
+    if isinstance(state, bool):  # older callers passed held=True/False
+        state = "held" if state else "released"
     text = BADGES.get(verdict or "", "")
-    return (text + " · held" if held else text).strip(" ·")
+    if state != "released":
+        text = f"{text} · {lifecycle.badge(state)}" if text else lifecycle.badge(state)
+    return text.strip(" ·")
 
 
 def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
-    """Every verdict and decision for one contestant, oldest first (who, what, why, when)."""
-    from db.models import User
+    """Every verdict and every state change for one contestant, oldest first (who, what, why, when)."""
+    from db.models import ContestantEvent, User
 
     with db.session() as s:
         info = get_contestant(s, contestant)
@@ -240,7 +307,7 @@ def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
             .where(VerdictEvent.contestant_id == info.id)
             .order_by(VerdictEvent.id)
         ).all()
-        return [
+        out = [
             {
                 "action": e.action,
                 "verdict": e.verdict,
@@ -248,9 +315,59 @@ def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
                 "by": name or ("rules" if e.action == "verdict" else "open-mode user"),
                 "reason": e.reason,
                 "at": e.created_at.isoformat(timespec="seconds"),
+                "kind": "verdict",
+                "_order": (e.created_at, 0, e.id),
             }
             for e, name in rows
+            if e.action == "verdict"  # hold/release rows from before the lifecycle are in its log now
         ]
+        last_verdict = None
+        changes = s.scalars(
+            select(ContestantEvent)
+            .where(ContestantEvent.contestant_id == info.id)
+            .order_by(ContestantEvent.id)
+        ).all()
+        for c in changes:
+            if c.action == "verdict":
+                continue  # the verdict row above is the same fact (arena.lifecycle.history has the move)
+            out.append(
+                {
+                    "action": c.action,
+                    "verdict": (c.details or {}).get("verdict", last_verdict),
+                    "held": c.to_state == "held",
+                    "by": c.by_user,
+                    "reason": c.reason,
+                    "at": c.created_at.isoformat(timespec="seconds"),
+                    "kind": "state",
+                    "from": c.from_state,
+                    "to": c.to_state,
+                    "_order": (c.created_at, 1, c.id),
+                }
+            )
+        # verdicts and state changes live in two tables: within each, the id order is the truth
+        out = _merge_in_order(out)
+        for row in out:
+            row.pop("_order", None)
+        return out
+
+
+def _merge_in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Two id-ordered streams merged by time; a verdict's own state change (same transaction) follows it."""
+    verdict_rows = [r for r in rows if r["kind"] == "verdict"]
+    state_rows = [r for r in rows if r["kind"] == "state"]
+    merged: list[dict[str, Any]] = []
+    i = j = 0
+    while i < len(verdict_rows) or j < len(state_rows):
+        take_verdict = j >= len(state_rows) or (
+            i < len(verdict_rows) and verdict_rows[i]["_order"][0] <= state_rows[j]["_order"][0]
+        )
+        if take_verdict:
+            merged.append(verdict_rows[i])
+            i += 1
+        else:
+            merged.append(state_rows[j])
+            j += 1
+    return merged
 
 
 def badges_by_name(db: Database) -> dict[str, str]:

@@ -1,7 +1,9 @@
 """The worker process: ``python -m training.worker <config.yaml> --job <id>``.
 
 It owns one job from start to end: marks it running (pid), re-checks its inputs, runs the trainer for the job's
-kind, publishes the checkpoint, and records succeeded / failed (exception + log tail). SIGTERM (a cancel) ends it
+kind, publishes the checkpoint (pending), runs its checkpoint report and records the verdict (which releases or
+holds it: ``training.publish``), and records succeeded / failed (exception + log tail). A ``report`` job (queued
+by a mid-run publish) runs only the report of the contestant it names. SIGTERM (a cancel) ends it
 cleanly. On exit it starts the next queued job, so the queue drains without the app. If an earlier attempt of the
 same job left ``checkpoints/checkpoint-*``, training resumes from the newest one.
 
@@ -52,7 +54,7 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
     from training.context import JobContext
     from training.metrics import MetricWriter
     from training.preflight import preflight
-    from training.publish import publish
+    from training.publish import ReportOptions, publish, run_report, run_report_job
 
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -68,8 +70,12 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
         ):  # under accelerate launch the launcher is the leader
             job.pid = os.getpid()
         job.started_at = job.started_at or utcnow()
+        kind = job.kind
     code = 1
     try:
+        if kind == "report":
+            code = run_report_job(db, job_id, config_path)
+            return code
         cfg = load_config(config_path)
         with db.session() as s:
             checked = preflight(s, cfg)
@@ -84,8 +90,16 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
             flush=True,
         )
         published = publish(db, ctx, result)
-        if published.contestant_id is not None and cfg.drift_prompts:
-            report_drift(db, ctx, published.contestant_id, result.step)
+        if published.contestant_id is not None and published.needs_report:
+            step = result.step
+            state = run_report(
+                db,
+                published.contestant_id,
+                ReportOptions.from_config(cfg.to_dict()),
+                on_metrics=lambda values: ctx.metrics.log(step, values),
+            )
+            ctx.metrics.log(step, {"release_seconds": time.perf_counter() - result.ended_at})
+            print(f"[worker] {published.public_name} is {state}", flush=True)
         runner.finish(db, job_id, "succeeded", None, only_if="running")
         code = 0
     except Cancelled as exc:
@@ -150,58 +164,6 @@ def forget_metrics_after(db, job_id: int, checkpoint: str | None) -> None:  # ty
     with db.session() as s:
         s.execute(delete(JobMetric).where(JobMetric.job_id == job_id, JobMetric.step > step))
     print(f"[worker] resuming from {checkpoint} (step {step})", flush=True)
-
-
-def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignore[no-untyped-def]
-    """Checkpoint report vs the parent and its verdict, saved next to the job. Never fails the job: whatever
-    could not be measured is in the report, and a report that could not be made at all records "unknown"."""
-    from annotation.snapshots import load_snapshot
-    from training import verdict
-    from training.drift import drift_report, save_report
-
-    cfg = ctx.cfg
-    try:
-        rows = load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash)
-        report = drift_report(
-            db,
-            contestant_id,
-            n_prompts=cfg.drift_prompts,
-            max_tokens=cfg.drift_max_tokens,
-            seed=cfg.seed,
-            thresholds=cfg.drift_thresholds,
-            exclude=rows,
-            eval_items=cfg.eval_items,
-            eval_max_tokens=cfg.eval_max_tokens,
-            judge=cfg.judge or None,
-            describe_axes=cfg.describe_axes,
-            describe_prompts=cfg.describe_prompts,
-            rules_path=cfg.verdict_rules or None,
-            progress=lambda msg: print(f"[report] {msg}", flush=True),
-        )
-        path = save_report(report, ctx.job_dir)
-        values = {f"drift/{name}": f.delta for name, f in report.features.items()}
-        if report.evals:
-            values["evals/accuracy_delta"] = report.evals["delta"]
-        code = {"pass": 0, "watch": 1, "regress": 2, "unknown": 3}[report.verdict_name]
-        ctx.metrics.log(
-            step,
-            {
-                **values,
-                "drift/flagged": len(report.flagged),
-                "drift_seconds": report.seconds,
-                "verdict/code": code,
-            },
-        )
-        verdict.record(db, contestant_id, verdict.Verdict(**report.verdict), str(path))
-        print(f"[report] {report.summary()} ({report.seconds:.1f} s)", flush=True)
-    except Exception as exc:
-        traceback.print_exc()
-        print(f"[report] no checkpoint report: {type(exc).__name__}: {exc}", flush=True)
-        try:
-            why = f"the report failed: {type(exc).__name__}: {exc}"
-            verdict.record(db, contestant_id, verdict.Verdict("unknown", [why]))
-        except Exception:
-            traceback.print_exc()
 
 
 def main(argv: list[str] | None = None) -> int:

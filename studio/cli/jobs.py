@@ -32,6 +32,7 @@ def job_dict(v: Any) -> dict[str, Any]:
         "snapshot_id": v.snapshot_id,
         "contestant_id": v.contestant_id,
         "contestant_step": v.contestant_step,
+        "contestant_state": v.contestant_state,
         "created_at": v.created_at,
         "started_at": v.started_at,
         "ended_at": v.ended_at,
@@ -108,7 +109,7 @@ def jobs_list(
     for j in jobs:
         progress = f"{100 * j.progress:3.0f}%" if j.progress is not None else "    "
         result = (
-            f"contestant {j.contestant_id}"
+            f"contestant {j.contestant_id} ({j.contestant_state})"
             if j.contestant_id
             else (j.error or "").splitlines()[0][:60]
             if j.error

@@ -1,9 +1,10 @@
 """``vibestudio models ...`` and ``vibestudio drift``: the arena's contestants and what is known about each.
 
 ``models list|add`` manage contestants (personas from YAML or flags), ``models show`` is the model page (lineage,
-ratings, report, verdict), ``models hold|release`` keep a checkpoint out of anonymous battles, ``models
-hide|restore`` take one out of pair sampling with a logged reason, and ``drift`` compares a checkpoint with its
-parent. A thin layer over ``arena.registry``, ``arena.personas``, ``arena.families`` and ``training.model_page``,
+ratings, report, verdict, lifecycle state), ``models hold|release`` keep a checkpoint out of anonymous battles or
+let it in (a researcher's logged decision), ``models hide|restore`` retire one and bring it back (to the state it
+had: a held checkpoint comes back held), ``models log`` prints its lifecycle, and ``drift`` compares a checkpoint
+with its parent (``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``, ``arena.families`` and ``training.model_page``,
 ``training.drift`` and ``training.verdict``.
 """
 
@@ -21,7 +22,7 @@ models_app = typer.Typer(help="Contestants in the arena.", no_args_is_help=True)
 
 @models_app.command("list")
 def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List contestants with their engine, persona and lineage."""
+    """List contestants with their lifecycle state, engine, persona and lineage."""
     from arena.registry import list_contestants
 
     with open_db().session() as s:
@@ -35,7 +36,9 @@ def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON."
             if c.parent_id
             else ""
         )
-        typer.echo(f"{c.id:>4}  {c.public_name:<28} {c.engine:<13} {c.description[:50]}{lineage}")
+        typer.echo(
+            f"{c.id:>4}  {c.public_name:<28} {c.state:<9} {c.engine:<13} {c.description[:50]}{lineage}"
+        )
 
 
 @models_app.command("add")
@@ -99,7 +102,7 @@ def models_restore(
     by: str = typer.Option(..., help="Who restores it."),
     reason: str = typer.Option("", help="Why."),
 ) -> None:
-    """Bring a hidden contestant back (logged)."""
+    """Bring a hidden contestant back to the state it had (logged); a held one comes back held."""
     _hide(name, by, reason, restore=True)
 
 
@@ -112,7 +115,7 @@ def _hide(name: str, by: str, reason: str, restore: bool) -> None:
             event = hide(s, name, by, reason, restore=restore)
     except RegistryError as exc:
         fail(str(exc))
-    typer.echo(f"{event['contestant']}: {event['action']} by {event['by']} (logged)")
+    typer.echo(f"{event['contestant']}: {event['action']} by {event['by']} (logged); now {event['state']}")
 
 
 @models_app.command("show")
@@ -135,6 +138,7 @@ def models_show(
         return
     v = page["verdict"]
     typer.echo(f"# {page['contestant']['public_name']}  {v['badge'] or '(no verdict)'}")
+    typer.echo(v["state_line"])
     typer.echo(lineage_md(page))
     typer.echo(ratings_md(page))
     typer.echo(report_md(page["report"]) if page["report"] else "No checkpoint report (not a trained child).")
@@ -158,11 +162,19 @@ def drift_cmd(
         12, min=8, help="With --judge: held-out prompts each named difference is checked on (both orders)."
     ),
     seed: int = typer.Option(0, help="Seed for prompts, sampling and resampling."),
+    rules: str = typer.Option(None, "--rules", help="A verdict rules YAML file (default: the built-in one)."),
+    record: bool = typer.Option(
+        False,
+        "--record",
+        help="Save the report as the checkpoint's report and record its verdict (which releases or holds it). "
+        "Without it nothing is saved or recorded.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Compare a checkpoint with its parent (or --against) under the same conditions, and give a verdict."""
     from arena.registry import RegistryError
-    from training.drift import drift_report
+    from training import verdict
+    from training.drift import drift_report, report_folder, save_report
     from training.report_text import report_md
 
     db = open_db()
@@ -182,14 +194,24 @@ def drift_cmd(
             describe_axes=describe_axes,
             describe_prompts=describe_prompts,
             seed=seed,
+            rules_path=rules,
             progress=lambda msg: typer.echo(msg, err=True) if not as_json else None,
         )
-    except RegistryError as exc:
+    except (RegistryError, verdict.VerdictError) as exc:
         fail(str(exc))
+    if record and against:
+        fail("--record saves a checkpoint's report against its parent; drop --against to record")
+    note = "Nothing was saved or recorded (add --record to save the report and record its verdict)."
+    if record:
+        path = save_report(report, report_folder(db, report.contestant_id))
+        state = verdict.record(db, report.contestant_id, verdict.Verdict(**report.verdict), str(path))
+        note = f"Saved the report to {path} and recorded the verdict {report.verdict_name}: {report.contestant} is {state}."
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        typer.echo(note, err=True)
         return
     typer.echo(report_md(report.to_dict()))
+    typer.echo(note)
 
 
 @models_app.command("release")
@@ -205,7 +227,7 @@ def models_release(
         release(open_db(), name, None, reason)
     except (RegistryError, VerdictError) as exc:
         fail(str(exc))
-    typer.echo(f"{name} may play in anonymous battles again.")
+    typer.echo(f"{name} is released by a person (you): it may play in anonymous battles; logged.")
 
 
 @models_app.command("hold")
@@ -221,4 +243,27 @@ def models_hold(
         hold(open_db(), name, None, reason)
     except (RegistryError, VerdictError) as exc:
         fail(str(exc))
-    typer.echo(f"{name} is held out of anonymous battles.")
+    typer.echo(f"{name} is held out of anonymous battles; logged.")
+
+
+@models_app.command("log")
+def models_log(
+    name: str = typer.Argument(..., help="Contestant name or id."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The contestant's lifecycle: every verdict and state change, who made it, why and when."""
+    from arena.registry import RegistryError
+    from training.verdict import history
+
+    try:
+        rows = history(open_db(), int(name) if name.isdigit() else name)
+    except RegistryError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, default=str, ensure_ascii=False))
+        return
+    for h in rows:
+        move = (
+            f"{h.get('from') or '-'} -> {h['to']}" if h.get("kind") == "state" else f"verdict {h['verdict']}"
+        )
+        typer.echo(f"{h['at']}  {h['action']:<8} {move:<22} by {h['by']}: {h['reason']}")

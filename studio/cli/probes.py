@@ -1,6 +1,8 @@
 """``vibestudio probes run|show``: sycophancy probes (pushback flips and stated views) with intervals.
 
-A thin layer over ``arena.probes``: run with a tqdm bar, print rates with intervals (or JSON).
+A thin layer over ``arena.probes``: run with a tqdm bar, print rates with intervals (or JSON). After a run the
+verdicts of the probed checkpoints (and of their children) are decided again with the stored probes, and a
+holding verdict holds (``training.publish.after_probes``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,16 @@ def probes_run(
     except ProbeError as exc:
         fail(str(exc))
     _print(report, as_json)
+    _reevaluate(db, [contestant, *([against] if against else [])])
+
+
+def _reevaluate(db, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Probes stored: the verdicts of these contestants and their children are decided again (and held)."""
+    from training.publish import after_probes
+
+    for name in names:
+        for who, state in after_probes(db, name):
+            typer.echo(f"verdict decided again with the stored probes: {who} is now {state}", err=True)
 
 
 @probes_app.command("show")

@@ -16,11 +16,12 @@ from typing import Any
 import gradio as gr
 
 from accounts import PermissionDenied, RateLimited
+from arena import lifecycle
 from arena.battles import QUICK_RUBRIC, BattleError, BattleView, Reveal, TurnUpdate
 from arena.engines.factory import ENGINE_KINDS
 from arena.personas import PersonaError, add_personas, import_persona_file, spec_from_mapping
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
-from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant, list_contestants
+from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
 from arena.self_play import SELF_PLAY, default_temperatures
 from db import outcomes
 from studio.context import StudioContext
@@ -233,12 +234,17 @@ def build(ctx: StudioContext) -> None:
     off = [gr.update(interactive=False)] * len(VOTES)
     clear_rubric = [gr.update(value=None)] * len(rubric_inputs)
 
-    def on_mode(m: str):
+    def on_mode(m: str, request: gr.Request):
         if m not in (NAMED, SELF):
             return gr.update(visible=False), gr.update(visible=False), gr.update(visible=False), gr.update()
-        with ctx.db.session() as s:
-            names = [c.public_name for c in list_contestants(s)]
-        badges = badges_by_name(ctx.db)  # the verdict of trained checkpoints, next to their names
+        try:
+            uid = ctx.access.user_id(request)
+        except PermissionDenied as exc:
+            raise user_error(exc) from exc
+        with ctx.db.session() as s:  # researchers may also pick pending and held checkpoints, to inspect them
+            names = lifecycle.playable(s, uid, "named" if m == NAMED else "self_play")
+        # the verdict and lifecycle state of trained checkpoints, next to their names
+        badges = badges_by_name(ctx.db)
         labelled = [(f"{n} {badges[n]}" if n in badges else n, n) for n in names]
         named = gr.update(choices=labelled, visible=m == NAMED)
         return named, named, gr.update(visible=m == SELF), gr.update(choices=labelled)

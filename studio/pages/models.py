@@ -107,12 +107,17 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
     v = page["verdict"]
     c = page["contestant"]
     head = f"## {literal(c['public_name'])} {v['badge']}\n{literal(c.get('description') or '')}"
-    if v["held"]:
+    head += f"\n\n**State:** {literal(v['state_line'])}"
+    if v["state"] == "held":
         head += "\n\n**Held out of anonymous battles** until a researcher lets it in."
+    elif v["state"] == "pending":
+        head += "\n\n**Pending:** its checkpoint report is running; it plays in no anonymous battle until its verdict."
     if v["history"]:
         head += "\n\n" + "\n".join(
-            f"- {h['at']} {h['action']} ({h['verdict'] or '–'}) by {literal(h['by'])}: {literal(h['reason'] or '')}"
-            for h in v["history"][-5:]
+            f"- {h['at']} {h['action']} ({h['verdict'] or '–'}"
+            + (f", {h.get('from') or '–'} → {h['to']}" if h.get("kind") == "state" else "")
+            + f") by {literal(h['by'])}: {literal(h['reason'] or '')}"
+            for h in v["history"][-6:]
         )
     report = (
         report_md(page["report"], literal)

@@ -17,6 +17,7 @@ from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import error_text, to_html
+from training.publish import after_probes
 
 NONE = "(none)"
 COLUMNS = ["contestant", "probe", "measure", "rate", "95% interval", "n", "unmeasurable"]
@@ -121,6 +122,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                     )
                     if result.stopped:
                         gr.Warning(error_text(f"{probe} on {target} stopped early: {result.stopped}"))
+            for target in targets:  # stored probes re-decide the verdicts (and apply a hold)
+                for who, state in after_probes(ctx.db, target):
+                    gr.Info(error_text(f"verdict decided again with the stored probes: {who} is now {state}"))
             return report(name, other)
         except (ProbeError, PermissionDenied) as exc:
             raise user_error(exc) from exc

@@ -432,8 +432,13 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             )
         except (JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
+        if p.already:
+            return to_html(
+                f"This checkpoint was published before, as **{literal(p.public_name)}** ({p.state})."
+            )
         return to_html(
-            f"✅ Step checkpoint published as contestant **{literal(p.public_name)}**: it is now in the arena."
+            f"✅ Step checkpoint published as contestant **{literal(p.public_name)}**, {p.state}: its checkpoint "
+            f"report is queued (job {p.report_job}); it plays in anonymous battles once its verdict releases it."
         )
 
     kind.change(on_kind, [kind], [dpo_box, grpo_box, beta], api_visibility="private")

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import func, select
 
 from annotation.snapshots import load_snapshot, snapshot_from_votes
+from arena import lifecycle
 from arena.battles import ArenaService, BattleError
 from arena.families import _votes_after_publish
-from arena.registry import set_active
 from arena.self_play import (
     SELF_PLAY,
     check_temperatures,
@@ -116,7 +116,7 @@ def test_default_temperatures_and_bad_input_write_nothing(db, fake):
     _http(db, fake, "plain", "fixed", {})
     retired = _http(db, fake, "retired", "fixed")
     with db.session() as s:
-        set_active(s, retired, False)
+        lifecycle.hide(s, retired, "retired for the test", by="tester")
     assert default_temperatures(0.7) == (0.7, 0.3) and default_temperatures(0.2) == (0.2, 1.0)
     assert default_temperatures(None) == (0.7, 0.3) and default_temperatures(1.5) == (1.5, 0.3)
     svc = ArenaService(db)
@@ -126,7 +126,7 @@ def test_default_temperatures_and_bad_input_write_nothing(db, fake):
     for args, msg in (
         (("ghost", (0.3, 1.0)), "no contestant 'ghost'"),
         ((999, (0.3, 1.0)), "no contestant 999"),
-        (("retired", (0.3, 1.0)), "does not exist or is not active"),
+        (("retired", (0.3, 1.0)), "is hidden, not released"),
         (("warm", (0.0, 0.0)), "both temperatures are 0"),
         (("warm", (0.3,)), "exactly two temperatures"),
         (("warm", (0.3, 1.0, 2.0)), "exactly two temperatures"),

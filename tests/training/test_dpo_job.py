@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 from annotation.snapshots import write_snapshot
 from arena.engines.base import Sampling
 from arena.engines.hf import TransformersEngine
+from arena import lifecycle
 from arena.registry import ContestantInfo, get_contestant
 from db.models import Checkpoint
 from db.session import Database
@@ -131,6 +132,13 @@ def test_a_checkpoint_report_and_a_verdict_follow_the_publish(run):
     assert report.verdict["verdict"] in ("pass", "watch", "regress")
     assert {"drift/flagged", "drift/tokens", "verdict/code"} <= set(run.view.metrics)
     assert verdict.current(run.db)[run.info.id].verdict == report.verdict["verdict"]
+    # published pending, then released or held by that verdict before the job ended (one logged step each)
+    with run.db.session() as s:
+        moves = [(h["action"], h["to"]) for h in lifecycle.history(s, run.info.id)]
+        state = get_contestant(s, run.info.id).state
+    assert moves[0] == ("publish", "pending") and moves[1][0] == "verdict" and moves[1][1] == state
+    assert state == ("held" if report.verdict["hold"] else "released")
+    assert run.view.last("release_seconds") >= run.view.last("publish_seconds")
     # the job's own snapshot was read back: the held-out prompts were checked against it and what its
     # preferences rewarded (answers opening "Great question! ..." over "No.") was named and tested on the child
     assert report.held_out["snapshot_checked"] and report.rewarded["pairs"] == 8, report.unmeasured

@@ -9,7 +9,7 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from db.models import Job
+from db.models import Contestant, Job
 from tests.helpers.training import FAST, pair_rows
 from training import runner
 from training.errors import JobError
@@ -133,9 +133,15 @@ def test_resume_continues_from_the_last_checkpoint(db, tiny_parent, make_snapsho
     early = publish_checkpoint(db, job_id, step=2)
     view = runner.job_view(db, job_id)
     assert (view.contestant_id, view.contestant_step) == (early.contestant_id, 2)
+    # it is pending; its report job runs in a worker process (drift_prompts 0: a skipped report, held)
+    assert early.state == "pending" and early.report_job is not None
+    assert runner.wait(db, early.report_job, timeout=120).status == "succeeded"
+    with db.session() as s:
+        assert s.get_one(Contestant, early.contestant_id).state == "held"
+    queued = launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST)
     with pytest.raises(JobError, match="only failed or cancelled"):
-        runner.resume(db, launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST))  # queued: not resumable
-    runner.cancel(db, job_id + 1)
+        runner.resume(db, queued)  # queued: not resumable
+    runner.cancel(db, queued)
     assert runner.resume(db, job_id).status in ("queued", "running")
     view = runner.wait(db, job_id, timeout=240)
     assert view.status == "succeeded", view.error

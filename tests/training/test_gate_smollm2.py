@@ -1,0 +1,62 @@
+"""Slow: the gate on the real SmolLM2-135M. A LoRA DPO child of ``smollm2-warm`` is trained, published pending and
+reported on by the job's worker process while this test keeps drawing anonymous battles; none draws the child
+before its verdict is recorded. Prints the time from training end to the verdict (``release_seconds``)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+from sqlalchemy import select
+
+from arena.battles import ArenaService
+from arena.registry import ensure_defaults
+from db.models import Battle, ContestantEvent
+from tests.helpers.training import pair_rows
+from training.runner import wait
+from training.service import launch_dpo
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("db", ["sqlite"], indirect=True)
+def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
+    with db.session() as s:
+        ensure_defaults(s)
+    snap = make_snapshot(rows=pair_rows(8))
+    job_id = launch_dpo(
+        db, "smollm2-warm", snap, max_steps=2, kl_prompts=2, kl_max_new_tokens=8,
+        drift_prompts=16, drift_max_tokens=32, eval_items=8, eval_max_tokens=32,
+    )  # fmt: skip
+    arena, stop, draws = ArenaService(db, rng=random.Random(0)), threading.Event(), [0]
+
+    def keep_drawing() -> None:
+        while not stop.is_set():
+            arena.start_battle()
+            draws[0] += 1
+            time.sleep(0.25)
+
+    drawer = threading.Thread(target=keep_drawing, daemon=True)
+    drawer.start()
+    view = wait(db, job_id, timeout=3000)
+    stop.set()
+    drawer.join(10)
+    assert view.status == "succeeded", view.error or view.log_tail
+    child = view.contestant_id
+    with db.session() as s:
+        events = {
+            e.action: e
+            for e in s.scalars(select(ContestantEvent).where(ContestantEvent.contestant_id == child))
+        }
+        with_child = s.scalars(select(Battle).where((Battle.a_id == child) | (Battle.b_id == child))).all()
+    decided = events["verdict"]
+    assert events["publish"].to_state == "pending" and decided.to_state in ("released", "held")
+    assert all(b.created_at >= decided.created_at for b in with_child)
+    release = view.last("release_seconds")
+    print(
+        f"\n[gate] {draws[0]} anonymous draws during the job; child {decided.to_state} "
+        f"{release:.1f} s after training ended (report {view.last('drift_seconds'):.1f} s); "
+        f"{len(with_child)} battles drew it, none before its verdict"
+    )
+    assert draws[0] > 20 and release is not None and release > 0
