@@ -605,7 +605,7 @@ class ArenaService:
 
 
 _HOW = {
-    "revealed": "was revealed",
+    "revealed": "ended with its reveal",
     "new_round": "ended when a new round started",
     "idle": "ended after the idle timeout without activity",
     "sweep": "was ended at start-up after the idle timeout without activity",
