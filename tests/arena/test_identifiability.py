@@ -107,3 +107,54 @@ def test_the_arena_can_strip_a_personas_fixed_opening(db):
         assert fake.requests[-1]["messages"][-1] == {"role": "assistant", "content": "Ooh, fun one! "}
     finally:
         fake.close()
+
+
+def test_the_cli_measures_ended_battles_only():
+    import json
+    from datetime import timedelta
+
+    from typer.testing import CliRunner
+
+    from arena.battle_end import db_now
+    from db.models import Battle
+    from db.session import Database
+    from studio.cli import app
+
+    db = Database()
+    db.migrate()
+    fake = FakeOpenAI()
+    try:
+        with db.session() as s:
+            for name, opening in (("cli-warm", "What a great question! 😊 "), ("cli-plain", "")):
+                register(
+                    s,
+                    ContestantSpec(
+                        name,
+                        engine="openai",
+                        model_ref="counter",
+                        prefill=opening,
+                        engine_config=fake.config(),
+                        sampling={"max_tokens": 8},
+                    ),
+                )
+        svc = ArenaService(db)
+        for k in range(22):
+            bid = svc.start_battle().battle_id
+            list(svc.generate_turn(bid, f"question {k}"))
+            svc.record_vote(bid, "tie")
+        run = CliRunner().invoke(app, ["models", "identifiability", "--json"])
+        assert run.exit_code == 0, run.output
+        assert json.loads(run.stdout)["n_answers"] == 0  # every battle is still open: nothing to read
+        with db.session() as s:
+            for b in s.query(Battle):
+                b.active_at = db_now(s) - timedelta(hours=1)
+        assert len(svc.end_idle_battles()) == 22
+        rep = json.loads(CliRunner().invoke(app, ["models", "identifiability", "--json"]).stdout)
+        warm = next(c for c in rep["contestants"] if c["name"] == "cli-warm")
+        assert rep["n_answers"] == 44 and warm["verdict"] == "recognisable" and "not blind" in warm["warning"]
+        bare = CliRunner().invoke(app, ["models", "identifiability", "--strip-prefill"]).stdout
+        assert "cli-warm: AUC" in bare and "recognisable" not in bare.split("cli-warm")[1].split("\n")[
+            0
+        ].replace("not recognisable", "")
+    finally:
+        fake.close()
