@@ -6,7 +6,10 @@ answers as context. Each turn can get one vote (left / right / tie / both_good /
 with optional quick rubric scores; votes do not reveal anything. ``reveal`` ends the battle and is the only call
 that returns contestant names in anonymous mode. ``regenerate`` re-runs the last, unvoted turn (the replaced
 answers are kept on the turn); ``new_round`` ends the battle and starts a fresh one (anonymous: a new pair;
-named: the same two contestants; self-play: the same contestant and temperatures, new seeds).
+named: the same two contestants; self-play: the same contestant and temperatures, new seeds). A battle with no
+activity for ``ArenaLimits.idle_minutes`` is ended by the idle sweep (`arena.battle_end`); every ended battle
+records how (``ended_reason``), and its votes count from then on. A vote, turn or regeneration on an ended battle
+is refused with how it ended; the votes it had stay stored and counted.
 
 Self-play (`arena.self_play`, ``start_self_play``): one contestant on both sides with two samplings, for collecting
 on-policy preference pairs. Its name is shown (the researcher chose it); which side had which temperature is
@@ -39,6 +42,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from arena.battle_end import UNREVEALED, close, end_idle, touch
 from arena.lifecycle import may_play
 from arena.registry import (
     ContestantInfo,
@@ -90,6 +94,10 @@ class ArenaLimits:
     queue_timeout_s: float = 300.0  # longest wait for an engine slot
     max_regenerations: int = 3  # per turn
     max_conversation_chars: int = 24000  # all user messages and answers of a battle together
+    idle_minutes: float = (
+        30.0  # an open battle with no activity this long ends (`arena.battle_end`); 0 = never
+    )
+    strip_prefill: bool = False  # show answers without the persona's fixed opening (`arena.streaming`)
 
 
 @dataclass
@@ -106,6 +114,14 @@ class BattleView:
     left_name: str | None = None
     right_name: str | None = None
     temperatures: tuple[float, float] | None = None
+    ended_reason: str | None = None  # how it ended (`arena.battle_end.END_REASONS`); None while open
+
+    @property
+    def unvoted_turns(self) -> list[int]:
+        """The turns (from 0) that can still take a vote while the battle is open."""
+        if self.status != "open":
+            return []
+        return [i for i in range(self.n_turns) if i not in self.voted_turns]
 
 
 @dataclass
@@ -195,6 +211,10 @@ class _Answering:
         with self._lock:
             return battle_id in self._ids
 
+    def ids(self) -> set[int]:
+        with self._lock:
+            return set(self._ids)
+
 
 class ArenaService:
     """Plain-Python arena API used by the UI, the CLI and tests alike.
@@ -250,6 +270,7 @@ class ArenaService:
             draw = self._draw(s, include, exclude) if pair is None else _chosen(s, pair, mode, user_id)
             left_is_a = True if mode == "named" else self.rng.random() < 0.5
             b = _new_battle(draw, left_is_a, mode, user_id, prompt_id, category)
+            touch(s, b)
             s.add(b)
             s.flush()
             return self._view(s, b)
@@ -280,6 +301,7 @@ class ArenaService:
                 raise BattleError(f"self-play: {exc}") from exc
             b = _new_battle(draw, self.rng.random() < 0.5, SELF_PLAY, user_id, prompt_id, category)
             b.sampling_a, b.sampling_b = side_overrides(temps, self.rng)
+            touch(s, b)
             s.add(b)
             s.flush()
             return self._view(s, b)
@@ -311,7 +333,7 @@ class ArenaService:
     def _view(self, s: Any, b: Battle) -> BattleView:
         n_turns = s.scalar(select(func.count(Turn.id)).where(Turn.battle_id == b.id)) or 0
         voted = list(s.scalars(select(Vote.turn_idx).where(Vote.battle_id == b.id).order_by(Vote.turn_idx)))
-        view = BattleView(b.id, n_turns, b.status, b.mode, b.category, voted)
+        view = BattleView(b.id, n_turns, b.status, b.mode, b.category, voted, ended_reason=b.ended_reason)
         if b.mode in ("named", SELF_PLAY):
             a, bb = s.get_one(Contestant, b.a_id).public_name, s.get_one(Contestant, b.b_id).public_name
             view.left_name, view.right_name = (a, bb) if b.left_is_a else (bb, a)
@@ -363,7 +385,7 @@ class ArenaService:
                 f"battle {b.id} stopped on an engine error and is not rated; start a new battle"
             )
         if b.status != "open":
-            raise BattleError(f"battle {b.id} has ended; start a new battle")
+            raise BattleError(f"{ended_message(b)}; start a new battle")
 
     def check_prompt(self, battle_id: int, user_msg: str) -> None:
         """Reject a prompt the battle cannot take (bad text, battle not open, too many turns, too long)."""
@@ -379,6 +401,17 @@ class ArenaService:
                 f"{self.limits.max_conversation_chars}: start a new battle"
             )
 
+    def _touch(self, battle_id: int) -> None:
+        """Record activity on an open battle (a turn begins): the idle end counts from here."""
+        with self.db.session() as s:
+            b = s.get(Battle, battle_id)
+            if b is not None and b.status == "open":
+                touch(s, b)
+
+    def answering_ids(self) -> set[int]:
+        """The battles with a turn being generated in this process now (the idle end skips them)."""
+        return self._answering.ids()
+
     def is_answering(self, battle_id: int) -> bool:
         """True while a turn of this battle is being generated (votes, reveal and new turns wait for it)."""
         return battle_id in self._answering
@@ -392,6 +425,7 @@ class ArenaService:
         """Stream both answers at once (left/right as the user sees them); store the turn when both finish."""
         self.check_prompt(battle_id, user_msg)
         with self._answering.claim(battle_id):
+            self._touch(battle_id)
             b, ca, cb, turns = self._load(battle_id)
             yield from self._run_turn(b, ca, cb, turns, user_msg, len(turns), None)
 
@@ -410,6 +444,7 @@ class ArenaService:
                 f"turn {last.idx + 1} was regenerated {self.limits.max_regenerations} times already"
             )
         with self._answering.claim(battle_id):
+            self._touch(battle_id)
             b, ca, cb, turns = self._load(battle_id)
             yield from self._run_turn(b, ca, cb, turns[:-1], last.user_msg, last.idx, last)
 
@@ -436,7 +471,9 @@ class ArenaService:
             "b": messages_for(cb, [(t.user_msg, t.answer_b) for t in history], user_msg),
         }
         lim = self.limits
-        stream_limits = StreamLimits(lim.answer_timeout_s, lim.queue_timeout_s, lim.max_new_tokens)
+        stream_limits = StreamLimits(
+            lim.answer_timeout_s, lim.queue_timeout_s, lim.max_new_tokens, lim.strip_prefill
+        )
         left, right = (sides["a"], sides["b"]) if b.left_is_a else (sides["b"], sides["a"])
 
         def view(done: bool = False, error: str | None = None) -> TurnUpdate:
@@ -484,6 +521,7 @@ class ArenaService:
         with self.db.session() as s:
             b = self._get(s, battle_id)
             idx, leaked = _votable_turn(s, b, battle_id, turn_idx, user_id)
+            touch(s, b)
             vote = Vote(
                 battle_id=battle_id,
                 turn_idx=idx,
@@ -516,9 +554,7 @@ class ArenaService:
             votes = list(s.scalars(select(Vote).where(Vote.battle_id == battle_id).order_by(Vote.turn_idx)))
             if not votes and b.mode != "named":
                 raise BattleError("vote on at least one turn before the reveal")
-            if b.status == "open":
-                b.status = "voted"
-                b.ended_at = utcnow()
+            close(s, b, "revealed")
             b.revealed_at = b.revealed_at or utcnow()
             turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
             return _reveal(s, b, turns, votes)
@@ -536,15 +572,23 @@ class ArenaService:
         self.record_vote(battle_id, choice, turn_idx, user_id, reason, rubric)
         return self.reveal(battle_id)
 
-    def end_battle(self, battle_id: int) -> BattleView:
-        """Close a battle without revealing it: ``voted`` when it has votes, else ``abandoned``."""
+    def end_battle(self, battle_id: int, reason: str = "ended") -> BattleView:
+        """Close a battle without revealing it: ``voted`` when it has votes (they count from now), else
+        ``abandoned``; ``reason`` is stored (``ended``, or ``new_round`` when the user moved on). A battle that
+        ended already keeps how it ended."""
+        if reason not in UNREVEALED:
+            raise BattleError(
+                f"a battle ends without a reveal as one of {', '.join(UNREVEALED)}, not {reason!r}"
+            )
         with self.db.session() as s:
             b = self._get(s, battle_id)
-            if b.status == "open":
-                has_votes = s.scalar(select(Vote.id).where(Vote.battle_id == battle_id).limit(1)) is not None
-                b.status = "voted" if has_votes else "abandoned"
-                b.ended_at = utcnow()
+            close(s, b, reason)
             return self._view(s, b)
+
+    def end_idle_battles(self, reason: str = "idle") -> list[int]:
+        """End every open battle idle for ``limits.idle_minutes`` (`arena.battle_end.end_idle`), except those
+        being answered in this process; returns their ids."""
+        return end_idle(self.db, self.limits.idle_minutes, reason, self._answering.ids())
 
     def new_round(self, battle_id: int, user_id: int | None = None) -> BattleView:
         """End this battle (unrevealed) and start the next: anonymous draws a new pair, named keeps both,
@@ -553,12 +597,26 @@ class ArenaService:
             b = self._get(s, battle_id)
             mode, pair = b.mode, ((b.a_id, b.b_id) if b.left_is_a else (b.b_id, b.a_id))
             temps = _temperatures(b) if mode == SELF_PLAY else None
-        self.end_battle(battle_id)
+        self.end_battle(battle_id, "new_round")
         if mode == SELF_PLAY:
             return self.start_self_play(pair[0], temps, user_id=user_id)
         if mode == "named":
             return self.start_battle(user_id=user_id, pair=pair, mode="named")
         return self.start_battle(user_id=user_id)
+
+
+_HOW = {
+    "revealed": "ended with its reveal",
+    "new_round": "ended when a new round started",
+    "idle": "ended after the idle timeout without activity",
+    "sweep": "was ended at start-up after the idle timeout without activity",
+    "ended": "was ended without a reveal",
+}
+
+
+def ended_message(b: Battle) -> str:
+    """Why a battle takes no more turns or votes, in words (identity-free)."""
+    return f"battle {b.id} {_HOW.get(b.ended_reason or '', 'has ended')}"
 
 
 def _chosen(s: Any, pair: tuple[int, int], mode: str, user_id: int | None = None) -> Draw:
@@ -641,7 +699,7 @@ def _votable_turn(
     if b.status == "errored":
         raise BattleError(f"battle {battle_id} errored and cannot be voted on")
     if b.status != "open":
-        raise BattleError(f"battle {battle_id} has ended; votes are closed")
+        raise BattleError(f"{ended_message(b)}; votes are closed (the votes it had are kept and count)")
     turns = list(s.scalars(select(Turn).where(Turn.battle_id == battle_id).order_by(Turn.idx)))
     if not turns:
         raise BattleError("there is nothing to vote on yet: send a prompt first")

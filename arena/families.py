@@ -9,8 +9,9 @@ inverse-variance mean is simulated (seeded); the observed lead of the best varia
 lead's mean and 95th percentile. The verdict is "lead beyond chance" only when it exceeds that percentile;
 otherwise "can't tell". A family with fewer than two rated variants is unmeasurable, with the reason.
 
-A variant is *provisional* until it has `min_votes` votes collected after it was published (its row's
-`created_at`; self-play votes do not count). Hiding a contestant (`hide`) takes it out of pair sampling, never out of history: its votes and
+A variant is *provisional* until it has `min_votes` rated votes collected after it was published (its row's
+`created_at`; anonymous battles that have ended, as the default board counts them: open, named, self-play and
+leaked votes do not count). Hiding a contestant (`hide`) takes it out of pair sampling, never out of history: its votes and
 ratings stay, and `contestant_events` records who hid it, when and why (`removal_log`). Ratings come in as the
 leaderboard's model rows (`name`, `rating`, `ci_low`, `ci_high`); this module does not fit anything itself.
 """
@@ -26,8 +27,8 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from arena import lifecycle
+from arena.battle_end import UNCOUNTED
 from arena.registry import RegistryError
-from arena.self_play import SELF_PLAY
 from db.models import Battle, Contestant, ContestantEvent, Vote
 
 Z95 = 1.959963984540054
@@ -93,13 +94,19 @@ def selection_effect(
 
 
 def _votes_after_publish(session: Session, ids: list[int]) -> dict[int, int]:
+    """Rated votes per contestant since it was published: anonymous battles that have ended, not flagged
+    ``revealed_before_vote`` (the leaderboard's default board). An open battle counts nowhere: a count that moved
+    after a vote would tell a second tab which two contestants are playing."""
     out = {}
     for cid in ids:
         created = session.scalar(select(Contestant.created_at).where(Contestant.id == cid))
         q = (
             select(func.count(Vote.id))
             .join(Battle, Vote.battle_id == Battle.id)
-            .where(or_(Battle.a_id == cid, Battle.b_id == cid), Battle.mode != SELF_PLAY)
+            .where(or_(Battle.a_id == cid, Battle.b_id == cid))
+            .where(Battle.status.not_in(UNCOUNTED))  # still open (or errored): counts nowhere
+            .where(Battle.mode == "anonymous")  # named and self-play votes rate nothing
+            .where(Vote.revealed_before_vote.is_(False))
         )
         if created is not None:
             q = q.where(Vote.created_at >= created)

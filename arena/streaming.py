@@ -5,7 +5,9 @@ of generation, a text delta, the end, an error), so the caller can show both tex
 waits for a slot of its engine's gate (`arena.engines.gate`), then streams; its answer must be complete within
 ``answer_timeout_s`` of taking the slot, and the slot must come within ``queue_timeout_s``. The first error or
 time-out on either side stops the turn (the other side is cancelled); the caller reads what happened from the
-`SideState`s it passed in. Closing the iterator (the consumer stopped listening) cancels both sides, so engines
+`SideState`s it passed in. With ``strip_prefill`` a persona's fixed answer opening (its prefill, which the model
+continues) is left out of the answer, so the annotator sees only what the model wrote (`arena.identifiability`
+measures how much the opening alone gives away). Closing the iterator (the consumer stopped listening) cancels both sides, so engines
 stop and free their slots.
 
 This module never touches the database and knows nothing of battles, left/right or anonymity: `arena.battles`
@@ -35,6 +37,7 @@ class StreamLimits:
     answer_timeout_s: float  # per answer, from the moment its engine slot is taken
     queue_timeout_s: float  # longest wait for an engine slot
     max_new_tokens: int  # a cap on the answer's length
+    strip_prefill: bool = False  # leave the persona's fixed answer opening out of the answer shown and stored
 
 
 @dataclass
@@ -136,10 +139,19 @@ def _run_side(
             sampling = Sampling.from_dict(info.sampling)
             sampling.max_tokens = min(sampling.max_tokens, limits.max_new_tokens)
             stream = engine.stream_chat(messages, sampling, info.prefill)
+            hide = (
+                info.prefill if limits.strip_prefill else ""
+            )  # engines yield the prefill as the first delta
             try:
                 for delta in stream:
                     if cancel.is_set():
                         return
+                    if hide:
+                        if delta == hide:
+                            continue
+                        delta, hide = delta.lstrip(), "" if delta.strip() else hide
+                        if not delta:
+                            continue
                     events.put((side, "delta", delta))
             finally:
                 stream.close()

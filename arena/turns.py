@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from arena.battle_end import touch
 from arena.engines.base import GenerationStats
 from arena.leaks import find_leak
 from arena.streaming import SideState
@@ -55,10 +56,12 @@ def store_turn(
     }
     try:
         with db.session() as s:
-            if s.get_one(Battle, battle_id).status != "open":
+            battle = s.get_one(Battle, battle_id)
+            if battle.status != "open":
                 raise _NotSaved(
                     f"battle {battle_id} ended while the models were answering; nothing was saved"
                 )
+            touch(s, battle)  # a stored turn is activity: the idle end counts from here
             if replacing is None:
                 n = s.scalar(select(func.count(Turn.id)).where(Turn.battle_id == battle_id)) or 0
                 if n != idx:
@@ -113,5 +116,6 @@ def mark_errored(db: Database, battle_id: int, left_is_a: bool, sides: Mapping[s
         if row.status == "open":
             row.status = "errored"
             row.ended_at = utcnow()
+            row.ended_reason = "error"
         row.error = "; ".join(detail)
     return "The battle stopped and will not be rated. " + "; ".join(public) + "."

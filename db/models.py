@@ -130,6 +130,10 @@ class Battle(Base):
     sampler: Mapped[str | None] = mapped_column(String(32), nullable=True)  # how the pair was chosen
     ended_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     revealed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # how an ended battle ended (`arena.battles.END_REASONS`: revealed, new_round, idle, sweep, ended, error)
+    ended_reason: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # the last activity (start, turn, vote), by the database's clock; the idle end reads it
+    active_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True, index=True)
     # self-play: each side's sampling override (temperature, seed) over the contestant's own sampling
     sampling_a: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     sampling_b: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)

@@ -71,6 +71,17 @@ class Settings(BaseSettings):
         default=180.0, description="seconds an answer may take before it counts as failed"
     )
     max_new_tokens: int = Field(default=512, description="most tokens one arena answer may have")
+    battle_idle_minutes: float = Field(
+        default=30.0,
+        ge=0.0,
+        description="minutes without activity (turn, vote) after which an open battle ends and its votes count; "
+        "0 = never",
+    )
+    strip_prefill: bool = Field(
+        default=False,
+        description="show arena answers without the persona's fixed opening (its prefill), so the opening alone "
+        "does not give the persona away; off by default because the opening is part of what the persona is",
+    )
     leaderboard_bootstrap: int = Field(
         default=100, description="bootstrap rounds for the leaderboard's intervals"
     )

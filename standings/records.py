@@ -6,6 +6,9 @@ default; battles that stopped on an engine error are always left out, and so are
 moves while a battle is open would tell another browser tab which two contestants are playing). ``sampling_prob`` is the exact probability
 of the drawn pair (None when the pair was chosen) so ratings can reweight.
 
+Each record says how its battle ended (``ended_reason``: revealed, new_round, idle, sweep, ended) and whether it
+was revealed (``revealed``): votes of a battle that ended without a reveal count like any other.
+
 Self-play battles (one contestant on both sides, `arena.self_play`) are left out unless ``include_self_play=True``
 (preference snapshots ask for them; no board does). Their records add ``mode`` and each side's sampling as it
 answered the voted turn (``sampling_a`` / ``sampling_b``: the contestant's own with the battle's override on top).
@@ -18,12 +21,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from arena.battle_end import UNCOUNTED
 from arena.self_play import SELF_PLAY, effective_sampling
 from db.models import Battle, Contestant, Prompt, Turn, Vote
 from db.outcomes import fastchat_winner
 
-#: Battle statuses whose turns and votes count nowhere (boards, matrices, profiles, speed): still open, or errored.
-UNCOUNTED = ("open", "errored")
+__all__ = ["UNCOUNTED", "annotated_records", "battle_records"]
 
 
 def battle_records(
@@ -68,6 +71,9 @@ def battle_records(
             "battle_id": battle.id,
             "vote_id": vote.id,
             "anony": battle.mode == "anonymous",
+            # how the battle ended (`arena.battle_end.END_REASONS`) and whether the voter saw who was who
+            "ended_reason": battle.ended_reason,
+            "revealed": battle.revealed_at is not None,
         }
         if battle.mode == SELF_PLAY:
             voted = [t for t in turns.get(battle.id, []) if t.idx == vote.turn_idx]

@@ -98,6 +98,7 @@ def serve(
     host = host or ctx.settings.host
     check_serving(ctx.settings.auth, ctx.access.required, host)  # raises AuthConfigError with the fix
     demo = build_app(ctx)
+    ctx.start_idle_sweeper()  # idle battles end (and count) while the app runs
     _, url, _ = demo.launch(
         server_name=host,
         server_port=port or ctx.settings.port,

@@ -1,5 +1,5 @@
 """Wiring: one database, the arena service, the leaderboard service they share, first-start set-up (migrations,
-default contestants, prompts)."""
+default contestants, prompts, the start-up sweep of idle battles) and the idle-battle timer of the app process."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from arena.battle_end import IdleSweeper
 from arena.battles import ArenaLimits, ArenaService
 from arena.prompts import ensure_mt_bench
 from arena.registry import ensure_defaults
@@ -27,6 +28,7 @@ class StudioContext:
     access: Access = field(default_factory=Access)  # login mode and per-user limits (open mode by default)
     _leaderboard: LeaderboardService | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _sweeper: IdleSweeper | None = field(default=None, init=False, repr=False)
 
     @property
     def leaderboard(self) -> LeaderboardService:
@@ -39,6 +41,15 @@ class StudioContext:
 
                 self._leaderboard = LeaderboardService(self.db)
             return self._leaderboard
+
+    def start_idle_sweeper(self) -> IdleSweeper:
+        """End idle battles on a timer in this process (`arena.battle_end.IdleSweeper`); once per context."""
+        with self._lock:
+            if self._sweeper is None:
+                self._sweeper = IdleSweeper(
+                    self.db, lambda: self.arena.limits.idle_minutes, self.arena.answering_ids
+                ).start()
+            return self._sweeper
 
     def sampler_inputs(self) -> SamplerInputs:
         """The arena's rating source (`arena.sampling.RatingSource`): the shared leaderboard's current ratings."""
@@ -55,7 +66,12 @@ def build_context(settings: Settings | None = None) -> StudioContext:
         ensure_defaults(s)
         ensure_mt_bench(s)
     limits = ArenaLimits(
-        settings.max_prompt_chars, settings.max_turns, settings.answer_timeout_s, settings.max_new_tokens
+        settings.max_prompt_chars,
+        settings.max_turns,
+        settings.answer_timeout_s,
+        settings.max_new_tokens,
+        idle_minutes=settings.battle_idle_minutes,
+        strip_prefill=settings.strip_prefill,
     )
     try:
         from training.runner import reconcile
@@ -64,5 +80,6 @@ def build_context(settings: Settings | None = None) -> StudioContext:
     except ImportError:  # training extras absent
         pass
     ctx = StudioContext(settings, db, ArenaService(db, limits), Access.from_settings(settings, db))
+    ctx.arena.end_idle_battles("sweep")  # battles an earlier run left open and idle end now, and count
     ctx.arena.ratings = ctx.sampler_inputs  # one ratings cache for the sampler and the leaderboard
     return ctx

@@ -49,6 +49,7 @@ LEAST_ROLE = {
     "/judge_vibes": ANY,
     "/leaderboard_predict": ANY,
     "/families": ANY,
+    "/identifiability": ANY,
     "/probes_show": ANY,
     "/probes_run": "researcher",
     "/models_show": ANY,

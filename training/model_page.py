@@ -230,7 +230,21 @@ def model_page(
         "curves": curves(db, info.job_id),
         "speed": speed_and_price(db, info),
         "probes": probes(db, info.public_name, parent.public_name if parent else None),
+        "identifiability": identifiability(db, info.public_name),
     }
+
+
+def identifiability(db: Database, name: str) -> dict[str, Any]:
+    """How well this contestant's answers alone give it away (`arena.identifiability`), with and without its
+    fixed answer opening; "can't tell" with the reason when there are too few answers."""
+    from arena.identifiability import contestant_identifiability
+
+    out: dict[str, Any] = {}
+    with db.session() as s:
+        for key, strip in (("as_shown", False), ("without_prefill", True)):
+            c = contestant_identifiability(s, strip_prefill=strip).get(name)
+            out[key] = None if c is None else {**c.__dict__, "warning": c.warning, "line": c.line()}
+    return out
 
 
 def probes(db: Database, name: str, parent: str | None) -> dict[str, Any]:

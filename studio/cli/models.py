@@ -142,6 +142,10 @@ def models_show(
     typer.echo(lineage_md(page))
     typer.echo(ratings_md(page))
     typer.echo(report_md(page["report"]) if page["report"] else "No checkpoint report (not a trained child).")
+    ident = page["identifiability"]["as_shown"]
+    typer.echo(f"Identifiability: {ident['line'] if ident else 'no answers from ended battles (can’t tell)'}")
+    if ident and ident["warning"]:
+        typer.echo(f"  warning: {ident['warning']}")
 
 
 def drift_cmd(
@@ -267,3 +271,29 @@ def models_log(
             f"{h.get('from') or '-'} -> {h['to']}" if h.get("kind") == "state" else f"verdict {h['verdict']}"
         )
         typer.echo(f"{h['at']}  {h['action']:<8} {move:<22} by {h['by']}: {h['reason']}")
+
+    typer.echo(f"{name} is held out of anonymous battles.")
+
+
+@models_app.command("identifiability")
+def models_identifiability(
+    strip_prefill: bool = typer.Option(
+        False, "--strip-prefill", help="Measure the answers without the personas' fixed openings."
+    ),
+    limit: int = typer.Option(300, min=1, help="Latest answers per contestant."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """How well each contestant's answers alone give it away (held-out classifier: AUC and top-1 with 95%
+    intervals); 'recognisable' means votes on it are not blind in practice."""
+    from arena.identifiability import contestant_identifiability
+
+    with open_db().session() as s:
+        rep = contestant_identifiability(s, limit=limit, strip_prefill=strip_prefill)
+    if as_json:
+        typer.echo(json.dumps(rep.as_dict(), indent=2, ensure_ascii=False))
+        return
+    typer.echo(f"{rep.n_answers} answers from ended battles; {rep.method}, {rep.folds} folds.")
+    for c in rep.contestants:
+        typer.echo(f"  {c.line()}")
+    for note in rep.notes:
+        typer.echo(f"  note: {note}")

@@ -1,5 +1,9 @@
 """Arena tab: two anonymous answers stream side by side; vote on any turn; reveal ends the battle.
 
+Any unvoted turn of the open battle can be voted: the "Vote on" picker lists them (the latest first and selected),
+so a turn skipped before a follow-up can still get its vote. API clients pass the turn (from 0) as the vote
+event's last input, or leave it out for the latest turn.
+
 Only ids live in ``gr.State`` (the battle id, the id of a prompt drawn from a set). Everything this page sends
 before the reveal comes from identity-free service results (``TurnUpdate``, ``VoteReceipt``, ``BattleError``);
 contestant names reach the page in the reveal, or, in named mode and self-play, because the user chose them. The
@@ -126,6 +130,16 @@ def _lock_while_answering(triggers: list[Any], controls: list[Any]) -> None:
     gr.on(triggers, _locked, None, controls, js=True, queue=False, api_visibility="private")
 
 
+def _turn(value: Any) -> int | None:
+    """The picked turn (from 0) as the picker or an API client sends it; None for the latest."""
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"Pick the turn to vote on from the list (got {str(value)[:40]!r}).") from None
+
+
 def _labels(view: BattleView) -> tuple[str, str]:
     """The panes' labels: "Model A" / "Model B", the chosen names in named mode, both with the name in self-play."""
     if view.mode == SELF_PLAY:
@@ -203,6 +217,17 @@ def build(ctx: StudioContext) -> None:
         )
         send = gr.Button("Send", variant="primary", scale=1, elem_id="arena-send")
     with gr.Row():
+        # any unvoted turn of the open battle can be voted: the picker lists them, the latest first
+        turn_pick = gr.Dropdown(
+            [],
+            value=None,
+            label="Vote on",
+            interactive=False,
+            allow_custom_value=True,  # API clients send a turn number the picker of their session never listed
+            scale=1,
+            min_width=120,
+            elem_id="arena-vote-turn",
+        )
         vote_buttons = [gr.Button(label, interactive=False, elem_id=f"vote-{c}") for label, c in VOTES]
     with gr.Accordion("Quick rubric (optional, 1 = poor, 5 = great; stored with your next vote)", open=False):
         rubric_inputs = []
@@ -231,7 +256,20 @@ def build(ctx: StudioContext) -> None:
     reveal = gr.HTML("", elem_id="arena-reveal")
     _persona_form(ctx)
 
+    if len(rubric_inputs) != 6:
+        raise ValueError("on_vote takes six rubric scores (three criteria, two sides)")
     off = [gr.update(interactive=False)] * len(VOTES)
+    no_pick = gr.update(choices=[], value=None, interactive=False)
+
+    def _pick(view: BattleView | None) -> Any:
+        """The turn picker for ``view``: its unvoted turns, the latest selected (none once it has ended)."""
+        todo = view.unvoted_turns if view is not None else []
+        if not todo:
+            return no_pick
+        return gr.update(
+            choices=[(f"Turn {i + 1}", i) for i in reversed(todo)], value=todo[-1], interactive=len(todo) > 1
+        )
+
     clear_rubric = [gr.update(value=None)] * len(rubric_inputs)
 
     def on_mode(m: str, request: gr.Request):
@@ -293,6 +331,7 @@ def build(ctx: StudioContext) -> None:
         regen_on: bool,
         reveal_on: bool,
         busy: bool = False,
+        pick: Any = None,
     ):
         flags = [gr.update(interactive=votes)] * len(VOTES)
         return (
@@ -306,6 +345,7 @@ def build(ctx: StudioContext) -> None:
             gr.update(interactive=regen_on),
             gr.update(interactive=reveal_on),
             gr.update(interactive=not busy),  # Send: off while both answers stream
+            gr.update() if pick is None else pick,
         )
 
     def _stream(updates, chat_l: list, chat_r: list, battle_id: int, pid: int | None, labels: tuple):
@@ -315,7 +355,17 @@ def build(ctx: StudioContext) -> None:
                 chat_r[-1] = {"role": "assistant", "content": _pane(upd.right, upd.right_error)}
                 cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
                 if upd.done and upd.error:
-                    yield _outs(cl, cr, None, gr.update(), f"⚠️ {literal(upd.error)}", False, False, False)
+                    yield _outs(
+                        cl,
+                        cr,
+                        None,
+                        gr.update(),
+                        f"⚠️ {literal(upd.error)}",
+                        False,
+                        False,
+                        False,
+                        pick=no_pick,
+                    )
                     return
                 if upd.done:
                     n = (upd.turn_idx or 0) + 1
@@ -324,8 +374,11 @@ def build(ctx: StudioContext) -> None:
                         "follow-up to both models, or regenerate."
                     )
                     nxt = _follow_up(battle_id, pid, n)
-                    voted = bool(svc.battle_view(battle_id).voted_turns)
-                    yield _outs(cl, cr, battle_id, nxt or gr.update(), done_msg, True, True, voted)
+                    view = svc.battle_view(battle_id)
+                    voted = bool(view.voted_turns)
+                    yield _outs(
+                        cl, cr, battle_id, nxt or gr.update(), done_msg, True, True, voted, pick=_pick(view)
+                    )
                     return
                 yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False, busy=True)
         except BattleError as exc:
@@ -373,9 +426,22 @@ def build(ctx: StudioContext) -> None:
         yield from _stream(chained(), list(chat_l), list(chat_r), battle_id, pid, labels)
 
     def make_vote(choice: str):
-        def on_vote(request: gr.Request, battle_id: int | None, *scores: str | None):
+        # the six rubric radios (QUICK_RUBRIC x left/right), then the turn picker; the picker defaults to None (the
+        # latest turn), so API clients that send only the rubric keep working
+        def on_vote(
+            request: gr.Request,
+            battle_id: int | None,
+            s0: str | None,
+            s1: str | None,
+            s2: str | None,
+            s3: str | None,
+            s4: str | None,
+            s5: str | None,
+            turn: Any = None,
+        ):
             if battle_id is None:
                 raise gr.Error("There is no battle to vote on: send a prompt first.")
+            scores = (s0, s1, s2, s3, s4, s5)
             rubric: dict[str, dict[str, float]] = {}
             for i, criterion in enumerate(QUICK_RUBRIC):
                 for j, side in enumerate(("left", "right")):
@@ -385,19 +451,26 @@ def build(ctx: StudioContext) -> None:
             try:
                 uid = ctx.access.user_id(request)
                 ctx.access.limit("votes", uid)
-                r = svc.record_vote(battle_id, choice, user_id=uid, rubric=rubric or None)
+                r = svc.record_vote(
+                    battle_id, choice, turn_idx=_turn(turn), user_id=uid, rubric=rubric or None
+                )
+                view = svc.battle_view(battle_id)
             except (BattleError, PermissionDenied, RateLimited) as exc:
                 raise user_error(exc) from exc
+            todo = view.unvoted_turns
+            more = f" Turn {', '.join(str(i + 1) for i in todo)} can still be voted." if todo else ""
             msg = (
-                f"✅ Vote on turn {r.turn_idx + 1} saved. Send a follow-up to both models, "
+                f"✅ Vote on turn {r.turn_idx + 1} saved.{more} Send a follow-up to both models, "
                 "or press **Reveal / end battle**."
             )
+            last_open = view.n_turns - 1 in todo  # only the last turn can be regenerated, before its vote
             return (
                 to_html(msg),
-                *off,
-                gr.update(interactive=False),
+                *[gr.update(interactive=bool(todo))] * len(VOTES),
+                gr.update(interactive=last_open),
                 gr.update(interactive=True),
                 *clear_rubric,
+                _pick(view),
             )
 
         return on_vote
@@ -417,12 +490,13 @@ def build(ctx: StudioContext) -> None:
             *off,
             gr.update(interactive=False),
             gr.update(interactive=False),
+            no_pick,
         )
 
     def on_new(battle_id: int | None):
         if battle_id is not None:
             try:
-                svc.end_battle(battle_id)
+                svc.end_battle(battle_id, "new_round")
             except BattleError:
                 pass
         return (
@@ -436,31 +510,33 @@ def build(ctx: StudioContext) -> None:
             *off,
             gr.update(interactive=False),
             gr.update(interactive=False),
+            no_pick,
         )
 
     def on_settle(battle_id: int | None):
         """After a refused Send / Regenerate: the controls as the battle stands (a running turn keeps them)."""
         if battle_id is not None and svc.is_answering(battle_id):
             return [gr.update()] * (len(VOTES) + 3)
-        votes = reveal_on = False
+        votes = regen_on = reveal_on = False
         if battle_id is not None:
             try:
                 view = svc.battle_view(battle_id)
             except BattleError:
                 view = None
             if view is not None and view.status == "open" and view.n_turns:
-                votes = view.n_turns - 1 not in view.voted_turns
+                votes = bool(view.unvoted_turns)
+                regen_on = view.n_turns - 1 not in view.voted_turns
                 reveal_on = bool(view.voted_turns)
         flags = [gr.update(interactive=votes)] * len(VOTES)
         return [
             *flags,
-            gr.update(interactive=votes),
+            gr.update(interactive=regen_on),
             gr.update(interactive=reveal_on),
             gr.update(interactive=True),
-        ]
+        ]  # the turn picker keeps its turns: a refused request changed none
 
     buttons = [*vote_buttons, regen, reveal_btn]
-    stream_outs = [left, right, battle, prompt, status, reveal, *buttons, send]
+    stream_outs = [left, right, battle, prompt, status, reveal, *buttons, send, turn_pick]
     send_inputs = [prompt, battle, drawn, mode, pick_left, pick_right, left, right, *self_play.inputs]
     _lock_while_answering([send.click, prompt.submit, regen.click], [*buttons, send])
     for run in (
@@ -476,13 +552,18 @@ def build(ctx: StudioContext) -> None:
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):
         btn.click(
             make_vote(choice),
-            [battle, *rubric_inputs],
-            [status, *buttons, *rubric_inputs],
+            [battle, *rubric_inputs, turn_pick],
+            [status, *buttons, *rubric_inputs, turn_pick],
             api_name=f"arena_vote_{choice}",
         )
-    reveal_btn.click(on_reveal, [battle], [battle, drawn, reveal, status, *buttons], api_name="arena_reveal")
+    reveal_btn.click(
+        on_reveal, [battle], [battle, drawn, reveal, status, *buttons, turn_pick], api_name="arena_reveal"
+    )
     new.click(
-        on_new, [battle], [battle, drawn, left, right, prompt, reveal, status, *buttons], api_name="arena_new"
+        on_new,
+        [battle],
+        [battle, drawn, left, right, prompt, reveal, status, *buttons, turn_pick],
+        api_name="arena_new",
     )
 
 

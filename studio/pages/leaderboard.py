@@ -27,7 +27,7 @@ from standings.goldilocks import goldilocks
 from standings.leaderboard import BoardOptions, compare_contestants, vibe_profile
 from studio.context import StudioContext
 from studio.errors import user_error
-from studio.pages import families
+from studio.pages import families, identifiability
 from studio.render import literal, plot_label, to_html
 from training.verdict import badges_by_name
 
@@ -469,6 +469,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             predict_df = gr.Dataframe(
                 headers=PREDICT_COLUMNS, interactive=False, elem_id="leaderboard-predict-table"
             )
+        identifiability.build_section(ctx)
         with gr.Tab("Goldilocks"):
             gold_btn = gr.Button("Show the Goldilocks board", elem_id="leaderboard-goldilocks")
             gold_plot = gr.Plot()
@@ -512,6 +513,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     ):
         o = options(ci_method, chosen, board_name, with_named, method_name)
         out = service.board(o)
+        # contestants whose answers give them away: their votes are not blind in practice
+        out = {**out, "warnings": [*out["warnings"], *identifiability.warnings(ctx)]}
         badges = badges_by_name(ctx.db)
         out["models"] = [{**m, "verdict": badges.get(m["name"], "")} for m in out["models"]]
         choices = [(f"{b['label']} ({b['n_votes']})", b["board"]) for b in out["boards"]]

@@ -64,6 +64,20 @@ def vibe_md(page: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def identifiability_md(page: dict[str, Any]) -> str:
+    """Whether its answers alone give it away (votes on it not blind in practice), or can't tell."""
+    ident = page.get("identifiability") or {}
+    shown, bare = ident.get("as_shown"), ident.get("without_prefill")
+    if not shown:
+        return "### Identifiability\nNo answers from ended battles yet (can’t tell)."
+    lines = ["### Identifiability", f"- as shown: {literal(shown['line'])}"]
+    if bare and bare["line"] != shown["line"]:
+        lines.append(f"- without its fixed opening: {literal(bare['line'])}")
+    if shown.get("warning"):
+        lines.append(f"\n⚠️ {literal(shown['warning'])}")
+    return "\n".join(lines)
+
+
 def probes_md(page: dict[str, Any]) -> str:
     """The sycophancy probes for this model (and against its parent), or how to run them."""
     lines = page.get("probes", {}).get("lines") or []
@@ -128,7 +142,7 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
         to_html(head),
         to_html(lineage_md(page, literal)),
         to_html(ratings_md(page, literal) + flip_md(service, c["public_name"])),
-        to_html(vibe_md(page) + "\n\n" + probes_md(page)),
+        to_html(vibe_md(page) + "\n\n" + identifiability_md(page) + "\n\n" + probes_md(page)),
         to_html(report),
         curves_figure(page["curves"]),
     )

@@ -1,7 +1,9 @@
 """No side channel names a contestant before the reveal: two browser contexts, one playing a two-turn battle, the
-other reading every board and profile (Leaderboard summary and table, matrices, rating over time, Goldilocks,
-each contestant's vibe profile, the Data tab's counts) before and after each step. Nothing the reader sees may
-change until the battle ends; after the reveal it does.
+other reading every view that counts votes or answers (the Data tab's counts; the Leaderboard's summary and table,
+matrices, rating over time, Goldilocks, each contestant's vibe profile, Families with "votes since publish", and
+Identifiability; the Models tab's page of every contestant: ratings, head-to-head, vibe profile, identifiability,
+speed) before and after each step. Nothing the reader sees may change until the battle ends; after the reveal it
+does, for exactly the two contestants that played. Removing any one of the open-battle filters makes it fail.
 
 The contestants are three scripted OpenAI-compatible endpoints on one real local HTTP server (fast, so the
 test is about the boards, not generation)."""
@@ -45,6 +47,16 @@ class _Engine(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def arena(tmp_path):
+    yield from _studio(tmp_path, {})
+
+
+@pytest.fixture
+def idle_arena(tmp_path):
+    """A studio whose battles end after 0.1 minutes (6 s) without activity."""
+    yield from _studio(tmp_path, {"VIBESTUDIO_BATTLE_IDLE_MINUTES": "0.1"})
+
+
+def _studio(tmp_path, env):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -62,7 +74,7 @@ def arena(tmp_path):
                 s, ContestantSpec(name, engine="openai", model_ref=f"m{k}", engine_config={"base_url": base})
             )
     db.dispose()
-    proc, url = start_server(home)
+    proc, url = start_server(home, env)
     yield url
     proc.terminate()
     try:
@@ -107,6 +119,32 @@ def _read_everything(page, url: str) -> dict[str, str]:
             page.locator("#leaderboard-vibe-text").inner_text()
             + page.locator("#leaderboard-vibe-table").inner_text()
         )
+    page.get_by_role("tab", name="Identifiability").click()
+    _click_and_settle(page, "#ident-measure")
+    page.locator("#ident-table").get_by_text(NAMES[0]).first.wait_for()
+    seen["identifiability"] = (
+        page.locator("#ident-table").inner_text() + page.locator("#ident-notes").inner_text()
+    )
+    page.get_by_text("Families: checkpoints with a common ancestor").click()
+    _click_and_settle(page, "#families-show")
+    page.locator("#families-table").get_by_text(NAMES[0]).first.wait_for()
+    seen["families"] = (
+        page.locator("#families-table").inner_text() + page.locator("#families-notes").inner_text()
+    )
+    page.get_by_role("tab", name="Models").click()
+    for name in NAMES:
+        page.locator("#models-pick input").click()
+        page.locator("#models-pick").get_by_role("option", name=name, exact=True).click()
+        page.wait_for_function(
+            "([name]) => document.querySelector('#models-header').innerText.includes(name) && "
+            "document.querySelector('#models-vibe').innerText.includes('Identifiability')",
+            arg=[name],
+        )
+        page.wait_for_function("!document.querySelector('.progress-text, .eta-bar')")
+        seen[f"model:{name}"] = "\n".join(
+            page.locator(f"#models-{part}").inner_text()
+            for part in ("header", "lineage", "rating", "vibe", "report")
+        )
     return seen
 
 
@@ -150,3 +188,35 @@ def test_boards_and_profiles_do_not_move_until_the_battle_ends(arena, browser):
     assert after["data"] != before["data"]
     moved = [name for name in NAMES if after[f"vibes:{name}"] != before[f"vibes:{name}"]]
     assert len(moved) == 2, moved  # exactly the two contestants of the battle, and only now
+    pages = [name for name in NAMES if after[f"model:{name}"] != before[f"model:{name}"]]
+    assert pages == moved, (pages, moved)  # their model pages (ratings, vibes, speed) moved too, only theirs
+    assert after["families"] != before["families"]  # their votes since publish, now that the battle ended
+
+
+def test_an_abandoned_battle_counts_after_the_idle_timeout(idle_arena, browser):
+    """A voter who votes and closes the tab (no reveal, no new round): the vote is on the board after the timeout."""
+    player_context = browser.new_context(viewport={"width": 1280, "height": 900})
+    player = player_context.new_page()
+    player.goto(idle_arena)
+    player.wait_for_selector("#arena-prompt textarea")
+    player.locator("#arena-prompt textarea").fill("One tip for sleep?")
+    player.locator("#arena-send").click()
+    player.wait_for_selector("#vote-right:not([disabled])", timeout=STEP_MS)
+    player.locator("#vote-right").click()
+    player.wait_for_function(
+        "document.querySelector('#arena-status').innerText.includes('Vote on turn 1 saved')"
+    )
+    player_context.close()  # the tab is closed: nobody reveals this battle
+
+    reader = browser.new_page(viewport={"width": 1280, "height": 1000})
+    reader.goto(idle_arena)
+    reader.wait_for_selector("#arena-prompt textarea")
+    reader.get_by_role("tab", name="Leaderboard").click()
+    summary = ""
+    for _ in range(40):  # the timeout is 6 s and the sweep runs every 0.6 s; allow a loaded machine
+        _click_and_settle(reader, "#leaderboard-refresh")
+        summary = reader.locator("#leaderboard-summary").inner_text()
+        if "1 rated votes" in summary:
+            break
+        reader.wait_for_timeout(500)
+    assert "1 rated votes" in summary, summary
