@@ -37,6 +37,9 @@ _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 
 _hasher = PasswordHasher()  # argon2id with the library's current (RFC 9106 low-memory) parameters
 _DUMMY_HASH = _hasher.hash("not a real password, used to spend the same time on unknown names")
+#: At most this many password checks hash at once (each is ~50 ms of CPU and 64 MiB): a login flood waits here
+#: instead of taking every core. Unknown names hash ``_DUMMY_HASH`` through the same gate, so timing is uniform.
+HASH_GATE = threading.BoundedSemaphore(2)
 
 
 class AccountError(ValueError):
@@ -83,7 +86,8 @@ def verify_password(password_hash: str | None, password: str) -> bool:
     if not isinstance(password, str) or len(password) > MAX_PASSWORD:
         return False
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        with HASH_GATE:
+            return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 

@@ -99,19 +99,23 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
 
 
 def publish_checkpoint(
-    db: Database, job_id: int, step: int | None = None, name: str | None = None, user_id: int | None = None
+    db: Database,
+    job_id: int,
+    step: int | None = None,
+    name: str | None = None,
+    user_id: int | None = None,
+    reason: str | None = None,
 ) -> Published:
     """Publish a checkpoint the job saved on the way (``save_steps``; the newest when ``step`` is None) as a
     contestant, while the job runs or after it ended. Its lineage is the job's (parent, snapshot, job); the
     description names the step. Reward-model jobs score answers and cannot be published as contestants."""
-    from accounts import require_role
     from arena.registry import RegistryError
     from db.models import Job
     from training.errors import JobError
     from training.preflight import choose_base, find_parent
-    from training.runner import saved_checkpoints
+    from training.runner import require_job_owner, saved_checkpoints
 
-    require_role(db, user_id, "researcher")
+    require_job_owner(db, job_id, user_id, "publish", reason)  # another's job: admin, or a recorded reason
     t0 = time.perf_counter()
     with db.session() as s:
         job = s.get(Job, job_id)
