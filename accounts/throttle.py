@@ -39,10 +39,11 @@ class LoginThrottle:
         free: int = 3,
         base_s: float = 2.0,
         max_s: float = 900.0,
+        burst: float | None = None,
     ) -> None:
         self.free, self.base_s, self.max_s = free, base_s, max_s
         self.rate = max(0.0, float(per_minute)) / 60.0
-        self.burst = max(1.0, float(per_minute))
+        self.burst = max(1.0, float(burst if burst is not None else per_minute))
         self._pairs: OrderedDict[tuple[str, str], _Record] = OrderedDict()
         self._clients: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
@@ -80,8 +81,9 @@ class LoginThrottle:
             r = self._pairs.pop(key, None) or _Record(0, now)
             self._pairs[key] = _Record(r.failures + 1, now)
             if self.rate > 0:
-                self._clients.pop(key[1], None)
-                self._clients[key[1]] = (max(0.0, self._tokens(key[1], now) - 1.0), now)
+                left = max(0.0, self._tokens(key[1], now) - 1.0)
+                self._clients.pop(key[1], None)  # re-inserted last: the oldest entries are forgotten first
+                self._clients[key[1]] = (left, now)
             for book in (self._pairs, self._clients):
                 while len(book) > MAX_KEYS:
                     book.popitem(last=False)
