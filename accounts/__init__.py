@@ -138,10 +138,10 @@ def add_user(
 ) -> UserInfo:
     """Create a user who can log in. A name that exists without a password (e.g. an annotator recorded by
     name) gets the password and role instead of a second row."""
+    require_role(where, by, "admin")  # role before work: no name check, no hashing for a lower role
     name, role = check_name(name), check_role(role)
     pw_hash = hash_password(password)
     with _session(where) as s:
-        require_role(s, by, "admin")
         u = s.scalar(select(User).where(User.name == name))
         if u is not None and u.password_hash:
             raise AccountError(f"user {name!r} already exists")
@@ -196,12 +196,13 @@ def set_disabled(
 
 
 def set_password(where: Session | Database, name: str, password: str, by: int | None = None) -> UserInfo:
-    """Set a new password; admins may set anyone's, every user their own."""
+    """Set a new password; admins may set anyone's, every user their own. (Changing it ends the user's web
+    sessions at their next request: ``accounts.sessions``.)"""
+    me = require_role(where, by, "annotator")  # role before work: no hashing for a refused request
+    if me is not None and me.name != name:
+        require_role(where, by, "admin")
     pw_hash = hash_password(password)
     with _session(where) as s:
-        me = require_role(s, by, "annotator")
-        if me is not None and me.name != name:
-            require_role(s, by, "admin")
         u = _row(s, name)
         u.password_hash = pw_hash
         return _info(u)

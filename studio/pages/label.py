@@ -18,7 +18,7 @@ from annotation.queues import QueueError, edit_checklist, get_queue, list_queues
 from annotation.rubrics import Criterion, rubric_from_dict
 from db import outcomes
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.render import literal, to_html
 
 MAX_CRITERIA = 8
@@ -242,6 +242,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return gr.update(choices=names, value=value)
 
     def on_save_checklist(item_id: int | None, text: str, request: gr.Request) -> str:
+        require(ctx, request, "researcher")
         if item_id is None:
             raise gr.Error("Press Start first.")
         try:

@@ -33,7 +33,7 @@ from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.session import data_home
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.render import literal, to_html
 
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
@@ -161,6 +161,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         request: gr.Request,
         progress=gr.Progress(),
     ):
+        require(ctx, request, "researcher")
         try:
             temperatures = [float(t) for t in (temps_text or "").replace(" ", "").split(",") if t]
         except ValueError as exc:
@@ -191,6 +192,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         ), _table(ctx)
 
     def on_import(file: str | None, layout: str, qname: str, skip: bool, request: gr.Request):
+        require(ctx, request, "researcher")
         if not file:
             raise gr.Error("Choose a file.")
         try:
@@ -214,6 +216,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         request: gr.Request,
         progress=gr.Progress(),
     ):
+        require(ctx, request, "researcher")
         if not qname or not judge_name:
             raise gr.Error("Pick a queue and a judge.")
         spec = JudgeSpec(judge_name, qname, absolute=grade, max_items=int(n or 0) or None)
@@ -228,6 +231,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         ), _table(ctx)
 
     def on_checklists(qname: str | None, judge_name: str | None, request: gr.Request, progress=gr.Progress()):
+        require(ctx, request, "researcher")
         if not qname or not judge_name:
             raise gr.Error("Pick a queue and a model.")
         try:

@@ -86,12 +86,16 @@ class StudioApp:
             assert r.status_code == 200, (name, r.status_code, r.text[:200])
         return c
 
+    @property
+    def config(self) -> dict[str, Any]:
+        return getattr(self.demo, "config", None) or self.demo.get_config_file()
+
     def dependencies(self) -> list[dict[str, Any]]:
-        return self.demo.config["dependencies"]
+        return self.config["dependencies"]
 
     def inputs_for(self, fn_index: int) -> list[Any]:
         """Each input component's initial value (what a fresh page would send)."""
-        by_id = {c["id"]: c for c in self.demo.config["components"]}
+        by_id = {c["id"]: c for c in self.config["components"]}
         dep = self.dependencies()[fn_index]
         return [by_id[i].get("props", {}).get("value") for i in dep["inputs"]]
 
@@ -123,9 +127,18 @@ class StudioApp:
             "data": self.inputs_for(fn_index) if data is None else data,
             "fn_index": fn_index,
             "session_hash": session,
-            "event_data": None,
+            # a select event's data, as a click on a table's first cell sends it
+            "event_data": {"index": [0, 0], "value": None, "selected": True}
+            if self.dependencies()[fn_index].get("collects_event_data")
+            else None,
             "trigger_id": None,
         }
+        if self.dependencies()[fn_index].get("queue") is False:  # events that skip the queue: one POST
+            r = http.post("/gradio_api/run/predict", json=body)
+            if r.status_code != 200:
+                return Result(False, None, r.text[:500], r.status_code)
+            out = r.json()
+            return Result("error" not in out, out.get("data"), out.get("error"))
         r = http.post("/gradio_api/queue/join", json=body)
         if r.status_code != 200:
             return Result(False, None, r.text[:500], r.status_code)
