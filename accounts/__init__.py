@@ -37,6 +37,9 @@ _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 
 _hasher = PasswordHasher()  # argon2id with the library's current (RFC 9106 low-memory) parameters
 _DUMMY_HASH = _hasher.hash("not a real password, used to spend the same time on unknown names")
+#: At most this many password checks hash at once (each is ~50 ms of CPU and 64 MiB): a login flood waits here
+#: instead of taking every core. Unknown names hash ``_DUMMY_HASH`` through the same gate, so timing is uniform.
+HASH_GATE = threading.BoundedSemaphore(2)
 
 
 class AccountError(ValueError):
@@ -83,7 +86,8 @@ def verify_password(password_hash: str | None, password: str) -> bool:
     if not isinstance(password, str) or len(password) > MAX_PASSWORD:
         return False
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        with HASH_GATE:
+            return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 
@@ -134,10 +138,10 @@ def add_user(
 ) -> UserInfo:
     """Create a user who can log in. A name that exists without a password (e.g. an annotator recorded by
     name) gets the password and role instead of a second row."""
+    require_role(where, by, "admin")  # role before work: no name check, no hashing for a lower role
     name, role = check_name(name), check_role(role)
     pw_hash = hash_password(password)
     with _session(where) as s:
-        require_role(s, by, "admin")
         u = s.scalar(select(User).where(User.name == name))
         if u is not None and u.password_hash:
             raise AccountError(f"user {name!r} already exists")
@@ -192,12 +196,13 @@ def set_disabled(
 
 
 def set_password(where: Session | Database, name: str, password: str, by: int | None = None) -> UserInfo:
-    """Set a new password; admins may set anyone's, every user their own."""
+    """Set a new password; admins may set anyone's, every user their own. (Changing it ends the user's web
+    sessions at their next request: ``accounts.sessions``.)"""
+    me = require_role(where, by, "annotator")  # role before work: no hashing for a refused request
+    if me is not None and me.name != name:
+        require_role(where, by, "admin")
     pw_hash = hash_password(password)
     with _session(where) as s:
-        me = require_role(s, by, "annotator")
-        if me is not None and me.name != name:
-            require_role(s, by, "admin")
         u = _row(s, name)
         u.password_hash = pw_hash
         return _info(u)

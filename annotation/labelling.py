@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from annotation.queues import n_answers, queue_row
@@ -85,14 +86,10 @@ def check_annotator(name: str) -> str:
     return name
 
 
-def _user_id(session: Session, name: str) -> int:
-    uid = session.scalar(select(User.id).where(User.name == name))
-    if uid is None:
-        user = User(name=name, role="annotator")
-        session.add(user)
-        session.flush()
-        uid = user.id
-    return uid
+def _user_id(session: Session, name: str) -> int | None:
+    """The account of that name, if there is one. Labelling never creates an account: a name typed in the open
+    mode is only the label's annotator name (with login on, the page passes the signed-in user's own name)."""
+    return session.scalar(select(User.id).where(User.name == name))
 
 
 def order_key(queue: str, annotator: str, item_id: int) -> str:
@@ -213,6 +210,8 @@ def _own_assignment(session: Session, assignment_id: int, annotator: str) -> Ass
         raise LabelError(f"no assignment {assignment_id}")
     if a.annotator != annotator:
         raise LabelError("this item was assigned to another annotator")
+    if a.status == "done":
+        raise LabelError("this item is already labelled (by you): your first verdict is the one kept")
     if a.status != "pending":
         raise LabelError(f"this item is already {a.status}")
     return a
@@ -270,6 +269,16 @@ def submit_label(
     q = queue_row(session, a.queue)
     rubric = rubric_from_dict(q.rubric, q.name) if q.rubric else None
     triples = _scores(rubric, scores, a.left_is_first, single)
+    # Exactly once: the assignment moves from pending to done in one conditional UPDATE; of two submits racing,
+    # the second finds it done and is refused. The unique assignment_id on labels is the wall behind it.
+    moved = session.execute(
+        update(Assignment)
+        .where(Assignment.id == a.id, Assignment.status == "pending")
+        .values(status="done", done_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if getattr(moved, "rowcount", 1) != 1:
+        raise LabelError("this item is already labelled (by you): your first verdict is the one kept")
     label = Label(
         item_id=item.id,
         queue=a.queue,
@@ -283,11 +292,16 @@ def submit_label(
         meta={"position": a.position},
     )
     session.add(label)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise LabelError(
+            "this item is already labelled (by you): your first verdict is the one kept"
+        ) from exc
     session.add_all(
         RubricScore(item_id=item.id, label_id=label.id, criterion=c, side=s, value=v) for c, s, v in triples
     )
-    a.status, a.done_at = "done", utcnow()
+    session.expire(a)  # its status changed in the database above
     return label.id
 
 

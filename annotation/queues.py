@@ -185,8 +185,19 @@ def stamps(item: QueueItem) -> list[dict[str, Any]]:
     return s + [{}] * (n_answers(item) - len(s))
 
 
+def edit_checklist(session: Session, item_id: int, lines: list[str], user_id: int | None = None) -> list[str]:
+    """A person's edit of a per-prompt checklist (the Label tab's editor). The checklist guides every annotator of
+    the queue, so it needs researcher (``PermissionDenied``, checked first); the author recorded is the acting
+    user's name from their session (the local operator: ``operator``), never a name typed in a form."""
+    from accounts import require_role
+
+    me = require_role(session, user_id, "researcher")
+    return set_checklist(session, item_id, lines, author=me.name if me is not None else "operator")
+
+
 def set_checklist(session: Session, item_id: int, lines: list[str], author: str = "human") -> list[str]:
-    """Store (or replace) the per-prompt checklist on an item and on the other items of the same prompt."""
+    """Store (or replace) the per-prompt checklist on an item and on the other items of the same prompt. No role
+    check: callers check (``edit_checklist`` for people, ``annotation.judges.generate_checklists`` for judges)."""
     clean = [ln.strip() for ln in lines if ln and ln.strip()]
     if len(clean) > 12 or any(len(ln) > 300 for ln in clean):
         raise QueueError("a checklist holds at most 12 lines of at most 300 characters")

@@ -273,6 +273,8 @@ class Label(Base):
     inconsistent, unparsed). ``kind`` says who gave it: human, judge, import or argilla."""
 
     __tablename__ = "labels"
+    # one label per assignment (a person's one verdict on one item; judges and imports have no assignment)
+    __table_args__ = (UniqueConstraint("assignment_id", name="uq_labels_assignment_id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     item_id: Mapped[int] = mapped_column(ForeignKey("queue_items.id", ondelete="CASCADE"), index=True)
     queue: Mapped[str] = mapped_column(String(128), index=True)

@@ -90,7 +90,25 @@ class Settings(BaseSettings):
     )
     votes_per_minute: int = Field(default=60, description="votes per signed-in user per minute; 0 = no limit")
     failed_logins_per_minute: int = Field(
-        default=5, description="failed logins per user name per minute before further attempts are refused"
+        default=10,
+        description="failed logins per client address per minute, across all names, before its further tries "
+        "are refused unchecked (one name from one address also waits longer after each failure past the third)",
+    )
+    session_hours: float = Field(
+        default=12.0,
+        description="hours a login lasts before the user must sign in again; 0 = until the server restarts "
+        "(a password change ends a user's sessions either way)",
+    )
+    allowed_origins: str | None = Field(
+        default=None,
+        description="comma-separated origins (`https://studio.example.org`) besides the app's own that may send "
+        "requests to it, e.g. the public address of a reverse proxy; every other `Origin` is refused",
+    )
+    allowed_hosts: str | None = Field(
+        default=None,
+        description="comma-separated host names the app answers to besides loopback names, IP addresses, this "
+        "machine's name and the hosts of `VIBESTUDIO_ALLOWED_ORIGINS`; other `Host` headers are refused "
+        "(DNS rebinding)",
     )
     # Engines
     engine_cache_mb: int = Field(

@@ -165,14 +165,14 @@ class LeaderboardService:
     def board(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
         """The leaderboard as plain data: `Leaderboard.to_dict()` plus style intervals, vote counts, the list of
         boards, unrated contestants and refresh statistics."""
-        from arena.ratings import leaderboard
-
         o = options or BoardOptions()
         o.check()
         stats = self.refresh() if refresh else None
+        contestants = self._contestants()
+        names = {i: n for i, n, _ in contestants}
+        # The fit runs outside the cache's lock, on a snapshot taken under it: the arena's sampler (which needs
+        # the lock to read new votes) never waits for a board someone is cycling through the options of.
         with self.cache.lock:
-            contestants = self._contestants()
-            names = {i: n for i, n, _ in contestants}
             key = ("board", o, self.cache.version, tuple(sorted(names.items())))
             out = self._memo.get(key)
             if out is None:
@@ -180,41 +180,52 @@ class LeaderboardService:
                     records = self._feature_records(o, names)
                 else:
                     records = _expand(self._cells(o), names, False)
-                out = {"models": [], "style_coefficients": {}, "style_intervals": {}, "warnings": []}
-                method, why = self._resolve_method(o)
-                if len(records):
-                    board = leaderboard(
-                        records,
-                        method=method if not (o.style_control or o.vibe_control) else "bt",
-                        bootstrap_rounds=o.bootstrap,
-                        seed=o.seed,
-                        ci_method=o.ci_method,
-                        style_control=o.style_control,
-                        vibe_control=o.vibe_control,
-                        both_good=o.both_good,
-                        both_bad=o.both_bad,
-                        elo_k=None,
-                        min_battles=o.min_battles,
-                    )
-                    out.update(board.to_dict())
-                    out["style_intervals"] = {k: list(v) for k, v in board.style_intervals.items()}
-                    if o.elo_k is not None:
-                        elo = self._elo_ratings(o)
-                        ids = {name: cid for cid, name in names.items()}
-                        for m in out["models"]:
-                            m["elo"] = float(elo[ids[m["name"]]])
-                else:
-                    out["warnings"].append("no rated votes on this board yet")
-                out["n_votes"] = len(records)
-                out["options"] = asdict(o)
-                out["method"] = method if not (o.style_control or o.vibe_control) else "bt"
-                out["method_reason"] = why
+                elo = self._elo_ratings(o) if o.elo_k is not None and len(records) else None
+        if out is None:
+            out = self._fit(o, records, names, elo)
+            with self.cache.lock:
                 self._memo[key] = out
-            out = dict(out)
+        out = dict(out)
         rated = {m["name"] for m in out["models"]}
         out["unrated"] = [n for _, n, active in contestants if active and n not in rated]
         out["boards"] = self.boards(o)
         out["refresh"] = stats
+        return out
+
+    def _fit(
+        self, o: BoardOptions, records: Any, names: dict[int, str], elo: np.ndarray | None
+    ) -> dict[str, Any]:
+        """The board for `o` from a snapshot of its records (no lock held: this is the slow part)."""
+        from arena.ratings import leaderboard
+
+        out: dict[str, Any] = {"models": [], "style_coefficients": {}, "style_intervals": {}, "warnings": []}
+        method, why = self._resolve_method(o)
+        if len(records):
+            board = leaderboard(
+                records,
+                method=method if not (o.style_control or o.vibe_control) else "bt",
+                bootstrap_rounds=o.bootstrap,
+                seed=o.seed,
+                ci_method=o.ci_method,
+                style_control=o.style_control,
+                vibe_control=o.vibe_control,
+                both_good=o.both_good,
+                both_bad=o.both_bad,
+                elo_k=None,
+                min_battles=o.min_battles,
+            )
+            out.update(board.to_dict())
+            out["style_intervals"] = {k: list(v) for k, v in board.style_intervals.items()}
+            if elo is not None:
+                ids = {name: cid for cid, name in names.items()}
+                for m in out["models"]:
+                    m["elo"] = float(elo[ids[m["name"]]])
+        else:
+            out["warnings"].append("no rated votes on this board yet")
+        out["n_votes"] = len(records)
+        out["options"] = asdict(o)
+        out["method"] = method if not (o.style_control or o.vibe_control) else "bt"
+        out["method_reason"] = why
         return out
 
     def sampler_inputs(self, refresh: bool = True) -> SamplerInputs:
@@ -223,8 +234,8 @@ class LeaderboardService:
         when the votes changed; ratings that cannot be fitted leave everyone unrated (the weights stay valid)."""
         if refresh:
             self.refresh()
+        names = self._names()
         with self.cache.lock:
-            names = self._names()
             key = ("sampler", self.cache.version, tuple(sorted(names.items())))
             out = self._memo.get(key)
             if out is None:
@@ -234,25 +245,27 @@ class LeaderboardService:
                     "GROUP BY ALL HAVING sum(n) > 0",
                     params,
                 )
-                counts = {
-                    (int(lo), int(hi)): int(n)
-                    for lo, hi, n in zip(
-                        rows["lo"].tolist(), rows["hi"].tolist(), rows["n"].tolist(), strict=True
+        if out is not None:
+            return out
+        counts = {
+            (int(lo), int(hi)): int(n)
+            for lo, hi, n in zip(rows["lo"].tolist(), rows["hi"].tolist(), rows["n"].tolist(), strict=True)
+        }
+        ratings: dict[int, RatingInfo] = {}
+        if counts:
+            try:
+                board = self.board(SAMPLER_BOARD, refresh=False)  # fits outside the lock
+            except Exception:  # an unfittable board leaves everyone unrated
+                board = {"models": []}
+            ids = {name: cid for cid, name in names.items()}
+            for m in board["models"]:
+                if m["name"] in ids:
+                    ratings[ids[m["name"]]] = RatingInfo(
+                        m["rating"], m["ci_low"], m["ci_high"], m["n_battles"]
                     )
-                }
-                ratings: dict[int, RatingInfo] = {}
-                if counts:
-                    try:
-                        board = self.board(SAMPLER_BOARD, refresh=False)
-                    except Exception:  # an unfittable board leaves everyone unrated
-                        board = {"models": []}
-                    ids = {name: cid for cid, name in names.items()}
-                    for m in board["models"]:
-                        if m["name"] in ids:
-                            info = RatingInfo(m["rating"], m["ci_low"], m["ci_high"], m["n_battles"])
-                            ratings[ids[m["name"]]] = info
-                out = SamplerInputs(ratings, counts)
-                self._memo[key] = out
+        out = SamplerInputs(ratings, counts)
+        with self.cache.lock:
+            self._memo[key] = out
         return out
 
     def _feature_records(self, o: BoardOptions, names: dict[int, str]) -> pd.DataFrame:

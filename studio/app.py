@@ -6,13 +6,16 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import gradio as gr
 
 from studio import headers
-from studio.auth import check_serving
+from studio.auth import SessionGuard, check_serving
 from studio.context import StudioContext, build_context
+from studio.origins import OriginGuard, OriginPolicy, split_list
 from studio.pages import admin, agreement, arena, data, label, leaderboard, models, probes, queues, train
+from studio.render import sanitize_html
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -64,7 +67,28 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
         with _tab("Admin", "admin", timers):
             admin.build(ctx, demo)
     demo.queue(default_concurrency_limit=8)
+    sanitize_html_components(demo)
     return demo
+
+
+def sanitize_html_components(demo: gr.Blocks) -> int:
+    """Route every ``gr.HTML`` of the app through the one display path's sanitizer (``render.sanitize_html``):
+    its first value now, and every value a handler returns (the component's ``postprocess``). Returns how many."""
+    n = 0
+    for block in demo.blocks.values():
+        if isinstance(block, gr.HTML) and not getattr(block, "_vs_sanitized", False):
+            block.value = sanitize_html(block.value)
+            block.postprocess = _sanitized(block.postprocess)  # type: ignore[method-assign]
+            block._vs_sanitized = True  # type: ignore[attr-defined]
+            n += 1
+    return n
+
+
+def _sanitized(postprocess: Any) -> Any:
+    def wrapped(value: Any) -> Any:
+        return postprocess(sanitize_html(value))
+
+    return wrapped
 
 
 @contextmanager
@@ -90,6 +114,27 @@ def _runs_timers(tab: gr.Tab, name: str, timers: dict[str, gr.Timer]) -> None:
     tab.select(None, None, list(timers.values()), js=f"() => {json.dumps(updates)}", api_visibility="private")
 
 
+def app_kwargs(ctx: StudioContext, host: str) -> dict[str, Any]:
+    """Keyword arguments for Gradio's FastAPI app: the middleware every request passes, outermost first.
+
+    1. ``headers.SecurityHeaders``: Content-Security-Policy and companions on every response (refusals too);
+    2. ``origins.OriginGuard``: refuses another origin's page and unknown ``Host`` names (login mode and open mode);
+    3. ``auth.SessionGuard``: login throttle context, sessions that expire or end on a password change, and the
+       session cookie's ``SameSite=Lax; HttpOnly`` (login mode only).
+    """
+    from starlette.middleware import Middleware
+
+    hosts = split_list(ctx.settings.allowed_hosts) + ([host] if host not in ("0.0.0.0", "::", "") else [])
+    policy = OriginPolicy(split_list(ctx.settings.allowed_origins), hosts)
+    return {
+        "middleware": [
+            *headers.app_kwargs()["middleware"],
+            Middleware(OriginGuard, policy=policy),
+            Middleware(SessionGuard, access=ctx.access),
+        ]
+    }
+
+
 def serve(
     host: str | None = None, port: int | None = None, block: bool = True, ctx: StudioContext | None = None
 ) -> tuple[gr.Blocks, str]:
@@ -105,7 +150,7 @@ def serve(
         prevent_thread_lock=not block,
         css=CSS,
         theme=gr.themes.Default(**THEME_FONTS),  # type: ignore[arg-type]
-        app_kwargs=headers.app_kwargs(),  # Content-Security-Policy and companions on every response
+        app_kwargs=app_kwargs(ctx, host),  # headers, the Origin/Host policy and the session guard
         show_error=False,  # an unexpected exception shows a generic message; its traceback goes to the log
         quiet=not block,
         auth=ctx.access.gradio_auth(),  # None in the open single-user mode

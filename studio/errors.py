@@ -9,6 +9,7 @@ as a generic "Error" (the app launches with ``show_error=False``), never as exce
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import gradio as gr
 
@@ -22,3 +23,17 @@ def user_error(exc: BaseException | str) -> gr.Error:
     if isinstance(exc, BaseException):
         log.info("shown to the user as an error: %r", exc, exc_info=exc)
     return gr.Error(error_text(exc) or "Something went wrong; the server log has the details.")
+
+
+def require(ctx: Any, request: Any, role: str) -> int | None:
+    """Role before work: the acting user's id, or a ``gr.Error`` naming the role they lack. A handler whose
+    service needs ``role`` calls this first, so nothing a lower role sent is read, parsed or validated; the
+    service checks again (it is the check the CLI and the Python API share)."""
+    from accounts import PermissionDenied, require_role
+
+    try:
+        uid = ctx.access.user_id(request)
+        require_role(ctx.db, uid, role)
+    except PermissionDenied as exc:
+        raise user_error(exc) from exc
+    return uid

@@ -15,6 +15,8 @@ only as the HTML this module returns, which the page shows as HTML (``gr.HTML``,
 3. ``nh3`` (the Rust sanitizer ammonia) on the output, with an allow-list of the tags and attributes step 2 can
    produce: a second wall if a parser rule ever lets something through.
 
+``sanitize_html`` is the last step for every ``gr.HTML`` value in the app: ``studio.app`` wraps each HTML
+component's output with it, so even a handler that forgot ``to_html`` shows no markup it did not allow.
 ``literal`` makes untrusted text (a contestant name, a cell) a Markdown literal so it can sit inside a Markdown
 template that is then rendered by ``to_html``; ``error_text`` is the plain-text path for error toasts.
 Why these libraries: markdown-it-py is the CommonMark reference port that Gradio itself depends on, and nh3 is
@@ -144,6 +146,13 @@ def _sanitize(fragment: str) -> str:
         link_rel=REL,
         strip_comments=True,
     )
+
+
+def sanitize_html(fragment: Any) -> Any:
+    """HTML about to be shown (a ``gr.HTML`` value) passed through the sanitizer with this module's allow-list:
+    idempotent on what ``to_html`` returns, and a wall for any value that did not come from it (markup then
+    loses its scripts, event attributes, styles and foreign tags). Non-strings pass unchanged."""
+    return _sanitize(fragment) if isinstance(fragment, str) and fragment else fragment
 
 
 def _flatten_deep(text: str) -> str:

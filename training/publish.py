@@ -233,17 +233,22 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
 
 
 def publish_checkpoint(
-    db: Database, job_id: int, step: int | None = None, name: str | None = None, user_id: int | None = None
+    db: Database,
+    job_id: int,
+    step: int | None = None,
+    name: str | None = None,
+    user_id: int | None = None,
+    reason: str | None = None,
 ) -> Published:
     """Publish a checkpoint the job saved on the way (``save_steps``; the newest when ``step`` is None) as a
     pending contestant, while the job runs or after it ended, and queue its report (a ``report`` job). Its
     lineage and persona are the job's (parent, snapshot, job, ``inherit_persona``); the description names the
-    step. Reward-model jobs score answers and cannot be published as contestants."""
-    from accounts import require_role
+    step. Reward-model jobs score answers and cannot be published as contestants. Another user's job needs
+    admin, or a recorded ``reason`` (``training.runner.require_job_owner``)."""
     from training.preflight import choose_base, find_parent
-    from training.runner import saved_checkpoints, start_next
+    from training.runner import require_job_owner, saved_checkpoints, start_next
 
-    require_role(db, user_id, "researcher")
+    require_job_owner(db, job_id, user_id, "publish", reason)  # another's job: admin, or a recorded reason
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:

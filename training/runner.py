@@ -12,6 +12,7 @@ The runner knows nothing about TRL; ``training.worker`` does the training.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -26,7 +27,7 @@ from typing import Any
 from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
-from accounts import require_role
+from accounts import PermissionDenied, require_role
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
 from db.threads import sleeping_thread_waits
@@ -39,6 +40,7 @@ STATUSES = ("queued", "running", *TERMINAL)
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # workers this process started (to reap them)
 _START_TIMEOUT = timedelta(seconds=120)
+audit = logging.getLogger("vibestudio.audit")  # who acted on another user's job, and why
 
 
 @dataclass
@@ -346,9 +348,44 @@ def reconcile(db: Database, start: bool = True) -> list[int]:
     return failed
 
 
-def cancel(db: Database, job_id: int, grace: float = 10.0, user_id: int | None = None) -> JobView:
-    """Cancel a queued or running job: SIGTERM to its process group, SIGKILL after ``grace`` seconds."""
-    require_role(db, user_id, "researcher")
+MAX_REASON = 500
+
+
+def require_job_owner(
+    db: Database, job_id: int, user_id: int | None, action: str, reason: str | None = None
+) -> str:
+    """Allow ``action`` (cancel, resume, publish) on a job: its owner (the researcher who launched it), an admin,
+    or another researcher who gives a ``reason``, which goes to the audit log. Returns who acted, for the record.
+
+    ``user_id=None`` is the local operator (CLI, Python API, open mode) and passes. Refuses with
+    ``PermissionDenied`` (below researcher, or another's job without a reason) or ``JobError`` (no such job).
+    """
+    me = require_role(db, user_id, "researcher")
+    if me is None:
+        return "the local operator"
+    with db.session() as s:
+        job = s.get(Job, job_id)
+        if job is None:
+            raise JobError(f"no job {job_id}")
+        owner = job.created_by
+    if owner == me.id or me.role == "admin":
+        return me.name
+    why = " ".join((reason or "").split())[:MAX_REASON]
+    if not why:
+        raise PermissionDenied(
+            f"job {job_id} was launched by another user: to {action} it you need admin, or give a reason "
+            "(it is recorded)"
+        )
+    audit.warning("user %r %s job %d launched by user id %s: %s", me.name, action, job_id, owner, why)
+    return f"{me.name} ({why})"
+
+
+def cancel(
+    db: Database, job_id: int, grace: float = 10.0, user_id: int | None = None, reason: str | None = None
+) -> JobView:
+    """Cancel a queued or running job: SIGTERM to its process group, SIGKILL after ``grace`` seconds. Another
+    user's job needs admin or a reason (``require_job_owner``)."""
+    who = require_job_owner(db, job_id, user_id, "cancel", reason)
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:
@@ -356,7 +393,7 @@ def cancel(db: Database, job_id: int, grace: float = 10.0, user_id: int | None =
         status, pid = job.status, job.pid
     if status in TERMINAL:
         raise JobError(f"job {job_id} already {status}")
-    if not finish(db, job_id, "cancelled", "cancelled by user", only_if=status):
+    if not finish(db, job_id, "cancelled", f"cancelled by {who}", only_if=status):
         return cancel(db, job_id, grace)  # it moved on (queued -> running) while we looked: try again
     if status == "running" and pid:
         _terminate_group(pid, grace)
@@ -375,13 +412,20 @@ def saved_checkpoints(job_id: int) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def resume(db: Database, job_id: int, user_id: int | None = None, from_scratch: bool = False) -> JobView:
-    """Queue a failed or cancelled job again; its worker continues from the newest saved checkpoint.
+def resume(
+    db: Database,
+    job_id: int,
+    user_id: int | None = None,
+    from_scratch: bool = False,
+    reason: str | None = None,
+) -> JobView:
+    """Queue a failed or cancelled job again; its worker continues from the newest saved checkpoint. Another
+    user's job needs admin or a reason (``require_job_owner``).
 
     Refused (JobError) when the job saved checkpoints but none is left on disk (deleted): ``from_scratch=True``
     then starts it over, dropping the earlier attempt's metrics. A job that never saved one starts over.
     """
-    require_role(db, user_id, "researcher")
+    require_job_owner(db, job_id, user_id, "resume", reason)
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:
@@ -521,8 +565,10 @@ def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
     )
 
 
-def job_view(db: Database, job_id: int, tail_lines: int = 40) -> JobView:
-    """Everything a job page shows: status, error, metric series {name: [(step, value)]}, log tail, result."""
+def job_view(db: Database, job_id: int, tail_lines: int = 40, user_id: int | None = None) -> JobView:
+    """Everything a job page shows: status, error, metric series {name: [(step, value)]}, log tail, result.
+    Needs researcher: the config, log and metrics are a researcher's (paths, data, errors)."""
+    require_role(db, user_id, "researcher")
     reap()
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -553,8 +599,9 @@ def job_view(db: Database, job_id: int, tail_lines: int = 40) -> JobView:
         )
 
 
-def list_jobs(db: Database, limit: int = 100) -> list[JobSummary]:
-    """Newest first: id, kind, status, progress, lineage ids and times."""
+def list_jobs(db: Database, limit: int = 100, user_id: int | None = None) -> list[JobSummary]:
+    """Newest first: id, kind, status, progress, lineage ids and times. Needs researcher (errors hold log text)."""
+    require_role(db, user_id, "researcher")
     with db.session() as s:
         jobs = s.scalars(select(Job).order_by(Job.id.desc()).limit(limit)).all()
         return [JobSummary(**_summary_fields(s, j)) for j in jobs]

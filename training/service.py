@@ -112,12 +112,19 @@ def snapshot_mix(db: Database, snapshot: int | str, parent: int | str) -> dict[s
 
 
 def check_config(
-    db: Database, config: str | dict[str, Any] | JobConfig, kind: str | None = None
+    db: Database,
+    config: str | dict[str, Any] | JobConfig,
+    kind: str | None = None,
+    user_id: int | None = None,
 ) -> ConfigCheck:
     """Everything that can be checked before launch, without writing or starting anything: field types and
     ranges, the parent, the snapshot (an empty ``snapshot_hash`` means a fresh one from the votes at launch),
     the reward sources (a judge that is down, a failed reward job), a taken output name, and the memory
-    estimate (a refusal when it cannot fit). Each problem is tied to the field it is about."""
+    estimate (a refusal when it cannot fit). Each problem is tied to the field it is about.
+
+    Needs researcher (``PermissionDenied``), checked first: a check may ask a judge's server whether it is up
+    and tells whether names and paths exist."""
+    require_role(db, user_id, "researcher")
     if isinstance(config, JobConfig):
         cfg: JobConfig | None = config
         errors: list[FieldError] = []

@@ -29,7 +29,7 @@ from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
 from arena.self_play import SELF_PLAY, default_temperatures
 from db import outcomes
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.render import literal, to_html
 from studio.uploads import discard_upload
 from training.verdict import badges_by_name
@@ -594,6 +594,7 @@ def _persona_form(ctx: StudioContext) -> None:
         result = gr.HTML(elem_id="persona-result")
 
     def on_add(n, e, m, sp, pf, t, mt, al, url, env, request: gr.Request):
+        require(ctx, request, "researcher")
         data: dict[str, Any] = {
             "name": n,
             "engine": e,
@@ -614,6 +615,7 @@ def _persona_form(ctx: StudioContext) -> None:
         return to_html(f"✅ Added **{literal(spec.public_name)}**: it can be drawn in the next battle.")
 
     def on_yaml(file: Any, request: gr.Request):
+        require(ctx, request, "researcher")
         if file is None:
             raise gr.Error("Choose a YAML file first.")
         path = file if isinstance(file, str) else file.name

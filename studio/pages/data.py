@@ -18,7 +18,7 @@ from arena.prompts import PromptImportError, import_prompt_set
 from db.models import Battle, Vote
 from standings.records import UNCOUNTED
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.render import literal, to_html
 from studio.uploads import discard_upload
 from training.pairmix import pair_mix
@@ -97,6 +97,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 
     def on_import(name: str, file: str | None, request: gr.Request):
+        require(ctx, request, "researcher")
         if not name or not name.strip():
             raise gr.Error("Give the prompt set a name.")
         if not file:

@@ -14,11 +14,11 @@ import gradio as gr
 
 from accounts import PermissionDenied
 from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
-from annotation.queues import QueueError, get_queue, list_queues, set_checklist
+from annotation.queues import QueueError, edit_checklist, get_queue, list_queues
 from annotation.rubrics import Criterion, rubric_from_dict
 from db import outcomes
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.render import literal, to_html
 
 MAX_CRITERIA = 8
@@ -57,6 +57,13 @@ def _prompt_md(task: LabelTask) -> str:
         parts.append(to_html(f"**{who or literal(m['role'])}:**"))
         parts.append(to_html(m["content"], strict=m["role"] != "assistant"))
     return "".join(parts)
+
+
+def _checklist_html(lines: list[str]) -> str:
+    """A checklist as the display path's HTML (each line a Markdown literal: its text shows, never acts)."""
+    if not lines:
+        return ""
+    return to_html("**Checklist for this prompt:**\n" + "\n".join(f"- {literal(x)}" for x in lines))
 
 
 def _criterion_md(c: Criterion) -> str:
@@ -149,11 +156,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         ra += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
         rb = [gr.update(choices=c.level_names, value=None, visible=not task.single) for c in crits]
         rb += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
-        check = (
-            to_html("**Checklist for this prompt:**\n" + "\n".join(f"- {literal(x)}" for x in task.checklist))
-            if task.checklist
-            else ""
-        )
+        check = _checklist_html(task.checklist)
         title = to_html(
             f"### {literal(rubric.name)} v{literal(rubric.version)}\n\n{literal(rubric.description)}"
             if rubric
@@ -238,26 +241,24 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         value = current if current in names else (names[0] if names else None)
         return gr.update(choices=names, value=value)
 
-    def on_save_checklist(item_id: int | None, text: str, who: str) -> str:
+    def on_save_checklist(item_id: int | None, text: str, request: gr.Request) -> str:
+        require(ctx, request, "researcher")
         if item_id is None:
             raise gr.Error("Press Start first.")
         try:
+            uid = ctx.access.user_id(request)
             with ctx.db.session() as s:
-                lines = set_checklist(
-                    s, item_id, (text or "").splitlines(), author=(who or "").strip() or "human"
-                )
-        except QueueError as exc:
+                lines = edit_checklist(s, item_id, (text or "").splitlines(), user_id=uid)
+        except (QueueError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        return "**Checklist for this prompt:**\n" + "\n".join(f"- {x}" for x in lines) if lines else ""
+        return _checklist_html(lines)
 
     def fill_user(request: gr.Request):
         name = getattr(request, "username", None)
         return gr.update(value=name, interactive=False) if name else gr.update()
 
     outs = [assignment, progress, *shown, item, checklist_edit]
-    save_checklist.click(
-        on_save_checklist, [item, checklist_edit, annotator], [checklist], api_visibility="private"
-    )
+    save_checklist.click(on_save_checklist, [item, checklist_edit], [checklist], api_visibility="private")
     demo.load(fill_user, None, [annotator], api_visibility="private")
     start.click(on_start, [queue, annotator], outs, api_name="label_next")
     for btn, (_, choice) in zip(buttons, CHOICES, strict=True):

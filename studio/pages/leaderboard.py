@@ -26,7 +26,7 @@ from standings.evals import EvalError, run_evals
 from standings.goldilocks import goldilocks
 from standings.leaderboard import BoardOptions, compare_contestants, vibe_profile
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.pages import families, identifiability
 from studio.render import literal, plot_label, to_html
 from training.verdict import badges_by_name
@@ -572,6 +572,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         return goldilocks_chart(rows), goldilocks_table(rows)
 
     def on_run_evals(who: str | None, limit, request: gr.Request, progress=gr.Progress()):
+        require(ctx, request, "researcher")
         if not who:
             raise gr.Error("Pick a contestant.")
 

@@ -22,7 +22,7 @@ from accounts import PermissionDenied
 from arena.registry import RegistryError, list_contestants
 from standings.leaderboard import LeaderboardService
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.render import literal, to_html
 from training import verdict as verdicts
 from training.model_page import model_page
@@ -173,6 +173,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return render(ctx, service, name)
 
     def decide(name: str | None, why: str, active: bool, request: gr.Request) -> tuple[Any, ...]:
+        require(ctx, request, "researcher")
         try:
             user = ctx.access.user_id(request)
             if not name:

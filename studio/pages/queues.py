@@ -34,7 +34,7 @@ from arena.registry import RegistryError, list_contestants
 from db.paths import file_stem, under
 from db.session import data_home
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import require, user_error
 from studio.render import literal, to_html
 from studio.uploads import discard_upload
 
@@ -163,6 +163,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         request: gr.Request,
         progress=gr.Progress(),
     ):
+        require(ctx, request, "researcher")
         try:
             temperatures = [float(t) for t in (temps_text or "").replace(" ", "").split(",") if t]
         except ValueError as exc:
@@ -193,6 +194,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         ), _table(ctx)
 
     def on_import(file: str | None, layout: str, qname: str, skip: bool, request: gr.Request):
+        require(ctx, request, "researcher")
         if not file:
             raise gr.Error("Choose a file.")
         try:
@@ -218,6 +220,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         request: gr.Request,
         progress=gr.Progress(),
     ):
+        require(ctx, request, "researcher")
         if not qname or not judge_name:
             raise gr.Error("Pick a queue and a judge.")
         spec = JudgeSpec(judge_name, qname, absolute=grade, max_items=int(n or 0) or None)
@@ -232,6 +235,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         ), _table(ctx)
 
     def on_checklists(qname: str | None, judge_name: str | None, request: gr.Request, progress=gr.Progress()):
+        require(ctx, request, "researcher")
         if not qname or not judge_name:
             raise gr.Error("Pick a queue and a model.")
         try:

@@ -51,10 +51,10 @@ def _names(ctx: StudioContext) -> dict[int, str]:
         return {c.id: c.public_name for c in list_contestants(s, active_only=False)}
 
 
-def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
+def _jobs_table(ctx: StudioContext, uid: int | None = None) -> pd.DataFrame:
     names = _names(ctx)
     rows = []
-    jobs = list_jobs(ctx.db)
+    jobs = list_jobs(ctx.db, user_id=uid)
     alerts = job_alerts(ctx.db, [j.id for j in jobs])
     badges = {cid: st.badge for cid, st in verdict_status(ctx.db).items()}
     for j in jobs:
@@ -74,25 +74,27 @@ def _jobs_table(ctx: StudioContext) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=JOB_COLUMNS)
 
 
-def _job_choices(ctx: StudioContext) -> list[tuple[str, int]]:
-    return [(f"#{j.id} {j.kind} · {j.status}", j.id) for j in list_jobs(ctx.db)]
+def _job_choices(ctx: StudioContext, uid: int | None = None) -> list[tuple[str, int]]:
+    return [(f"#{j.id} {j.kind} · {j.status}", j.id) for j in list_jobs(ctx.db, user_id=uid)]
 
 
-def _live_job(ctx: StudioContext) -> int | None:
+def _live_job(ctx: StudioContext, uid: int | None = None) -> int | None:
     """The job a returning visitor wants to see: the newest running or queued one."""
-    for j in list_jobs(ctx.db):
+    for j in list_jobs(ctx.db, user_id=uid):
         if j.status in ("running", "queued"):
             return j.id
     return None
 
 
-def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+def _choices(
+    ctx: StudioContext, uid: int | None = None
+) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     with ctx.db.session() as s:
         parents = [c.public_name for c in list_contestants(s)]
         snaps = [NEW_SNAPSHOT] + [f"{x['hash'][:16]} ({x['n_pairs']} pairs)" for x in list_snapshots(s)]
     reward_jobs = [(NONE, NONE)] + [
         (f"job {j.id} ({j.status})", str(j.id))
-        for j in list_jobs(ctx.db)
+        for j in list_jobs(ctx.db, user_id=uid)
         if j.kind == "reward" and j.status in ("queued", "running", "succeeded")
     ]
     return parents, snaps, reward_jobs
@@ -234,7 +236,10 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     """Lay out the tab and wire its job poll ``timer`` (made by the app outside the tabs, which runs it only while
     ``tab`` is open). Opening ``tab``, picking a job, launching one, or a page load that finds one running shows that
     job at once, without waiting for a tick."""
-    parents, snaps, reward_jobs = _choices(ctx)
+    # With login on, the page's first values carry no job or config (every visitor's page config holds them):
+    # the load event fills them for a researcher. Open mode: everyone is the local operator.
+    operator = not ctx.access.required
+    parents, snaps, reward_jobs = _choices(ctx) if operator else ([], [NEW_SNAPSHOT], [(NONE, NONE)])
     gr.Markdown(
         "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
         "writes), check it, launch it; when it succeeds the checkpoint joins the arena with its lineage."
@@ -289,15 +294,27 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
 
     gr.Markdown("### Jobs")
     jobs = gr.Dataframe(
-        value=_jobs_table(ctx), interactive=False, label="Jobs (click a row)", elem_id="train-jobs"
+        value=_jobs_table(ctx) if operator else pd.DataFrame(columns=JOB_COLUMNS),
+        interactive=False,
+        label="Jobs (click a row)",
+        elem_id="train-jobs",
     )
     with gr.Row():
         job = gr.Dropdown(
-            _job_choices(ctx), value=_live_job(ctx), label="Job", elem_id="train-job", allow_custom_value=True
+            _job_choices(ctx) if operator else [],
+            value=_live_job(ctx) if operator else None,
+            label="Job",
+            elem_id="train-job",
+            allow_custom_value=True,
         )
         stop = gr.Button("⏹ Cancel", elem_id="train-cancel")
         again = gr.Button("⏵ Resume", elem_id="train-resume")
         clone = gr.Button("⧉ Clone and edit", elem_id="train-clone")
+    why = gr.Textbox(
+        label="Reason (needed to cancel, resume or publish another user's job unless you are an admin; recorded)",
+        max_length=500,
+        elem_id="train-reason",
+    )
     with gr.Row():
         ckpt_step = gr.Dropdown(
             [], label="Saved checkpoint (step; empty = newest)", elem_id="train-ckpt", allow_custom_value=True
@@ -323,10 +340,19 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         judge_w,
     ]
 
-    def on_form(*values: Any) -> tuple[str, str]:
+    def _uid(request: gr.Request | None) -> int | None:
+        try:
+            return ctx.access.user_id(request) if request is not None else None
+        except PermissionDenied as exc:
+            raise user_error(exc) from exc
+
+    def on_form(*values: Any, uid: int | None = None) -> tuple[str, str]:
         base, rw = values[: len(form)], values[len(form) :]
         data = form_config(*base, reward_specs(*rw))  # type: ignore[arg-type,call-arg]
-        check = check_config(ctx.db, data)
+        try:
+            check = check_config(ctx.db, data, user_id=uid)
+        except PermissionDenied as exc:
+            return "", to_html(literal(exc))
         text = check.yaml if check.config is not None else yaml.safe_dump(data, sort_keys=False)
         return text, check_markdown(check)
 
@@ -344,33 +370,37 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         return uid
 
     def on_check(text: str, request: gr.Request) -> str:
-        _researcher(request)
-        return check_markdown(check_config(ctx.db, text or ""))
+        uid = _researcher(request)
+        return check_markdown(check_config(ctx.db, text or "", user_id=uid))
 
     def on_launch(text: str, request: gr.Request) -> tuple[str, str, Any, pd.DataFrame, Any]:
         uid = _researcher(request)
-        check = check_config(ctx.db, text or "")
+        check = check_config(ctx.db, text or "", user_id=uid)
         if check.errors:
             raise user_error("Not launched: " + check.message())
         try:
             jid = launch_config(ctx.db, text, created_by=uid)
         except (JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        _, new_snaps, _ = _choices(ctx)
+        _, new_snaps, _ = _choices(ctx, uid)
         return (
             to_html(f"Job **{jid}** submitted."),
             check_markdown(check),
-            gr.update(choices=_job_choices(ctx), value=jid),
-            _jobs_table(ctx),
+            gr.update(choices=_job_choices(ctx, uid), value=jid),
+            _jobs_table(ctx, uid),
             gr.update(choices=new_snaps),
         )
 
-    def on_tick(jid: Any) -> tuple[pd.DataFrame, str, Any, str, Any, Any]:
-        table = _jobs_table(ctx)
+    def on_tick(jid: Any, request: gr.Request) -> tuple[pd.DataFrame, str, Any, str, Any, Any]:
+        uid = _uid(request)
+        try:
+            table = _jobs_table(ctx, uid)
+        except PermissionDenied as exc:  # the Train tab is a researcher's: an annotator's poll gets nothing
+            return pd.DataFrame(columns=JOB_COLUMNS), to_html(literal(exc)), None, "", gr.update(), None
         if not jid:
             return table, "", None, "", gr.update(), None
         try:
-            v = job_view(ctx.db, int(jid))
+            v = job_view(ctx.db, int(jid), user_id=uid)
         except JobError as exc:
             return table, to_html(literal(exc)), None, "", gr.update(), None
         steps_saved = [step for step, _ in saved_checkpoints(v.id)]  # one look at the folder per tick
@@ -383,53 +413,53 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             gold_figure(v.metrics),
         )
 
-    def on_pick(evt: gr.SelectData, table: pd.DataFrame) -> Any:
+    def on_pick(evt: gr.SelectData, table: pd.DataFrame, request: gr.Request) -> Any:
+        uid = _researcher(request)
         row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         jid = int(table.iloc[int(row)]["id"])
-        return gr.update(choices=_job_choices(ctx), value=jid)
+        return gr.update(choices=_job_choices(ctx, uid), value=jid)
 
-    def _act(jid: Any, request: gr.Request, what: str) -> tuple[str, Any]:
+    def _act(jid: Any, reason: str, request: gr.Request, what: str) -> tuple[str, Any]:
         if not jid:
             raise gr.Error("Pick a job from the table first.")
-        uid = ctx.access.user_id(request)
+        uid = _uid(request)
         try:
             v = (
-                cancel(ctx.db, int(jid), user_id=uid)
+                cancel(ctx.db, int(jid), user_id=uid, reason=reason)
                 if what == "cancel"
-                else resume(ctx.db, int(jid), user_id=uid)
+                else resume(ctx.db, int(jid), user_id=uid, reason=reason)
             )
         except (JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         return to_html(f"Job {v.id} is {literal(v.status)}."), gr.update(
-            choices=_job_choices(ctx), value=v.id
+            choices=_job_choices(ctx, uid), value=v.id
         )
 
-    def on_cancel(jid: Any, request: gr.Request) -> tuple[str, Any]:
-        return _act(jid, request, "cancel")
+    def on_cancel(jid: Any, reason: str, request: gr.Request) -> tuple[str, Any]:
+        return _act(jid, reason, request, "cancel")
 
-    def on_resume(jid: Any, request: gr.Request) -> tuple[str, Any]:
-        return _act(jid, request, "resume")
+    def on_resume(jid: Any, reason: str, request: gr.Request) -> tuple[str, Any]:
+        return _act(jid, reason, request, "resume")
 
     def on_clone(jid: Any, request: gr.Request) -> tuple[str, str, Any]:
-        _researcher(request)
+        uid = _researcher(request)
         if not jid:
             raise gr.Error("Pick a job from the table first.")
         try:
-            cfg = dict(job_view(ctx.db, int(jid), tail_lines=1).config)
+            cfg = dict(job_view(ctx.db, int(jid), tail_lines=1, user_id=uid).config)
         except JobError as exc:
             raise user_error(exc) from exc
         cfg.pop("output_name", None)
         text = yaml.safe_dump(cfg, sort_keys=False)
         label = next((k for k, v in KINDS.items() if v == cfg.get("kind")), "DPO")
-        return text, check_markdown(check_config(ctx.db, text)), gr.update(value=label)
+        return text, check_markdown(check_config(ctx.db, text, user_id=uid)), gr.update(value=label)
 
-    def on_publish(jid: Any, step: Any, request: gr.Request) -> str:
+    def on_publish(jid: Any, step: Any, reason: str, request: gr.Request) -> str:
         if not jid:
             raise gr.Error("Pick a job from the table first.")
+        uid = _uid(request)
         try:
-            p = publish_checkpoint(
-                ctx.db, int(jid), int(step) if step else None, user_id=ctx.access.user_id(request)
-            )
+            p = publish_checkpoint(ctx.db, int(jid), int(step) if step else None, user_id=uid, reason=reason)
         except (JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         if p.already:
@@ -442,14 +472,18 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         )
 
     kind.change(on_kind, [kind], [dpo_box, grpo_box, beta], api_visibility="private")
+
     # Every change of the form rewrites the YAML through one event with many triggers, so the page runs it one at a
     # time and, when fields change while it runs, once more afterwards with the form as it is then. With an event
     # per field, each read the form when the page got to it: a loaded page could send an older reading (the beta
     # the kind's change sets) after a newer one (the steps typed just after), and the older YAML stayed on screen
     # with no change left to correct it. The page's load event writes the YAML on the same line, in order.
+    def on_form_event(request: gr.Request, *values: Any) -> tuple[str, str]:
+        return on_form(*values, uid=_uid(request))
+
     gr.on(
         [comp.change for comp in form + rewards_in],  # type: ignore[attr-defined]
-        on_form,
+        on_form_event,
         form + rewards_in,
         [config_box, check_md],
         api_visibility="private",
@@ -467,14 +501,20 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     # does not hang its first view of a job on the next tick.
     job.change(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
     jobs.select(on_pick, [jobs], [job], api_visibility="private")
-    stop.click(on_cancel, [job], [launched, job], api_name="train_cancel")
-    again.click(on_resume, [job], [launched, job], api_name="train_resume")
+    stop.click(on_cancel, [job, why], [launched, job], api_name="train_cancel")
+    again.click(on_resume, [job, why], [launched, job], api_name="train_resume")
     clone.click(on_clone, [job], [config_box, check_md, kind], api_name="train_clone")
-    publish_btn.click(on_publish, [job, ckpt_step], [launched], api_name="train_publish")
+    publish_btn.click(on_publish, [job, ckpt_step, why], [launched], api_name="train_publish")
 
-    def on_load() -> tuple[Any, ...]:
-        p, s, rj = _choices(ctx)
-        live = _live_job(ctx)
+    def on_load(request: gr.Request) -> tuple[Any, ...]:
+        uid = _uid(request)
+        try:
+            p, s, rj = _choices(ctx, uid)
+            live = _live_job(ctx, uid)
+        except PermissionDenied as exc:
+            empty = pd.DataFrame(columns=JOB_COLUMNS)
+            nothing = gr.update(choices=[], value=None)
+            return (nothing, gr.update(), gr.update(), gr.update(), empty, nothing, "", to_html(literal(exc)))
         text, md = on_form(
             "DPO",
             p[0] if p else None,
@@ -498,17 +538,18 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             1.0,
             NONE,
             1.0,
+            uid=uid,
         )
         return (
             gr.update(choices=p),
             gr.update(choices=s),
             gr.update(choices=rj),
             gr.update(choices=[NONE, *p]),
-            _jobs_table(ctx),
+            _jobs_table(ctx, uid),
             # only a running job is worth jumping to: never clear a job the visitor picked or just launched
-            gr.update(choices=_job_choices(ctx), value=live)
+            gr.update(choices=_job_choices(ctx, uid), value=live)
             if live
-            else gr.update(choices=_job_choices(ctx)),
+            else gr.update(choices=_job_choices(ctx, uid)),
             text,
             md,
         )

@@ -129,7 +129,7 @@ def test_rubric_scores_are_validated_and_stored_per_answer(db):
         scores = {(r.criterion, r.side, r.value) for r in s.scalars(select(RubricScore))}
     left, right = ("1", "2") if task.left == "first answer 0" else ("2", "1")
     assert scores == {("helpfulness", left, 5.0), ("helpfulness", right, 3.0), ("formatting", left, 1.0)}
-    with pytest.raises(LabelError, match="already done"), db.session() as s:
+    with pytest.raises(LabelError, match="already labelled"), db.session() as s:
         submit_label(s, task.assignment_id, "ann", "tie")
 
 
