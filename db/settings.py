@@ -88,6 +88,12 @@ class Settings(BaseSettings):
         default=None,
         description="Python interpreter of a vLLM install, for managed vLLM servers; default: this one",
     )
+    # Training
+    code_checks: bool = Field(
+        default=False,
+        description="run code answers of RLVR tasks against their tests in a limited subprocess (off: code tasks "
+        "are refused; see docs/security.md)",
+    )
     # Set by other tools
     argilla_api_url: str | None = Field(
         default=None,

@@ -160,7 +160,15 @@ def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignor
 
     cfg = ctx.cfg
     try:
-        rows = load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash)
+        providers = None
+        if getattr(cfg, "tasks", ""):  # RLVR: no snapshot; held-out task accuracy and reward hacking instead
+            from training.tasks.report import task_measures
+
+            rows: list = []
+            n_tasks = cfg.heldout_tasks if cfg.heldout_tasks > 0 else -1
+            providers = [task_measures(cfg.tasks, _task_verifier(cfg), n_tasks, cfg.eval_max_tokens, cfg.seed)]
+        else:
+            rows = load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash)
         report = drift_report(
             db,
             contestant_id,
@@ -175,6 +183,7 @@ def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignor
             describe_axes=cfg.describe_axes,
             describe_prompts=cfg.describe_prompts,
             rules_path=cfg.verdict_rules or None,
+            providers=providers,
             progress=lambda msg: print(f"[report] {msg}", flush=True),
         )
         path = save_report(report, ctx.job_dir)
@@ -201,6 +210,13 @@ def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignor
             verdict.record(db, contestant_id, verdict.Verdict("unknown", [why]))
         except Exception:
             traceback.print_exc()
+
+
+def _task_verifier(cfg) -> dict | None:  # type: ignore[no-untyped-def,type-arg]
+    """The verifier a task job's reward imposed on every task (None: each task's own)."""
+    from training.tasks.checks import task_reward_override
+
+    return task_reward_override(cfg)
 
 
 def main(argv: list[str] | None = None) -> int:
