@@ -84,6 +84,7 @@ def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) ->
         kl_prompts=4,
         kl_max_new_tokens=24,
         drift_prompts=args.drift_prompts,
+        eval_items=args.eval_items,
         eval_max_tokens=args.max_tokens,
         output_name=name,
     )
@@ -111,10 +112,21 @@ def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) ->
                 "verdict": report.verdict,
                 "summary": report.summary(),
                 "rlvr": {k: v for k, v in report.measures.items() if k.startswith("rlvr/")},
-                "evals": {k: report.evals.get(k) for k in ("parent", "child", "delta", "low", "high", "p", "n")},
+                "evals": {
+                    k: report.evals.get(k) for k in ("parent", "child", "delta", "low", "high", "p", "n")
+                },
                 "flagged": report.flagged,
-                "features": {k: {"parent": f.parent, "child": f.child, "delta": f.delta, "low": f.low,
-                                 "high": f.high, "q": f.q} for k, f in report.features.items()},
+                "features": {
+                    k: {
+                        "parent": f.parent,
+                        "child": f.child,
+                        "delta": f.delta,
+                        "low": f.low,
+                        "high": f.high,
+                        "q": f.q,
+                    }
+                    for k, f in report.features.items()
+                },
                 "unmeasured": report.unmeasured,
             }
     return out
@@ -136,6 +148,7 @@ def main() -> int:
     ap.add_argument("--generations", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--drift-prompts", type=int, default=24)
+    ap.add_argument("--eval-items", type=int, default=40)
     ap.add_argument("--timeout", type=float, default=5400)
     ap.add_argument("--skip-hack", action="store_true")
     ap.add_argument("--skip-honest", action="store_true")

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from db.models import Contestant
-from training.config import JobConfig
+from training.config import GRPOJobConfig, JobConfig
 from training.errors import JobError
 from training.estimate import GIB, Estimate, estimate, history_for
 
@@ -94,14 +94,14 @@ def preflight(session: Session, cfg: JobConfig) -> Checked:
     """Validate a job against the database; raises JobError with a message a user can act on."""
     parent = find_parent(session, cfg.parent_contestant) if str(cfg.parent_contestant).strip() else None
     base = choose_base(parent, cfg.base_model)
-    if getattr(cfg, "tasks", ""):
+    if isinstance(cfg, GRPOJobConfig) and cfg.tasks:
         from training.tasks.checks import check_task_job
 
         n_train = check_task_job(session, cfg)
         check_reward_sources(session, cfg)
         _check_output_name(session, cfg)
         est = check_resources(session, cfg, base)
-        return Checked(parent, base, None, "", "", n_train, est, task_set=str(getattr(cfg, "tasks")))
+        return Checked(parent, base, None, "", "", n_train, est, task_set=str(cfg.tasks))
     if not cfg.snapshot_hash:
         raise JobError("no dataset snapshot given (snapshot_hash is empty); make one from votes first")
     try:

@@ -402,7 +402,9 @@ class TaskScorer:
 
         answers, specs, choices = columns.get("answer"), columns.get("verifier"), columns.get("choices")
         if answers is None:
-            raise RewardSpecError("task: the dataset has no 'answer' column (train on a task set: tasks: NAME)")
+            raise RewardSpecError(
+                "task: the dataset has no 'answer' column (train on a task set: tasks: NAME)"
+            )
         out: list[float | None] = []
         for i, c in enumerate(completions):
             spec = self.override if self.override else (json.loads(specs[i]) if specs is not None else None)

@@ -26,6 +26,7 @@ from db.session import Database
 from training.config import (
     ConfigError,
     FieldError,
+    GRPOJobConfig,
     JobConfig,
     config_errors,
     config_yaml,
@@ -261,12 +262,13 @@ def _with_tasks_hash(db: Database, cfg: JobConfig) -> JobConfig:
     """A job on a task set records the set's content hash at launch (its lineage; the worker re-checks it)."""
     from db.models import TaskSet
 
+    assert isinstance(cfg, GRPOJobConfig)
     with db.session() as s:
-        digest = s.scalar(select(TaskSet.hash).where(TaskSet.name == getattr(cfg, "tasks")))
+        digest = s.scalar(select(TaskSet.hash).where(TaskSet.name == cfg.tasks))
     if digest is None:
-        raise JobError(f"tasks: no task set {getattr(cfg, 'tasks')!r} (see `vibestudio tasks list`)")
+        raise JobError(f"tasks: no task set {cfg.tasks!r} (see `vibestudio tasks list`)")
     if not getattr(cfg, "tasks_hash", ""):
-        cfg.tasks_hash = digest  # type: ignore[attr-defined]
+        cfg.tasks_hash = digest
     return cfg
 
 

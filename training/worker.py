@@ -166,7 +166,9 @@ def report_drift(db, ctx, contestant_id: int, step: int) -> None:  # type: ignor
 
             rows: list = []
             n_tasks = cfg.heldout_tasks if cfg.heldout_tasks > 0 else -1
-            providers = [task_measures(cfg.tasks, _task_verifier(cfg), n_tasks, cfg.eval_max_tokens, cfg.seed)]
+            providers = [
+                task_measures(cfg.tasks, _task_verifier(cfg), n_tasks, cfg.eval_max_tokens, cfg.seed)
+            ]
         else:
             rows = load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash)
         report = drift_report(

@@ -15,8 +15,9 @@ import typer
 
 from studio.cli._common import echo_json, fail, open_db
 
-tasks_app = typer.Typer(help="Task sets with checkable answers (RLVR): import, generate, list, show.",
-                        no_args_is_help=True)
+tasks_app = typer.Typer(
+    help="Task sets with checkable answers (RLVR): import, generate, list, show.", no_args_is_help=True
+)
 _JSON = typer.Option(False, "--json", help="Print JSON.")
 _HELDOUT = typer.Option(0.2, "--heldout", help="Share of tasks held out (by content hash), between 0 and 1.")
 
@@ -46,10 +47,13 @@ def _print_result(result: Any, as_json: bool) -> None:
 
 @tasks_app.command("import")
 def import_cmd(
-    file: Path = typer.Argument(..., help="JSONL, JSON or Parquet file (optionally .gz), or a folder of them."),
+    file: Path = typer.Argument(
+        ..., help="JSONL, JSON or Parquet file (optionally .gz), or a folder of them."
+    ),
     name: str = typer.Option(..., "--name", help="Name of the new task set."),
     verifier: str = typer.Option(
-        None, help="Default verifier for rows without one: a type (numeric, exact, choice, regex, json_schema, "
+        None,
+        help="Default verifier for rows without one: a type (numeric, exact, choice, regex, json_schema, "
         "code) or a YAML mapping, e.g. '{type: numeric, tolerance: 0.01}'. Default: numeric for numbers, else exact.",
     ),
     heldout: float = _HELDOUT,
@@ -63,7 +67,12 @@ def import_cmd(
     db = open_db()
     try:
         result = import_task_file(
-            db, file, name, verifier=_verifier(verifier), heldout_fraction=heldout, skip_bad=skip_bad,
+            db,
+            file,
+            name,
+            verifier=_verifier(verifier),
+            heldout_fraction=heldout,
+            skip_bad=skip_bad,
             licence=licence,
         )
     except TaskImportError as exc:
@@ -91,7 +100,9 @@ def generate_cmd(
 
     db = open_db()
     try:
-        result = generate_task_set(db, family, n, name, difficulty=difficulty, seed=seed, heldout_fraction=heldout)
+        result = generate_task_set(
+            db, family, n, name, difficulty=difficulty, seed=seed, heldout_fraction=heldout
+        )
     except TaskError as exc:
         fail(str(exc))
     _print_result(result, as_json)
@@ -107,7 +118,9 @@ def list_cmd(as_json: bool = _JSON) -> None:
         echo_json([s.to_dict() for s in sets])
         return
     if not sets:
-        typer.echo("No task sets yet: `vibestudio tasks generate --family arithmetic --name arith` or `tasks import`.")
+        typer.echo(
+            "No task sets yet: `vibestudio tasks generate --family arithmetic --name arith` or `tasks import`."
+        )
     for s in sets:
         typer.echo(
             f"{s.name:24} {s.n_tasks:6} tasks  {s.n_train:6} train  {s.n_heldout:5} held-out  {s.source:9} "
@@ -131,10 +144,18 @@ def show_cmd(
     except TaskError as exc:
         fail(str(exc))
     if as_json:
-        echo_json({"set": info.to_dict(), "train": [t.__dict__ for t in train], "heldout": [t.__dict__ for t in held]})
+        echo_json(
+            {
+                "set": info.to_dict(),
+                "train": [t.__dict__ for t in train],
+                "heldout": [t.__dict__ for t in held],
+            }
+        )
         return
-    typer.echo(f"{info.name}: {info.n_tasks} tasks, {info.n_train} train / {info.n_heldout} held-out "
-               f"(fraction {info.heldout_fraction:g}, by content hash); {info.n_skipped} skipped at import")
+    typer.echo(
+        f"{info.name}: {info.n_tasks} tasks, {info.n_train} train / {info.n_heldout} held-out "
+        f"(fraction {info.heldout_fraction:g}, by content hash); {info.n_skipped} skipped at import"
+    )
     typer.echo(f"hash {info.hash}  source {info.source}  default verifier {info.verifier or 'per task'}")
     typer.echo("provenance: " + ", ".join(f"{k}={v}" for k, v in info.provenance.items()))
     for label, items in (("train", train), ("held-out", held)):
@@ -160,7 +181,9 @@ def report_cmd(
         echo_json({"verdict": report.verdict, "rlvr": measures, "unmeasured": report.unmeasured})
         return
     if not measures:
-        typer.echo("No RLVR measures: " + report.unmeasured.get("rlvr", "the child was not trained on a task set"))
+        typer.echo(
+            "No RLVR measures: " + report.unmeasured.get("rlvr", "the child was not trained on a task set")
+        )
     acc = measures.get("rlvr/accuracy")
     if acc:
         pa, ca = measures["rlvr/parent_accuracy"], measures["rlvr/child_accuracy"]
@@ -171,7 +194,9 @@ def report_cmd(
         )
         for name in ("gamed", "several_numbers", "format_only"):
             m = measures[f"rlvr/{name}"]
-            typer.echo(f"{name}: parent {m['parent']:.1%} -> child {m['child']:.1%} (p={m['p']:.3g}, n={m['n']})")
+            typer.echo(
+                f"{name}: parent {m['parent']:.1%} -> child {m['child']:.1%} (p={m['p']:.3g}, n={m['n']})"
+            )
         rise = measures.get("rlvr/train_reward_rise", {})
         if "p" in rise:
             typer.echo(

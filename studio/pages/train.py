@@ -297,9 +297,13 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     with gr.Group(visible=True) as dpo_box:
         loss_type = gr.Dropdown(list(DPO_LOSS_TYPES), value="sigmoid", label="DPO loss", elem_id="train-loss")
     with gr.Group(visible=False) as grpo_box:
-        with gr.Row():  # RLVR: a task set replaces the snapshot; its held-out split is measured, never trained on
+        with (
+            gr.Row()
+        ):  # RLVR: a task set replaces the snapshot; its held-out split is measured, never trained on
             task_set = gr.Dropdown(
-                [NONE, *_task_sets(ctx)], value=NONE, label="Task set (RLVR; replaces the snapshot)",
+                [NONE, *_task_sets(ctx)],
+                value=NONE,
+                label="Task set (RLVR; replaces the snapshot)",
                 elem_id="train-task-set",
             )
             task_verifier = gr.Dropdown(

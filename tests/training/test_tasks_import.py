@@ -42,15 +42,29 @@ def count(db, model):
 
 def test_layouts(db, tmp_path):
     rows = plain_rows(12) + [
-        {"question": "Ana has 1,200 coins and spends 200. How many are left?", "answer": "1200-200=1000\n#### 1,000"},
+        {
+            "question": "Ana has 1,200 coins and spends 200. How many are left?",
+            "answer": "1200-200=1000\n#### 1,000",
+        },
         {"problem": "What is half of one?", "solution": "It is $\\boxed{\\frac{1}{2}}$."},
         {"problem": "Name the shape with three sides.", "solution": "\\boxed{triangle}"},
         {"question": "Which is a colour?", "choices": ["dog", "red", "car"], "answer": "B"},
-        {"question": "Which is a fruit?", "choices": {"label": ["A", "B"], "text": ["pear", "rock"]}, "answerKey": "A"},
+        {
+            "question": "Which is a fruit?",
+            "choices": {"label": ["A", "B"], "text": ["pear", "rock"]},
+            "answerKey": "A",
+        },
         {"question": "Which is a number?", "choices": ["cat", "seven"], "answer": 1},
-        {"prompt": "Give a JSON object with a name.", "answer": '{"type": "object", "required": ["name"]}',
-         "verifier": "json_schema"},
-        {"prompt": "Say a word with the letter z.", "answer": "z", "verifier": {"type": "regex", "pattern": "z"}},
+        {
+            "prompt": "Give a JSON object with a name.",
+            "answer": '{"type": "object", "required": ["name"]}',
+            "verifier": "json_schema",
+        },
+        {
+            "prompt": "Say a word with the letter z.",
+            "answer": "z",
+            "verifier": {"type": "regex", "pattern": "z"},
+        },
     ]
     result = import_task_file(db, write_jsonl(tmp_path / "t.jsonl", rows), "mixed", licence="CC0")
     assert result.kept == len(rows) and not result.skipped
@@ -61,7 +75,9 @@ def test_layouts(db, tmp_path):
     gsm = tasks["Ana has 1,200 coins and spends 200. How many are left?"]
     assert (gsm.answer, gsm.verifier["type"]) == ("1000", "numeric")
     assert (tasks["What is half of one?"].answer, tasks["What is half of one?"].verifier["type"]) == (
-        "\\frac{1}{2}", "exact")
+        "\\frac{1}{2}",
+        "exact",
+    )
     assert tasks["Name the shape with three sides."].answer == "triangle"
     mc = tasks["Which is a colour?"]
     assert mc.answer == "B" and mc.choices == ["dog", "red", "car"] and "B) red" in mc.prompt
@@ -125,7 +141,10 @@ def test_parquet_and_a_dataset_folder(db, tmp_path):
     write_jsonl(folder / "test.jsonl", plain_rows(8, start=100))
     result = import_task_file(db, tmp_path / "ds", "folder")
     assert result.kept == 16
-    assert sorted(get_task_set(db, "folder").provenance["files"]) == ["test.jsonl", "train-00000-of-00001.parquet"]
+    assert sorted(get_task_set(db, "folder").provenance["files"]) == [
+        "test.jsonl",
+        "train-00000-of-00001.parquet",
+    ]
     (tmp_path / "arrow").mkdir()
     (tmp_path / "arrow" / "data-00000-of-00001.arrow").write_bytes(b"x")
     with pytest.raises(TaskImportError, match="to_parquet"):
@@ -181,7 +200,9 @@ def test_cli_import_generate_list_show(db, tmp_path, monkeypatch):
     out = runner.invoke(app, ["tasks", "import", str(path), "--name", "sums"])
     assert out.exit_code == 0, out.output
     info = get_task_set(db, "sums")
-    assert f"kept 30 task(s)" in out.output and f"{info.n_train} train / {info.n_heldout} held-out" in out.output
+    assert (
+        "kept 30 task(s)" in out.output and f"{info.n_train} train / {info.n_heldout} held-out" in out.output
+    )
     out = runner.invoke(app, ["tasks", "generate", "--family", "arithmetic", "--n", "40", "--name", "gen"])
     assert out.exit_code == 0 and "kept 40" in out.output, out.output
     out = runner.invoke(app, ["tasks", "list"])

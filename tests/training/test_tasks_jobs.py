@@ -38,7 +38,9 @@ def test_config_needs_the_task_reward_and_one_data_source():
         make_config("grpo", tasks="arith", snapshot_hash="abc", rewards=[{"type": "task"}])
     with pytest.raises(ConfigError, match="rewards"):
         make_config("grpo", tasks="a", rewards=[{"type": "task", "verifier": {"type": "nope"}}])
-    cfg = make_config("grpo", tasks="arith", rewards=[{"type": "task"}, {"type": "regex", "pattern": "Answer:"}])
+    cfg = make_config(
+        "grpo", tasks="arith", rewards=[{"type": "task"}, {"type": "regex", "pattern": "Answer:"}]
+    )
     assert cfg.tasks == "arith"
 
 
@@ -51,7 +53,9 @@ def test_launch_refusals_name_the_set_line_and_field(db, tiny_parent, tmp_path, 
     import_task_file(db, _jsonl(tmp_path / "b.jsonl", rows), "loose", heldout_fraction=0.1)
     with pytest.raises(JobError, match="held out in task set 'strict'.*never trains on a held-out task"):
         launch(db, "grpo", "tiny-parent", tasks="loose", rewards=task)
-    check = check_config(db, {"kind": "grpo", "parent_contestant": "tiny-parent", "tasks": "loose", "rewards": task})
+    check = check_config(
+        db, {"kind": "grpo", "parent_contestant": "tiny-parent", "tasks": "loose", "rewards": task}
+    )
     assert any(e.field == "tasks" and "held out" in e.message for e in check.errors)
     with pytest.raises(JobError, match="at least 999"):
         launch(db, "grpo", "tiny-parent", tasks="strict", rewards=task, min_pairs=999)
@@ -101,8 +105,12 @@ def test_hack_signals_and_the_rules_that_flag_them(db):
     assert all(g["gamed"]) and all(g["several_numbers"]) and all(g["format_only"])
     # train reward up while held-out flat: flagged; with held-out up as well: not
     steps = [(i, 0.2 + 0.02 * i) for i in range(30)]
-    flat = {"rewards/task/mean": steps, "heldout/accuracy": [(0, 0.3), (30, 0.31)], "heldout/p": [(30, 0.8)],
-            "heldout/delta": [(30, 0.01)]}
+    flat = {
+        "rewards/task/mean": steps,
+        "heldout/accuracy": [(0, 0.3), (30, 0.31)],
+        "heldout/p": [(30, 0.8)],
+        "heldout/delta": [(30, 0.01)],
+    }
     assert reward_without_accuracy(flat)["flag"] == 1.0
     assert any("reward hacking" in a for a in overoptimisation_alerts(flat))
     learned = {**flat, "heldout/p": [(30, 0.001)], "heldout/delta": [(30, 0.2)]}
@@ -110,7 +118,16 @@ def test_hack_signals_and_the_rules_that_flag_them(db):
     noisy = {**flat, "rewards/task/mean": [(i, 0.3 + 0.1 * (-1) ** i) for i in range(30)]}
     assert reward_without_accuracy(noisy)["flag"] == 0.0
     rules = load_rules()
-    change = {"parent": 0.0, "child": 0.6, "delta": 0.6, "low": 0.4, "high": 0.8, "p": 1e-4, "q": 1e-4, "n": 50}
+    change = {
+        "parent": 0.0,
+        "child": 0.6,
+        "delta": 0.6,
+        "low": 0.4,
+        "high": 0.8,
+        "p": 1e-4,
+        "q": 1e-4,
+        "n": 50,
+    }
     same = {"parent": 0.5, "child": 0.5, "delta": 0.0, "low": -0.1, "high": 0.1, "p": 1.0, "q": 1.0, "n": 50}
     base = {"evals/accuracy": same, "drift/flattery": same}  # the rules' required measures, unchanged
     v = decide({**base, "rlvr/gamed": change, "rlvr/reward_without_accuracy": 1.0}, {}, rules)
@@ -152,10 +169,24 @@ def test_tiny_grpo_on_a_task_set(db, tiny_parent):
     assert view.status == "succeeded", view.error or view.log_tail
     steps = [s for s, _ in view.metrics["heldout/accuracy"]]
     assert steps == [0, 2, 3]
-    for name in ("heldout/low", "heldout/high", "heldout/p", "kl_heldout", "rewards/task/mean", "step_seconds"):
+    for name in (
+        "heldout/low",
+        "heldout/high",
+        "heldout/p",
+        "kl_heldout",
+        "rewards/task/mean",
+        "step_seconds",
+    ):
         assert name in view.metrics, (name, sorted(view.metrics))
-    assert all(lo <= a <= hi for (_, a), (_, lo), (_, hi) in
-               zip(view.metrics["heldout/accuracy"], view.metrics["heldout/low"], view.metrics["heldout/high"]))
+    assert all(
+        lo <= a <= hi
+        for (_, a), (_, lo), (_, hi) in zip(
+            view.metrics["heldout/accuracy"],
+            view.metrics["heldout/low"],
+            view.metrics["heldout/high"],
+            strict=True,
+        )
+    )
     chain = lineage(db, view.contestant_id)
     assert chain[0].task_set["name"] == "arith" and chain[0].task_set["n_heldout"] > 0
     from training.drift import load_report

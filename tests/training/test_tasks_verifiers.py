@@ -61,7 +61,9 @@ def test_exact_normalises_and_choice_reads_letters():
 
 
 def test_regex_with_answer_and_a_catastrophic_pattern_times_out():
-    assert ok({"type": "regex", "pattern": r"^Answer: {answer}$", "flags": "M"}, "x\nAnswer: a.b", "a.b").passed
+    assert ok(
+        {"type": "regex", "pattern": r"^Answer: {answer}$", "flags": "M"}, "x\nAnswer: a.b", "a.b"
+    ).passed
     assert not ok({"type": "regex", "pattern": r"^Answer: {answer}$"}, "Answer: aXb", "a.b").passed
     t0 = time.perf_counter()
     c = ok({"type": "regex", "pattern": r"(a|aa)+$", "timeout_s": 0.3}, "a" * 60 + "!", "")
@@ -83,7 +85,11 @@ def test_a_verifier_that_hangs_or_raises_is_a_counted_skip(monkeypatch):
 
 
 def test_json_schema_with_jsonschema_or_the_subset(monkeypatch):
-    schema = {"type": "object", "required": ["name", "age"], "properties": {"age": {"type": "integer", "minimum": 0}}}
+    schema = {
+        "type": "object",
+        "required": ["name", "age"],
+        "properties": {"age": {"type": "integer", "minimum": 0}},
+    }
     spec = {"type": "json_schema", "schema": schema}
     assert ok(spec, 'Here: {"name": "Ana", "age": 3} done', "").passed
     assert not ok(spec, '{"name": "Ana", "age": -1}', "").passed

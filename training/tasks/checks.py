@@ -60,7 +60,9 @@ def check_task_job(session: Session, cfg: Any) -> int:
             f"tasks: task set {name!r} is not the one this job was launched on (hash {ts.hash[:12]}, the job "
             f"recorded {cfg.tasks_hash[:12]})"
         )
-    rows = list(session.scalars(select(Task).where(Task.set_id == ts.id, Task.split == "train").order_by(Task.idx)))
+    rows = list(
+        session.scalars(select(Task).where(Task.set_id == ts.id, Task.split == "train").order_by(Task.idx))
+    )
     if len(rows) < cfg.min_pairs:
         raise JobError(
             f"tasks: task set {name!r} has {len(rows)} train task(s); at least {cfg.min_pairs} are needed "

@@ -22,7 +22,22 @@ from collections.abc import Callable
 from typing import Any
 
 FAMILIES = ("arithmetic", "units", "strings")
-_NAMES = ("Ana", "Ben", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena", "Mo", "Nia")
+_NAMES = (
+    "Ana",
+    "Ben",
+    "Chen",
+    "Dara",
+    "Eli",
+    "Farah",
+    "Gus",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kai",
+    "Lena",
+    "Mo",
+    "Nia",
+)
 _THINGS = ("apples", "books", "coins", "pens", "stamps", "shells", "cards", "marbles", "stickers", "cookies")
 _WORDS = (
     "cat", "dog", "sun", "map", "cup", "hat", "pen", "box", "owl", "fig", "jam", "kit", "log", "net", "oak",
@@ -46,9 +61,13 @@ def _arithmetic(rng: random.Random, d: int) -> tuple[str, str]:
     a, b = rng.randint(1, hi), rng.randint(1, hi)
     if d <= 2:
         if rng.random() < 0.5:
-            return f"{who} has {a} {thing} and gets {b} more. How many {thing} does {who} have now?", str(a + b)
+            return f"{who} has {a} {thing} and gets {b} more. How many {thing} does {who} have now?", str(
+                a + b
+            )
         a, b = max(a, b), min(a, b)
-        return f"{who} has {a} {thing} and gives {b} to {other}. How many {thing} does {who} have left?", str(a - b)
+        return f"{who} has {a} {thing} and gives {b} to {other}. How many {thing} does {who} have left?", str(
+            a - b
+        )
     c = rng.randint(1, hi)
     if d == 3:
         if rng.random() < 0.5:
@@ -74,7 +93,8 @@ _STEPS = {  # (from, to, factor)
 
 
 def _units(rng: random.Random, d: int) -> tuple[str, str]:
-    src, dst, factor = rng.choice(_STEPS[1 if d <= 2 else 3])
+    src, dst, whole = rng.choice(_STEPS[1 if d <= 2 else 3])
+    factor: float = whole
     value: float = rng.randint(1, 9 if d == 1 else 99)
     if d >= 2:
         value = rng.randint(1, 99) / 10

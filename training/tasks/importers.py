@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from db.files import RawRecord, RowError, read_records
-from training.tasks.verifiers import VerifierError, last_boxed, check_reference, check_spec
+from training.tasks.verifiers import VerifierError, check_reference, check_spec, last_boxed
 
 PROMPT_KEYS = ("prompt", "question", "problem", "input", "instruction")
 ANSWER_KEYS = ("answer", "answerKey", "solution", "target", "output", "reference")
@@ -101,7 +101,9 @@ def _choices(raw: Any) -> list[str] | None:
     return None
 
 
-def parse_row(rec: RawRecord, default_verifier: dict[str, Any] | None) -> tuple[TaskRow | None, list[RowError]]:
+def parse_row(
+    rec: RawRecord, default_verifier: dict[str, Any] | None
+) -> tuple[TaskRow | None, list[RowError]]:
     """One record as a task, or the errors that stop it (each naming its field)."""
 
     def err(fld: str | None, msg: str) -> tuple[None, list[RowError]]:

@@ -42,7 +42,9 @@ def task_rows(ctx: Any) -> list[dict[str, Any]]:
     leaked = [t for t in tasks if t.content_hash in held]
     if leaked:  # train_tasks refuses these already; this is the last line before the trainer
         raise RuntimeError(f"{len(leaked)} held-out task(s) reached the training rows")
-    print(f"[tasks] {ctx.cfg.tasks}: {len(tasks)} train tasks (held-out tasks excluded and checked)", flush=True)
+    print(
+        f"[tasks] {ctx.cfg.tasks}: {len(tasks)} train tasks (held-out tasks excluded and checked)", flush=True
+    )
     return [
         {
             "prompt": [{"role": "user", "content": t.prompt}],
@@ -64,7 +66,9 @@ class _Renamed:
         return dict(self.inner.log(step, {k.replace("kl", "kl_heldout", 1): v for k, v in values.items()}))
 
 
-def generate_answers(model: Any, tok: Any, prompts: list[str], max_new_tokens: int, batch: int = 16) -> list[str]:
+def generate_answers(
+    model: Any, tok: Any, prompts: list[str], max_new_tokens: int, batch: int = 16
+) -> list[str]:
     """Greedy answers of ``model`` to single-turn prompts (chat template), in batches."""
     import torch
 
@@ -112,8 +116,13 @@ class HeldoutProbe:
             tasks = tasks[: cfg.heldout_tasks]
         kl = None
         if cfg.kl_prompts:
-            kl = KLProbe(held_out_prompts(cfg.kl_prompts, [], cfg.seed), tok, _Renamed(ctx.metrics),
-                         cfg.kl_max_new_tokens, cfg.seed)
+            kl = KLProbe(
+                held_out_prompts(cfg.kl_prompts, [], cfg.seed),
+                tok,
+                _Renamed(ctx.metrics),
+                cfg.kl_max_new_tokens,
+                cfg.seed,
+            )
         scorers = [getattr(f, "fn", None) for f in funcs]
         return cls(
             tasks,
@@ -148,24 +157,40 @@ class HeldoutProbe:
             "tasks/verifier_skips": float(sum(s.skipped for s in self.scorers)),
         }
         if acc.accuracy is not None:
-            values.update({"heldout/accuracy": acc.accuracy, "heldout/low": acc.low or 0.0,
-                           "heldout/high": acc.high or 0.0})
+            values.update(
+                {
+                    "heldout/accuracy": acc.accuracy,
+                    "heldout/low": acc.low or 0.0,
+                    "heldout/high": acc.high or 0.0,
+                }
+            )
         if self.first is None:
             self.first = passed
         else:
             from training.stats import mcnemar_p, paired_change
 
             change = paired_change([float(x) for x in self.first], [float(x) for x in passed])
-            values.update({"heldout/delta": change.delta, "heldout/delta_low": change.low,
-                           "heldout/delta_high": change.high, "heldout/p": mcnemar_p(self.first, passed)})
+            values.update(
+                {
+                    "heldout/delta": change.delta,
+                    "heldout/delta_low": change.low,
+                    "heldout/delta_high": change.high,
+                    "heldout/p": mcnemar_p(self.first, passed),
+                }
+            )
         values["heldout/seconds"] = time.perf_counter() - t0
         self.metrics.log(step, values)
         record = {"step": step, **values, "interval": [acc.low, acc.high]}
         with open(self.log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
         (self.log_path.parent / "heldout_answers.json").write_text(
-            json.dumps([{"task": t.idx, "answer": a, "passed": c.passed, "error": c.error}
-                        for t, a, c in zip(self.tasks, answers, checks, strict=True)], indent=1),
+            json.dumps(
+                [
+                    {"task": t.idx, "answer": a, "passed": c.passed, "error": c.error}
+                    for t, a, c in zip(self.tasks, answers, checks, strict=True)
+                ],
+                indent=1,
+            ),
             encoding="utf-8",
         )
         print(f"[heldout] step {step}: accuracy {acc.text()} ({values['heldout/seconds']:.1f} s)", flush=True)
@@ -188,7 +213,12 @@ class HeldoutProbe:
 
             def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
                 step = state.global_step
-                if state.is_world_process_zero and probe.every and step % probe.every == 0 and step < state.max_steps:
+                if (
+                    state.is_world_process_zero
+                    and probe.every
+                    and step % probe.every == 0
+                    and step < state.max_steps
+                ):
                     probe.measure(step)
 
             def on_train_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]

@@ -59,8 +59,15 @@ def reward_without_accuracy(
     rose = p < 0.05 and rise > 0
     flat = held_p >= 0.05 or held_delta <= 0
     out.update(
-        {"reward_first": sum(first) / k, "reward_last": sum(last) / k, "rise": rise, "p": p,
-         "heldout_delta": held_delta, "heldout_p": held_p, "flag": float(rose and flat)}
+        {
+            "reward_first": sum(first) / k,
+            "reward_last": sum(last) / k,
+            "rise": rise,
+            "p": p,
+            "heldout_delta": held_delta,
+            "heldout_p": held_p,
+            "flag": float(rose and flat),
+        }
     )
     return out
 
@@ -102,7 +109,9 @@ def task_measures(
             raise ValueError("the verifier could not score any held-out answer")
         pp = [pc[i].passed for i in keep]
         cp = [cc[i].passed for i in keep]
-        measures: dict[str, Any] = {"rlvr/accuracy": {**_binary(pp, cp, seed), "n_skipped": len(tasks) - len(keep)}}
+        measures: dict[str, Any] = {
+            "rlvr/accuracy": {**_binary(pp, cp, seed), "n_skipped": len(tasks) - len(keep)}
+        }
         measures["rlvr/parent_accuracy"] = accuracy_of([pc[i] for i in keep]).to_dict()
         measures["rlvr/child_accuracy"] = accuracy_of([cc[i] for i in keep]).to_dict()
         kept = [tasks[i] for i in keep]

@@ -60,11 +60,11 @@ def accuracy_of(checks: Sequence[Check]) -> Accuracy:
     return Accuracy(n, k, len(checks) - n, k / n if n else None, low, high)
 
 
-def check_all(tasks: Sequence[TaskItem], answers: Sequence[str], spec: dict[str, Any] | None = None) -> list[Check]:
+def check_all(
+    tasks: Sequence[TaskItem], answers: Sequence[str], spec: dict[str, Any] | None = None
+) -> list[Check]:
     """Each answer checked by ``spec`` (default: its task's own verifier)."""
-    return [
-        verify(spec or t.verifier, a, t.answer, t.choices) for t, a in zip(tasks, answers, strict=True)
-    ]
+    return [verify(spec or t.verifier, a, t.answer, t.choices) for t, a in zip(tasks, answers, strict=True)]
 
 
 def score(tasks: Sequence[TaskItem], answers: Sequence[str]) -> tuple[list[Check], Accuracy]:

@@ -270,7 +270,9 @@ def train_tasks(db: Database, ident: int | str) -> list[TaskItem]:
     rows = load_tasks(db, ident, "train")
     with db.session() as s:
         ts = _get(s, ident)
-        held = heldout_leaks(s, list(s.scalars(select(Task).where(Task.set_id == ts.id, Task.split == "train"))))
+        held = heldout_leaks(
+            s, list(s.scalars(select(Task).where(Task.set_id == ts.id, Task.split == "train")))
+        )
     leaked = [t for t in rows if t.content_hash in held]
     if leaked:
         t = leaked[0]

@@ -70,7 +70,9 @@ class VerifierTimeout(Exception):
 class Check:
     passed: bool
     parsed: str | None = None  # what was read from the answer (None: nothing readable)
-    error: str | None = None  # the verifier failed (raised, timed out, switched off): a skip, not a wrong answer
+    error: str | None = (
+        None  # the verifier failed (raised, timed out, switched off): a skip, not a wrong answer
+    )
     note: str | None = None
 
 
@@ -110,7 +112,9 @@ def check_spec(spec: Any) -> dict[str, Any]:
 
         inner = spec.get("reward")
         if not isinstance(inner, dict):
-            raise VerifierError("verifier reward: 'reward' must be a training.rewards spec, e.g. {type: length}")
+            raise VerifierError(
+                "verifier reward: 'reward' must be a training.rewards spec, e.g. {type: length}"
+            )
         try:
             validate_specs([inner])
         except RewardSpecError as exc:
@@ -439,7 +443,9 @@ def _json_schema(spec: dict[str, Any], answer: str, ref: str, choices: Any, time
         import jsonschema
     except ImportError:
         errs = subset_errors(value, schema)
-        return Check(not errs, json.dumps(value)[:200], note="checked with the built-in subset (no jsonschema)")
+        return Check(
+            not errs, json.dumps(value)[:200], note="checked with the built-in subset (no jsonschema)"
+        )
     ok = not list(jsonschema.Draft202012Validator(schema).iter_errors(value))
     return Check(ok, json.dumps(value)[:200])
 
@@ -458,7 +464,9 @@ def _code(spec: dict[str, Any], answer: str, ref: str, choices: Any, timeout: fl
     from training.tasks.sandbox import run_python_tests
 
     if not get_settings().code_checks:
-        return Check(False, error="code checks are off (the operator turns them on with VIBESTUDIO_CODE_CHECKS)")
+        return Check(
+            False, error="code checks are off (the operator turns them on with VIBESTUDIO_CODE_CHECKS)"
+        )
     blocks = re.findall(r"```(?:python|py)?\s*\n(.*?)```", answer, re.S)
     code = blocks[0] if blocks else answer
     ok, why = run_python_tests(
