@@ -212,7 +212,7 @@ def make_reward(spec: dict[str, Any], index: int = 0) -> RewardFn:
                 override = check_spec(spec["verifier"])
             except VerifierError as exc:
                 raise RewardSpecError(f"{where}: {exc}") from exc
-        return _named(TaskScorer(override), str(spec.get("name") or "task"))
+        return _named(TaskScorer(override), str(spec.get("name") or "task"))  # type: ignore[arg-type]
     path = spec.get("path")
     if not path:
         raise RewardSpecError(f"{where}: 'path' (or 'job', resolved by the worker) is required")

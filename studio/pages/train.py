@@ -492,7 +492,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     # the kind's change sets) after a newer one (the steps typed just after), and the older YAML stayed on screen
     # with no change left to correct it. The page's load event writes the YAML on the same line, in order.
     gr.on(
-        [comp.change for comp in form + rewards_in + tasks_in],  # type: ignore[attr-defined]
+        [comp.change for comp in form + rewards_in + tasks_in],  # type: ignore[attr-defined,union-attr]
         on_form,
         form + rewards_in + tasks_in,
         [config_box, check_md],

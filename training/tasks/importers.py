@@ -117,7 +117,8 @@ def parse_row(
         return err(pkey or "prompt", "no prompt (give 'prompt', 'question' or 'problem' as non-empty text)")
     if len(prompt) > MAX_PROMPT_CHARS:
         return err(pkey, f"the prompt is longer than {MAX_PROMPT_CHARS} characters")
-    meta = value.get("meta") if isinstance(value.get("meta"), dict) else {}
+    raw_meta = value.get("meta")
+    meta: dict[str, Any] = dict(raw_meta) if isinstance(raw_meta, dict) else {}
     spec: dict[str, Any] | None = None
     if value.get("verifier") is not None:
         try:
