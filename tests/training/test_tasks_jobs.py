@@ -194,3 +194,37 @@ def test_tiny_grpo_on_a_task_set(db, tiny_parent):
     report = load_report(db, view.contestant_id)
     assert report is not None and "rlvr/accuracy" in report.measures, report.unmeasured
     assert report.measures["rlvr/accuracy"]["n"] == 6
+
+
+def test_cli_dry_run_and_the_train_tab_form(db, tiny_parent, monkeypatch):
+    from typer.testing import CliRunner
+
+    from studio.cli import app
+    from studio.pages.train import with_task_set
+
+    monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", db.url)
+    generate_task_set(db, "arithmetic", 40, "arith")
+    runner = CliRunner()
+    args = ["train", "grpo", "--parent", "tiny-parent", "--tasks", "arith", "--dry-run", "--json"]
+    out = runner.invoke(
+        app, [*args, "--verifier", "{type: numeric, tolerance: 0.5}", "--reward", "length:max=20"]
+    )
+    assert out.exit_code == 0, out.output
+    cfg = json.loads(out.output)["config"]
+    assert cfg["tasks"] == "arith" and cfg["snapshot_hash"] == ""
+    assert cfg["rewards"][0] == {"type": "task", "verifier": {"type": "numeric", "tolerance": 0.5}}
+    assert cfg["rewards"][1]["type"] == "length"
+    out = runner.invoke(app, ["train", "grpo", "--verifier", "numeric", "--dry-run"])
+    assert out.exit_code == 1 and "--verifier needs --tasks" in out.output
+    data = with_task_set(
+        {"kind": "grpo", "snapshot_hash": "abc", "rewards": [{"type": "length"}]},
+        "arith",
+        "numeric, any number counts (gameable)",
+    )
+    assert data["tasks"] == "arith" and data["snapshot_hash"] == ""
+    assert data["rewards"] == [
+        {"type": "task", "verifier": {"type": "numeric", "match": "any"}},
+        {"type": "length"},
+    ]
+    assert with_task_set({"kind": "dpo"}, "arith", None) == {"kind": "dpo"}
+    assert check_config(db, data | {"parent_contestant": "tiny-parent"}).ok
