@@ -128,7 +128,9 @@ def test_code_checks_are_off_unless_the_operator_turns_them_on(monkeypatch):
     assert ok("code", code, tests).passed
     assert not ok("code", "def add(a, b):\n    return a - b\n", tests).passed
     looping = ok({"type": "code", "cpu_s": 1}, "while True:\n    pass\n", tests)
-    assert not looping.passed and looping.error is None and "CPU" in (looping.note or "")
+    # killed by the CPU limit, or (on a loaded machine, where 1 CPU second takes longer) by the wall clock
+    assert not looping.passed and looping.error is None
+    assert "CPU" in (looping.note or "") or "timed out" in (looping.note or "")
     hog = ok({"type": "code", "memory_mb": 64}, "x = bytearray(512 * 2**20)\n", tests)
     assert not hog.passed and "MemoryError" in (hog.note or "")
     forks = ok("code", "import os\nos.fork()\n", tests)
