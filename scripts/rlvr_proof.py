@@ -147,7 +147,7 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=2e-4)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--generations", type=int, default=4)
-    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--drift-prompts", type=int, default=24)
     ap.add_argument("--eval-items", type=int, default=40)
     ap.add_argument("--timeout", type=float, default=5400)
