@@ -420,3 +420,40 @@ class VerdictEvent(Base):
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class TaskSet(Base):
+    """A set of tasks with checkable answers (RLVR), imported or generated; split into train and held-out by
+    content hash when it is stored (``training.tasks``)."""
+
+    __tablename__ = "task_sets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    hash: Mapped[str] = mapped_column(String(64), index=True)
+    source: Mapped[str] = mapped_column(String(16))  # import | generated
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    verifier: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the set's default verifier
+    heldout_fraction: Mapped[float] = mapped_column(Float)
+    n_train: Mapped[int] = mapped_column(Integer)
+    n_heldout: Mapped[int] = mapped_column(Integer)
+    n_skipped: Mapped[int] = mapped_column(Integer, default=0)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Task(Base):
+    """One task: prompt, reference answer, verifier (None: the set's), its content hash and split."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (UniqueConstraint("set_id", "content_hash"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    set_id: Mapped[int] = mapped_column(ForeignKey("task_sets.id", ondelete="CASCADE"), index=True)
+    idx: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64), index=True)
+    split: Mapped[str] = mapped_column(String(8))  # train | heldout
+    prompt: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str] = mapped_column(Text)
+    choices: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    verifier: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    line: Mapped[int | None] = mapped_column(Integer, nullable=True)  # where it was in the imported file

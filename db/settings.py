@@ -148,6 +148,12 @@ class Settings(BaseSettings):
         description="engine base URLs may reach public addresses; `false` = only the hosts in "
         "`VIBESTUDIO_ENGINE_ALLOWED_HOSTS`",
     )
+    # Training
+    code_checks: bool = Field(
+        default=False,
+        description="run code answers of RLVR tasks against their tests in a limited subprocess (off: code tasks "
+        "are refused; see docs/security.md)",
+    )
     # Set by other tools
     argilla_api_url: str | None = Field(
         default=None,

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 from accounts import RANK, add_user, set_disabled
-from db.models import Battle, Contestant, DatasetSnapshot, Job, PromptSet, QueueItem, User, Vote
+from db.models import Battle, Contestant, DatasetSnapshot, Job, PromptSet, QueueItem, TaskSet, User, Vote
 from db.session import Database
 from tests.helpers.servers import start_server
 
@@ -59,6 +59,7 @@ LEAST_ROLE = {
     "/arena_import_personas": "researcher",
     "/data_freeze": "researcher",
     "/data_import_prompts": "researcher",
+    "/data_import_tasks": "researcher",
     "/queue_create": "researcher",
     "/queue_import": "researcher",
     "/judge_run": "researcher",
@@ -96,7 +97,7 @@ def _counts(db: Database) -> dict[str, int]:
     with db.session() as s:
         return {
             t.__name__: s.scalar(select(func.count()).select_from(t)) or 0
-            for t in (Contestant, PromptSet, DatasetSnapshot, Job, QueueItem, User, Vote)
+            for t in (Contestant, PromptSet, DatasetSnapshot, Job, QueueItem, User, Vote, TaskSet)
         }
 
 
@@ -129,7 +130,9 @@ def _files(tmp: Path) -> dict[str, Path]:
     prompts.write_text('{"turns": ["Say hi."], "category": "writing"}\n')
     prefs = tmp / "prefs.jsonl"
     prefs.write_text('{"prompt": "Say hi.", "chosen": "Hi!", "rejected": "No."}\n')
-    return {"persona": persona, "prompts": prompts, "prefs": prefs}
+    tasks = tmp / "tasks.jsonl"
+    tasks.write_text("".join(f'{{"prompt": "What is {i} + {i}?", "answer": "{2 * i}"}}\n' for i in range(30)))
+    return {"persona": persona, "prompts": prompts, "prefs": prefs, "tasks": tasks}
 
 
 def _calls(tmp: Path, tag: str) -> dict[str, tuple[tuple, dict]]:
@@ -156,6 +159,7 @@ def _calls(tmp: Path, tag: str) -> dict[str, tuple[tuple, dict]]:
         "/arena_import_personas": ((handle_file(str(f["persona"])),), {}),
         "/data_freeze": ((), {}),
         "/data_import_prompts": ((f"set-{tag}", handle_file(str(f["prompts"]))), {}),
+        "/data_import_tasks": ((f"tasks-{tag}", handle_file(str(f["tasks"]))), {}),
         "/queue_import": ((handle_file(str(f["prefs"])), "trl", f"q-{tag}", False), {}),
         "/labels_export": (([], "trl", "JSONL", ["human"], False, "each"), {}),
         "/labels_freeze": (([], ["human"], "each"), {}),
@@ -264,6 +268,7 @@ def test_services_refuse_low_roles(db, tmp_path):
     from arena.prompts import import_prompt_set
     from training.runner import cancel, resume
     from training.service import launch_dpo
+    from training.tasks import generate_task_set, import_task_file
 
     ann = add_user(db, "ann", PW, "annotator").id
     f = _files(tmp_path)
@@ -287,6 +292,8 @@ def test_services_refuse_low_roles(db, tmp_path):
         lambda: launch_dpo(db, "smollm2-plain", created_by=ann),
         lambda: cancel(db, 1, user_id=ann),
         lambda: resume(db, 1, user_id=ann),
+        lambda: import_task_file(db, f["tasks"], "t", user_id=ann),
+        lambda: generate_task_set(db, "arithmetic", 20, "g", user_id=ann),
     ):
         with pytest.raises(PermissionDenied, match="needs researcher"):
             call()

@@ -322,11 +322,13 @@ class RewardJobConfig(JobConfig):
 
 @dataclass
 class GRPOJobConfig(JobConfig):
-    """GRPO (Shao et al. 2024) with verifiable rewards on the prompts of a snapshot (TRL GRPOTrainer).
+    """GRPO (Shao et al. 2024) with verifiable rewards on the prompts of a snapshot or on a task set (RLVR),
+    TRL GRPOTrainer.
 
     ``rewards`` is a list of specs (see ``training.rewards``), e.g. ``[{type: length, max: 60}, {type: format,
     format: no_emoji, weight: 0.5}]``. The chosen answer of each snapshot row is available to ``exact_match`` as
-    the ``reference`` column.
+    the ``reference`` column. On a task set (``tasks``) the ``task`` reward checks answers with each task's
+    verifier, mixed with any others by weight, and held-out accuracy is measured as the job runs.
     """
 
     kind: ClassVar[str] = "grpo"
@@ -351,10 +353,45 @@ class GRPOJobConfig(JobConfig):
     )
     scale_rewards: str = _f("group", "Advantage scaling: group (paper), batch, or none (Dr. GRPO).")
     use_vllm: bool = _f(False, "Generate with vLLM colocated on the GPU (needs the vllm extra and a GPU).")
+    tasks: str = _f(
+        "",
+        "RLVR: a task set (name) to train on instead of a snapshot: its train split only (held-out tasks are "
+        "refused), scored by the task reward ({type: task}) that rewards must include.",
+    )
+    tasks_hash: str = _f(
+        "", "The task set's content hash, filled in at launch (the job refuses a set that changed since)."
+    )
+    heldout_every: int = _f(
+        10, "With tasks: held-out accuracy every this many steps, and before the first and after the last."
+    )
+    heldout_tasks: int = _f(
+        100, "With tasks: held-out tasks per accuracy check (-1 = all, 0 = no checks while training)."
+    )
+    heldout_max_tokens: int = _f(
+        0, "With tasks: answer length cap (greedy) for held-out checks (0 = max_completion_length)."
+    )
+    kl_prompts: int = _f(
+        8,
+        "With tasks: held-out MT-Bench prompts on which the studio's own KL(policy || reference) is measured at "
+        "each held-out check (kl_heldout; TRL's kl needs beta > 0 and is on training prompts). 0 = off.",
+    )
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per prompt for that KL estimate.")
 
     def validate(self) -> None:
         super().validate()
         from training.rewards import RewardSpecError, validate_specs
+
+        has_task_reward = any(isinstance(r, dict) and r.get("type") == "task" for r in self.rewards)
+        if self.tasks and self.snapshot_hash:
+            raise ConfigError("tasks and snapshot_hash are both set: a GRPO job trains on one or the other")
+        if self.tasks and not has_task_reward:
+            raise ConfigError("rewards: a job on a task set needs the task reward, e.g. [{type: task}]")
+        if has_task_reward and not self.tasks:
+            raise ConfigError("rewards: the task reward needs a task set (tasks: NAME)")
+        if self.heldout_every < 0 or self.heldout_tasks < -1 or self.heldout_max_tokens < 0:
+            raise ConfigError("heldout_every and heldout_max_tokens must be >= 0, heldout_tasks >= -1")
+        if self.kl_prompts < 0 or self.kl_max_new_tokens < 1:
+            raise ConfigError("kl_prompts must be >= 0 and kl_max_new_tokens >= 1")
 
         try:
             validate_specs(self.rewards)

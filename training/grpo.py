@@ -1,7 +1,11 @@
-"""GRPO job: TRL ``GRPOTrainer`` with verifiable rewards (``training.rewards``) on the prompts of a snapshot.
+"""GRPO job: TRL ``GRPOTrainer`` with verifiable rewards (``training.rewards``) on the prompts of a snapshot, or
+on the train split of a task set (RLVR, ``tasks: NAME``).
 
 Each distinct prompt of the snapshot is a training prompt; its chosen answer is kept as the ``reference`` column
-for ``exact_match`` rewards. A ``reward_model`` spec naming a job (``{type: reward_model, job: 7}``) is resolved to
+for ``exact_match`` rewards. On a task set each train task is a prompt with its ``answer``, ``verifier`` and
+``choices`` columns for the ``task`` reward; the worker re-checks the set (no held-out task among them) before
+training, and ``training.tasks.probe`` measures held-out accuracy (Wilson interval; the change since step 0 with
+an exact McNemar test) and the studio's own KL every ``heldout_every`` steps. A ``reward_model`` spec naming a job (``{type: reward_model, job: 7}``) is resolved to
 that job's checkpoint folder here, and a ``judge`` spec naming a contestant to that contestant's engine. TRL logs ``reward``, ``rewards/<function>/mean``, ``kl`` (when beta > 0),
 completion lengths and clip ratios; they all land in ``job_metrics``.
 """
@@ -77,7 +81,12 @@ def run_grpo(ctx: JobContext) -> TrainResult:
 
     cfg = ctx.cfg
     assert isinstance(cfg, GRPOJobConfig)
-    rows = prompt_rows(load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash))
+    if cfg.tasks:
+        from training.tasks.probe import task_rows
+
+        rows = task_rows(ctx)
+    else:
+        rows = prompt_rows(load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash))
     funcs, weights = build_rewards(resolve_reward_specs(ctx, cfg.rewards))
     names = ", ".join(f"{f.__name__} x{w:g}" for f, w in zip(funcs, weights, strict=True))
     print(f"[grpo] {len(rows)} prompts; rewards {names}", flush=True)
@@ -94,6 +103,13 @@ def run_grpo(ctx: JobContext) -> TrainResult:
         use_vllm=cfg.use_vllm,
         vllm_mode="colocate",
     )
+    callbacks = [make_callback(ctx.metrics)]
+    probe = None
+    if cfg.tasks:
+        from training.tasks.probe import HeldoutProbe
+
+        probe = HeldoutProbe.for_job(ctx, loaded.tokenizer, funcs)
+        callbacks.append(probe.callback())
     trainer = GRPOTrainer(
         model=loaded.model,
         reward_funcs=list(funcs),  # type: ignore[arg-type]
@@ -101,6 +117,8 @@ def run_grpo(ctx: JobContext) -> TrainResult:
         train_dataset=Dataset.from_list(rows),
         processing_class=loaded.tokenizer,
         peft_config=loaded.peft_config,
-        callbacks=[make_callback(ctx.metrics)],
+        callbacks=callbacks,
     )
+    if probe is not None:
+        probe.trainer = trainer
     return run_trainer(ctx, trainer)

@@ -1,7 +1,7 @@
 """Lineage and health of trained checkpoints: where a contestant came from, and whether its job over-optimised.
 
 ``lineage`` walks a contestant's ancestors (parent links) and, for each trained one, its job's config, snapshot
-and the votes that fed it. ``overoptimisation_alerts`` reads a job's metric series and says when the reward
+and the votes that fed it, or the task set (name, hash, train / held-out split) an RLVR job trained on. ``overoptimisation_alerts`` reads a job's metric series and says when the reward
 keeps rising while the measured KL to the reference runs away (the classic reward-hacking shape), when the gold
 signal has peaked or falls while the reward still rises (``training.overopt``), or when the drift report flagged
 changes. Both return plain data for the model page and the live job page.
@@ -34,6 +34,8 @@ class Ancestor:
     n_pairs: int | None = None
     vote_ids: list[int] = field(default_factory=list)
     pair_mix: dict[str, int] | None = None  # on / half / off-policy pairs for its parent (training.pairmix)
+    # RLVR: the task set it trained on, its hash, and the split the job saw (train / held-out counts)
+    task_set: dict[str, Any] | None = None
 
 
 def lineage(db: Database, contestant: int | str, max_depth: int = 20) -> list[Ancestor]:
@@ -50,6 +52,8 @@ def lineage(db: Database, contestant: int | str, max_depth: int = 20) -> list[An
                 job = s.get(Job, info.job_id)
                 if job is not None:
                     item.job_kind, item.config = job.kind, dict(job.config or {})
+                    if item.config.get("tasks"):
+                        item.task_set = _task_split(s, item.config)
             if info.snapshot_hash:
                 snap = s.scalar(select(DatasetSnapshot).where(DatasetSnapshot.hash == info.snapshot_hash))
                 item.snapshot_hash = info.snapshot_hash
@@ -62,6 +66,22 @@ def lineage(db: Database, contestant: int | str, max_depth: int = 20) -> list[An
             chain.append(item)
             ident = info.parent_id
     return chain
+
+
+def _task_split(session: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The task set a job trained on: name, the hash it launched on, and the split (train only was trained on)."""
+    from db.models import TaskSet
+
+    name, digest = str(config["tasks"]), str(config.get("tasks_hash") or "")
+    ts = session.scalar(select(TaskSet).where(TaskSet.name == name))
+    out: dict[str, Any] = {"name": name, "hash": digest, "trained_on": "train split only"}
+    if ts is None:
+        out["missing"] = "the task set no longer exists"
+        return out
+    out.update(n_train=ts.n_train, n_heldout=ts.n_heldout, heldout_fraction=ts.heldout_fraction)
+    if digest and digest != ts.hash:
+        out["changed"] = f"the set's hash is now {ts.hash[:12]}"
+    return out
 
 
 def _mix(path: str, digest: str, parent: str) -> dict[str, int] | None:
@@ -97,6 +117,16 @@ def overoptimisation_alerts(
             alerts.append(
                 f"{reward_name} keeps rising while KL to the reference is {last_kl:.1f} nats (limit {kl_limit:g}) "
                 "and growing: likely over-optimisation; compare the checkpoint with its parent in the arena"
+            )
+    if metrics.get("heldout/accuracy") and metrics.get("rewards/task/mean"):
+        from training.tasks.report import reward_without_accuracy
+
+        rise = reward_without_accuracy(metrics)
+        if rise["flag"]:
+            alerts.append(
+                f"reward hacking? the train reward rose {rise['reward_first']:.2f} -> {rise['reward_last']:.2f} "
+                f"(p={rise['p']:.2g}) while held-out accuracy changed {rise['heldout_delta']:+.1%} "
+                f"(McNemar p={rise['heldout_p']:.2g}): the policy may be gaming the verifier"
             )
     gold = gold_curve(metrics)
     if gold.alert:

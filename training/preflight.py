@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from db.models import Contestant
-from training.config import JobConfig
+from training.config import GRPOJobConfig, JobConfig
 from training.errors import JobError
 from training.estimate import GIB, Estimate, estimate, history_for
 
@@ -34,11 +34,12 @@ class BaseChoice:
 class Checked:
     parent: ContestantInfo | None
     base: BaseChoice
-    snapshot_id: int
+    snapshot_id: int | None  # None for a job on a task set
     snapshot_hash: str
     snapshot_path: str
-    n_pairs: int
+    n_pairs: int  # preference pairs, or train tasks for a job on a task set
     estimate: Estimate | None = None
+    task_set: str | None = None  # the task set's name (RLVR); its checks are in training.tasks.checks
 
     @property
     def parent_id(self) -> int | None:
@@ -95,6 +96,14 @@ def preflight(session: Session, cfg: JobConfig) -> Checked:
     """Validate a job against the database; raises JobError with a message a user can act on."""
     parent = find_parent(session, cfg.parent_contestant) if str(cfg.parent_contestant).strip() else None
     base = choose_base(parent, cfg.base_model)
+    if isinstance(cfg, GRPOJobConfig) and cfg.tasks:
+        from training.tasks.checks import check_task_job
+
+        n_train = check_task_job(session, cfg)
+        check_reward_sources(session, cfg)
+        _check_output_name(session, cfg)
+        est = check_resources(session, cfg, base)
+        return Checked(parent, base, None, "", "", n_train, est, task_set=str(cfg.tasks))
     if not cfg.snapshot_hash:
         raise JobError("no dataset snapshot given (snapshot_hash is empty); make one from votes first")
     try:
@@ -108,13 +117,17 @@ def preflight(session: Session, cfg: JobConfig) -> Checked:
             "(collect more votes, or lower min_pairs)"
         )
     check_reward_sources(session, cfg)
+    _check_output_name(session, cfg)
+    return Checked(
+        parent, base, snap.id, snap.hash, snap.path, len(rows), check_resources(session, cfg, base)
+    )
+
+
+def _check_output_name(session: Session, cfg: JobConfig) -> None:
     if cfg.output_name and session.scalar(
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
     ):
         raise JobError(f"a contestant named {cfg.output_name!r} already exists; choose another output_name")
-    return Checked(
-        parent, base, snap.id, snap.hash, snap.path, len(rows), check_resources(session, cfg, base)
-    )
 
 
 def check_reward_sources(session: Session, cfg: JobConfig) -> None:

@@ -60,6 +60,9 @@ REPORT_FIELDS = (
     "report_probes",
     "probe_items",
     "probe_max_tokens",
+    "tasks",
+    "heldout_tasks",
+    "rewards",
 )
 ACTIVE_JOB = ("queued", "running")
 
@@ -410,6 +413,10 @@ class ReportOptions:
     report_probes: bool = False
     probe_items: int = 4
     probe_max_tokens: int = 64
+    # RLVR jobs (a task set instead of a snapshot): the report measures held-out task accuracy and reward hacking
+    tasks: str = ""
+    heldout_tasks: int = 0
+    rewards: list[Any] = field(default_factory=list)
 
     @classmethod
     def from_config(cls, data: dict[str, Any]) -> ReportOptions:
@@ -442,7 +449,17 @@ def run_report(
         return verdict.record(db, contestant_id, verdict.no_report(why, True, rules))
     try:
         rows = None
-        if options.snapshot_hash:
+        providers = None
+        if options.tasks:  # RLVR: no snapshot; held-out task accuracy and reward hacking instead
+            from training.tasks.checks import task_reward_override
+            from training.tasks.report import task_measures
+
+            n_tasks = options.heldout_tasks if options.heldout_tasks > 0 else -1
+            override = task_reward_override(options)
+            providers = [
+                task_measures(options.tasks, override, n_tasks, options.eval_max_tokens, options.seed)
+            ]
+        elif options.snapshot_hash:
             with db.session() as s:
                 snap = get_snapshot(s, options.snapshot_hash)
                 snap_path, digest = snap.path, snap.hash
@@ -463,6 +480,7 @@ def run_report(
             describe_axes=options.describe_axes,
             describe_prompts=options.describe_prompts,
             rules_path=options.verdict_rules or None,
+            providers=providers,
             progress=say,
         )
         path = save_report(report, report_folder(db, contestant_id))

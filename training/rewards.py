@@ -24,6 +24,10 @@ Types and their parameters:
   with the dataset column ``against`` (default ``reference``, the snapshot's chosen answer) with
   ``annotation.judges.judge_pair``, both orders: 1 per win, 0.5 per tie, 0 per loss, averaged over the parsed
   verdicts (0.5 when the judge gives none). ``focus`` is passed to the judge prompt.
+- ``task``: the answer checked against the task's reference by a verifier (``training.tasks.verifiers``): the
+  task's own (dataset columns ``answer``, ``verifier``, ``choices``, as a GRPO job on a task set provides them)
+  unless ``verifier`` names another one for every task. 1.0 or 0.0; ``None`` (left out, counted in ``skipped``)
+  when the verifier raises, times out or is switched off.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ FORMATS = (
     "single_paragraph",
     "ends_with_punctuation",
 )
-TYPES = ("length", "regex", "format", "exact_match", "contains", "reward_model", "judge")
+TYPES = ("length", "regex", "format", "exact_match", "contains", "reward_model", "judge", "task")
 
 
 class RewardSpecError(ValueError):
@@ -199,6 +203,16 @@ def make_reward(spec: dict[str, Any], index: int = 0) -> RewardFn:
         return _named(
             JudgeScorer(spec["engine"], spec.get("against", "reference"), spec.get("focus", "")), name
         )
+    if kind == "task":
+        override = None
+        if spec.get("verifier"):
+            from training.tasks.verifiers import VerifierError, check_spec
+
+            try:
+                override = check_spec(spec["verifier"])
+            except VerifierError as exc:
+                raise RewardSpecError(f"{where}: {exc}") from exc
+        return _named(TaskScorer(override), str(spec.get("name") or "task"))  # type: ignore[arg-type]
     path = spec.get("path")
     if not path:
         raise RewardSpecError(f"{where}: 'path' (or 'job', resolved by the worker) is required")
@@ -213,6 +227,7 @@ _PARAMS: dict[str, set[str]] = {
     "contains": {"keywords", "mode"},
     "reward_model": {"path", "job"},
     "judge": {"judge", "against", "focus", "engine"},
+    "task": {"verifier"},
 }
 
 
@@ -370,4 +385,37 @@ class JudgeScorer:
             runs = judge_pair(self.engine(), question, completion_text(c), str(ref), self.focus)
             scores = [s for v, _ in runs if (s := score_first(v)) is not None]
             out.append(sum(scores) / len(scores) if scores else 0.5)
+        return out
+
+
+class TaskScorer:
+    """The ``task`` reward: 1.0 when the verifier passes the answer, 0.0 when it fails it, None when it cannot
+    say (``skipped`` counts those, ``scored`` the others)."""
+
+    def __init__(self, override: dict[str, Any] | None = None) -> None:
+        self.override = override
+        self.scored = self.skipped = 0
+        self.__name__ = "task"
+
+    def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
+        from training.tasks.verifiers import verify
+
+        answers, specs, choices = columns.get("answer"), columns.get("verifier"), columns.get("choices")
+        if answers is None:
+            raise RewardSpecError(
+                "task: the dataset has no 'answer' column (train on a task set: tasks: NAME)"
+            )
+        out: list[float | None] = []
+        for i, c in enumerate(completions):
+            spec = self.override if self.override else (json.loads(specs[i]) if specs is not None else None)
+            if spec is None:
+                raise RewardSpecError("task: no verifier for the task and none in the reward spec")
+            opts = json.loads(choices[i]) if choices is not None and choices[i] else None
+            check = verify(spec, completion_text(c), str(answers[i]), opts)
+            if check.error is not None:
+                self.skipped += 1
+                out.append(None)
+            else:
+                self.scored += 1
+                out.append(float(check.passed))
         return out

@@ -26,6 +26,7 @@ from db.session import Database
 from training.config import (
     ConfigError,
     FieldError,
+    GRPOJobConfig,
     JobConfig,
     config_errors,
     config_yaml,
@@ -172,6 +173,10 @@ def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
                                 f"{kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed",
                             )
                         )
+        if getattr(cfg, "tasks", ""):
+            from training.tasks.checks import check_task_job
+
+            problem("tasks", lambda: check_task_job(s, cfg))
         problem("rewards", lambda: check_reward_sources(s, cfg))
         if cfg.output_name and s.scalar(
             select(Contestant.id).where(Contestant.public_name == cfg.output_name)
@@ -234,6 +239,8 @@ def launch_config(
         cfg.validate()
     except ConfigError as exc:
         raise JobError(str(exc)) from exc
+    if getattr(cfg, "tasks", ""):
+        return submit(db, cfg.kind, _with_tasks_hash(db, cfg), created_by=created_by)
     cfg.snapshot_hash = resolve_snapshot(db, cfg.snapshot_hash, min_pairs=cfg.min_pairs)
     try:
         _apply_pairs_filter(db, cfg)
@@ -253,8 +260,23 @@ def launch(
     """Validate and queue a job of ``kind``; it starts at once when no other job runs. Returns the job id."""
     require_role(db, created_by, "researcher")
     cfg = build_config(kind, parent, None, **overrides)
-    cfg.snapshot_hash = resolve_snapshot(db, snapshot, min_pairs=cfg.min_pairs)
+    if not getattr(cfg, "tasks", ""):
+        cfg.snapshot_hash = resolve_snapshot(db, snapshot, min_pairs=cfg.min_pairs)
     return launch_config(db, cfg, created_by=created_by)
+
+
+def _with_tasks_hash(db: Database, cfg: JobConfig) -> JobConfig:
+    """A job on a task set records the set's content hash at launch (its lineage; the worker re-checks it)."""
+    from db.models import TaskSet
+
+    assert isinstance(cfg, GRPOJobConfig)
+    with db.session() as s:
+        digest = s.scalar(select(TaskSet.hash).where(TaskSet.name == cfg.tasks))
+    if digest is None:
+        raise JobError(f"tasks: no task set {cfg.tasks!r} (see `vibestudio tasks list`)")
+    if not getattr(cfg, "tasks_hash", ""):
+        cfg.tasks_hash = digest
+    return cfg
 
 
 def launch_dpo(

@@ -16,6 +16,7 @@ This module builds the root app from one module per subject, one line per comman
 - ``train``, ``jobs``: training jobs (``train.py``, ``health.py``, ``jobs.py``)
 - ``probes``: sycophancy probes (``probes.py``)
 - ``decide``: the decision card of two or more contestants (``decide.py``)
+- ``tasks``: task sets with checkable answers for RLVR (``tasks.py``)
 
 Every module imports only typer at the top; services and their libraries load inside the command that runs, so
 ``vibestudio --help`` stays fast (``benchmarks/startup.py``). Shared helpers are in ``_common.py``; ``docs.py``
@@ -39,6 +40,7 @@ from studio.cli import (
     probes,
     ratings,
     serve,
+    tasks,
     train,
     users,
 )
@@ -71,6 +73,7 @@ app.add_typer(annotate.argilla_app, name="argilla")
 app.add_typer(train.train_app, name="train")
 app.add_typer(jobs.jobs_app, name="jobs")
 app.add_typer(probes.probes_app, name="probes")
+app.add_typer(tasks.tasks_app, name="tasks")
 
 
 def main() -> None:

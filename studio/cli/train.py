@@ -246,15 +246,43 @@ def train_grpo(
     beta: float = typer.Option(None, help="KL penalty to the reference (0.04)."),
     num_generations: int = typer.Option(None, help="Answers sampled per prompt (the group)."),
     max_completion_length: int = typer.Option(None, help="Maximum tokens per sampled answer."),
+    tasks: str = typer.Option(
+        None,
+        "--tasks",
+        help="RLVR: train on this task set's train split (its held-out split is measured, never trained on); "
+        "adds the task reward, mixed with any --reward (e.g. --reward regex:pattern=Answer:,weight=0.2).",
+    ),
+    verifier: str = typer.Option(
+        None,
+        help="With --tasks: one verifier for every task's reward instead of each task's own, as a type or a "
+        "YAML mapping (e.g. '{type: numeric, tolerance: 0.5}'). Held-out accuracy always uses the task's own.",
+    ),
+    heldout_every: int = typer.Option(None, help="With --tasks: held-out accuracy every N steps."),
+    heldout_tasks: int = typer.Option(None, help="With --tasks: held-out tasks per check (-1 = all)."),
     dry_run: bool = _DRY,
     wait: bool = WAIT_OPTION,
     timeout: float = TIMEOUT_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """GRPO with verifiable rewards, a learned reward model or an AI judge; the checkpoint joins the arena."""
+    """GRPO with verifiable rewards (on a task set: RLVR), a learned reward model or an AI judge; the checkpoint
+    joins the arena."""
     flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
     flags.update(beta=beta, num_generations=num_generations, max_completion_length=max_completion_length)
-    if reward:
+    if tasks:
+        import yaml
+
+        task_reward: dict[str, Any] = {"type": "task"}
+        if verifier:
+            try:
+                spec = yaml.safe_load(verifier)
+            except yaml.YAMLError as exc:
+                fail(f"--verifier {verifier!r}: {exc}")
+            task_reward["verifier"] = {"type": spec} if isinstance(spec, str) else spec
+        flags.update(tasks=tasks, heldout_every=heldout_every, heldout_tasks=heldout_tasks)
+        flags["rewards"] = [task_reward] + [parse_reward(r) for r in reward or []]
+    elif verifier:
+        fail("--verifier needs --tasks")
+    elif reward:
         flags["rewards"] = [parse_reward(r) for r in reward]
     elif config is None and not any(s.startswith("rewards=") for s in set_ or []):
         fail("a GRPO job needs at least one reward function: --reward length:max=60 (see --help)")

@@ -1,4 +1,5 @@
-"""Data tab: what has been collected, prompt-set import, and frozen preference snapshots for training.
+"""Data tab: what has been collected, prompt-set import, frozen preference snapshots for training, and task sets
+with checkable answers for RLVR (``training.tasks``: import a file, see each set's train / held-out split).
 
 A frozen snapshot's line says how many of its pairs are on-policy for a model (both answers its own: self-play
 battles, `arena.self_play`), counted by `training.pairmix` as the Train tab counts them for a job's parent.
@@ -115,4 +116,53 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")
     do_import.click(on_import, [set_name, upload], [import_result], api_name="data_import_prompts")
-    demo.load(lambda: (_counts(ctx), _snapshots(ctx)), None, [counts, table], api_visibility="private")
+    task_table = _task_section(ctx)
+    demo.load(
+        lambda: (_counts(ctx), _snapshots(ctx), _task_sets(ctx)),
+        None,
+        [counts, table, task_table],
+        api_visibility="private",
+    )
+
+
+def _task_sets(ctx: StudioContext) -> pd.DataFrame:
+    from training.tasks import list_task_sets
+
+    cols = ["name", "tasks", "train", "held-out", "source", "hash", "created"]
+    rows = [
+        [t.name, t.n_tasks, t.n_train, t.n_heldout, t.source, t.hash[:12], t.created_at]
+        for t in list_task_sets(ctx.db)
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _task_section(ctx: StudioContext) -> gr.Dataframe:
+    """Task sets (RLVR): the list with counts and split, and an import (``vibestudio tasks import`` does the same)."""
+    from training.tasks import TaskError, import_task_file
+
+    gr.Markdown(
+        "### Task sets (RLVR)\nPrompts with checkable answers for GRPO: JSONL / JSON / Parquet with `prompt` + "
+        "`answer`, GSM8K's `question` + `#### N`, MATH's `\\boxed{}` or `choices` + a letter. Every row is checked "
+        "first; each task is held out or not by its content hash, and jobs never train on held-out tasks. "
+        "Generate fresh ones with `vibestudio tasks generate`."
+    )
+    with gr.Row():
+        name = gr.Textbox(label="Task set name", elem_id="data-task-set-name")
+        upload = gr.File(label="File", file_types=[".jsonl", ".json", ".parquet"], elem_id="data-task-file")
+    do_import = gr.Button("Import tasks", elem_id="data-task-import")
+    result = gr.HTML(elem_id="data-task-import-result")
+    table = gr.Dataframe(interactive=False, elem_id="data-task-sets")
+
+    def on_import(set_name: str, file: str | None, request: gr.Request):
+        if not set_name or not set_name.strip():
+            raise gr.Error("Give the task set a name.")
+        if not file:
+            raise gr.Error("Choose a file to import.")
+        try:
+            done = import_task_file(ctx.db, file, set_name.strip(), user_id=ctx.access.user_id(request))
+        except (TaskError, PermissionDenied) as exc:
+            raise user_error(exc) from exc
+        return to_html(literal(done.summary())), _task_sets(ctx)
+
+    do_import.click(on_import, [name, upload], [result, table], api_name="data_import_tasks")
+    return table

@@ -1,5 +1,5 @@
 """Train tab: the whole training API in one page. Set up a job (DPO with its loss types, reward model, GRPO with
-verifiable, learned and AI-judge rewards), see the exact YAML that will run (editable, checked field by field),
+verifiable, learned and AI-judge rewards, or on a task set: RLVR with its held-out accuracy curve), see the exact YAML that will run (editable, checked field by field),
 the memory/time estimate and the on-policy mix before launch; then pick a job from the table to watch its curves
 and log, cancel, resume, clone-and-edit, or publish a checkpoint saved on the way.
 
@@ -39,7 +39,16 @@ KINDS = {"DPO": "dpo", "Reward model": "reward", "GRPO": "grpo"}
 CURVES = {
     "dpo": ["loss", "rewards/margins", "rewards/accuracies", "kl"],
     "reward": ["loss", "accuracy", "margin"],
-    "grpo": ["reward", "kl", "loss", "completions/mean_length"],
+    "grpo": [
+        "reward",
+        "kl",
+        "loss",
+        "completions/mean_length",
+        "heldout/accuracy",  # RLVR: on held-out tasks, with its Wilson interval
+        "heldout/low",
+        "heldout/high",
+        "kl_heldout",
+    ],
 }
 JOB_COLUMNS = ["id", "kind", "status", "progress", "parent", "result", "verdict", "alerts"]
 PAIRS = ["all", "on_policy", "on_and_half", "off_policy"]
@@ -84,6 +93,12 @@ def _live_job(ctx: StudioContext, uid: int | None = None) -> int | None:
         if j.status in ("running", "queued"):
             return j.id
     return None
+
+
+def _task_sets(ctx: StudioContext) -> list[str]:
+    from training.tasks import list_task_sets
+
+    return [t.name for t in list_task_sets(ctx.db)]
 
 
 def _choices(
@@ -135,6 +150,25 @@ def form_config(
             data["beta"] = float(beta)
         data["rewards"] = rewards
     return data
+
+
+TASK_VERIFIERS = {
+    "each task's own": None,
+    "numeric": {"type": "numeric"},
+    "numeric, any number counts (gameable)": {"type": "numeric", "match": "any"},
+    "normalised exact": {"type": "exact"},
+    "choice letter": {"type": "choice"},
+}
+
+
+def with_task_set(data: dict[str, Any], task_set: str | None, verifier: str | None) -> dict[str, Any]:
+    """RLVR: a GRPO config on a task set (no snapshot) with the task reward first among its rewards."""
+    if data.get("kind") != "grpo" or not task_set or task_set == NONE:
+        return data
+    reward: dict[str, Any] = {"type": "task"}
+    if TASK_VERIFIERS.get(verifier or ""):
+        reward["verifier"] = TASK_VERIFIERS[verifier or ""]
+    return {**data, "snapshot_hash": "", "tasks": task_set, "rewards": [reward, *data.get("rewards", [])]}
 
 
 def reward_specs(
@@ -268,6 +302,18 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     with gr.Group(visible=True) as dpo_box:
         loss_type = gr.Dropdown(list(DPO_LOSS_TYPES), value="sigmoid", label="DPO loss", elem_id="train-loss")
     with gr.Group(visible=False) as grpo_box:
+        with (
+            gr.Row()
+        ):  # RLVR: a task set replaces the snapshot; its held-out split is measured, never trained on
+            task_set = gr.Dropdown(
+                [NONE, *_task_sets(ctx)],
+                value=NONE,
+                label="Task set (RLVR; replaces the snapshot)",
+                elem_id="train-task-set",
+            )
+            task_verifier = gr.Dropdown(
+                list(TASK_VERIFIERS), value="each task's own", label="Verifier", elem_id="train-task-verifier"
+            )
         gr.Markdown("**GRPO rewards** (weighted sum; more types in the YAML: regex, exact_match, contains)")
         with gr.Row():
             use_length = gr.Checkbox(True, label="Length window (words)", elem_id="train-rw-length")
@@ -346,9 +392,12 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         except PermissionDenied as exc:
             raise user_error(exc) from exc
 
+    tasks_in = [task_set, task_verifier]
+
     def on_form(*values: Any, uid: int | None = None) -> tuple[str, str]:
-        base, rw = values[: len(form)], values[len(form) :]
-        data = form_config(*base, reward_specs(*rw))  # type: ignore[arg-type,call-arg]
+        n = len(form) + len(rewards_in)
+        base, rw, tk = values[: len(form)], values[len(form) : n], (list(values[n:]) + [NONE, None])[:2]
+        data = with_task_set(form_config(*base, reward_specs(*rw)), *tk)  # type: ignore[arg-type,call-arg]
         try:
             check = check_config(ctx.db, data, user_id=uid)
         except PermissionDenied as exc:
@@ -482,9 +531,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         return on_form(*values, uid=_uid(request))
 
     gr.on(
-        [comp.change for comp in form + rewards_in],  # type: ignore[attr-defined]
+        [comp.change for comp in form + rewards_in + tasks_in],  # type: ignore[attr-defined,union-attr]
         on_form_event,
-        form + rewards_in,
+        form + rewards_in + tasks_in,
         [config_box, check_md],
         api_visibility="private",
         trigger_mode="always_last",
@@ -545,6 +594,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             gr.update(choices=s),
             gr.update(choices=rj),
             gr.update(choices=[NONE, *p]),
+            gr.update(choices=[NONE, *_task_sets(ctx)]),
             _jobs_table(ctx, uid),
             # only a running job is worth jumping to: never clear a job the visitor picked or just launched
             gr.update(choices=_job_choices(ctx, uid), value=live)
@@ -557,7 +607,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     demo.load(
         on_load,
         None,
-        [parent, snapshot, rm_job, judge, jobs, job, config_box, check_md],
+        [parent, snapshot, rm_job, judge, task_set, jobs, job, config_box, check_md],
         api_visibility="private",
         concurrency_limit=1,
         concurrency_id=FORM_LINE,

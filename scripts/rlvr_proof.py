@@ -1,0 +1,185 @@
+"""RLVR end to end on this machine: GRPO on generated tasks with checkable answers, held-out accuracy that shows
+it learned, the report against the parent, and a planted gameable verifier that the report flags.
+
+Usage: python scripts/rlvr_proof.py [--home DIR] [--steps 40] [--hack-steps 30] [--out DIR]
+
+1. A fresh studio home (or ``--home``) with the default SmolLM2 personas.
+2. ``tasks generate --family arithmetic`` at ``--difficulty``: train / held-out split by content hash.
+3. An honest GRPO LoRA job from ``smollm2-plain`` on the set (the task reward with each task's own numeric
+   verifier): held-out accuracy with a Wilson interval every ``--every`` steps, the change since step 0 with
+   an exact McNemar test; then publish and the checkpoint report (task family, general evals, drift, verdict).
+4. A planted hack: the same job, but the reward's verifier is numeric ``match: any`` (any number in the answer
+   that equals the reference counts), so listing several numbers is rewarded. The report names what it finds.
+5. Prints and saves (``--out``/rlvr_proof.json) the held-out curves, seconds per step with and without a
+   held-out check before it, and both reports' RLVR measures and verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def curve(metrics: dict) -> list[dict]:
+    acc = dict(metrics.get("heldout/accuracy", []))
+    out = []
+    for step, a in sorted(acc.items()):
+        row = {"step": step, "accuracy": a}
+        for k in ("low", "high", "n", "delta", "delta_low", "delta_high", "p", "several_numbers", "seconds"):
+            v = dict(metrics.get(f"heldout/{k}", [])).get(step)
+            if v is not None:
+                row[k] = v
+        out.append(row)
+    return out
+
+
+def step_seconds(metrics: dict, every: int) -> dict:
+    """Seconds per training step; a step right after a held-out check carries the check's time."""
+    secs = dict(metrics.get("step_seconds", []))
+    checks = {s for s, _ in metrics.get("heldout/accuracy", [])}
+    after = [v for s, v in secs.items() if (s - 1) in checks]
+    plain = [v for s, v in secs.items() if (s - 1) not in checks and s > 1]
+    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+    total_check = sum(v for _, v in metrics.get("heldout/seconds", []))
+    n = len(secs)
+    return {
+        "steps": n,
+        "mean_step_s_without_check": mean(plain),
+        "mean_step_s_after_check": mean(after),
+        "heldout_check_s_mean": mean([v for _, v in metrics.get("heldout/seconds", [])]),
+        "mean_step_s_all_in": (sum(secs.values()) / n) if n else None,
+        "mean_step_s_train_only": ((sum(secs.values()) - total_check) / n) if n else None,
+    }
+
+
+def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) -> dict:  # type: ignore[no-untyped-def]
+    from training.drift import load_report
+    from training.runner import job_view, wait
+    from training.service import launch
+
+    t0 = time.time()
+    job = launch(
+        db,
+        "grpo",
+        "smollm2-plain",
+        None,
+        tasks=tasks,
+        rewards=rewards,
+        max_steps=steps,
+        learning_rate=args.lr,
+        per_device_train_batch_size=args.batch,
+        num_generations=args.generations,
+        max_completion_length=args.max_tokens,
+        temperature=1.0,
+        heldout_every=args.every,
+        heldout_tasks=args.heldout,
+        kl_prompts=2,
+        kl_max_new_tokens=16,
+        drift_max_tokens=args.max_tokens,
+        drift_prompts=args.drift_prompts,
+        eval_items=args.eval_items,
+        eval_max_tokens=args.max_tokens,
+        output_name=name,
+    )
+    print(f"[proof] job {job} ({name}) launched", flush=True)
+    view = wait(db, job, timeout=args.timeout)
+    print(f"[proof] job {job}: {view.status} in {time.time() - t0:.0f} s", flush=True)
+    if view.status != "succeeded":
+        print(view.error or view.log_tail, flush=True)
+    view = job_view(db, job)
+    out = {
+        "job": job,
+        "status": view.status,
+        "wall_s": time.time() - t0,
+        "curve": curve(view.metrics),
+        "seconds": step_seconds(view.metrics, args.every),
+        "train_reward": view.metrics.get("rewards/task/mean", []),
+        "kl_heldout": view.metrics.get("kl_heldout", []),
+        "completion_length": view.metrics.get("completions/mean_length", []),
+        "error": view.error,
+    }
+    if view.contestant_id is not None:
+        report = load_report(db, view.contestant_id)
+        if report is not None:
+            out["report"] = {
+                "verdict": report.verdict,
+                "summary": report.summary(),
+                "rlvr": {k: v for k, v in report.measures.items() if k.startswith("rlvr/")},
+                "evals": {
+                    k: report.evals.get(k) for k in ("parent", "child", "delta", "low", "high", "p", "n")
+                },
+                "flagged": report.flagged,
+                "features": {
+                    k: {
+                        "parent": f.parent,
+                        "child": f.child,
+                        "delta": f.delta,
+                        "low": f.low,
+                        "high": f.high,
+                        "q": f.q,
+                    }
+                    for k, f in report.features.items()
+                },
+                "unmeasured": report.unmeasured,
+            }
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--home", default=None)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--family", default="arithmetic")
+    ap.add_argument("--difficulty", type=int, default=1)
+    ap.add_argument("--n", type=int, default=600)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--hack-steps", type=int, default=30)
+    ap.add_argument("--every", type=int, default=10)
+    ap.add_argument("--heldout", type=int, default=100)
+    ap.add_argument("--lr", type=float, default=2e-4)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--generations", type=int, default=4)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--drift-prompts", type=int, default=24)
+    ap.add_argument("--eval-items", type=int, default=40)
+    ap.add_argument("--timeout", type=float, default=5400)
+    ap.add_argument("--skip-hack", action="store_true")
+    ap.add_argument("--skip-honest", action="store_true")
+    args = ap.parse_args()
+    os.environ["VIBESTUDIO_HOME"] = args.home or tempfile.mkdtemp(prefix="rlvr-proof-")
+    from studio.context import build_context
+    from training.tasks import generate_task_set
+
+    ctx = build_context()
+    db = ctx.db
+    name = f"{args.family}-d{args.difficulty}"
+    made = generate_task_set(db, args.family, args.n, name, difficulty=args.difficulty, seed=0)
+    print(f"[proof] {made.summary()}", flush=True)
+    results: dict = {"task_set": made.set.to_dict(), "args": vars(args)}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        (out / "rlvr_proof.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+
+    if not args.skip_honest:
+        results["honest"] = run_job(db, "smollm2-rlvr", name, args, [{"type": "task"}], args.steps)
+        save()
+    if not args.skip_hack:
+        hack = [{"type": "task", "verifier": {"type": "numeric", "match": "any"}}]
+        results["hack"] = run_job(db, "smollm2-rlvr-hack", name, args, hack, args.hack_steps)
+        save()
+    print(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
