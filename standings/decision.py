@@ -140,9 +140,10 @@ def _apart(a: dict[str, Any], b: dict[str, Any], key: str = "value") -> str | No
     """ "a" / "b" when that side's interval is entirely above the other's, "tied" when they overlap, None when a
     side has no interval."""
     bounds = [a.get(f"{key}_low"), a.get(f"{key}_high"), b.get(f"{key}_low"), b.get(f"{key}_high")]
-    if any(x is None for x in bounds):
+    known = [float(x) for x in bounds if x is not None]
+    if len(known) < 4:
         return None
-    lo_a, hi_a, lo_b, hi_b = (float(x) for x in bounds)
+    lo_a, hi_a, lo_b, hi_b = known
     if lo_a > hi_b:
         return "a"
     if lo_b > hi_a:

@@ -130,9 +130,9 @@ def test_speed_on_a_ten_thousand_vote_arena() -> None:
     frame, _ = simulate_arena(n_honest=80, votes_per_honest=125, seed=4)
     assert len(frame) == 10_000
     votes_to_flip(frame.head(200))  # warm imports
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a busy shared machine stretches wall time, not the work
     report = votes_to_flip(frame)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert all(p.votes is not None for p in report.pairs)
 
 
