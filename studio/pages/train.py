@@ -172,7 +172,12 @@ def check_markdown(check: ConfigCheck) -> str:
         verdict = "✅ fits" if check.estimate.fits else "⛔ **does not fit**"
         lines.append(f"**Estimate:** {check.estimate.summary()} — {verdict}")
     if check.mix is not None:
-        lines.append(f"**Pairs for the parent:** {describe_mix(check.mix)} (on = both answers its own)")
+        fresh = check.config is not None and not check.config.snapshot_hash
+        source = " from the current votes (frozen at launch)" if fresh else ""
+        lines.append(
+            f"**Pairs for the parent{source}:** {describe_mix(check.mix)} (on = both answers its own, "
+            "half = one of them, off = neither)"
+        )
     if check.errors:
         lines.append("**Problems (nothing launched):**")
         lines += [f"- {literal(e.field or 'config')}: {literal(e.message)}" for e in check.errors]
@@ -251,7 +256,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         pairs = gr.Dropdown(PAIRS, value="all", label="Pairs (seen from the parent)", elem_id="train-pairs")
     with gr.Row():
         steps = gr.Number(16, label="Steps", precision=0, minimum=1, elem_id="train-steps")
-        lr = gr.Number(None, label="Learning rate (empty = default)", elem_id="train-lr")
+        lr = gr.Number(
+            None, label="Learning rate (empty = default)", placeholder="default for the kind", elem_id="train-lr"
+        )
         beta = gr.Number(0.1, label="beta (KL strength)", elem_id="train-beta")
         lora = gr.Checkbox(True, label="LoRA (off = full fine-tune)", elem_id="train-lora")
         save_steps = gr.Number(
@@ -284,7 +291,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     check_md = gr.HTML(elem_id="train-check")
     with gr.Row():
         check_btn = gr.Button("Check config", elem_id="train-check-btn")
-        launch = gr.Button("🚀 Launch job", variant="primary", elem_id="train-launch")
+        launch = gr.Button("Launch job", variant="primary", elem_id="train-launch")
     launched = gr.HTML(elem_id="train-launched")
 
     gr.Markdown("### Jobs")
@@ -295,9 +302,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         job = gr.Dropdown(
             _job_choices(ctx), value=_live_job(ctx), label="Job", elem_id="train-job", allow_custom_value=True
         )
-        stop = gr.Button("⏹ Cancel", elem_id="train-cancel")
-        again = gr.Button("⏵ Resume", elem_id="train-resume")
-        clone = gr.Button("⧉ Clone and edit", elem_id="train-clone")
+        stop = gr.Button("Cancel", elem_id="train-cancel")
+        again = gr.Button("Resume", elem_id="train-resume")
+        clone = gr.Button("Clone and edit", elem_id="train-clone")
     with gr.Row():
         ckpt_step = gr.Dropdown(
             [], label="Saved checkpoint (step; empty = newest)", elem_id="train-ckpt", allow_custom_value=True
