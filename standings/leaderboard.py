@@ -393,8 +393,9 @@ class LeaderboardService:
     def over_time(
         self, options: BoardOptions | None = None, freq: str = "W", refresh: bool = True
     ) -> pd.DataFrame:
-        """Bradley-Terry rating on all votes up to the end of each period ("D", "W", "M"); rows: period end,
-        columns: models (NaN before a model's first vote)."""
+        """The board's rating (same method, fit and scale as `board` with these options, style and vibe control
+        aside) on all votes up to the end of each period ("D", "W", "M"); rows: the day of the period's last vote
+        (noon of that day: votes are kept by day), columns: models (NaN before a model's first vote)."""
         from arena.ratings import rating_over_time
 
         o = options or BoardOptions()
@@ -404,7 +405,8 @@ class LeaderboardService:
         records = self.records(o, by_day=True)
         if not len(records):
             return pd.DataFrame()
-        return rating_over_time(records, freq, both_good=o.both_good, both_bad=o.both_bad)
+        method, _ = self._resolve_method(o)
+        return rating_over_time(records, freq, both_good=o.both_good, both_bad=o.both_bad, method=method)
 
 
 def _frame(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, names: dict[int, str]) -> pd.DataFrame:
