@@ -135,9 +135,7 @@ SKIP_REASONS = {
 
 def skip_reason_text(skipped: dict[str, int]) -> str:
     """``{"diverged_history": 2, ...}`` as plain words: "2 a later turn whose ...; ..." (zero counts left out)."""
-    return "; ".join(
-        f"{n} × {SKIP_REASONS.get(k, k.replace('_', ' '))}" for k, n in skipped.items() if n
-    )
+    return "; ".join(f"{n} × {SKIP_REASONS.get(k, k.replace('_', ' '))}" for k, n in skipped.items() if n)
 
 
 def vote_pairs(

@@ -28,7 +28,7 @@ from annotation.labelling import queue_progress
 from annotation.onpolicy import OnPolicySpec, generate_queue
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.rubrics import RubricError, list_rubrics
-from annotation.snapshots import SnapshotError
+from annotation.snapshots import SnapshotError, skip_reason_text
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.session import data_home
@@ -36,7 +36,16 @@ from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import literal, to_html
 
+QUEUE_COLUMNS = ["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
+
+
+def export_dir() -> Path:
+    """Where the Annotate tab writes exports; the app lets Gradio serve this folder (and nothing else of the data
+    home) so the download works wherever the data home lives."""
+    folder = data_home() / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _progress_cb(progress: gr.Progress):
@@ -63,9 +72,7 @@ def _table(ctx: StudioContext) -> pd.DataFrame:
                     q.source,
                 ]
             )
-    return pd.DataFrame(
-        rows, columns=["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
-    )
+    return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
 
 def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -77,8 +84,8 @@ def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[str], list[
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
-    table = gr.Dataframe(interactive=False, elem_id="queues-table")
-    refresh = gr.Button("🔄 Refresh", elem_id="queues-refresh")
+    table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, elem_id="queues-table")
+    refresh = gr.Button("Refresh", elem_id="queues-refresh")
 
     with gr.Accordion("New on-policy queue", open=True):
         with gr.Row():
@@ -89,8 +96,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         with gr.Row():
             k = gr.Slider(2, 6, value=2, step=1, label="Answers per prompt (k)")
             temps = gr.Textbox(label="Temperatures (comma-separated, optional)", placeholder="0.7, 1.0")
-            max_prompts = gr.Number(value=10, precision=0, label="Prompts (0 = all)")
-            max_tokens = gr.Number(value=256, precision=0, label="Max tokens per answer")
+            max_prompts = gr.Number(
+                value=10, precision=0, label="Prompts (0 = all)", elem_id="queues-max-prompts"
+            )
+            max_tokens = gr.Number(
+                value=256, precision=0, label="Max tokens per answer", elem_id="queues-max-tokens"
+            )
             overlap = gr.Number(value=1, precision=0, label="Annotators per item")
             rubric = gr.Dropdown([], label="Rubric", allow_custom_value=True)
         create = gr.Button("Generate queue", variant="primary", elem_id="queues-create")
@@ -128,7 +139,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             e_agg = gr.Radio(["each", "majority"], value="each", label="Rows per")
         with gr.Row():
             do_export = gr.Button("Export", elem_id="queues-export")
-            freeze = gr.Button("❄️ Freeze as training snapshot", elem_id="queues-freeze")
+            freeze = gr.Button("Freeze as training snapshot", elem_id="queues-freeze")
         exported = gr.HTML(elem_id="queues-exported")
         download = gr.File(label="Download", interactive=False)
 
@@ -243,7 +254,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return ExportSpec(fmt_name, bool(conv), list(queues or []) or None, tuple(kinds or LABEL_KINDS), agg)
 
     def on_export(queues, fmt_name, file_kind, kinds, conv, agg, request: gr.Request):
-        folder = data_home() / "exports"
+        folder = export_dir()
         stem = f"{'-'.join(queues or ['all'])[:60]}-{fmt_name}{'-conv' if conv else ''}"
         out = folder / (stem + FILE_FORMATS[file_kind] if FILE_FORMATS[file_kind] else stem)
         try:
@@ -257,9 +268,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             import shutil
 
             path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
-        skipped = ", ".join(f"{k} {v}" for k, v in res.skipped.items())
+        skipped = skip_reason_text(res.skipped)
         text = f"**{res.n_rows}** rows → {literal(res.path)}" + (
-            f" (skipped: {literal(skipped)})" if skipped else ""
+            f" (left out: {literal(skipped)})" if skipped else ""
         )
         return to_html(text), str(path)
 

@@ -105,7 +105,7 @@ def form_config(
     snap_label: str | None,
     pairs: str,
     steps: float | None,
-    lr: float | None,
+    lr: float | str | None,
     beta: float | None,
     lora: bool,
     save_steps: float | None,
@@ -120,8 +120,8 @@ def form_config(
     data["pairs"] = pairs or "all"
     if steps:
         data["max_steps"] = int(steps)
-    if lr:
-        data["learning_rate"] = float(lr)
+    if lr is not None and str(lr).strip():
+        data["learning_rate"] = _number(lr)
     data["lora"] = bool(lora)
     data["save_steps"] = int(save_steps or 0)
     if kind == "dpo":
@@ -133,6 +133,14 @@ def form_config(
             data["beta"] = float(beta)
         data["rewards"] = rewards
     return data
+
+
+def _number(text: float | str) -> float | str:
+    """A typed number as a float; anything else as typed, so the config check names the field and the problem."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return str(text).strip()
 
 
 def reward_specs(
@@ -256,8 +264,12 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         pairs = gr.Dropdown(PAIRS, value="all", label="Pairs (seen from the parent)", elem_id="train-pairs")
     with gr.Row():
         steps = gr.Number(16, label="Steps", precision=0, minimum=1, elem_id="train-steps")
-        lr = gr.Number(
-            None, label="Learning rate (empty = default)", placeholder="default for the kind", elem_id="train-lr"
+        # a Textbox: a Number shows an empty value as 0, which reads as "learning rate 0"
+        lr = gr.Textbox(
+            "",
+            label="Learning rate (empty = default)",
+            placeholder="default for the kind",
+            elem_id="train-lr",
         )
         beta = gr.Number(0.1, label="beta (KL strength)", elem_id="train-beta")
         lora = gr.Checkbox(True, label="LoRA (off = full fine-tune)", elem_id="train-lora")
