@@ -243,11 +243,11 @@ def build(ctx: StudioContext) -> None:
     _persona_form(ctx)
 
     off = [gr.update(interactive=False)] * len(VOTES)
+
     def clear_rubric() -> list[dict[str, Any]]:
         """One fresh update per field: Gradio pops ``value`` from an update it applies, so one dict repeated
         six times cleared only the first field, and the other scores stayed on screen for the next vote."""
         return [gr.update(value=None) for _ in rubric_inputs]
-
 
     def on_mode(m: str):
         if m not in (NAMED, SELF):

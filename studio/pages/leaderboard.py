@@ -671,6 +671,14 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     refresh.click(on_refresh, filters, board_outputs, api_name="leaderboard")
     demo.load(on_refresh, filters, board_outputs, api_visibility="private")
     method.change(on_refresh, filters, board_outputs, api_visibility="private")
+    # picking a board, the intervals, a control or named votes redraws at once (the timer redraws only on new votes)
+    gr.on(
+        [ci.input, controls.input, board.input, named.input],
+        on_refresh,
+        filters,
+        board_outputs,
+        api_visibility="private",
+    )
     predict_btn.click(on_predict, filters, [predict_md, predict_df], api_name="leaderboard_predict")
     timer.tick(on_tick, [*filters, seen_version], [*board_outputs, seen_version], api_visibility="private")
     if tab is not None:

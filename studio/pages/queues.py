@@ -7,6 +7,7 @@ downloads.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from arena.registry import RegistryError, list_contestants
 from db.session import data_home
 from studio.context import StudioContext
 from studio.errors import user_error
-from studio.render import literal, to_html
+from studio.render import error_text, literal, to_html
 
 QUEUE_COLUMNS = ["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
@@ -261,7 +262,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)
                 res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out, user_id=uid)
-        except (QueueError, PermissionDenied) as exc:
+        except QueueError as exc:  # nothing to export yet: say so and what to do, no red error
+            text = error_text(exc)
+            gr.Warning(f"Not exported: {text}")
+            return to_html(
+                f"⚠️ Not exported: {literal(html.unescape(text))}. Label some items in the Label tab (or import "
+                "labelled preference data above), then export again."
+            ), None
+        except PermissionDenied as exc:
             raise user_error(exc) from exc
         path = Path(res.path)
         if path.is_dir():

@@ -118,6 +118,18 @@ def pick(page, elem_id: str, option: str) -> None:
     page.locator(f"#{elem_id}").get_by_role("option", name=option).first.click()
 
 
+def wait_names(page, elem_id: str, names: set[str]) -> None:
+    """Wait until the table's second column (the names) holds exactly ``names``."""
+    page.wait_for_function(
+        """([id, want]) => {
+            const got = [...document.querySelectorAll(`#${id} tbody tr`)].map(tr => (tr.querySelectorAll('td')[1] || {}).innerText);
+            return got.length === want.length && want.every(n => got.map(g => (g || '').trim()).includes(n));
+        }""",
+        arg=[elem_id, sorted(names)],
+        timeout=STEP_MS,
+    )
+
+
 def table_rows(page, elem_id: str) -> list[list[str]]:
     return page.evaluate(
         """id => [...document.querySelectorAll(`#${id} tbody tr`)].map(
@@ -265,8 +277,8 @@ def test_over_time_agrees_with_the_board(page, studio):
     battles(db, ids, games, "timeline")
     page.reload()
     tab(page, "Leaderboard")
-    pick(page, "leaderboard-board", "Category: timeline")
-    wait_text(page, "#leaderboard-table", "time-a")
+    pick(page, "leaderboard-board", "Category: timeline")  # the board redraws when picked
+    wait_names(page, "leaderboard-table", {"time-a", "time-b", "time-c"})
     board = {r[1]: float(r[3]) for r in table_rows(page, "leaderboard-table")}
     page.get_by_role("tab", name="Over time").click()
     page.get_by_label("Day").check()
@@ -301,7 +313,7 @@ def test_one_tied_battle_is_not_certain(page, studio):
     page.reload()
     tab(page, "Leaderboard")
     pick(page, "leaderboard-board", "Category: thin")
-    wait_text(page, "#leaderboard-table", "thin-a")
+    wait_names(page, "leaderboard-table", {"thin-a", "thin-b"})
     rows = {r[1]: r for r in table_rows(page, "leaderboard-table")}
     shot(page, "06-thin-board")
     rating, low, high = (float(x) for x in rows["thin-a"][3:6])
@@ -367,12 +379,29 @@ def test_probes_goldilocks_and_plain_words(page, studio):
 
 
 # -- 11. The label export downloads wherever the data home lives ------------------------------------------------------
-def test_label_export_downloads(page, studio):
-    url, _, home = studio
+def test_label_export_downloads(page, studio, tmp_path):
+    url, db, home = studio
+    tab(page, "Annotate")
+    page.get_by_text("Export labels").click()
+    # nothing labelled yet: said in words, with what to do, and no red mark
+    page.locator("#queues-export").click()
+    wait_text(page, "#queues-exported", "Label some items")
+    assert not error_badges(page), error_badges(page)
+    shot(page, "11-export-nothing-yet")
+    from annotation.formats import import_file
+
+    rows = tmp_path / "prefs.jsonl"
+    rows.write_text(
+        '{"prompt": "Say hi.", "chosen": "Hi there!", "rejected": "No."}\n'
+        '{"prompt": "Count to two.", "chosen": "1, 2", "rejected": "3"}\n'
+    )
+    with db.session() as s:
+        import_file(s, rows, "trl", queue="newcomer-import")
+    page.reload()
     tab(page, "Annotate")
     page.get_by_text("Export labels").click()
     page.locator("#queues-export").click()
-    wait_text(page, "#queues-exported", "rows")
+    wait_text(page, "#queues-exported", "rows →")
     link = page.locator("a[download]").first
     link.wait_for(timeout=STEP_MS)
     shot(page, "11-export")
