@@ -232,7 +232,7 @@ def build(ctx: StudioContext) -> None:
     with gr.Row():
         regen = gr.Button("Regenerate", interactive=False, elem_id="arena-regenerate")
         reveal_btn = gr.Button("Reveal / end battle", interactive=False, elem_id="arena-reveal-btn")
-        new = gr.Button("🆕 New round", elem_id="arena-new")
+        new = gr.Button("New round", elem_id="arena-new")
         with ctx.db.session() as s:
             sets = list_sets(s)
         prompt_set = gr.Dropdown(

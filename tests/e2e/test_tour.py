@@ -43,7 +43,7 @@ TABS = [
     "Admin",
 ]
 #: Emoji and pictographs (the ranges a system without an emoji font cannot draw).
-EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23fa\ufe0f]")
+EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23fa\ufe0f]")
 #: Buttons that only read: the tour clicks each one on its tab and expects an answer with no error.
 READ_ONLY = {
     "Leaderboard": [
@@ -73,7 +73,7 @@ FIND_PROBLEMS = """() => {
   for (const e of chrome) {
     if (!shown(e)) continue;
     const t = e.innerText.trim();
-    if (/[\\u{1F300}-\\u{1FAFF}\\u{2600}-\\u{27BF}\\u{2B00}-\\u{2BFF}\\u{23E9}-\\u{23FA}]/u.test(t)) out.emoji.push(t.slice(0, 80));
+    if (/[\\u{1F000}-\\u{1FAFF}\\u{2600}-\\u{27BF}\\u{2B00}-\\u{2BFF}\\u{23E9}-\\u{23FA}]/u.test(t)) out.emoji.push(t.slice(0, 80));
     if (e.tagName === 'BUTTON' && t === 'Run') out.run.push(t);
   }
   return out;

@@ -10,7 +10,7 @@ import pytest
 
 from studio.pages import arena
 
-EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23fa]")
+EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23fa]")
 
 
 @pytest.fixture(scope="module")
