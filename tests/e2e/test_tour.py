@@ -139,6 +139,7 @@ def _shoot(page, name: str, docs: str | None = None) -> None:
         page.screenshot(path=str(REPO / "docs" / docs))
 
 
+@pytest.mark.timeout(1800)  # ten tabs, a battle and a generated queue: longer than one e2e step on a busy machine
 def test_tour(tmp_path, browser):
     t0 = time.monotonic()
     home = tmp_path / "home"
