@@ -118,23 +118,30 @@ def pick(page, elem_id: str, option: str) -> None:
     page.locator(f"#{elem_id}").get_by_role("option", name=option).first.click()
 
 
-def wait_names(page, elem_id: str, names: set[str]) -> None:
-    """Wait until the table's second column (the names) holds exactly ``names``."""
+TABLE_JS = """id => {
+    const heads = [...document.querySelectorAll(`#${id} thead th`)].map(th => th.innerText.trim());
+    return [...document.querySelectorAll(`#${id} tbody tr`)].map(tr => {
+        const cells = [...tr.querySelectorAll('td')].map(td => td.innerText.trim());
+        const off = cells.length - heads.length;  // a leading cell without a header (row numbers), if any
+        return Object.fromEntries(heads.map((h, i) => [h, cells[i + Math.max(off, 0)]]));
+    });
+}"""
+
+
+def table(page, elem_id: str) -> list[dict[str, str]]:
+    """The table's rows as {header: cell text}."""
+    return page.evaluate(TABLE_JS, elem_id)
+
+
+def wait_names(page, elem_id: str, names: set[str], column: str = "name") -> None:
+    """Wait until the table's ``column`` holds exactly ``names``."""
     page.wait_for_function(
-        """([id, want]) => {
-            const got = [...document.querySelectorAll(`#${id} tbody tr`)].map(tr => (tr.querySelectorAll('td')[1] || {}).innerText);
-            return got.length === want.length && want.every(n => got.map(g => (g || '').trim()).includes(n));
-        }""",
-        arg=[elem_id, sorted(names)],
+        f"""([id, col, want]) => {{
+            const rows = ({TABLE_JS})(id).map(r => r[col]);
+            return rows.length === want.length && want.every(n => rows.includes(n));
+        }}""",
+        arg=[elem_id, column, sorted(names)],
         timeout=STEP_MS,
-    )
-
-
-def table_rows(page, elem_id: str) -> list[list[str]]:
-    return page.evaluate(
-        """id => [...document.querySelectorAll(`#${id} tbody tr`)].map(
-            tr => [...tr.querySelectorAll('td')].map(td => td.innerText.trim()))""",
-        elem_id,
     )
 
 
@@ -279,7 +286,7 @@ def test_over_time_agrees_with_the_board(page, studio):
     tab(page, "Leaderboard")
     pick(page, "leaderboard-board", "Category: timeline")  # the board redraws when picked
     wait_names(page, "leaderboard-table", {"time-a", "time-b", "time-c"})
-    board = {r[1]: float(r[3]) for r in table_rows(page, "leaderboard-table")}
+    board = {r["name"]: float(r["rating"]) for r in table(page, "leaderboard-table")}
     page.get_by_role("tab", name="Over time").click()
     page.get_by_label("Day").check()
     page.locator("#leaderboard-over-time").click()
@@ -314,18 +321,18 @@ def test_one_tied_battle_is_not_certain(page, studio):
     tab(page, "Leaderboard")
     pick(page, "leaderboard-board", "Category: thin")
     wait_names(page, "leaderboard-table", {"thin-a", "thin-b"})
-    rows = {r[1]: r for r in table_rows(page, "leaderboard-table")}
+    rows = {r["name"]: r for r in table(page, "leaderboard-table")}
     shot(page, "06-thin-board")
-    rating, low, high = (float(x) for x in rows["thin-a"][3:6])
+    rating, low, high = (float(rows["thin-a"][k]) for k in ("rating", "ci_low", "ci_high"))
     assert rating == pytest.approx(1000.0, abs=0.1)
     assert high - low > 200  # one tie says almost nothing: no [1000, 1000]
     assert "can't tell" in page.locator("#leaderboard-summary").inner_text()
     page.get_by_text("Families: checkpoints with a common ancestor").click()
     page.locator("#families-show").click()
     wait_text(page, "#families-table", "thin-a")
-    fam = {r[1]: r for r in table_rows(page, "families-table")}
+    fam = {r["checkpoint"]: r for r in table(page, "families-table")}
     shot(page, "06-thin-families")
-    assert fam["thin-a"][5] == f"{low:.0f}-{high:.0f}"  # the board's own interval
+    assert fam["thin-a"]["95% interval"] == f"{low:.0f}-{high:.0f}"  # the board's own interval
 
 
 # -- 7. "Empty = default" fields are empty ------------------------------------------------------------------------------
