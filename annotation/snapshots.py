@@ -121,6 +121,41 @@ def write_snapshot(
     return SnapshotInfo(snap.id, digest, len(rows), str(path), True, skipped or {})
 
 
+#: Why a vote or label made no pair, in words for a page (the keys stay the stored, machine-readable ones).
+SKIP_REASONS = {
+    "not_decisive": "not an A-or-B vote (tie, both good, both bad)",
+    "diverged_history": "a later turn whose two sides had seen different earlier answers",
+    "empty_answer": "an empty answer",
+    "same_answer": "two identical answers",
+    "outcome_tie": "a tie",
+    "outcome_both_good": "both good",
+    "outcome_both_bad": "both bad",
+}
+
+
+def skip_reason_text(skipped: dict[str, int]) -> str:
+    """``{"diverged_history": 2, ...}`` as plain words: "2 a later turn whose ...; ..." (zero counts left out)."""
+    return "; ".join(f"{n} × {SKIP_REASONS.get(k, k.replace('_', ' '))}" for k, n in skipped.items() if n)
+
+
+def vote_pairs(
+    session: Session,
+    include_named: bool = False,
+    include_revealed: bool = False,
+    include_self_play: bool = True,
+) -> tuple[list[dict[str, Any]], dict[str, int], int]:
+    """The preference rows a snapshot of the current votes would freeze, the skipped counts and the number of
+    votes read; writes nothing (the Train tab's check counts them before launch)."""
+    records = battle_records(
+        session,
+        include_named=include_named,
+        include_revealed=include_revealed,
+        include_self_play=include_self_play,
+    )
+    rows, skipped = preference_pairs(records)
+    return rows, skipped, len(records)
+
+
 def snapshot_from_votes(
     session: Session,
     include_named: bool = False,
@@ -132,18 +167,13 @@ def snapshot_from_votes(
     """Freeze the decisive votes of ended battles: anonymous ones, self-play ones (unless ``include_self_play``
     is off), named ones and ones flagged ``revealed_before_vote`` when asked."""
     require_role(session, user_id, "researcher")
-    records = battle_records(
-        session,
-        include_named=include_named,
-        include_revealed=include_revealed,
-        include_self_play=include_self_play,
-    )
-    rows, skipped = preference_pairs(records)
+    rows, skipped, n_votes = vote_pairs(session, include_named, include_revealed, include_self_play)
     if len(rows) < min_pairs:
+        why = skip_reason_text(skipped)
         raise SnapshotError(
-            f"only {len(rows)} preference pair(s) from {len(records)} vote(s) (skipped: "
-            + ", ".join(f"{k}={v}" for k, v in skipped.items())
-            + f"); at least {min_pairs} needed"
+            f"only {len(rows)} preference pair(s) from {n_votes} vote(s)"
+            + (f" (left out: {why})" if why else "")
+            + f"; at least {min_pairs} needed: vote A or B on more battles (ended by Reveal or New round)"
         )
     filt = {
         "source": "arena_votes",

@@ -388,7 +388,10 @@ class LeaderboardService:
 
     # -- how fragile is the order, LC win rate ----------------------------------------------------------------
     def votes_to_flip(
-        self, options: BoardOptions | None = None, refresh: bool = True, between: tuple[str, str] | None = None
+        self,
+        options: BoardOptions | None = None,
+        refresh: bool = True,
+        between: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         """For the top pair and each adjacent pair of the plain Bradley-Terry board under `options`' filters, the
         fewest votes found whose removal flips it, checked by a refit (`arena.ratings.votes_to_flip`), with the
@@ -478,8 +481,9 @@ class LeaderboardService:
     def over_time(
         self, options: BoardOptions | None = None, freq: str = "W", refresh: bool = True
     ) -> pd.DataFrame:
-        """Bradley-Terry rating on all votes up to the end of each period ("D", "W", "M"); rows: period end,
-        columns: models (NaN before a model's first vote)."""
+        """The board's rating (same method, fit and scale as `board` with these options, style and vibe control
+        aside) on all votes up to the end of each period ("D", "W", "M"); rows: the day of the period's last vote
+        (noon of that day: votes are kept by day), columns: models (NaN before a model's first vote)."""
         from arena.ratings import rating_over_time
 
         o = options or BoardOptions()
@@ -489,7 +493,8 @@ class LeaderboardService:
         records = self.records(o, by_day=True)
         if not len(records):
             return pd.DataFrame()
-        return rating_over_time(records, freq, both_good=o.both_good, both_bad=o.both_bad)
+        method, _ = self._resolve_method(o)
+        return rating_over_time(records, freq, both_good=o.both_good, both_bad=o.both_bad, method=method)
 
 
 def _frame(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, names: dict[int, str]) -> pd.DataFrame:

@@ -39,7 +39,7 @@ THEME_FONTS = dict(
 
 def build_app(ctx: StudioContext) -> gr.Blocks:
     with gr.Blocks(title="Vibe Studio") as demo:
-        gr.Markdown("# 🎛️ Vibe Studio\nWhich model do people actually like, and why?")
+        gr.Markdown("# Vibe Studio\nWhich model do people actually like, and why?")
         # The two timers live outside the tabs, so they exist before any tab is opened (a tab's children mount only
         # when it is first opened); ``_tab`` switches them as tabs open.
         timers = {
@@ -155,6 +155,7 @@ def serve(
         quiet=not block,
         auth=ctx.access.gradio_auth(),  # None in the open single-user mode
         max_file_size=f"{ctx.settings.max_upload_mb}mb",
+        allowed_paths=[str(queues.export_dir())],  # label exports are downloads wherever the data home lives
         auth_message="Sign in with your Vibe Studio account." if ctx.access.required else None,
     )
     return demo, url

@@ -19,6 +19,7 @@ from annotation.snapshots import (
     get_snapshot,
     load_snapshot,
     snapshot_from_votes,
+    vote_pairs,
     write_snapshot,
 )
 from db.models import Contestant
@@ -161,18 +162,15 @@ def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
         )
         if cfg.snapshot_hash:
             snap = problem("snapshot_hash", lambda: get_snapshot(s, cfg.snapshot_hash))
+            rows = None
             if snap is not None:
                 rows = problem("snapshot_hash", lambda: load_snapshot(snap.path, snap.hash, provenance=True))
-                if rows is not None and parent is not None:
-                    check.mix = pair_mix(rows, parent.public_name)
-                    kept = len(filter_rows(rows, parent.public_name, cfg.pairs))
-                    if kept < cfg.min_pairs:
-                        check.errors.append(
-                            FieldError(
-                                "pairs" if cfg.pairs != "all" else "snapshot_hash",
-                                f"{kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed",
-                            )
-                        )
+        elif getattr(cfg, "tasks", ""):  # RLVR: a task set, no preference pairs
+            rows = None
+        else:  # a fresh snapshot of the current votes at launch: the same rule on the pairs it would freeze
+            rows = vote_pairs(s)[0]
+        if rows is not None:
+            _count_pairs(check, cfg, rows, parent.public_name if parent is not None else None)
         if getattr(cfg, "tasks", ""):
             from training.tasks.checks import check_task_job
 
@@ -195,6 +193,26 @@ def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
                 except (ValueError, OSError):
                     pass
     return check
+
+
+def _count_pairs(check: ConfigCheck, cfg: JobConfig, rows: list[dict[str, Any]], parent: str | None) -> None:
+    """One rule for a frozen snapshot and for the one the current votes would make: the on/half/off mix for the
+    parent, and a refusal when fewer than ``min_pairs`` pairs are left to train on."""
+    fresh = not cfg.snapshot_hash
+    if parent is not None:
+        check.mix = pair_mix(rows, parent)
+        kept = len(filter_rows(rows, parent, cfg.pairs))
+    else:
+        kept = len(rows)
+    if kept < cfg.min_pairs:
+        source = "the current votes make" if fresh else "this snapshot has"
+        check.errors.append(
+            FieldError(
+                "pairs" if cfg.pairs != "all" else "snapshot_hash",
+                f"{source} {kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed"
+                + (": vote A or B on more arena battles, or pick a frozen snapshot" if fresh else ""),
+            )
+        )
 
 
 def _apply_pairs_filter(db: Database, cfg: JobConfig) -> None:

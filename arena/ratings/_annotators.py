@@ -125,6 +125,12 @@ def annotator_diagnostics(
             f"{missing} votes have no annotator id: they count in the boards but nobody is diagnosed for them"
         )
     names = sorted({x for x in labels.tolist() if x})
+    if not names:  # e.g. the open single-user mode: every vote is the local operator's, with no name
+        report.notes.append(
+            "no vote carries a voter's name (in the open single-user mode every vote is the local operator's): "
+            "there is nobody to compare with anybody; add users with passwords to check annotators"
+        )
+        return report
     index = {name: k for k, name in enumerate(names)}
     who = np.array([index.get(x, -1) for x in labels.tolist()], dtype=np.int64)
     weights = np.ones(len(names))
@@ -157,7 +163,9 @@ def _pass(
     dec = np.flatnonzero(prep.winner < 2)
     a, b, who_d = prep.a[dec], prep.b[dec], who[dec]
     won_a = prep.winner[dec] == 0
-    w = np.where(who_d >= 0, weights[np.maximum(who_d, 0)], 1.0)
+    w = np.ones(len(who_d))
+    own = who_d >= 0
+    w[own] = weights[who_d[own]]  # votes without an annotator id keep weight 1
     lo_won = np.where(a < b, won_a, ~won_a).astype(np.float64)
     present, pair = np.unique(np.minimum(a, b).astype(np.int64) * m + np.maximum(a, b), return_inverse=True)
     n_pairs = len(present)

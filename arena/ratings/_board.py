@@ -183,7 +183,8 @@ def prepare(
             w = np.where(known, 1.0 / np.where(known, prob, 1.0), np.nan)
             if not known.all():
                 notes.append(
-                    f"{int((~known).sum())} battles have no sampling_prob; they were given the mean weight"
+                    f"{int((~known).sum())} votes do not record how likely their pair was to be drawn (named "
+                    "mode, imports, older votes): they count with the average weight"
                 )
                 w[~known] = np.nanmean(w)
             w = w / w.mean()
@@ -364,6 +365,7 @@ def leaderboard(
     )
     m = len(prep.names)
     ratings, lo, hi = _rating_intervals(est, anchor_index, anchor_rating, m, ci_level)
+    lo, hi = _thin_floor(est, pairs, anchor_index, ratings, lo, hi, ci_level, min_battles)
     _set_coefficients(board, est, m)
     elo = None if elo_k is None else _elo_ratings(recs, prep, elo_k, anchor_rating)
     board.models = _rows(prep.names, pairs, ratings, lo, hi, elo)
@@ -392,7 +394,39 @@ def _few_battles(models: list[ModelRating], min_battles: int) -> list[str]:
     few = [r.name for r in models if r.n_battles < min_battles]
     if not few:
         return []
-    return [f"{_names(few)} have fewer than {min_battles} battles; their ratings are unreliable"]
+    return [
+        f"{_names(few)} have fewer than {min_battles} battles: can't tell yet where they stand (their intervals "
+        "are at least as wide as the model allows for so few battles)"
+    ]
+
+
+def _n_battles(pairs: _Pairs, m: int) -> np.ndarray:
+    pi, pj, counts = pairs.design.a, pairs.design.b, pairs.cell_counts
+    return np.bincount(pi, counts.sum(axis=1), m) + np.bincount(pj, counts.sum(axis=1), m)
+
+
+def _thin_floor(
+    est: _Estimate,
+    pairs: _Pairs,
+    anchor: int | None,
+    ratings: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ci_level: float,
+    min_battles: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals of models with fewer than `min_battles` battles, widened to at least the model-based
+    (inverse-Hessian) half-width. The bootstrap and the sandwich measure the spread of the observed outcomes:
+    one tied battle has none, and would get [1000, 1000], an interval that looks certain on no evidence."""
+    m = len(ratings)
+    thin = _n_battles(pairs, m) < min_battles
+    if not thin.any():
+        return lo, hi
+    cov = np.linalg.pinv(est.fit.hessian, hermitian=True)[:m, :m]
+    half = NormalDist().inv_cdf(0.5 + ci_level / 2.0) * _contrast_sd(cov, anchor)
+    lo = np.where(thin, np.minimum(lo, ratings - half), lo)
+    hi = np.where(thin, np.maximum(hi, ratings + half), hi)
+    return lo, hi
 
 
 def _check_options(

@@ -18,7 +18,7 @@ from arena import vibes
 
 from . import _fit
 from ._blas import single_threaded
-from ._board import SCALE, Leaderboard, _aggregate, leaderboard, prepare
+from ._board import Leaderboard, _aggregate, leaderboard, prepare
 from ._features import assistant_text, user_turns
 from ._input import BattleRecords, _is_missing_cell, as_records
 
@@ -121,46 +121,58 @@ def leaderboard_by(
 
 @single_threaded
 def rating_over_time(
-    records: Any, freq: str = "W", *, both_good: str = "tie", both_bad: str = "tie", ipw: bool = True
+    records: Any,
+    freq: str = "W",
+    *,
+    both_good: str = "tie",
+    both_bad: str = "tie",
+    ipw: bool = True,
+    method: str = "bt",
 ) -> pd.DataFrame:
-    """Bradley-Terry rating (mean 1000 over the models seen so far) using all battles up to the end of each period.
+    """The board's rating (`leaderboard`: same fit, ridge, tie method and scale, mean 1000 over the models seen so
+    far) on all battles up to the end of each period, so the last row is the board itself.
 
-    `freq` is a pandas period alias ("D", "W", "M", ...); battles need `tstamp` (Unix seconds). Rows: period end;
-    columns: models; NaN before a model's first battle.
+    `freq` is a pandas period alias ("D", "W", "M", ...); battles need `tstamp` (Unix seconds). Rows are indexed
+    by the time of the period's last battle (a real vote time, not the period's nominal end); columns: models;
+    NaN before a model's first battle.
     """
     recs = as_records(records)
     if "tstamp" not in recs.frame.columns:
         raise ValueError("rating_over_time needs a tstamp on the battles")
-    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
-    stamps = recs.frame["tstamp"].to_numpy(dtype=np.float64)[prep.rows]
+    frame = recs.frame
+    stamps = frame["tstamp"].to_numpy(dtype=np.float64, na_value=np.nan)
     timed = ~np.isnan(stamps)
     if not timed.any():
         raise ValueError("rating_over_time needs a tstamp on the battles")
     periods = pd.to_datetime(stamps[timed], unit="s").to_period(freq)
     codes, uniques = pd.factorize(periods, sort=True)
-    m = len(prep.names)
-    a, b, y, w = prep.a[timed], prep.b[timed], prep.y[timed], prep.w[timed]
-    full = _fit.Design(a, b, m)
-    pair_design = _fit.Design(full.pi, full.pj, m)
-    lo_is_a = a <= b
-    score_lo = np.where(lo_is_a, y, 1.0 - y) * w
-    n = np.zeros(full.n_pairs)
-    s = np.zeros(full.n_pairs)
-    seen = np.zeros(m, dtype=bool)
-    theta = None
-    rows = []
+    positions = np.flatnonzero(timed)
+    rows, index = [], []
+    names: list[str] = []
     for period in range(len(uniques)):
-        sel = codes == period
-        n += np.bincount(full.pair[sel], w[sel], full.n_pairs)
-        s += np.bincount(full.pair[sel], score_lo[sel], full.n_pairs)
-        seen[a[sel]] = True
-        seen[b[sel]] = True
-        y_pair = np.divide(s, n, out=np.full_like(s, 0.5), where=n > 0)
-        theta = _fit.newton(pair_design, y_pair, n, theta0=theta).theta
-        ratings = np.where(seen, SCALE * (theta - theta[seen].mean()) + 1000.0, np.nan)
+        upto = np.sort(positions[codes <= period])
+        subset = BattleRecords(
+            frame.iloc[upto].reset_index(drop=True),
+            None if recs.lines is None else recs.lines[upto],
+            recs.source,
+            recs.unit,
+        )
+        board = leaderboard(
+            subset,
+            method=method,
+            ci_method="sandwich",
+            elo_k=None,
+            min_battles=0,
+            both_good=both_good,
+            both_bad=both_bad,
+            ipw=ipw,
+        )
+        ratings = {m.name: m.rating for m in board.models}
+        names += [n for n in ratings if n not in names]
         rows.append(ratings)
-    index = pd.DatetimeIndex([p.end_time for p in uniques], name="period_end")
-    return pd.DataFrame(rows, index=index, columns=prep.names)
+        index.append(pd.Timestamp(float(stamps[positions[codes == period]].max()), unit="s"))
+    out = pd.DataFrame(rows, index=pd.DatetimeIndex(index, name="last_vote"), columns=sorted(names))
+    return out.astype(np.float64)
 
 
 def vibe_profiles(records: Any, models: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]]:

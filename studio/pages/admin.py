@@ -62,17 +62,17 @@ def _mode(ctx: StudioContext) -> str:
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     gr.Markdown(_mode(ctx), elem_id="admin-mode")
-    users = gr.Dataframe(interactive=False, label="Users", elem_id="admin-users")
+    users = gr.Dataframe(headers=COLUMNS, interactive=False, label="Users", elem_id="admin-users")
     with gr.Row():
         name = gr.Textbox(label="User name", elem_id="admin-name")
         password = gr.Textbox(label="Password (new users, resets)", type="password", elem_id="admin-password")
         role = gr.Dropdown(list(ROLES), value="annotator", label="Role", elem_id="admin-role")
     with gr.Row():
-        add = gr.Button("➕ Add user", variant="primary", elem_id="admin-add")
+        add = gr.Button("Add user", variant="primary", elem_id="admin-add")
         change = gr.Button("Set role", elem_id="admin-set-role")
-        disable = gr.Button("⛔ Disable", elem_id="admin-disable")
-        enable = gr.Button("✅ Enable", elem_id="admin-enable")
-        reset = gr.Button("🔑 Set password", elem_id="admin-set-password")
+        disable = gr.Button("Disable", elem_id="admin-disable")
+        enable = gr.Button("Enable", elem_id="admin-enable")
+        reset = gr.Button("Set password", elem_id="admin-set-password")
     result = gr.HTML(elem_id="admin-result")
 
     def run(action, request: gr.Request):  # type: ignore[no-untyped-def]
@@ -109,7 +109,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     disable.click(on_disable, [name], [result, users], api_name="admin_disable_user")
     enable.click(on_enable, [name], [result, users], api_name="admin_enable_user")
     reset.click(on_reset, [name, password], [result, users], api_name="admin_set_password")
-    refresh = gr.Button("🔄 Refresh", elem_id="admin-refresh")
+    refresh = gr.Button("Refresh", elem_id="admin-refresh")
     refresh.click(on_list, None, [users], api_name="admin_users")
 
     def on_load(request: gr.Request):
@@ -177,7 +177,7 @@ def build_checks(ctx: StudioContext) -> None:
         "### Annotator checks\nAgreement with everyone else's consensus, votes that follow one contestant's identity, "
         "verdicts on the very same answers, and votes faster than reading. Flags are advice: nothing is deleted."
     )
-    run = gr.Button("🔎 Check annotators", elem_id="admin-check-annotators")
+    run = gr.Button("Check annotators", elem_id="admin-check-annotators")
     summary = gr.HTML(elem_id="admin-checks-summary")
     table = gr.Dataframe(headers=CHECK_COLUMNS, interactive=False, elem_id="admin-checks-table")
 

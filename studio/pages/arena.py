@@ -14,6 +14,8 @@ carry its name, and which side had which temperature appears only in the reveal.
 
 from __future__ import annotations
 
+import html
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +31,14 @@ from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
 from arena.self_play import SELF_PLAY, default_temperatures
 from db import outcomes
 from studio.context import StudioContext
-from studio.errors import require, user_error
-from studio.render import literal, to_html
+from studio.errors import log, require, user_error
+from studio.render import error_text, literal, to_html
 from studio.uploads import discard_upload
 from training.verdict import badges_by_name
 
 VOTES = list(
     zip(
-        ("👈 A is better", "👉 B is better", "🤝 Tie", "👍 Both good", "👎 Both bad"),
+        ("A is better", "B is better", "Tie", "Both good", "Both bad"),
         outcomes.CHOICES,
         strict=True,
     )
@@ -96,6 +98,11 @@ def _reveal_text(r: Reveal) -> str:
     )
 
 
+#: How many updates ``_locked`` returns (a unit test checks it). Calling ``_locked()`` while the page is built
+#: creates its eight ``gr.Button``s inside the page: they showed as eight grey "Run" buttons under the arena.
+LOCKED_CONTROLS = 8
+
+
 def _locked():
     """Send, Regenerate, Reveal and the five votes, all off (see ``_lock_while_answering``).
 
@@ -125,8 +132,10 @@ def _lock_while_answering(triggers: list[Any], controls: list[Any]) -> None:
     JavaScript (``js=True``); a Content-Security-Policy without ``unsafe-eval`` would leave only the server's
     first update to do it.
     """
-    if len(controls) != len(_locked()):
-        raise ValueError(f"_locked() has {len(_locked())} updates for {len(controls)} controls")
+    if (
+        len(controls) != LOCKED_CONTROLS
+    ):  # never call ``_locked()`` here: its Buttons would render on the page
+        raise ValueError(f"_locked() has {LOCKED_CONTROLS} updates for {len(controls)} controls")
     gr.on(triggers, _locked, None, controls, js=True, queue=False, api_visibility="private")
 
 
@@ -229,7 +238,11 @@ def build(ctx: StudioContext) -> None:
             elem_id="arena-vote-turn",
         )
         vote_buttons = [gr.Button(label, interactive=False, elem_id=f"vote-{c}") for label, c in VOTES]
-    with gr.Accordion("Quick rubric (optional, 1 = poor, 5 = great; stored with your next vote)", open=False):
+    with gr.Accordion(
+        "Quick rubric (optional, 1 = poor, 5 = great): scores for the answers on screen, saved with your vote "
+        "on them, then cleared",
+        open=False,
+    ):
         rubric_inputs = []
         for criterion in QUICK_RUBRIC:
             with gr.Row():
@@ -244,33 +257,39 @@ def build(ctx: StudioContext) -> None:
                         )
                     )
     with gr.Row():
-        regen = gr.Button("🔁 Regenerate", interactive=False, elem_id="arena-regenerate")
-        reveal_btn = gr.Button("🔎 Reveal / end battle", interactive=False, elem_id="arena-reveal-btn")
-        new = gr.Button("🆕 New round", elem_id="arena-new")
+        regen = gr.Button("Regenerate", interactive=False, elem_id="arena-regenerate")
+        reveal_btn = gr.Button("Reveal / end battle", interactive=False, elem_id="arena-reveal-btn")
+        new = gr.Button("New round", elem_id="arena-new")
         with ctx.db.session() as s:
             sets = list_sets(s)
         prompt_set = gr.Dropdown(
             sets, value=MT_BENCH if MT_BENCH in sets else None, label="Prompt set", scale=2
         )
-        draw = gr.Button("🎲 Random prompt", elem_id="arena-random")
+        draw = gr.Button("Random prompt", elem_id="arena-random")
     reveal = gr.HTML("", elem_id="arena-reveal")
     _persona_form(ctx)
 
     if len(rubric_inputs) != 6:
         raise ValueError("on_vote takes six rubric scores (three criteria, two sides)")
     off = [gr.update(interactive=False)] * len(VOTES)
-    no_pick = gr.update(choices=[], value=None, interactive=False)
+
+    def no_pick() -> Any:
+        """A fresh update each time (Gradio pops ``value`` from an update it applies)."""
+        return gr.update(choices=[], value=None, interactive=False)
 
     def _pick(view: BattleView | None) -> Any:
         """The turn picker for ``view``: its unvoted turns, the latest selected (none once it has ended)."""
         todo = view.unvoted_turns if view is not None else []
         if not todo:
-            return no_pick
+            return no_pick()
         return gr.update(
             choices=[(f"Turn {i + 1}", i) for i in reversed(todo)], value=todo[-1], interactive=len(todo) > 1
         )
 
-    clear_rubric = [gr.update(value=None)] * len(rubric_inputs)
+    def clear_rubric() -> list[dict[str, Any]]:
+        """One fresh update per field: Gradio pops ``value`` from an update it applies, so one dict repeated
+        six times cleared only the first field, and the other scores stayed on screen for the next vote."""
+        return [gr.update(value=None) for _ in rubric_inputs]
 
     def on_mode(m: str, request: gr.Request):
         if m not in (NAMED, SELF):
@@ -364,7 +383,7 @@ def build(ctx: StudioContext) -> None:
                         False,
                         False,
                         False,
-                        pick=no_pick,
+                        pick=no_pick(),
                     )
                     return
                 if upd.done:
@@ -398,7 +417,8 @@ def build(ctx: StudioContext) -> None:
             view = svc.battle_view(battle_id)
             svc.check_prompt(battle_id, msg)
         except (BattleError, PermissionDenied, RateLimited) as exc:
-            raise user_error(exc) from exc
+            yield refused(battle_id, exc)
+            return
         labels = _labels(view)
         shown = to_html(msg, strict=True)  # the prompt: zero-width and bidi characters shown, not obeyed
         chat_l = [*chat_l, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
@@ -409,14 +429,16 @@ def build(ctx: StudioContext) -> None:
 
     def on_regenerate(battle_id, pid, chat_l, chat_r, request: gr.Request):
         if battle_id is None:
-            raise gr.Error("There is nothing to regenerate: send a prompt first.")
+            yield refused(battle_id, "there is nothing to regenerate: send a prompt first")
+            return
         try:
             ctx.access.limit("prompts", ctx.access.user_id(request))
             view = svc.battle_view(battle_id)
             updates = svc.regenerate(battle_id)
             first = next(updates)
         except (BattleError, StopIteration, PermissionDenied, RateLimited) as exc:
-            raise user_error(exc if str(exc) else "nothing to regenerate") from exc
+            yield refused(battle_id, exc if str(exc) else "nothing to regenerate")
+            return
         labels = _labels(view)
 
         def chained():
@@ -469,7 +491,7 @@ def build(ctx: StudioContext) -> None:
                 *[gr.update(interactive=bool(todo))] * len(VOTES),
                 gr.update(interactive=last_open),
                 gr.update(interactive=True),
-                *clear_rubric,
+                *clear_rubric(),
                 _pick(view),
             )
 
@@ -490,7 +512,7 @@ def build(ctx: StudioContext) -> None:
             *off,
             gr.update(interactive=False),
             gr.update(interactive=False),
-            no_pick,
+            no_pick(),
         )
 
     def on_new(battle_id: int | None):
@@ -510,7 +532,27 @@ def build(ctx: StudioContext) -> None:
             *off,
             gr.update(interactive=False),
             gr.update(interactive=False),
-            no_pick,
+            no_pick(),
+        )
+
+    def refused(battle_id: int | None, exc: BaseException | str) -> tuple[Any, ...]:
+        """A Send / Regenerate a person can fix (empty prompt, no models chosen, a limit): the reason and what to do
+        in the status line and a toast, the controls as the battle stands; nothing turns red, and the next good
+        action overwrites the status."""
+        text = error_text(exc) or "that did not work"
+        text = text[:1].upper() + text[1:]
+        if isinstance(exc, BaseException):
+            log.info("refused in the arena: %r", exc)
+        gr.Warning(text)  # the toast renders HTML: error_text escaped it
+        return (
+            gr.update(),
+            gr.update(),
+            battle_id,
+            gr.update(),
+            to_html(f"⚠️ {literal(html.unescape(text))}."),
+            gr.update(),
+            *on_settle(battle_id),
+            gr.update(),  # the turn picker keeps its turns: a refused request changed none
         )
 
     def on_settle(battle_id: int | None):
@@ -545,6 +587,17 @@ def build(ctx: StudioContext) -> None:
         regen.click(on_regenerate, [battle, drawn, left, right], stream_outs, api_name="arena_regenerate"),
     ):
         run.failure(on_settle, [battle], [*buttons, send], api_visibility="private")
+    # Scores belong to the answers they were given for: a new turn, a regenerated one, a reveal or a new round
+    # clears them in the browser at once (the vote clears them with its answer), so none rides on a later vote.
+    gr.on(
+        [send.click, prompt.submit, regen.click, reveal_btn.click, new.click],
+        None,
+        None,
+        rubric_inputs,
+        js=f"() => {json.dumps([None] * len(rubric_inputs))}",  # browser only: no server call, no wait
+        queue=False,
+        api_visibility="private",
+    )
     mode.change(
         on_mode, [mode], [pick_left, pick_right, self_play.row, self_play.model], api_visibility="private"
     )
@@ -569,7 +622,7 @@ def build(ctx: StudioContext) -> None:
 
 def _persona_form(ctx: StudioContext) -> None:
     """A small form (and a YAML upload) that adds personas as contestants."""
-    with gr.Accordion("➕ Add a persona (model + system prompt + decoding)", open=False):
+    with gr.Accordion("Add a persona (model + system prompt + decoding)", open=False):
         with gr.Row():
             name = gr.Textbox(label="Name (shown after the vote)", elem_id="persona-name")
             engine = gr.Dropdown(list(ENGINE_KINDS), value="llama_cpp", label="Engine")

@@ -61,8 +61,11 @@ def _snapshots(ctx: StudioContext) -> pd.DataFrame:
             }
             for x in snaps
         ],
-        columns=["id", "hash", "pairs", "created"],
+        columns=SNAPSHOT_COLUMNS,
     )
+
+
+SNAPSHOT_COLUMNS = ["id", "hash", "pairs", "created"]
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
@@ -71,9 +74,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         "### Preference snapshots\nFreeze the current decisive votes into a hashed, read-only "
         "dataset (TRL conversational preference rows). Training jobs only read frozen snapshots."
     )
-    freeze = gr.Button("❄️ Freeze snapshot from votes", elem_id="data-freeze")
+    freeze = gr.Button("Freeze snapshot from votes", elem_id="data-freeze")
     result = gr.Markdown(elem_id="data-snapshot-result")
-    table = gr.Dataframe(interactive=False, elem_id="data-snapshots")
+    table = gr.Dataframe(headers=SNAPSHOT_COLUMNS, interactive=False, elem_id="data-snapshots")
     gr.Markdown(
         "### Import a prompt set\nJSONL, JSON or CSV in the MT-Bench layout (`turns`, `category`, "
         "optional `question_id`) or Arena-Hard's (v0.1: `question_id`, `category`, `cluster`, `turns`; "

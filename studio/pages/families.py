@@ -3,6 +3,7 @@ provisional flags and the removal log. Data from ``arena.families`` over the boa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -29,8 +30,12 @@ def _num(x: float | None) -> str:
     return "unrated" if x is None else f"{x:.0f}"
 
 
-def family_view(ctx: StudioContext, service: LeaderboardService, min_votes: int) -> tuple[pd.DataFrame, str]:
-    board = service.board(BoardOptions(ci_method="sandwich", min_battles=1))
+def family_view(
+    ctx: StudioContext, service: LeaderboardService, min_votes: int, options: BoardOptions | None = None
+) -> tuple[pd.DataFrame, str]:
+    """The families over the board drawn with ``options`` (the Leaderboard tab passes its own, so a rating and its
+    interval read the same in both places)."""
+    board = service.board(options or BoardOptions())
     with ctx.db.session() as s:
         fams = families(s, board.get("models", []), min_votes=min_votes)
     rows: list[dict[str, Any]] = []
@@ -73,7 +78,14 @@ def family_view(ctx: StudioContext, service: LeaderboardService, min_votes: int)
     return pd.DataFrame(rows, columns=COLUMNS), text
 
 
-def build_section(ctx: StudioContext, service: LeaderboardService) -> None:
+def build_section(
+    ctx: StudioContext,
+    service: LeaderboardService,
+    filters: list[Any] | None = None,
+    options: Callable[..., BoardOptions] | None = None,
+) -> None:
+    """The accordion; ``filters`` (the board's option components) and ``options`` (their values -> BoardOptions)
+    make the families read the very board the tab shows."""
     with gr.Accordion("Families: checkpoints with a common ancestor", open=False):
         gr.Markdown(
             "Checkpoints trained from one root, with the **selection effect** of showing the best of N variants "
@@ -86,10 +98,11 @@ def build_section(ctx: StudioContext, service: LeaderboardService) -> None:
                 DEFAULT_MIN_VOTES, label="Votes after publish before a rating is final", precision=0
             )
             show = gr.Button("Show families", elem_id="families-show")
-        table = gr.Dataframe(interactive=False, elem_id="families-table")
+        table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="families-table")
         notes = gr.HTML(elem_id="families-notes")
 
-    def on_show(n):
-        return family_view(ctx, service, int(n or DEFAULT_MIN_VOTES))
+    def on_show(n, *values):
+        o = options(*values) if options is not None and values else None
+        return family_view(ctx, service, int(n or DEFAULT_MIN_VOTES), o)
 
-    show.click(on_show, [min_votes], [table, notes], api_name="families")
+    show.click(on_show, [min_votes, *(filters or [])], [table, notes], api_name="families")

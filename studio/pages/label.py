@@ -53,7 +53,7 @@ def _prompt_md(task: LabelTask) -> str:
     """The conversation as the display path's HTML, one block per message (the text cannot reach the labels)."""
     parts = []
     for m in task.prompt:
-        who = {"user": "🧑 User", "assistant": "🤖 Assistant", "system": "⚙️ System"}.get(m["role"])
+        who = {"user": "User", "assistant": "Assistant", "system": "System"}.get(m["role"])
         parts.append(to_html(f"**{who or literal(m['role'])}:**"))
         parts.append(to_html(m["content"], strict=m["role"] != "assistant"))
     return "".join(parts)
@@ -92,7 +92,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     with gr.Row():
         annotator = gr.Textbox(label="Annotator name", scale=2, elem_id="label-annotator")
         queue = gr.Dropdown([], label="Queue", scale=2, elem_id="label-queue", allow_custom_value=True)
-        start = gr.Button("▶ Start / next (N)", variant="primary", scale=1, elem_id="label-start")
+        start = gr.Button("Start / next (N)", variant="primary", scale=1, elem_id="label-start")
     progress = gr.HTML("", elem_id="label-progress")
     with gr.Row():
         with gr.Column(scale=3):

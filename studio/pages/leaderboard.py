@@ -57,6 +57,8 @@ GOLDILOCKS_COLUMNS = [
     "cost_per_answer",
     "engine",
 ]
+STYLE_COLUMNS = ["feature", "rating points per SD", "low", "high"]
+PROFILE_COLUMNS = ["feature", "mean", "share of answers", "median"]
 CONTROLS = [("Length & markdown (style)", "style"), ("Vibes: emoji, flattery, hedging... ", "vibe")]
 FREQS = [("Day", "D"), ("Week", "W"), ("Month", "M")]
 METHOD_CHOICES = [
@@ -132,7 +134,7 @@ def style_table(board: dict[str, Any]) -> pd.DataFrame:
         }
         for name, value in sorted(coefs.items(), key=lambda kv: -abs(kv[1]))
     ]
-    return pd.DataFrame(rows, columns=["feature", "rating points per SD", "low", "high"])
+    return pd.DataFrame(rows, columns=STYLE_COLUMNS)
 
 
 def style_chart(board: dict[str, Any]) -> go.Figure | None:
@@ -187,20 +189,39 @@ def heatmap(frame: pd.DataFrame, title: str, counts: bool = False) -> go.Figure 
     return fig
 
 
-def over_time_chart(frame: pd.DataFrame) -> go.Figure | None:
+def over_time_chart(frame: pd.DataFrame, controlled: bool = False) -> go.Figure | None:
+    """One line per contestant: the board's rating on the votes up to each date (the day of each period's last
+    vote), on a date axis."""
     if frame.empty:
         return None
+    days = [ts.strftime("%Y-%m-%d") for ts in frame.index]
     fig = go.Figure(
         [
-            go.Scatter(x=frame.index, y=frame[c], mode="lines+markers", name=plot_label(c))
+            go.Scatter(
+                x=days,
+                y=frame[c],
+                mode="lines+markers",
+                name=plot_label(c),
+                hovertemplate="%{x}: %{y:.0f}<extra>" + plot_label(c) + "</extra>",
+            )
             for c in frame.columns
         ]
     )
+    title = "Rating on all votes up to each date (the board's method and scale: mean 1000)"
+    if controlled:
+        title += "; without style or vibe control"
     fig.update_layout(
-        title="Bradley-Terry rating on all votes up to each period's end",
+        title=title,
         height=420,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         yaxis_title="rating",
+        xaxis={"type": "date", "tickformat": "%Y-%m-%d", "title": "date of the last vote counted"},
+    )
+    # at least a day either side: a date axis over one point would otherwise zoom into milliseconds
+    pad = pd.Timedelta(days=1)
+    fig.update_xaxes(
+        range=[(frame.index[0] - pad).strftime("%Y-%m-%d"), (frame.index[-1] + pad).strftime("%Y-%m-%d")],
+        dtick=86_400_000.0 if len(days) < 15 else None,
     )
     return fig
 
@@ -215,7 +236,7 @@ def profile_table(profile: dict[str, Any]) -> pd.DataFrame:
         }
         for f, v in profile["features"].items()
     ]
-    return pd.DataFrame(rows, columns=["feature", "mean", "share of answers", "median"])
+    return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
 
 
 def profile_chart(profile: dict[str, Any]) -> go.Figure:
@@ -319,6 +340,27 @@ def goldilocks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     ):
         df[col] = pd.to_numeric(df[col], errors="coerce").round(digits)
     return df
+
+
+def goldilocks_note(rows: list[dict[str, Any]]) -> str:
+    """What the Goldilocks panels are missing and how to fill them (display-path HTML); empty when nothing is."""
+    notes = []
+    if not any(r["rating"] is not None for r in rows):
+        notes.append("No rated contestant yet: vote in the Arena tab, then press the button again.")
+    if not any(r["eval_score"] is not None for r in rows):
+        notes.append(
+            "The eval panel is empty: no verifiable evals have run yet. Pick a contestant under *Run the "
+            "verifiable evals for* below and press **Run evals** (a few items first: *Only the first N items*)."
+        )
+    if rows and all(not r["cost_per_answer"] for r in rows):
+        notes.append(
+            "Every cost is 0 or unknown: local engines are priced at 0 per 1k tokens. To compare prices, copy "
+            "the prices file to `prices.yaml` in the studio's data folder (or set `VIBESTUDIO_PRICES`) and give "
+            "each engine or contestant its price per 1k tokens."
+        )
+    if any(r["tokens_per_s"] is None for r in rows):
+        notes.append("Speed is unknown for a contestant until it has answered in a battle or an eval.")
+    return to_html("\n".join(f"- {n}" for n in notes)) if notes else ""
 
 
 def summary_text(board: dict[str, Any], extra: str = "") -> str:
@@ -426,7 +468,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         )
         named = gr.Checkbox(False, label="Include named-mode votes", scale=1)
     method = gr.Radio(METHOD_CHOICES, value="auto", label="Method", elem_id="leaderboard-method")
-    refresh = gr.Button("🔄 Refresh", elem_id="leaderboard-refresh")
+    refresh = gr.Button("Refresh", elem_id="leaderboard-refresh")
     summary = gr.HTML(elem_id="leaderboard-summary")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
     chart = gr.Plot()
@@ -436,7 +478,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 "Tick a control above and refresh: each feature's coefficient says how many rating points one "
                 "standard deviation of it buys, with the ratings adjusted for it."
             )
-            coef_table = gr.Dataframe(interactive=False, elem_id="leaderboard-style")
+            coef_table = gr.Dataframe(headers=STYLE_COLUMNS, interactive=False, elem_id="leaderboard-style")
             coef_chart = gr.Plot()
         with gr.Tab("Matrices"):
             matrices_btn = gr.Button(
@@ -447,7 +489,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             with gr.Row():
                 freq = gr.Radio(FREQS, value="W", label="Period")
                 over_btn = gr.Button("Show rating over time", elem_id="leaderboard-over-time")
-            over_plot = gr.Plot()
+            over_plot = gr.Plot(elem_id="leaderboard-over-time-plot")
         with gr.Tab("Vibe profiles"):
             with gr.Row():
                 vibe_a = gr.Dropdown(
@@ -456,7 +498,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 vibe_b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
                 vibe_btn = gr.Button("Show vibes", elem_id="leaderboard-vibes")
             vibe_text = gr.HTML(elem_id="leaderboard-vibe-text")
-            vibe_table = gr.Dataframe(interactive=False, elem_id="leaderboard-vibe-table")
+            vibe_table = gr.Dataframe(
+                headers=PROFILE_COLUMNS, interactive=False, elem_id="leaderboard-vibe-table"
+            )
             vibe_plot = gr.Plot()
         with gr.Tab("Which method predicts best"):
             gr.Markdown(
@@ -472,6 +516,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         identifiability.build_section(ctx)
         with gr.Tab("Goldilocks"):
             gold_btn = gr.Button("Show the Goldilocks board", elem_id="leaderboard-goldilocks")
+            gold_note = gr.HTML(elem_id="goldilocks-note")
             gold_plot = gr.Plot()
             gold_table = gr.Dataframe(
                 headers=GOLDILOCKS_COLUMNS, interactive=False, elem_id="goldilocks-table"
@@ -480,10 +525,14 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 eval_who = gr.Dropdown(
                     [], label="Run the verifiable evals for", allow_custom_value=True, scale=2
                 )
-                eval_limit = gr.Number(
-                    None, label="Only the first N items (empty: all)", precision=0, scale=1
+                eval_limit = gr.Textbox(  # a Number would show "empty" as 0
+                    "",
+                    label="Only the first N items (empty: all)",
+                    placeholder="all items",
+                    scale=1,
+                    elem_id="evals-limit",
                 )
-                eval_btn = gr.Button("▶ Run evals", variant="primary", elem_id="evals-run", scale=1)
+                eval_btn = gr.Button("Run evals", variant="primary", elem_id="evals-run", scale=1)
             eval_status = gr.HTML(elem_id="evals-status")
         with gr.Tab("How fragile is the order"):
             fragile_tab = fragility_components()
@@ -542,7 +591,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
 
     def on_over_time(period, ci_method, chosen, board_name, with_named, method_name="auto"):
         o = options(ci_method, chosen, board_name, with_named, method_name)
-        return over_time_chart(service.over_time(o, period))
+        return over_time_chart(service.over_time(o, period), o.style_control or o.vibe_control)
 
     def on_vibes(a: str | None, b: str | None):
         if not a:
@@ -569,7 +618,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         out = service.board(options(ci_method, chosen, board_name, with_named, method_name))
         with ctx.db.session() as s:
             rows = goldilocks(s, out["models"])
-        return goldilocks_chart(rows), goldilocks_table(rows)
+        return goldilocks_chart(rows), goldilocks_table(rows), goldilocks_note(rows)
 
     def on_run_evals(who: str | None, limit, request: gr.Request, progress=gr.Progress()):
         require(ctx, request, "researcher")
@@ -579,11 +628,15 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         def report(done: int, total: int, item: str) -> None:
             progress((done, total), desc=f"{who}: {item or 'starting'}")
 
+        text = str(limit or "").strip()
+        if text and not (text.isdigit() and int(text) > 0):
+            gr.Warning("Only the first N items takes a whole number above 0; leave it empty for all items.")
+            return to_html("Not run: type a whole number of items above 0, or leave the box empty for all.")
         try:
             run = run_evals(
                 ctx.db,
                 who,
-                limit=int(limit) if limit else None,
+                limit=int(text) if text else None,
                 progress=report,
                 user_id=ctx.access.user_id(request),
             )
@@ -627,6 +680,14 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     refresh.click(on_refresh, filters, board_outputs, api_name="leaderboard")
     demo.load(on_refresh, filters, board_outputs, api_visibility="private")
     method.change(on_refresh, filters, board_outputs, api_visibility="private")
+    # picking a board, the intervals, a control or named votes redraws at once (the timer redraws only on new votes)
+    gr.on(
+        [ci.input, controls.input, board.input, named.input],
+        on_refresh,
+        filters,
+        board_outputs,
+        api_visibility="private",
+    )
     predict_btn.click(on_predict, filters, [predict_md, predict_df], api_name="leaderboard_predict")
     timer.tick(on_tick, [*filters, seen_version], [*board_outputs, seen_version], api_visibility="private")
     if tab is not None:
@@ -635,14 +696,15 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     matrices_btn.click(on_matrices, filters, [win_plot, count_plot], api_visibility="private")
     over_btn.click(on_over_time, [freq, *filters], [over_plot], api_visibility="private")
     vibe_btn.click(on_vibes, [vibe_a, vibe_b], [vibe_text, vibe_table, vibe_plot], api_visibility="private")
-    gold_btn.click(on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private")
+    gold_outputs = [gold_plot, gold_table, gold_note]
+    gold_btn.click(on_goldilocks, filters, gold_outputs, api_visibility="private")
     eval_btn.click(on_run_evals, [eval_who, eval_limit], [eval_status], api_visibility="private").then(
-        on_goldilocks, filters, [gold_plot, gold_table], api_visibility="private"
+        on_goldilocks, filters, gold_outputs, api_visibility="private"
     )
     wire_fragility(ctx, fragile_tab, filters, options)
     wire_lc(ctx, demo, lc_tab, filters, options)
     wire_decision(ctx, demo)
-    families.build_section(ctx, service)
+    families.build_section(ctx, service, filters, options)  # the same board, so the same intervals
 
 
 # -- how fragile is the order; LC win rate (votes-to-flip, #31) ----------------------------------------------------------

@@ -111,13 +111,24 @@ def flip_md(service: LeaderboardService, name: str) -> str:
     return head + "\n".join(lines)
 
 
+HINT = (
+    "Pick a model in the list above to see its lineage, ratings, vibe profile, checkpoint report and (for a "
+    "trained checkpoint) its training curves."
+)
+
+
+def _curves(fig: go.Figure | None) -> Any:
+    """The training-curves plot, shown only when there are curves (a base model has none)."""
+    return gr.update(value=fig, visible=fig is not None)
+
+
 def render(ctx: StudioContext, service: LeaderboardService, name: str | None) -> tuple[Any, ...]:
     if not name:
-        return (to_html("Pick a model."), "", "", "", "", None)
+        return (to_html(HINT), "", "", "", "", _curves(None))
     try:
         page = model_page(ctx.db, name, service)
     except RegistryError as exc:
-        return (to_html(f"⚠️ {literal(str(exc))}"), "", "", "", "", None)
+        return (to_html(f"⚠️ {literal(str(exc))}"), "", "", "", "", _curves(None))
     v = page["verdict"]
     c = page["contestant"]
     head = f"## {literal(c['public_name'])} {v['badge']}\n{literal(c.get('description') or '')}"
@@ -144,7 +155,7 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
         to_html(ratings_md(page, literal) + flip_md(service, c["public_name"])),
         to_html(vibe_md(page) + "\n\n" + identifiability_md(page) + "\n\n" + probes_md(page)),
         to_html(report),
-        curves_figure(page["curves"]),
+        _curves(curves_figure(page["curves"])),
     )
 
 
@@ -153,13 +164,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     names = choices(ctx)
     with gr.Row():
         pick = gr.Dropdown(names, value=None, label="Model", elem_id="models-pick", allow_custom_value=False)
-        refresh = gr.Button("🔄 Refresh list", size="sm")
-    header = gr.HTML(elem_id="models-header")
+        refresh = gr.Button("Refresh list", size="sm")
+    header = gr.HTML(to_html(HINT), elem_id="models-header")
     with gr.Row():
         lineage = gr.HTML(elem_id="models-lineage")
         rating = gr.HTML(elem_id="models-rating")
     report = gr.HTML(elem_id="models-report")
-    curves = gr.Plot(label="Training curves")
+    curves = gr.Plot(label="Training curves", visible=False, elem_id="models-curves")
     vibe = gr.HTML(elem_id="models-vibe")
     with gr.Accordion("Hold or let into anonymous battles (researchers)", open=False):
         reason = gr.Textbox(label="Why (logged)", elem_id="models-reason")

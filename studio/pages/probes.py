@@ -85,7 +85,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     with gr.Row():
         run = gr.Button("Run probes", variant="primary", elem_id="probes-run")
         show = gr.Button("Show stored results", elem_id="probes-show")
-    table = gr.Dataframe(interactive=False, label="Probe rates", elem_id="probes-table")
+    table = gr.Dataframe(headers=COLUMNS, interactive=False, label="Probe rates", elem_id="probes-table")
     summary = gr.HTML(elem_id="probes-summary")
 
     def report(name: str, other: str | None) -> tuple[pd.DataFrame, str]:

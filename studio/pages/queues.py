@@ -7,6 +7,7 @@ downloads.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +29,26 @@ from annotation.labelling import queue_progress
 from annotation.onpolicy import OnPolicySpec, generate_queue
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.rubrics import RubricError, list_rubrics
-from annotation.snapshots import SnapshotError
+from annotation.snapshots import SnapshotError, skip_reason_text
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from db.paths import file_stem, under
 from db.session import data_home
 from studio.context import StudioContext
 from studio.errors import require, user_error
-from studio.render import literal, to_html
+from studio.render import error_text, literal, to_html
 from studio.uploads import discard_upload
 
+QUEUE_COLUMNS = ["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}
+
+
+def export_dir() -> Path:
+    """Where the Annotate tab writes exports; the app lets Gradio serve this folder (and nothing else of the data
+    home) so the download works wherever the data home lives."""
+    folder = data_home() / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _progress_cb(progress: gr.Progress):
@@ -65,9 +75,7 @@ def _table(ctx: StudioContext) -> pd.DataFrame:
                     q.source,
                 ]
             )
-    return pd.DataFrame(
-        rows, columns=["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
-    )
+    return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
 
 def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -79,8 +87,8 @@ def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[str], list[
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
-    table = gr.Dataframe(interactive=False, elem_id="queues-table")
-    refresh = gr.Button("🔄 Refresh", elem_id="queues-refresh")
+    table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, elem_id="queues-table")
+    refresh = gr.Button("Refresh", elem_id="queues-refresh")
 
     with gr.Accordion("New on-policy queue", open=True):
         with gr.Row():
@@ -91,8 +99,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         with gr.Row():
             k = gr.Slider(2, 6, value=2, step=1, label="Answers per prompt (k)")
             temps = gr.Textbox(label="Temperatures (comma-separated, optional)", placeholder="0.7, 1.0")
-            max_prompts = gr.Number(value=10, precision=0, label="Prompts (0 = all)")
-            max_tokens = gr.Number(value=256, precision=0, label="Max tokens per answer")
+            max_prompts = gr.Number(
+                value=10, precision=0, label="Prompts (0 = all)", elem_id="queues-max-prompts"
+            )
+            max_tokens = gr.Number(
+                value=256, precision=0, label="Max tokens per answer", elem_id="queues-max-tokens"
+            )
             overlap = gr.Number(value=1, precision=0, label="Annotators per item")
             rubric = gr.Dropdown([], label="Rubric", allow_custom_value=True)
         create = gr.Button("Generate queue", variant="primary", elem_id="queues-create")
@@ -130,7 +142,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             e_agg = gr.Radio(["each", "majority"], value="each", label="Rows per")
         with gr.Row():
             do_export = gr.Button("Export", elem_id="queues-export")
-            freeze = gr.Button("❄️ Freeze as training snapshot", elem_id="queues-freeze")
+            freeze = gr.Button("Freeze as training snapshot", elem_id="queues-freeze")
         exported = gr.HTML(elem_id="queues-exported")
         download = gr.File(label="Download", interactive=False)
 
@@ -255,21 +267,28 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         suffix = FILE_FORMATS.get(file_kind)
         if suffix is None:
             raise gr.Error("Pick a file kind.")
-        out = under(data_home() / "exports", stem + suffix)  # the file stays in the data home's exports
+        out = under(export_dir(), stem + suffix)  # the file stays in the data home's exports
         try:
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)
                 res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out, user_id=uid)
-        except (QueueError, PermissionDenied) as exc:
+        except QueueError as exc:  # nothing to export yet: say so and what to do, no red error
+            text = error_text(exc)
+            gr.Warning(f"Not exported: {text}")
+            return to_html(
+                f"⚠️ Not exported: {literal(html.unescape(text))}. Label some items in the Label tab (or import "
+                "labelled preference data above), then export again."
+            ), None
+        except PermissionDenied as exc:
             raise user_error(exc) from exc
         path = Path(res.path)
         if path.is_dir():
             import shutil
 
             path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
-        skipped = ", ".join(f"{k} {v}" for k, v in res.skipped.items())
+        skipped = skip_reason_text(res.skipped)
         text = f"**{res.n_rows}** rows → {literal(res.path)}" + (
-            f" (skipped: {literal(skipped)})" if skipped else ""
+            f" (left out: {literal(skipped)})" if skipped else ""
         )
         return to_html(text), str(path)
 

@@ -122,7 +122,7 @@ def form_config(
     snap_label: str | None,
     pairs: str,
     steps: float | None,
-    lr: float | None,
+    lr: float | str | None,
     beta: float | None,
     lora: bool,
     save_steps: float | None,
@@ -137,8 +137,8 @@ def form_config(
     data["pairs"] = pairs or "all"
     if steps:
         data["max_steps"] = int(steps)
-    if lr:
-        data["learning_rate"] = float(lr)
+    if lr is not None and str(lr).strip():
+        data["learning_rate"] = _number(lr)
     data["lora"] = bool(lora)
     data["save_steps"] = int(save_steps or 0)
     if kind == "dpo":
@@ -169,6 +169,14 @@ def with_task_set(data: dict[str, Any], task_set: str | None, verifier: str | No
     if TASK_VERIFIERS.get(verifier or ""):
         reward["verifier"] = TASK_VERIFIERS[verifier or ""]
     return {**data, "snapshot_hash": "", "tasks": task_set, "rewards": [reward, *data.get("rewards", [])]}
+
+
+def _number(text: float | str) -> float | str:
+    """A typed number as a float; anything else as typed, so the config check names the field and the problem."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return str(text).strip()
 
 
 def reward_specs(
@@ -208,7 +216,12 @@ def check_markdown(check: ConfigCheck) -> str:
         verdict = "✅ fits" if check.estimate.fits else "⛔ **does not fit**"
         lines.append(f"**Estimate:** {check.estimate.summary()} — {verdict}")
     if check.mix is not None:
-        lines.append(f"**Pairs for the parent:** {describe_mix(check.mix)} (on = both answers its own)")
+        fresh = check.config is not None and not check.config.snapshot_hash
+        source = " from the current votes (frozen at launch)" if fresh else ""
+        lines.append(
+            f"**Pairs for the parent{source}:** {describe_mix(check.mix)} (on = both answers its own, "
+            "half = one of them, off = neither)"
+        )
     if check.errors:
         lines.append("**Problems (nothing launched):**")
         lines += [f"- {literal(e.field or 'config')}: {literal(e.message)}" for e in check.errors]
@@ -290,7 +303,13 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         pairs = gr.Dropdown(PAIRS, value="all", label="Pairs (seen from the parent)", elem_id="train-pairs")
     with gr.Row():
         steps = gr.Number(16, label="Steps", precision=0, minimum=1, elem_id="train-steps")
-        lr = gr.Number(None, label="Learning rate (empty = default)", elem_id="train-lr")
+        # a Textbox: a Number shows an empty value as 0, which reads as "learning rate 0"
+        lr = gr.Textbox(
+            "",
+            label="Learning rate (empty = default)",
+            placeholder="default for the kind",
+            elem_id="train-lr",
+        )
         beta = gr.Number(0.1, label="beta (KL strength)", elem_id="train-beta")
         lora = gr.Checkbox(True, label="LoRA (off = full fine-tune)", elem_id="train-lora")
         save_steps = gr.Number(
@@ -335,7 +354,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     check_md = gr.HTML(elem_id="train-check")
     with gr.Row():
         check_btn = gr.Button("Check config", elem_id="train-check-btn")
-        launch = gr.Button("🚀 Launch job", variant="primary", elem_id="train-launch")
+        launch = gr.Button("Launch job", variant="primary", elem_id="train-launch")
     launched = gr.HTML(elem_id="train-launched")
 
     gr.Markdown("### Jobs")
@@ -353,9 +372,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             elem_id="train-job",
             allow_custom_value=True,
         )
-        stop = gr.Button("⏹ Cancel", elem_id="train-cancel")
-        again = gr.Button("⏵ Resume", elem_id="train-resume")
-        clone = gr.Button("⧉ Clone and edit", elem_id="train-clone")
+        stop = gr.Button("Cancel", elem_id="train-cancel")
+        again = gr.Button("Resume", elem_id="train-resume")
+        clone = gr.Button("Clone and edit", elem_id="train-clone")
     why = gr.Textbox(
         label="Reason (needed to cancel, resume or publish another user's job unless you are an admin; recorded)",
         max_length=500,

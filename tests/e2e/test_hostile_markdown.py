@@ -225,7 +225,7 @@ def test_hostile_corpus_on_every_page(hostile, browser, tmp_path):
         ),
         encoding="utf-8",
     )
-    page.get_by_text("➕ Add a persona").click()
+    page.get_by_text("Add a persona").first.click()
     upload(page, "#persona-file", persona_file)
     page.locator("#persona-import").click()
     page.wait_for_function(

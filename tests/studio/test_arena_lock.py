@@ -54,7 +54,9 @@ def test_send_enter_and_regenerate_lock_the_controls_client_side(tmp_path):
     starts += [
         d
         for d in deps
-        if (by_elem["arena-prompt"], "submit") in map(tuple, d["targets"]) and not d.get("js_implementation")
+        if (by_elem["arena-prompt"], "submit") in map(tuple, d["targets"])
+        and not d.get("js_implementation")
+        and d.get("backend_fn")  # a server handler (not the browser-only rubric clear)
     ]
     assert len(starts) == 3
     assert all(lock["id"] < d["id"] for d in starts)  # the browser waits on a server listener before the next

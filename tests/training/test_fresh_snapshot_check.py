@@ -1,0 +1,71 @@
+"""The check before launch applies one rule to a fresh snapshot of the current votes and to a frozen one (#27): the
+same "at least min_pairs" refusal and the same on/half/off mix, so a config the check calls valid also launches."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from sqlalchemy import func, select
+
+from annotation.snapshots import vote_pairs, write_snapshot
+from arena.registry import ContestantSpec, register
+from db.models import Battle, DatasetSnapshot, Turn, Vote
+from training.errors import JobError
+from training.service import check_config, launch_config
+
+
+def _votes(db, parent: int, other: int, n: int, start: int = 0) -> None:
+    with db.session() as s:
+        for k in range(start, start + n):
+            b = Battle(
+                a_id=parent,
+                b_id=other,
+                left_is_a=True,
+                mode="anonymous",
+                status="voted",
+                created_at=datetime(2026, 1, 1),
+            )
+            b.turns.append(Turn(idx=0, user_msg=f"q{k}", answer_a=f"mine {k}", answer_b=f"theirs {k}"))
+            b.votes.append(Vote(turn_idx=0, outcome="a" if k % 2 else "b", revealed_before_vote=False))
+            s.add(b)
+
+
+def _snapshots(db) -> int:
+    with db.session() as s:
+        return s.scalar(select(func.count(DatasetSnapshot.id))) or 0
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["fresh", "frozen"])
+def test_three_pairs_are_refused_either_way(db, tiny_parent, frozen):
+    with db.session() as s:
+        other = register(s, ContestantSpec("other-model"))
+    _votes(db, tiny_parent, other, 3)
+    snapshot = ""
+    if frozen:
+        with db.session() as s:
+            snapshot = write_snapshot(s, vote_pairs(s)[0], {"source": "test"}).hash
+    before = _snapshots(db)
+    config = {"kind": "dpo", "parent_contestant": "tiny-parent", "snapshot_hash": snapshot}
+    check = check_config(db, config)
+    assert not check.ok
+    assert [e.field for e in check.errors] == ["snapshot_hash"]
+    assert "3 pair(s) to train on" in check.errors[0].message and "at least 4" in check.errors[0].message
+    assert check.mix == {"on": 0, "half": 3, "off": 0, "unknown": 0, "total": 3}
+    assert _snapshots(db) == before  # the check wrote nothing
+    with pytest.raises(JobError, match="at least 4"):
+        launch_config(db, config)
+    _votes(db, tiny_parent, other, 1, start=3)
+    if not frozen:  # the fourth vote is in the current votes, so the fresh snapshot now passes
+        again = check_config(db, config)
+        assert again.ok, again.errors
+        assert again.mix is not None and again.mix["total"] == 4
+
+
+def test_pairs_filter_on_a_fresh_snapshot(db, tiny_parent):
+    with db.session() as s:
+        other = register(s, ContestantSpec("other-model"))
+    _votes(db, tiny_parent, other, 6)
+    check = check_config(db, {"kind": "dpo", "parent_contestant": "tiny-parent", "pairs": "on_policy"})
+    assert [e.field for e in check.errors] == ["pairs"]
+    assert "current votes make 0 pair(s)" in check.errors[0].message
