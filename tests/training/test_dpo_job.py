@@ -11,9 +11,9 @@ import pytest
 from safetensors.torch import load_file
 
 from annotation.snapshots import write_snapshot
+from arena import lifecycle
 from arena.engines.base import Sampling
 from arena.engines.hf import TransformersEngine
-from arena import lifecycle
 from arena.registry import ContestantInfo, get_contestant
 from db.models import Checkpoint
 from db.session import Database
