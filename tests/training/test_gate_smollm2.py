@@ -20,6 +20,7 @@ from training.service import launch_dpo
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3000)  # training, then the report: minutes each on a CPU
 @pytest.mark.parametrize("db", ["sqlite"], indirect=True)
 def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
     with db.session() as s:
@@ -27,7 +28,7 @@ def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
     snap = make_snapshot(rows=pair_rows(8))
     job_id = launch_dpo(
         db, "smollm2-warm", snap, max_steps=2, kl_prompts=2, kl_max_new_tokens=8,
-        drift_prompts=16, drift_max_tokens=32, eval_items=8, eval_max_tokens=32,
+        drift_prompts=20, drift_max_tokens=24, eval_items=4, eval_max_tokens=24,
     )  # fmt: skip
     arena, stop, draws = ArenaService(db, rng=random.Random(0)), threading.Event(), [0]
 
