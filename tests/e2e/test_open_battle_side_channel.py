@@ -121,7 +121,7 @@ def _read_everything(page, url: str) -> dict[str, str]:
         )
     page.get_by_role("tab", name="Identifiability").click()
     _click_and_settle(page, "#ident-measure")
-    page.locator("#ident-table").get_by_text(NAMES[0]).first.wait_for()
+    page.wait_for_function("document.querySelector('#ident-notes').innerText.includes('answers;')")
     seen["identifiability"] = (
         page.locator("#ident-table").inner_text() + page.locator("#ident-notes").inner_text()
     )
