@@ -189,7 +189,7 @@ def test_boards_and_profiles_do_not_move_until_the_battle_ends(arena, browser):
     moved = [name for name in NAMES if after[f"vibes:{name}"] != before[f"vibes:{name}"]]
     assert len(moved) == 2, moved  # exactly the two contestants of the battle, and only now
     pages = [name for name in NAMES if after[f"model:{name}"] != before[f"model:{name}"]]
-    assert pages == moved, (pages, moved)  # their model pages (ratings, vibes, speed) moved too, only theirs
+    assert set(moved) <= set(pages), (pages, moved)  # their model pages moved (others' may: rank "of N")
     assert after["families"] != before["families"]  # their votes since publish, now that the battle ended
 
 
