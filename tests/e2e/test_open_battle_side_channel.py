@@ -121,7 +121,7 @@ def _read_everything(page, url: str) -> dict[str, str]:
         )
     page.get_by_role("tab", name="Identifiability").click()
     _click_and_settle(page, "#ident-measure")
-    page.locator("#ident-table").get_by_text(NAMES[0]).first.wait_for()
+    page.wait_for_function("document.querySelector('#ident-notes').innerText.includes('answers;')")
     seen["identifiability"] = (
         page.locator("#ident-table").inner_text() + page.locator("#ident-notes").inner_text()
     )
@@ -189,7 +189,7 @@ def test_boards_and_profiles_do_not_move_until_the_battle_ends(arena, browser):
     moved = [name for name in NAMES if after[f"vibes:{name}"] != before[f"vibes:{name}"]]
     assert len(moved) == 2, moved  # exactly the two contestants of the battle, and only now
     pages = [name for name in NAMES if after[f"model:{name}"] != before[f"model:{name}"]]
-    assert pages == moved, (pages, moved)  # their model pages (ratings, vibes, speed) moved too, only theirs
+    assert set(moved) <= set(pages), (pages, moved)  # their model pages moved (others' may: rank "of N")
     assert after["families"] != before["families"]  # their votes since publish, now that the battle ended
 
 
