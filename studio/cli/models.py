@@ -272,8 +272,6 @@ def models_log(
         )
         typer.echo(f"{h['at']}  {h['action']:<8} {move:<22} by {h['by']}: {h['reason']}")
 
-    typer.echo(f"{name} is held out of anonymous battles.")
-
 
 @models_app.command("identifiability")
 def models_identifiability(

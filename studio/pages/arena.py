@@ -668,11 +668,11 @@ def _persona_form(ctx: StudioContext) -> None:
         return to_html(f"✅ Added **{literal(spec.public_name)}**: it can be drawn in the next battle.")
 
     def on_yaml(file: Any, request: gr.Request):
-        require(ctx, request, "researcher")
-        if file is None:
-            raise gr.Error("Choose a YAML file first.")
-        path = file if isinstance(file, str) else file.name
+        path = None if file is None else (file if isinstance(file, str) else file.name)
         try:
+            require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
+            if path is None:
+                raise gr.Error("Choose a YAML file first.")
             with ctx.db.session() as s:  # the service checks the role before it reads the file
                 specs = import_persona_file(s, path, user_id=ctx.access.user_id(request))
         except (PersonaError, PermissionDenied) as exc:

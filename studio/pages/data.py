@@ -101,13 +101,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 
     def on_import(name: str, file: str | None, request: gr.Request):
-        require(ctx, request, "researcher")
-        if not name or not name.strip():
-            raise gr.Error("Give the prompt set a name.")
-        if not file:
-            raise gr.Error("Choose a file to import.")
-        path = Path(file)
         try:
+            require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
+            if not name or not name.strip():
+                raise gr.Error("Give the prompt set a name.")
+            if not file:
+                raise gr.Error("Choose a file to import.")
+            path = Path(file)
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)
                 n = import_prompt_set(s, name.strip(), path.name, path.read_bytes(), user_id=uid)
@@ -128,10 +128,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     )
 
 
+TASK_COLUMNS = ["name", "tasks", "train", "held-out", "source", "hash", "created"]
+
+
 def _task_sets(ctx: StudioContext) -> pd.DataFrame:
     from training.tasks import list_task_sets
 
-    cols = ["name", "tasks", "train", "held-out", "source", "hash", "created"]
+    cols = TASK_COLUMNS
     rows = [
         [t.name, t.n_tasks, t.n_train, t.n_heldout, t.source, t.hash[:12], t.created_at]
         for t in list_task_sets(ctx.db)
@@ -154,17 +157,20 @@ def _task_section(ctx: StudioContext) -> gr.Dataframe:
         upload = gr.File(label="File", file_types=[".jsonl", ".json", ".parquet"], elem_id="data-task-file")
     do_import = gr.Button("Import tasks", elem_id="data-task-import")
     result = gr.HTML(elem_id="data-task-import-result")
-    table = gr.Dataframe(interactive=False, elem_id="data-task-sets")
+    table = gr.Dataframe(headers=TASK_COLUMNS, interactive=False, elem_id="data-task-sets")
 
     def on_import(set_name: str, file: str | None, request: gr.Request):
-        if not set_name or not set_name.strip():
-            raise gr.Error("Give the task set a name.")
-        if not file:
-            raise gr.Error("Choose a file to import.")
         try:
+            require(ctx, request, "researcher")  # the role before any work on the upload
+            if not set_name or not set_name.strip():
+                raise gr.Error("Give the task set a name.")
+            if not file:
+                raise gr.Error("Choose a file to import.")
             done = import_task_file(ctx.db, file, set_name.strip(), user_id=ctx.access.user_id(request))
         except (TaskError, PermissionDenied) as exc:
             raise user_error(exc) from exc
+        finally:
+            discard_upload(file)  # read once; the user's file does not stay in the upload cache
         return to_html(literal(done.summary())), _task_sets(ctx)
 
     do_import.click(on_import, [name, upload], [result, table], api_name="data_import_tasks")

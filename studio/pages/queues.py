@@ -206,10 +206,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         ), _table(ctx)
 
     def on_import(file: str | None, layout: str, qname: str, skip: bool, request: gr.Request):
-        require(ctx, request, "researcher")
-        if not file:
-            raise gr.Error("Choose a file.")
         try:
+            require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
+            if not file:
+                raise gr.Error("Choose a file.")
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)
                 rep = import_file(s, file, layout, qname.strip() or None, skip_bad=skip, user_id=uid)

@@ -582,7 +582,17 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         except PermissionDenied as exc:
             empty = pd.DataFrame(columns=JOB_COLUMNS)
             nothing = gr.update(choices=[], value=None)
-            return (nothing, gr.update(), gr.update(), gr.update(), empty, nothing, "", to_html(literal(exc)))
+            return (
+                nothing,
+                gr.update(),
+                gr.update(),
+                gr.update(),
+                nothing,
+                empty,
+                nothing,
+                "",
+                to_html(literal(exc)),
+            )
         text, md = on_form(
             "DPO",
             p[0] if p else None,

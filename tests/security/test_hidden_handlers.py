@@ -50,6 +50,15 @@ LEAST_ROLE: dict[str, str] = {
     P + "families.build_section.<locals>.on_show": ANY,
     P + "data.build.<locals>.on_freeze": RESEARCHER,
     P + "data.build.<locals>.on_import": RESEARCHER,
+    P + "data._task_section.<locals>.on_import": RESEARCHER,
+    P + "identifiability.build_section.<locals>.on_measure": ANY,
+    P + "leaderboard.wire_decision.<locals>.names": ANY,
+    P + "leaderboard.wire_decision.<locals>.on_card": ANY,
+    P
+    + "leaderboard.wire_fragility.<locals>.on_flip": ANY,  # voters' names only for admins (flip_votes_table)
+    P + "leaderboard.wire_fragility.<locals>.on_pair": ANY,
+    P + "leaderboard.wire_lc.<locals>.names": ANY,
+    P + "leaderboard.wire_lc.<locals>.on_lc": ANY,
     P + "data.build.<locals>.<lambda>": ANY,
     P + "queues.build.<locals>.on_refresh": ANY,
     P + "queues.build.<locals>.on_create": RESEARCHER,

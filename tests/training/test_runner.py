@@ -112,7 +112,7 @@ def test_cancel_running_and_queued_jobs_leaves_no_process_and_the_queue_moves_on
     assert runner.cancel(db, second).status == "cancelled"  # queued: just marked
     pid = _running_pid(db, first)
     view = runner.cancel(db, first, grace=5.0)
-    assert view.status == "cancelled" and view.error == "cancelled by user"
+    assert view.status == "cancelled" and view.error == "cancelled by the local operator"
     assert not runner.pid_alive(pid) and _gone(pid)
     # the queue moved on: the third job runs (and finishes) after the cancel
     done = runner.wait(db, third, timeout=180)
