@@ -191,16 +191,16 @@ def _error(fn) -> str:  # type: ignore[no-untyped-def]
 
 
 def _refused_send(client, prompt: str) -> str:  # type: ignore[no-untyped-def]
-    """The reason an arena Send was refused: a person-fixable refusal comes back as the status line (index 4 of
-    the outputs: a warning, no red error), anything else as the server's error; an accepted Send fails the test."""
+    """The reason an arena Send was refused: a person-fixable refusal comes back as the status line (a warning, no
+    red error), anything else as the server's error; an accepted Send fails the test."""
     try:
         out = client.predict(prompt, "Anonymous", None, None, api_name="/arena_send")
     except Exception as exc:  # gradio_client's AppError carries the server's message
         return str(exc)
-    status = str(out[4] or "")
-    if "⚠️" not in status:
-        raise AssertionError(f"the call was accepted: {status[:200]}")
-    return status
+    warnings = [o for o in out if isinstance(o, str) and "⚠️" in o]  # the status line (States are not outputs)
+    if not warnings:
+        raise AssertionError(f"the call was accepted: {str(out)[:300]}")
+    return warnings[0]
 
 
 def test_api_refuses_hostile_prompts_and_enforces_turn_and_token_limits(small_server):
