@@ -43,6 +43,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from arena.battle_end import UNREVEALED, close, end_idle, touch
+from arena.engines.base import Sampling
 from arena.lifecycle import may_play
 from arena.registry import (
     ContestantInfo,
@@ -138,6 +139,23 @@ class TurnUpdate:
     left_error: str | None = None
     right_error: str | None = None
     regenerated: bool = False
+    # the answer stopped at its length limit (mid-sentence, most likely); the limit itself is not shown, since
+    # it differs by persona and would hint at who wrote the answer
+    left_cut: bool = False
+    right_cut: bool = False
+
+
+def hit_length_limit(sd: Any, max_new_tokens: int) -> bool:
+    """True when a finished side's answer used every token it was allowed (its persona's cap or the arena's)."""
+    if sd.stats is None or sd.error is not None:
+        return False
+    try:
+        cap = Sampling.from_dict(
+            sd.info.sampling
+        ).max_tokens  # what the stream asked for (arena/streaming.py)
+    except (TypeError, ValueError, KeyError):
+        cap = max_new_tokens
+    return sd.stats.tokens >= min(cap, max_new_tokens) > 0
 
 
 @dataclass
@@ -488,6 +506,8 @@ class ArenaService:
                 left.error.public_message if left.error else None,
                 right.error.public_message if right.error else None,
                 replacing is not None,
+                done and hit_length_limit(left, lim.max_new_tokens),
+                done and hit_length_limit(right, lim.max_new_tokens),
             )
 
         with closing(stream_pair(sides, messages, stream_limits)) as stream:

@@ -64,9 +64,17 @@ def _status(upd: TurnUpdate) -> str:
     )
 
 
-def _pane(text: str, error: str | None) -> str:
-    """An answer (model output) as the display path's HTML, with the identity-free error kind under it."""
-    return to_html(f"{text}") + (to_html(f"⚠️ *{literal(error)}*") if error else "")
+CUT_NOTE = "*[cut off: the answer reached its length limit]*"
+
+
+def _pane(text: str, error: str | None, cut: bool = False) -> str:
+    """An answer (model output) as the display path's HTML, with the identity-free error kind under it, and a note
+    when it stopped at its length limit (so a sentence that ends mid-way is not read as the model's choice)."""
+    return (
+        to_html(f"{text}")
+        + (to_html(CUT_NOTE) if cut else "")
+        + (to_html(f"⚠️ *{literal(error)}*") if error else "")
+    )
 
 
 def _reveal_text(r: Reveal) -> str:
@@ -370,8 +378,11 @@ def build(ctx: StudioContext) -> None:
     def _stream(updates, chat_l: list, chat_r: list, battle_id: int, pid: int | None, labels: tuple):
         try:
             for upd in updates:
-                chat_l[-1] = {"role": "assistant", "content": _pane(upd.left, upd.left_error)}
-                chat_r[-1] = {"role": "assistant", "content": _pane(upd.right, upd.right_error)}
+                chat_l[-1] = {"role": "assistant", "content": _pane(upd.left, upd.left_error, upd.left_cut)}
+                chat_r[-1] = {
+                    "role": "assistant",
+                    "content": _pane(upd.right, upd.right_error, upd.right_cut),
+                }
                 cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
                 if upd.done and upd.error:
                     yield _outs(

@@ -556,3 +556,24 @@ def test_cli_plays_a_two_turn_battle_and_reveals(monkeypatch, tmp_path, fake):
     db.dispose()
     bad = CliRunner().invoke(app, ["battle", "--prompt", "Hi", "--vote", "maybe"])
     assert bad.exit_code == 1 and "unknown vote 'maybe'" in bad.output
+
+
+def test_an_answer_cut_at_its_length_limit_says_so(db):
+    from arena.battles import hit_length_limit
+    from arena.engines.base import EngineError, GenerationStats
+    from arena.registry import get_contestant
+    from arena.streaming import SideState
+
+    _short_pair(db)  # max_tokens 12: an essay cannot end in 12 tokens
+    svc = ArenaService(db, rng=random.Random(3))
+    view = svc.start_battle()
+    final = list(svc.generate_turn(view.battle_id, "Write a long essay on the history of Rome."))[-1]
+    assert final.done and final.error is None
+    assert final.left_cut and final.right_cut
+    with db.session() as s:
+        info = get_contestant(s, "tiny-0")
+    assert not hit_length_limit(SideState(info, "Blue.", stats=GenerationStats(tokens=3)), 512)
+    assert hit_length_limit(SideState(info, "x", stats=GenerationStats(tokens=12)), 512)
+    assert hit_length_limit(SideState(info, "x", stats=GenerationStats(tokens=8)), 8)  # the arena's own cap
+    errored = SideState(info, "x", stats=GenerationStats(tokens=12), error=EngineError("down", "timeout"))
+    assert not hit_length_limit(errored, 512)
