@@ -43,7 +43,8 @@ def rated_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_flip_lc_and_decision_card(rated_server, browser):
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    # wide enough for every Leaderboard sub-tab: at 1280 px the last two go to Gradio's overflow menu
+    page = browser.new_page(viewport={"width": 1920, "height": 1000})
     page.goto(rated_server)
     page.get_by_role("tab", name="Leaderboard").click()
     summary = "document.querySelector('#leaderboard-summary').innerText"
