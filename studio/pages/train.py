@@ -87,6 +87,14 @@ def _job_choices(ctx: StudioContext, uid: int | None = None) -> list[tuple[str, 
     return [(f"#{j.id} {j.kind} · {j.status}", j.id) for j in list_jobs(ctx.db, user_id=uid)]
 
 
+_STATE_WORDS = {  # what the lifecycle state means for the arena, in words (arena/lifecycle.py)
+    "pending": "pending, its checkpoint report is running; it plays anonymously only after its verdict",
+    "released": "it is now in the arena",
+    "held": "held out of anonymous battles by its verdict (release it on the Models tab)",
+    "hidden": "hidden from the arena",
+}
+
+
 def _live_job(ctx: StudioContext, uid: int | None = None) -> int | None:
     """The job a returning visitor wants to see: the newest running or queued one."""
     for j in list_jobs(ctx.db, user_id=uid):
@@ -256,12 +264,13 @@ def job_markdown(ctx: StudioContext, v: JobView, steps: list[int]) -> str:
         text += f" · checkpoints saved at steps {', '.join(map(str, steps))}"
     if v.contestant_id:
         name = _names(ctx).get(v.contestant_id, v.contestant_id)
+        where = _STATE_WORDS.get(getattr(v, "contestant_state", None) or "", "see its page on the Models tab")
         if v.contestant_step is None:
-            text += f"\n\n✅ Published as contestant **{literal(name)}**: it is now in the arena."
+            text += f"\n\n✅ Published as contestant **{literal(name)}**: {where}."
         else:  # a checkpoint saved on the way plays; the job's own result is still to come (or never came)
             text += (
                 f"\n\n✅ The checkpoint of step {v.contestant_step} is published as contestant "
-                f"**{literal(name)}**: it is now in the arena."
+                f"**{literal(name)}**: {where}."
             )
     if v.error:
         text += f"\n\n❌ {literal(v.error, limit=500)}"
