@@ -228,9 +228,11 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
         page.locator("#train-publish").click()
         _wait_text(page, "train-launched", f"published as contestant tiny-parent-dpo-j1-s{step}")
         _wait_text(page, "train-detail", f"checkpoint of step {step} is published")
-        # Resume: the job continues from that checkpoint and ends with its own final contestant.
+        # Resume: the job continues from that checkpoint and ends with its own final contestant. The published
+        # checkpoint's report is a queued job of its own, and the queue runs one job at a time: the resumed job is
+        # running, or queued behind that report.
         page.locator("#train-resume").click()
-        _wait_text(page, "train-launched", "Job 1 is running")
+        _wait_text(page, "train-launched", "Job 1 is ")
         _wait_log(page, f"checkpoint-{step} (step {step})")  # the worker's "resuming from ..." line
         _follow(page, db, "train-detail", "succeeded")
         _wait_text(page, "train-detail", "Published as contestant tiny-parent-dpo-j1:")
