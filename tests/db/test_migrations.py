@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from db.models import Base
 from db.session import Database, alembic_config
+from tests.helpers.postgres import PG_URL, pg_schema
 
 
 def _diff(db: Database) -> list:
@@ -75,21 +76,6 @@ def test_postgres_blank_to_head_matches_models():
         admin.dispose()
 
 
-# The legacy fan (0002-0008 each revising 0001) that 0009_merge_fan joins; a database made before the merge
-# sits at all of these heads at once.
-_LEGACY_HEADS = (
-    "0002_annotation",
-    "0003_accounts",
-    "0004_arena",
-    "0005_evals",
-    "0006_probes",
-    "0006_prompt_subcategory",
-    "0006_verdicts",
-    "0007_contestant_events",
-    "0008_battle_side_sampling",
-)
-
-
 def _script():
     from alembic.script import ScriptDirectory
 
@@ -124,45 +110,38 @@ def test_migration_files_have_unique_numbers():
     assert not dup, f"duplicate migration numbers: {dup}"
 
 
-def test_sqlite_database_at_the_legacy_heads_upgrades_to_head(tmp_path):
-    url = f"sqlite:///{tmp_path / 'legacy.sqlite'}"
+def _legacy_heads() -> tuple[str, ...]:
+    """The early fan (0002-0008, each revising 0001) that 0009_merge_fan joins: a database made before the merge
+    is stamped at all of them at once."""
+    return tuple(_script().get_revision("0009_merge_fan").down_revision)
+
+
+def _upgrade_from_the_legacy_heads(url: str) -> None:
+    """Build a database the way today's main did (every branch of the fan applied), then migrate it to head."""
     cfg = alembic_config(url)
-    for head in _LEGACY_HEADS:  # what today's main built: every branch of the fan applied
+    for head in _legacy_heads():
         command.upgrade(cfg, head)
     db = Database(url)
-    with db.engine.connect() as conn:
-        stamped = {r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))}
-    assert stamped == set(_LEGACY_HEADS)
-    db.migrate()
-    with db.engine.connect() as conn:
-        stamped = [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
-    assert stamped == [_script().get_current_head()]
-    assert _diff(db) == []
+    try:
+        with db.engine.connect() as conn:
+            stamped = {r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))}
+        assert stamped == set(_legacy_heads())
+        db.migrate()
+        with db.engine.connect() as conn:
+            stamped_now = [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
+        assert stamped_now == [_script().get_current_head()]
+        assert _diff(db) == []
+    finally:
+        db.dispose()
+
+
+def test_sqlite_database_at_the_legacy_heads_upgrades_to_head(tmp_path):
+    _upgrade_from_the_legacy_heads(f"sqlite:///{tmp_path / 'legacy.sqlite'}")
 
 
 @pytest.mark.postgres
 def test_postgres_database_at_the_legacy_heads_upgrades_to_head():
-    base_url = os.environ.get("VIBESTUDIO_TEST_PG_URL")
-    if not base_url:
+    if not PG_URL:
         pytest.skip("VIBESTUDIO_TEST_PG_URL not set")
-    schema = f"t_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(Database(base_url).url)
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        sep = "&" if "?" in base_url else "?"
-        url = f"{base_url}{sep}options=-csearch_path%3D{schema}"
-        cfg = alembic_config(url)
-        for head in _LEGACY_HEADS:
-            command.upgrade(cfg, head)
-        db = Database(url)
-        db.migrate()
-        with db.engine.connect() as conn:
-            stamped = [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
-        assert stamped == [_script().get_current_head()]
-        assert _diff(db) == []
-        db.dispose()
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    with pg_schema(PG_URL) as url:
+        _upgrade_from_the_legacy_heads(url)
