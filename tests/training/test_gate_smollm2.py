@@ -1,6 +1,9 @@
-"""Slow: the gate on the real SmolLM2-135M. A LoRA DPO child of ``smollm2-warm`` is trained, published pending and
-reported on by the job's worker process while this test keeps drawing anonymous battles; none draws the child
-before its verdict is recorded. Prints the time from training end to the verdict (``release_seconds``)."""
+"""Slow: LoRA DPO on the real SmolLM2-135M (the HF conversion of the shipped GGUF) and the gate it passes through.
+
+A child of ``smollm2-warm`` is trained a few steps, published pending and reported on by the job's worker process
+while this test keeps drawing anonymous battles; none draws the child before its verdict is recorded. The child is
+a transformers contestant with its adapter, named after its job, and answers. Prints the time from training end to
+the verdict (``release_seconds``). One real-model job covers both, so the slow lane trains SmolLM2 once."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import pytest
 from sqlalchemy import select
 
 from arena.battles import ArenaService
-from arena.registry import ensure_defaults
+from arena.engines.base import Sampling
+from arena.registry import BUILTIN_HF, engine_for, ensure_defaults, get_contestant
 from db.models import Battle, ContestantEvent
 from tests.helpers.training import pair_rows
 from training.runner import wait
@@ -27,7 +31,7 @@ def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
         ensure_defaults(s)
     snap = make_snapshot(rows=pair_rows(8))
     job_id = launch_dpo(
-        db, "smollm2-warm", snap, max_steps=2, kl_prompts=2, kl_max_new_tokens=8,
+        db, "smollm2-warm", snap, max_steps=3, kl_prompts=2, kl_max_new_tokens=8,
         drift_prompts=20, drift_max_tokens=24, eval_items=4, eval_max_tokens=24,
     )  # fmt: skip
     arena, stop, draws = ArenaService(db, rng=random.Random(0)), threading.Event(), [0]
@@ -61,3 +65,12 @@ def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
         f"{len(with_child)} battles drew it, none before its verdict"
     )
     assert draws[0] > 20 and release is not None and release > 0
+    assert len(view.metrics["loss"]) == 3 and "kl" in view.metrics
+    with db.session() as s:
+        info = get_contestant(s, child)
+    assert info.model_ref == BUILTIN_HF and info.adapter_ref and info.engine == "transformers"
+    assert info.public_name == f"smollm2-warm-dpo-j{job_id}"
+    text = "".join(
+        engine_for(info).stream_chat([{"role": "user", "content": "Say hi."}], Sampling(max_tokens=8, seed=0))
+    )
+    assert text.strip()
