@@ -2,7 +2,9 @@
 
 Splits: "time" (fit on the earliest votes, score the latest `test_fraction`; by `tstamp`, else file order) and
 "random" (a seeded random share). Methods: online Elo, Bradley-Terry, Bradley-Terry with style control and with
-style + vibe control (when the answers or their counts are there), Rao-Kupper and Davidson.
+style + vibe control (when the answers or their counts are there), Rao-Kupper, Davidson, and the
+prompt-conditioned board (`bt+kind`: per-kind offsets shrunk to the global board, `_prompt_board`; needs a
+`category` per vote).
 
 Every method predicts three outcomes per held-out vote: model a wins, model b wins, a tie (any kind). The tie models
 predict ties themselves; Elo and Bradley-Terry get the training share of ties as a constant, the rest split by their
@@ -28,7 +30,7 @@ from ._elo import online_elo
 from ._features import covariates, side_counts
 from ._input import RatingsInputError, as_records
 
-PREDICT_METHODS = ("elo", "bt", "bt+style", "bt+style+vibe", "rao-kupper", "davidson")
+PREDICT_METHODS = ("elo", "bt", "bt+style", "bt+style+vibe", "rao-kupper", "davidson", "bt+kind")
 #: Methods that give a board (the leaderboard's automatic choice is the best of these).
 BOARD_METHODS = ("bt", "rao-kupper", "davidson")
 MIN_TEST = 20
@@ -195,6 +197,16 @@ def _predict(
     if method == "elo":
         r = online_elo(prep.a[train], prep.b[train], prep.y[train], m, k=elo_k)
         return _with_ties(1.0 / (1.0 + 10.0 ** ((r[b] - r[a]) / 400.0)), tie_rate)
+    if method == "bt+kind":
+        from ._prompt_board import fit_arrays, kind_codes
+
+        if "category" not in recs.frame.columns:
+            raise _CannotEstimate("needs a prompt kind (category) per vote")
+        kind, kinds = kind_codes(recs.frame["category"].to_numpy(dtype=object)[prep.rows])
+        if not kinds:
+            raise _CannotEstimate("no vote has a prompt kind (category)")
+        board = fit_arrays(prep.a[train], prep.b[train], prep.y[train], kind[train], prep.names, kinds)
+        return _with_ties(board.predict(a, b, kind[test]), tie_rate)
     sub = _subset(prep, train)
     theta, ridge = _bt_theta(sub)
     if method == "bt":
