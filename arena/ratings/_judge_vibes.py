@@ -178,13 +178,13 @@ def simulate_vibe_judge(
     n_models: int = 6,
     human_votes: int = 1500,
     judge_votes: int = 3000,
-    bias: float = 0.85,
+    bias: float | None = 0.85,
     long_share: float = 0.4,
     seed: int = 0,
 ) -> tuple[Any, dict[str, Any]]:
     """Human votes by Bradley-Terry on true skills; a judge `judge` that votes like people, except on the votes
     whose answers differ in length (`long_share` of them: one answer about 3x the other, the side drawn at random
-    and unrelated to skill), where it picks the longer answer with probability `bias`. Flat `style_*` counts carry
+    and unrelated to skill), where it picks the longer answer with probability `bias` (None: it votes like people there too). Flat `style_*` counts carry
     the features (every other feature equal on both sides). The truth: on the length slice the judge's votes carry
     little information about people's preferences (k large); elsewhere it is as good as a person (k near 1)."""
     import pandas as pd
@@ -203,8 +203,9 @@ def simulate_vibe_judge(
     base = rng.integers(80, 120, n).astype(float)
     tok_a = np.where(differs & a_longer, 3 * base, base)
     tok_b = np.where(differs & ~a_longer, 3 * base, base)
-    biased = is_judge & differs & (rng.random(n) < bias)
-    wins = np.where(biased, a_longer, np.where(is_judge & differs, ~a_longer, wins))
+    if bias is not None:  # None: a judge that votes like people everywhere (the control)
+        biased = is_judge & differs & (rng.random(n) < bias)
+        wins = np.where(biased, a_longer, np.where(is_judge & differs, ~a_longer, wins))
     frame = pd.DataFrame(
         {
             "model_a": names[a],

@@ -98,6 +98,8 @@ class PromptBoard:
 
     def predict(self, a: np.ndarray, b: np.ndarray, kind: np.ndarray) -> np.ndarray:
         """P(a beats b) for votes with model indices `a`, `b` and kind index `kind` (-1: no kind)."""
+        if self.delta.shape[1] == 0:
+            return 1.0 / (1.0 + np.exp(-(self.theta[a] - self.theta[b])))
         da = self.theta[a] + np.where(kind >= 0, self.delta[a, np.maximum(kind, 0)], 0.0)
         db = self.theta[b] + np.where(kind >= 0, self.delta[b, np.maximum(kind, 0)], 0.0)
         return 1.0 / (1.0 + np.exp(-(da - db)))
