@@ -342,10 +342,12 @@ class LeaderboardService:
         self._memo[key] = out
         return list(out)
 
-    def category_coverage(self, options: BoardOptions | None = None) -> dict[str, Any]:
+    def category_coverage(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
         """How many rated votes have a category, by source (set, labelled, predicted, none), and the share of
         typed-prompt votes (no prompt from a set) that the category boards now cover."""
         o = replace(options or BoardOptions(), board="all")
+        if refresh:
+            self.refresh()
         where, params = self._where(o)
         rows = self.cache.query(f"SELECT csrc, sum(n) AS n FROM cells WHERE {where} GROUP BY ALL", params)
         by = {name: 0 for name in CATEGORY_SOURCES}
