@@ -79,7 +79,7 @@ def predictive_check(
     *,
     split: str = "time",
     test_fraction: float = 0.2,
-    methods: tuple[str, ...] = PREDICT_METHODS,
+    methods: tuple[str, ...] | None = None,
     seed: int = 0,
     rounds: int = 200,
     ci_level: float = 0.95,
@@ -87,15 +87,19 @@ def predictive_check(
     both_bad: str = "tie",
     elo_k: float = 4.0,
 ) -> PredictiveCheck:
-    """Held-out log-loss and Brier score of each method in `methods` (see the module docstring)."""
+    """Held-out log-loss and Brier score of each method in `methods` (see the module docstring). The default is
+    every method, `bt+kind` only when the records have a `category` column."""
     if split not in ("time", "random"):
         raise ValueError(f"split must be 'time' or 'random', got {split!r}")
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    recs = as_records(records)
+    if methods is None:
+        has_kind = "category" in recs.frame.columns
+        methods = tuple(m for m in PREDICT_METHODS if m != "bt+kind" or has_kind)
     unknown = [m for m in methods if m not in PREDICT_METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; choose from {', '.join(PREDICT_METHODS)}")
-    recs = as_records(records)
     prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=True)
     out = PredictiveCheck(split=split)
     n = len(prep.rows)
