@@ -8,52 +8,22 @@ import json
 import random
 from datetime import timedelta
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from arena.prompts import ensure_mt_bench, get_prompt, list_sets
-from db.models import Battle, Label, Prompt, QueueItem, Turn, Vote
+from db.models import Battle, Prompt, Turn, Vote
 from standings.judge_records import pooled_records
 from standings.judges import JudgeError, judge_report
 from standings.leaderboard import BoardOptions, LeaderboardService
 from standings.vote_cache import VoteCache
-from tests.helpers.standings import NAMES, SKILL, T0, register_contestants, write_battles
-
-
-def _judged_items(db, n: int, judge: str, models=NAMES, seed: int = 0, humans: int = 0) -> None:
-    """`n` two-answer items between `models`, each labelled by `judge` like people would (Bradley-Terry on the
-    fixture's skills), and `humans` of them also by a person."""
-    rng = random.Random(seed)
-    skill = {**SKILL, **{m: 0.0 for m in models if m not in SKILL}}
-    with db.session() as s:
-        for k in range(n):
-            a, b = rng.sample(list(models), 2)
-            item = QueueItem(
-                queue_id="judged",
-                answer_1=f"answer {k} one",
-                answer_2=f"answer {k} two",
-                meta={"answers": [{"model": a}, {"model": b}], "n_answers": 2},
-                prompt_messages=[{"role": "user", "content": f"q{k}"}],
-            )
-            s.add(item)
-            s.flush()
-            p = 1 / (1 + np.exp(skill[b] - skill[a]))
-            for who, kind in [(judge, "judge")] + ([("ann", "human")] if k < humans else []):
-                outcome = "1" if rng.random() < p else "2"
-                s.add(Label(item_id=item.id, queue="judged", annotator=who, kind=kind, outcome=outcome))
-        # labels that are no vote: a judge that could not decide, an item whose answers name no model
-        bare = QueueItem(queue_id="judged", answer_1="x", answer_2="y", meta={})
-        s.add(bare)
-        s.flush()
-        s.add(Label(item_id=bare.id, queue="judged", annotator=judge, kind="judge", outcome="1"))
-        s.add(Label(item_id=item.id, queue="judged", annotator=judge, kind="judge", outcome="inconsistent"))
+from tests.helpers.standings import NAMES, T0, judged_items, register_contestants, write_battles
 
 
 def test_pooled_records_and_the_judge_report(db) -> None:
     ids = register_contestants(db)
     write_battles(db, ids, 240)
-    _judged_items(db, 300, "judgy", humans=40)
+    judged_items(db, 300, "judgy", humans=40)
     with db.session() as s:
         pooled = pooled_records(s)
     assert pooled["judges"] == ["judgy"]
@@ -78,7 +48,7 @@ def test_judge_with_no_human_overlap_and_no_judges(db) -> None:
     write_battles(db, ids, 120)
     with pytest.raises(JudgeError, match="no judge labels"):
         judge_report(db)
-    _judged_items(db, 80, "lonely", models=("x1", "x2", "x3"))
+    judged_items(db, 80, "lonely", models=("x1", "x2", "x3"))
     out = judge_report(db, rounds=2)
     assert out["judges"][0]["worth"] is None and "no human overlap" in out["judges"][0]["note"]
     assert "can't tell" in out["sentences"][0]
@@ -164,7 +134,7 @@ def test_for_prompt_and_the_cli(db, tmp_path, monkeypatch) -> None:
     assert json.loads(r.stdout)["coverage"]["by_source"]["labelled"] > 0
     r = CliRunner().invoke(app, ["ratings", "judges"])
     assert r.exit_code != 0 and "no judge labels" in r.output
-    _judged_items(db, 200, "judgy", humans=20)
+    judged_items(db, 200, "judgy", humans=20)
     r = CliRunner().invoke(app, ["ratings", "judges", "--rounds", "2", "--source", "judge", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
