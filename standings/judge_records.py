@@ -27,7 +27,13 @@ from db.outcomes import ITEM_OUTCOMES
 
 #: Label kinds read as people's votes; ``judge`` labels are the AI judges'.
 HUMAN_LABEL_KINDS = ("human", "argilla")
-_WINNER = {"1": "model_a", "2": "model_b", "tie": "tie", "both_good": "tie (bothgood)", "both_bad": "tie (bothbad)"}
+_WINNER = {
+    "1": "model_a",
+    "2": "model_b",
+    "tie": "tie",
+    "both_good": "tie (bothgood)",
+    "both_bad": "tie (bothbad)",
+}
 
 
 def _answer_models(meta: dict[str, Any] | None) -> tuple[str | None, str | None]:

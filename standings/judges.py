@@ -84,7 +84,9 @@ def judge_report(
         raise JudgeError(f"can't draw the {source} board: {exc}") from exc
     out: dict[str, Any] = {
         "judges": [w.to_dict() for w in worth],
-        "sentences": [w.sentence() + f" ({w.n_judge_votes} judge votes, {w.n_human_votes} human votes)" for w in worth],
+        "sentences": [
+            w.sentence() + f" ({w.n_judge_votes} judge votes, {w.n_human_votes} human votes)" for w in worth
+        ],
         "source": source,
         "judge_weight": weight,
         "board": board.to_dict(),

@@ -351,7 +351,9 @@ class LeaderboardService:
         where, params = self._where(o)
         rows = self.cache.query(f"SELECT csrc, sum(n) AS n FROM cells WHERE {where} GROUP BY ALL", params)
         by = {name: 0 for name in CATEGORY_SOURCES}
-        for source, count in zip(np.asarray(rows["csrc"]).tolist(), np.asarray(rows["n"]).tolist(), strict=True):
+        for source, count in zip(
+            np.asarray(rows["csrc"]).tolist(), np.asarray(rows["n"]).tolist(), strict=True
+        ):
             by[CATEGORY_SOURCES[int(source)]] += int(count)
         typed = by["labelled"] + by["predicted"] + by["none"]
         return {
@@ -413,7 +415,9 @@ class LeaderboardService:
         from arena.ratings._prompt_board import fit_arrays, kind_codes
         from standings.prompt_kinds import classifier
 
-        o = replace(options or BoardOptions(), method="bt", style_control=False, vibe_control=False, board="all")
+        o = replace(
+            options or BoardOptions(), method="bt", style_control=False, vibe_control=False, board="all"
+        )
         o.check()
         if refresh:
             self.refresh()

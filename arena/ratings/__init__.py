@@ -128,9 +128,9 @@ if TYPE_CHECKING:
     from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
     from ._composite import JudgeWorth, composite_board, judge_worth
     from ._elo import online_elo
-    from ._judge_vibes import VibeReport, judge_worth_by_vibe
     from ._flip import FlipReport, PairFlip, headline, votes_to_flip
     from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
+    from ._judge_vibes import VibeReport, judge_worth_by_vibe
     from ._lcwin import win_rate_intervals
     from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
     from ._prompt_board import PromptBoard, prompt_board

@@ -99,13 +99,19 @@ class VibeReport:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": [r.to_dict() for r in self.rows], "disagree_most": dict(self.most), "notes": self.notes}
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "disagree_most": dict(self.most),
+            "notes": self.notes,
+        }
 
     def sentences(self) -> list[str]:
         out = []
         for judge, vibe in self.most.items():
             if vibe is None:
-                out.append(f"{judge}: can't tell where it disagrees with people most (no gap clears its intervals)")
+                out.append(
+                    f"{judge}: can't tell where it disagrees with people most (no gap clears its intervals)"
+                )
                 continue
             r = next(x for x in self.rows if x.judge == judge and x.vibe == vibe)
             side = "more" if (r.gap or 0) > 0 else "less"

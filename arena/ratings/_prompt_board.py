@@ -108,7 +108,9 @@ class PromptBoard:
 class _Cells:
     """Votes aggregated per (low model, high model, kind): counts n and scores s of the low model."""
 
-    def __init__(self, lo: np.ndarray, hi: np.ndarray, kind: np.ndarray, y: np.ndarray, w: np.ndarray, m: int, k: int):
+    def __init__(
+        self, lo: np.ndarray, hi: np.ndarray, kind: np.ndarray, y: np.ndarray, w: np.ndarray, m: int, k: int
+    ):
         key = (lo * m + hi) * (k + 1) + (kind + 1)
         keys, inv = np.unique(key, return_inverse=True)
         self.n = np.bincount(inv, w, len(keys))
@@ -151,7 +153,9 @@ def _fit(cells: _Cells, shrink: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return beta[:m], beta[m:].reshape(k, m).T, np.linalg.inv(hess)
 
 
-def _loglik(theta: np.ndarray, delta: np.ndarray, a: np.ndarray, b: np.ndarray, kind: np.ndarray, y: np.ndarray) -> float:
+def _loglik(
+    theta: np.ndarray, delta: np.ndarray, a: np.ndarray, b: np.ndarray, kind: np.ndarray, y: np.ndarray
+) -> float:
     board = PromptBoard([], [], theta, delta, np.zeros((0, 0)), 0.0, 0, {})
     p = np.clip(board.predict(a, b, kind), 1e-12, 1 - 1e-12)
     return float(np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p)))
@@ -214,7 +218,12 @@ def fit_arrays(
 
 
 def prompt_board(
-    records: Any, *, shrink: float | None = None, folds: int = 5, seed: int = 0, kinds_column: str = "category"
+    records: Any,
+    *,
+    shrink: float | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    kinds_column: str = "category",
 ) -> PromptBoard:
     """The per-kind board of battle records (ties half a win); kinds from `kinds_column` (a string per vote)."""
     recs = as_records(records)
@@ -222,13 +231,21 @@ def prompt_board(
     if len(prep.names) < 2:
         raise ValueError("a prompt-conditioned board needs votes between at least two models")
     frame = recs.frame
-    values = frame[kinds_column].to_numpy(dtype=object)[prep.rows] if kinds_column in frame.columns else [None] * len(prep.rows)
+    values = (
+        frame[kinds_column].to_numpy(dtype=object)[prep.rows]
+        if kinds_column in frame.columns
+        else [None] * len(prep.rows)
+    )
     kind, kinds = kind_codes(values)
     return fit_arrays(prep.a, prep.b, prep.y, kind, prep.names, kinds, shrink=shrink, folds=folds, seed=seed)
 
 
 def simulate_kind_arena(
-    *, n_models: int = 6, votes: int = 4000, kinds: tuple[str, ...] = ("coding", "writing", "math"), swing: float = 150.0,
+    *,
+    n_models: int = 6,
+    votes: int = 4000,
+    kinds: tuple[str, ...] = ("coding", "writing", "math"),
+    swing: float = 150.0,
     seed: int = 0,
 ) -> tuple[Any, dict[str, Any]]:
     """Votes whose winner depends on the prompt's kind: each model's true rating in kind k is its global skill plus
@@ -256,24 +273,36 @@ def simulate_kind_arena(
             "tstamp": np.arange(votes, dtype=np.float64),
         }
     )
-    skills = {kind: dict(zip(names.tolist(), true[:, j].tolist(), strict=True)) for j, kind in enumerate(kinds)}
+    skills = {
+        kind: dict(zip(names.tolist(), true[:, j].tolist(), strict=True)) for j, kind in enumerate(kinds)
+    }
     return frame, {"skills": skills}
 
 
-def log_loss_gain(records: Any, *, test_fraction: float = 0.2, seed: int = 0, rounds: int = 200) -> dict[str, Any]:
+def log_loss_gain(
+    records: Any, *, test_fraction: float = 0.2, seed: int = 0, rounds: int = 200
+) -> dict[str, Any]:
     """Held-out log-loss (decisive outcome, ties half) of the per-kind board against the plain one (shrink -> inf)
     on a random split, with a paired bootstrap interval of the difference."""
     recs = as_records(records)
     prep = prepare(recs, ipw=False)
     frame = recs.frame
-    values = frame["category"].to_numpy(dtype=object)[prep.rows] if "category" in frame.columns else [None] * len(prep.rows)
+    values = (
+        frame["category"].to_numpy(dtype=object)[prep.rows]
+        if "category" in frame.columns
+        else [None] * len(prep.rows)
+    )
     kind, kinds = kind_codes(values)
     n = len(prep.rows)
     order = np.random.default_rng(seed).permutation(n)
     n_test = int(round(n * test_fraction))
     test, train = order[:n_test], order[n_test:]
-    fitted = fit_arrays(prep.a[train], prep.b[train], prep.y[train], kind[train], prep.names, kinds, seed=seed)
-    plain = fit_arrays(prep.a[train], prep.b[train], prep.y[train], np.full(len(train), -1), prep.names, [], shrink=1.0)
+    fitted = fit_arrays(
+        prep.a[train], prep.b[train], prep.y[train], kind[train], prep.names, kinds, seed=seed
+    )
+    plain = fit_arrays(
+        prep.a[train], prep.b[train], prep.y[train], np.full(len(train), -1), prep.names, [], shrink=1.0
+    )
     y = prep.y[test]
 
     def loss(board: PromptBoard, kk: np.ndarray) -> np.ndarray:

@@ -222,7 +222,9 @@ def ratings_judges(
             db = open_db()
             out = judge_report(db, judges=judge or None, source=source, rounds=rounds, by_vibe=by_vibe)
         else:
-            out = judge_report(None, records=records, judges=judge, source=source, rounds=rounds, by_vibe=by_vibe)
+            out = judge_report(
+                None, records=records, judges=judge, source=source, rounds=rounds, by_vibe=by_vibe
+            )
     except (JudgeError, ValueError) as exc:
         fail(str(exc))
     if as_json:

@@ -317,7 +317,13 @@ def build(ctx: StudioContext) -> None:
         badges = badges_by_name(ctx.db)
         labelled = [(f"{n} {badges[n]}" if n in badges else n, n) for n in names]
         named = gr.update(choices=labelled, visible=m == NAMED)
-        return named, named, gr.update(visible=m == SELF), gr.update(choices=labelled), gr.update(visible=m == NAMED)
+        return (
+            named,
+            named,
+            gr.update(visible=m == SELF),
+            gr.update(choices=labelled),
+            gr.update(visible=m == NAMED),
+        )
 
     def on_draw(set_name: str | None):
         try:

@@ -951,13 +951,26 @@ def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
 # -- what a judge vote is worth: the composite board from the studio database (#31) ------------------------------------
 JUDGE_SOURCES = [("Pooled (people + judges, judge weight chosen)", "pooled"), ("People only", "human"),
                  ("Judges only", "judge")]  # fmt: skip
-JUDGE_COLUMNS = ["judge", "judge votes", "human votes", "k (human = k judge votes)", "k low", "k high", "note"]
+JUDGE_COLUMNS = [
+    "judge",
+    "judge votes",
+    "human votes",
+    "k (human = k judge votes)",
+    "k low",
+    "k high",
+    "note",
+]
 VIBE_WORTH_COLUMNS = ["judge", "vibe", "human votes", "judge votes", "k", "k low", "k high",
                       "people pick more", "judge picks more", "gap", "note"]  # fmt: skip
 
 
 def _k(x: Any) -> Any:
     return "inf" if x == "inf" else (None if x is None else round(float(x), 2))
+
+
+def _share(x: list[Any]) -> str | None:
+    """A share with its interval, in percent: "62% [55, 68]"."""
+    return None if x[0] is None else f"{100 * x[0]:.0f}% [{100 * x[1]:.0f}, {100 * x[2]:.0f}]"
 
 
 def judge_tables(out: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -989,10 +1002,14 @@ def judge_tables(out: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "k": _k(w.get("worth")) if w.get("worth") is not None else "can't tell",
                 "k low": _k(w.get("worth_low")),
                 "k high": _k(w.get("worth_high")),
-                "people pick more": None if pm[0] is None else f"{100 * pm[0]:.0f}% [{100 * pm[1]:.0f}, {100 * pm[2]:.0f}]",
-                "judge picks more": None if jm[0] is None else f"{100 * jm[0]:.0f}% [{100 * jm[1]:.0f}, {100 * jm[2]:.0f}]",
-                "gap": None if r["gap"] is None else round(100 * r["gap"]) ,
-                "note": ("clearest disagreement" if out["by_vibe"]["disagree_most"].get(r["judge"]) == r["vibe"] else "")
+                "people pick more": _share(pm),
+                "judge picks more": _share(jm),
+                "gap": None if r["gap"] is None else round(100 * r["gap"]),
+                "note": (
+                    "clearest disagreement"
+                    if out["by_vibe"]["disagree_most"].get(r["judge"]) == r["vibe"]
+                    else ""
+                )
                 or r["note"],
             }
         )
@@ -1023,8 +1040,12 @@ class JudgeTab:
             "votes and the judge labels on annotation queues, the judge's weight learned from held-out human votes."
         )
         with gr.Row():
-            self.source = gr.Radio(JUDGE_SOURCES, value="pooled", label="Board on", elem_id="judge-source", scale=3)
-            self.by_vibe = gr.Checkbox(False, label="Also per vibe (slower)", elem_id="judge-by-vibe", scale=1)
+            self.source = gr.Radio(
+                JUDGE_SOURCES, value="pooled", label="Board on", elem_id="judge-source", scale=3
+            )
+            self.by_vibe = gr.Checkbox(
+                False, label="Also per vibe (slower)", elem_id="judge-by-vibe", scale=1
+            )
             self.button = gr.Button("Show the judge board", elem_id="judge-run", scale=1)
         self.text = gr.HTML(elem_id="judge-summary")
         self.worth = gr.Dataframe(headers=JUDGE_COLUMNS, interactive=False, elem_id="judge-worth")
@@ -1044,5 +1065,8 @@ def wire_judges(ctx: StudioContext, tab: JudgeTab) -> None:
         return judge_text(out), worth, vibes_df, board_table(out["board"])
 
     tab.button.click(
-        on_judges, [tab.source, tab.by_vibe], [tab.text, tab.worth, tab.vibes, tab.board], api_name="judge_board"
+        on_judges,
+        [tab.source, tab.by_vibe],
+        [tab.text, tab.worth, tab.vibes, tab.board],
+        api_name="judge_board",
     )

@@ -66,7 +66,9 @@ def _typed_battles(db, ids, texts_and_cats, seed=0) -> None:
                 prompt_id=prompt_id, created_at=T0 + timedelta(hours=k),
             )  # fmt: skip
             battle.turns.append(Turn(idx=0, user_msg=text, answer_a="A.", answer_b="B."))
-            battle.votes.append(Vote(turn_idx=0, outcome=rng.choice("ab"), created_at=T0 + timedelta(hours=k)))
+            battle.votes.append(
+                Vote(turn_idx=0, outcome=rng.choice("ab"), created_at=T0 + timedelta(hours=k))
+            )
             s.add(battle)
 
 
