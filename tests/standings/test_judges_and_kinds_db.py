@@ -98,6 +98,16 @@ def test_typed_prompts_get_a_predicted_category(db, tmp_path) -> None:
     assert "(4 predicted)" in boards["category:math"]["label"]
     coding = svc.board(BoardOptions(board="category:coding", ci_method="sandwich", min_battles=0))
     assert coding["n_votes"] == 6
+    # the database export (what `vibestudio ratings` reads) says the same
+    from standings.records import annotated_records
+
+    with db.session() as s:
+        recs = annotated_records(s, with_text=False)
+    by: dict[str, int] = {}
+    for r in recs:
+        by[r["category_source"]] = by.get(r["category_source"], 0) + 1
+    assert by == {"set": 2, "labelled": 3, "predicted": 10}
+    assert {r["category"] for r in recs if r["category_source"] == "predicted"} == {"coding", "math"}
     # a restarted cache keeps the stored sources (saved with the rows)
     again = LeaderboardService(db, VoteCache(db, tmp_path / "cache"))
     assert again.category_coverage()["by_source"] == cov["by_source"]
