@@ -24,7 +24,9 @@ one given when the battle started ("labelled": a person chose it), or, for a typ
 prompt classifier (`standings.prompt_kinds`, trained on the studio's labelled prompt sets) predicts from the first
 typed turn ("predicted"). The prediction is made once, when the vote is first read, by the classifier of that
 moment, and kept with the row (a cleared cache predicts afresh); with no labelled prompts to train on, a typed
-prompt stays without a category.
+prompt stays without a category. The classifier is retrained only when the prompt sets change; a prediction costs
+about 0.2 ms, so a first read of a store with a million typed battles spends a few minutes once (then the rows are
+saved).
 
 Style and vibe feature counts (`arena.vibes.features` of each side's assistant text up to the voted turn) are
 computed on demand, only for the rows a style- or vibe-controlled board needs, and kept (and saved) with the rows.
@@ -110,6 +112,7 @@ class VoteCache:
         self.persist = persist
         self.cache_dir = cache_dir or (data_home() / "cache" / "leaderboard" / _url_hash(db.url)[:16])
         self.lock = threading.RLock()
+        self._kinds_model: tuple[tuple[Any, ...], Any] | None = None  # (prompts stamp, classifier or None)
         self._con = duckdb.connect()
         self._con.execute("SET threads TO 2")
         self._reset()
@@ -227,10 +230,15 @@ class VoteCache:
         """Battle id -> the predicted kind of its first typed turn ({} when there is nothing to train on)."""
         from sqlalchemy.orm import Session
 
+        from db.models import Prompt
         from standings.prompt_kinds import classifier
 
-        with Session(bind=conn) as session:
-            model = classifier(session)
+        # retrained only when the labelled prompts changed (a refresh after one typed vote costs one small query)
+        stamp = tuple(conn.execute(select(func.count(Prompt.id), func.max(Prompt.id))).one())
+        if self._kinds_model is None or self._kinds_model[0] != stamp:
+            with Session(bind=conn) as session:
+                self._kinds_model = (stamp, classifier(session))
+        model = self._kinds_model[1]
         if model is None:
             return {}
         out: dict[int, str] = {}
