@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ._blas import single_threaded
 from ._board import SCALE, prepare, rank_intervals
 from ._input import as_records
 
@@ -34,6 +35,8 @@ SHRINK_GRID = (0.5, 2.0, 8.0, 32.0, 128.0)
 THETA_RIDGE = 0.25
 #: Fewer votes with a kind than this: the shrinkage is not cross-validated (the largest grid value is used).
 MIN_CV_VOTES = 100
+#: More unknowns (models x (kinds + 1)) than this: no cross-validation (25 fits), the middle of the grid is used.
+MAX_CV_UNKNOWNS = 600
 
 
 @dataclass
@@ -122,29 +125,31 @@ class _Cells:
 
 
 def _fit(cells: _Cells, shrink: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Penalised ML by Newton: theta, delta and the inverse Hessian (the posterior covariance)."""
+    """Penalised ML by Newton: theta, delta and the inverse Hessian (the posterior covariance). Each cell's design
+    row has at most four non-zeros (+1 at lo's theta and kind offset, -1 at hi's), so the gradient and Hessian are
+    accumulated from those (memory: cells + unknowns^2, never cells x unknowns)."""
     m, k = cells.m, cells.k
     size = m * (k + 1)
-    # each cell's design row: +1 at lo's columns, -1 at hi's (theta, and delta of its kind when it has one)
-    rows = np.arange(len(cells.n))
-    cols_lo = [cells.lo, np.where(cells.kind >= 0, m * (cells.kind + 1) + cells.lo, -1)]
-    cols_hi = [cells.hi, np.where(cells.kind >= 0, m * (cells.kind + 1) + cells.hi, -1)]
-    X = np.zeros((len(cells.n), size))
-    for c in cols_lo:
-        ok = c >= 0
-        X[rows[ok], c[ok]] += 1.0
-    for c in cols_hi:
-        ok = c >= 0
-        X[rows[ok], c[ok]] -= 1.0
+    has = cells.kind >= 0
+    # columns and signs per cell: theta_lo, theta_hi, then (when the cell has a kind) delta_lo, delta_hi
+    cols = [cells.lo, cells.hi, m * (cells.kind + 1) + cells.lo, m * (cells.kind + 1) + cells.hi]
+    signs = [np.ones(len(cells.n)), -np.ones(len(cells.n)), has * 1.0, has * -1.0]
+    cols = [np.where(sg != 0, c, 0) for c, sg in zip(cols, signs, strict=True)]
     penalty = np.concatenate([np.full(m, THETA_RIDGE), np.full(m * k, shrink)])
     beta = np.zeros(size)
     hess = np.diag(penalty)
     for _ in range(60):
-        eta = X @ beta
+        eta = sum(sg * beta[c] for c, sg in zip(cols, signs, strict=True))
         p = 1.0 / (1.0 + np.exp(-eta))
-        grad = X.T @ (cells.n * p - cells.s) + penalty * beta
-        c = cells.n * p * (1.0 - p)
-        hess = (X * c[:, None]).T @ X + np.diag(penalty)
+        r = cells.n * p - cells.s
+        grad = penalty * beta
+        for c, sg in zip(cols, signs, strict=True):
+            grad += np.bincount(c, sg * r, size)
+        w = cells.n * p * (1.0 - p)
+        hess = np.diag(penalty)
+        for ci, si in zip(cols, signs, strict=True):
+            for cj, sj in zip(cols, signs, strict=True):
+                np.add.at(hess, (ci, cj), si * sj * w)
         step = np.linalg.solve(hess, grad)
         step *= min(1.0, 2.0 / max(float(np.max(np.abs(step))), 1e-300))
         beta -= step
@@ -169,6 +174,7 @@ def kind_codes(values: Any, kinds: list[str] | None = None) -> tuple[np.ndarray,
     return np.array([index.get(v, -1) if v is not None else -1 for v in vals], dtype=np.int64), names
 
 
+@single_threaded
 def fit_arrays(
     a: np.ndarray,
     b: np.ndarray,
@@ -196,6 +202,12 @@ def fit_arrays(
             notes.append(
                 f"{n_kind} votes with a prompt kind (cross-validating the shrinkage needs {MIN_CV_VOTES}): "
                 f"the strongest shrinkage toward the global board is used"
+            )
+        elif m * (k + 1) > MAX_CV_UNKNOWNS:
+            shrink = SHRINK_GRID[len(SHRINK_GRID) // 2]
+            notes.append(
+                f"{m * (k + 1)} unknowns (models x (kinds + 1)): the shrinkage is not cross-validated, {shrink:g} "
+                "is used"
             )
         else:
             fold = np.random.default_rng(seed).permutation(len(a)) % folds
@@ -279,6 +291,7 @@ def simulate_kind_arena(
     return frame, {"skills": skills}
 
 
+@single_threaded
 def log_loss_gain(
     records: Any, *, test_fraction: float = 0.2, seed: int = 0, rounds: int = 200
 ) -> dict[str, Any]:
