@@ -39,6 +39,9 @@ def test_pooled_records_and_the_judge_report(db) -> None:
     judge = judge_report(db, source="judge", rounds=2)["board"]
     assert sum(m["n_battles"] for m in judge["models"]) == 2 * 300  # each vote counts for both its models
     assert sum(m["n_battles"] for m in human["models"]) < pooled_n
+    vibes = judge_report(db, rounds=2, by_vibe=True, vibe_rounds=2)["by_vibe"]
+    tokens = next(r for r in vibes["rows"] if r["vibe"] == "tokens")
+    assert tokens["n_human"] > 0  # the arena's answers differ in length; the queue items' answers do not
     with pytest.raises(JudgeError, match="no labels from judge nobody"):
         judge_report(db, judges=["nobody"])
 
