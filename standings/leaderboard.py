@@ -42,7 +42,7 @@ from db.models import Battle, Contestant, Turn
 from db.outcomes import FASTCHAT_WINNERS, SCORE_A
 from db.session import Database
 from standings.records import UNCOUNTED
-from standings.vote_cache import FEATURE_COLUMNS, VoteCache
+from standings.vote_cache import CATEGORY_SOURCES, FEATURE_COLUMNS, VoteCache
 
 #: Board names besides "category:<name>".
 BOARDS = ("all", "single-turn", "multi-turn")
@@ -319,23 +319,49 @@ class LeaderboardService:
             return list(self._memo[key])
         where, params = self._where(o)
         rows = self.cache.query(
-            f"SELECT cat, multi, sum(n) AS n FROM cells WHERE {where} GROUP BY ALL HAVING sum(n) > 0", params
+            f"SELECT cat, csrc, multi, sum(n) AS n FROM cells WHERE {where} GROUP BY ALL HAVING sum(n) > 0",
+            params,
         )
-        cats, multi, n = (np.asarray(rows[k]) for k in ("cat", "multi", "n"))
+        cats, src, multi, n = (np.asarray(rows[k]) for k in ("cat", "csrc", "multi", "n"))
         out = [
             {"board": "all", "label": "All votes", "n_votes": int(n.sum())},
             {"board": "single-turn", "label": "Single-turn", "n_votes": int(n[~multi].sum())},
             {"board": "multi-turn", "label": "Multi-turn", "n_votes": int(n[multi].sum())},
         ]
-        per_cat: dict[str, int] = {}
-        for code, count in zip(cats.tolist(), n.tolist(), strict=True):
+        per_cat: dict[str, dict[str, int]] = {}
+        for code, source, count in zip(cats.tolist(), src.tolist(), n.tolist(), strict=True):
             if code >= 0:
-                name = self.cache.categories[code]
-                per_cat[name] = per_cat.get(name, 0) + int(count)
-        for name, count in sorted(per_cat.items(), key=lambda kv: (-kv[1], kv[0])):
-            out.append({"board": f"category:{name}", "label": f"Category: {name}", "n_votes": count})
+                by = per_cat.setdefault(self.cache.categories[code], {})
+                by[CATEGORY_SOURCES[source]] = by.get(CATEGORY_SOURCES[source], 0) + int(count)
+        for name, by in sorted(per_cat.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+            predicted = by.get("predicted", 0)
+            label = f"Category: {name}" + (f" ({predicted} predicted)" if predicted else "")
+            out.append(
+                {"board": f"category:{name}", "label": label, "n_votes": sum(by.values()), "sources": by}
+            )
         self._memo[key] = out
         return list(out)
+
+    def category_coverage(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
+        """How many rated votes have a category, by source (set, labelled, predicted, none), and the share of
+        typed-prompt votes (no prompt from a set) that the category boards now cover."""
+        o = replace(options or BoardOptions(), board="all")
+        if refresh:
+            self.refresh()
+        where, params = self._where(o)
+        rows = self.cache.query(f"SELECT csrc, sum(n) AS n FROM cells WHERE {where} GROUP BY ALL", params)
+        by = {name: 0 for name in CATEGORY_SOURCES}
+        for source, count in zip(
+            np.asarray(rows["csrc"]).tolist(), np.asarray(rows["n"]).tolist(), strict=True
+        ):
+            by[CATEGORY_SOURCES[int(source)]] += int(count)
+        typed = by["labelled"] + by["predicted"] + by["none"]
+        return {
+            "by_source": by,
+            "n_votes": sum(by.values()),
+            "typed_votes": typed,
+            "typed_covered": (by["labelled"] + by["predicted"]) / typed if typed else None,
+        }
 
     # -- which method predicts best ---------------------------------------------------------------------------
     def vote_records(self, options: BoardOptions | None = None) -> BattleRecords:
@@ -343,13 +369,15 @@ class LeaderboardService:
         o = options or BoardOptions()
         where, params = self._where(o)
         rows = self.cache.query(
-            f"SELECT a, b, outcome, p, ts FROM votes WHERE {where} ORDER BY vote_id", params
+            f"SELECT a, b, outcome, p, ts, cat FROM votes WHERE {where} ORDER BY vote_id", params
         )
         frame = _frame(
             np.asarray(rows["a"]), np.asarray(rows["b"]), np.asarray(rows["outcome"]), self._names()
         )
         frame["sampling_prob"] = np.asarray(rows["p"], dtype=np.float64)
         frame["tstamp"] = np.asarray(rows["ts"], dtype=np.float64)
+        cats = np.array([None, *self.cache.categories], dtype=object)
+        frame["category"] = cats[np.asarray(rows["cat"], dtype=np.int64) + 1]
         return BattleRecords(frame)
 
     def predict(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
@@ -365,7 +393,7 @@ class LeaderboardService:
         key = ("predict", o, self.cache.version)
         if key not in self._memo:
             records = self.vote_records(o)
-            methods = ("elo", "bt", "rao-kupper", "davidson")
+            methods = ("elo", "bt", "rao-kupper", "davidson", "bt+kind")
             checks = [
                 predictive_check(records, split=split, methods=methods, both_good=o.both_good, both_bad=o.both_bad)
                 for split in ("time", "random")
@@ -376,6 +404,63 @@ class LeaderboardService:
                 "n_votes": len(records),
             }
         return dict(self._memo[key])
+
+    def for_prompt(
+        self, text: str, options: BoardOptions | None = None, refresh: bool = True
+    ) -> dict[str, Any]:
+        """Which model for this prompt: the prompt-conditioned board (`arena.ratings._prompt_board`: per-kind
+        offsets shrunk to the global board) at the prompt's kind probabilities from the prompt classifier.
+        {"text", "kinds": {kind: p}, "models": [{name, rating, ci_low, ci_high, rank_low, rank_high}], "global":
+        the same with no kind, "board": fit summary, "notes"}. The fit is memoised per data version."""
+        from arena.ratings._prompt_board import fit_arrays, kind_codes
+        from standings.prompt_kinds import classifier
+
+        o = replace(
+            options or BoardOptions(), method="bt", style_control=False, vibe_control=False, board="all"
+        )
+        o.check()
+        if refresh:
+            self.refresh()
+        if not (text or "").strip():
+            raise ValueError("type a prompt to rank the models for")
+        with self.cache.lock:
+            names = self._names()
+            key = ("prompt-board", o, self.cache.version, tuple(sorted(names.items())))
+            fitted = self._memo.get(key)
+            records = None if fitted is not None else self.vote_records(o)
+        if fitted is None:
+            assert records is not None
+            from arena.ratings._board import prepare
+
+            prep = prepare(records, ipw=False)
+            if len(prep.names) < 2:
+                raise ValueError("too few rated votes: a board needs votes between at least two contestants")
+            kind, kinds = kind_codes(records.frame["category"].to_numpy(dtype=object)[prep.rows])
+            fitted = fit_arrays(prep.a, prep.b, prep.y, kind, prep.names, kinds)
+            with self.cache.lock:
+                self._memo[key] = fitted
+        with self.db.session() as s:
+            model = classifier(s)
+        notes = list(fitted.notes)
+        if model is None:
+            probs: dict[str, float] = {}
+            notes.append("no labelled prompts to train the prompt classifier on: the global board is shown")
+        else:
+            probs = model.probabilities(text)
+            unseen = sum(p for k, p in probs.items() if k not in fitted.kinds)
+            if unseen > 0.5:
+                notes.append(
+                    f"the prompt is most likely of a kind with no votes yet ({100 * unseen:.0f}% of its "
+                    "probability): that part is the global board"
+                )
+        return {
+            "text": text,
+            "kinds": dict(sorted(probs.items(), key=lambda kv: -kv[1])),
+            "models": fitted.rank(probs),
+            "global": fitted.rank({}),
+            "board": fitted.to_dict(),
+            "notes": notes,
+        }
 
     def _resolve_method(self, o: BoardOptions) -> tuple[str, str]:
         """The board method for `o` and why: as chosen, or for "auto" the best predictor of held-out votes."""

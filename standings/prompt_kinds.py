@@ -4,7 +4,9 @@ its held-out accuracy, and a category for typed prompts (battles whose prompt ca
 
 The classifier is trained on each prompt's first turn (what a person types to open a battle). A battle's typed
 prompt gets the most probable category and its posterior probability; nothing is written to the database (the
-prompt keeps no category until a person labels it). Plain dicts out.
+prompt keeps no category until a person labels it); the vote cache (`standings.vote_cache`) and
+`standings.records.annotated_records` use these predictions for typed prompts, marked ``predicted``. Plain dicts
+out.
 """
 
 from __future__ import annotations

@@ -112,12 +112,14 @@ def _own_sampling(session: Session, ids: set[int]) -> dict[int, dict[str, Any]]:
 
 
 def annotated_records(session: Session, **options: Any) -> list[dict[str, Any]]:
-    """`battle_records` plus who voted and how fast: ``judge`` (the voter's user name, None for anonymous votes)
+    """`battle_records` plus where each category came from (``category_source``: set, labelled, predicted, none; a
+    typed prompt gets the prompt classifier's kind), who voted and how fast: ``judge`` (the voter's user name, None for anonymous votes)
     and ``vote_seconds`` (time from the voted turn's answers being complete to the vote: the turn's start plus
     its slower side's queue wait, first-token latency and tokens / tokens-per-second; None when unknown)."""
     from db.models import User
 
     records = battle_records(session, **options)
+    _add_category_sources(session, records)
     ids = [r["vote_id"] for r in records]
     info: dict[int, tuple[str | None, float | None]] = {}
     for start in range(0, len(ids), 5000):
@@ -132,6 +134,27 @@ def annotated_records(session: Session, **options: Any) -> list[dict[str, Any]]:
     for r in records:
         r["judge"], r["vote_seconds"] = info.get(r["vote_id"], (None, None))
     return records
+
+
+def _add_category_sources(session: Session, records: list[dict[str, Any]]) -> None:
+    """``category_source`` per record (as the vote cache's: set, labelled, predicted, none); a typed prompt with no
+    category gets the prompt classifier's prediction (`standings.prompt_kinds`), as the Leaderboard's boards do."""
+    from standings.prompt_kinds import typed_prompt_kinds
+
+    ids = sorted({r["battle_id"] for r in records})
+    from_set: set[int] = set()
+    for start in range(0, len(ids), 900):
+        q = select(Battle.id).where(Battle.id.in_(ids[start : start + 900]), Battle.prompt_id.is_not(None))
+        from_set.update(int(i) for i in session.scalars(q))
+    typed = [r for r in records if r["category"] is None and r["battle_id"] not in from_set]
+    kinds = typed_prompt_kinds(session, limit=len(ids)) if typed else {}
+    for r in records:
+        if r["category"] is not None:
+            r["category_source"] = "set" if r["battle_id"] in from_set else "labelled"
+        elif r["battle_id"] in kinds:
+            r["category"], r["category_source"] = kinds[r["battle_id"]]["category"], "predicted"
+        else:
+            r["category_source"] = "none"
 
 
 def _vote_seconds(voted_at: Any, turn: Turn | None) -> float | None:

@@ -19,6 +19,15 @@ writers on PostgreSQL), are detected by a count check and trigger a full re-read
 The arrays are saved as Parquet under the data home (`cache/leaderboard/<database hash>/`) after a full read and
 whenever they grew by a twentieth, so a restarted studio reads the Parquet file and only the votes since.
 
+Every vote's prompt has a category with its source (`csrc`, `CATEGORY_SOURCES`): the prompt set's own ("set"), the
+one given when the battle started ("labelled": a person chose it), or, for a typed prompt with neither, the kind the
+prompt classifier (`standings.prompt_kinds`, trained on the studio's labelled prompt sets) predicts from the first
+typed turn ("predicted"). The prediction is made once, when the vote is first read, by the classifier of that
+moment, and kept with the row (a cleared cache predicts afresh); with no labelled prompts to train on, a typed
+prompt stays without a category. The classifier is retrained only when the prompt sets change; a prediction costs
+about 0.2 ms, so a first read of a store with a million typed battles spends a few minutes once (then the rows are
+saved).
+
 Style and vibe feature counts (`arena.vibes.features` of each side's assistant text up to the voted turn) are
 computed on demand, only for the rows a style- or vibe-controlled board needs, and kept (and saved) with the rows.
 
@@ -51,7 +60,7 @@ from db.outcomes import CODES
 from db.session import Database, data_home
 
 #: The file format; outcome codes are `db.outcomes.CODES`, which never change.
-FORMAT = 3
+FORMAT = 4
 COLUMNS: dict[str, Any] = {
     "i": np.int64,  # row position (handy in SQL)
     "vote_id": np.int64,
@@ -62,6 +71,7 @@ COLUMNS: dict[str, Any] = {
     "p": np.float64,  # sampling probability of the pair, NaN when the pair was chosen
     "ts": np.float64,  # vote time, Unix seconds (UTC)
     "cat": np.int32,  # index into `categories`, -1 when the battle has none
+    "csrc": np.int8,  # where the category came from: index into CATEGORY_SOURCES
     "turn": np.int16,  # voted turn, from 1
     "anon": np.bool_,  # anonymous battle (not named mode)
     "revealed": np.bool_,  # identity leaked before the vote
@@ -69,14 +79,16 @@ COLUMNS: dict[str, Any] = {
     "open": np.bool_,  # the battle has not ended yet: counted nowhere until it does
     "self_play": np.bool_,  # one contestant on both sides: counted nowhere
 }
+#: Where a vote's category came from (the `csrc` code is the position here).
+CATEGORY_SOURCES: tuple[str, ...] = ("none", "set", "labelled", "predicted")
 #: Features kept per side for style and vibe control.
 FEATURES: tuple[str, ...] = vibes.STYLE_FEATURES + vibes.VIBE_FEATURES
 FEATURE_COLUMNS = [f"style_{f}_{side}" for f in FEATURES for side in ("a", "b")]
 _CHUNK = 900  # ids per IN (...) query (SQLite allows 999 parameters by default)
 #: The aggregated cells: vote counts and summed inverse sampling probabilities per combination of what boards filter on.
-CELL_KEYS = "a, b, outcome, nop, cat, multi, anon, revealed"
+CELL_KEYS = "a, b, outcome, nop, cat, csrc, multi, anon, revealed"
 CELL_SCHEMA = (
-    "a INTEGER, b INTEGER, outcome TINYINT, nop BOOLEAN, cat INTEGER, multi BOOLEAN, anon BOOLEAN, "
+    "a INTEGER, b INTEGER, outcome TINYINT, nop BOOLEAN, cat INTEGER, csrc TINYINT, multi BOOLEAN, anon BOOLEAN, "
     "revealed BOOLEAN, n BIGINT, inv DOUBLE"
 )
 
@@ -100,6 +112,7 @@ class VoteCache:
         self.persist = persist
         self.cache_dir = cache_dir or (data_home() / "cache" / "leaderboard" / _url_hash(db.url)[:16])
         self.lock = threading.RLock()
+        self._kinds_model: tuple[tuple[Any, ...], Any] | None = None  # (prompts stamp, classifier or None)
         self._con = duckdb.connect()
         self._con.execute("SET threads TO 2")
         self._reset()
@@ -171,6 +184,7 @@ class VoteCache:
                 Battle.sampling_prob,
                 ts,
                 Battle.category,
+                Battle.prompt_id,
                 Vote.turn_idx,
                 Battle.mode,
                 Vote.revealed_before_vote,
@@ -189,13 +203,53 @@ class VoteCache:
                 parts.append(list(zip(*rows, strict=True)))
         finally:
             cursor.close()
-        names = "vote_id battle_id a b outcome p ts category turn_idx mode revealed status".split()
+        names = "vote_id battle_id a b outcome p ts category prompt_id turn_idx mode revealed status".split()
         return {
             name: np.concatenate([np.asarray(part[k], dtype=object) for part in parts])
             if parts
             else np.empty(0, dtype=object)
             for k, name in enumerate(names)
         }
+
+    def _with_kinds(self, conn: Connection, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each row's category source; typed prompts with no category get the classifier's prediction."""
+        category = rows["category"].copy()
+        has_cat = ~pd.isna(category).astype(bool)
+        from_set = ~pd.isna(rows["prompt_id"]).astype(bool)
+        csrc = np.where(has_cat, np.where(from_set, 1, 2), 0).astype(np.int8)
+        typed = np.flatnonzero(~has_cat & ~from_set)
+        if len(typed):
+            predicted = self._predict_kinds(conn, rows["battle_id"][typed].astype(np.int64))
+            for pos, battle_id in zip(typed.tolist(), rows["battle_id"][typed].tolist(), strict=True):
+                kind = predicted.get(int(battle_id))
+                if kind is not None:
+                    category[pos], csrc[pos] = kind, 3
+        return {**rows, "category": category, "csrc": csrc}
+
+    def _predict_kinds(self, conn: Connection, battle_ids: np.ndarray) -> dict[int, str]:
+        """Battle id -> the predicted kind of its first typed turn ({} when there is nothing to train on)."""
+        from sqlalchemy.orm import Session
+
+        from db.models import Prompt
+        from standings.prompt_kinds import classifier
+
+        # retrained only when the labelled prompts changed (a refresh after one typed vote costs one small query)
+        stamp = tuple(conn.execute(select(func.count(Prompt.id), func.max(Prompt.id))).one())
+        if self._kinds_model is None or self._kinds_model[0] != stamp:
+            with Session(bind=conn) as session:
+                self._kinds_model = (stamp, classifier(session))
+        model = self._kinds_model[1]
+        if model is None:
+            return {}
+        out: dict[int, str] = {}
+        ids = sorted(set(battle_ids.tolist()))
+        for start in range(0, len(ids), _CHUNK):
+            q = select(Turn.battle_id, Turn.user_msg).where(
+                Turn.battle_id.in_(ids[start : start + _CHUNK]), Turn.idx == 0
+            )
+            for battle_id, text in conn.execute(q):
+                out[int(battle_id)] = model.predict(text or "")[0]
+        return out
 
     def _append(self, rows: dict[str, np.ndarray]) -> None:
         k = len(rows["vote_id"])
@@ -211,6 +265,7 @@ class VoteCache:
         c["p"][lo:hi] = rows["p"].astype(np.float64)  # None -> NaN
         c["ts"][lo:hi] = rows["ts"].astype(np.float64)
         c["cat"][lo:hi] = _codes(rows["category"], lambda v: -1 if v is None else self._category_code(str(v)))
+        c["csrc"][lo:hi] = rows["csrc"] if "csrc" in rows else 0
         c["turn"][lo:hi] = rows["turn_idx"].astype(np.int16) + 1
         c["anon"][lo:hi] = _codes(rows["mode"], lambda v: v == "anonymous").astype(bool)
         c["self_play"][lo:hi] = _codes(rows["mode"], lambda v: v == SELF_PLAY).astype(bool)
@@ -264,14 +319,14 @@ class VoteCache:
                 self._load_saved()
             before = self.n
             with self.db.engine.connect() as conn:
-                rows = self._select_since(conn, self.last_vote_id)
+                rows = self._with_kinds(conn, self._select_since(conn, self.last_vote_id))
                 got = len(rows["vote_id"])
                 upto = int(rows["vote_id"][-1]) if got else self.last_vote_id
                 if (
                     self._count_upto(conn, upto) != self.n + got
                 ):  # deleted votes, or ids committed out of order
                     self._reset()
-                    rows = self._select_since(conn, 0)
+                    rows = self._with_kinds(conn, self._select_since(conn, 0))
                     rebuilt = True
                 self._append(rows)
                 self._add_cells(slice(before if not rebuilt else 0, self.n))
@@ -342,7 +397,7 @@ class VoteCache:
         self._con.register("fresh", self._view(positions))
         try:
             added = self._con.execute(
-                f"INSERT INTO cells SELECT a, b, outcome, isnan(p), cat, turn > 1, anon, revealed, "
+                f"INSERT INTO cells SELECT a, b, outcome, isnan(p), cat, csrc, turn > 1, anon, revealed, "
                 f"{sign} * count(*), {sign} * sum(CASE WHEN isnan(p) THEN 0 ELSE 1.0 / p END) "
                 "FROM fresh WHERE NOT errored AND NOT open AND NOT self_play AND outcome >= 0 GROUP BY ALL"
             ).fetchall()

@@ -1,7 +1,8 @@
 """Ratings and leaderboards from arena battles: Elo, Bradley-Terry with confidence intervals, tie models
 (Rao-Kupper, Davidson), style and vibe control, win rates and length-controlled win rates, category boards,
 pairwise matrices, rating over time, a predictive check of the methods on held-out votes, per-annotator
-diagnostics with a rigging-resistant fit, and votes-to-flip (how many votes would change each adjacent pair).
+diagnostics with a rigging-resistant fit, votes-to-flip (how many votes would change each adjacent pair), the
+composite human + judge board with the judge's exchange rate (overall and per vibe), and a prompt-conditioned board.
 
 Plain functions over battle records (FastChat's battle layout: `model_a`, `model_b`, `winner`, optional
 conversations, `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`, `judge`); no database access and no UI.
@@ -56,6 +57,10 @@ _EXPORTS = {
     "JudgeWorth": "_composite",
     "composite_board": "_composite",
     "judge_worth": "_composite",
+    "VibeReport": "_judge_vibes",
+    "judge_worth_by_vibe": "_judge_vibes",
+    "PromptBoard": "_prompt_board",
+    "prompt_board": "_prompt_board",
 }
 
 __all__ = [
@@ -70,9 +75,11 @@ __all__ = [
     "PairFlip",
     "PairwiseMatrices",
     "PredictiveCheck",
+    "PromptBoard",
     "RatingsInputError",
     "SCALE",
     "TIE_METHODS",
+    "VibeReport",
     "WINNERS",
     "WinRate",
     "annotator_diagnostics",
@@ -83,6 +90,7 @@ __all__ = [
     "format_predictive",
     "headline",
     "judge_worth",
+    "judge_worth_by_vibe",
     "leaderboard",
     "leaderboard_by",
     "load_battles_file",
@@ -90,6 +98,7 @@ __all__ = [
     "online_elo",
     "pairwise_matrices",
     "predictive_check",
+    "prompt_board",
     "rank_intervals",
     "rating_over_time",
     "ratings_report",
@@ -121,8 +130,10 @@ if TYPE_CHECKING:
     from ._elo import online_elo
     from ._flip import FlipReport, PairFlip, headline, votes_to_flip
     from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
+    from ._judge_vibes import VibeReport, judge_worth_by_vibe
     from ._lcwin import win_rate_intervals
     from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
+    from ._prompt_board import PromptBoard, prompt_board
     from ._report import format_board, ratings_report
     from ._ties import METHODS, TIE_METHODS, method_changes
     from ._views import PairwiseMatrices, leaderboard_by, pairwise_matrices, rating_over_time, vibe_profiles

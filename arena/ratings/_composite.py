@@ -5,7 +5,9 @@ judge's weight w is chosen by how well the pooled board predicts *held-out human
 over the human votes (the judge's votes always in the fit), mean held-out log-likelihood per human vote, over a grid
 of w on a log scale (w = 0, judge ignored, included). "One human vote is worth about k judge votes" with k = 1 / w.
 The interval is a bootstrap of the whole selection (human and judge votes resampled, the cross-validation rerun):
-the percentile interval of the chosen w, turned into k (w = 0 is k = infinity: "worth nothing").
+the percentile interval of the chosen w, widened to hold the full-data choice when the bootstrap misses it (with a
+few hundred human votes the held-out scores of neighbouring weights differ by less than their noise), turned into k
+(w = 0 is k = infinity: "worth nothing").
 
 Which rows are judge votes: the records' `judge` field (who voted) names them (`judges=`), as in MT-Bench's human
 judgements file (`gpt4_pair` next to `author_*` / `expert_*`). Every other row is a human vote. Fits run on
@@ -217,6 +219,8 @@ def _worth(
     # grid values at both ends (no interpolation between grid points)
     w_lo = float(np.quantile(draws, alpha, method="lower"))
     w_hi = float(np.quantile(draws, 1.0 - alpha, method="higher"))
+    # the percentile interval of a noisy selection can miss the full-data choice: widen it to hold the choice
+    w_lo, w_hi = min(w_lo, w), max(w_hi, w)
     inv = lambda x: math.inf if x <= 0 else 1.0 / x  # noqa: E731
     res.weight, res.weight_low, res.weight_high = w, w_lo, w_hi
     res.worth, res.worth_low, res.worth_high = inv(w), inv(w_hi), inv(w_lo)

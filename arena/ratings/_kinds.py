@@ -60,6 +60,13 @@ class PromptClassifier:
         idx = [self.vocab.get(f, unseen) for f in features(text)]
         return self.log_prior + self.log_prob[:, idx].sum(axis=1)
 
+    def probabilities(self, text: str) -> dict[str, float]:
+        """The posterior probability of every category."""
+        s = self.scores(text)
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        return {c: float(v) for c, v in zip(self.classes, p, strict=True)}
+
     def predict(self, text: str) -> tuple[str, float]:
         """The most probable category and its posterior probability."""
         s = self.scores(text)

@@ -2,7 +2,9 @@
 
 Splits: "time" (fit on the earliest votes, score the latest `test_fraction`; by `tstamp`, else file order) and
 "random" (a seeded random share). Methods: online Elo, Bradley-Terry, Bradley-Terry with style control and with
-style + vibe control (when the answers or their counts are there), Rao-Kupper and Davidson.
+style + vibe control (when the answers or their counts are there), Rao-Kupper, Davidson, and the
+prompt-conditioned board (`bt+kind`: per-kind offsets shrunk to the global board, `_prompt_board`; needs a
+`category` per vote).
 
 Every method predicts three outcomes per held-out vote: model a wins, model b wins, a tie (any kind). The tie models
 predict ties themselves; Elo and Bradley-Terry get the training share of ties as a constant, the rest split by their
@@ -28,7 +30,7 @@ from ._elo import online_elo
 from ._features import covariates, side_counts
 from ._input import RatingsInputError, as_records
 
-PREDICT_METHODS = ("elo", "bt", "bt+style", "bt+style+vibe", "rao-kupper", "davidson")
+PREDICT_METHODS = ("elo", "bt", "bt+style", "bt+style+vibe", "rao-kupper", "davidson", "bt+kind")
 #: Methods that give a board (the leaderboard's automatic choice is the best of these).
 BOARD_METHODS = ("bt", "rao-kupper", "davidson")
 MIN_TEST = 20
@@ -77,7 +79,7 @@ def predictive_check(
     *,
     split: str = "time",
     test_fraction: float = 0.2,
-    methods: tuple[str, ...] = PREDICT_METHODS,
+    methods: tuple[str, ...] | None = None,
     seed: int = 0,
     rounds: int = 200,
     ci_level: float = 0.95,
@@ -85,15 +87,19 @@ def predictive_check(
     both_bad: str = "tie",
     elo_k: float = 4.0,
 ) -> PredictiveCheck:
-    """Held-out log-loss and Brier score of each method in `methods` (see the module docstring)."""
+    """Held-out log-loss and Brier score of each method in `methods` (see the module docstring). The default is
+    every method, `bt+kind` only when the records have a `category` column."""
     if split not in ("time", "random"):
         raise ValueError(f"split must be 'time' or 'random', got {split!r}")
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    recs = as_records(records)
+    if methods is None:
+        has_kind = "category" in recs.frame.columns
+        methods = tuple(m for m in PREDICT_METHODS if m != "bt+kind" or has_kind)
     unknown = [m for m in methods if m not in PREDICT_METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; choose from {', '.join(PREDICT_METHODS)}")
-    recs = as_records(records)
     prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=True)
     out = PredictiveCheck(split=split)
     n = len(prep.rows)
@@ -195,6 +201,16 @@ def _predict(
     if method == "elo":
         r = online_elo(prep.a[train], prep.b[train], prep.y[train], m, k=elo_k)
         return _with_ties(1.0 / (1.0 + 10.0 ** ((r[b] - r[a]) / 400.0)), tie_rate)
+    if method == "bt+kind":
+        from ._prompt_board import fit_arrays, kind_codes
+
+        if "category" not in recs.frame.columns:
+            raise _CannotEstimate("needs a prompt kind (category) per vote")
+        kind, kinds = kind_codes(recs.frame["category"].to_numpy(dtype=object)[prep.rows])
+        if not kinds:
+            raise _CannotEstimate("no vote has a prompt kind (category)")
+        board = fit_arrays(prep.a[train], prep.b[train], prep.y[train], kind[train], prep.names, kinds)
+        return _with_ties(board.predict(a, b, kind[test]), tie_rate)
     sub = _subset(prep, train)
     theta, ridge = _bt_theta(sub)
     if method == "bt":

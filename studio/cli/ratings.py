@@ -1,4 +1,4 @@
-"""``vibestudio ratings [predict|annotators|methods]``: ratings from a battles file or the studio database.
+"""``vibestudio ratings [predict|annotators|methods|judges|kinds|for-prompt]``: ratings from a battles file or the studio database.
 
 A thin layer over ``arena.ratings`` (pure statistics). With ``--battles FILE`` nothing but the file is read: the
 database (SQLAlchemy) is opened only when no file is given.
@@ -188,40 +188,99 @@ def ratings_methods(
 
 @ratings_app.command("judges")
 def ratings_judges(
-    judge: list[str] = typer.Option(..., help="A judge's name as in the votes' 'judge' field (repeatable)."),
+    judge: list[str] = typer.Option(
+        None,
+        help="A judge's name as in the votes' 'judge' field (repeatable); from the studio database: every judge "
+        "with labels unless named.",
+    ),
     battles: Path = typer.Option(None, help=_BATTLES_HELP),
     source: str = typer.Option(
         "pooled",
         help="Board on 'human' votes only, 'judge' votes only, or 'pooled' (judge weight as chosen).",
+    ),
+    by_vibe: bool = typer.Option(
+        False, "--by-vibe", help="Also the exchange rate per vibe (votes whose answers differ in it)."
     ),
     rounds: int = typer.Option(30, help="Bootstrap rounds for the exchange rate's interval."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
 ) -> None:
     """What a judge vote is worth: one human vote ~ k judge votes (weight chosen by held-out human votes), and the
-    board human-only, judge-only or pooled."""
-    from arena.ratings import composite_board, format_board, judge_worth
+    board human-only, judge-only or pooled. Without --battles: the arena's human votes pooled with the judge and
+    annotator labels on the studio's annotation queues."""
+    from standings.judges import JudgeError, judge_report
 
     if source not in ("human", "judge", "pooled"):
         fail(f"--source must be 'human', 'judge' or 'pooled', got {source!r}")
-    records = _load(battles, False, skip_bad)
+    records: Any = None
+    if battles is not None:
+        records = _load(battles, by_vibe, skip_bad)
+        if not judge:
+            fail("--judge is needed with --battles: name the judge(s) as in the votes' 'judge' field")
     try:
-        worth = judge_worth(records, judge, rounds=rounds)
-        weight = worth[-1].weight if worth[-1].weight is not None else 0.0
-        board = composite_board(records, judge, source=source, weight=weight, ci_method="sandwich")
+        if records is None:
+            db = open_db()
+            out = judge_report(db, judges=judge or None, source=source, rounds=rounds, by_vibe=by_vibe)
+        else:
+            out = judge_report(
+                None, records=records, judges=judge, source=source, rounds=rounds, by_vibe=by_vibe
+            )
+    except (JudgeError, ValueError) as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    for line in out["sentences"]:
+        typer.echo(line)
+    for line in out.get("vibe_sentences", []):
+        typer.echo(line)
+    for row in (out.get("by_vibe") or {}).get("rows", []):
+        w = row["worth"]
+        if w is None and not row["n_judge"]:
+            continue
+        rate = w["sentence"] if w else f"{row['judge']}: can't tell ({row['note']})"
+        typer.echo(f"  [{row['vibe']}] {rate}")
+    weight = f" (judge weight {out['judge_weight']:.3g})" if source == "pooled" else ""
+    typer.echo(f"\nBoard on {source} votes{weight}:")
+    typer.echo(_board_lines(out["board"]))
+
+
+def _board_lines(board: dict[str, Any]) -> str:
+    lines = [f"{'#':>3} {'model':<28}{'rating':>8}{'95% CI':>20}{'votes':>8}"]
+    for m in board["models"]:
+        lines.append(
+            f"{m['rank']:>3} {m['name']:<28}{m['rating']:>8.1f}   [{m['ci_low']:>7.1f}, {m['ci_high']:>7.1f}]"
+            f"{m['n_battles']:>8}"
+        )
+    return "\n".join(lines + [f"warning: {w}" for w in board.get("warnings", [])])
+
+
+@ratings_app.command("for-prompt")
+def ratings_for_prompt(
+    text: str = typer.Argument(..., help="The prompt to rank the models for."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Which model for this prompt: the prompt-conditioned board (per-kind offsets shrunk to the global board) at
+    the prompt's kind probabilities from the studio's prompt classifier, with 95% intervals."""
+    from standings.leaderboard import LeaderboardService
+
+    db = open_db()
+    try:
+        out = LeaderboardService(db).for_prompt(text)
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        out = {"judges": [w.to_dict() for w in worth], "source": source, "judge_weight": weight}
-        out["board"] = board.to_dict()
         typer.echo(json.dumps(out, indent=2))
         return
-    for w in worth:
-        typer.echo(w.sentence() + f" ({w.n_judge_votes} judge votes, {w.n_human_votes} human votes)")
-    typer.echo(
-        f"\nBoard on {source} votes" + (f" (judge weight {weight:.3g})" if source == "pooled" else "") + ":"
-    )
-    typer.echo(format_board(board))
+    kinds = ", ".join(f"{k} {p:.2f}" for k, p in list(out["kinds"].items())[:3]) or "unknown"
+    typer.echo(f"Prompt kind: {kinds} (shrinkage {out['board']['shrink']:g})")
+    for k, m in enumerate(out["models"], 1):
+        typer.echo(
+            f"{k:>3} {m['name']:<28}{m['rating']:>8.1f}   [{m['ci_low']:>7.1f}, {m['ci_high']:>7.1f}]"
+            f"  rank {m['rank_low']}-{m['rank_high']}"
+        )
+    for note in out["notes"]:
+        typer.echo(f"note: {note}")
 
 
 @ratings_app.command("kinds")
@@ -239,6 +298,9 @@ def ratings_kinds(
         report = kinds_report(s, folds=folds)
         given = classify(s, list(text or []))
         typed = typed_prompt_kinds(s)
+    from standings.leaderboard import LeaderboardService
+
+    coverage = LeaderboardService(db).category_coverage()
     counts: dict[str, int] = {}
     for v in typed.values():
         counts[v["category"]] = counts.get(v["category"], 0) + 1
@@ -248,6 +310,7 @@ def ratings_kinds(
             "classified": given,
             "typed_battles": len(typed),
             "typed_by_kind": counts,
+            "coverage": coverage,
         }
         typer.echo(json.dumps(out, indent=2))
         return
@@ -259,6 +322,13 @@ def ratings_kinds(
             else f"{c['category']} (p={c['p']:.2f})"
         )
         typer.echo(f"  {c['text'][:60]!r}: {kind}")
+    by = coverage["by_source"]
+    share = coverage["typed_covered"]
+    typer.echo(
+        f"rated votes by category source: {by['set']} from a prompt set, {by['labelled']} labelled, "
+        f"{by['predicted']} predicted, {by['none']} none"
+        + (f" ({100 * share:.0f}% of typed-prompt votes have a category)" if share is not None else "")
+    )
     if typed:
         shown = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
         typer.echo(f"typed battle prompts ({len(typed)}): {shown}")

@@ -10,6 +10,9 @@ contestant names reach the page in the reveal, or, in named mode and self-play, 
 names for those modes are loaded only when one is picked. In self-play (one contestant, two temperatures) the panes
 carry its name, and which side had which temperature appears only in the reveal. Handlers convert inputs, call
 ``ArenaService`` and map the result to outputs; no rules live here.
+
+Named mode also shows a "which model for this prompt?" box: a typed prompt's ranking from the prompt-conditioned
+board (`standings.leaderboard.LeaderboardService.for_prompt`), with intervals; it reads the board, writes nothing.
 """
 
 from __future__ import annotations
@@ -220,6 +223,7 @@ def build(ctx: StudioContext) -> None:
         pick_left = gr.Dropdown([], label="Model A", visible=False, scale=2, elem_id="arena-pick-left")
         pick_right = gr.Dropdown([], label="Model B", visible=False, scale=2, elem_id="arena-pick-right")
     self_play = _self_play_controls(ctx)
+    for_prompt = _for_prompt_box(ctx)
     with gr.Row():
         # messages are the display path's HTML: Gradio must not parse them again (no Markdown, no LaTeX)
         chat = dict(
@@ -301,7 +305,8 @@ def build(ctx: StudioContext) -> None:
 
     def on_mode(m: str, request: gr.Request):
         if m not in (NAMED, SELF):
-            return gr.update(visible=False), gr.update(visible=False), gr.update(visible=False), gr.update()
+            hide = gr.update(visible=False)
+            return hide, hide, hide, gr.update(), gr.update(visible=False)
         try:
             uid = ctx.access.user_id(request)
         except PermissionDenied as exc:
@@ -312,7 +317,13 @@ def build(ctx: StudioContext) -> None:
         badges = badges_by_name(ctx.db)
         labelled = [(f"{n} {badges[n]}" if n in badges else n, n) for n in names]
         named = gr.update(choices=labelled, visible=m == NAMED)
-        return named, named, gr.update(visible=m == SELF), gr.update(choices=labelled)
+        return (
+            named,
+            named,
+            gr.update(visible=m == SELF),
+            gr.update(choices=labelled),
+            gr.update(visible=m == NAMED),
+        )
 
     def on_draw(set_name: str | None):
         try:
@@ -610,7 +621,10 @@ def build(ctx: StudioContext) -> None:
         api_visibility="private",
     )
     mode.change(
-        on_mode, [mode], [pick_left, pick_right, self_play.row, self_play.model], api_visibility="private"
+        on_mode,
+        [mode],
+        [pick_left, pick_right, self_play.row, self_play.model, for_prompt],
+        api_visibility="private",
     )
     draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
     for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):
@@ -629,6 +643,50 @@ def build(ctx: StudioContext) -> None:
         [battle, drawn, left, right, prompt, reveal, status, *buttons, turn_pick],
         api_name="arena_new",
     )
+
+
+FOR_PROMPT_COLUMNS = ["#", "name", "rating", "low", "high", "rank range"]
+
+
+def for_prompt_view(out: dict[str, Any]) -> tuple[str, list[list[Any]]]:
+    """The prompt-conditioned board as display-path HTML (kinds, notes) and table rows."""
+    kinds = ", ".join(f"{literal(k)} {p:.0%}" for k, p in list(out["kinds"].items())[:3]) or "unknown"
+    text = (
+        f"Prompt kind: {kinds}. Ratings for this kind of prompt (per-kind offsets shrunk to the global board, "
+        f"shrinkage {out['board']['shrink']:g}, {out['board']['n_votes']} votes), 95% intervals."
+    )
+    text += "".join(f"\n\n- {literal(n)}" for n in out["notes"])
+    rows = [
+        [k, m["name"], round(m["rating"], 1), round(m["ci_low"], 1), round(m["ci_high"], 1),
+         f"{m['rank_low']}-{m['rank_high']}"]
+        for k, m in enumerate(out["models"], 1)
+    ]  # fmt: skip
+    return to_html(text), rows
+
+
+def _for_prompt_box(ctx: StudioContext) -> Any:
+    """Named mode's "which model for this prompt?" box: the prompt-conditioned board for a typed prompt."""
+    with gr.Column(visible=False, elem_id="arena-for-prompt") as box:
+        with gr.Row():
+            text = gr.Textbox(
+                label="Which model for this prompt? (the ranking for prompts of its kind)",
+                scale=5,
+                elem_id="arena-for-prompt-text",
+            )
+            button = gr.Button("Rank the models", scale=1, elem_id="arena-for-prompt-run")
+        summary = gr.HTML(elem_id="arena-for-prompt-summary")
+        table = gr.Dataframe(headers=FOR_PROMPT_COLUMNS, interactive=False, elem_id="arena-for-prompt-table")
+
+    def on_rank(prompt_text: str | None):  # type: ignore[no-untyped-def]
+        try:
+            out = ctx.leaderboard.for_prompt(prompt_text or "")
+        except ValueError as exc:
+            raise user_error(exc) from exc
+        html_text, rows = for_prompt_view(out)
+        return html_text, rows
+
+    button.click(on_rank, [text], [summary, table], api_name="arena_for_prompt")
+    return box
 
 
 def _persona_form(ctx: StudioContext) -> None:

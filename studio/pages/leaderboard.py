@@ -1,5 +1,6 @@
 """Leaderboard tab: the board with intervals, style/vibe control, category boards, matrices, rating over time, vibe
-profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set; the
+profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set; what a judge vote is
+worth (the board on people's votes, judges' or both pooled, `standings.judges`); the
 rating method (Bradley-Terry or a tie model; by default the one that predicts held-out votes best) and the "which
 method predicts best" view. The board refreshes when the tab is opened and on a short timer while it is open (only
 new votes are read; nothing is redrawn when nothing changed).
@@ -538,6 +539,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             fragile_tab = fragility_components()
         with gr.Tab("LC win rate"):
             lc_tab = lc_components()
+        with gr.Tab("Judge votes"):
+            judge_tab = JudgeTab()
 
     def options(
         ci_method: str,
@@ -703,6 +706,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     )
     wire_fragility(ctx, fragile_tab, filters, options)
     wire_lc(ctx, demo, lc_tab, filters, options)
+    wire_judges(ctx, judge_tab)
     wire_decision(ctx, demo)
     families.build_section(ctx, service, filters, options)  # the same board, so the same intervals
 
@@ -942,3 +946,127 @@ def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     tab.button.click(on_card, [tab.a, tab.b, tab.price], [tab.card], api_name="decision_card")
     demo.load(names, None, [tab.a, tab.b], api_visibility="private")
+
+
+# -- what a judge vote is worth: the composite board from the studio database (#31) ------------------------------------
+JUDGE_SOURCES = [("Pooled (people + judges, judge weight chosen)", "pooled"), ("People only", "human"),
+                 ("Judges only", "judge")]  # fmt: skip
+JUDGE_COLUMNS = [
+    "judge",
+    "judge votes",
+    "human votes",
+    "k (human = k judge votes)",
+    "k low",
+    "k high",
+    "note",
+]
+VIBE_WORTH_COLUMNS = ["judge", "vibe", "human votes", "judge votes", "k", "k low", "k high",
+                      "people pick more", "judge picks more", "gap", "note"]  # fmt: skip
+
+
+def _k(x: Any) -> Any:
+    return "inf" if x == "inf" else (None if x is None else round(float(x), 2))
+
+
+def _share(x: list[Any]) -> str | None:
+    """A share with its interval, in percent: "62% [55, 68]"."""
+    return None if x[0] is None else f"{100 * x[0]:.0f}% [{100 * x[1]:.0f}, {100 * x[2]:.0f}]"
+
+
+def judge_tables(out: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The exchange-rate table (one row per judge, and all judges) and the per-vibe table."""
+    rows = [
+        {
+            "judge": w["judge"],
+            "judge votes": w["n_judge_votes"],
+            "human votes": w["n_human_votes"],
+            "k (human = k judge votes)": _k(w["worth"]) if w["worth"] is not None else "can't tell",
+            "k low": _k(w["worth_low"]),
+            "k high": _k(w["worth_high"]),
+            "note": w["note"],
+        }
+        for w in out["judges"]
+    ]
+    vibe_rows = []
+    for r in (out.get("by_vibe") or {}).get("rows", []):
+        if not r["n_judge"]:
+            continue
+        w = r["worth"] or {}
+        pm, jm = r["people_prefer_more"], r["judge_prefers_more"]
+        vibe_rows.append(
+            {
+                "judge": r["judge"],
+                "vibe": r["vibe"],
+                "human votes": r["n_human"],
+                "judge votes": r["n_judge"],
+                "k": _k(w.get("worth")) if w.get("worth") is not None else "can't tell",
+                "k low": _k(w.get("worth_low")),
+                "k high": _k(w.get("worth_high")),
+                "people pick more": _share(pm),
+                "judge picks more": _share(jm),
+                "gap": None if r["gap"] is None else round(100 * r["gap"]),
+                "note": (
+                    "clearest disagreement"
+                    if out["by_vibe"]["disagree_most"].get(r["judge"]) == r["vibe"]
+                    else ""
+                )
+                or r["note"],
+            }
+        )
+    return pd.DataFrame(rows, columns=JUDGE_COLUMNS), pd.DataFrame(vibe_rows, columns=VIBE_WORTH_COLUMNS)
+
+
+def judge_text(out: dict[str, Any]) -> str:
+    c = out.get("counts") or {}
+    text = (
+        f"{c.get('arena', 0)} arena votes and {c.get('queue_human', 0)} people's labels on queue items, pooled "
+        f"with {c.get('queue_judge', 0)} judge labels. The judge weight is chosen by how well the pooled board "
+        "predicts held-out *human* votes (5-fold), its interval by a bootstrap."
+    )
+    text += "".join(f"\n\n- {literal(line)}" for line in out["sentences"] + out.get("vibe_sentences", []))
+    text += "".join(f"\n\n⚠️ {literal(n)}" for n in out["notes"])
+    skipped = {k: v for k, v in (out.get("skipped") or {}).items() if v}
+    if skipped:
+        text += "\n\nLeft out: " + ", ".join(f"{v} labels ({k})" for k, v in skipped.items()) + "."
+    return to_html(text)
+
+
+class JudgeTab:
+    """The components of the *Judge votes* sub-tab."""
+
+    def __init__(self) -> None:
+        gr.Markdown(
+            "What an AI judge's vote is worth next to a person's: one composite Bradley-Terry board on the arena's "
+            "votes and the judge labels on annotation queues, the judge's weight learned from held-out human votes."
+        )
+        with gr.Row():
+            self.source = gr.Radio(
+                JUDGE_SOURCES, value="pooled", label="Board on", elem_id="judge-source", scale=3
+            )
+            self.by_vibe = gr.Checkbox(
+                False, label="Also per vibe (slower)", elem_id="judge-by-vibe", scale=1
+            )
+            self.button = gr.Button("Show the judge board", elem_id="judge-run", scale=1)
+        self.text = gr.HTML(elem_id="judge-summary")
+        self.worth = gr.Dataframe(headers=JUDGE_COLUMNS, interactive=False, elem_id="judge-worth")
+        self.vibes = gr.Dataframe(headers=VIBE_WORTH_COLUMNS, interactive=False, elem_id="judge-vibes")
+        self.board = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="judge-board")
+
+
+def wire_judges(ctx: StudioContext, tab: JudgeTab) -> None:
+    from standings.judges import JudgeError, judge_report
+
+    def on_judges(source: str, by_vibe: bool):  # type: ignore[no-untyped-def]
+        try:
+            out = judge_report(ctx.db, source=source or "pooled", rounds=20, by_vibe=bool(by_vibe))
+        except JudgeError as exc:
+            raise user_error(exc) from exc
+        worth, vibes_df = judge_tables(out)
+        return judge_text(out), worth, vibes_df, board_table(out["board"])
+
+    tab.button.click(
+        on_judges,
+        [tab.source, tab.by_vibe],
+        [tab.text, tab.worth, tab.vibes, tab.board],
+        api_name="judge_board",
+    )

@@ -1,5 +1,6 @@
 """Votes in a database for the leaderboard tests: four contestants of known skill, rated battles spread over three
-weeks, and the plain leaderboard path (every vote through the ORM, then `arena.ratings`) the service must agree with.
+weeks, judge and annotator labels on queue items between them (`judged_items`), and the plain leaderboard path
+(every vote through the ORM, then `arena.ratings`) the service must agree with.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from arena.registry import ContestantSpec, list_contestants, register
-from db.models import Battle, Turn, Vote
+from db.models import Battle, Label, QueueItem, Turn, Vote
 from standings.records import battle_records
 
 NAMES = ["alpha", "bravo", "charlie", "delta"]
@@ -93,3 +94,32 @@ def current_leaderboard(
     rated = {m["name"] for m in out["models"]}
     out["unrated"] = [c.public_name for c in list_contestants(session) if c.public_name not in rated]
     return out
+
+
+def judged_items(db, n: int, judge: str, models=NAMES, seed: int = 0, humans: int = 0) -> None:
+    """`n` two-answer items between `models`, each labelled by `judge` like people would (Bradley-Terry on the
+    fixture's skills), and `humans` of them also by a person."""
+    rng = random.Random(seed)
+    skill = {**SKILL, **{m: 0.0 for m in models if m not in SKILL}}
+    with db.session() as s:
+        for k in range(n):
+            a, b = rng.sample(list(models), 2)
+            item = QueueItem(
+                queue_id="judged",
+                answer_1=f"answer {k} one",
+                answer_2=f"answer {k} two",
+                meta={"answers": [{"model": a}, {"model": b}], "n_answers": 2},
+                prompt_messages=[{"role": "user", "content": f"q{k}"}],
+            )
+            s.add(item)
+            s.flush()
+            p = 1 / (1 + np.exp(skill[b] - skill[a]))
+            for who, kind in [(judge, "judge")] + ([("ann", "human")] if k < humans else []):
+                outcome = "1" if rng.random() < p else "2"
+                s.add(Label(item_id=item.id, queue="judged", annotator=who, kind=kind, outcome=outcome))
+        # labels that are no vote: a judge that could not decide, an item whose answers name no model
+        bare = QueueItem(queue_id="judged", answer_1="x", answer_2="y", meta={})
+        s.add(bare)
+        s.flush()
+        s.add(Label(item_id=bare.id, queue="judged", annotator=judge, kind="judge", outcome="1"))
+        s.add(Label(item_id=item.id, queue="judged", annotator=judge, kind="judge", outcome="inconsistent"))
