@@ -24,10 +24,9 @@ from typing import Any
 
 from arena.engines.ask import ask_batch
 from arena.engines.base import Reply, Request, Sampling
+from arena.prompts import mt_bench_first_turns
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, engine_for, messages_for
-from db.files import iter_json_lines
 
-MT_BENCH = Path(__file__).resolve().parent.parent / "arena" / "data" / "mt_bench_questions.jsonl"
 
 
 def content_hash(text: str) -> str:
@@ -61,10 +60,7 @@ class HeldOut:
 def held_out(n: int, snapshot_rows: list[dict[str, Any]] | None = None, seed: int = 0) -> HeldOut:
     """``n`` MT-Bench first turns (seeded order) whose content hash is not among the snapshot's user turns."""
     banned = snapshot_prompt_hashes(snapshot_rows or [])
-    pool = []
-    if MT_BENCH.exists():
-        for _, row in iter_json_lines(MT_BENCH.read_text(encoding="utf-8")):
-            pool.append(row["turns"][0].strip())
+    pool = mt_bench_first_turns()
     kept = [p for p in pool if content_hash(p) not in banned]
     random.Random(seed).shuffle(kept)
     return HeldOut(kept[:n], len(pool), len(pool) - len(kept), n)
