@@ -113,7 +113,9 @@ def parse_rating(text: str, crit: Criterion) -> float | None:
 
 def _ask(engine: Engine, prompt: str, prefill: str, max_tokens: int) -> str:
     msgs = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
-    return ask(engine, msgs, Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0), prefill).text
+    return ask(
+        engine, msgs, Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0), prefill
+    ).text
 
 
 def _question(item: QueueItem) -> str:

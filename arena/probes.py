@@ -41,8 +41,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from arena.engines.base import EngineError, Sampling
 from arena.engines.ask import ask
+from arena.engines.base import EngineError, Sampling
 from arena.registry import (
     ContestantInfo,
     engine_for,

@@ -34,8 +34,8 @@ from sqlalchemy.orm import Session
 
 from accounts import require_role
 from arena import vibes
-from arena.engines.base import EngineError, Sampling
 from arena.engines.ask import ask
+from arena.engines.base import EngineError, Sampling
 from arena.registry import (
     ContestantInfo,
     engine_for,

@@ -19,14 +19,12 @@ import hashlib
 import random
 import re
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from arena.engines.ask import ask_batch
 from arena.engines.base import Reply, Request, Sampling
 from arena.prompts import mt_bench_first_turns
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, engine_for, messages_for
-
 
 
 def content_hash(text: str) -> str:

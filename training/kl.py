@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import random
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from arena.prompts import mt_bench_first_turns
-
 
 
 def held_out_prompts(n: int, exclude: list[dict[str, Any]] | None = None, seed: int = 0) -> list[str]:

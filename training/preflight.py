@@ -139,7 +139,9 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
     if found.parent is not None or cfg.base_model:
         found.base = found.problem("base_model", lambda: choose_base(found.parent, cfg.base_model))
     elif not named:
-        found.errors.append(FieldError("parent_contestant", "no parent contestant and no base_model: nothing to train"))
+        found.errors.append(
+            FieldError("parent_contestant", "no parent contestant and no base_model: nothing to train")
+        )
     tasks = str(cfg.tasks or "") if isinstance(cfg, GRPOJobConfig) else ""
     if isinstance(cfg, GRPOJobConfig) and tasks:
         from training.tasks.checks import check_task_job
@@ -149,13 +151,19 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
     else:
         _check_pairs(session, cfg, found, fresh_from_votes)
     found.problem("rewards", lambda: check_reward_sources(session, cfg))
-    if cfg.output_name and session.scalar(select(Contestant.id).where(Contestant.public_name == cfg.output_name)):
+    if cfg.output_name and session.scalar(
+        select(Contestant.id).where(Contestant.public_name == cfg.output_name)
+    ):
         found.errors.append(
-            FieldError("output_name", f"a contestant named {cfg.output_name!r} already exists; choose another")
+            FieldError(
+                "output_name", f"a contestant named {cfg.output_name!r} already exists; choose another"
+            )
         )
     base = found.base
     if base is not None:
-        found.estimate = found.problem("per_device_train_batch_size", lambda: check_resources(session, cfg, base))
+        found.estimate = found.problem(
+            "per_device_train_batch_size", lambda: check_resources(session, cfg, base)
+        )
     return found
 
 
@@ -167,7 +175,9 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
         found.snapshot = found.problem("snapshot_hash", lambda: get_snapshot(session, cfg.snapshot_hash))
         snap = found.snapshot
         if snap is not None:
-            rows = found.problem("snapshot_hash", lambda: load_snapshot(snap.path, snap.hash, provenance=True))
+            rows = found.problem(
+                "snapshot_hash", lambda: load_snapshot(snap.path, snap.hash, provenance=True)
+            )
     elif fresh_from_votes:
         rows = vote_pairs(session)[0]
     else:

@@ -19,10 +19,8 @@ from annotation.snapshots import (
     get_snapshot,
     load_snapshot,
     snapshot_from_votes,
-    vote_pairs,
     write_snapshot,
 )
-from db.models import Contestant
 from db.session import Database
 from training.config import (
     ConfigError,

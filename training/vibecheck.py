@@ -329,7 +329,10 @@ def _validate(
 
         def ask_one(first: str, second: str) -> str | None:
             prompt = VALIDATE_PROMPT.format(
-                question=_clip(prompts[j], 1200), a=_clip(first, 1500), b=_clip(second, 1500), axis=axes[i]["axis"]
+                question=_clip(prompts[j], 1200),
+                a=_clip(first, 1500),
+                b=_clip(second, 1500),
+                axis=axes[i]["axis"],
             )
             return judge.ask(VALIDATE_SYSTEM, prompt, PAIRWISE_PREFILL, 4)
 
