@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
 from typing import Any
 
-from arena.engines.base import Reply, Request, Sampling
+from arena.engines.base import GenerationStats, Reply, Request, Sampling
 from arena.engines.gate import gate_for
 
 MAX_WORKERS = 8  # threads per batch on a streaming engine; more would only wait in its gate
@@ -31,11 +30,15 @@ def ask(engine: Any, messages: list[dict[str, str]], sampling: Sampling, prefill
     gate.acquire()
     try:
         stream = engine.stream_chat(messages, sampling, prefill)
-        with closing(stream):
+        try:
             text = "".join(stream)
+        finally:
+            close = getattr(stream, "close", None)  # a Stream, or any iterator of deltas a stub engine gives
+            if close is not None:
+                close()
     finally:
         gate.release()
-    st = stream.stats
+    st = getattr(stream, "stats", None) or GenerationStats()
     return Reply(text, st.tokens, st.tokens >= sampling.max_tokens, st.seconds, st.ttft, st.tokens_per_s)
 
 
