@@ -190,7 +190,7 @@ def test_one_check_reports_every_problem_at_once_for_the_page_and_the_worker(db,
     for e in check.errors:
         assert f"{e.field}: {e.message}" in said
     blank = check_config(db, {"kind": "dpo", "parent_contestant": " ", "snapshot_hash": ""})
-    assert blank.errors[0].field == "parent_contestant" and "nothing to train" in blank.message()
+    assert blank.errors[0].field == "parent_contestant" and "base_model" in blank.message()
 
 
 def test_a_job_kind_is_registered_once_for_its_config_and_its_trainer():
