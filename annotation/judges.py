@@ -7,6 +7,9 @@ the judge prompt is. Prompts follow MT-Bench's pairwise format: the verdict is `
 is greedy and a handful of tokens long; parsing accepts the bracketed form anywhere and a few plain phrasings, and
 anything else is ``unparsed`` (kept, with the raw text, never guessed).
 
+Every judge call goes through ``arena.engines.ask`` (the engine's gate, stream closed). The position swap is
+written once, ``both_orders``: the pairwise verdicts here, the checkpoint report's judge comparison and the judge
+reward (through ``judge_pair``) and the judge-described differences' validation (``training.vibecheck``) use it.
 Each item is judged twice, answer 1 first and then answer 2 first; both runs are stored as ``judgements`` and
 their combination (``annotation.bias.combine``) as one label of kind ``judge`` named after the judge, so judge
 labels export, snapshot and enter agreement like any other. Absolute grading asks for one criterion of the
@@ -30,6 +33,7 @@ from annotation.agreement import cohen_kappa, plurality
 from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
 from annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
 from annotation.rubrics import Criterion, Rubric, rubric_from_dict
+from arena.engines.ask import ask
 from arena.engines.base import Engine, EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant
 from db.models import Judgement, Label, QueueItem, RubricScore
@@ -112,10 +116,9 @@ def parse_rating(text: str, crit: Criterion) -> float | None:
 
 def _ask(engine: Engine, prompt: str, prefill: str, max_tokens: int) -> str:
     msgs = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
-    stream = engine.stream_chat(
-        msgs, Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0), prefill
-    )
-    return "".join(stream)
+    return ask(
+        engine, msgs, Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0), prefill
+    ).text
 
 
 def _question(item: QueueItem) -> str:
@@ -125,28 +128,36 @@ def _question(item: QueueItem) -> str:
     return "\n\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in msgs)
 
 
-def judge_pair(
-    engine: Engine, question: str, answer_1: str, answer_2: str, focus: str = "", max_tokens: int = 4
+def both_orders(
+    ask_one: Callable[[str, str], str | None], answer_1: str, answer_2: str
 ) -> tuple[tuple[str, str], tuple[str, str]]:
-    """Two runs, answer 1 first then answer 2 first: ((verdict, raw), (verdict, raw)) in item terms."""
+    """The position swap, written once: ``ask_one(first, second)`` with answer 1 shown first, then answer 2
+    first; each reply's letter mapped back to item terms. Returns ((verdict, raw), (verdict, raw)), a verdict
+    being "1", "2", "tie" or "unparsed" (also when ``ask_one`` gave None: no reply)."""
     out = []
     for swapped in (False, True):
-        a, b = (answer_2, answer_1) if swapped else (answer_1, answer_2)
-        raw = _ask(
-            engine,
-            PAIRWISE_PROMPT.format(question=question, a=a, b=b, focus=focus),
-            PAIRWISE_PREFILL,
-            max_tokens,
-        )
-        letter = parse_pairwise(raw)
+        raw = ask_one(answer_2, answer_1) if swapped else ask_one(answer_1, answer_2)
+        letter = None if raw is None else parse_pairwise(raw)
         if letter is None:
             verdict = "unparsed"
         elif letter == "C":
             verdict = "tie"
         else:
             verdict = {"A": "2", "B": "1"}[letter] if swapped else {"A": "1", "B": "2"}[letter]
-        out.append((verdict, raw))
+        out.append((verdict, raw or ""))
     return out[0], out[1]
+
+
+def judge_pair(
+    engine: Engine, question: str, answer_1: str, answer_2: str, focus: str = "", max_tokens: int = 4
+) -> tuple[tuple[str, str], tuple[str, str]]:
+    """Which answer is better, asked in both orders (``both_orders``): ((verdict, raw), (verdict, raw))."""
+
+    def one(a: str, b: str) -> str:
+        prompt = PAIRWISE_PROMPT.format(question=question, a=a, b=b, focus=focus)
+        return _ask(engine, prompt, PAIRWISE_PREFILL, max_tokens)
+
+    return both_orders(one, answer_1, answer_2)
 
 
 def grade(
@@ -396,11 +407,8 @@ def generate_checklists(
         if progress:
             progress(k, len(first), f"prompt {k + 1}/{len(first)}")
         msgs = [{"role": "user", "content": CHECKLIST_PROMPT.format(question=question, n=n)}]
-        raw = "".join(
-            engine.stream_chat(
-                msgs, Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0), CHECKLIST_PREFILL
-            )
-        )
+        greedy = Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0)
+        raw = ask(engine, msgs, greedy, CHECKLIST_PREFILL).text
         lines = parse_checklist(raw, n)
         if lines:
             with db.session() as s:
@@ -523,6 +531,7 @@ __all__ = [
     "bias_report",
     "generate_checklists",
     "grade",
+    "both_orders",
     "judge_pair",
     "parse_checklist",
     "parse_pairwise",

@@ -6,7 +6,8 @@ model, adapter, persona, lineage), its sampling parameters and its token count a
 prompt become every pair among them (k=2: one pair); two identical answers make no pair.
 
 Generation runs in batch through the engine: requests go out concurrently up to the engine's ``concurrency``
-(a vLLM or other OpenAI-compatible server batches them; llama.cpp serves its pool), and the queue is written
+(a vLLM or other OpenAI-compatible server batches them; llama.cpp serves its pool), each one through the
+engine's gate (``arena.engines.ask``, so queue generation waits its turn behind the arena's battles), and the queue is written
 prompt by prompt in short transactions, so a crash loses at most the prompts in flight and a second run with the
 same queue name resumes where the first stopped. ``progress(done, total, note)`` is called as answers finish
 (the CLI maps it to tqdm, the web page to its progress bar). Only the first turn of each prompt is used.
@@ -28,6 +29,7 @@ from sqlalchemy import select
 from accounts import require_role
 from annotation.queues import NewItem, QueueError, add_item, create_queue, queue_row
 from annotation.rubrics import get_rubric
+from arena.engines.ask import ask
 from arena.engines.base import EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant, messages_for
 from db.models import Prompt, PromptSet, QueueItem
@@ -117,20 +119,17 @@ def plan_variants(
 
 def _answer(variant: _Variant, text: str) -> dict[str, Any]:
     info = variant.info
-    msgs = messages_for(info, [], text)
-    stream = engine_for(info).stream_chat(msgs, variant.sampling, info.prefill)
-    answer = "".join(stream)
-    st = stream.stats
+    reply = ask(engine_for(info), messages_for(info, [], text), variant.sampling, info.prefill)
     return {
-        "text": answer,
+        "text": reply.text,
         "stamp": {
             "contestant_id": info.id,
             "model": info.public_name,
             "policy_version": policy_version(info),
             "sampling": asdict(variant.sampling),
             "variant": variant.index,
-            "tokens": st.tokens,
-            "seconds": round(st.seconds, 3),
+            "tokens": reply.tokens,
+            "seconds": round(reply.seconds, 3),
         },
     }
 

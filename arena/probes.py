@@ -41,8 +41,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
+from arena.engines.ask import ask
 from arena.engines.base import EngineError, Sampling
-from arena.engines.gate import gate_for
 from arena.registry import (
     ContestantInfo,
     engine_for,
@@ -224,19 +224,8 @@ class _Asker:
         self.info, self.sampling = info, sampling
 
     def __call__(self, history: list[tuple[str, str]], user_msg: str) -> str:
-        engine = engine_for(self.info)
-        gate = gate_for(engine)
-        gate.acquire()
-        try:
-            stream = engine.stream_chat(
-                messages_for(self.info, history, user_msg), self.sampling, self.info.prefill
-            )
-            try:
-                return "".join(stream)
-            finally:
-                stream.close()
-        finally:
-            gate.release()
+        msgs = messages_for(self.info, history, user_msg)
+        return ask(engine_for(self.info), msgs, self.sampling, self.info.prefill).text
 
 
 def _other(item: ProbeItem, choice: str, salt: int) -> str:

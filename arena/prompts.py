@@ -20,11 +20,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from db.files import RowError, csv_records_from_bytes, decode_bytes, parse_json_text
+from db.files import RowError, csv_records_from_bytes, decode_bytes, iter_json_lines, parse_json_text
 from db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"
 _DATA = Path(__file__).parent / "data"
+#: The MT-Bench questions (lm-sys/FastChat, Apache-2.0), shipped as package data (pyproject: arena = ["data/*"]).
+MT_BENCH_FILE = _DATA / "mt_bench_questions.jsonl"
 MAX_TURN_CHARS = 32_000
 MAX_LABEL_CHARS = 128  # category / subcategory / question_id columns
 
@@ -161,9 +163,15 @@ def import_prompt_set(
     return len(rows)
 
 
+def mt_bench_first_turns() -> list[str]:
+    """The first turn of every shipped MT-Bench question, in file order (held-out prompts for reports and KL)."""
+    rows = iter_json_lines(MT_BENCH_FILE.read_text(encoding="utf-8"))
+    return [row["turns"][0].strip() for _, row in rows if isinstance(row, dict) and row.get("turns")]
+
+
 def ensure_mt_bench(session: Session) -> None:
     if session.scalar(select(PromptSet.id).where(PromptSet.name == MT_BENCH)) is None:
-        path = _DATA / "mt_bench_questions.jsonl"
+        path = MT_BENCH_FILE
         import_prompt_set(
             session, MT_BENCH, path.name, path.read_bytes(), "MT-Bench (lm-sys/FastChat, Apache-2.0)"
         )

@@ -34,8 +34,8 @@ from sqlalchemy.orm import Session
 
 from accounts import require_role
 from arena import vibes
+from arena.engines.ask import ask
 from arena.engines.base import EngineError, Sampling
-from arena.engines.gate import gate_for
 from arena.registry import (
     ContestantInfo,
     engine_for,
@@ -312,21 +312,6 @@ class EvalRun:
         }
 
 
-def _answer(info: ContestantInfo, item: EvalItem, sampling: Sampling) -> tuple[str, Any]:
-    engine = engine_for(info)
-    gate = gate_for(engine)
-    gate.acquire()
-    try:
-        stream = engine.stream_chat(messages_for(info, [], item.prompt), sampling, info.prefill)
-        try:
-            text = "".join(stream)
-        finally:
-            stream.close()
-        return text, stream.stats
-    finally:
-        gate.release()
-
-
 def run_evals(
     db: Database,
     contestant: int | str | ContestantInfo,
@@ -365,10 +350,11 @@ def run_evals(
             category=item.category,
         )
         try:
-            answer, stats = _answer(info, item, sampling)
+            reply = ask(engine_for(info), messages_for(info, [], item.prompt), sampling, info.prefill)
+            answer = reply.text
             passed, detail = run_check(item.check, answer)
             row.answer, row.passed, row.detail = answer, passed, detail
-            row.tokens, row.latency, row.tps = stats.tokens, stats.ttft, stats.tokens_per_s
+            row.tokens, row.latency, row.tps = reply.tokens, reply.ttft, reply.tokens_per_s
         except EngineError as exc:
             row.answer, row.passed, row.detail, row.error = "", False, None, f"[{exc.kind}] {exc}"
             if exc.kind in FATAL_KINDS:

@@ -413,11 +413,21 @@ class GRPOJobConfig(JobConfig):
             raise ConfigError(f"scale_rewards {self.scale_rewards!r} unknown; choose group, batch or none")
 
 
-CONFIG_KINDS: dict[str, type[JobConfig]] = {
-    "dpo": DPOJobConfig,
-    "reward": RewardJobConfig,
-    "grpo": GRPOJobConfig,
+@dataclass(frozen=True)
+class JobKind:
+    """A job kind, registered once: its config class, and the trainer the worker runs ("module:function",
+    imported only in the worker, since trainers import torch and TRL)."""
+
+    config: type[JobConfig]
+    trainer: str
+
+
+JOB_KINDS: dict[str, JobKind] = {
+    "dpo": JobKind(DPOJobConfig, "training.dpo:run_dpo"),
+    "reward": JobKind(RewardJobConfig, "training.reward_model:run_reward"),
+    "grpo": JobKind(GRPOJobConfig, "training.grpo:run_grpo"),
 }
+CONFIG_KINDS: dict[str, type[JobConfig]] = {kind: k.config for kind, k in JOB_KINDS.items()}
 
 
 def help_table(cls: type[JobConfig]) -> list[tuple[str, Any, str]]:

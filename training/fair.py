@@ -7,9 +7,10 @@ A child inherits its parent's persona unless its job said ``inherit_persona: fal
 says which. When the two cannot share an engine, the setup says so in ``caveats`` and ``fair`` is false.
 
 ``held_out`` draws prompts (MT-Bench first turns) whose content hash appears nowhere in the training snapshot's
-user turns. ``answer_all`` answers a prompt list: one batched, seeded ``generate`` per chunk on the transformers
-engine (so both sides meet identical seeds and batches), one seeded request per prompt on other engines (in
-parallel up to the engine's concurrency). Each answer records whether it hit the token cap.
+user turns. ``answer_all`` answers a prompt list through ``arena.engines.ask.ask_batch``: batched, seeded
+``generate`` calls on the transformers engine (so both sides meet identical seeds and batches), one seeded request
+per prompt on other engines (in parallel up to the engine's concurrency), all through the engine's gate. Each
+answer records whether it hit the token cap.
 """
 
 from __future__ import annotations
@@ -17,23 +18,13 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from arena.engines.base import Sampling
-from arena.registry import (
-    BUILTIN_GGUF,
-    BUILTIN_HF,
-    ContestantInfo,
-    engine_for,
-    messages_for,
-    resolve_model_ref,
-)
-from db.files import iter_json_lines
-
-MT_BENCH = Path(__file__).resolve().parent.parent / "arena" / "data" / "mt_bench_questions.jsonl"
+from arena.engines.ask import ask_batch
+from arena.engines.base import Reply, Request, Sampling
+from arena.prompts import mt_bench_first_turns
+from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, engine_for, messages_for
 
 
 def content_hash(text: str) -> str:
@@ -67,10 +58,7 @@ class HeldOut:
 def held_out(n: int, snapshot_rows: list[dict[str, Any]] | None = None, seed: int = 0) -> HeldOut:
     """``n`` MT-Bench first turns (seeded order) whose content hash is not among the snapshot's user turns."""
     banned = snapshot_prompt_hashes(snapshot_rows or [])
-    pool = []
-    if MT_BENCH.exists():
-        for _, row in iter_json_lines(MT_BENCH.read_text(encoding="utf-8")):
-            pool.append(row["turns"][0].strip())
+    pool = mt_bench_first_turns()
     kept = [p for p in pool if content_hash(p) not in banned]
     random.Random(seed).shuffle(kept)
     return HeldOut(kept[:n], len(pool), len(pool) - len(kept), n)
@@ -142,75 +130,16 @@ def fair_pair(
     return p, c, setup
 
 
-@dataclass
-class Answer:
-    text: str
-    tokens: int
-    truncated: bool
+Answer = Reply  # one answer: text (prefill included), tokens, whether the token cap cut it, seconds
 
 
-def answer_all(info: ContestantInfo, prompts: list[str], seed: int, batch_size: int = 16) -> list[Answer]:
-    """Answers of ``info`` (persona and sampling as given) to every prompt; the prefill is part of each answer."""
-    if info.engine == "transformers":
-        return _batched(info, prompts, seed, batch_size)
-    engine = engine_for(info)
+def answer_all(info: ContestantInfo, prompts: list[str], seed: int) -> list[Answer]:
+    """Answers of ``info`` (persona and sampling as given) to every prompt, prompt ``i`` seeded ``seed + i``; the
+    prefill is part of each answer. One ``ask_batch``: batched ``generate`` calls on the transformers engine,
+    one gated request per prompt (in parallel up to the engine's concurrency) on any other."""
     base = dict(info.sampling)
-
-    def one(i: int) -> Answer:
-        s = Sampling.from_dict({**base, "seed": seed + i})
-        stream = engine.stream_chat(messages_for(info, [], prompts[i]), s, prefill=info.prefill)
-        try:
-            text = "".join(stream)
-        finally:
-            stream.close()
-        return Answer(text, stream.stats.tokens, stream.stats.tokens >= s.max_tokens)
-
-    workers = max(1, min(int(getattr(engine, "concurrency", 1)), 8))
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(one, range(len(prompts))))
-
-
-def _batched(info: ContestantInfo, prompts: list[str], seed: int, batch_size: int) -> list[Answer]:
-    import torch
-
-    from arena.engines.hf import load_model
-
-    tok, model, lock = load_model(resolve_model_ref(info.model_ref), info.adapter_ref)
-    s = Sampling.from_dict(info.sampling)
-    eos = tok.eos_token_id
-    configured = getattr(model.generation_config, "eos_token_id", None)
-    stops = {eos, *(configured if isinstance(configured, list) else [configured])} - {None}
-    pad = tok.pad_token_id if tok.pad_token_id is not None else eos
-    out: list[Answer] = []
-    side = tok.padding_side
-    tok.padding_side = "left"
-    try:
-        for start in range(0, len(prompts), batch_size):
-            chunk = prompts[start : start + batch_size]
-            texts = [
-                tok.apply_chat_template(messages_for(info, [], p), add_generation_prompt=True, tokenize=False)
-                + info.prefill
-                for p in chunk
-            ]
-            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-            with lock, torch.no_grad():
-                torch.manual_seed(seed + start)
-                gen = model.generate(
-                    **enc,
-                    max_new_tokens=s.max_tokens,
-                    do_sample=s.temperature > 0,
-                    temperature=max(s.temperature, 1e-5),
-                    top_p=s.top_p,
-                    repetition_penalty=s.repeat_penalty,
-                    pad_token_id=pad,
-                )
-            new = gen[:, enc["input_ids"].shape[1] :]
-            for row in new.tolist():
-                end = next((i for i, t in enumerate(row) if t in stops), None)
-                ended = end is not None
-                ids = [t for t in (row[:end] if ended else row) if t != pad]
-                text = tok.decode(ids, skip_special_tokens=True)
-                out.append(Answer(info.prefill + text, len(ids), not ended and len(ids) >= s.max_tokens))
-    finally:
-        tok.padding_side = side
-    return out
+    requests = [
+        Request(messages_for(info, [], p), Sampling.from_dict({**base, "seed": seed + i}), info.prefill)
+        for i, p in enumerate(prompts)
+    ]
+    return ask_batch(engine_for(info), requests)

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import random
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from db.files import iter_json_lines
-
-_MT_BENCH = Path(__file__).resolve().parent.parent / "arena" / "data" / "mt_bench_questions.jsonl"
+from arena.prompts import mt_bench_first_turns
 
 
 def held_out_prompts(n: int, exclude: list[dict[str, Any]] | None = None, seed: int = 0) -> list[str]:
@@ -27,13 +24,7 @@ def held_out_prompts(n: int, exclude: list[dict[str, Any]] | None = None, seed: 
         for msg in row.get("prompt", []):
             if msg.get("role") == "user":
                 used.add(msg["content"].strip())
-    prompts = []
-    if _MT_BENCH.exists():
-        for _, row in iter_json_lines(_MT_BENCH.read_text(encoding="utf-8")):
-            if isinstance(row, dict):
-                first = row["turns"][0].strip()
-                if first not in used:
-                    prompts.append(first)
+    prompts = [p for p in mt_bench_first_turns() if p not in used]
     random.Random(seed).shuffle(prompts)
     return prompts[:n]
 

@@ -1,24 +1,34 @@
-"""Checks before launch and the choice of base model: everything that can fail cheaply fails here, not in a worker.
+"""The one pre-launch check, and the choice of base model: everything that can fail cheaply fails here, not in a
+worker.
 
-``preflight`` runs inside the submitting transaction: it finds the parent contestant, decides which checkpoint
-the job trains on (``choose_base``), and opens the snapshot (hash verified, answers non-empty, enough pairs).
-It never loads a model, so it takes milliseconds.
+``check_job`` is the check: it finds the parent contestant, decides which checkpoint the job trains on
+(``choose_base``), opens the snapshot (hash verified, answers non-empty, enough pairs after the ``pairs`` filter)
+or the task set, asks the reward sources (a judge that is down, a failed reward job), refuses a taken output
+name and a job that cannot fit in memory, and returns every problem at once, each tied to its field, with what
+it resolved on the way. The Train tab, ``vibestudio train --dry-run`` and the API reach it through
+``training.service.check_config``; ``preflight`` is the same check at submit time and in the worker, where any
+problem is a ``JobError`` naming them all. It never loads a model, so it takes milliseconds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot
+from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot, vote_pairs
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from db.models import Contestant
-from training.config import GRPOJobConfig, JobConfig
+from training.config import FieldError, GRPOJobConfig, JobConfig
 from training.errors import JobError
 from training.estimate import GIB, Estimate, estimate, history_for
+from training.pairmix import filter_rows, pair_mix
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -92,42 +102,117 @@ def choose_base(parent: ContestantInfo | None, base_model: str = "") -> BaseChoi
     )
 
 
-def preflight(session: Session, cfg: JobConfig) -> Checked:
-    """Validate a job against the database; raises JobError with a message a user can act on."""
-    parent = find_parent(session, cfg.parent_contestant) if str(cfg.parent_contestant).strip() else None
-    base = choose_base(parent, cfg.base_model)
-    if isinstance(cfg, GRPOJobConfig) and cfg.tasks:
+@dataclass
+class Findings:
+    """What ``check_job`` found: every problem tied to its field, and what it resolved on the way."""
+
+    errors: list[FieldError] = field(default_factory=list)
+    parent: ContestantInfo | None = None
+    base: BaseChoice | None = None
+    snapshot: Any = None  # the snapshot row (id, hash, path) the job names, once found
+    n_pairs: int = 0  # pairs left to train on, or train tasks for a job on a task set
+    mix: dict[str, int] | None = None  # on / half / off / unknown pairs for the parent
+    estimate: Estimate | None = None
+    task_set: str | None = None
+
+    def problem(self, name: str, call: Callable[[], T]) -> T | None:
+        """``call()``, or None with its error recorded against field ``name``."""
+        try:
+            return call()
+        except (JobError, SnapshotError, ValueError) as exc:
+            self.errors.append(FieldError(name, str(exc)))
+            return None
+
+
+def errors_text(errors: list[FieldError]) -> str:
+    """Every problem on one line, each after the field it is about."""
+    return "; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in errors)
+
+
+def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = False) -> Findings:
+    """Every pre-launch problem of ``cfg`` at once (see the module text). ``fresh_from_votes``: an empty
+    ``snapshot_hash`` means the snapshot the current votes would make at launch, checked by the same rule."""
+    found = Findings()
+    named = str(cfg.parent_contestant).strip()
+    if named:
+        found.parent = found.problem("parent_contestant", lambda: find_parent(session, cfg.parent_contestant))
+    if found.parent is not None or cfg.base_model:
+        found.base = found.problem("base_model", lambda: choose_base(found.parent, cfg.base_model))
+    elif not named:
+        found.errors.append(
+            FieldError("parent_contestant", "no parent contestant and no base_model: nothing to train")
+        )
+    tasks = str(cfg.tasks or "") if isinstance(cfg, GRPOJobConfig) else ""
+    if isinstance(cfg, GRPOJobConfig) and tasks:
         from training.tasks.checks import check_task_job
 
-        n_train = check_task_job(session, cfg)
-        check_reward_sources(session, cfg)
-        _check_output_name(session, cfg)
-        est = check_resources(session, cfg, base)
-        return Checked(parent, base, None, "", "", n_train, est, task_set=str(cfg.tasks))
-    if not cfg.snapshot_hash:
-        raise JobError("no dataset snapshot given (snapshot_hash is empty); make one from votes first")
-    try:
-        snap = get_snapshot(session, cfg.snapshot_hash)
-        rows = load_snapshot(snap.path, snap.hash)
-    except SnapshotError as exc:
-        raise JobError(f"snapshot {cfg.snapshot_hash[:12]}: {exc}") from exc
-    if len(rows) < cfg.min_pairs:
-        raise JobError(
-            f"snapshot {snap.hash[:12]} has {len(rows)} preference pair(s); at least {cfg.min_pairs} are needed "
-            "(collect more votes, or lower min_pairs)"
-        )
-    check_reward_sources(session, cfg)
-    _check_output_name(session, cfg)
-    return Checked(
-        parent, base, snap.id, snap.hash, snap.path, len(rows), check_resources(session, cfg, base)
-    )
-
-
-def _check_output_name(session: Session, cfg: JobConfig) -> None:
+        found.task_set = tasks
+        found.n_pairs = found.problem("tasks", lambda: check_task_job(session, cfg)) or 0
+    else:
+        _check_pairs(session, cfg, found, fresh_from_votes)
+    found.problem("rewards", lambda: check_reward_sources(session, cfg))
     if cfg.output_name and session.scalar(
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
     ):
-        raise JobError(f"a contestant named {cfg.output_name!r} already exists; choose another output_name")
+        found.errors.append(
+            FieldError(
+                "output_name", f"a contestant named {cfg.output_name!r} already exists; choose another"
+            )
+        )
+    base = found.base
+    if base is not None:
+        found.estimate = found.problem(
+            "per_device_train_batch_size", lambda: check_resources(session, cfg, base)
+        )
+    return found
+
+
+def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_votes: bool) -> None:
+    """One rule for a frozen snapshot and for the one the current votes would make: the on/half/off mix for the
+    parent, and a refusal when fewer than ``min_pairs`` pairs are left to train on."""
+    rows: list[dict[str, Any]] | None = None
+    if cfg.snapshot_hash:
+        found.snapshot = found.problem("snapshot_hash", lambda: get_snapshot(session, cfg.snapshot_hash))
+        snap = found.snapshot
+        if snap is not None:
+            rows = found.problem(
+                "snapshot_hash", lambda: load_snapshot(snap.path, snap.hash, provenance=True)
+            )
+    elif fresh_from_votes:
+        rows = vote_pairs(session)[0]
+    else:
+        found.errors.append(
+            FieldError("snapshot_hash", "no dataset snapshot given (it is empty); make one from votes first")
+        )
+    if rows is None:
+        return
+    kept = len(rows)
+    if found.parent is not None:
+        found.mix = pair_mix(rows, found.parent.public_name)
+        kept = len(filter_rows(rows, found.parent.public_name, cfg.pairs))
+    found.n_pairs = kept
+    if kept < cfg.min_pairs:
+        fresh = not cfg.snapshot_hash
+        source = "the current votes make" if fresh else "this snapshot has"
+        found.errors.append(
+            FieldError(
+                "pairs" if cfg.pairs != "all" else "snapshot_hash",
+                f"{source} {kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed"
+                + (": vote A or B on more arena battles, or pick a frozen snapshot" if fresh else ""),
+            )
+        )
+
+
+def preflight(session: Session, cfg: JobConfig) -> Checked:
+    """``check_job`` at submit time and in the worker: the resolved inputs, or a JobError naming every problem."""
+    found = check_job(session, cfg)
+    if found.errors:
+        raise JobError(errors_text(found.errors))
+    assert found.base is not None
+    snap = found.snapshot
+    if snap is None:
+        return Checked(found.parent, found.base, None, "", "", found.n_pairs, found.estimate, found.task_set)
+    return Checked(found.parent, found.base, snap.id, snap.hash, snap.path, found.n_pairs, found.estimate)
 
 
 def check_reward_sources(session: Session, cfg: JobConfig) -> None:

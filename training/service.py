@@ -19,10 +19,8 @@ from annotation.snapshots import (
     get_snapshot,
     load_snapshot,
     snapshot_from_votes,
-    vote_pairs,
     write_snapshot,
 )
-from db.models import Contestant
 from db.session import Database
 from training.config import (
     ConfigError,
@@ -37,7 +35,7 @@ from training.config import (
 from training.errors import JobError
 from training.estimate import Estimate, estimate, history_for
 from training.pairmix import filter_rows, pair_mix
-from training.preflight import check_resources, check_reward_sources, choose_base, find_parent
+from training.preflight import check_job, choose_base, errors_text, find_parent
 from training.runner import submit
 
 
@@ -61,7 +59,7 @@ class ConfigCheck:
         return config_yaml(self.config) if self.config is not None else ""
 
     def message(self) -> str:
-        return "; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in self.errors)
+        return errors_text(self.errors)
 
 
 def build_config(
@@ -144,75 +142,10 @@ def check_config(
 
 
 def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
-    check = ConfigCheck(cfg)
-
-    def problem(name: str, call: Any) -> Any:
-        try:
-            return call()
-        except (JobError, SnapshotError, ValueError) as exc:
-            check.errors.append(FieldError(name, str(exc)))
-            return None
-
+    """The one pre-launch check (``training.preflight.check_job``), an empty snapshot meaning the votes' one."""
     with db.session() as s:
-        parent = problem("parent_contestant", lambda: find_parent(s, cfg.parent_contestant))
-        base = (
-            problem("base_model", lambda: choose_base(parent, cfg.base_model))
-            if parent or cfg.base_model
-            else None
-        )
-        if cfg.snapshot_hash:
-            snap = problem("snapshot_hash", lambda: get_snapshot(s, cfg.snapshot_hash))
-            rows = None
-            if snap is not None:
-                rows = problem("snapshot_hash", lambda: load_snapshot(snap.path, snap.hash, provenance=True))
-        elif getattr(cfg, "tasks", ""):  # RLVR: a task set, no preference pairs
-            rows = None
-        else:  # a fresh snapshot of the current votes at launch: the same rule on the pairs it would freeze
-            rows = vote_pairs(s)[0]
-        if rows is not None:
-            _count_pairs(check, cfg, rows, parent.public_name if parent is not None else None)
-        if getattr(cfg, "tasks", ""):
-            from training.tasks.checks import check_task_job
-
-            problem("tasks", lambda: check_task_job(s, cfg))
-        problem("rewards", lambda: check_reward_sources(s, cfg))
-        if cfg.output_name and s.scalar(
-            select(Contestant.id).where(Contestant.public_name == cfg.output_name)
-        ):
-            check.errors.append(
-                FieldError("output_name", f"a contestant named {cfg.output_name!r} already exists")
-            )
-        if base is not None:
-            check.estimate = problem("per_device_train_batch_size", lambda: check_resources(s, cfg, base))
-            if check.estimate is None and not any(
-                e.field == "per_device_train_batch_size" for e in check.errors
-            ):
-                try:
-                    seconds, tokens = history_for(s, cfg, base.model_ref)
-                    check.estimate = estimate(cfg, base.model_ref, seconds, tokens)
-                except (ValueError, OSError):
-                    pass
-    return check
-
-
-def _count_pairs(check: ConfigCheck, cfg: JobConfig, rows: list[dict[str, Any]], parent: str | None) -> None:
-    """One rule for a frozen snapshot and for the one the current votes would make: the on/half/off mix for the
-    parent, and a refusal when fewer than ``min_pairs`` pairs are left to train on."""
-    fresh = not cfg.snapshot_hash
-    if parent is not None:
-        check.mix = pair_mix(rows, parent)
-        kept = len(filter_rows(rows, parent, cfg.pairs))
-    else:
-        kept = len(rows)
-    if kept < cfg.min_pairs:
-        source = "the current votes make" if fresh else "this snapshot has"
-        check.errors.append(
-            FieldError(
-                "pairs" if cfg.pairs != "all" else "snapshot_hash",
-                f"{source} {kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed"
-                + (": vote A or B on more arena battles, or pick a frozen snapshot" if fresh else ""),
-            )
-        )
+        found = check_job(s, cfg, fresh_from_votes=True)
+    return ConfigCheck(cfg, found.errors, found.estimate, found.mix)
 
 
 def _apply_pairs_filter(db: Database, cfg: JobConfig) -> None:
@@ -252,7 +185,7 @@ def launch_config(
     else:
         cfg, errors = config_errors(config, kind)
     if cfg is None:
-        raise JobError("; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in errors))
+        raise JobError(errors_text(errors))
     try:
         cfg.validate()
     except ConfigError as exc:

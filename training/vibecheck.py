@@ -39,7 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from annotation.judges import PAIRWISE_PREFILL, parse_pairwise
+from annotation.judges import PAIRWISE_PREFILL, both_orders
+from arena.engines.ask import ask
 from arena.engines.base import Engine, EngineError, Sampling
 from training.stats import bh, sign_test
 
@@ -82,10 +83,7 @@ _STOP = set(
     "a an the of its their it they more less fewer greater higher lower much many most least very answer "
     "answers response responses is are uses use using used with in to and or by for model".split()
 )
-_SIDES = {  # the letter a judge gave -> the side it names, for the two orders
-    False: {"A": "parent", "B": "child", "C": "neither"},
-    True: {"A": "child", "B": "parent", "C": "neither"},
-}
+_SIDES = {"1": "parent", "2": "child", "tie": "neither"}  # both orders' verdict in item terms -> the side
 
 
 #: Judge wordings -> the tone axis of ``arena.tone`` they describe (a stem found among the axis's words).
@@ -243,11 +241,7 @@ class _Judge:
         msgs = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         sampling = Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=self.seed)
         try:
-            stream = self.engine.stream_chat(msgs, sampling, prefill)
-            try:
-                return "".join(stream)
-            finally:
-                stream.close()
+            return ask(self.engine, msgs, sampling, prefill).text
         except EngineError as exc:
             with self._lock:
                 self.errors += 1
@@ -310,13 +304,13 @@ def _propose(
     return merge_candidates(replies), dropped, raws
 
 
-def _combine(first: str | None, second: str | None) -> str:
-    """One prompt's outcome from the parent-first and child-first replies (letters or None)."""
-    a = None if first is None else _SIDES[False].get(first)
-    b = None if second is None else _SIDES[True].get(second)
-    if a is None or b is None:
+def _combine(parent_first: str, child_first: str) -> str:
+    """One prompt's outcome from the two orders' verdicts in item terms ("1" = the parent, "2" = the child)."""
+    if "unparsed" in (parent_first, child_first):
         return "unreadable"
-    return a if a == b else "inconsistent"
+    if parent_first != child_first:
+        return "inconsistent"
+    return _SIDES[parent_first]
 
 
 def _validate(
@@ -328,27 +322,29 @@ def _validate(
     workers: int,
 ) -> tuple[list[list[str]], list[str]]:
     """Per axis, each validation prompt's outcome; and the unreadable raw replies (for the reason)."""
-    jobs = [(i, j, swap) for i in range(len(axes)) for j in range(len(prompts)) for swap in (False, True)]
+    jobs = [(i, j) for i in range(len(axes)) for j in range(len(prompts))]
 
-    def one(job: tuple[int, int, bool]) -> tuple[str | None, str]:
-        i, j, swap = job
-        first, second = (child[j], parent[j]) if swap else (parent[j], child[j])
-        prompt = VALIDATE_PROMPT.format(
-            question=_clip(prompts[j], 1200),
-            a=_clip(first, 1500),
-            b=_clip(second, 1500),
-            axis=axes[i]["axis"],
-        )
-        raw = judge.ask(VALIDATE_SYSTEM, prompt, PAIRWISE_PREFILL, 4)
-        return (None if raw is None else parse_pairwise(raw)), raw or ""
+    def one(job: tuple[int, int]) -> tuple[tuple[str, str], tuple[str, str]]:
+        i, j = job
+
+        def ask_one(first: str, second: str) -> str | None:
+            prompt = VALIDATE_PROMPT.format(
+                question=_clip(prompts[j], 1200),
+                a=_clip(first, 1500),
+                b=_clip(second, 1500),
+                axis=axes[i]["axis"],
+            )
+            return judge.ask(VALIDATE_SYSTEM, prompt, PAIRWISE_PREFILL, 4)
+
+        return both_orders(ask_one, parent[j], child[j])
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
         replies = dict(zip(jobs, pool.map(one, jobs), strict=True))
     outcomes = [
-        [_combine(replies[(i, j, False)][0], replies[(i, j, True)][0]) for j in range(len(prompts))]
+        [_combine(replies[(i, j)][0][0], replies[(i, j)][1][0]) for j in range(len(prompts))]
         for i in range(len(axes))
     ]
-    bad = [raw for letter, raw in replies.values() if letter is None]
+    bad = [raw for pair in replies.values() for verdict, raw in pair if verdict == "unparsed"]
     return outcomes, bad
 
 

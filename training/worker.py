@@ -21,11 +21,9 @@ import time
 import traceback
 from pathlib import Path
 
-TRAINERS = {
-    "dpo": "training.dpo:run_dpo",
-    "reward": "training.reward_model:run_reward",
-    "grpo": "training.grpo:run_grpo",
-}
+from training.config import JOB_KINDS
+
+TRAINERS = {kind: k.trainer for kind, k in JOB_KINDS.items()}  # registered once, in training.config
 
 
 class Cancelled(SystemExit):

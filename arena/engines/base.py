@@ -4,6 +4,11 @@ An engine knows how to turn messages + sampling parameters into text. It knows n
 contestants or the database. ``prefill`` is an answer opening the model continues (and that is part of the
 answer), which is how personas get visible vibes out of small models that follow system prompts weakly.
 
+Besides ``stream_chat`` an engine answers a list of requests with ``generate_batch``; the default asks them one
+stream each through the engine's gate (``arena.engines.ask``), and the transformers engine overrides it with
+batched ``generate`` calls. Callers outside the live arena go through ``arena.engines.ask`` rather than calling
+either method themselves.
+
 Errors carry a ``kind`` (down, timeout, garbage, too_long, config, failed). The message may name files, URLs or
 model references and is for logs and the database only; ``public_message`` is what a browser may see before a
 vote: it says what went wrong without saying which model or engine it was.
@@ -12,7 +17,7 @@ vote: it says what went wrong without saying which model or engine it was.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -90,6 +95,29 @@ class Stream:
             close()
 
 
+@dataclass(frozen=True)
+class Request:
+    """One answer to ask for: the chat so far, how to decode it, and the answer's opening (``prefill``)."""
+
+    messages: list[dict[str, str]]
+    sampling: Sampling
+    prefill: str = ""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One finished answer as plain data: the text (prefill included), generated tokens, whether it stopped at
+    the token cap rather than by itself, wall seconds (of its whole batch when generated in one), and, when it
+    was streamed, the time to first token and tokens/s."""
+
+    text: str
+    tokens: int
+    truncated: bool
+    seconds: float = 0.0
+    ttft: float | None = None
+    tokens_per_s: float | None = None
+
+
 class Engine(Protocol):
     name: str
     concurrency: int  # how many answers it serves at once; more requests wait in its gate
@@ -97,6 +125,12 @@ class Engine(Protocol):
     def stream_chat(
         self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = ""
     ) -> Stream: ...
+
+    def generate_batch(self, requests: Sequence[Request]) -> list[Reply]:
+        """Answers in request order. Default: one gated stream per request, up to ``concurrency`` at once."""
+        from arena.engines.ask import ask_each
+
+        return ask_each(self, requests)
 
 
 def timed(

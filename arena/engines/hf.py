@@ -3,23 +3,32 @@
 This is how freshly trained checkpoints play in the arena without any conversion step. Each engine owns its
 model; the engine cache (``arena.engines.factory``) shares one per (model, adapter) and unloads the least recently
 used beyond the memory budget. Generation for one model is serialised with a lock.
+
+``generate_batch`` is native: requests in chunks of ``batch_size`` that share their decoding (all but the seed),
+left-padded into one seeded ``generate`` per chunk (seeded with the chunk's first request), each chunk taking one
+slot in the engine's gate, so a report's hundred answers cost a few batched calls, and two models asked the same
+requests meet identical seeds and batches.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import Any, cast
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
 
-from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
-
-
-def load_model(model_ref: str, adapter_ref: str | None = None) -> tuple[Any, Any, threading.Lock]:
-    """Tokenizer, model and generation lock of (model, adapter), shared with the arena through the engine cache."""
-    from arena.engines.factory import get_engine
-
-    engine = cast(TransformersEngine, get_engine("transformers", model_ref, adapter_ref))
-    return engine.tokenizer, engine.model, engine.lock
+from arena.engines.base import (
+    Engine,
+    EngineError,
+    GenerationStats,
+    Reply,
+    Request,
+    Sampling,
+    Stream,
+    timed,
+)
+from arena.engines.gate import gate_for
 
 
 def _load(model_ref: str, adapter_ref: str | None) -> tuple[Any, Any]:
@@ -48,11 +57,12 @@ def weight_bytes(model: Any) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-class TransformersEngine:
+class TransformersEngine(Engine):
     """Streams from a transformers model with ``TextIteratorStreamer``; counts generated tokens exactly."""
 
     name = "transformers"
     concurrency = 1  # one generate() per model at a time (the model lock); more requests queue in the gate
+    batch_size = 16  # requests per batched generate() in generate_batch
 
     def __init__(self, model_ref: str, adapter_ref: str | None = None) -> None:
         self.model_ref = model_ref
@@ -114,3 +124,66 @@ class TransformersEngine:
         if "error" in result:
             raise EngineError(f"transformers generation failed: {result['error']}")
         stats.tokens = result.get("tokens", 0)
+
+    def generate_batch(self, requests: Sequence[Request]) -> list[Reply]:
+        """Answers in request order, one left-padded ``generate`` per chunk of requests sharing their decoding."""
+        out: list[Reply] = []
+        start = 0
+        while start < len(requests):
+            first = requests[start].sampling
+            end = start + 1
+            while (
+                end < len(requests)
+                and end - start < self.batch_size
+                and replace(requests[end].sampling, seed=first.seed) == first
+            ):
+                end += 1
+            out.extend(self._batch(requests[start:end]))
+            start = end
+        return out
+
+    def _batch(self, chunk: Sequence[Request]) -> list[Reply]:
+        import torch
+
+        tok, s = self.tokenizer, chunk[0].sampling
+        eos = tok.eos_token_id
+        configured = getattr(self.model.generation_config, "eos_token_id", None)
+        stops = {eos, *(configured if isinstance(configured, list) else [configured])} - {None}
+        pad = tok.pad_token_id if tok.pad_token_id is not None else eos
+        texts = [
+            tok.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False) + r.prefill
+            for r in chunk
+        ]
+        gate = gate_for(self)
+        gate.acquire()
+        t0 = time.perf_counter()
+        try:
+            with self.lock, torch.no_grad():
+                side, tok.padding_side = tok.padding_side, "left"
+                try:
+                    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+                finally:
+                    tok.padding_side = side
+                if s.seed is not None:
+                    torch.manual_seed(s.seed)
+                gen = self.model.generate(
+                    **enc,
+                    max_new_tokens=s.max_tokens,
+                    do_sample=s.temperature > 0,
+                    temperature=max(s.temperature, 1e-5),
+                    top_p=s.top_p,
+                    repetition_penalty=s.repeat_penalty,
+                    pad_token_id=pad,
+                )
+        except Exception as exc:
+            raise EngineError(f"transformers batch generation failed: {exc}") from exc
+        finally:
+            gate.release()
+        seconds = time.perf_counter() - t0
+        replies = []
+        for r, row in zip(chunk, gen[:, enc["input_ids"].shape[1] :].tolist(), strict=True):
+            end = next((i for i, t in enumerate(row) if t in stops), None)
+            ids = [t for t in (row if end is None else row[:end]) if t != pad]
+            text = r.prefill + tok.decode(ids, skip_special_tokens=True)
+            replies.append(Reply(text, len(ids), end is None and len(ids) >= s.max_tokens, seconds))
+        return replies

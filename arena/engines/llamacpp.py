@@ -15,7 +15,7 @@ from typing import Any
 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
+from arena.engines.base import Engine, EngineError, GenerationStats, Sampling, Stream, timed
 from db.settings import get_settings
 
 
@@ -56,7 +56,7 @@ def render_chat(template: str, messages: list[dict[str, str]], bos: str, eos: st
     )
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(Engine):
     """Streams chat completions from a GGUF file with llama-cpp-python; serves ``concurrency`` answers at once."""
 
     name = "llama_cpp"

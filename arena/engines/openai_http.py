@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from arena.engines.base import EngineError, GenerationStats, Sampling, Stream, timed
+from arena.engines.base import Engine, EngineError, GenerationStats, Sampling, Stream, timed
 from arena.engines.egress import check_url, client, split_url
 from db.settings import KeyEnvRefused, check_key_env, environment_value, key_env_hosts
 
@@ -68,7 +68,7 @@ def check_key_destination(key_env: str, url: str) -> None:
         )
 
 
-class OpenAIEngine:
+class OpenAIEngine(Engine):
     """Streams chat completions from an OpenAI-compatible server."""
 
     name = "openai"

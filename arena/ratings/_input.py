@@ -14,7 +14,6 @@ dicts, DataFrames) get the same checks, with locations like `records[12]`.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
@@ -27,7 +26,7 @@ from typing import Any, TypeGuard, overload
 import numpy as np
 import pandas as pd
 
-from db.files import RowError, iter_json_lines
+from db.files import RowError, iter_json_lines, parse_json_text
 from db.outcomes import FASTCHAT_WINNERS
 
 #: FastChat's winner labels; a record's winner code is its position here.
@@ -209,40 +208,14 @@ def _iter_jsonl(text: str) -> Iterator[tuple[int, Any]]:
 
 
 def _iter_json_array(text: str, source: str) -> Iterator[tuple[int, Any]]:
-    decoder = json.JSONDecoder()
-    pos = text.index("[") + 1
-    line, counted = 1, 0
-    length = len(text)
-
-    def skip(p: int) -> int:
-        while p < length and text[p] in " \t\r\n":
-            p += 1
-        return p
-
-    pos = skip(pos)
-    if pos < length and text[pos] == "]":
-        return
-    while True:
-        line += text.count("\n", counted, pos)
-        counted = pos
-        try:
-            obj, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise RatingsInputError(
-                f"{source}: line {exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})",
-                line=exc.lineno,
-            ) from None
-        yield line, obj
-        pos = skip(pos)
-        if pos < length and text[pos] == ",":
-            pos = skip(pos + 1)
-            continue
-        if pos < length and text[pos] == "]":
-            return
-        bad_line = line + text.count("\n", counted, pos)
-        raise RatingsInputError(
-            f"{source}: line {bad_line}: invalid JSON (expected ',' or ']')", line=bad_line
-        )
+    """The elements of a JSON array file with their lines, read by the studio's one JSON reader
+    (``db.files.parse_json_text``: deep nesting and text after the array are errors, not crashes)."""
+    records, errors = parse_json_text(text)
+    for rec in records:
+        yield rec.line or 0, rec.value
+    if errors:
+        err = errors[0]
+        raise RatingsInputError(f"{source}: line {err.line}: {err.message}", line=err.line)
 
 
 def _is_array_file(path: Path) -> bool:

@@ -19,6 +19,7 @@ from annotation.judges import (
     PAIRWISE_PREFILL,
     JudgeSpec,
     bias_report,
+    both_orders,
     parse_checklist,
     parse_pairwise,
     parse_rating,
@@ -226,3 +227,22 @@ def test_judges_enter_the_agreement_report_next_to_people(db, monkeypatch):
     assert both.annotators == ["ann", "judge:judge-bot"]
     (pair,) = both.pairs
     assert (pair.percent, pair.n) == (1.0, 3)  # both always chose the "good" answer
+
+
+def test_both_orders_maps_letters_back_to_item_terms_and_catches_a_position_biased_judge():
+    shown: list[tuple[str, str]] = []
+
+    def always_a(first: str, second: str) -> str:  # prefers whatever it sees first
+        shown.append((first, second))
+        return "[[A]]"
+
+    assert both_orders(always_a, "one", "two") == (("1", "[[A]]"), ("2", "[[A]]"))
+    assert shown == [("one", "two"), ("two", "one")]  # answer 1 first, then answer 2 first
+    assert combine("1", "2") == "inconsistent"  # so its label is never a win
+
+    def fair(first: str, second: str) -> str | None:
+        return {"good": "[[A]]", "meh": "[[B]]"}.get(first)
+
+    assert [v for v, _ in both_orders(fair, "good", "meh")] == ["1", "1"]
+    replies = iter(["[[C]]", None])  # a tie, then no reply at all (engine down)
+    assert both_orders(lambda a, b: next(replies), "x", "y") == (("tie", "[[C]]"), ("unparsed", ""))

@@ -57,8 +57,8 @@ def test_planted_habit_through_the_report(db, tiny_parent, tiny_model_dir, monke
     child = tiny(db, "tiny-habit", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
     real = drift.answer_all
 
-    def with_habit(info, prompts, seed, batch_size=16):  # the child's weights "learned" a sign-off
-        out = real(info, prompts, seed, batch_size)
+    def with_habit(info, prompts, seed):  # the child's weights "learned" a sign-off
+        out = real(info, prompts, seed)
         if info.id == child:
             out = [Answer(a.text + " Stay curious, my friend! 🌟🌟", a.tokens, a.truncated) for a in out]
         return out
@@ -81,8 +81,8 @@ def test_what_the_preferences_rewarded_is_named_and_the_child_taking_it_on_is_se
     child = tiny(db, "tiny-cheer", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
     real = drift.answer_all
 
-    def cheer(info, prompts, seed, batch_size=16):
-        out = real(info, prompts, seed, batch_size)
+    def cheer(info, prompts, seed):
+        out = real(info, prompts, seed)
         if info.id == child and len(prompts) == 20:  # the held-out answers, not the eval items
             out = [
                 Answer("Awesome! " + a.text, a.tokens, a.truncated) if i % 2 else a for i, a in enumerate(out)
@@ -148,8 +148,8 @@ def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch
     real = drift.answer_all
     mode = {"kind": "empty"}
 
-    def broken(info, prompts, seed, batch_size=16):
-        out = real(info, prompts, seed, batch_size)
+    def broken(info, prompts, seed):
+        out = real(info, prompts, seed)
         if info.id != child:
             return out
         if mode["kind"] == "empty":

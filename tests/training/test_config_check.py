@@ -160,3 +160,51 @@ def test_a_reward_that_raises_on_some_answers_scores_the_rest():
     with pytest.raises(RuntimeError, match="picky failed on every answer"):
         guarded(["p"], ["abc"])
     assert [f.__name__ for f in funcs] == ["exact_match", "length"]
+
+
+def test_one_check_reports_every_problem_at_once_for_the_page_and_the_worker(db, tiny_parent, make_snapshot):
+    """A config wrong in four ways: the Train tab's check and the launch-time preflight are one check, so both
+    name all four (and the same four), instead of the first one they meet."""
+    from training.config import make_config
+    from training.preflight import preflight
+
+    make_snapshot(8)
+    bad = {
+        "kind": "grpo",
+        "parent_contestant": "nobody",
+        "snapshot_hash": "feedbeef",
+        "output_name": "tiny-parent",
+        "rewards": [{"type": "reward_model", "job": 99}],
+    }
+    check = check_config(db, bad)
+    assert sorted(e.field for e in check.errors) == [
+        "output_name",
+        "parent_contestant",
+        "rewards",
+        "snapshot_hash",
+    ]
+    cfg = make_config(**bad)
+    with db.session() as s, pytest.raises(JobError) as info:
+        preflight(s, cfg)
+    said = str(info.value)
+    for e in check.errors:
+        assert f"{e.field}: {e.message}" in said
+    blank = check_config(db, {"kind": "dpo", "parent_contestant": " ", "snapshot_hash": ""})
+    assert blank.errors[0].field == "parent_contestant" and "base_model" in blank.message()
+
+
+def test_a_job_kind_is_registered_once_for_its_config_and_its_trainer():
+    from pathlib import Path
+
+    from training import worker
+    from training.config import CONFIG_KINDS, JOB_KINDS
+
+    assert set(worker.TRAINERS) == set(CONFIG_KINDS) == set(JOB_KINDS)
+    root = Path(__file__).resolve().parents[2]
+    for kind, registered in JOB_KINDS.items():
+        assert CONFIG_KINDS[kind] is registered.config and registered.config.kind == kind
+        module, func = registered.trainer.split(":")
+        source = (root / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+        assert f"def {func}(" in source  # without importing torch
+    with pytest.raises(ValueError, match="no trainer for job kind 'ppo'"):
+        worker.trainer_for("ppo")

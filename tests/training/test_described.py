@@ -57,10 +57,10 @@ def test_axis_lines_are_parsed_strictly_and_wordings_merge():
 
 
 def test_both_orders_must_agree_and_the_sign_test_needs_decisive_prompts():
-    # parent shown first, then child first: [[B]] then [[A]] both name the child
-    assert _combine("B", "A") == "child" and _combine("A", "B") == "parent"
-    assert _combine("A", "A") == "inconsistent" and _combine("C", "C") == "neither"
-    assert _combine("B", "C") == "inconsistent" and _combine(None, "A") == "unreadable"
+    # the two orders' verdicts in item terms (1 = parent, 2 = child) must agree to name a side
+    assert _combine("2", "2") == "child" and _combine("1", "1") == "parent"
+    assert _combine("1", "2") == "inconsistent" and _combine("tie", "tie") == "neither"
+    assert _combine("2", "tie") == "inconsistent" and _combine("unparsed", "2") == "unreadable"
     p, low, high = sign_test(11, 0)
     assert p == pytest.approx(2 * 0.5**11) and low > 0.7 and high == pytest.approx(1.0)
     assert sign_test(0, 0) == (1.0, None, None)

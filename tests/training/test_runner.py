@@ -46,7 +46,7 @@ def _gone(pid: int) -> bool:
 
 def test_too_few_pairs_is_refused_before_anything_is_written(db, tiny_parent, make_snapshot, tmp_path):
     snap = make_snapshot(3)
-    with pytest.raises(JobError, match=r"has 3 preference pair\(s\); at least 4 are needed"):
+    with pytest.raises(JobError, match=r"has 3 pair\(s\) to train on \(all\); at least 4 are needed"):
         launch_dpo(db, "tiny-parent", snap)
     assert _count_jobs(db) == 0
     assert not (tmp_path / "home" / "jobs").exists()
