@@ -157,8 +157,10 @@ def jobs_show(job_id: int = typer.Argument(..., help="Job id."), as_json: bool =
 
 @jobs_app.command("cancel")
 def jobs_cancel(job_id: int = typer.Argument(..., help="Job id."), as_json: bool = JSON_OPTION) -> None:
-    """Cancel a queued or running job, from any host: it is cancelled in the database and its training process
-    stops at its next heartbeat (at once on the host that started it); the queue moves on."""
+    """Cancel a queued or running job, from any host.
+
+    It is cancelled in the database; its training process stops at its next heartbeat.
+    """
     from training.errors import JobError
     from training.runner import cancel
 

@@ -36,11 +36,13 @@ def worker(
         None, min=1, help="Stop after this many claimed jobs have ended (scripts and tests); default: serve on."
     ),
 ) -> None:
-    """Claim queued jobs of the given kinds (atomically: row locks that skip locked rows on PostgreSQL),
-    heartbeat while they run, stop one when it is cancelled from anywhere. Needs the database
-    (VIBESTUDIO_DATABASE_URL) and the inputs of the jobs (snapshot files, parent checkpoints) at the paths the app
-    recorded; see docs/deployment.md, "Workers and checkpoints". SIGTERM or Ctrl-C stops it (its running jobs
-    fail and can be resumed)."""
+    """Claim queued training jobs from the database and run them on this host.
+
+    Claims are atomic (row locks that skip locked rows on PostgreSQL); each job heartbeats while it runs.
+    A job cancelled from any host stops at its next heartbeat.
+    The jobs' inputs (snapshot files, parent checkpoints) must be at the paths the app recorded.
+    See docs/deployment.md, "Workers and checkpoints". SIGTERM or Ctrl-C stops it (its running jobs fail).
+    """
     from training.workers import WorkerService, default_name, parse_gpus, parse_kinds
 
     if data_home is not None:
