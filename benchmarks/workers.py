@@ -103,7 +103,9 @@ def run(args: argparse.Namespace, tmp: Path, url: str) -> None:
     db = Database(url)
     db.migrate()
     with db.session() as s:
-        snap = DatasetSnapshot(hash=os.urandom(32).hex(), filter={}, n_pairs=1, path=str(tmp / "not-here.jsonl"))
+        snap = DatasetSnapshot(
+            hash=os.urandom(32).hex(), filter={}, n_pairs=1, path=str(tmp / "not-here.jsonl")
+        )
         s.add(snap)
         s.flush()
         snap_id = snap.id
@@ -130,9 +132,9 @@ def run(args: argparse.Namespace, tmp: Path, url: str) -> None:
                 s.flush()
                 job_id = job.id
             t0 = time.perf_counter()
-            until(lambda: row(job_id).host == "bench-worker", 60, "a claim")
+            until(lambda j=job_id: row(j).host == "bench-worker", 60, "a claim")
             claims.append(time.perf_counter() - t0)
-            until(lambda: row(job_id).status == "failed", 60, "the unseen-input failure")
+            until(lambda j=job_id: row(j).status == "failed", 60, "the unseen-input failure")
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(30)
@@ -145,11 +147,16 @@ def run(args: argparse.Namespace, tmp: Path, url: str) -> None:
             s.flush()
             job_id = job.id
         victim = subprocess.Popen([sys.executable, "-c", VICTIM, url, str(job_id), str(args.poll)])
-        until(lambda: row(job_id).heartbeat_at is not None, 60, "a first heartbeat")
+        until(lambda j=job_id: row(j).heartbeat_at is not None, 60, "a first heartbeat")
         time.sleep(random.uniform(args.poll, 2 * args.poll))
         victim.kill()
         t0 = time.perf_counter()
-        until(lambda: runner.fail_lost(db) or row(job_id).status == "failed", args.grace + 30, "detection", 0.05)
+        until(
+            lambda j=job_id: runner.fail_lost(db) or row(j).status == "failed",
+            args.grace + 30,
+            "detection",
+            0.05,
+        )
         detects.append(time.perf_counter() - t0)
         victim.wait(10)
     with db.session() as s:

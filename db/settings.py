@@ -154,7 +154,7 @@ class Settings(BaseSettings):
         pattern="^(local|workers)$",
         description="who runs training jobs: `local` (the app or CLI that launches a job starts it as a process on "
         "its own host, one at a time) or `workers` (jobs wait queued until a `vibestudio worker` claims them; "
-        "docs/deployment.md, \"Workers and checkpoints\")",
+        'docs/deployment.md, "Workers and checkpoints")',
     )
     heartbeat_s: float = Field(
         default=5.0,

@@ -118,7 +118,9 @@ class Beater:
                 print(f"[worker] heartbeat of job {self.job_id} failed: {exc}", flush=True)
                 alive = True
             if not alive and not self.stopped.is_set():
-                print(f"[worker] job {self.job_id} is no longer running in the database: stopping", flush=True)
+                print(
+                    f"[worker] job {self.job_id} is no longer running in the database: stopping", flush=True
+                )
                 self.stopped.set()
                 self.on_stop()
                 return
@@ -179,7 +181,9 @@ def register_worker(
         row.kinds, row.gpus, row.max_jobs, row.data_home = list(kinds), gpus, max_jobs, data_home
         row.stopped_at = None
         s.flush()
-        s.execute(update(Worker).where(Worker.id == row.id).values(started_at=db_now(db), last_seen=db_now(db)))
+        s.execute(
+            update(Worker).where(Worker.id == row.id).values(started_at=db_now(db), last_seen=db_now(db))
+        )
 
 
 def touch_worker(db: Database, name: str, stopped: bool = False) -> None:

@@ -37,9 +37,9 @@ from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
 from db.settings import get_settings
 from db.threads import sleeping_thread_waits
-from training.heartbeat import stale_jobs, this_host, waiting_reasons
 from training.config import JobConfig, load_config, save_config
 from training.errors import JobError
+from training.heartbeat import stale_jobs, this_host, waiting_reasons
 from training.preflight import preflight
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -368,7 +368,9 @@ def fail_lost(db: Database) -> list[int]:
         if not _is_here(host):
             continue  # another host's pid means nothing here: its heartbeat decides
         if pid is None:
-            if heartbeat_at is not None or (started_at is not None and utcnow() - started_at < _START_TIMEOUT):
+            if heartbeat_at is not None or (
+                started_at is not None and utcnow() - started_at < _START_TIMEOUT
+            ):
                 continue  # a launcher is starting it right now
             reason = "the worker process was never started (the launcher died)"
         elif pid_alive(pid):
@@ -506,7 +508,13 @@ def resume(
             update(Job)
             .where(Job.id == job_id, Job.status == job.status)
             .values(
-                status="queued", error=None, ended_at=None, pid=None, started_at=None, host=None, heartbeat_at=None
+                status="queued",
+                error=None,
+                ended_at=None,
+                pid=None,
+                started_at=None,
+                host=None,
+                heartbeat_at=None,
             )
         )
         if _rowcount(changed) != 1:

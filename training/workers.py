@@ -188,7 +188,11 @@ class WorkerService:
             )
         except Exception as exc:
             runner.finish(
-                self.db, job_id, "failed", f"worker host {self.name} could not start it: {exc}", only_if="running"
+                self.db,
+                job_id,
+                "failed",
+                f"worker host {self.name} could not start it: {exc}",
+                only_if="running",
             )
             self.log(f"job {job_id} could not start: {exc}")
             return
@@ -206,7 +210,9 @@ class WorkerService:
             with self.db.session() as s:
                 log_path = s.scalar(select(Job.log_path).where(Job.id == job_id))
             tail = runner.log_tail(log_path)
-            reason = f"its training process on worker host {self.name} exited with code {code} without a result"
+            reason = (
+                f"its training process on worker host {self.name} exited with code {code} without a result"
+            )
             if runner.finish(
                 self.db,
                 job_id,

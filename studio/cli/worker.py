@@ -33,7 +33,9 @@ def worker(
         "checkpoints are written here, so the app must be able to read this path.",
     ),
     exit_after: int = typer.Option(
-        None, min=1, help="Stop after this many claimed jobs have ended (scripts and tests); default: serve on."
+        None,
+        min=1,
+        help="Stop after this many claimed jobs have ended (scripts and tests); default: serve on.",
     ),
 ) -> None:
     """Claim queued training jobs from the database and run them on this host.
@@ -54,7 +56,8 @@ def worker(
     name = (host_name or default_name()).strip()
     if not name or len(name) > 255 or any(not c.isprintable() for c in name):
         fail("--host-name must be 1 to 255 printable characters")
-    from db.session import Database, data_home as home
+    from db.session import Database
+    from db.session import data_home as home
 
     db = Database()
     db.migrate()

@@ -495,7 +495,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             v = job_view(ctx.db, int(jid), user_id=uid)
         except JobError as exc:
             return table, to_html(literal(exc)), None, "", gr.update(), None
-        steps_saved = [step for step, _ in saved_checkpoints(v.id, _folder(v))]  # one look at the folder per tick
+        steps_saved = [
+            step for step, _ in saved_checkpoints(v.id, _folder(v))
+        ]  # one look at the folder per tick
         return (
             table,
             job_markdown(ctx, v, steps_saved),

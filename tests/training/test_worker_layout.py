@@ -113,7 +113,9 @@ def test_a_worker_on_another_data_home_claims_publishes_cancels_and_is_detected_
         assert not (app_home / "jobs" / str(first) / "output").exists()  # nothing trained in the app's home
         with db.session() as s:
             ref = s.execute(
-                select(Contestant.model_ref, Contestant.adapter_ref).where(Contestant.id == view.contestant_id)
+                select(Contestant.model_ref, Contestant.adapter_ref).where(
+                    Contestant.id == view.contestant_id
+                )
             ).one()
         assert Path(ref.adapter_ref).is_relative_to(worker_home)
         stream = TransformersEngine(ref.model_ref, ref.adapter_ref).stream_chat(
@@ -152,7 +154,9 @@ def test_a_worker_on_another_data_home_claims_publishes_cancels_and_is_detected_
         )
         detect = time.monotonic() - killed
         error = _row(db, third).error or ""
-        assert _row(db, third).status == "failed" and error.startswith(f"worker host {HOST} stopped heartbeating")
+        assert _row(db, third).status == "failed" and error.startswith(
+            f"worker host {HOST} stopped heartbeating"
+        )
         # the grace period decides, counted from the last beat (up to one interval before the kill; SQLite's clock
         # has whole seconds), nothing earlier
         assert GRACE_S - BEAT_S - 1.1 <= detect <= GRACE_S + 3, detect
