@@ -4,7 +4,10 @@ It owns one job from start to end: marks it running (pid), re-checks its inputs,
 kind, publishes the checkpoint (pending), runs its checkpoint report and records the verdict (which releases or
 holds it: ``training.publish``), and records succeeded / failed (exception + log tail). A ``report`` job (queued
 by a mid-run publish) runs only the report of the contestant it names. SIGTERM (a cancel) ends it
-cleanly. On exit it starts the next queued job, so the queue drains without the app. If an earlier attempt of the
+cleanly. A heartbeat thread (``training.heartbeat.Beater``) writes the database's time on the row every few
+seconds; when the row is no longer running (cancelled from any process) it sends this process group SIGTERM, and
+with ``--worker-pid`` (started by ``vibestudio worker``) it stops the job too when that worker is gone. On exit
+it starts the next queued job (unless a worker owns it), so the queue drains without the app. If an earlier attempt of the
 same job left ``checkpoints/checkpoint-*``, training resumes from the newest one.
 
 Everything it prints goes to the job's ``train.log`` (the runner redirects stdout and stderr).

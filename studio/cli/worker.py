@@ -47,8 +47,6 @@ def worker(
     """
     from training.workers import WorkerService, default_name, parse_gpus, parse_kinds
 
-    if data_home is not None:
-        os.environ["VIBESTUDIO_HOME"] = str(data_home.expanduser().resolve())
     try:
         served, devices = parse_kinds(kinds), parse_gpus(gpus)
     except ValueError as exc:
@@ -56,6 +54,8 @@ def worker(
     name = (host_name or default_name()).strip()
     if not name or len(name) > 255 or any(not c.isprintable() for c in name):
         fail("--host-name must be 1 to 255 printable characters")
+    if data_home is not None:  # what this process and its training processes read as their data home
+        os.environ["VIBESTUDIO_HOME"] = str(data_home.expanduser().resolve())
     from db.session import Database
     from db.session import data_home as home
 
