@@ -323,6 +323,26 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # the worker identity that runs it (``vibestudio worker --host-name``, or this host's name for the app's own)
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # last sign of life of its training process, in the database server's clock (UTC), never a host's own
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class Worker(Base):
+    """A ``vibestudio worker`` process: the kinds it serves and when the database last heard from it."""
+
+    __tablename__ = "workers"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    kinds: Mapped[list[str]] = mapped_column(JSON, default=list)
+    gpus: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    max_jobs: Mapped[int] = mapped_column(Integer, default=1)
+    data_home: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # the database server's clock (UTC), like jobs.heartbeat_at
+    last_seen: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
 class JobMetric(Base):

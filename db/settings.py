@@ -149,6 +149,25 @@ class Settings(BaseSettings):
         "`VIBESTUDIO_ENGINE_ALLOWED_HOSTS`",
     )
     # Training
+    jobs: str = Field(
+        default="local",
+        pattern="^(local|workers)$",
+        description="who runs training jobs: `local` (the app or CLI that launches a job starts it as a process on "
+        "its own host, one at a time) or `workers` (jobs wait queued until a `vibestudio worker` claims them; "
+        'docs/deployment.md, "Workers and checkpoints")',
+    )
+    heartbeat_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="seconds between a running job's heartbeats (and its checks for a cancel), and between a "
+        "worker's looks at the queue",
+    )
+    heartbeat_grace_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="seconds without a heartbeat (by the database's clock) after which a running job is failed "
+        "as lost with its worker host, and a worker no longer counts as serving its kinds",
+    )
     code_checks: bool = Field(
         default=False,
         description="run code answers of RLVR tasks against their tests in a limited subprocess (off: code tasks "

@@ -265,8 +265,9 @@ def publish_checkpoint(
         cfg = dict(job.config or {})
         parent = find_parent(s, cfg["parent_contestant"]) if cfg.get("parent_contestant") else None
         base = choose_base(parent, cfg.get("base_model") or "")
+        folder = Path(job.config_path).parent if job.config_path else None  # a worker's data home ran it
     published_dir = _published_dir(job_id)
-    saved = dict(saved_checkpoints(job_id))
+    saved = dict(saved_checkpoints(job_id, folder))
     kept = {
         int(p.name.split("-")[-1]): p for p in published_dir.glob("step-*") if p.name.split("-")[-1].isdigit()
     }

@@ -2,10 +2,15 @@
 
 State lives only in the database (``jobs``, ``job_metrics``) and the job folder
 ``<data_home>/jobs/<id>/`` (config.yaml, train.log, output/), so any process (the app after a restart, the CLI,
-a test) can look at a job. One job runs at a time: ``_start_next`` claims the oldest queued job with a single
-conditional UPDATE (atomic on SQLite; serialised by an advisory lock on PostgreSQL), so two launchers never start
-two workers. A worker starts the next queued job when it exits; ``reconcile`` (run at app start) marks jobs whose
-process is gone as failed, with the tail of their log.
+a test) can look at a job. Who runs a queued job is a setting (``VIBESTUDIO_JOBS``): ``local`` (the default, so
+``make demo`` is one command): one job at a time on this host, ``start_next`` claiming the oldest queued job with
+a single conditional UPDATE (atomic on SQLite; serialised by an advisory lock on PostgreSQL), so two launchers
+never start two workers, and a worker starting the next queued job when it exits; ``workers``: nothing starts
+here, ``vibestudio worker`` processes claim jobs (``training.workers``). Either way a running job records its host
+and heartbeats on the database's clock (``training.heartbeat``); ``reconcile`` fails a job whose heartbeat went
+stale (its host is lost), or, on the host that started it, whose process is gone, with the tail of its log.
+Cancel works through the database: the row turns ``cancelled`` and the training process, wherever it runs, stops
+at its next heartbeat (at once when it runs on this host).
 
 The runner knows nothing about TRL; ``training.worker`` does the training.
 """
@@ -30,9 +35,11 @@ from sqlalchemy.orm import Session, aliased
 from accounts import PermissionDenied, require_role
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
+from db.settings import get_settings
 from db.threads import sleeping_thread_waits
 from training.config import JobConfig, load_config, save_config
 from training.errors import JobError
+from training.heartbeat import stale_jobs, this_host, waiting_reasons
 from training.preflight import preflight
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -60,6 +67,11 @@ class JobSummary:
     error: str | None
     # the lifecycle state of contestant_id (arena.lifecycle): pending while its report runs, then released/held
     contestant_state: str | None = None
+    # the worker identity that runs (or ran) it, and its last heartbeat (database clock, UTC)
+    host: str | None = None
+    heartbeat_at: datetime | None = None
+    # a queued job no live worker can take: "waiting for a worker that serves grpo" (VIBESTUDIO_JOBS=workers)
+    waiting: str | None = None
 
 
 @dataclass
@@ -148,8 +160,11 @@ def submit(
 
 # ---- launching -----------------------------------------------------------------------------------------------
 def start_next(db: Database) -> int | None:
-    """Start the oldest queued job if no job is running; return its id (None when nothing was started)."""
+    """Start the oldest queued job if no job is running; return its id (None when nothing was started).
+    With ``VIBESTUDIO_JOBS=workers`` nothing starts here: the job waits for a ``vibestudio worker``."""
     reap()
+    if get_settings().jobs == "workers":
+        return None
     while True:
         job_id = _claim_next(db)
         if job_id is None:
@@ -173,28 +188,48 @@ def _claim_next(db: Database) -> int | None:
         result = s.execute(
             update(Job)
             .where(Job.id == nxt, Job.status == "queued", ~busy)
-            .values(status="running", started_at=utcnow(), pid=None)
+            .values(status="running", started_at=utcnow(), pid=None, host=this_host(), heartbeat_at=None)
         )
         return nxt if _rowcount(result) == 1 else None
 
 
 def _spawn(db: Database, job_id: int) -> int:
     with db.session() as s:
-        job = s.get(Job, job_id)
-        assert job is not None
-        config_path, log_path = job.config_path, job.log_path
-    assert config_path and log_path
+        config_path = s.scalar(select(Job.config_path).where(Job.id == job_id))
+    assert config_path
+    return spawn(db, job_id, config_path).pid
+
+
+def spawn(
+    db: Database,
+    job_id: int,
+    config_path: str,
+    home: Path | None = None,
+    gpus: str | None = None,
+    worker_pid: int | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start the training process of a claimed job (its own process group, output to the job's log) and record
+    its pid. ``home``: the data home it runs with (default this process's); ``gpus``: its CUDA_VISIBLE_DEVICES;
+    ``worker_pid``: the ``vibestudio worker`` that owns it (the process stops when that one is gone)."""
+    with db.session() as s:
+        log_path = s.scalar(select(Job.log_path).where(Job.id == job_id))
+    assert log_path
     sleeping_thread_waits()  # the worker inherits it (and so does every process accelerate starts)
     env = dict(os.environ)
     env["VIBESTUDIO_DATABASE_URL"] = db.url
-    env["VIBESTUDIO_HOME"] = str(data_home())
+    env["VIBESTUDIO_HOME"] = str(home or data_home())
+    if gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpus
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
+        argv = worker_command(config_path, job_id)
+        if worker_pid is not None:
+            argv += ["--worker-pid", str(worker_pid)]
         proc = subprocess.Popen(
-            worker_command(config_path, job_id),
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -206,7 +241,7 @@ def _spawn(db: Database, job_id: int) -> int:
     _CHILDREN[proc.pid] = proc
     with db.session() as s:
         s.execute(update(Job).where(Job.id == job_id, Job.pid.is_(None)).values(pid=proc.pid))
-    return proc.pid
+    return proc
 
 
 def worker_command(config_path: str, job_id: int) -> list[str]:
@@ -314,21 +349,28 @@ def _group_has_live_members(pgid: int) -> bool:
 
 
 # ---- reconcile / cancel / wait -------------------------------------------------------------------------------
-def reconcile(db: Database, start: bool = True) -> list[int]:
-    """Mark running jobs whose worker is gone as failed (with their log tail), hold the pending checkpoints
-    whose report is gone with them (``training.publish.sweep_pending``), and start the next queued job.
+def _is_here(host: str | None) -> bool:
+    """A job started by this host's own runner (or before jobs recorded a host): its pid is in this ``/proc``."""
+    return host is None or host == this_host()
 
-    Call at app start and whenever a page wants fresh state. Returns the ids marked failed.
-    """
-    failed = []
+
+def fail_lost(db: Database) -> list[int]:
+    """Fail the running jobs that are lost: a stale heartbeat on any host (database clock, grace period), or,
+    for a job this host's runner started, a process that is gone. Returns the ids failed."""
+    failed = [x.job_id for x in stale_jobs(db) if finish(db, x.job_id, "failed", x.reason, only_if="running")]
     with db.session() as s:
-        running = [
-            (j.id, j.pid, j.started_at, j.log_path)
-            for j in s.scalars(select(Job).where(Job.status == "running"))
-        ]
-    for job_id, pid, started_at, log_path in running:
+        running = s.execute(
+            select(Job.id, Job.pid, Job.started_at, Job.log_path, Job.host, Job.heartbeat_at).where(
+                Job.status == "running"
+            )
+        ).all()
+    for job_id, pid, started_at, log_path, host, heartbeat_at in running:
+        if not _is_here(host):
+            continue  # another host's pid means nothing here: its heartbeat decides
         if pid is None:
-            if started_at is not None and utcnow() - started_at < _START_TIMEOUT:
+            if heartbeat_at is not None or (
+                started_at is not None and utcnow() - started_at < _START_TIMEOUT
+            ):
                 continue  # a launcher is starting it right now
             reason = "the worker process was never started (the launcher died)"
         elif pid_alive(pid):
@@ -340,6 +382,17 @@ def reconcile(db: Database, start: bool = True) -> list[int]:
             db, job_id, "failed", reason + ("\n--- log tail ---\n" + tail if tail else ""), only_if="running"
         ):
             failed.append(job_id)
+    return failed
+
+
+def reconcile(db: Database, start: bool = True) -> list[int]:
+    """Fail running jobs that are lost (``fail_lost``: stale heartbeat, or a local process gone, with their
+    log tail), hold the pending checkpoints whose report is gone with them
+    (``training.publish.sweep_pending``), and start the next queued job.
+
+    Call at app start and whenever a page wants fresh state. Returns the ids marked failed.
+    """
+    failed = fail_lost(db)
     from training.publish import sweep_pending
 
     sweep_pending(db)  # a checkpoint whose report died with its worker is held (with why), never released
@@ -383,29 +436,32 @@ def require_job_owner(
 def cancel(
     db: Database, job_id: int, grace: float = 10.0, user_id: int | None = None, reason: str | None = None
 ) -> JobView:
-    """Cancel a queued or running job: SIGTERM to its process group, SIGKILL after ``grace`` seconds. Another
-    user's job needs admin or a reason (``require_job_owner``)."""
+    """Cancel a queued or running job through the database: its row turns ``cancelled`` and its training
+    process, on whatever host, stops at its next heartbeat (``VIBESTUDIO_HEARTBEAT_S``); on the host that started
+    it, SIGTERM to its process group at once, SIGKILL after ``grace`` seconds. Another user's job needs admin
+    or a reason (``require_job_owner``)."""
     who = require_job_owner(db, job_id, user_id, "cancel", reason)
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:
             raise JobError(f"no job {job_id}")
-        status, pid = job.status, job.pid
+        status, pid, host = job.status, job.pid, job.host
     if status in TERMINAL:
         raise JobError(f"job {job_id} already {status}")
     if not finish(db, job_id, "cancelled", f"cancelled by {who}", only_if=status):
         return cancel(db, job_id, grace)  # it moved on (queued -> running) while we looked: try again
-    if status == "running" and pid:
+    if status == "running" and pid and _is_here(host):
         _terminate_group(pid, grace)
         start_next(db)
     return job_view(db, job_id)
 
 
-def saved_checkpoints(job_id: int) -> list[tuple[int, Path]]:
+def saved_checkpoints(job_id: int, folder: Path | None = None) -> list[tuple[int, Path]]:
     """The job's complete ``checkpoints/checkpoint-<step>`` folders (oldest first): what resume continues from
-    and what can be published before the job ends."""
+    and what can be published before the job ends. ``folder``: the job folder when a worker with another data
+    home ran it (the folder of its recorded config)."""
     found = []
-    for p in (job_dir(job_id) / "checkpoints").glob("checkpoint-*"):
+    for p in ((folder or job_dir(job_id)) / "checkpoints").glob("checkpoint-*"):
         step = p.name.rsplit("-", 1)[-1]
         if step.isdigit() and (p / "trainer_state.json").exists():
             found.append((int(step), p))
@@ -438,24 +494,38 @@ def resume(
         reached = s.scalar(
             select(func.max(JobMetric.step)).where(JobMetric.job_id == job_id, JobMetric.name == "progress")
         )
-        checkpoints = saved_checkpoints(job_id)
+        folder = Path(job.config_path).parent if job.config_path else job_dir(job_id)
+        checkpoints = saved_checkpoints(job_id, folder)
         if from_scratch or not checkpoints:
             if not from_scratch and save_steps and reached and reached >= save_steps:
                 raise JobError(
                     f"job {job_id} reached step {reached} saving every {save_steps} steps, but no checkpoint is "
-                    f"left in {job_dir(job_id) / 'checkpoints'} (deleted?); resume from scratch to start over"
+                    f"left in {folder / 'checkpoints'} (deleted?); resume from scratch to start over"
                 )
             s.execute(delete(JobMetric).where(JobMetric.job_id == job_id))
-            shutil.rmtree(job_dir(job_id) / "checkpoints", ignore_errors=True)
+            shutil.rmtree(folder / "checkpoints", ignore_errors=True)
         changed = s.execute(
             update(Job)
             .where(Job.id == job_id, Job.status == job.status)
-            .values(status="queued", error=None, ended_at=None, pid=None, started_at=None)
+            .values(
+                status="queued",
+                error=None,
+                ended_at=None,
+                pid=None,
+                started_at=None,
+                host=None,
+                heartbeat_at=None,
+            )
         )
         if _rowcount(changed) != 1:
             raise JobError(f"job {job_id} changed while resuming; try again")
     start_next(db)
     return job_view(db, job_id)
+
+
+def terminate_group(pgid: int, grace: float) -> None:
+    """SIGTERM the process group ``pgid``, SIGKILL after ``grace`` seconds; wait for our own child."""
+    _terminate_group(pgid, grace)
 
 
 def _terminate_group(pgid: int, grace: float) -> None:
@@ -482,15 +552,17 @@ def wait(db: Database, job_id: int, timeout: float = 600.0, poll: float = 0.5) -
     deadline = time.monotonic() + timeout
     while True:
         with db.session() as s:
-            row = s.execute(select(Job.status, Job.pid).where(Job.id == job_id)).first()
+            row = s.execute(select(Job.status, Job.pid, Job.host).where(Job.id == job_id)).first()
         if row is None:
             raise JobError(f"no job {job_id}")
-        status, pid = row
+        status, pid, host = row
         if status in TERMINAL:
             return job_view(db, job_id)
-        if status == "running" and pid and not pid_alive(pid):
+        if status == "running" and pid and _is_here(host) and not pid_alive(pid):
             time.sleep(poll)  # give the worker's last write a moment, then reconcile
             reconcile(db)
+            continue
+        if status == "running" and fail_lost(db):
             continue
         if time.monotonic() > deadline:
             raise TimeoutError(f"job {job_id} still {status} after {timeout:.0f} s")
@@ -541,7 +613,7 @@ def _result(s: Session, job_id: int) -> tuple[int | None, int | None]:
     return cid, step
 
 
-def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
+def _summary_fields(s: Session, job: Job, waiting: dict[str, str] | None = None) -> dict[str, Any]:
     contestant_id, contestant_step = _result(s, job.id)
     if job.kind == "report" and (job.config or {}).get("contestant_id") is not None:
         contestant_id, contestant_step = int(job.config["contestant_id"]), job.config.get("step")
@@ -562,6 +634,9 @@ def _summary_fields(s: Session, job: Job) -> dict[str, Any]:
         ended_at=job.ended_at,
         error=job.error,
         contestant_state=state,
+        host=job.host,
+        heartbeat_at=job.heartbeat_at,
+        waiting=(waiting or {}).get(job.kind) if job.status == "queued" else None,
     )
 
 
@@ -587,8 +662,9 @@ def job_view(db: Database, job_id: int, tail_lines: int = 40, user_id: int | Non
             position = (
                 s.scalar(select(func.count(Job.id)).where(Job.status == "queued", Job.id < job.id)) or 0
             )
+        waiting = waiting_reasons(db, {job.kind}) if job.status == "queued" else {}
         return JobView(
-            **_summary_fields(s, job),
+            **_summary_fields(s, job, waiting),
             config=dict(job.config or {}),
             pid=job.pid,
             log_path=job.log_path,
@@ -604,4 +680,5 @@ def list_jobs(db: Database, limit: int = 100, user_id: int | None = None) -> lis
     require_role(db, user_id, "researcher")
     with db.session() as s:
         jobs = s.scalars(select(Job).order_by(Job.id.desc()).limit(limit)).all()
-        return [JobSummary(**_summary_fields(s, j)) for j in jobs]
+        waiting = waiting_reasons(db, {j.kind for j in jobs if j.status == "queued"})
+        return [JobSummary(**_summary_fields(s, j, waiting)) for j in jobs]

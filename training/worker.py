@@ -4,7 +4,10 @@ It owns one job from start to end: marks it running (pid), re-checks its inputs,
 kind, publishes the checkpoint (pending), runs its checkpoint report and records the verdict (which releases or
 holds it: ``training.publish``), and records succeeded / failed (exception + log tail). A ``report`` job (queued
 by a mid-run publish) runs only the report of the contestant it names. SIGTERM (a cancel) ends it
-cleanly. On exit it starts the next queued job, so the queue drains without the app. If an earlier attempt of the
+cleanly. A heartbeat thread (``training.heartbeat.Beater``) writes the database's time on the row every few
+seconds; when the row is no longer running (cancelled from any process) it sends this process group SIGTERM, and
+with ``--worker-pid`` (started by ``vibestudio worker``) it stops the job too when that worker is gone. On exit
+it starts the next queued job (unless a worker owns it), so the queue drains without the app. If an earlier attempt of the
 same job left ``checkpoints/checkpoint-*``, training resumes from the newest one.
 
 Everything it prints goes to the job's ``train.log`` (the runner redirects stdout and stderr).
@@ -41,8 +44,9 @@ def trainer_for(kind: str):  # type: ignore[no-untyped-def]
     return getattr(importlib.import_module(module), func)
 
 
-def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untyped-def]
-    """Run job ``job_id`` to a terminal state; returns the process exit code."""
+def run_job(db, job_id: int, config_path: str, owner_pid: int | None = None) -> int:  # type: ignore[no-untyped-def]
+    """Run job ``job_id`` to a terminal state; returns the process exit code. It heartbeats all along and stops
+    when its row stops being running (a cancel from any process) or ``owner_pid`` (its worker) is gone."""
     from sqlalchemy import select
 
     from db.backup import shown_url
@@ -50,6 +54,7 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
     from training import runner
     from training.config import load_config
     from training.context import JobContext
+    from training.heartbeat import Beater, this_host
     from training.metrics import MetricWriter
     from training.preflight import preflight
     from training.publish import ReportOptions, publish, run_report, run_report_job
@@ -68,7 +73,9 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
         ):  # under accelerate launch the launcher is the leader
             job.pid = os.getpid()
         job.started_at = job.started_at or utcnow()
-        kind = job.kind
+        job.host = job.host or this_host()
+        kind, host = job.kind, job.host
+    beater = Beater(db, job_id, owner_pid=owner_pid).start()
     code = 1
     try:
         if kind == "report":
@@ -98,13 +105,27 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
             )
             ctx.metrics.log(step, {"release_seconds": time.perf_counter() - result.ended_at})
             print(f"[worker] {published.public_name} is {state}", flush=True)
+        beater.close()  # from here the row leaving "running" is this process's own doing
         runner.finish(db, job_id, "succeeded", None, only_if="running")
         code = 0
     except Cancelled as exc:
-        print("[worker] cancelled (SIGTERM)", flush=True)
-        runner.finish(db, job_id, "cancelled", "cancelled by user", only_if="running")
+        beater.close()
+        if beater.orphaned:
+            print("[worker] stopped: its worker process is gone", flush=True)
+            runner.finish(
+                db,
+                job_id,
+                "failed",
+                f"its worker (pid {owner_pid}) on host {host} stopped while it ran; the training stopped with it "
+                "(resume the job to continue)",
+                only_if="running",
+            )
+        else:
+            print("[worker] cancelled (SIGTERM)", flush=True)
+            runner.finish(db, job_id, "cancelled", "cancelled by user", only_if="running")
         code = int(exc.code or 143)
     except BaseException as exc:
+        beater.close()
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -116,9 +137,11 @@ def run_job(db, job_id: int, config_path: str) -> int:  # type: ignore[no-untype
             db, job_id, "failed", reason + ("\n--- log tail ---\n" + tail if tail else ""), only_if="running"
         )
     finally:
+        beater.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
-            runner.start_next(db)
+            if owner_pid is None:  # a worker service starts its own next job
+                runner.start_next(db)
         except Exception:
             traceback.print_exc()
     return code
@@ -168,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.worker", description="Run one training job.")
     ap.add_argument("config", help="the job's config.yaml")
     ap.add_argument("--job", type=int, required=True, help="job id in the database")
+    ap.add_argument("--worker-pid", type=int, default=None, help="the `vibestudio worker` that owns this job")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
     print(
@@ -187,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if settings.rank != 0:
             return run_replica(db, args.config)
-        return run_job(db, args.job, args.config)
+        return run_job(db, args.job, args.config, owner_pid=args.worker_pid)
     finally:
         db.dispose()
 

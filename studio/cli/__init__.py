@@ -14,6 +14,7 @@ This module builds the root app from one module per subject, one line per comman
 - ``ratings``: ratings from a battles file or the database (``ratings.py``)
 - ``evals``: the verifiable eval set (``evals.py``)
 - ``train``, ``jobs``: training jobs (``train.py``, ``health.py``, ``jobs.py``)
+- ``worker``: claim queued training jobs and run them on this host (``worker.py``)
 - ``probes``: sycophancy probes (``probes.py``)
 - ``decide``: the decision card of two or more contestants (``decide.py``)
 - ``tasks``: task sets with checkable answers for RLVR (``tasks.py``)
@@ -43,6 +44,7 @@ from studio.cli import (
     tasks,
     train,
     users,
+    worker,
 )
 
 app = typer.Typer(
@@ -59,6 +61,7 @@ app.command("agreement")(annotate.agreement)
 app.command("families")(families.families_cmd)
 app.command("drift")(models.drift_cmd)
 app.command("decide")(decide.decide)
+app.command("worker")(worker.worker)
 
 app.add_typer(models.models_app, name="models")
 app.add_typer(database.db_app, name="db")

@@ -1,4 +1,4 @@
-"""``vibestudio jobs list|show|cancel|resume|logs``: training jobs after launch, and the progress bar that follows one.
+"""``vibestudio jobs list|show|cancel|resume|logs|workers``: training jobs after launch, and the progress bar that follows one.
 
 A thin layer over ``training.runner``; ``job_dict`` is the JSON shape of a job that ``train`` and ``jobs`` print.
 """
@@ -36,6 +36,9 @@ def job_dict(v: Any) -> dict[str, Any]:
         "created_at": v.created_at,
         "started_at": v.started_at,
         "ended_at": v.ended_at,
+        "host": v.host,
+        "heartbeat_at": v.heartbeat_at,
+        "waiting": v.waiting,
         **(
             {
                 "queue_position": v.queue_position,
@@ -54,7 +57,7 @@ def follow(db, job_id: int, timeout: float, as_json: bool) -> None:  # type: ign
     """A progress bar until the job ends (or ``timeout``); exit 1 unless it succeeded."""
     from tqdm import tqdm
 
-    from training.runner import job_view, pid_alive, reconcile
+    from training.runner import fail_lost, job_view
 
     bar = tqdm(total=100, desc=f"job {job_id}", unit="%")
     deadline = time.monotonic() + timeout
@@ -66,8 +69,8 @@ def follow(db, job_id: int, timeout: float, as_json: bool) -> None:  # type: ign
         bar.refresh()
         if v.done or time.monotonic() > deadline:
             break
-        if v.status == "running" and v.pid and not pid_alive(v.pid):
-            reconcile(db)
+        if v.status == "running":
+            fail_lost(db)  # a stale heartbeat (any host) or a gone local process
         time.sleep(1.0)
     bar.close()
     if as_json:
@@ -95,7 +98,7 @@ def jobs_list(
     limit: int = typer.Option(50, help="Newest N jobs."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Jobs, newest first: kind, status, progress, parent, result."""
+    """Jobs, newest first: kind, status, progress, the host that runs it, parent, result (or what it waits for)."""
     from training.runner import list_jobs, reconcile
 
     db = open_db()
@@ -113,10 +116,11 @@ def jobs_list(
             if j.contestant_id
             else (j.error or "").splitlines()[0][:60]
             if j.error
-            else ""
+            else j.waiting or ""
         )
         typer.echo(
-            f"{j.id:>4}  {j.kind:<6} {j.status:<9} {progress}  parent {j.parent_contestant_id}  {result}"
+            f"{j.id:>4}  {j.kind:<6} {j.status:<9} {progress}  {(j.host or '-')[:24]:<24}  "
+            f"parent {j.parent_contestant_id}  {result}"
         )
 
 
@@ -133,8 +137,11 @@ def jobs_show(job_id: int = typer.Argument(..., help="Job id."), as_json: bool =
         return
     progress = f" {100 * v.progress:.0f}%" if v.progress is not None else ""
     typer.echo(f"Job {v.id} · {v.kind} · {v.status}{progress}")
+    if v.host:
+        beat = f", last heartbeat {v.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC" if v.heartbeat_at else ""
+        typer.echo(f"host {v.host}{beat}")
     if v.queue_position is not None:
-        typer.echo(f"position {v.queue_position} in the queue")
+        typer.echo(f"position {v.queue_position} in the queue" + (f"; {v.waiting}" if v.waiting else ""))
     if v.contestant_id:
         step = f" (the checkpoint of step {v.contestant_step})" if v.contestant_step is not None else ""
         typer.echo(f"published as contestant id {v.contestant_id}{step}")
@@ -150,7 +157,10 @@ def jobs_show(job_id: int = typer.Argument(..., help="Job id."), as_json: bool =
 
 @jobs_app.command("cancel")
 def jobs_cancel(job_id: int = typer.Argument(..., help="Job id."), as_json: bool = JSON_OPTION) -> None:
-    """Cancel a queued or running job (its process group is stopped; the queue moves on)."""
+    """Cancel a queued or running job, from any host.
+
+    It is cancelled in the database; its training process stops at its next heartbeat.
+    """
     from training.errors import JobError
     from training.runner import cancel
 
@@ -217,3 +227,25 @@ def jobs_logs(
                 typer.echo(chunk.decode("utf-8", errors="replace"), nl=False)
         if _view(db, job_id).done:
             return
+
+
+@jobs_app.command("workers")
+def jobs_workers(as_json: bool = JSON_OPTION) -> None:
+    """The registered `vibestudio worker` processes: kinds served, live or not (heartbeat grace), jobs running."""
+    from dataclasses import asdict
+
+    from training.heartbeat import list_workers
+
+    db = open_db(seed=False)
+    rows = list_workers(db)
+    if as_json:
+        echo_json([asdict(w) for w in rows])
+        return
+    if not rows:
+        typer.echo("No worker has registered: start one with `vibestudio worker`.")
+    for w in rows:
+        seen = f"{w.last_seen:%Y-%m-%d %H:%M:%S} UTC" if w.last_seen else "never"
+        typer.echo(
+            f"{w.name:<32} {'live' if w.alive else 'gone':<5} {','.join(w.kinds):<24} "
+            f"{w.running}/{w.max_jobs} running  gpus {w.gpus or 'all'}  last seen {seen}"
+        )

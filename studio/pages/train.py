@@ -9,6 +9,7 @@ browser loses nothing and reopening the tab re-attaches (the newest running or q
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -50,7 +51,7 @@ CURVES = {
         "kl_heldout",
     ],
 }
-JOB_COLUMNS = ["id", "kind", "status", "progress", "parent", "result", "verdict", "alerts"]
+JOB_COLUMNS = ["id", "kind", "status", "progress", "host", "parent", "result", "verdict", "alerts"]
 PAIRS = ["all", "on_policy", "on_and_half", "off_policy"]
 
 
@@ -67,13 +68,18 @@ def _jobs_table(ctx: StudioContext, uid: int | None = None) -> pd.DataFrame:
     alerts = job_alerts(ctx.db, [j.id for j in jobs])
     badges = {cid: st.badge for cid, st in verdict_status(ctx.db).items()}
     for j in jobs:
-        result = names.get(j.contestant_id, "") if j.contestant_id else (j.error or "").split("\n")[0][:60]
+        result = (
+            names.get(j.contestant_id, "")
+            if j.contestant_id
+            else (j.error or "").split("\n")[0][:60] or (j.waiting or "")
+        )
         rows.append(
             {
                 "id": j.id,
                 "kind": j.kind,
                 "status": j.status,
                 "progress": f"{100 * j.progress:.0f}%" if j.progress is not None else "",
+                "host": j.host or "",
                 "parent": names.get(j.parent_contestant_id or -1, ""),
                 "result": result,
                 "verdict": badges.get(j.contestant_id or -1, ""),
@@ -252,14 +258,23 @@ def _figure(kind: str, metrics: dict[str, list[tuple[int, float]]]) -> go.Figure
     return fig
 
 
+def _folder(v: JobView) -> Path | None:
+    """The job's folder as recorded (a worker with its own data home writes it there)."""
+    return Path(v.log_path).parent if v.log_path else None
+
+
 def job_markdown(ctx: StudioContext, v: JobView, steps: list[int]) -> str:
     """The job's status line (with the steps of its saved checkpoints), result and over-optimisation alerts, as
     display-path HTML."""
     text = f"**Job {v.id}** · {v.kind} · **{v.status}**"
     if v.progress is not None:
         text += f" · {100 * v.progress:.0f}%"
+    if v.host:
+        text += f" · on {literal(v.host)}"
     if v.queue_position:
         text += f" · position {v.queue_position} in the queue"
+    if v.waiting:
+        text += f" · ⏳ {literal(v.waiting)}"
     if steps:
         text += f" · checkpoints saved at steps {', '.join(map(str, steps))}"
     if v.contestant_id:
@@ -480,7 +495,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             v = job_view(ctx.db, int(jid), user_id=uid)
         except JobError as exc:
             return table, to_html(literal(exc)), None, "", gr.update(), None
-        steps_saved = [step for step, _ in saved_checkpoints(v.id)]  # one look at the folder per tick
+        steps_saved = [
+            step for step, _ in saved_checkpoints(v.id, _folder(v))
+        ]  # one look at the folder per tick
         return (
             table,
             job_markdown(ctx, v, steps_saved),
