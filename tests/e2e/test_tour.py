@@ -94,6 +94,7 @@ class _Watch:
         page.on("requestfinished", self._end)
         page.on("requestfailed", self._end)
         self.page = page
+        self.settles: list[tuple[float, bool]] = []  # (seconds waited, whether the wait ran out)
 
     def _start(self, request) -> None:
         self.open += 1
@@ -105,9 +106,27 @@ class _Watch:
 
     def settle(self, quiet_s: float = 1.0) -> None:
         """Wait until no request has been open for ``quiet_s`` (a stream or a tab's timer may keep one going)."""
-        deadline = time.monotonic() + 20
+        t0 = time.monotonic()
+        deadline = t0 + 20
         while time.monotonic() < deadline and (self.open > 0 or time.monotonic() - self.last < quiet_s):
             self.page.wait_for_timeout(100)
+        self.settles.append((time.monotonic() - t0, time.monotonic() >= deadline))
+
+
+class _Laps:
+    """Seconds per step of the tour, printed at its end: where the time goes on a slow machine."""
+
+    def __init__(self) -> None:
+        self.t = time.monotonic()
+        self.laps: list[tuple[str, float]] = []
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps.append((name, now - self.t))
+        self.t = now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} {s:.1f}" for name, s in self.laps)
 
 
 def _idle_buttons(url: str) -> list[str]:
@@ -144,15 +163,19 @@ def _shoot(page, name: str, docs: str | None = None) -> None:
 )  # ten tabs, a battle and a generated queue: longer than one e2e step on a busy machine
 def test_tour(tmp_path, browser):
     t0 = time.monotonic()
+    lap = _Laps()
     home = tmp_path / "home"
     home.mkdir()
     proc, url = start_server(home)
+    lap("server start")
+    watch = None
     try:
         assert not _idle_buttons(url), f"buttons with no event: {_idle_buttons(url)}"
         page = browser.new_page(viewport={"width": 1280, "height": 920})
         watch = _Watch(page)
         page.goto(url)
         page.wait_for_selector("#arena-prompt textarea")
+        lap("page load")
         for n, name in enumerate(TABS, start=1):
             page.get_by_role("tab", name=name, exact=True).click()
             watch.settle()
@@ -164,7 +187,9 @@ def test_tour(tmp_path, browser):
                 page.locator(f"#{elem_id}").click()
                 watch.settle()
             _check(page, watch, f"tab {name}")
+            lap(f"tab {name}")
             _shoot(page, f"{n:02d}-{name.lower()}")
+            lap("shot")
 
         # one battle, start to reveal
         page.get_by_role("tab", name="Arena", exact=True).click()
@@ -172,17 +197,20 @@ def test_tour(tmp_path, browser):
         page.locator("#arena-send").click()
         wait_text(page, "#arena-status", "Turn 1 answered")
         _check(page, watch, "battle answered")
+        lap("battle answered")
         _shoot(page, "11-battle-answered", docs="arena.png")
         page.locator("#vote-left").click()
         wait_text(page, "#arena-status", "Vote on turn 1 saved")
         page.locator("#arena-reveal-btn").click()
         wait_text(page, "#arena-reveal", "Model A was")
         _check(page, watch, "battle revealed")
+        lap("battle revealed")
         _shoot(page, "12-battle-revealed")
         page.get_by_role("tab", name="Leaderboard", exact=True).click()
         page.locator("#leaderboard-refresh").click()
         wait_text(page, "#leaderboard-summary", "rated votes")
         _check(page, watch, "board after the battle")
+        lap("board after battle")
         _shoot(page, "13-board-after-battle")
 
         # one on-policy queue of one prompt, labelled in the Label tab
@@ -193,6 +221,7 @@ def test_tour(tmp_path, browser):
         page.locator("#queues-create").click()
         wait_text(page, "#queues-created", "tour-queue")
         _check(page, watch, "queue generated")
+        lap("queue generated")
         page.get_by_role("tab", name="Label", exact=True).click()
         page.locator("#label-annotator textarea, #label-annotator input").first.fill("kim")
         page.locator("#label-queue input").click()
@@ -200,10 +229,19 @@ def test_tour(tmp_path, browser):
         page.locator("#label-start").click()
         wait_text(page, "#label-progress", "left for you")
         _check(page, watch, "labelling")
+        lap("labelling")
         _shoot(page, "14-label", docs="annotation.png")
+        lap("shot")
         page.close()
     finally:
         stop_server(proc)
+        print(f"[tour] steps (s): {lap}")
+        if watch is not None:
+            waits = [s for s, _ in watch.settles]
+            print(
+                f"[tour] {len(waits)} settles, {sum(waits):.0f} s in all, "
+                f"{sum(out for _, out in watch.settles)} ran out of time"
+            )
     log = (home / "server.log").read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
     print(f"[tour] {time.monotonic() - t0:.0f} s, screenshots in {OUT}")
