@@ -2,8 +2,9 @@
 
 It fails on what a newcomer would meet: a red "Error" mark or toast, a console error or uncaught exception in the
 page, a traceback in the server log, a table showing placeholder headers ("1 2 3"), a button that renders but has
-no event behind it, a stray "Run" button, and emoji in the page's chrome (tabs, buttons, headings): a machine
-without an emoji font draws them as boxes, so chrome is words only.
+no event behind it, a stray "Run" button, tabs that do not fit their bar at 1280 px (Gradio moves them into a
+"..." menu), and emoji in the page's chrome (tabs, buttons, headings): a machine without an emoji font draws them
+as boxes, so chrome is words only.
 
 Screenshots go to ``$VIBESTUDIO_TOUR_DIR`` (default ``out/tour/`` under the repository root, ignored by git; CI keeps
 it as an artifact). With ``VIBESTUDIO_UPDATE_DOCS=1`` the tour also writes the documentation's pictures,
@@ -59,7 +60,7 @@ READ_ONLY = {
 
 FIND_PROBLEMS = """() => {
   const shown = e => e.offsetParent !== null;
-  const out = {errors: [], placeholders: [], emoji: [], run: []};
+  const out = {errors: [], placeholders: [], emoji: [], run: [], overflow: []};
   for (const e of document.querySelectorAll('.error, .toast-body.error')) {
     const t = e.innerText.trim();
     if (shown(e) && t) out.errors.push(t.slice(0, 200));
@@ -76,12 +77,30 @@ FIND_PROBLEMS = """() => {
     if (/[\\u{1F000}-\\u{1FAFF}\\u{2600}-\\u{27BF}\\u{2B00}-\\u{2BFF}\\u{23E9}-\\u{23FA}]/u.test(t)) out.emoji.push(t.slice(0, 80));
     if (e.tagName === 'BUTTON' && t === 'Run') out.run.push(t);
   }
+  // a tab bar too narrow for its tabs puts the last ones in a "..." menu, where nobody finds them
+  for (const m of document.querySelectorAll('.overflow-menu')) {
+    if (!shown(m) || m.classList.contains('hide')) continue;
+    const items = [...m.querySelectorAll('.overflow-dropdown button')].map(b => b.textContent.trim());
+    out.overflow.push(items.join(', ') || '(a tab menu)');
+  }
   return out;
 }"""
 
 
+#: Requests that stay open for the page's whole life, so they never mean "still working": Gradio's heartbeat stream
+#: (one per page, it tells the server the page is still there). Counted as open, it made every settle wait out its
+#: whole limit (20 s, some 30 times a tour).
+LONG_LIVED = ("/heartbeat/",)
+#: How long no request may have been open before the page counts as settled. An event's follow-up (``.then``) and
+#: a stream's next request start within milliseconds of the one before; the Train tab's 2 s poll leaves gaps longer
+#: than this between its ticks.
+QUIET_S = 0.5
+#: The longest one settle may take before the tour goes on anyway (and says so at its end).
+SETTLE_S = 20.0
+
+
 class _Watch:
-    """Console errors, uncaught page exceptions and open requests of one page."""
+    """Console errors, uncaught page exceptions and open requests of one page (those in ``LONG_LIVED`` aside)."""
 
     def __init__(self, page) -> None:
         self.console: list[str] = []
@@ -97,19 +116,21 @@ class _Watch:
         self.settles: list[tuple[float, bool]] = []  # (seconds waited, whether the wait ran out)
 
     def _start(self, request) -> None:
-        self.open += 1
-        self.last = time.monotonic()
+        if not any(part in request.url for part in LONG_LIVED):
+            self.open += 1
+            self.last = time.monotonic()
 
     def _end(self, request) -> None:
-        self.open -= 1
-        self.last = time.monotonic()
+        if not any(part in request.url for part in LONG_LIVED):
+            self.open -= 1
+            self.last = time.monotonic()
 
-    def settle(self, quiet_s: float = 1.0) -> None:
+    def settle(self, quiet_s: float = QUIET_S) -> None:
         """Wait until no request has been open for ``quiet_s`` (a stream or a tab's timer may keep one going)."""
         t0 = time.monotonic()
-        deadline = t0 + 20
+        deadline = t0 + SETTLE_S
         while time.monotonic() < deadline and (self.open > 0 or time.monotonic() - self.last < quiet_s):
-            self.page.wait_for_timeout(100)
+            self.page.wait_for_timeout(50)
         self.settles.append((time.monotonic() - t0, time.monotonic() >= deadline))
 
 
@@ -147,6 +168,7 @@ def _check(page, watch: _Watch, where: str) -> None:
     assert not found["placeholders"], f"{where}: placeholder table headers {found['placeholders']}"
     assert not found["emoji"], f"{where}: emoji in the page's chrome {found['emoji']}"
     assert not found["run"], f"{where}: stray Run buttons"
+    assert not found["overflow"], f"{where}: tabs hidden in an overflow menu at this width: {found['overflow']}"
     assert not watch.uncaught, f"{where}: uncaught exceptions {watch.uncaught}"
     assert not watch.console, f"{where}: console errors {watch.console}"
 
