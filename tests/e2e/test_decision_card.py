@@ -4,14 +4,11 @@ sentence and its "can't tell" lines."""
 
 from __future__ import annotations
 
-import subprocess
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from arena.ratings._simulate import simulate_arena
-from db.session import Database
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import rated_server as rated_server_at
 from tests.helpers.servers import stop_server

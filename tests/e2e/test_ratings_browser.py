@@ -4,16 +4,12 @@ the Admin tab flags the rigged account."""
 
 from __future__ import annotations
 
-import subprocess
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from arena.ratings._simulate import simulate_arena
-from arena.registry import ContestantSpec, register
-from db.models import Battle, Contestant, Turn, User, Vote
-from db.session import Database
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import rated_server as rated_server_at
 from tests.helpers.servers import stop_server, store_simulated

@@ -168,7 +168,9 @@ def _check(page, watch: _Watch, where: str) -> None:
     assert not found["placeholders"], f"{where}: placeholder table headers {found['placeholders']}"
     assert not found["emoji"], f"{where}: emoji in the page's chrome {found['emoji']}"
     assert not found["run"], f"{where}: stray Run buttons"
-    assert not found["overflow"], f"{where}: tabs hidden in an overflow menu at this width: {found['overflow']}"
+    assert not found["overflow"], (
+        f"{where}: tabs hidden in an overflow menu at this width: {found['overflow']}"
+    )
     assert not watch.uncaught, f"{where}: uncaught exceptions {watch.uncaught}"
     assert not watch.console, f"{where}: console errors {watch.console}"
 
