@@ -1,8 +1,8 @@
 """Leaderboard tab: the board with intervals, style/vibe control, category boards, matrices, rating over time, vibe
-profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set; what a judge vote is
-worth (the board on people's votes, judges' or both pooled, `standings.judges`); the
-rating method (Bradley-Terry or a tie model; by default the one that predicts held-out votes best) and the "which
-method predicts best" view. The board refreshes when the tab is opened and on a short timer while it is open (only
+profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set; what a
+judge vote is worth (the board on people's votes, judges' or both pooled, `standings.judges`); the rating method
+(Bradley-Terry or a tie model; by default the one that predicts held-out votes best) and the *Predictive check*
+sub-tab (which method predicts best). The board refreshes when the tab is opened and on a short timer while it is open (only
 new votes are read; nothing is redrawn when nothing changed).
 
 Data comes from `standings.leaderboard.LeaderboardService` (`ctx.leaderboard`, one per app and shared with the
@@ -474,7 +474,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
     chart = gr.Plot()
     with gr.Tabs():
-        with gr.Tab("Style & vibe control"):
+        with gr.Tab("Style control"):
             gr.Markdown(
                 "Tick a control above and refresh: each feature's coefficient says how many rating points one "
                 "standard deviation of it buys, with the ratings adjusted for it."
@@ -503,7 +503,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 headers=PROFILE_COLUMNS, interactive=False, elem_id="leaderboard-vibe-table"
             )
             vibe_plot = gr.Plot()
-        with gr.Tab("Which method predicts best"):
+        with gr.Tab("Predictive check"):
             gr.Markdown(
                 "Each method is fitted on earlier votes and scored on the later ones (time split), and on a random "
                 "share (random split): log-loss and Brier score of a/b/tie, lower is better, 95% intervals by a "
@@ -535,7 +535,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 )
                 eval_btn = gr.Button("Run evals", variant="primary", elem_id="evals-run", scale=1)
             eval_status = gr.HTML(elem_id="evals-status")
-        with gr.Tab("How fragile is the order"):
+        with gr.Tab("Votes to flip"):
             fragile_tab = fragility_components()
         with gr.Tab("LC win rate"):
             lc_tab = lc_components()
@@ -731,7 +731,7 @@ def flip_summary(service: Any, o: BoardOptions, board: dict[str, Any]) -> str:
     method = "" if board.get("method", "bt") == "bt" else " (on the plain Bradley-Terry order)"
     return (
         f"\n\n🧮 **#1 {literal(top['higher'])} holds over {literal(top['lower'])} unless {top['votes']} {word}**"
-        f" of {out['n_votes']:,}{method}: checked by refitting without them (see *How fragile is the order*)."
+        f" of {out['n_votes']:,}{method}: checked by refitting without them (see the *Votes to flip* sub-tab)."
     )
 
 
@@ -807,7 +807,7 @@ def lc_table(out: dict[str, Any]) -> pd.DataFrame:
 
 
 class FragilityTab:
-    """The components of the *How fragile is the order* sub-tab."""
+    """The components of the *Votes to flip* sub-tab (how fragile the order is)."""
 
     def __init__(self) -> None:
         gr.Markdown(

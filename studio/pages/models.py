@@ -107,7 +107,7 @@ def flip_md(service: LeaderboardService, name: str) -> str:
     if not lines:
         return ""
     head = "\n\n**How fragile its place is** (votes whose removal swaps it with a neighbour, checked by refitting; "
-    head += "the votes are listed on the Leaderboard tab, *How fragile is the order*):\n"
+    head += "the votes are listed on the Leaderboard tab, *Votes to flip*):\n"
     return head + "\n".join(lines)
 
 

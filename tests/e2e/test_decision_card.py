@@ -4,17 +4,14 @@ sentence and its "can't tell" lines."""
 
 from __future__ import annotations
 
-import subprocess
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from arena.ratings._simulate import simulate_arena
-from db.session import Database
-from tests.e2e.test_ratings_browser import _store
 from tests.helpers.browser import STEP_MS
-from tests.helpers.servers import start_server
+from tests.helpers.servers import rated_server as rated_server_at
+from tests.helpers.servers import stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -25,26 +22,15 @@ def _pick(page, elem_id: str, name: str) -> None:
 
 
 @pytest.fixture
-def rated_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    home = tmp_path / "studio-home"
-    home.mkdir()
-    monkeypatch.setenv("VIBESTUDIO_HOME", str(home))
-    db = Database()
-    db.migrate()
+def rated_server(tmp_path: Path):
     frame, _ = simulate_arena(seed=43, n_models=4, n_honest=10, votes_per_honest=40)
-    _store(db, frame, datetime(2026, 1, 5))
-    proc, url = start_server(home)
+    proc, url, _ = rated_server_at(tmp_path / "studio-home", frame)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop_server(proc)
 
 
 def test_flip_lc_and_decision_card(rated_server, browser):
-    # wide enough for every Leaderboard sub-tab: at 1280 px the last two go to Gradio's overflow menu
-    page = browser.new_page(viewport={"width": 1920, "height": 1000})
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(rated_server)
     page.get_by_role("tab", name="Leaderboard").click()
     summary = "document.querySelector('#leaderboard-summary').innerText"
@@ -52,7 +38,7 @@ def test_flip_lc_and_decision_card(rated_server, browser):
         f"{summary}.includes('holds over') && {summary}.includes('votes go')", timeout=STEP_MS
     )
 
-    page.get_by_role("tab", name="How fragile is the order").click()
+    page.get_by_role("tab", name="Votes to flip").click()
     page.locator("#flip-run").click()
     votes = "document.querySelector('#flip-votes').innerText"
     page.wait_for_function(f"{votes}.includes('model_a') && {votes}.includes('2026-01')", timeout=STEP_MS)

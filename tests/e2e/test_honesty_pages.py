@@ -3,8 +3,6 @@ on a studio whose database holds a judged and human-labelled queue and a family 
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from annotation.queues import NewItem, add_item, create_queue
@@ -13,7 +11,7 @@ from arena.registry import ContestantSpec, register
 from db.models import Label
 from db.session import Database
 from tests.helpers.browser import STEP_MS
-from tests.helpers.servers import start_server
+from tests.helpers.servers import start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -43,11 +41,7 @@ def server(tmp_path):
     db.dispose()
     proc, url = start_server(home)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop_server(proc)
 
 
 def test_vibe_disagreement_and_families_in_the_browser(server, browser):

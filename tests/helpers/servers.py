@@ -1,5 +1,6 @@
-"""Servers for tests: a free local port, a real studio server in a subprocess (and how to stop it), and a studio
-home whose database already holds a tiny-model parent and a preference snapshot."""
+"""Servers for tests: a free local port, a real studio server in a subprocess (and how to stop it), a studio home
+whose database already holds a tiny-model parent and a preference snapshot, and a studio served over simulated
+votes (``arena.ratings._simulate``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -120,3 +123,65 @@ def seed_tiny_parent(db: Database, model_dir: Path) -> str:
             ),
         )
         return write_snapshot(s, pair_rows(8), {"source": "test"}).hash
+
+
+#: A simulated vote's winner (FastChat's words) as the database's outcome.
+SIMULATED_OUTCOME = {
+    "model_a": "a",
+    "model_b": "b",
+    "tie": "tie",
+    "tie (bothbad)": "both_bad",
+    "tie (bothgood)": "both_good",
+}
+
+
+def store_simulated(db: Database, frame: Any, start: datetime) -> None:
+    """Write simulated battles (``simulate_arena``'s frame) as voted anonymous battles, one vote each, 30 s apart
+    from ``start``, by passwordless users named for the frame's judges; contestants are registered as needed."""
+    from arena.registry import ContestantSpec, register
+    from db.models import Battle, Contestant, Turn, User, Vote
+
+    with db.session() as s:
+        ids = {c: i for c, i in s.query(User.name, User.id)}
+        for judge in sorted(set(frame["judge"]) - set(ids)):
+            user = User(name=judge, role="annotator")
+            s.add(user)
+            s.flush()
+            ids[judge] = user.id
+        contestants = {n: i for n, i in s.query(Contestant.public_name, Contestant.id)}
+        for name in sorted(set(frame["model_a"]) | set(frame["model_b"])):
+            if name not in contestants:
+                contestants[name] = register(s, ContestantSpec(name))
+        for k, row in enumerate(frame.itertuples(index=False)):
+            when = start + timedelta(seconds=30 * k)
+            battle = Battle(
+                a_id=contestants[row.model_a],
+                b_id=contestants[row.model_b],
+                left_is_a=True,
+                mode="anonymous",
+                status="voted",
+                created_at=when,
+            )
+            battle.turns.append(Turn(idx=0, user_msg=row.question_id, answer_a="answer", answer_b="answer"))
+            battle.votes.append(
+                Vote(
+                    turn_idx=0,
+                    outcome=SIMULATED_OUTCOME[row.winner],
+                    user_id=ids[row.judge],
+                    created_at=when,
+                )
+            )
+            s.add(battle)
+
+
+def rated_server(
+    home: Path, frame: Any, start: datetime = datetime(2026, 1, 5)
+) -> tuple[subprocess.Popen, str, Database]:
+    """A fresh studio at ``home`` whose database holds ``frame``'s simulated votes (``store_simulated``), served;
+    returns the process, its URL and the database (stop it with ``stop_server``)."""
+    home.mkdir(parents=True, exist_ok=True)
+    db = Database(f"sqlite:///{home / 'studio.sqlite'}")
+    db.migrate()
+    store_simulated(db, frame, start)
+    proc, url = start_server(home)
+    return proc, url, db
