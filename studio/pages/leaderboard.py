@@ -724,13 +724,13 @@ def flip_summary(service: Any, o: BoardOptions, board: dict[str, Any]) -> str:
     out = service.votes_to_flip(o, refresh=False)
     top = out["pairs"][0] if out["pairs"] else None
     if top is None or top["votes"] is None:
-        return "\n\n🧮 Votes to flip #1: can't tell" + (f" ({literal(top['note'])})" if top else "")
+        return "\n\nVotes to flip #1: can't tell" + (f" ({literal(top['note'])})" if top else "")
     if top["votes"] == 0:
-        return f"\n\n🧮 #1 is a dead heat: {literal(top['higher'])} and {literal(top['lower'])} are level."
+        return f"\n\n#1 is a dead heat: {literal(top['higher'])} and {literal(top['lower'])} are level."
     word = "vote goes" if top["votes"] == 1 else "votes go"
     method = "" if board.get("method", "bt") == "bt" else " (on the plain Bradley-Terry order)"
     return (
-        f"\n\n🧮 **#1 {literal(top['higher'])} holds over {literal(top['lower'])} unless {top['votes']} {word}**"
+        f"\n\n**#1 {literal(top['higher'])} holds over {literal(top['lower'])} unless {top['votes']} {word}**"
         f" of {out['n_votes']:,}{method}: checked by refitting without them (see the *Votes to flip* sub-tab)."
     )
 
