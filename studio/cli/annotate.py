@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 
 from studio.cli._common import fail, open_db, progress_bar
+
+T = TypeVar("T")
 
 queue_app = typer.Typer(
     help="Annotation queues: on-policy generation, progress, checklists.", no_args_is_help=True
@@ -323,6 +327,26 @@ def _argilla_env(api_url: str | None, api_key: str | None) -> tuple[str, str]:
     return url, key  # type: ignore[return-value]
 
 
+def _argilla_call(
+    fn: Callable[..., T],
+    queue: str,
+    dataset: str | None,
+    workspace: str | None,
+    api_url: str | None,
+    api_key: str | None,
+) -> T:
+    """``fn(session, queue, url, key, dataset, workspace)`` against the live Argilla server the options or the
+    settings name; a queue error exits with its message."""
+    from annotation.queues import QueueError
+
+    url, key = _argilla_env(api_url, api_key)
+    try:
+        with open_db().session() as s:
+            return fn(s, queue, url, key, dataset, workspace)
+    except QueueError as exc:
+        fail(str(exc))
+
+
 @argilla_app.command("push")
 def argilla_push(
     queue: str,
@@ -333,14 +357,8 @@ def argilla_push(
 ) -> None:
     """Create an Argilla dataset from the queue on a live server."""
     from annotation.argilla import push_queue
-    from annotation.queues import QueueError
 
-    url, key = _argilla_env(api_url, api_key)
-    try:
-        with open_db().session() as s:
-            n = push_queue(s, queue, url, key, dataset, workspace)
-    except QueueError as exc:
-        fail(str(exc))
+    n = _argilla_call(push_queue, queue, dataset, workspace, api_url, api_key)
     typer.echo(f"{n} record(s) pushed")
 
 
@@ -354,12 +372,6 @@ def argilla_pull(
 ) -> None:
     """Pull submitted responses from a live Argilla server as labels."""
     from annotation.argilla import pull_responses
-    from annotation.queues import QueueError
 
-    url, key = _argilla_env(api_url, api_key)
-    try:
-        with open_db().session() as s:
-            res = pull_responses(s, queue, url, key, dataset, workspace)
-    except QueueError as exc:
-        fail(str(exc))
+    res = _argilla_call(pull_responses, queue, dataset, workspace, api_url, api_key)
     typer.echo(json.dumps(vars(res)))
