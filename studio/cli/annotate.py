@@ -10,7 +10,7 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import typer
 
@@ -347,31 +347,34 @@ def _argilla_call(
         fail(str(exc))
 
 
-@argilla_app.command("push")
-def argilla_push(
-    queue: str,
-    dataset: str = typer.Option(None),
-    workspace: str = typer.Option(None),
-    api_url: str = typer.Option(None),
-    api_key: str = typer.Option(None),
-) -> None:
-    """Create an Argilla dataset from the queue on a live server."""
-    from annotation.argilla import push_queue
+def _argilla_command(name: str, doc: str, call: str, show: Callable[[Any], str]) -> None:
+    """Register ``argilla NAME QUEUE``: ``annotation.argilla.CALL`` on the queue against a live server (options
+    ``--dataset``, ``--workspace``, ``--api-url``, ``--api-key``), its result printed with ``show``."""
 
-    n = _argilla_call(push_queue, queue, dataset, workspace, api_url, api_key)
-    typer.echo(f"{n} record(s) pushed")
+    def command(
+        queue: str,
+        dataset: str = typer.Option(None),
+        workspace: str = typer.Option(None),
+        api_url: str = typer.Option(None),
+        api_key: str = typer.Option(None),
+    ) -> None:
+        from annotation import argilla
+
+        typer.echo(show(_argilla_call(getattr(argilla, call), queue, dataset, workspace, api_url, api_key)))
+
+    command.__doc__ = doc
+    argilla_app.command(name)(command)
 
 
-@argilla_app.command("pull")
-def argilla_pull(
-    queue: str,
-    dataset: str = typer.Option(None),
-    workspace: str = typer.Option(None),
-    api_url: str = typer.Option(None),
-    api_key: str = typer.Option(None),
-) -> None:
-    """Pull submitted responses from a live Argilla server as labels."""
-    from annotation.argilla import pull_responses
-
-    res = _argilla_call(pull_responses, queue, dataset, workspace, api_url, api_key)
-    typer.echo(json.dumps(vars(res)))
+_argilla_command(
+    "push",
+    "Create an Argilla dataset from the queue on a live server.",
+    "push_queue",
+    lambda n: f"{n} record(s) pushed",
+)
+_argilla_command(
+    "pull",
+    "Pull submitted responses from a live Argilla server as labels.",
+    "pull_responses",
+    lambda res: json.dumps(vars(res)),
+)
