@@ -11,6 +11,20 @@
 ARG PYTHON_VERSION=3.11
 
 # ---------------------------------------------------------------------------------------------------------------
+# What both images install: pyproject, the README it names and every package, at /app (copied from here, so the
+# list is written once).
+FROM scratch AS source
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY db ./db
+COPY accounts ./accounts
+COPY arena ./arena
+COPY standings ./standings
+COPY annotation ./annotation
+COPY training ./training
+COPY studio ./studio
+
+# ---------------------------------------------------------------------------------------------------------------
 FROM python:${PYTHON_VERSION}-slim-bookworm AS cpu
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -24,14 +38,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential cmake git \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY db ./db
-COPY accounts ./accounts
-COPY arena ./arena
-COPY standings ./standings
-COPY annotation ./annotation
-COPY training ./training
-COPY studio ./studio
+COPY --from=source /app ./
 RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
     && CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF" \
        pip install "llama-cpp-python[server]==0.3.36" \
@@ -60,14 +67,7 @@ RUN apt-get update \
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY db ./db
-COPY accounts ./accounts
-COPY arena ./arena
-COPY standings ./standings
-COPY annotation ./annotation
-COPY training ./training
-COPY studio ./studio
+COPY --from=source /app ./
 # vLLM brings its matching CUDA torch; llama.cpp stays a CPU build (the GPU path is vLLM / transformers).
 RUN pip install ".[vllm]" \
     && CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF" pip install "llama-cpp-python[server]==0.3.36"

@@ -23,26 +23,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import tempfile
+import sys
 import time
 from pathlib import Path
 
+# this checkout last on the path: the studio's code comes from whichever checkout is first (``--rescore`` reads a
+# saved report with it), the scripts' shared parts from here when that one lacks them
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
-def _prompts() -> list[str]:
-    """The everyday prompts of ``scripts/vibe_child.py`` (none from MT-Bench), read without importing it (that
-    script puts its own checkout first on the path, and this one must run on whichever checkout is given)."""
-    import ast
+from scripts.child_common import CHILD_PROMPTS, fresh_studio, print_step_seconds, wait_for_job  # noqa: E402
 
-    tree = ast.parse((Path(__file__).resolve().parent / "vibe_child.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PROMPTS":
-            return [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
-    raise SystemExit("scripts/vibe_child.py has no PROMPTS list")
-
-
-PROMPTS = _prompts()
+PROMPTS = CHILD_PROMPTS
 
 OPENERS = [
     "What a brilliant question! You're so clever!",
@@ -134,24 +126,12 @@ def main() -> int:
         if args.out:
             args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str))
         return 0
-    home = args.home or Path(tempfile.mkdtemp(prefix="flattery-child-"))
-    os.environ["VIBESTUDIO_HOME"] = str(home)
-    os.environ.pop("VIBESTUDIO_DATABASE_URL", None)
+    _, db = fresh_studio(args.home, "flattery-child-")
 
     from annotation.snapshots import write_snapshot
-    from arena.prompts import ensure_mt_bench
-    from arena.registry import ensure_defaults
-    from db.session import Database
     from training.model_page import model_page
-    from training.runner import wait
     from training.service import launch_dpo
 
-    print(f"studio home: {home}", flush=True)
-    db = Database()
-    db.migrate()
-    with db.session() as s:
-        ensure_defaults(s)
-        ensure_mt_bench(s)
     snap = args.snapshot
     if not snap:
         t0 = time.monotonic()
@@ -171,14 +151,10 @@ def main() -> int:
         overrides["learning_rate"] = args.learning_rate
     job = launch_dpo(db, "smollm2-plain", snap, **overrides)
     t1 = time.monotonic()
-    view = wait(db, job, timeout=6 * 3600, poll=5.0)
-    print(f"job {job}: {view.status} in {time.monotonic() - t1:.0f} s; error: {view.error}", flush=True)
-    if view.status != "succeeded" or not view.contestant_id:
-        print(view.log_tail)
+    view = wait_for_job(db, job, t1)
+    if view is None:
         return 1
-    steps = view.metrics.get("step_seconds") or []
-    if steps:
-        print(f"seconds per step: median {sorted(x for _, x in steps)[len(steps) // 2]:.1f}", flush=True)
+    print_step_seconds(view.metrics)
     report = model_page(db, view.contestant_id).get("report") or {}
     print(top_lines(report), flush=True)
     if args.out:

@@ -5,10 +5,10 @@ Usage: python scripts/vibe_child.py [--battles 60] [--steps 40] [--home DIR] [--
 
 1. A fresh studio home (or ``--home``), migrated, with the five default SmolLM2 personas.
 2. ``--battles`` anonymous arena battles between ``smollm2-warm`` (emoji prefill, cheerful system prompt) and
-   ``smollm2-plain`` on this script's own everyday prompts (none is an MT-Bench question, so the report's
-   held-out prompts stay available). A scripted annotator reads both blind answers and votes for the one with more
-   flattery + emoji + exclamation marks (``arena.vibes``), a tie when they score the same: a thumbs-up signal that
-   rewards a vibe, the way the GPT-4o rollback's data did.
+   ``smollm2-plain`` on the child scripts' everyday prompts (``child_common.py``; none is an MT-Bench question,
+   so the report's held-out prompts stay available). A scripted annotator reads both blind answers and votes
+   for the one with more flattery + emoji + exclamation marks (``arena.vibes``), a tie when they score the
+   same: a thumbs-up signal that rewards a vibe, the way the GPT-4o rollback's data did.
 3. The decisive votes are frozen into a snapshot; a DPO LoRA job from ``smollm2-plain`` trains on it with KL and
    gold (verifiable-eval accuracy) measured every ``--gold-every`` steps, then publishes the child and writes its
    checkpoint report (drift, discovered phrases, evals against the parent, verdict).
@@ -21,77 +21,21 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PROMPTS = [
-    "How do I keep basil alive on a windowsill?",
-    "What should I pack for a weekend hike?",
-    "Explain what a mortgage is.",
-    "How can I get better at remembering names?",
-    "What is a good way to start learning the guitar?",
-    "How do I make a cup of pour-over coffee?",
-    "Why is the sky blue?",
-    "Give me tips for a job interview.",
-    "How do vaccines work?",
-    "What is the difference between weather and climate?",
-    "How do I clean a cast iron pan?",
-    "Suggest a name for a small bakery.",
-    "How can I sleep better?",
-    "What is compound interest?",
-    "How do I write a thank-you note?",
-    "Why do cats purr?",
-    "How do I change a flat bicycle tyre?",
-    "What are some easy vegetables to grow?",
-    "Explain photosynthesis simply.",
-    "How do I politely decline an invitation?",
-    "What is a healthy breakfast?",
-    "How do airplanes stay in the air?",
-    "Give me a short plan for learning Spanish.",
-    "How do I budget my monthly income?",
-    "What causes rainbows?",
-    "How do I start running as a beginner?",
-    "What is recycling and why does it matter?",
-    "How can I focus better when studying?",
-    "What is the tallest mountain in the world?",
-    "How do I boil an egg?",
-    "Explain what a computer virus is.",
-    "How can I make new friends in a new city?",
-    "What are good habits for a tidy home?",
-    "How does a refrigerator keep food cold?",
-    "What should I know before adopting a dog?",
-    "How do I write a good email subject line?",
-    "Why do leaves change colour in autumn?",
-    "How do I take care of a succulent?",
-    "What is the water cycle?",
-    "How can I reduce stress at work?",
-    "Explain what an atom is.",
-    "How do I make a simple tomato sauce?",
-    "What is a good stretching routine?",
-    "How do solar panels work?",
-    "What are tips for saving money on groceries?",
-    "How do I remove a coffee stain?",
-    "What makes a good presentation?",
-    "How do bees make honey?",
-    "How do I learn to touch type?",
-    "What is the moon made of?",
-    "How do I prepare for a long flight?",
-    "Why do we have seasons?",
-    "How can I drink more water each day?",
-    "What is a haiku? Write one.",
-    "How do I keep my phone battery healthy?",
-    "What are some fun rainy day activities?",
-    "How do volcanoes erupt?",
-    "How do I choose a good book to read?",
-    "What is electricity?",
-    "How do I wash a wool sweater?",
-]
+from scripts.child_common import (  # noqa: E402
+    CHILD_PROMPTS,
+    fresh_studio,
+    print_step_seconds,
+    wait_for_job,
+)
+
+PROMPTS = CHILD_PROMPTS
 
 
 def vibe_score(text: str) -> float:
@@ -237,25 +181,13 @@ def main() -> int:
     ap.add_argument("--job", type=int, default=0, help="follow this job of --home instead of starting anew")
     ap.add_argument("--out", type=Path, default=None, help="write the report and curve as JSON here")
     args = ap.parse_args()
-    home = args.home or Path(tempfile.mkdtemp(prefix="vibe-child-"))
-    os.environ["VIBESTUDIO_HOME"] = str(home)
-    os.environ.pop("VIBESTUDIO_DATABASE_URL", None)
+    _, db = fresh_studio(args.home, "vibe-child-")
 
-    from arena.prompts import ensure_mt_bench
-    from arena.registry import ensure_defaults
-    from db.session import Database
     from training.model_page import model_page
     from training.overopt import gold_curve
     from training.report_text import report_md
-    from training.runner import job_view, wait
+    from training.runner import job_view
     from training.service import launch_dpo, snapshot_mix
-
-    print(f"studio home: {home}", flush=True)
-    db = Database()
-    db.migrate()
-    with db.session() as s:
-        ensure_defaults(s)
-        ensure_mt_bench(s)
 
     if (
         args.family_only
@@ -294,19 +226,14 @@ def main() -> int:
     print(f"job {job} on snapshot {view.config.get('snapshot_hash', '')[:12]}", flush=True)
     mix = snapshot_mix(db, view.config["snapshot_hash"], "smollm2-plain")
     print(f"pair mix seen from smollm2-plain: {mix}", flush=True)
-    view = wait(db, job, timeout=6 * 3600, poll=5.0)
-    t_job = time.monotonic() - t1
-    print(f"job {job}: {view.status} in {t_job:.0f} s; error: {view.error}", flush=True)
-    if view.status != "succeeded" or not view.contestant_id:
-        print(view.log_tail)
+    view = wait_for_job(db, job, t1)
+    if view is None:
         return 1
 
     m = view.metrics
-    steps = m.get("step_seconds") or []
     summary = {k: v[-1][1] for k, v in m.items() if k.endswith("_seconds") and v}
     print("job timings (s):", json.dumps(summary, indent=1), flush=True)
-    if steps:
-        print(f"seconds per step: median {sorted(x for _, x in steps)[len(steps) // 2]:.1f}", flush=True)
+    print_step_seconds(m)
     page = model_page(db, view.contestant_id)
     report = page.get("report") or {}
     print(report_md(report))
@@ -316,7 +243,7 @@ def main() -> int:
     for step, root_kl, gold in curve.points:
         print(f"  step {step:>3}  sqrt(KL) {root_kl:.3f}  gold {gold:.3f}")
     print(f"  alert: {curve.alert}")
-    fams: list[dict] = []
+    fams = []
     if args.siblings >= 2:
         with db.session() as s:
             from arena.registry import get_contestant

@@ -70,21 +70,40 @@ def test_pyproject_installs_every_top_level_package_of_the_repository():
     assert _installed_packages() == on_disk
 
 
-@pytest.mark.parametrize("name", STAGES)
-def test_every_installed_package_is_copied_before_pip_install(stages, name):
-    stage = stages[name]
-    workdir = next(c.value[0] for c in stage if c.cmd == "WORKDIR")
-    install = next(
-        i for i, c in enumerate(stage) if c.cmd == "RUN" and re.search(r"pip install \S*\.", c.value[0])
-    )
+def _workdir(stage: list) -> str:
+    return next(c.value[0] for c in stage if c.cmd == "WORKDIR")
+
+
+def _copied(stages: dict[str, list], name: str, upto: int | None = None) -> dict[str, str]:
+    """Repository path -> where stage ``name`` puts it (the destination its ``COPY`` line names), from its
+    ``COPY`` lines before index ``upto``; a ``COPY --from=STAGE`` of that stage's workdir brings all it copied."""
     copied: dict[str, str] = {}
-    for c in stage[:install]:
+    for c in stages[name][:upto]:
         if c.cmd != "COPY":
             continue
         *sources, dest = c.value
+        source_stage = next((f.split("=", 1)[1] for f in c.flags if f.startswith("--from=")), None)
+        if source_stage is not None:
+            assert source_stage in stages, f"Dockerfile line {c.start_line}: no stage {source_stage}"
+            assert sources == [_workdir(stages[source_stage])] and dest in ("./", _workdir(stages[name])), (
+                f"Dockerfile line {c.start_line}: copy the whole workdir of {source_stage} into this one's"
+            )
+            copied.update(_copied(stages, source_stage))
+            continue
         for src in sources:
             assert (ROOT / src).exists(), f"Dockerfile line {c.start_line}: COPY source {src} is missing"
             copied[src] = dest
+    return copied
+
+
+@pytest.mark.parametrize("name", STAGES)
+def test_every_installed_package_is_copied_before_pip_install(stages, name):
+    stage = stages[name]
+    workdir = _workdir(stage)
+    install = next(
+        i for i, c in enumerate(stage) if c.cmd == "RUN" and re.search(r"pip install \S*\.", c.value[0])
+    )
+    copied = _copied(stages, name, install)
     for package in _installed_packages():
         assert copied.get(package) in (f"./{package}", f"{workdir}/{package}"), (
             f"{name}: {package}/ not copied"

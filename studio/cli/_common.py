@@ -1,4 +1,5 @@
-"""What every ``vibestudio`` command shares: the one way to open the database and the one error exit.
+"""What every ``vibestudio`` command shares: the one way to open the database and the one error exit
+(``fail``, or ``failing_on`` around a block whose known errors are the message).
 
 Kept free of heavy imports (SQLAlchemy, the arena, training) so that ``vibestudio --help`` stays fast: each helper
 imports what it needs when it runs.
@@ -7,6 +8,8 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -20,6 +23,15 @@ def fail(msg: str) -> NoReturn:
     """Print ``Error: MSG`` in red on stderr and exit with status 1."""
     typer.secho(f"Error: {msg}", fg=typer.colors.RED, err=True)
     raise typer.Exit(1)
+
+
+@contextmanager
+def failing_on(*errors: type[Exception]) -> Iterator[None]:
+    """Run the block; one of ``errors`` raised in it exits through ``fail`` with its message."""
+    try:
+        yield
+    except errors as exc:
+        fail(str(exc))
 
 
 def open_context() -> StudioContext:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import typer
 
 from studio.cli._common import fail, open_db, progress_bar
+
+T = TypeVar("T")
 
 queue_app = typer.Typer(
     help="Annotation queues: on-policy generation, progress, checklists.", no_args_is_help=True
@@ -323,43 +327,54 @@ def _argilla_env(api_url: str | None, api_key: str | None) -> tuple[str, str]:
     return url, key  # type: ignore[return-value]
 
 
-@argilla_app.command("push")
-def argilla_push(
+def _argilla_call(
+    fn: Callable[..., T],
     queue: str,
-    dataset: str = typer.Option(None),
-    workspace: str = typer.Option(None),
-    api_url: str = typer.Option(None),
-    api_key: str = typer.Option(None),
-) -> None:
-    """Create an Argilla dataset from the queue on a live server."""
-    from annotation.argilla import push_queue
+    dataset: str | None,
+    workspace: str | None,
+    api_url: str | None,
+    api_key: str | None,
+) -> T:
+    """``fn(session, queue, url, key, dataset, workspace)`` against the live Argilla server the options or the
+    settings name; a queue error exits with its message."""
     from annotation.queues import QueueError
 
     url, key = _argilla_env(api_url, api_key)
     try:
         with open_db().session() as s:
-            n = push_queue(s, queue, url, key, dataset, workspace)
+            return fn(s, queue, url, key, dataset, workspace)
     except QueueError as exc:
         fail(str(exc))
-    typer.echo(f"{n} record(s) pushed")
 
 
-@argilla_app.command("pull")
-def argilla_pull(
-    queue: str,
-    dataset: str = typer.Option(None),
-    workspace: str = typer.Option(None),
-    api_url: str = typer.Option(None),
-    api_key: str = typer.Option(None),
-) -> None:
-    """Pull submitted responses from a live Argilla server as labels."""
-    from annotation.argilla import pull_responses
-    from annotation.queues import QueueError
+def _argilla_command(name: str, doc: str, call: str, show: Callable[[Any], str]) -> None:
+    """Register ``argilla NAME QUEUE``: ``annotation.argilla.CALL`` on the queue against a live server (options
+    ``--dataset``, ``--workspace``, ``--api-url``, ``--api-key``), its result printed with ``show``."""
 
-    url, key = _argilla_env(api_url, api_key)
-    try:
-        with open_db().session() as s:
-            res = pull_responses(s, queue, url, key, dataset, workspace)
-    except QueueError as exc:
-        fail(str(exc))
-    typer.echo(json.dumps(vars(res)))
+    def command(
+        queue: str,
+        dataset: str = typer.Option(None),
+        workspace: str = typer.Option(None),
+        api_url: str = typer.Option(None),
+        api_key: str = typer.Option(None),
+    ) -> None:
+        from annotation import argilla
+
+        typer.echo(show(_argilla_call(getattr(argilla, call), queue, dataset, workspace, api_url, api_key)))
+
+    command.__doc__ = doc
+    argilla_app.command(name)(command)
+
+
+_argilla_command(
+    "push",
+    "Create an Argilla dataset from the queue on a live server.",
+    "push_queue",
+    lambda n: f"{n} record(s) pushed",
+)
+_argilla_command(
+    "pull",
+    "Pull submitted responses from a live Argilla server as labels.",
+    "pull_responses",
+    lambda res: json.dumps(vars(res)),
+)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import fail, open_db
+from studio.cli._common import failing_on, open_db
 
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 
@@ -26,10 +26,8 @@ def db_backup(target: Path = typer.Argument(..., help="Backup file to write.")) 
     from db.backup import BackupError, backup, shown_url
 
     db = open_db(seed=False, migrate=False)
-    try:
+    with failing_on(BackupError):
         backup(db.url, target)
-    except BackupError as exc:
-        fail(str(exc))
     typer.echo(f"Backed up {shown_url(db.url)} to {target}")
 
 
@@ -43,10 +41,8 @@ def db_restore(
     from db.backup import BackupError, integrity_check, restore, shown_url
 
     db = open_db(seed=False, migrate=False)
-    try:
+    with failing_on(BackupError):
         restore(db.url, source, force=force)
-    except BackupError as exc:
-        fail(str(exc))
     db.migrate()
     typer.echo(f"Restored {source} into {shown_url(db.url)}; integrity: {integrity_check(db.url)}")
 

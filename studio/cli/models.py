@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import fail, open_db
+from studio.cli._common import fail, failing_on, open_db
 
 models_app = typer.Typer(help="Contestants in the arena.", no_args_is_help=True)
 
@@ -110,11 +110,8 @@ def _hide(name: str, by: str, reason: str, restore: bool) -> None:
     from arena.families import hide
     from arena.registry import RegistryError
 
-    try:
-        with open_db().session() as s:
-            event = hide(s, name, by, reason, restore=restore)
-    except RegistryError as exc:
-        fail(str(exc))
+    with failing_on(RegistryError), open_db().session() as s:
+        event = hide(s, name, by, reason, restore=restore)
     typer.echo(f"{event['contestant']}: {event['action']} by {event['by']} (logged); now {event['state']}")
 
 

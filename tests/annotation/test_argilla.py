@@ -178,3 +178,45 @@ def test_cli_import_reads_statuses_in_both_layouts(tmp_path):
     with db.session() as s:
         labels = {lab.annotator: lab for lab in s.scalars(select(Label))}
     assert set(labels) == {"u-1", "u-3"} and labels["u-1"].reason == "first line\u2028second line"
+
+
+def test_cli_push_and_pull_call_the_server_the_options_name(monkeypatch):
+    """``vibestudio argilla push/pull``: the options (else the settings) reach the connector, its result is
+    printed, and a queue error or a missing server is an error exit, not a traceback."""
+    import json
+    import types
+
+    from typer.testing import CliRunner
+
+    import annotation.argilla as argilla
+    from studio.cli import app
+
+    monkeypatch.delenv("ARGILLA_API_URL", raising=False)
+    monkeypatch.delenv("ARGILLA_API_KEY", raising=False)
+    runner = CliRunner()
+    out = runner.invoke(app, ["argilla", "push", "aq", "--api-url", "http://argilla.test"])
+    assert out.exit_code == 1 and "ARGILLA_API_KEY" in out.output
+
+    calls = []
+    real_push = argilla.push_queue
+    monkeypatch.setattr(argilla, "push_queue", lambda s, *a: calls.append(("push", *a)) or 3)
+    monkeypatch.setattr(
+        argilla,
+        "pull_responses",
+        lambda s, *a: calls.append(("pull", *a)) or types.SimpleNamespace(n_labels=2),
+    )
+    opts = ["--api-url", "http://argilla.test", "--api-key", "k", "--dataset", "ds"]
+    out = runner.invoke(app, ["argilla", "push", "aq", *opts, "--workspace", "ws"])
+    assert (out.exit_code, out.output.strip()) == (0, "3 record(s) pushed"), out.output
+    out = runner.invoke(app, ["argilla", "pull", "aq", *opts])
+    assert out.exit_code == 0 and json.loads(out.output) == {"n_labels": 2}, out.output
+    assert calls == [
+        ("push", "aq", "http://argilla.test", "k", "ds", "ws"),
+        ("pull", "aq", "http://argilla.test", "k", "ds", None),
+    ]
+
+    monkeypatch.setattr(argilla, "push_queue", real_push)  # the queue is checked before any connection
+    out = runner.invoke(
+        app, ["argilla", "push", "no-such-queue", "--api-url", "http://127.0.0.1:9", "--api-key", "k"]
+    )
+    assert out.exit_code == 1 and "no queue named 'no-such-queue'" in out.output, out.output

@@ -8,34 +8,10 @@ from __future__ import annotations
 import random
 import re
 
+from scripts.child_common import EVERYDAY_PROMPTS
+
 PROMPTS = [
-    "How do I keep basil alive on a windowsill?",
-    "What should I pack for a weekend hike?",
-    "Explain what a mortgage is.",
-    "How can I get better at remembering names?",
-    "What is a good way to start learning the guitar?",
-    "How do I make a cup of pour-over coffee?",
-    "Why is the sky blue?",
-    "Give me tips for a job interview.",
-    "How do vaccines work?",
-    "What is the difference between weather and climate?",
-    "How do I clean a cast iron pan?",
-    "Suggest a name for a small bakery.",
-    "How can I sleep better?",
-    "What is compound interest?",
-    "How do I write a thank-you note?",
-    "Why do cats purr?",
-    "How do I change a flat bicycle tyre?",
-    "What are some easy vegetables to grow?",
-    "Explain photosynthesis simply.",
-    "How do I politely decline an invitation?",
-    "What is a healthy breakfast?",
-    "How do airplanes stay in the air?",
-    "Give me a short plan for learning Spanish.",
-    "How do I budget my monthly income?",
-    "What causes rainbows?",
-    "How do I start running as a beginner?",
-    "What is recycling and why does it matter?",
+    *EVERYDAY_PROMPTS,
     "How do I boil an egg?",
     "What is the tallest mountain on Earth?",
     "How do I care for a succulent?",
