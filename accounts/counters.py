@@ -210,7 +210,9 @@ class DatabaseCounters:
     def fail(self, key: str, now: float | None = None) -> tuple[int, float]:
         with self.db.engine.begin() as conn:
             now = self._clock(conn, now)
-            row = conn.execute(text(self._FAIL), {"key": key, "now": now, "expires": now + STREAK_TTL_S}).one()
+            row = conn.execute(
+                text(self._FAIL), {"key": key, "now": now, "expires": now + STREAK_TTL_S}
+            ).one()
             return int(row[0]), float(row[1])
 
     def streak(self, key: str) -> tuple[int, float]:

@@ -282,7 +282,9 @@ ASGIApp = Callable[
 _PUBLIC = ("/assets/", "/static/", "/favicon", "/manifest.json", "/theme.css", "/svelte/")
 
 
-def _session_tokens(headers: list[tuple[bytes, bytes]]) -> tuple[list[str], list[str], list[tuple[bytes, bytes]]]:
+def _session_tokens(
+    headers: list[tuple[bytes, bytes]],
+) -> tuple[list[str], list[str], list[tuple[bytes, bytes]]]:
     """The session tokens in the request's cookies, its other cookies, and its headers other than ``Cookie``."""
     tokens: list[str] = []
     cookies: list[str] = []
