@@ -280,6 +280,9 @@ ASGIApp = Callable[
     [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
 ]
 _PUBLIC = ("/assets/", "/static/", "/favicon", "/manifest.json", "/theme.css", "/svelte/")
+#: Gradio's launch calls this once from the server itself, with no user (it answers in every mode, runs the
+#: start-up events once, and is idempotent after): the proxy mode lets it through without the header.
+_STARTUP = "/gradio_api/startup-events"
 
 
 def _session_tokens(
@@ -449,7 +452,7 @@ class SessionGuard:
                 await _refuse(scope, send, 403, f"refused: {exc}")
                 return
             scope = {**scope, PROXY_USER_SCOPE: user}
-        elif not path.startswith(_PUBLIC):
+        elif not path.startswith(_PUBLIC) and path.rstrip("/") != _STARTUP:
             await _refuse(
                 scope,
                 send,
