@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     auth: str = Field(
         default="auto",
         description="login: `auto` (required once a user with a password exists), `on`, `off`, or `proxy` (the "
-        "user comes from a header set by an authenticating proxy; see `VIBESTUDIO_PROXY_*`)",
+        "user comes from a header set by an authenticating proxy; see `VIBESTUDIO_PROXY_ADDRESSES`)",
     )
     proxy_addresses: str | None = Field(
         default=None,
