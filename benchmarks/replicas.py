@@ -189,7 +189,9 @@ def main() -> int:
         return 2
     two = run_layout(args.database_url, 2, args.users, args.battles, args.max_new_tokens)
     one = run_layout(args.database_url, 1, args.users, args.battles, args.max_new_tokens)
-    print(f"users={args.users} battles/user={args.battles} max_new_tokens={args.max_new_tokens} cpus={os.cpu_count()}")
+    print(
+        f"users={args.users} battles/user={args.battles} max_new_tokens={args.max_new_tokens} cpus={os.cpu_count()}"
+    )
     print(two.line())
     print(one.line())
     p50_2, lo2, hi2 = quantile_ci(two.vote_s, 0.5)
@@ -200,7 +202,9 @@ def main() -> int:
         f"ratio two-app / one-app vote-call p50: {p50_2 / p50_1:.2f}"
         + (" (intervals overlap: can't tell)" if overlap else "")
     )
-    print(f"ratio two-app / one-app vote-call p95: {quantile_ci(two.vote_s, 0.95)[0] / quantile_ci(one.vote_s, 0.95)[0]:.2f}")
+    print(
+        f"ratio two-app / one-app vote-call p95: {quantile_ci(two.vote_s, 0.95)[0] / quantile_ci(one.vote_s, 0.95)[0]:.2f}"
+    )
     return 1 if two.problems or one.problems else 0
 
 

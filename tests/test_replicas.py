@@ -19,7 +19,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from benchmarks.load_votes import PASSWORD, UserRun, check, prepare, stop_server, vote_loop
+from benchmarks.load_votes import PASSWORD, UserRun, check, prepare, stop_server
 from benchmarks.replicas import split_load, start_apps
 from db.models import Vote
 from db.session import Database
@@ -134,7 +134,8 @@ def _kill_mid_burst(db: Database, u1: str, p2, u2: str, earlier: list[UserRun]) 
     # every acknowledged vote is there exactly once, after the user's earlier ones; at most one per user on
     # app 2 was sent and never acknowledged
     merged = [
-        UserRun(a.name, a.acked + b.acked, a.attempted + b.attempted) for a, b in zip(earlier, runs, strict=True)
+        UserRun(a.name, a.acked + b.acked, a.attempted + b.attempted)
+        for a, b in zip(earlier, runs, strict=True)
     ]
     assert check(db, merged, in_flight_ok=True) == []
     stored = _stored_after(db, before)

@@ -18,7 +18,10 @@ OTHER = "127.0.0.2"  # another host on the network: loopback too on Linux, but n
 
 def _from(address: str, url: str) -> httpx.Client:
     return httpx.Client(
-        base_url=url, transport=httpx.HTTPTransport(local_address=address), timeout=30, headers={"Origin": url}
+        base_url=url,
+        transport=httpx.HTTPTransport(local_address=address),
+        timeout=30,
+        headers={"Origin": url},
     )
 
 
@@ -49,7 +52,9 @@ def test_the_proxys_user_is_signed_in_and_created_as_annotator(proxied):
 def test_the_header_from_another_address_is_refused_and_logged(proxied):
     url, home, db = proxied
     with _from(OTHER, url) as c:
-        r = c.get("/config", headers={"X-Forwarded-User": "mallory-admin", "X-Forwarded-Groups": "studio-admins"})
+        r = c.get(
+            "/config", headers={"X-Forwarded-User": "mallory-admin", "X-Forwarded-Groups": "studio-admins"}
+        )
         # claiming to be the proxy in X-Forwarded-For changes nothing: the TCP peer decides
         r2 = c.get("/config", headers={"X-Forwarded-User": "mallory-admin", "X-Forwarded-For": PROXY})
         r3 = c.post("/gradio_api/queue/join", json={}, headers={"X-Forwarded-User": "mallory-admin"})
