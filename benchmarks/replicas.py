@@ -29,6 +29,8 @@ from typing import Any
 
 from benchmarks.load_votes import UserRun, check, prepare, start_server, stop_server, vote_loop
 
+START_S = 300  # two processes importing the studio at once on a loaded machine take minutes
+
 
 @contextmanager
 def fresh_schema(base_url: str) -> Iterator[str]:
@@ -65,7 +67,7 @@ def start_apps(homes: list[Path], env: dict[str, str]) -> list[tuple[Any, str]]:
     def one(k: int) -> None:
         port = free_port()
         try:
-            out[k] = (start_server(homes[k], port, env), f"http://127.0.0.1:{port}")
+            out[k] = (start_server(homes[k], port, env, START_S), f"http://127.0.0.1:{port}")
         except BaseException as exc:  # noqa: BLE001 - re-raised below
             errors.append(exc)
 
