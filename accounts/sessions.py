@@ -93,11 +93,17 @@ class SessionBook:
         with self._lock:
             return self._book.get(token)
 
-    def valid(self, token: str, current_fp: str | None, now: float | None = None) -> bool:
+    def valid(
+        self,
+        token: str,
+        current_fp: str | None,
+        now: float | None = None,
+        record: SessionRecord | None = None,
+    ) -> bool:
         """Whether ``token`` is a recorded session, not expired, issued under ``current_fp``. An invalid one is
-        forgotten (it never becomes valid again)."""
+        forgotten (it never becomes valid again). ``record``: the token's record, when the caller has read it."""
         now = time.time() if now is None else now
-        r = self.get(token)
+        r = record if record is not None else self.get(token)
         ok = (
             r is not None
             and current_fp is not None

@@ -127,8 +127,8 @@ class Settings(BaseSettings):
     )
     session_hours: float = Field(
         default=12.0,
-        description="hours a login lasts before the user must sign in again; 0 = until the server restarts "
-        "(a password change ends a user's sessions either way)",
+        description="hours a login lasts before the user must sign in again; 0 = until the user signs out "
+        "(a password change ends a user's sessions either way; sessions survive a restart of the server)",
     )
     allowed_origins: str | None = Field(
         default=None,

@@ -229,7 +229,7 @@ class Access:
         rec = self.sessions.get(token)
         if rec is None or self.db is None:
             return None
-        return rec.name if self.sessions.valid(token, fingerprint(self.db, rec.name)) else None
+        return rec.name if self.sessions.valid(token, fingerprint(self.db, rec.name), record=rec) else None
 
     def session_ok(self, token: str) -> bool:
         """Whether a session token may still act (recorded, not expired, the user's password unchanged)."""
