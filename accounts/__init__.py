@@ -14,7 +14,6 @@ This module knows nothing about the web app or HTTP; it stores no plain password
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from accounts.counters import Counters, MemoryCounters
 from db.models import User, utcnow
 from db.session import Database
 
@@ -259,45 +259,44 @@ def require_role(where: Session | Database, user_id: int | None, role: str) -> U
 class RateLimiter:
     """A token bucket per key (a user id or name): ``per_minute`` requests on average, ``burst`` at once.
 
-    In memory and per process: it protects one server from one user's flood, it is not an accounting
-    system. ``per_minute <= 0`` turns it off.
+    The buckets live in a shared store (``accounts.counters``): the database or Redis for a served app, so every
+    app process on one database enforces one budget per user; this process's memory when no store is given (the
+    Python API, unit tests). ``per_minute <= 0`` turns it off.
     """
 
-    def __init__(self, per_minute: float, burst: int | None = None, what: str = "requests") -> None:
+    def __init__(
+        self,
+        per_minute: float,
+        burst: int | None = None,
+        what: str = "requests",
+        store: Counters | None = None,
+    ) -> None:
         self.rate = max(0.0, float(per_minute)) / 60.0
         self.burst = float(burst if burst is not None else max(1, int(per_minute)))
         self.what = what
-        self._buckets: dict[object, tuple[float, float]] = {}
-        self._lock = threading.Lock()
+        self.store: Counters = store if store is not None else MemoryCounters()
 
-    def _tokens(self, key: object, now: float) -> float:
-        tokens, last = self._buckets.get(key, (self.burst, now))
-        return min(self.burst, tokens + (now - last) * self.rate)
+    def _key(self, key: object) -> str:
+        return f"{self.what}:{key}"[:255]
 
     def check(self, key: object, now: float | None = None) -> None:
         """Take one token for ``key`` or raise ``RateLimited`` (nothing is taken then)."""
         if self.rate <= 0:
             return
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            tokens = self._tokens(key, now)
-            if tokens < 1.0:
-                wait = (1.0 - tokens) / self.rate
-                raise RateLimited(f"too many {self.what}: wait {max(1, round(wait))} s and try again", wait)
-            self._buckets[key] = (tokens - 1.0, now)
+        got = self.store.take(self._key(key), 1.0 / self.rate, self.burst, now)
+        if not got.ok:
+            raise RateLimited(
+                f"too many {self.what}: wait {max(1, round(got.wait_s))} s and try again", got.wait_s
+            )
 
     def blocked(self, key: object, now: float | None = None) -> bool:
         """True when ``key`` has no token left (takes nothing)."""
         if self.rate <= 0:
             return False
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            return self._tokens(key, now) < 1.0
+        return self.store.wait(self._key(key), 1.0 / self.rate, self.burst, now) > 1e-9
 
     def spend(self, key: object, now: float | None = None) -> None:
         """Take a token if there is one (for counting failures; never raises)."""
         if self.rate <= 0:
             return
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            self._buckets[key] = (max(0.0, self._tokens(key, now) - 1.0), now)
+        self.store.spend(self._key(key), 1.0 / self.rate, self.burst, now)

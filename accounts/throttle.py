@@ -11,25 +11,18 @@ hash):
   names (a token bucket), so spraying one password over many names is slowed as much as guessing one name.
 
 What this does not stop: many addresses guessing one name each slowly (each address pays its own delays, and
-every try that is checked costs the server one hash: ``accounts.HASH_GATE`` bounds how many run at once). In
-memory and per process, like ``accounts.RateLimiter``; a restart forgets it. The client address is the one the
-web server reports (behind a reverse proxy on the same host, uvicorn reads ``X-Forwarded-For`` from loopback).
+every try that is checked costs the server one hash: ``accounts.HASH_GATE`` bounds how many run at once). The
+records live in a shared store (``accounts.counters``: the database, or Redis), like ``accounts.RateLimiter``'s,
+so a guesser who is moved from one app process to another meets the same delays; with no store given, in this
+process's memory. The client address is the one the web server reports (behind a reverse proxy on the same host,
+uvicorn reads ``X-Forwarded-For`` from loopback).
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
-from dataclasses import dataclass
 
-MAX_KEYS = 50_000  # most (name, client) records kept; the oldest are forgotten first
-
-
-@dataclass
-class _Record:
-    failures: int
-    last: float
+from accounts.counters import Counters, MemoryCounters
 
 
 class LoginThrottle:
@@ -40,55 +33,40 @@ class LoginThrottle:
         base_s: float = 2.0,
         max_s: float = 900.0,
         burst: float | None = None,
+        store: Counters | None = None,
     ) -> None:
         self.free, self.base_s, self.max_s = free, base_s, max_s
         self.rate = max(0.0, float(per_minute)) / 60.0
         self.burst = max(1.0, float(burst if burst is not None else per_minute))
-        self._pairs: OrderedDict[tuple[str, str], _Record] = OrderedDict()
-        self._clients: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        self._lock = threading.Lock()
+        self.store: Counters = store if store is not None else MemoryCounters()
 
     @staticmethod
-    def _key(name: str, client: str) -> tuple[str, str]:
-        return ((name or "").strip().lower()[:128], (client or "?")[:64])
-
-    def _pair_wait(self, key: tuple[str, str], now: float) -> float:
-        r = self._pairs.get(key)
-        if r is None or r.failures < self.free:
-            return 0.0
-        delay = min(self.max_s, self.base_s * 2 ** (r.failures - self.free))
-        return max(0.0, r.last + delay - now)
-
-    def _tokens(self, client: str, now: float) -> float:
-        tokens, last = self._clients.get(client, (self.burst, now))
-        return min(self.burst, tokens + (now - last) * self.rate)
+    def _keys(name: str, client: str) -> tuple[str, str]:
+        """(the (name, client) streak's key, the client's bucket key)."""
+        name, client = (name or "").strip().lower()[:128], (client or "?")[:64]
+        return f"login-pair:{client}:{name}", f"login-client:{client}"
 
     def wait_s(self, name: str, client: str, now: float | None = None) -> float:
         """Seconds before a try of ``name`` from ``client`` will be checked; 0 = check it now."""
-        now = time.monotonic() if now is None else now
-        key = self._key(name, client)
-        with self._lock:
-            wait = self._pair_wait(key, now)
-            if self.rate > 0 and self._tokens(key[1], now) < 1.0:
-                wait = max(wait, (1.0 - self._tokens(key[1], now)) / self.rate)
-            return wait
+        now = time.time() if now is None else now
+        pair, addr = self._keys(name, client)
+        failures, last = self.store.streak(pair)
+        wait = 0.0
+        if failures >= self.free:
+            delay = min(self.max_s, self.base_s * 2 ** (failures - self.free))
+            wait = max(0.0, last + delay - now)
+        if self.rate > 0:
+            wait = max(wait, self.store.wait(addr, 1.0 / self.rate, self.burst, now))
+        return wait
 
     def failed(self, name: str, client: str, now: float | None = None) -> None:
         """Count a failed try (a wrong password or an unknown name)."""
-        now = time.monotonic() if now is None else now
-        key = self._key(name, client)
-        with self._lock:
-            r = self._pairs.pop(key, None) or _Record(0, now)
-            self._pairs[key] = _Record(r.failures + 1, now)
-            if self.rate > 0:
-                left = max(0.0, self._tokens(key[1], now) - 1.0)
-                self._clients.pop(key[1], None)  # re-inserted last: the oldest entries are forgotten first
-                self._clients[key[1]] = (left, now)
-            for book in (self._pairs, self._clients):
-                while len(book) > MAX_KEYS:
-                    book.popitem(last=False)
+        now = time.time() if now is None else now
+        pair, addr = self._keys(name, client)
+        self.store.fail(pair, now)
+        if self.rate > 0:
+            self.store.spend(addr, 1.0 / self.rate, self.burst, now)
 
     def succeeded(self, name: str, client: str) -> None:
         """A correct password: that name's delay from that address ends (the address's budget stays spent)."""
-        with self._lock:
-            self._pairs.pop(self._key(name, client), None)
+        self.store.clear(self._keys(name, client)[0])

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from accounts import require_role
 from arena.self_play import SELF_PLAY
+from db.filelocks import atomic_write_bytes
 from db.files import records_from_bytes
 from db.models import DatasetSnapshot
 from db.outcomes import FASTCHAT_WINNERS
@@ -107,17 +108,23 @@ def write_snapshot(
     folder = data_home() / "snapshots"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{digest}.jsonl"
-    if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(body)
-        os.chmod(tmp, 0o444)
-        tmp.replace(path)
+    if not path.exists():  # each writer its own temporary file; the rename is atomic (same bytes either way)
+        atomic_write_bytes(path, body, mode=0o444)
     vote_ids = [r["provenance"].get("vote_id") for r in rows if r.get("provenance", {}).get("vote_id")]
     snap = DatasetSnapshot(
         hash=digest, filter=filt, n_pairs=len(rows), path=str(path), source_vote_ids=vote_ids
     )
-    session.add(snap)
-    session.flush()
+    try:
+        with (
+            session.begin_nested()
+        ):  # two processes freezing the same votes: the hash is unique, one row wins
+            session.add(snap)
+            session.flush()
+    except IntegrityError:
+        won = session.scalar(select(DatasetSnapshot).where(DatasetSnapshot.hash == digest))
+        if won is None:
+            raise
+        return SnapshotInfo(won.id, digest, won.n_pairs, won.path, False, skipped or {})
     return SnapshotInfo(snap.id, digest, len(rows), str(path), True, skipped or {})
 
 

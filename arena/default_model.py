@@ -5,10 +5,12 @@ and its HF conversion (made once, under the data home) that transformers engines
 from __future__ import annotations
 
 import importlib.resources
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
 
+from db.filelocks import file_lock, unique_tmp
 from db.session import data_home
 from db.settings import get_settings
 
@@ -30,7 +32,9 @@ def hf_base_dir() -> Path:
 def ensure_hf_base(target: Path | None = None) -> Path:
     """Convert the GGUF to a plain fp32 HF checkpoint once (about 20 s on 2 cores); return its directory."""
     target = target or hf_base_dir()
-    with _CONVERT_LOCK:
+    # The thread lock for this process, the file lock for every process on the data home (two app replicas, a
+    # worker): one converts, the others wait and find the result.
+    with _CONVERT_LOCK, file_lock(target.with_name(target.name + ".lock")):
         if (target / "config.json").exists():
             return target
         import torch
@@ -45,9 +49,14 @@ def ensure_hf_base(target: Path | None = None) -> Path:
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        tmp.rename(target)
+        tmp = unique_tmp(target)
+        tmp.mkdir(parents=True)
+        try:
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            if target.exists():  # a half-made folder of a writer that died before this lock existed
+                shutil.rmtree(target)
+            tmp.rename(target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return target

@@ -57,7 +57,7 @@ def prepare(home: Path, n_users: int, database_url: str | None = None) -> list[s
     return names
 
 
-def start_server(home: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen:
+def start_server(home: Path, port: int, env_extra: dict[str, str], start_s: float = 180) -> subprocess.Popen:
     import httpx
 
     env = {**os.environ, "VIBESTUDIO_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False"}
@@ -71,7 +71,7 @@ def start_server(home: Path, port: int, env_extra: dict[str, str]) -> subprocess
         stderr=subprocess.STDOUT,
         cwd=ROOT,
     )
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + start_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {(home / 'server.log').read_text()[-2000:]}")
@@ -81,7 +81,7 @@ def start_server(home: Path, port: int, env_extra: dict[str, str]) -> subprocess
         except httpx.HTTPError:
             time.sleep(0.5)
     proc.kill()
-    raise RuntimeError("server did not start in 180 s")
+    raise RuntimeError(f"server did not start in {start_s:.0f} s")
 
 
 def stop_server(proc: subprocess.Popen) -> None:

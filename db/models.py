@@ -477,3 +477,28 @@ class Task(Base):
     verifier: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     line: Mapped[int | None] = mapped_column(Integer, nullable=True)  # where it was in the imported file
+
+
+class RateLimit(Base):
+    """Shared state of one rate limit or login throttle key (``accounts.counters``), so that every app process
+    on the database enforces one budget. ``tat`` is the token bucket's theoretical arrival time (GCRA, seconds on
+    the store's clock); ``n`` and ``last`` count a failure streak (login throttle per name and address)."""
+
+    __tablename__ = "rate_limits"
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    tat: Mapped[float] = mapped_column(Float, default=0.0)
+    n: Mapped[int] = mapped_column(Integer, default=0)
+    last: Mapped[float] = mapped_column(Float, default=0.0)
+    expires_at: Mapped[float] = mapped_column(Float, index=True)
+
+
+class WebSession(Base):
+    """A signed-in web session (``accounts.sessions``): the SHA-256 of the token the browser holds (never the
+    token), the user, when it was issued (Unix seconds) and the user's password fingerprint at that time. Any app
+    process on the database accepts it, so a user is not signed out when the balancer moves them."""
+
+    __tablename__ = "web_sessions"
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_name: Mapped[str] = mapped_column(String(128), index=True)
+    issued: Mapped[float] = mapped_column(Float)
+    fingerprint: Mapped[str] = mapped_column(String(64))

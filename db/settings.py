@@ -59,7 +59,38 @@ class Settings(BaseSettings):
     port: int = Field(default=7860, description="port the web app listens on")
     auth: str = Field(
         default="auto",
-        description="login: `auto` (required once a user with a password exists), `on` or `off`",
+        description="login: `auto` (required once a user with a password exists), `on`, `off`, or `proxy` (the "
+        "user comes from a header set by an authenticating proxy; see `VIBESTUDIO_PROXY_ADDRESSES`)",
+    )
+    proxy_addresses: str | None = Field(
+        default=None,
+        description="with `VIBESTUDIO_AUTH=proxy`: comma-separated addresses or CIDR ranges of the authenticating "
+        "proxy (the peers allowed to set the user header); a request carrying the header from anywhere else is "
+        "refused and logged",
+    )
+    proxy_user_header: str = Field(
+        default="X-Forwarded-User", description="with `VIBESTUDIO_AUTH=proxy`: the header that names the user"
+    )
+    proxy_groups_header: str = Field(
+        default="X-Forwarded-Groups",
+        description="with `VIBESTUDIO_AUTH=proxy`: the header with the user's groups (comma-separated), read "
+        "only when `VIBESTUDIO_PROXY_ROLES` is set",
+    )
+    proxy_roles: str | None = Field(
+        default=None,
+        description="with `VIBESTUDIO_AUTH=proxy`: groups that give a role, `admin=GROUP[,GROUP];researcher=...`; "
+        "when set, each request sets the user's role from its groups; unset: roles are managed in the studio",
+    )
+    proxy_default_role: str = Field(
+        default="annotator",
+        description="with `VIBESTUDIO_AUTH=proxy`: the role of a user seen for the first time (and of one whose "
+        "groups map to no role)",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis URL (`redis://host:6379/0`) for the shared rate limits and login throttles; unset: "
+        "they live in the database (either way every app process on the database shares one budget per user); "
+        "needs the `redis` extra",
     )
     max_upload_mb: int = Field(
         default=100, description="largest file the web app accepts (imports, personas), in MB"
@@ -96,8 +127,8 @@ class Settings(BaseSettings):
     )
     session_hours: float = Field(
         default=12.0,
-        description="hours a login lasts before the user must sign in again; 0 = until the server restarts "
-        "(a password change ends a user's sessions either way)",
+        description="hours a login lasts before the user must sign in again; 0 = until the user signs out "
+        "(a password change ends a user's sessions either way; sessions survive a restart of the server)",
     )
     allowed_origins: str | None = Field(
         default=None,

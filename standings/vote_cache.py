@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -55,6 +56,7 @@ from sqlalchemy.engine import Connection
 
 from arena import vibes
 from arena.self_play import SELF_PLAY
+from db.filelocks import atomic_write_bytes, file_lock, unique_tmp
 from db.models import Battle, Turn, Vote
 from db.outcomes import CODES
 from db.session import Database, data_home
@@ -472,17 +474,34 @@ class VoteCache:
         }
 
     def save(self) -> None:
-        """Write the rows (and computed features) as Parquet plus a small JSON header; atomic replace."""
+        """Write the rows (and computed features) as Parquet plus a small JSON header; atomic replace.
+
+        Several app processes may share one data home: each writes its own temporary files, and the pair is
+        replaced under a file lock (``db.filelocks``), so a reader never pairs one writer's rows with another's
+        header. A process whose rows are fewer than the saved ones leaves the newer file in place."""
         with self.lock:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             table = self._view(with_features=self._feat is not None)
-            tmp = self.cache_dir / "votes.parquet.tmp"
-            pq.write_table(table, tmp, compression="zstd")
-            tmp.replace(self.cache_dir / "votes.parquet")
-            meta_tmp = self.cache_dir / "meta.json.tmp"
-            meta_tmp.write_text(json.dumps(self._meta()))
-            meta_tmp.replace(self.cache_dir / "meta.json")
-            self._saved_rows = self.n
+            data_path, meta_path = self.cache_dir / "votes.parquet", self.cache_dir / "meta.json"
+            tmp = unique_tmp(data_path)
+            try:
+                pq.write_table(table, tmp, compression="zstd")
+                with file_lock(self.cache_dir / ".lock"):
+                    if self._saved_rows_on_disk(meta_path) > self.last_vote_id:
+                        return  # another process saved newer rows: keep them
+                    os.replace(tmp, data_path)
+                    atomic_write_bytes(meta_path, json.dumps(self._meta()).encode())
+                self._saved_rows = self.n
+            finally:
+                tmp.unlink(missing_ok=True)
+
+    @staticmethod
+    def _saved_rows_on_disk(meta_path: Path) -> int:
+        """The last vote id of the saved file (0 when there is none or it cannot be read)."""
+        try:
+            return int(json.loads(meta_path.read_text()).get("last_vote_id", 0))
+        except (OSError, ValueError, AttributeError):
+            return 0
 
     def _load_saved(self) -> None:
         """Start from the saved rows when there are any for this database (replaces what is in memory)."""
@@ -491,10 +510,11 @@ class VoteCache:
             return
         self._reset()
         try:
-            meta = json.loads(meta_path.read_text())
+            with file_lock(self.cache_dir / ".lock"):  # the header and the rows of one save, not of two
+                meta = json.loads(meta_path.read_text())
+                table = pq.read_table(data_path)
             if meta.get("format") != FORMAT or meta.get("database") != _url_hash(self.db.url):
                 return
-            table = pq.read_table(data_path)
             if table.num_rows != meta["rows"]:
                 return
             n = table.num_rows

@@ -143,6 +143,11 @@ def serve(
     host = host or ctx.settings.host
     check_serving(ctx.settings.auth, ctx.access.required, host)  # raises AuthConfigError with the fix
     demo = build_app(ctx)
+    if ctx.access.proxy is not None:
+        # The proxy check compares the TCP peer with VIBESTUDIO_PROXY_ADDRESSES: uvicorn must not replace the peer
+        # with an X-Forwarded-For value (by default it does for a loopback peer, so a local process could claim
+        # to be the proxy, and a proxy on this host would be seen as its users' addresses).
+        os.environ["FORWARDED_ALLOW_IPS"] = ""
     ctx.start_idle_sweeper()  # idle battles end (and count) while the app runs
     _, url, _ = demo.launch(
         server_name=host,
@@ -153,9 +158,12 @@ def serve(
         app_kwargs=app_kwargs(ctx, host),  # headers, the Origin/Host policy and the session guard
         show_error=False,  # an unexpected exception shows a generic message; its traceback goes to the log
         quiet=not block,
-        auth=ctx.access.gradio_auth(),  # None in the open single-user mode
+        auth=ctx.access.gradio_auth(),  # None in the open single-user mode and the proxy mode
+        auth_dependency=ctx.access.gradio_auth_dependency(),  # the proxy mode's user, from the guard
         max_file_size=f"{ctx.settings.max_upload_mb}mb",
         allowed_paths=[str(queues.export_dir())],  # label exports are downloads wherever the data home lives
-        auth_message="Sign in with your Vibe Studio account." if ctx.access.required else None,
+        auth_message="Sign in with your Vibe Studio account."
+        if ctx.access.required and ctx.access.proxy is None
+        else None,
     )
     return demo, url

@@ -582,12 +582,22 @@ def _keep_copy(folder: Path, job_id: int, step: int) -> Path:
     """Copy a checkpoint's model files (not the optimizer state) to ``jobs/<id>/published/step-<n>``."""
     import shutil
 
+    from db.filelocks import unique_tmp
+
     target = _published_dir(job_id) / f"step-{step}"
-    if not target.exists():
-        tmp = target.with_name(target.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(
-            folder, tmp, ignore=lambda _d, names: [n for n in names if n.startswith(_TRAINER_STATE)]
-        )
-        tmp.replace(target)
+    if (
+        not target.exists()
+    ):  # each writer copies into its own folder; the first rename wins, the rest are dropped
+        tmp = unique_tmp(target)
+        try:
+            shutil.copytree(
+                folder, tmp, ignore=lambda _d, names: [n for n in names if n.startswith(_TRAINER_STATE)]
+            )
+            try:
+                tmp.rename(target)
+            except OSError:
+                if not target.exists():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return target

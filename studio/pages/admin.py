@@ -52,6 +52,11 @@ def _table(users: list[UserInfo]) -> pd.DataFrame:
 
 
 def _mode(ctx: StudioContext) -> str:
+    if ctx.access.proxy is not None:
+        return (
+            "Sign-in is by the **authenticating proxy** (`VIBESTUDIO_AUTH=proxy`): users are created on first "
+            "sight; passwords set here are not used."
+        )
     if ctx.access.required:
         return "Login is **on**: every page and API call acts as the signed-in user."
     return (

@@ -45,8 +45,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(home: Path, env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    """``vibestudio serve`` on a free port with ``home`` as its data home; returns once the page answers."""
+def start_server(
+    home: Path, env_extra: dict[str, str] | None = None, ready: tuple[int, ...] = (200,)
+) -> tuple[subprocess.Popen, str]:
+    """``vibestudio serve`` on a free port with ``home`` as its data home; returns once the page answers with one
+    of the ``ready`` statuses (a server that signs users in elsewhere answers a bare request with 401)."""
     port = free_port()
     env = {
         **os.environ,
@@ -69,7 +72,7 @@ def start_server(home: Path, env_extra: dict[str, str] | None = None) -> tuple[s
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {(home / 'server.log').read_text()[-2000:]}")
         try:
-            if httpx.get(url, timeout=2).status_code == 200:
+            if httpx.get(url, timeout=2).status_code in ready:
                 return proc, url
         except httpx.HTTPError:
             time.sleep(0.5)
