@@ -11,9 +11,8 @@ import pytest
 
 from arena.ratings._simulate import simulate_arena
 from db.session import Database
-from tests.e2e.test_ratings_browser import _store
 from tests.helpers.browser import STEP_MS
-from tests.helpers.servers import start_server, stop_server
+from tests.helpers.servers import start_server, stop_server, store_simulated
 from tests.helpers.standings import judged_items
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +26,7 @@ def judged_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     db = Database()
     db.migrate()
     frame, _ = simulate_arena(seed=43, n_models=4, n_honest=10, votes_per_honest=40)
-    _store(db, frame, datetime(2026, 1, 5))
+    store_simulated(db, frame, datetime(2026, 1, 5))
     judged_items(db, 120, "judgy", models=("m0", "m1", "m2", "m3"), humans=10)
     proc, url = start_server(home)
     yield url
@@ -35,7 +34,7 @@ def judged_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_judge_board_and_for_prompt(judged_server, browser):
-    page = browser.new_page(viewport={"width": 2400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(judged_server)
     page.get_by_role("tab", name="Leaderboard").click()
     page.get_by_role("tab", name="Judge votes").click()
