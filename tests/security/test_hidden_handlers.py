@@ -26,6 +26,7 @@ MARKER = "RESEARCHER-ONLY-7f3a"
 RESEARCHER_READ, ADMIN_READ = "researcher-read", "admin-read"
 LEAST_ROLE: dict[str, str] = {
     P + "arena._self_play_controls.<locals>.on_model": ANY,
+    P + "arena._for_prompt_box.<locals>.on_rank": ANY,  # reads the prompt-conditioned board, writes nothing
     P + "arena._persona_form.<locals>.on_add": RESEARCHER,
     P + "arena._persona_form.<locals>.on_yaml": RESEARCHER,
     P + "arena._locked": ANY,
@@ -59,6 +60,8 @@ LEAST_ROLE: dict[str, str] = {
     P + "leaderboard.wire_fragility.<locals>.on_pair": ANY,
     P + "leaderboard.wire_lc.<locals>.names": ANY,
     P + "leaderboard.wire_lc.<locals>.on_lc": ANY,
+    P
+    + "leaderboard.wire_judges.<locals>.on_judges": ANY,  # the human / judge / pooled board, like the others
     P + "data.build.<locals>.<lambda>": ANY,
     P + "queues.build.<locals>.on_refresh": ANY,
     P + "queues.build.<locals>.on_create": RESEARCHER,
