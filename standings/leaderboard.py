@@ -312,7 +312,11 @@ class LeaderboardService:
         return ratings
 
     def boards(self, options: BoardOptions | None = None) -> list[dict[str, Any]]:
-        """The boards there are votes for under `options`' filters: [{"board", "label", "n_votes"}], "all" first."""
+        """The boards there are votes for under `options`' filters: [{"board", "label", "n_votes"}], "all" first,
+        then one per category with its votes by category source (`sources`), grouped and ordered by
+        `arena.ratings.group_boards` as `leaderboard_by` orders the plain path's boards."""
+        from arena.ratings import group_boards
+
         o = replace(options or BoardOptions(), board="all")
         key = ("boards", o, self.cache.version)
         if key in self._memo:
@@ -328,16 +332,19 @@ class LeaderboardService:
             {"board": "single-turn", "label": "Single-turn", "n_votes": int(n[~multi].sum())},
             {"board": "multi-turn", "label": "Multi-turn", "n_votes": int(n[multi].sum())},
         ]
-        per_cat: dict[str, dict[str, int]] = {}
-        for code, source, count in zip(cats.tolist(), src.tolist(), n.tolist(), strict=True):
-            if code >= 0:
-                by = per_cat.setdefault(self.cache.categories[code], {})
-                by[CATEGORY_SOURCES[source]] = by.get(CATEGORY_SOURCES[source], 0) + int(count)
-        for name, by in sorted(per_cat.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
-            predicted = by.get("predicted", 0)
-            label = f"Category: {name}" + (f" ({predicted} predicted)" if predicted else "")
+        names = np.array([None, *self.cache.categories], dtype=object)[cats.astype(np.int64) + 1]
+        labels = [[] if name is None else [name] for name in names.tolist()]
+        origin = [CATEGORY_SOURCES[int(source)] for source in src.tolist()]
+        for group in group_boards(labels, n.tolist(), origin):
+            predicted = group.sources.get("predicted", 0)
+            label = f"Category: {group.label}" + (f" ({predicted} predicted)" if predicted else "")
             out.append(
-                {"board": f"category:{name}", "label": label, "n_votes": sum(by.values()), "sources": by}
+                {
+                    "board": f"category:{group.label}",
+                    "label": label,
+                    "n_votes": group.n_votes,
+                    "sources": group.sources,
+                }
             )
         self._memo[key] = out
         return list(out)

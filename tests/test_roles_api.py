@@ -53,6 +53,8 @@ LEAST_ROLE = {
     "/votes_to_flip": ANY,
     "/lc_win_rates": ANY,
     "/decision_card": ANY,
+    "/arena_for_prompt": ANY,
+    "/judge_board": ANY,
     "/probes_show": ANY,
     "/probes_run": "researcher",
     "/models_show": ANY,

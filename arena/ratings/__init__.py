@@ -31,7 +31,9 @@ _EXPORTS = {
     "load_battles_file": "_input",
     "format_board": "_report",
     "ratings_report": "_report",
+    "BoardGroup": "_views",
     "PairwiseMatrices": "_views",
+    "group_boards": "_views",
     "leaderboard_by": "_views",
     "pairwise_matrices": "_views",
     "rating_over_time": "_views",
@@ -66,6 +68,7 @@ _EXPORTS = {
 __all__ = [
     "AnnotatorReport",
     "BattleRecords",
+    "BoardGroup",
     "FlipReport",
     "JudgeWorth",
     "Leaderboard",
@@ -88,6 +91,7 @@ __all__ = [
     "format_annotators",
     "format_board",
     "format_predictive",
+    "group_boards",
     "headline",
     "judge_worth",
     "judge_worth_by_vibe",
@@ -136,5 +140,13 @@ if TYPE_CHECKING:
     from ._prompt_board import PromptBoard, prompt_board
     from ._report import format_board, ratings_report
     from ._ties import METHODS, TIE_METHODS, method_changes
-    from ._views import PairwiseMatrices, leaderboard_by, pairwise_matrices, rating_over_time, vibe_profiles
+    from ._views import (
+        BoardGroup,
+        PairwiseMatrices,
+        group_boards,
+        leaderboard_by,
+        pairwise_matrices,
+        rating_over_time,
+        vibe_profiles,
+    )
     from ._winrate import WinRate, win_rates

@@ -6,8 +6,8 @@ table or a plotly heatmap / line chart; nothing here draws.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -92,30 +92,73 @@ def _labels(recs: BattleRecords, key: str | Callable[[Mapping[str, Any]], Any]) 
     return out
 
 
+@dataclass(frozen=True)
+class BoardGroup:
+    """One category board's share of the items: its label, the positions of its items, their total weight (votes)
+    and that total split by each item's source (empty when no sources were given)."""
+
+    label: str
+    positions: np.ndarray
+    n_votes: int
+    sources: dict[str, int] = field(default_factory=dict)
+
+
+def group_boards(
+    labels: Sequence[Sequence[str]],
+    weights: Sequence[int] | None = None,
+    sources: Sequence[str] | None = None,
+) -> list[BoardGroup]:
+    """The one grouping and order of category boards: item `k` (a battle, or a cell of `weights[k]` votes) joins
+    the board of every label in `labels[k]` (none: no board); boards come largest first (total weight), then by
+    label. `sources[k]`, when given, says where item `k`'s label came from, summed per board in `sources`.
+
+    `leaderboard_by` groups battle records with it and `standings.leaderboard` the vote cache's cells, so the
+    boards a user can pick and the boards the plain path fits are the same boards in the same order.
+    """
+    if weights is not None and len(weights) != len(labels):
+        raise ValueError(f"group_boards: {len(weights)} weights for {len(labels)} items")
+    if sources is not None and len(sources) != len(labels):
+        raise ValueError(f"group_boards: {len(sources)} sources for {len(labels)} items")
+    positions: dict[str, list[int]] = {}
+    totals: dict[str, int] = {}
+    by_source: dict[str, dict[str, int]] = {}
+    for k, item_labels in enumerate(labels):
+        weight = 1 if weights is None else int(weights[k])
+        for label in dict.fromkeys(item_labels):  # an item listed twice under one label counts once
+            positions.setdefault(label, []).append(k)
+            totals[label] = totals.get(label, 0) + weight
+            if sources is not None:
+                split = by_source.setdefault(label, {})
+                split[sources[k]] = split.get(sources[k], 0) + weight
+    order = sorted(positions, key=lambda label: (-totals[label], label))
+    return [
+        BoardGroup(
+            label, np.asarray(positions[label], dtype=np.int64), totals[label], by_source.get(label, {})
+        )
+        for label in order
+    ]
+
+
 def leaderboard_by(
     records: Any, key: str | Callable[[Mapping[str, Any]], Any], **options: Any
 ) -> dict[str, Leaderboard]:
-    """One leaderboard per value of `key`, largest group first.
+    """One leaderboard per value of `key`, largest group first (`group_boards`).
 
     `key` is a field name (e.g. "category", "language"; a list-valued field puts a battle in every listed group),
     "multi_turn" (single-turn vs multi-turn, from `turn` or the conversation), or a function of the record dict.
     `options` go to `leaderboard`.
     """
     recs = as_records(records)
-    groups: dict[str, list[int]] = {}
-    for position, labels in enumerate(_labels(recs, key)):
-        for label in labels:
-            groups.setdefault(label, []).append(position)
     out: dict[str, Leaderboard] = {}
-    for label, positions in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        rows = np.asarray(positions)
+    for group in group_boards(_labels(recs, key)):
+        rows = group.positions
         subset = BattleRecords(
             recs.frame.iloc[rows].reset_index(drop=True),
             None if recs.lines is None else recs.lines[rows],
             recs.source,
             recs.unit,
         )
-        out[label] = leaderboard(subset, **options)
+        out[group.label] = leaderboard(subset, **options)
     return out
 
 

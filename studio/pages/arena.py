@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -210,20 +211,38 @@ def _self_play_controls(ctx: StudioContext) -> _SelfPlay:
     return _SelfPlay(row, model, first, second)
 
 
-def build(ctx: StudioContext) -> None:
-    svc = ctx.arena
-    battle = gr.State(None)  # battle id, or None before the first prompt
-    drawn = gr.State(None)  # id of a prompt drawn from a set
-    gr.Markdown(
-        "Ask anything. Two anonymous models answer side by side. Vote on each answer (you can keep chatting "
-        "with both), then **Reveal** to see who they were."
-    )
+# ---- the page's sections: each builds its components and returns them by name --------------------------------
+INTRO = (
+    "Ask anything. Two anonymous models answer side by side. Vote on each answer (you can keep chatting "
+    "with both), then **Reveal** to see who they were."
+)
+#: The rubric radios: QUICK_RUBRIC's criteria x the two sides, in the order ``on_vote`` reads them.
+RUBRIC_FIELDS = 6
+
+
+class _ModeRow(NamedTuple):
+    mode: Any
+    pick_left: Any
+    pick_right: Any
+
+
+def _mode_row() -> _ModeRow:
+    """The mode radio and the two model pickers of named mode (hidden until it is picked)."""
     with gr.Row():
         mode = gr.Radio([ANON, NAMED, SELF], value=ANON, label="Mode", scale=2, elem_id="arena-mode")
         pick_left = gr.Dropdown([], label="Model A", visible=False, scale=2, elem_id="arena-pick-left")
         pick_right = gr.Dropdown([], label="Model B", visible=False, scale=2, elem_id="arena-pick-right")
-    self_play = _self_play_controls(ctx)
-    for_prompt = _for_prompt_box(ctx)
+    return _ModeRow(mode, pick_left, pick_right)
+
+
+class _Panes(NamedTuple):
+    left: Any
+    right: Any
+    status: Any
+
+
+def _answer_panes() -> _Panes:
+    """The two answer panes side by side and the status line under them."""
     with gr.Row():
         # messages are the display path's HTML: Gradio must not parse them again (no Markdown, no LaTeX)
         chat = dict(
@@ -232,11 +251,30 @@ def build(ctx: StudioContext) -> None:
         left = gr.Chatbot(label="Model A", elem_id="chat-left", **chat)  # type: ignore[arg-type]
         right = gr.Chatbot(label="Model B", elem_id="chat-right", **chat)  # type: ignore[arg-type]
     status = gr.HTML("", elem_id="arena-status")
+    return _Panes(left, right, status)
+
+
+class _PromptRow(NamedTuple):
+    prompt: Any
+    send: Any
+
+
+def _prompt_row() -> _PromptRow:
     with gr.Row():
         prompt = gr.Textbox(
             placeholder="Type a prompt and press Enter", show_label=False, scale=6, elem_id="arena-prompt"
         )
         send = gr.Button("Send", variant="primary", scale=1, elem_id="arena-send")
+    return _PromptRow(prompt, send)
+
+
+class _VoteRow(NamedTuple):
+    turn_pick: Any
+    buttons: list[Any]  # one per VOTES entry, in order
+
+
+def _vote_row() -> _VoteRow:
+    """The "Vote on" turn picker and the five vote buttons."""
     with gr.Row():
         # any unvoted turn of the open battle can be voted: the picker lists them, the latest first
         turn_pick = gr.Dropdown(
@@ -249,17 +287,22 @@ def build(ctx: StudioContext) -> None:
             min_width=120,
             elem_id="arena-vote-turn",
         )
-        vote_buttons = [gr.Button(label, interactive=False, elem_id=f"vote-{c}") for label, c in VOTES]
+        buttons = [gr.Button(label, interactive=False, elem_id=f"vote-{c}") for label, c in VOTES]
+    return _VoteRow(turn_pick, buttons)
+
+
+def _rubric_box() -> list[Any]:
+    """The quick rubric: one 1-5 radio per criterion and side (criterion-major, A before B)."""
     with gr.Accordion(
         "Quick rubric (optional, 1 = poor, 5 = great): scores for the answers on screen, saved with your vote "
         "on them, then cleared",
         open=False,
     ):
-        rubric_inputs = []
+        radios = []
         for criterion in QUICK_RUBRIC:
             with gr.Row():
                 for side in ("A", "B"):
-                    rubric_inputs.append(
+                    radios.append(
                         gr.Radio(
                             SCORES,
                             value=None,
@@ -268,9 +311,24 @@ def build(ctx: StudioContext) -> None:
                             elem_id=f"rubric-{criterion}-{side.lower()}",
                         )
                     )
+    if len(radios) != RUBRIC_FIELDS:
+        raise ValueError("on_vote takes six rubric scores (three criteria, two sides)")
+    return radios
+
+
+class _ActionRow(NamedTuple):
+    regen: Any
+    reveal: Any
+    new: Any
+    prompt_set: Any
+    draw: Any
+
+
+def _action_row(ctx: StudioContext) -> _ActionRow:
+    """Regenerate, Reveal, New round, and a random prompt from a set."""
     with gr.Row():
         regen = gr.Button("Regenerate", interactive=False, elem_id="arena-regenerate")
-        reveal_btn = gr.Button("Reveal / end battle", interactive=False, elem_id="arena-reveal-btn")
+        reveal = gr.Button("Reveal / end battle", interactive=False, elem_id="arena-reveal-btn")
         new = gr.Button("New round", elem_id="arena-new")
         with ctx.db.session() as s:
             sets = list_sets(s)
@@ -278,30 +336,369 @@ def build(ctx: StudioContext) -> None:
             sets, value=MT_BENCH if MT_BENCH in sets else None, label="Prompt set", scale=2
         )
         draw = gr.Button("Random prompt", elem_id="arena-random")
+    return _ActionRow(regen, reveal, new, prompt_set, draw)
+
+
+@dataclass
+class _ArenaPage:
+    """Every component the arena's events read or write, by section."""
+
+    battle: Any  # gr.State: battle id, or None before the first prompt
+    drawn: Any  # gr.State: id of a prompt drawn from a set
+    modes: _ModeRow
+    self_play: _SelfPlay
+    for_prompt: Any
+    panes: _Panes
+    prompt: _PromptRow
+    votes: _VoteRow
+    rubric: list[Any]
+    actions: _ActionRow
+    reveal: Any
+
+    @property
+    def buttons(self) -> list[Any]:
+        """The five votes, Regenerate and Reveal: the controls a turn turns on and off."""
+        return [*self.votes.buttons, self.actions.regen, self.actions.reveal]
+
+    @property
+    def stream_outputs(self) -> list[Any]:
+        """What Send and Regenerate write (``_outs``'s order)."""
+        p = self.panes
+        return [p.left, p.right, self.battle, self.prompt.prompt, p.status, self.reveal, *self.buttons]
+
+    @property
+    def send_inputs(self) -> list[Any]:
+        m = self.modes
+        return [
+            self.prompt.prompt,
+            self.battle,
+            self.drawn,
+            m.mode,
+            m.pick_left,
+            m.pick_right,
+            self.panes.left,
+            self.panes.right,
+            *self.self_play.inputs,
+        ]
+
+
+def build(ctx: StudioContext) -> None:
+    """Lay out the tab section by section, then wire its events (``_wire``)."""
+    battle = gr.State(None)
+    drawn = gr.State(None)
+    gr.Markdown(INTRO)
+    modes = _mode_row()
+    self_play = _self_play_controls(ctx)
+    for_prompt = _for_prompt_box(ctx)
+    panes = _answer_panes()
+    prompt = _prompt_row()
+    votes = _vote_row()
+    rubric = _rubric_box()
+    actions = _action_row(ctx)
     reveal = gr.HTML("", elem_id="arena-reveal")
     _persona_form(ctx)
+    page = _ArenaPage(
+        battle, drawn, modes, self_play, for_prompt, panes, prompt, votes, rubric, actions, reveal
+    )
+    _wire(ctx, page)
 
-    if len(rubric_inputs) != 6:
-        raise ValueError("on_vote takes six rubric scores (three criteria, two sides)")
-    off = [gr.update(interactive=False)] * len(VOTES)
 
-    def no_pick() -> Any:
-        """A fresh update each time (Gradio pops ``value`` from an update it applies)."""
-        return gr.update(choices=[], value=None, interactive=False)
-
-    def _pick(view: BattleView | None) -> Any:
-        """The turn picker for ``view``: its unvoted turns, the latest selected (none once it has ended)."""
-        todo = view.unvoted_turns if view is not None else []
-        if not todo:
-            return no_pick()
-        return gr.update(
-            choices=[(f"Turn {i + 1}", i) for i in reversed(todo)], value=todo[-1], interactive=len(todo) > 1
+def _wire(ctx: StudioContext, p: _ArenaPage) -> None:
+    """The page's events, in the order the app has always registered them (API clients and the tests address
+    the private ones by index): the client-side lock, Send / Enter / Regenerate with their failure handlers, the
+    rubric's clear, the mode, the random prompt, the five votes, Reveal and New round."""
+    turns = _turn_handlers(ctx)
+    buttons, send, regen = p.buttons, p.prompt.send, p.actions.regen
+    stream_outs = [*p.stream_outputs, send, p.votes.turn_pick]
+    _lock_while_answering([send.click, p.prompt.prompt.submit, regen.click], [*buttons, send])
+    runs = (
+        send.click(turns.on_send, p.send_inputs, stream_outs, api_name="arena_send"),
+        p.prompt.prompt.submit(turns.on_send, p.send_inputs, stream_outs, api_visibility="private"),
+        regen.click(
+            turns.on_regenerate,
+            [p.battle, p.drawn, p.panes.left, p.panes.right],
+            stream_outs,
+            api_name="arena_regenerate",
+        ),
+    )
+    for run in runs:
+        run.failure(turns.on_settle, [p.battle], [*buttons, send], api_visibility="private")
+    # Scores belong to the answers they were given for: a new turn, a regenerated one, a reveal or a new round
+    # clears them in the browser at once (the vote clears them with its answer), so none rides on a later vote.
+    gr.on(
+        [send.click, p.prompt.prompt.submit, regen.click, p.actions.reveal.click, p.actions.new.click],
+        None,
+        None,
+        p.rubric,
+        js=f"() => {json.dumps([None] * len(p.rubric))}",  # browser only: no server call, no wait
+        queue=False,
+        api_visibility="private",
+    )
+    p.modes.mode.change(
+        _mode_handler(ctx),
+        [p.modes.mode],
+        [p.modes.pick_left, p.modes.pick_right, p.self_play.row, p.self_play.model, p.for_prompt],
+        api_visibility="private",
+    )
+    draw = _draw_handler(ctx)
+    p.actions.draw.click(
+        draw, [p.actions.prompt_set], [p.prompt.prompt, p.drawn], api_name="arena_random_prompt"
+    )
+    for btn, (_, choice) in zip(p.votes.buttons, VOTES, strict=True):
+        btn.click(
+            _vote_handler(ctx, choice),
+            [p.battle, *p.rubric, p.votes.turn_pick],
+            [p.panes.status, *buttons, *p.rubric, p.votes.turn_pick],
+            api_name=f"arena_vote_{choice}",
         )
+    end = _end_handlers(ctx)
+    p.actions.reveal.click(
+        end.on_reveal,
+        [p.battle],
+        [p.battle, p.drawn, p.reveal, p.panes.status, *buttons, p.votes.turn_pick],
+        api_name="arena_reveal",
+    )
+    p.actions.new.click(
+        end.on_new,
+        [p.battle],
+        [p.battle, p.drawn, p.panes.left, p.panes.right, p.prompt.prompt, p.reveal, p.panes.status]
+        + [*buttons, p.votes.turn_pick],
+        api_name="arena_new",
+    )
 
-    def clear_rubric() -> list[dict[str, Any]]:
-        """One fresh update per field: Gradio pops ``value`` from an update it applies, so one dict repeated
-        six times cleared only the first field, and the other scores stayed on screen for the next vote."""
-        return [gr.update(value=None) for _ in rubric_inputs]
+
+# ---- what the handlers send back --------------------------------------------------------------------------------
+def _no_pick() -> Any:
+    """A fresh update each time (Gradio pops ``value`` from an update it applies)."""
+    return gr.update(choices=[], value=None, interactive=False)
+
+
+def _turn_picker(view: BattleView | None) -> Any:
+    """The turn picker for ``view``: its unvoted turns, the latest selected (none once it has ended)."""
+    todo = view.unvoted_turns if view is not None else []
+    if not todo:
+        return _no_pick()
+    return gr.update(
+        choices=[(f"Turn {i + 1}", i) for i in reversed(todo)], value=todo[-1], interactive=len(todo) > 1
+    )
+
+
+def _clear_rubric() -> list[dict[str, Any]]:
+    """One fresh update per field: Gradio pops ``value`` from an update it applies, so one dict repeated
+    six times cleared only the first field, and the other scores stayed on screen for the next vote."""
+    return [gr.update(value=None) for _ in range(RUBRIC_FIELDS)]
+
+
+def _votes_off() -> list[Any]:
+    return [gr.update(interactive=False)] * len(VOTES)
+
+
+def _outs(
+    chat_l: Any,
+    chat_r: Any,
+    battle_id: int | None,
+    prompt_value: Any,
+    status_text: str,
+    votes: bool,
+    regen_on: bool,
+    reveal_on: bool,
+    busy: bool = False,
+    pick: Any = None,
+) -> tuple[Any, ...]:
+    """One update of Send / Regenerate's outputs (``_ArenaPage.stream_outputs``, Send, the turn picker)."""
+    flags = [gr.update(interactive=votes)] * len(VOTES)
+    return (
+        chat_l,
+        chat_r,
+        battle_id,
+        prompt_value,
+        to_html(status_text),
+        "",
+        *flags,
+        gr.update(interactive=regen_on),
+        gr.update(interactive=reveal_on),
+        gr.update(interactive=not busy),  # Send: off while both answers stream
+        gr.update() if pick is None else pick,
+    )
+
+
+def _settle(ctx: StudioContext, battle_id: int | None) -> list[Any]:
+    """After a refused Send / Regenerate: the controls as the battle stands (a running turn keeps them)."""
+    svc = ctx.arena
+    if battle_id is not None and svc.is_answering(battle_id):
+        return [gr.update()] * (len(VOTES) + 3)
+    votes = regen_on = reveal_on = False
+    if battle_id is not None:
+        try:
+            view = svc.battle_view(battle_id)
+        except BattleError:
+            view = None
+        if view is not None and view.status == "open" and view.n_turns:
+            votes = bool(view.unvoted_turns)
+            regen_on = view.n_turns - 1 not in view.voted_turns
+            reveal_on = bool(view.voted_turns)
+    flags = [gr.update(interactive=votes)] * len(VOTES)
+    return [
+        *flags,
+        gr.update(interactive=regen_on),
+        gr.update(interactive=reveal_on),
+        gr.update(interactive=True),
+    ]  # the turn picker keeps its turns: a refused request changed none
+
+
+def _refused(ctx: StudioContext, battle_id: int | None, exc: BaseException | str) -> tuple[Any, ...]:
+    """A Send / Regenerate a person can fix (empty prompt, no models chosen, a limit): the reason and what to do
+    in the status line and a toast, the controls as the battle stands; nothing turns red, and the next good
+    action overwrites the status."""
+    text = error_text(exc) or "that did not work"
+    text = text[:1].upper() + text[1:]
+    if isinstance(exc, BaseException):
+        log.info("refused in the arena: %r", exc)
+    gr.Warning(text)  # the toast renders HTML: error_text escaped it
+    return (
+        gr.update(),
+        gr.update(),
+        battle_id,
+        gr.update(),
+        to_html(f"⚠️ {literal(html.unescape(text))}."),
+        gr.update(),
+        *_settle(ctx, battle_id),
+        gr.update(),  # the turn picker keeps its turns: a refused request changed none
+    )
+
+
+# ---- starting and streaming a turn ------------------------------------------------------------------------------
+def _start(
+    ctx: StudioContext, m: str, a: str | None, b: str | None, pid: int | None, uid: int | None, sp: tuple
+) -> BattleView:
+    """Open the battle the mode asks for: anonymous, named (both picked), or self-play (one model)."""
+    svc = ctx.arena
+    if m == SELF:
+        name, t1, t2 = sp
+        if not name:
+            raise BattleError("self-play: choose the model first")
+        temps = None if t1 is None and t2 is None else (t1, t2)
+        return svc.start_self_play(name, temps, user_id=uid, prompt_id=pid)
+    if m != NAMED:
+        return svc.start_battle(user_id=uid, prompt_id=pid)
+    if not a or not b:
+        raise BattleError("named mode: choose both models first")
+    try:
+        with ctx.db.session() as s:
+            pair = (get_contestant(s, a).id, get_contestant(s, b).id)
+    except RegistryError as exc:
+        raise BattleError(str(exc)) from exc
+    return svc.start_battle(user_id=uid, prompt_id=pid, pair=pair, mode="named")
+
+
+def _follow_up(ctx: StudioContext, pid: int | None, n_turns: int) -> str:
+    """The next turn of a multi-turn prompt drawn from a set, if any."""
+    if pid is None:
+        return ""
+    with ctx.db.session() as s:
+        p = get_prompt(s, pid)
+    return p.turns[n_turns] if n_turns < len(p.turns) else ""
+
+
+def _stream(
+    ctx: StudioContext,
+    updates: Iterator[TurnUpdate],
+    chat_l: list,
+    chat_r: list,
+    battle_id: int,
+    pid: int | None,
+    labels: tuple[str, str],
+) -> Iterator[tuple[Any, ...]]:
+    """The panes and controls for each update of a turn, until both answers are in (or it failed)."""
+    try:
+        for upd in updates:
+            chat_l[-1] = {"role": "assistant", "content": _pane(upd.left, upd.left_error, upd.left_cut)}
+            chat_r[-1] = {"role": "assistant", "content": _pane(upd.right, upd.right_error, upd.right_cut)}
+            cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
+            if upd.done and upd.error:
+                status = f"⚠️ {literal(upd.error)}"
+                yield _outs(cl, cr, None, gr.update(), status, False, False, False, pick=_no_pick())
+                return
+            if upd.done:
+                n = (upd.turn_idx or 0) + 1
+                done_msg = (  # names the turn, so a reader (or a test) can tell this step's end from the last
+                    f"Turn {n} {'regenerated' if upd.regenerated else 'answered'}: vote on it, send a "
+                    "follow-up to both models, or regenerate."
+                )
+                nxt = _follow_up(ctx, pid, n)
+                view = ctx.arena.battle_view(battle_id)
+                voted = bool(view.voted_turns)
+                pick = _turn_picker(view)
+                yield _outs(cl, cr, battle_id, nxt or gr.update(), done_msg, True, True, voted, pick=pick)
+                return
+            yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False, busy=True)
+    except BattleError as exc:
+        raise user_error(exc) from exc
+
+
+# ---- the handlers -----------------------------------------------------------------------------------------------
+class _TurnHandlers(NamedTuple):
+    on_send: Callable[..., Any]
+    on_regenerate: Callable[..., Any]
+    on_settle: Callable[..., Any]
+
+
+def _turn_handlers(ctx: StudioContext) -> _TurnHandlers:
+    """Send (and Enter), Regenerate, and their failure handler."""
+    svc = ctx.arena
+
+    # the self-play inputs default to None, so API clients that send the first four inputs keep working
+    def on_send(
+        request: gr.Request, msg, battle_id, pid, m, a, b, chat_l, chat_r, sp_model=None, t1=None, t2=None
+    ):
+        try:
+            uid = ctx.access.user_id(request)
+            ctx.access.limit("prompts", uid)
+            if battle_id is None:
+                svc.check_prompt_text(msg)
+                view = _start(ctx, m, a, b, pid, uid, (sp_model, t1, t2))
+                battle_id, chat_l, chat_r = view.battle_id, [], []
+            view = svc.battle_view(battle_id)
+            svc.check_prompt(battle_id, msg)
+        except (BattleError, PermissionDenied, RateLimited) as exc:
+            yield _refused(ctx, battle_id, exc)
+            return
+        labels = _labels(view)
+        shown = to_html(msg, strict=True)  # the prompt: zero-width and bidi characters shown, not obeyed
+        chat_l = [*chat_l, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
+        chat_r = [*chat_r, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
+        cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
+        yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False, busy=True)
+        yield from _stream(ctx, svc.generate_turn(battle_id, msg), chat_l, chat_r, battle_id, pid, labels)
+
+    def on_regenerate(battle_id, pid, chat_l, chat_r, request: gr.Request):
+        if battle_id is None:
+            yield _refused(ctx, battle_id, "there is nothing to regenerate: send a prompt first")
+            return
+        try:
+            ctx.access.limit("prompts", ctx.access.user_id(request))
+            view = svc.battle_view(battle_id)
+            updates = svc.regenerate(battle_id)
+            first = next(updates)
+        except (BattleError, StopIteration, PermissionDenied, RateLimited) as exc:
+            yield _refused(ctx, battle_id, exc if str(exc) else "nothing to regenerate")
+            return
+        labels = _labels(view)
+
+        def chained():
+            yield first
+            yield from updates
+
+        yield from _stream(ctx, chained(), list(chat_l), list(chat_r), battle_id, pid, labels)
+
+    def on_settle(battle_id: int | None):
+        return _settle(ctx, battle_id)
+
+    return _TurnHandlers(on_send, on_regenerate, on_settle)
+
+
+def _mode_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """Picking a mode shows its controls; named mode and self-play load the names the user may pick."""
 
     def on_mode(m: str, request: gr.Request):
         if m not in (NAMED, SELF):
@@ -325,6 +722,10 @@ def build(ctx: StudioContext) -> None:
             gr.update(visible=m == NAMED),
         )
 
+    return on_mode
+
+
+def _draw_handler(ctx: StudioContext) -> Callable[..., Any]:
     def on_draw(set_name: str | None):
         try:
             with ctx.db.session() as s:
@@ -333,191 +734,74 @@ def build(ctx: StudioContext) -> None:
             raise user_error(exc) from exc
         return p.turns[0], p.id
 
-    def _start(m: str, a: str | None, b: str | None, pid: int | None, uid: int | None, sp: tuple):
-        if m == SELF:
-            name, t1, t2 = sp
-            if not name:
-                raise BattleError("self-play: choose the model first")
-            temps = None if t1 is None and t2 is None else (t1, t2)
-            return svc.start_self_play(name, temps, user_id=uid, prompt_id=pid)
-        if m != NAMED:
-            return svc.start_battle(user_id=uid, prompt_id=pid)
-        if not a or not b:
-            raise BattleError("named mode: choose both models first")
-        try:
-            with ctx.db.session() as s:
-                pair = (get_contestant(s, a).id, get_contestant(s, b).id)
-        except RegistryError as exc:
-            raise BattleError(str(exc)) from exc
-        return svc.start_battle(user_id=uid, prompt_id=pid, pair=pair, mode="named")
+    return on_draw
 
-    def _follow_up(battle_id: int, pid: int | None, n_turns: int) -> str:
-        """The next turn of a multi-turn prompt drawn from a set, if any."""
-        if pid is None:
-            return ""
-        with ctx.db.session() as s:
-            p = get_prompt(s, pid)
-        return p.turns[n_turns] if n_turns < len(p.turns) else ""
 
-    def _outs(
-        chat_l,
-        chat_r,
-        battle_id,
-        prompt_value,
-        status_text,
-        votes: bool,
-        regen_on: bool,
-        reveal_on: bool,
-        busy: bool = False,
-        pick: Any = None,
+def _rubric_scores(scores: tuple[str | None, ...]) -> dict[str, dict[str, float]] | None:
+    """The six rubric radios (criterion-major, left before right) as {criterion: {side: score}}; None if empty."""
+    rubric: dict[str, dict[str, float]] = {}
+    for i, criterion in enumerate(QUICK_RUBRIC):
+        for j, side in enumerate(("left", "right")):
+            value = scores[2 * i + j]
+            if value:
+                rubric.setdefault(criterion, {})[side] = float(value)
+    return rubric or None
+
+
+def _vote_handler(ctx: StudioContext, choice: str) -> Callable[..., Any]:
+    """The handler of one vote button."""
+    svc = ctx.arena
+
+    # the six rubric radios (QUICK_RUBRIC x left/right), then the turn picker; the picker defaults to None (the
+    # latest turn), so API clients that send only the rubric keep working
+    def on_vote(
+        request: gr.Request,
+        battle_id: int | None,
+        s0: str | None,
+        s1: str | None,
+        s2: str | None,
+        s3: str | None,
+        s4: str | None,
+        s5: str | None,
+        turn: Any = None,
     ):
-        flags = [gr.update(interactive=votes)] * len(VOTES)
-        return (
-            chat_l,
-            chat_r,
-            battle_id,
-            prompt_value,
-            to_html(status_text),
-            "",
-            *flags,
-            gr.update(interactive=regen_on),
-            gr.update(interactive=reveal_on),
-            gr.update(interactive=not busy),  # Send: off while both answers stream
-            gr.update() if pick is None else pick,
-        )
-
-    def _stream(updates, chat_l: list, chat_r: list, battle_id: int, pid: int | None, labels: tuple):
-        try:
-            for upd in updates:
-                chat_l[-1] = {"role": "assistant", "content": _pane(upd.left, upd.left_error, upd.left_cut)}
-                chat_r[-1] = {
-                    "role": "assistant",
-                    "content": _pane(upd.right, upd.right_error, upd.right_cut),
-                }
-                cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
-                if upd.done and upd.error:
-                    yield _outs(
-                        cl,
-                        cr,
-                        None,
-                        gr.update(),
-                        f"⚠️ {literal(upd.error)}",
-                        False,
-                        False,
-                        False,
-                        pick=no_pick(),
-                    )
-                    return
-                if upd.done:
-                    n = (upd.turn_idx or 0) + 1
-                    done_msg = (  # names the turn, so a reader (or a test) can tell this step's end from the last
-                        f"Turn {n} {'regenerated' if upd.regenerated else 'answered'}: vote on it, send a "
-                        "follow-up to both models, or regenerate."
-                    )
-                    nxt = _follow_up(battle_id, pid, n)
-                    view = svc.battle_view(battle_id)
-                    voted = bool(view.voted_turns)
-                    yield _outs(
-                        cl, cr, battle_id, nxt or gr.update(), done_msg, True, True, voted, pick=_pick(view)
-                    )
-                    return
-                yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False, busy=True)
-        except BattleError as exc:
-            raise user_error(exc) from exc
-
-    # the self-play inputs default to None, so API clients that send the first four inputs keep working
-    def on_send(
-        request: gr.Request, msg, battle_id, pid, m, a, b, chat_l, chat_r, sp_model=None, t1=None, t2=None
-    ):
+        if battle_id is None:
+            raise gr.Error("There is no battle to vote on: send a prompt first.")
+        rubric = _rubric_scores((s0, s1, s2, s3, s4, s5))
         try:
             uid = ctx.access.user_id(request)
-            ctx.access.limit("prompts", uid)
-            if battle_id is None:
-                svc.check_prompt_text(msg)
-                view = _start(m, a, b, pid, uid, (sp_model, t1, t2))
-                battle_id, chat_l, chat_r = view.battle_id, [], []
+            ctx.access.limit("votes", uid)
+            r = svc.record_vote(battle_id, choice, turn_idx=_turn(turn), user_id=uid, rubric=rubric)
             view = svc.battle_view(battle_id)
-            svc.check_prompt(battle_id, msg)
         except (BattleError, PermissionDenied, RateLimited) as exc:
-            yield refused(battle_id, exc)
-            return
-        labels = _labels(view)
-        shown = to_html(msg, strict=True)  # the prompt: zero-width and bidi characters shown, not obeyed
-        chat_l = [*chat_l, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
-        chat_r = [*chat_r, {"role": "user", "content": shown}, {"role": "assistant", "content": ""}]
-        cl, cr = gr.update(value=chat_l, label=labels[0]), gr.update(value=chat_r, label=labels[1])
-        yield _outs(cl, cr, battle_id, "", "⏳ Both models are answering…", False, False, False, busy=True)
-        yield from _stream(svc.generate_turn(battle_id, msg), chat_l, chat_r, battle_id, pid, labels)
+            raise user_error(exc) from exc
+        todo = view.unvoted_turns
+        more = f" Turn {', '.join(str(i + 1) for i in todo)} can still be voted." if todo else ""
+        msg = (
+            f"✅ Vote on turn {r.turn_idx + 1} saved.{more} Send a follow-up to both models, "
+            "or press **Reveal / end battle**."
+        )
+        last_open = view.n_turns - 1 in todo  # only the last turn can be regenerated, before its vote
+        return (
+            to_html(msg),
+            *[gr.update(interactive=bool(todo))] * len(VOTES),
+            gr.update(interactive=last_open),
+            gr.update(interactive=True),
+            *_clear_rubric(),
+            _turn_picker(view),
+        )
 
-    def on_regenerate(battle_id, pid, chat_l, chat_r, request: gr.Request):
-        if battle_id is None:
-            yield refused(battle_id, "there is nothing to regenerate: send a prompt first")
-            return
-        try:
-            ctx.access.limit("prompts", ctx.access.user_id(request))
-            view = svc.battle_view(battle_id)
-            updates = svc.regenerate(battle_id)
-            first = next(updates)
-        except (BattleError, StopIteration, PermissionDenied, RateLimited) as exc:
-            yield refused(battle_id, exc if str(exc) else "nothing to regenerate")
-            return
-        labels = _labels(view)
+    return on_vote
 
-        def chained():
-            yield first
-            yield from updates
 
-        yield from _stream(chained(), list(chat_l), list(chat_r), battle_id, pid, labels)
+class _EndHandlers(NamedTuple):
+    on_reveal: Callable[..., Any]
+    on_new: Callable[..., Any]
 
-    def make_vote(choice: str):
-        # the six rubric radios (QUICK_RUBRIC x left/right), then the turn picker; the picker defaults to None (the
-        # latest turn), so API clients that send only the rubric keep working
-        def on_vote(
-            request: gr.Request,
-            battle_id: int | None,
-            s0: str | None,
-            s1: str | None,
-            s2: str | None,
-            s3: str | None,
-            s4: str | None,
-            s5: str | None,
-            turn: Any = None,
-        ):
-            if battle_id is None:
-                raise gr.Error("There is no battle to vote on: send a prompt first.")
-            scores = (s0, s1, s2, s3, s4, s5)
-            rubric: dict[str, dict[str, float]] = {}
-            for i, criterion in enumerate(QUICK_RUBRIC):
-                for j, side in enumerate(("left", "right")):
-                    value = scores[2 * i + j]
-                    if value:
-                        rubric.setdefault(criterion, {})[side] = float(value)
-            try:
-                uid = ctx.access.user_id(request)
-                ctx.access.limit("votes", uid)
-                r = svc.record_vote(
-                    battle_id, choice, turn_idx=_turn(turn), user_id=uid, rubric=rubric or None
-                )
-                view = svc.battle_view(battle_id)
-            except (BattleError, PermissionDenied, RateLimited) as exc:
-                raise user_error(exc) from exc
-            todo = view.unvoted_turns
-            more = f" Turn {', '.join(str(i + 1) for i in todo)} can still be voted." if todo else ""
-            msg = (
-                f"✅ Vote on turn {r.turn_idx + 1} saved.{more} Send a follow-up to both models, "
-                "or press **Reveal / end battle**."
-            )
-            last_open = view.n_turns - 1 in todo  # only the last turn can be regenerated, before its vote
-            return (
-                to_html(msg),
-                *[gr.update(interactive=bool(todo))] * len(VOTES),
-                gr.update(interactive=last_open),
-                gr.update(interactive=True),
-                *clear_rubric(),
-                _pick(view),
-            )
 
-        return on_vote
+def _end_handlers(ctx: StudioContext) -> _EndHandlers:
+    """Reveal (ends the battle, shows who was who) and New round (ends it unrevealed, clears the page)."""
+    svc = ctx.arena
 
     def on_reveal(battle_id: int | None):
         if battle_id is None:
@@ -531,10 +815,10 @@ def build(ctx: StudioContext) -> None:
             None,
             to_html(_reveal_text(r)),
             to_html("Battle ended."),
-            *off,
+            *_votes_off(),
             gr.update(interactive=False),
             gr.update(interactive=False),
-            no_pick(),
+            _no_pick(),
         )
 
     def on_new(battle_id: int | None):
@@ -551,98 +835,13 @@ def build(ctx: StudioContext) -> None:
             "",
             "",
             "",
-            *off,
+            *_votes_off(),
             gr.update(interactive=False),
             gr.update(interactive=False),
-            no_pick(),
+            _no_pick(),
         )
 
-    def refused(battle_id: int | None, exc: BaseException | str) -> tuple[Any, ...]:
-        """A Send / Regenerate a person can fix (empty prompt, no models chosen, a limit): the reason and what to do
-        in the status line and a toast, the controls as the battle stands; nothing turns red, and the next good
-        action overwrites the status."""
-        text = error_text(exc) or "that did not work"
-        text = text[:1].upper() + text[1:]
-        if isinstance(exc, BaseException):
-            log.info("refused in the arena: %r", exc)
-        gr.Warning(text)  # the toast renders HTML: error_text escaped it
-        return (
-            gr.update(),
-            gr.update(),
-            battle_id,
-            gr.update(),
-            to_html(f"⚠️ {literal(html.unescape(text))}."),
-            gr.update(),
-            *on_settle(battle_id),
-            gr.update(),  # the turn picker keeps its turns: a refused request changed none
-        )
-
-    def on_settle(battle_id: int | None):
-        """After a refused Send / Regenerate: the controls as the battle stands (a running turn keeps them)."""
-        if battle_id is not None and svc.is_answering(battle_id):
-            return [gr.update()] * (len(VOTES) + 3)
-        votes = regen_on = reveal_on = False
-        if battle_id is not None:
-            try:
-                view = svc.battle_view(battle_id)
-            except BattleError:
-                view = None
-            if view is not None and view.status == "open" and view.n_turns:
-                votes = bool(view.unvoted_turns)
-                regen_on = view.n_turns - 1 not in view.voted_turns
-                reveal_on = bool(view.voted_turns)
-        flags = [gr.update(interactive=votes)] * len(VOTES)
-        return [
-            *flags,
-            gr.update(interactive=regen_on),
-            gr.update(interactive=reveal_on),
-            gr.update(interactive=True),
-        ]  # the turn picker keeps its turns: a refused request changed none
-
-    buttons = [*vote_buttons, regen, reveal_btn]
-    stream_outs = [left, right, battle, prompt, status, reveal, *buttons, send, turn_pick]
-    send_inputs = [prompt, battle, drawn, mode, pick_left, pick_right, left, right, *self_play.inputs]
-    _lock_while_answering([send.click, prompt.submit, regen.click], [*buttons, send])
-    for run in (
-        send.click(on_send, send_inputs, stream_outs, api_name="arena_send"),
-        prompt.submit(on_send, send_inputs, stream_outs, api_visibility="private"),
-        regen.click(on_regenerate, [battle, drawn, left, right], stream_outs, api_name="arena_regenerate"),
-    ):
-        run.failure(on_settle, [battle], [*buttons, send], api_visibility="private")
-    # Scores belong to the answers they were given for: a new turn, a regenerated one, a reveal or a new round
-    # clears them in the browser at once (the vote clears them with its answer), so none rides on a later vote.
-    gr.on(
-        [send.click, prompt.submit, regen.click, reveal_btn.click, new.click],
-        None,
-        None,
-        rubric_inputs,
-        js=f"() => {json.dumps([None] * len(rubric_inputs))}",  # browser only: no server call, no wait
-        queue=False,
-        api_visibility="private",
-    )
-    mode.change(
-        on_mode,
-        [mode],
-        [pick_left, pick_right, self_play.row, self_play.model, for_prompt],
-        api_visibility="private",
-    )
-    draw.click(on_draw, [prompt_set], [prompt, drawn], api_name="arena_random_prompt")
-    for btn, (_, choice) in zip(vote_buttons, VOTES, strict=True):
-        btn.click(
-            make_vote(choice),
-            [battle, *rubric_inputs, turn_pick],
-            [status, *buttons, *rubric_inputs, turn_pick],
-            api_name=f"arena_vote_{choice}",
-        )
-    reveal_btn.click(
-        on_reveal, [battle], [battle, drawn, reveal, status, *buttons, turn_pick], api_name="arena_reveal"
-    )
-    new.click(
-        on_new,
-        [battle],
-        [battle, drawn, left, right, prompt, reveal, status, *buttons, turn_pick],
-        api_name="arena_new",
-    )
+    return _EndHandlers(on_reveal, on_new)
 
 
 FOR_PROMPT_COLUMNS = ["#", "name", "rating", "low", "high", "rank range"]

@@ -9,8 +9,10 @@ browser loses nothing and reopening the tab re-attaches (the newest running or q
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 import pandas as pd
@@ -303,18 +305,29 @@ FORM_LINE = "train-form"  # the events that write the config YAML, run one at a 
 POLL_SECONDS = 2.0
 
 
-def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
-    """Lay out the tab and wire its job poll ``timer`` (made by the app outside the tabs, which runs it only while
-    ``tab`` is open). Opening ``tab``, picking a job, launching one, or a page load that finds one running shows that
-    job at once, without waiting for a tick."""
-    # With login on, the page's first values carry no job or config (every visitor's page config holds them):
-    # the load event fills them for a researcher. Open mode: everyone is the local operator.
-    operator = not ctx.access.required
-    parents, snaps, reward_jobs = _choices(ctx) if operator else ([], [NEW_SNAPSHOT], [(NONE, NONE)])
-    gr.Markdown(
-        "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
-        "writes), check it, launch it; when it succeeds the checkpoint joins the arena with its lineage."
-    )
+# ---- the page's sections: each builds its components and returns them by name --------------------------------
+INTRO = (
+    "Fine-tune a contestant on collected preferences. Set the job up with the form (or edit the YAML it "
+    "writes), check it, launch it; when it succeeds the checkpoint joins the arena with its lineage."
+)
+
+
+class _JobForm(NamedTuple):
+    """The fields every job kind has, in ``form_config``'s argument order (DPO's loss type last)."""
+
+    kind: Any
+    parent: Any
+    snapshot: Any
+    pairs: Any
+    steps: Any
+    lr: Any
+    beta: Any
+    lora: Any
+    save_steps: Any
+    kl_every: Any
+
+
+def _job_form(parents: list[str], snaps: list[str]) -> _JobForm:
     with gr.Row():
         kind = gr.Radio(list(KINDS), value="DPO", label="Job kind", elem_id="train-kind")
         parent = gr.Dropdown(
@@ -342,9 +355,50 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         kl_every = gr.Number(
             0, label="KL every N steps (DPO; 0 = end)", precision=0, elem_id="train-kl-every"
         )
-    with gr.Group(visible=True) as dpo_box:
+    return _JobForm(kind, parent, snapshot, pairs, steps, lr, beta, lora, save_steps, kl_every)
+
+
+class _DpoBox(NamedTuple):
+    box: Any
+    loss_type: Any
+
+
+def _dpo_box() -> _DpoBox:
+    with gr.Group(visible=True) as box:
         loss_type = gr.Dropdown(list(DPO_LOSS_TYPES), value="sigmoid", label="DPO loss", elem_id="train-loss")
-    with gr.Group(visible=False) as grpo_box:
+    return _DpoBox(box, loss_type)
+
+
+class _Rewards(NamedTuple):
+    """GRPO's reward fields, in ``reward_specs``'s argument order."""
+
+    use_length: Any
+    length_min: Any
+    length_max: Any
+    length_w: Any
+    use_format: Any
+    fmt: Any
+    format_w: Any
+    rm_job: Any
+    rm_w: Any
+    judge: Any
+    judge_w: Any
+
+
+class _GrpoBox(NamedTuple):
+    box: Any
+    task_set: Any
+    task_verifier: Any
+    rewards: _Rewards
+
+    @property
+    def tasks(self) -> list[Any]:
+        return [self.task_set, self.task_verifier]
+
+
+def _grpo_box(ctx: StudioContext, parents: list[str], reward_jobs: list[tuple[str, str]]) -> _GrpoBox:
+    """GRPO's fields (hidden until that kind is picked): an optional task set (RLVR) and the rewards."""
+    with gr.Group(visible=False) as box:
         with (
             gr.Row()
         ):  # RLVR: a task set replaces the snapshot; its held-out split is measured, never trained on
@@ -372,6 +426,22 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             rm_w = gr.Number(1.0, label="weight")
             judge = gr.Dropdown([NONE, *parents], value=NONE, label="AI judge (a contestant)")
             judge_w = gr.Number(1.0, label="weight")
+    rewards = _Rewards(
+        use_length, length_min, length_max, length_w, use_format, fmt, format_w, rm_job, rm_w, judge, judge_w
+    )
+    return _GrpoBox(box, task_set, task_verifier, rewards)
+
+
+class _ConfigPanel(NamedTuple):
+    yaml: Any
+    check: Any
+    check_btn: Any
+    launch: Any
+    launched: Any
+
+
+def _config_panel() -> _ConfigPanel:
+    """The YAML that will run (editable), its check, and the Check / Launch buttons."""
     config_box = gr.Code(
         language="yaml", label="Config that will run (editable)", interactive=True, elem_id="train-yaml"
     )
@@ -380,9 +450,33 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         check_btn = gr.Button("Check config", elem_id="train-check-btn")
         launch = gr.Button("Launch job", variant="primary", elem_id="train-launch")
     launched = gr.HTML(elem_id="train-launched")
+    return _ConfigPanel(config_box, check_md, check_btn, launch, launched)
 
+
+class _JobsPanel(NamedTuple):
+    table: Any
+    job: Any
+    stop: Any
+    again: Any
+    clone: Any
+    why: Any
+    ckpt_step: Any
+    publish: Any
+    detail: Any
+    plot: Any
+    gold_plot: Any
+    log: Any
+
+    @property
+    def follow(self) -> list[Any]:
+        """What a read of the open job writes (``on_tick``'s order)."""
+        return [self.table, self.detail, self.plot, self.log, self.ckpt_step, self.gold_plot]
+
+
+def _jobs_panel(ctx: StudioContext, operator: bool) -> _JobsPanel:
+    """The jobs table, the job picker with its actions, and the open job's status, curves and log."""
     gr.Markdown("### Jobs")
-    jobs = gr.Dataframe(
+    table = gr.Dataframe(
         value=_jobs_table(ctx) if operator else pd.DataFrame(columns=JOB_COLUMNS),
         interactive=False,
         label="Jobs (click a row)",
@@ -408,65 +502,168 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         ckpt_step = gr.Dropdown(
             [], label="Saved checkpoint (step; empty = newest)", elem_id="train-ckpt", allow_custom_value=True
         )
-        publish_btn = gr.Button("Publish checkpoint as a contestant", elem_id="train-publish")
+        publish = gr.Button("Publish checkpoint as a contestant", elem_id="train-publish")
     detail = gr.HTML(elem_id="train-detail")
     plot = gr.Plot()
     gold_plot = gr.Plot(label="Gold vs √KL", elem_id="train-gold")
     log = gr.Textbox(label="Log (tail)", lines=8, max_lines=12, interactive=False, elem_id="train-log")
+    return _JobsPanel(table, job, stop, again, clone, why, ckpt_step, publish, detail, plot, gold_plot, log)
 
-    form = [kind, parent, snapshot, pairs, steps, lr, beta, lora, save_steps, kl_every, loss_type]
-    rewards_in = [
-        use_length,
-        length_min,
-        length_max,
-        length_w,
-        use_format,
-        fmt,
-        format_w,
-        rm_job,
-        rm_w,
-        judge,
-        judge_w,
-    ]
 
-    def _uid(request: gr.Request | None) -> int | None:
-        try:
-            return ctx.access.user_id(request) if request is not None else None
-        except PermissionDenied as exc:
-            raise user_error(exc) from exc
+@dataclass
+class _TrainPage:
+    """Every component the Train tab's events read or write, by section."""
 
-    tasks_in = [task_set, task_verifier]
+    form: _JobForm
+    dpo: _DpoBox
+    grpo: _GrpoBox
+    config: _ConfigPanel
+    jobs: _JobsPanel
 
-    def on_form(*values: Any, uid: int | None = None) -> tuple[str, str]:
-        n = len(form) + len(rewards_in)
-        base, rw, tk = values[: len(form)], values[len(form) : n], (list(values[n:]) + [NONE, None])[:2]
-        data = with_task_set(form_config(*base, reward_specs(*rw)), *tk)  # type: ignore[arg-type,call-arg]
-        try:
-            check = check_config(ctx.db, data, user_id=uid)
-        except PermissionDenied as exc:
-            return "", to_html(literal(exc))
-        text = check.yaml if check.config is not None else yaml.safe_dump(data, sort_keys=False)
-        return text, check_markdown(check)
+    @property
+    def form_inputs(self) -> list[Any]:
+        """Everything the YAML is written from, in ``_form_yaml``'s order: the form, the rewards, the task set."""
+        return [*self.form, self.dpo.loss_type, *self.grpo.rewards, *self.grpo.tasks]
 
-    def on_kind(label: str) -> tuple[Any, Any, Any]:
-        k = KINDS.get(label, "dpo")
-        default_beta = {"dpo": 0.1, "grpo": 0.04}.get(k)
-        return gr.update(visible=k == "dpo"), gr.update(visible=k == "grpo"), gr.update(value=default_beta)
 
-    def _researcher(request: gr.Request | None) -> int | None:
-        uid = ctx.access.user_id(request) if request is not None else None
-        try:
-            require_role(ctx.db, uid, "researcher")
-        except PermissionDenied as exc:
-            raise user_error(exc) from exc
-        return uid
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
+    """Lay out the tab and wire its job poll ``timer`` (made by the app outside the tabs, which runs it only while
+    ``tab`` is open). Opening ``tab``, picking a job, launching one, or a page load that finds one running shows that
+    job at once, without waiting for a tick."""
+    # With login on, the page's first values carry no job or config (every visitor's page config holds them):
+    # the load event fills them for a researcher. Open mode: everyone is the local operator.
+    operator = not ctx.access.required
+    parents, snaps, reward_jobs = _choices(ctx) if operator else ([], [NEW_SNAPSHOT], [(NONE, NONE)])
+    gr.Markdown(INTRO)
+    form = _job_form(parents, snaps)
+    dpo = _dpo_box()
+    grpo = _grpo_box(ctx, parents, reward_jobs)
+    config = _config_panel()
+    jobs = _jobs_panel(ctx, operator)
+    _wire(ctx, _TrainPage(form, dpo, grpo, config, jobs), demo, timer, tab)
+
+
+def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None) -> None:
+    """The tab's events, in the order the app has always registered them (the tests address the private ones by
+    index): the kind, the form's YAML line, Check and Launch, the job poll and picks, the job actions, the load."""
+    cfg, jobs = p.config, p.jobs
+    config_events = _config_handlers(ctx)
+    job_events = _job_handlers(ctx)
+    p.form.kind.change(on_kind, [p.form.kind], [p.dpo.box, p.grpo.box, p.form.beta], api_visibility="private")
+    # Every change of the form rewrites the YAML through one event with many triggers, so the page runs it one at a
+    # time and, when fields change while it runs, once more afterwards with the form as it is then. With an event
+    # per field, each read the form when the page got to it: a loaded page could send an older reading (the beta
+    # the kind's change sets) after a newer one (the steps typed just after), and the older YAML stayed on screen
+    # with no change left to correct it. The page's load event writes the YAML on the same line, in order.
+    gr.on(
+        [comp.change for comp in p.form_inputs],
+        config_events.on_form_event,
+        p.form_inputs,
+        [cfg.yaml, cfg.check],
+        api_visibility="private",
+        trigger_mode="always_last",
+        concurrency_limit=1,
+        concurrency_id=FORM_LINE,
+    )
+    cfg.check_btn.click(config_events.on_check, [cfg.yaml], [cfg.check], api_name="train_check")
+    cfg.launch.click(
+        config_events.on_launch,
+        [cfg.yaml],
+        [cfg.launched, cfg.check, jobs.job, jobs.table, p.form.snapshot],
+        api_name="train_launch",
+    )
+    on_tick = job_events.on_tick
+    timer.tick(on_tick, [jobs.job], jobs.follow, api_visibility="private", show_progress="hidden")
+    if tab is not None:  # the app starts and stops ``timer`` as tabs open (``studio.app``)
+        tab.select(on_tick, [jobs.job], jobs.follow, api_visibility="private", show_progress="hidden")
+    # A job picked in the picker or the table, launched, or found running by the page load shows at once: the page
+    # does not hang its first view of a job on the next tick.
+    jobs.job.change(on_tick, [jobs.job], jobs.follow, api_visibility="private", show_progress="hidden")
+    jobs.table.select(job_events.on_pick, [jobs.table], [jobs.job], api_visibility="private")
+    jobs.stop.click(
+        job_events.on_cancel, [jobs.job, jobs.why], [cfg.launched, jobs.job], api_name="train_cancel"
+    )
+    jobs.again.click(
+        job_events.on_resume, [jobs.job, jobs.why], [cfg.launched, jobs.job], api_name="train_resume"
+    )
+    jobs.clone.click(
+        job_events.on_clone, [jobs.job], [cfg.yaml, cfg.check, p.form.kind], api_name="train_clone"
+    )
+    jobs.publish.click(
+        job_events.on_publish, [jobs.job, jobs.ckpt_step, jobs.why], [cfg.launched], api_name="train_publish"
+    )
+    demo.load(
+        _load_handler(ctx),
+        None,
+        [p.form.parent, p.form.snapshot, p.grpo.rewards.rm_job, p.grpo.rewards.judge, p.grpo.task_set]
+        + [jobs.table, jobs.job, cfg.yaml, cfg.check],
+        api_visibility="private",
+        concurrency_limit=1,
+        concurrency_id=FORM_LINE,
+    )
+
+
+# ---- the handlers -----------------------------------------------------------------------------------------------
+#: How many of ``_form_yaml``'s values are the form (with DPO's loss type) and the rewards; the task set follows.
+_FORM_FIELDS = len(_JobForm._fields) + 1
+_REWARD_FIELDS = len(_Rewards._fields)
+
+
+def _uid(ctx: StudioContext, request: gr.Request | None) -> int | None:
+    try:
+        return ctx.access.user_id(request) if request is not None else None
+    except PermissionDenied as exc:
+        raise user_error(exc) from exc
+
+
+def _researcher(ctx: StudioContext, request: gr.Request | None) -> int | None:
+    uid = ctx.access.user_id(request) if request is not None else None
+    try:
+        require_role(ctx.db, uid, "researcher")
+    except PermissionDenied as exc:
+        raise user_error(exc) from exc
+    return uid
+
+
+def _form_yaml(ctx: StudioContext, *values: Any, uid: int | None = None) -> tuple[str, str]:
+    """The YAML the form describes and its check (``_TrainPage.form_inputs``'s values; the task set may be left
+    out)."""
+    n = _FORM_FIELDS + _REWARD_FIELDS
+    base, rw, tk = values[:_FORM_FIELDS], values[_FORM_FIELDS:n], (list(values[n:]) + [NONE, None])[:2]
+    data = with_task_set(form_config(*base, reward_specs(*rw)), *tk)  # type: ignore[arg-type,call-arg]
+    try:
+        check = check_config(ctx.db, data, user_id=uid)
+    except PermissionDenied as exc:
+        return "", to_html(literal(exc))
+    text = check.yaml if check.config is not None else yaml.safe_dump(data, sort_keys=False)
+    return text, check_markdown(check)
+
+
+def on_kind(label: str) -> tuple[Any, Any, Any]:
+    """Show the picked kind's fields (DPO's or GRPO's) and its default beta; reads nothing."""
+    k = KINDS.get(label, "dpo")
+    default_beta = {"dpo": 0.1, "grpo": 0.04}.get(k)
+    return gr.update(visible=k == "dpo"), gr.update(visible=k == "grpo"), gr.update(value=default_beta)
+
+
+class _ConfigHandlers(NamedTuple):
+    on_form_event: Callable[..., Any]
+    on_check: Callable[..., Any]
+    on_launch: Callable[..., Any]
+
+
+def _config_handlers(ctx: StudioContext) -> _ConfigHandlers:
+    """The form's YAML line, Check and Launch."""
+
+    def on_form_event(request: gr.Request, *values: Any) -> tuple[str, str]:
+        return _form_yaml(ctx, *values, uid=_uid(ctx, request))
 
     def on_check(text: str, request: gr.Request) -> str:
-        uid = _researcher(request)
+        uid = _researcher(ctx, request)
         return check_markdown(check_config(ctx.db, text or "", user_id=uid))
 
     def on_launch(text: str, request: gr.Request) -> tuple[str, str, Any, pd.DataFrame, Any]:
-        uid = _researcher(request)
+        uid = _researcher(ctx, request)
         check = check_config(ctx.db, text or "", user_id=uid)
         if check.errors:
             raise user_error("Not launched: " + check.message())
@@ -483,60 +680,98 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             gr.update(choices=new_snaps),
         )
 
-    def on_tick(jid: Any, request: gr.Request) -> tuple[pd.DataFrame, str, Any, str, Any, Any]:
-        uid = _uid(request)
-        try:
-            table = _jobs_table(ctx, uid)
-        except PermissionDenied as exc:  # the Train tab is a researcher's: an annotator's poll gets nothing
-            return pd.DataFrame(columns=JOB_COLUMNS), to_html(literal(exc)), None, "", gr.update(), None
-        if not jid:
-            return table, "", None, "", gr.update(), None
-        try:
-            v = job_view(ctx.db, int(jid), user_id=uid)
-        except JobError as exc:
-            return table, to_html(literal(exc)), None, "", gr.update(), None
-        steps_saved = [
-            step for step, _ in saved_checkpoints(v.id, _folder(v))
-        ]  # one look at the folder per tick
-        return (
-            table,
-            job_markdown(ctx, v, steps_saved),
-            _figure(v.kind, v.metrics),
-            v.log_tail,
-            gr.update(choices=[str(step) for step in steps_saved]),
-            gold_figure(v.metrics),
+    return _ConfigHandlers(on_form_event, on_check, on_launch)
+
+
+def _follow_job(
+    ctx: StudioContext, jid: Any, uid: int | None
+) -> tuple[pd.DataFrame, str, Any, str, Any, Any]:
+    """The jobs table and the open job's status, curves, log, saved steps and gold plot (``_JobsPanel.follow``)."""
+    try:
+        table = _jobs_table(ctx, uid)
+    except PermissionDenied as exc:  # the Train tab is a researcher's: an annotator's poll gets nothing
+        return pd.DataFrame(columns=JOB_COLUMNS), to_html(literal(exc)), None, "", gr.update(), None
+    if not jid:
+        return table, "", None, "", gr.update(), None
+    try:
+        v = job_view(ctx.db, int(jid), user_id=uid)
+    except JobError as exc:
+        return table, to_html(literal(exc)), None, "", gr.update(), None
+    steps_saved = [step for step, _ in saved_checkpoints(v.id, _folder(v))]  # one look at the folder per tick
+    return (
+        table,
+        job_markdown(ctx, v, steps_saved),
+        _figure(v.kind, v.metrics),
+        v.log_tail,
+        gr.update(choices=[str(step) for step in steps_saved]),
+        gold_figure(v.metrics),
+    )
+
+
+def _act(ctx: StudioContext, jid: Any, reason: str, request: gr.Request, what: str) -> tuple[str, Any]:
+    """Cancel or resume the picked job."""
+    if not jid:
+        raise gr.Error("Pick a job from the table first.")
+    uid = _uid(ctx, request)
+    try:
+        v = (
+            cancel(ctx.db, int(jid), user_id=uid, reason=reason)
+            if what == "cancel"
+            else resume(ctx.db, int(jid), user_id=uid, reason=reason)
         )
+    except (JobError, PermissionDenied) as exc:
+        raise user_error(exc) from exc
+    return to_html(f"Job {v.id} is {literal(v.status)}."), gr.update(
+        choices=_job_choices(ctx, uid), value=v.id
+    )
+
+
+def _publish(ctx: StudioContext, jid: Any, step: Any, reason: str, request: gr.Request) -> str:
+    """Publish a saved checkpoint of the picked job as a contestant (pending its report)."""
+    if not jid:
+        raise gr.Error("Pick a job from the table first.")
+    uid = _uid(ctx, request)
+    try:
+        p = publish_checkpoint(ctx.db, int(jid), int(step) if step else None, user_id=uid, reason=reason)
+    except (JobError, PermissionDenied) as exc:
+        raise user_error(exc) from exc
+    if p.already:
+        return to_html(f"This checkpoint was published before, as **{literal(p.public_name)}** ({p.state}).")
+    return to_html(
+        f"✅ Step checkpoint published as contestant **{literal(p.public_name)}**, {p.state}: its checkpoint "
+        f"report is queued (job {p.report_job}); it plays in anonymous battles once its verdict releases it."
+    )
+
+
+class _JobHandlers(NamedTuple):
+    on_tick: Callable[..., Any]
+    on_pick: Callable[..., Any]
+    on_cancel: Callable[..., Any]
+    on_resume: Callable[..., Any]
+    on_clone: Callable[..., Any]
+    on_publish: Callable[..., Any]
+
+
+def _job_handlers(ctx: StudioContext) -> _JobHandlers:
+    """The job poll, the table pick, and Cancel / Resume / Clone and edit / Publish."""
+
+    def on_tick(jid: Any, request: gr.Request) -> tuple[pd.DataFrame, str, Any, str, Any, Any]:
+        return _follow_job(ctx, jid, _uid(ctx, request))
 
     def on_pick(evt: gr.SelectData, table: pd.DataFrame, request: gr.Request) -> Any:
-        uid = _researcher(request)
+        uid = _researcher(ctx, request)
         row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         jid = int(table.iloc[int(row)]["id"])
         return gr.update(choices=_job_choices(ctx, uid), value=jid)
 
-    def _act(jid: Any, reason: str, request: gr.Request, what: str) -> tuple[str, Any]:
-        if not jid:
-            raise gr.Error("Pick a job from the table first.")
-        uid = _uid(request)
-        try:
-            v = (
-                cancel(ctx.db, int(jid), user_id=uid, reason=reason)
-                if what == "cancel"
-                else resume(ctx.db, int(jid), user_id=uid, reason=reason)
-            )
-        except (JobError, PermissionDenied) as exc:
-            raise user_error(exc) from exc
-        return to_html(f"Job {v.id} is {literal(v.status)}."), gr.update(
-            choices=_job_choices(ctx, uid), value=v.id
-        )
-
     def on_cancel(jid: Any, reason: str, request: gr.Request) -> tuple[str, Any]:
-        return _act(jid, reason, request, "cancel")
+        return _act(ctx, jid, reason, request, "cancel")
 
     def on_resume(jid: Any, reason: str, request: gr.Request) -> tuple[str, Any]:
-        return _act(jid, reason, request, "resume")
+        return _act(ctx, jid, reason, request, "resume")
 
     def on_clone(jid: Any, request: gr.Request) -> tuple[str, str, Any]:
-        uid = _researcher(request)
+        uid = _researcher(ctx, request)
         if not jid:
             raise gr.Error("Pick a job from the table first.")
         try:
@@ -549,59 +784,22 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         return text, check_markdown(check_config(ctx.db, text, user_id=uid)), gr.update(value=label)
 
     def on_publish(jid: Any, step: Any, reason: str, request: gr.Request) -> str:
-        if not jid:
-            raise gr.Error("Pick a job from the table first.")
-        uid = _uid(request)
-        try:
-            p = publish_checkpoint(ctx.db, int(jid), int(step) if step else None, user_id=uid, reason=reason)
-        except (JobError, PermissionDenied) as exc:
-            raise user_error(exc) from exc
-        if p.already:
-            return to_html(
-                f"This checkpoint was published before, as **{literal(p.public_name)}** ({p.state})."
-            )
-        return to_html(
-            f"✅ Step checkpoint published as contestant **{literal(p.public_name)}**, {p.state}: its checkpoint "
-            f"report is queued (job {p.report_job}); it plays in anonymous battles once its verdict releases it."
-        )
+        return _publish(ctx, jid, step, reason, request)
 
-    kind.change(on_kind, [kind], [dpo_box, grpo_box, beta], api_visibility="private")
+    return _JobHandlers(on_tick, on_pick, on_cancel, on_resume, on_clone, on_publish)
 
-    # Every change of the form rewrites the YAML through one event with many triggers, so the page runs it one at a
-    # time and, when fields change while it runs, once more afterwards with the form as it is then. With an event
-    # per field, each read the form when the page got to it: a loaded page could send an older reading (the beta
-    # the kind's change sets) after a newer one (the steps typed just after), and the older YAML stayed on screen
-    # with no change left to correct it. The page's load event writes the YAML on the same line, in order.
-    def on_form_event(request: gr.Request, *values: Any) -> tuple[str, str]:
-        return on_form(*values, uid=_uid(request))
 
-    gr.on(
-        [comp.change for comp in form + rewards_in + tasks_in],  # type: ignore[attr-defined,union-attr]
-        on_form_event,
-        form + rewards_in + tasks_in,
-        [config_box, check_md],
-        api_visibility="private",
-        trigger_mode="always_last",
-        concurrency_limit=1,
-        concurrency_id=FORM_LINE,
-    )
-    check_btn.click(on_check, [config_box], [check_md], api_name="train_check")
-    launch.click(on_launch, [config_box], [launched, check_md, job, jobs, snapshot], api_name="train_launch")
-    follow_outputs = [jobs, detail, plot, log, ckpt_step, gold_plot]
-    timer.tick(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
-    if tab is not None:  # the app starts and stops ``timer`` as tabs open (``studio.app``)
-        tab.select(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
-    # A job picked in the picker or the table, launched, or found running by the page load shows at once: the page
-    # does not hang its first view of a job on the next tick.
-    job.change(on_tick, [job], follow_outputs, api_visibility="private", show_progress="hidden")
-    jobs.select(on_pick, [jobs], [job], api_visibility="private")
-    stop.click(on_cancel, [job, why], [launched, job], api_name="train_cancel")
-    again.click(on_resume, [job, why], [launched, job], api_name="train_resume")
-    clone.click(on_clone, [job], [config_box, check_md, kind], api_name="train_clone")
-    publish_btn.click(on_publish, [job, ckpt_step, why], [launched], api_name="train_publish")
+#: The form's first values as the page lays it out (after the parent), in ``_form_yaml``'s order, for the YAML the
+#: page load writes. The learning rate is None (the default), as the empty box means.
+_FIRST_FORM = (NEW_SNAPSHOT, "all", 16, None, 0.1, True, 0, 0, "sigmoid")
+_FIRST_REWARDS = (True, 5, 60, 1.0, False, "no_emoji", 1.0, NONE, 1.0, NONE, 1.0)
+
+
+def _load_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """The page load: the visitor's choices, jobs, the running job and the first YAML (nothing for a non-researcher)."""
 
     def on_load(request: gr.Request) -> tuple[Any, ...]:
-        uid = _uid(request)
+        uid = _uid(ctx, request)
         try:
             p, s, rj = _choices(ctx, uid)
             live = _live_job(ctx, uid)
@@ -619,31 +817,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 "",
                 to_html(literal(exc)),
             )
-        text, md = on_form(
-            "DPO",
-            p[0] if p else None,
-            NEW_SNAPSHOT,
-            "all",
-            16,
-            None,
-            0.1,
-            True,
-            0,
-            0,
-            "sigmoid",
-            True,
-            5,
-            60,
-            1.0,
-            False,
-            "no_emoji",
-            1.0,
-            NONE,
-            1.0,
-            NONE,
-            1.0,
-            uid=uid,
-        )
+        text, md = _form_yaml(ctx, "DPO", p[0] if p else None, *_FIRST_FORM, *_FIRST_REWARDS, uid=uid)
         return (
             gr.update(choices=p),
             gr.update(choices=s),
@@ -659,11 +833,4 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             md,
         )
 
-    demo.load(
-        on_load,
-        None,
-        [parent, snapshot, rm_job, judge, task_set, jobs, job, config_box, check_md],
-        api_visibility="private",
-        concurrency_limit=1,
-        concurrency_id=FORM_LINE,
-    )
+    return on_load

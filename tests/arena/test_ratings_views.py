@@ -11,6 +11,7 @@ import pytest
 
 from arena.ratings import (
     RatingsInputError,
+    group_boards,
     leaderboard_by,
     pairwise_matrices,
     rating_over_time,
@@ -130,6 +131,33 @@ def test_leaderboard_by_category_and_turns() -> None:
     assert list(custom) == ["early"]
     with pytest.raises(KeyError):
         leaderboard_by(records, "language")
+
+
+def test_group_boards_orders_by_weight_then_label_and_splits_sources() -> None:
+    # cells: (labels, votes, source); "b" and "c" tie on weight, so the label decides; no label joins no board
+    labels = [["b"], ["a"], [], ["c"], ["a"], ["b", "c"]]
+    groups = group_boards(labels, [2, 3, 50, 1, 4, 1], ["set", "set", "none", "predicted", "labelled", "set"])
+    assert [(g.label, g.n_votes) for g in groups] == [("a", 7), ("b", 3), ("c", 2)]
+    assert groups[0].sources == {"set": 3, "labelled": 4}
+    assert groups[2].sources == {"predicted": 1, "set": 1}
+    assert groups[1].positions.tolist() == [0, 5]
+    # unweighted items count one each; a label listed twice on one item counts that item once
+    plain = group_boards([["x", "x"], ["y"], ["y"]])
+    assert [(g.label, g.n_votes, g.positions.tolist()) for g in plain] == [("y", 2, [1, 2]), ("x", 1, [0])]
+    assert plain[0].sources == {}
+    assert group_boards([]) == []
+    with pytest.raises(ValueError, match="2 weights for 1 items"):
+        group_boards([["a"]], [1, 2])
+    with pytest.raises(ValueError, match="0 sources for 1 items"):
+        group_boards([["a"]], None, [])
+
+
+def test_leaderboard_by_counts_a_battle_listed_twice_once() -> None:
+    records = [
+        {"model_a": "x", "model_b": "y", "winner": "model_a", "category": ["coding", "coding"]},
+        {"model_a": "y", "model_b": "x", "winner": "tie", "category": "coding"},
+    ]
+    assert leaderboard_by(records, "category", ci_method="sandwich")["coding"].n_battles == 2
 
 
 def test_rating_over_time_is_cumulative() -> None:
