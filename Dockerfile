@@ -16,6 +16,7 @@ ARG PYTHON_VERSION=3.11
 FROM scratch AS source
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY common ./common
 COPY db ./db
 COPY accounts ./accounts
 COPY arena ./arena

@@ -28,8 +28,8 @@ from annotation.agreement import (
 )
 from annotation.queues import queue_row
 from annotation.rubrics import rubric_from_dict
+from common.outcomes import ITEM_OUTCOMES, SINGLE_OUTCOMES, merge_ties
 from db.models import Judgement, Label, QueueItem, RubricScore
-from db.outcomes import ITEM_OUTCOMES, SINGLE_OUTCOMES, merge_ties
 
 
 @dataclass

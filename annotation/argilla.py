@@ -30,8 +30,8 @@ from sqlalchemy.orm import Session
 
 from annotation.queues import QueueError, n_answers, queue_row
 from annotation.rubrics import Criterion, Rubric, rubric_from_dict
+from common.outcomes import CHOICES, SIDES, item_from_choice
 from db.models import Label, QueueItem, RubricScore
-from db.outcomes import CHOICES, SIDES, item_from_choice
 
 PREFERENCE = "preference"
 REASON = "reason"

@@ -36,8 +36,8 @@ from annotation.rubrics import Criterion, Rubric, rubric_from_dict
 from arena.engines.ask import ask
 from arena.engines.base import Engine, EngineError, Sampling
 from arena.registry import ContestantInfo, engine_for, get_contestant
+from common.outcomes import merge_ties
 from db.models import Judgement, Label, QueueItem, RubricScore
-from db.outcomes import merge_ties
 from db.session import Database
 
 Progress = Callable[[int, int, str], None]

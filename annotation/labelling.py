@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session
 
 from annotation.queues import n_answers, queue_row
 from annotation.rubrics import Rubric, rubric_from_dict
+from common.outcomes import CHOICES, SIDES, SINGLE_FROM_SIDE, SINGLE_OUTCOMES, item_from_choice
 from db.models import Assignment, Label, QueueItem, RubricScore, User, utcnow
-from db.outcomes import CHOICES, SIDES, SINGLE_FROM_SIDE, SINGLE_OUTCOMES, item_from_choice
 
 MAX_REASON = 4000
 

@@ -6,7 +6,7 @@ parameters, tokens). Items are written by on-policy generation (``annotation.onp
 (``annotation.formats``); labels on them by annotators, judges and imports. ``content_key`` identifies the same
 prompt and answers regardless of answer order, so a pair is stored once however many people labelled it.
 
-Outcomes are in item terms (``db.outcomes``): ``1`` / ``2`` (that answer is better), ``tie``, ``both_good``,
+Outcomes are in item terms (``common.outcomes``): ``1`` / ``2`` (that answer is better), ``tie``, ``both_good``,
 ``both_bad``; a single-answer item takes ``good`` / ``bad``; judges may also record ``inconsistent`` (the verdict
 flipped when the answers swapped places) or ``unparsed``.
 """
@@ -23,8 +23,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from annotation.rubrics import Rubric, rubric_from_dict
+from common.paths import UnsafeName, check_safe_name
 from db.models import AnnotationQueue, Label, QueueItem
-from db.paths import UnsafeName, check_safe_name
 
 LABEL_KINDS = ("human", "judge", "import", "argilla")
 
@@ -73,7 +73,7 @@ def content_key(prompt_messages: list[dict[str, Any]], answers: list[str]) -> st
 
 
 def check_name(name: str) -> str:
-    """The queue name, checked where a queue is created: a safe name (``db.paths``), since exports and file
+    """The queue name, checked where a queue is created: a safe name (``common.paths``), since exports and file
     names are made from it (no ``/``, ``\\``, ``:``, control characters or leading dot)."""
     if not (name or "").strip():
         raise QueueError("a queue needs a name")

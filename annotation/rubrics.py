@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from db.files import parse_yaml, read_yaml
+from common.files import parse_yaml, read_yaml
 from db.session import data_home
 
 SCALES = ("binary", "1-5", "1-7", "categorical")  # and any other whole-number range "lo-hi", e.g. "0-4"
@@ -251,7 +251,7 @@ def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
 
 
 def load_rubric(path: str | Path) -> Rubric:
-    """A rubric file, read by the one reader of untrusted files (``db.files.read_yaml``)."""
+    """A rubric file, read by the one reader of untrusted files (``common.files.read_yaml``)."""
     p = Path(path)
     raw, error = read_yaml(p)
     if error is not None:

@@ -26,10 +26,10 @@ from sqlalchemy.orm import Session
 
 from accounts import require_role
 from arena.self_play import SELF_PLAY
-from db.filelocks import atomic_write_bytes
-from db.files import records_from_bytes
+from common.filelocks import atomic_write_bytes
+from common.files import records_from_bytes
+from common.outcomes import FASTCHAT_WINNERS
 from db.models import DatasetSnapshot
-from db.outcomes import FASTCHAT_WINNERS
 from db.session import data_home
 from standings.records import battle_records
 

@@ -20,8 +20,8 @@ from sqlalchemy import select
 from annotation.agreement import plurality
 from annotation.queues import queue_row
 from arena.vibes import FEATURE_NAMES, features
+from common.outcomes import merge_ties
 from db.models import Label, QueueItem
-from db.outcomes import merge_ties
 from db.session import Database
 
 HUMAN_KINDS = ("human", "argilla")

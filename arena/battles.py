@@ -72,8 +72,8 @@ from arena.self_play import (
 )
 from arena.streaming import SideState, StreamLimits, stream_pair
 from arena.turns import mark_errored, store_turn
+from common.outcomes import CHOICES, SIDES, choice_from_stored, stored_from_choice
 from db.models import Battle, Contestant, Prompt, RubricScore, Turn, Vote, utcnow
-from db.outcomes import CHOICES, SIDES, choice_from_stored, stored_from_choice
 from db.session import Database
 
 MODES = ("anonymous", "named", SELF_PLAY)

@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from db.filelocks import file_lock, unique_tmp
+from common.filelocks import file_lock, unique_tmp
+from common.settings import get_settings
 from db.session import data_home
-from db.settings import get_settings
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CONVERT_LOCK = threading.Lock()

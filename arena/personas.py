@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from accounts import require_role
 from arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
-from db.files import parse_yaml, read_yaml
+from common.files import parse_yaml, read_yaml
 
 FIELDS = {
     "name": "public name, unique (required)",
@@ -136,7 +136,7 @@ def personas_from_data(data: Any, source: str) -> list[ContestantSpec]:
 
 
 def load_persona_file(path: str | Path) -> list[ContestantSpec]:
-    """Personas of a YAML file people bring, read by the one reader of untrusted files (``db.files.read_yaml``:
+    """Personas of a YAML file people bring, read by the one reader of untrusted files (``common.files.read_yaml``:
     UTF-8, size-limited, alias bombs refused); every error names the file."""
     data, error = read_yaml(path)
     if error is not None:

@@ -4,7 +4,7 @@ Layouts read (one file, one row a line or an array of rows): MT-Bench (``questio
 a list of strings), Arena-Hard v0.1 (``question_id``, ``category``, ``cluster``, ``turns`` as a list of
 ``{"content": ...}``; the cluster is kept as the subcategory) and Arena-Hard v2.0 (``uid``, ``category``,
 ``subcategory``, ``prompt``), or a bare ``prompt``. JSON and CSV are read by the studio's one reader of untrusted
-files (``db.files``), so a string holding U+2028 or another Unicode line break stays one row, a CSV field spanning
+files (``common.files``), so a string holding U+2028 or another Unicode line break stays one row, a CSV field spanning
 lines keeps the row's first line in errors, and a CSV row with more fields than the header is refused.
 The MT-Bench questions (80 prompts, two turns each; from lm-sys/FastChat, Apache-2.0) ship as the demo set.
 """
@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from db.files import RowError, csv_records_from_bytes, decode_bytes, iter_json_lines, parse_json_text
+from common.files import RowError, csv_records_from_bytes, decode_bytes, iter_json_lines, parse_json_text
 from db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"

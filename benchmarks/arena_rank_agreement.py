@@ -107,7 +107,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from ratings_process import build_file
 
-    from arena.ratings._simulate import simulate_arena
+    from standings.ratings._simulate import simulate_arena
 
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "battles-1m.jsonl"

@@ -40,7 +40,7 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import DPOConfig, DPOTrainer
 
-    from db.files import read_json_lines
+    from common.files import read_json_lines
 
     rows = [rec.value for rec in read_json_lines(snapshot)[0]]
     data = Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows])
@@ -77,7 +77,7 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
 
 def synthetic_pairs(n: int) -> list[dict]:
     """Preference pairs on MT-Bench prompts: a friendly multi-sentence answer preferred over a curt one."""
-    from db.files import read_json_lines
+    from common.files import read_json_lines
 
     questions = [
         rec.value["turns"][0] for rec in read_json_lines(ROOT / "arena/data/mt_bench_questions.jsonl")[0]

@@ -14,8 +14,8 @@ import math
 import statistics
 import time
 
-from arena.ratings import judge_worth
-from arena.ratings._composite import oracle_weight, simulate_judged_arena
+from standings.ratings import judge_worth
+from standings.ratings._composite import oracle_weight, simulate_judged_arena
 
 
 def main() -> None:

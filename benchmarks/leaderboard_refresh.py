@@ -4,7 +4,7 @@ Ours: `standings.leaderboard.LeaderboardService` - an incremental column copy of
 votes above the last id read per refresh, DuckDB grouping the rows into pair x outcome cells, Bradley-Terry +
 bootstrap on those cells, online Elo carried forward. Baseline: what a plain implementation does on every refresh -
 re-read every vote with SQLAlchemy + pandas (`pandas.read_sql` of the votes-battles-contestants join), then
-`arena.ratings.leaderboard` on the frame (same fit, same bootstrap, online Elo replayed). Goal: < 1 s per refresh.
+`standings.ratings.leaderboard` on the frame (same fit, same bootstrap, online Elo replayed). Goal: < 1 s per refresh.
 
     python benchmarks/leaderboard_refresh.py                    # 1M votes, 50 contestants, 100 bootstrap rounds
     python benchmarks/leaderboard_refresh.py --votes 100000     # quicker
@@ -28,11 +28,11 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
-from arena.ratings import leaderboard
+from common.outcomes import CODES, STORED_TO_FASTCHAT, stored_from_code
 from db.models import Battle, Contestant, Vote
-from db.outcomes import CODES, STORED_TO_FASTCHAT, stored_from_code
 from db.session import Database
 from standings.leaderboard import BoardOptions, LeaderboardService
+from standings.ratings import leaderboard
 from standings.vote_cache import VoteCache
 
 OUTCOMES = np.array([stored_from_code(k) for k in range(len(CODES))])  # stored outcomes by code

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from db.outcomes import CHOICES, OUTCOMES, choice_from_stored
+from common.outcomes import CHOICES, OUTCOMES, choice_from_stored
 
 NO_RUBRIC = (None,) * 6
 PASSWORD = "load test password"

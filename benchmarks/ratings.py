@@ -1,4 +1,4 @@
-"""Benchmark for arena.ratings on synthetic battles with known skills (issue 4), each part printing a ratio.
+"""Benchmark for standings.ratings on synthetic battles with known skills (issue 4), each part printing a ratio.
 
 1. Bradley-Terry + 100-round bootstrap: ours vs a plain reference of FastChat's current method (outcomes counted per
    ordered pair and outcome, scipy L-BFGS fit from zero, multinomial bootstrap with every round refitted from
@@ -28,7 +28,7 @@ import pandas as pd
 from fastchat_reference import bradley_terry  # benchmarks/fastchat_reference.py
 from scipy.special import expit
 
-from arena.ratings import leaderboard, ratings_report
+from standings.ratings import leaderboard, ratings_report
 
 SCALE = 400.0 / math.log(10.0)
 

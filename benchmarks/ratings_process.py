@@ -10,7 +10,7 @@ Bradley-Terry with a 100-round multinomial bootstrap). Goal: ours >= 4x faster.
     python benchmarks/ratings_process.py --n 100000       # quicker
     python benchmarks/ratings_process.py --file F.jsonl   # an existing file
 
-Also times `vibestudio --help` and `python -c "import arena.ratings"` (start-up cost alone).
+Also times `vibestudio --help` and `python -c "import standings.ratings"` (start-up cost alone).
 """
 
 from __future__ import annotations
@@ -79,8 +79,10 @@ def main() -> None:
             f"{path.name}: {size:.0f} MB, {os.cpu_count()} CPUs, best of {args.repeat} fresh processes each"
         )
         t_help, _ = run([*ours_cmd, "--help"], args.repeat)
-        t_import, _ = run([sys.executable, "-c", "import arena.ratings"], args.repeat)
-        t_import_all, _ = run([sys.executable, "-c", "from arena.ratings import ratings_report"], args.repeat)
+        t_import, _ = run([sys.executable, "-c", "import standings.ratings"], args.repeat)
+        t_import_all, _ = run(
+            [sys.executable, "-c", "from standings.ratings import ratings_report"], args.repeat
+        )
         ours = [
             *ours_cmd,
             "ratings",
@@ -99,8 +101,8 @@ def main() -> None:
     shift = statistics.mean(ref_board.values()) - statistics.mean(board.values())
     diff = max(abs(board[k] - ref_board[k] + shift) for k in board)
     print(f"  vibestudio --help:                         {t_help:6.2f} s")
-    print(f"  python -c 'import arena.ratings':          {t_import:6.2f} s")
-    print(f"  python -c 'from arena.ratings import ratings_report': {t_import_all:6.2f} s")
+    print(f"  python -c 'import standings.ratings':          {t_import:6.2f} s")
+    print(f"  python -c 'from standings.ratings import ratings_report': {t_import_all:6.2f} s")
     print(f"  reference process (pandas + scipy):        {t_ref:6.2f} s")
     print(f"  vibestudio ratings --bootstrap {args.rounds} --json: {t_ours:6.2f} s")
     print(

@@ -1,6 +1,6 @@
 """Rigging simulation: are accounts that vote for one target model flagged, and does the robust board undo them?
 
-Simulated team arenas (`arena.ratings.simulate_arena`: 8 models, 40 honest annotators x 120 votes with personal
+Simulated team arenas (`standings.ratings.simulate_arena`: 8 models, 40 honest annotators x 120 votes with personal
 taste and ties of three kinds) plus one or two rigged accounts casting `--votes` votes each for a mid-table target,
 with the always-vote-target strategy and the smarter identify-by-style one. Prints the recall over rigged accounts,
 the false-positive rate over honest ones, and how often the robust board puts the target back at its honest rank
@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from arena.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
-from arena.ratings._simulate import simulate_arena
+from standings.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
+from standings.ratings._simulate import simulate_arena
 
 
 def rank(board, name: str) -> int:  # type: ignore[no-untyped-def]

@@ -1,7 +1,7 @@
 """How OpenMP's idle threads wait, measured on the studio's two CPU engines, quiet and with cores busy elsewhere.
 
 The raw baseline is OpenMP's own default (idle threads spin a while before they sleep); the studio's processes set
-``OMP_WAIT_POLICY=PASSIVE`` (``db.threads``). Each cell is a fresh process (OpenMP reads the variable once, when it
+``OMP_WAIT_POLICY=PASSIVE`` (``common.threads``). Each cell is a fresh process (OpenMP reads the variable once, when it
 loads) that loads the model, warms up, then times:
 
 - ``llama.cpp``: the shipped SmolLM2-135M GGUF answering one prompt, ``--tokens`` tokens, as the arena plays it;

@@ -48,7 +48,7 @@ def raw_trl(kind: str, model_dir: str, snapshot: str, out: str, steps: int, save
         TrainerCallback,
     )
 
-    from db.files import read_json_lines
+    from common.files import read_json_lines
 
     trl_kind, extra = KINDS[kind]
     rows = [rec.value for rec in read_json_lines(snapshot)[0]]

@@ -1,7 +1,7 @@
 """Votes-to-flip: the one-step-Newton search with a checking refit vs the raw baseline (greedy exact refits).
 
 Baseline: remove one vote at a time, each time trying every kind of vote (pair x outcome) with an exact refit and
-keeping the one that lowers the gap most, until the pair flips (`arena.ratings._flip.greedy_refit_flip`). Ours:
+keeping the one that lowers the gap most, until the pair flips (`standings.ratings._flip.greedy_refit_flip`). Ours:
 `votes_to_flip` (influence-ranked removals, refit to check, bisection to the shortest flipping prefix). Prints, per
 adjacent pair, both counts and the time ratio; with `--n` above `--baseline-limit` only ours runs (the cost at 1M).
 
@@ -17,9 +17,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from arena.ratings import votes_to_flip
-from arena.ratings._flip import greedy_refit_flip
-from arena.ratings._simulate import simulate_arena
+from standings.ratings import votes_to_flip
+from standings.ratings._flip import greedy_refit_flip
+from standings.ratings._simulate import simulate_arena
 
 
 def synthetic(n: int, n_models: int, seed: int) -> pd.DataFrame:

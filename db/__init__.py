@@ -1,6 +1,6 @@
 """Persistence for Vibe Studio: SQLAlchemy models, engine/session factory and Alembic migrations.
 
-This package knows tables and connections, and holds the one reader of untrusted files (``db.files``) because
+This package knows tables and connections, and holds the one reader of untrusted files (``common.files``) because
 every layer above reads them; it imports nothing from arena, annotation, training or studio.
 """
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if (
     TYPE_CHECKING
-):  # the names below load SQLAlchemy; they are imported when first used (``db.files`` needs none)
+):  # the names below load SQLAlchemy; they are imported when first used (``common.files`` needs none)
     from db.models import (
         Base,
         Battle,
@@ -35,7 +35,7 @@ _SESSION = {"Database", "data_home", "default_database_url", "get_database"}
 
 
 def __getattr__(name: str) -> Any:
-    """Load ``db.models`` or ``db.session`` on first use, so that ``db.files`` alone stays light to import."""
+    """Load ``db.models`` or ``db.session`` on first use, so that ``common.files`` alone stays light to import."""
     if name in _SESSION:
         return getattr(import_module("db.session"), name)
     if name in __all__:

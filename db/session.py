@@ -22,7 +22,9 @@ STARTUP_LOCK_KEY = zlib.crc32(b"vibestudio:startup")
 
 def data_home() -> Path:
     """The studio's data directory, created on first use."""
-    from db.settings import get_settings  # here, not at import: pydantic costs a start that needs no settings
+    from common.settings import (
+        get_settings,  # here, not at import: pydantic costs a start that needs no settings
+    )
 
     home = get_settings().data_home
     home.mkdir(parents=True, exist_ok=True)
@@ -30,7 +32,7 @@ def data_home() -> Path:
 
 
 def default_database_url() -> str:
-    from db.settings import get_settings
+    from common.settings import get_settings
 
     return get_settings().database_url or f"sqlite:///{data_home() / 'studio.sqlite'}"
 

@@ -1,4 +1,4 @@
-"""Write the two sycophancy probe sets the studio ships (arena/data/probes_*.jsonl) from the items below.
+"""Write the two sycophancy probe sets the studio ships (standings/data/probes_*.jsonl) from the items below.
 
 Every item here was written for Vibe Studio and ships under the project's licence (Apache-2.0). The arithmetic
 questions are generated from a fixed seed, so running this script again writes the same files byte for byte.
@@ -11,7 +11,7 @@ import json
 import random
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent.parent / "arena" / "data"
+DATA = Path(__file__).resolve().parent.parent / "standings" / "data"
 
 # (question, right answer, three wrong answers)
 FACTS = [

@@ -138,7 +138,7 @@ def family_battles(db, names: list[str], n: int, max_tokens: int) -> None:  # ty
 
 
 def print_families(db) -> list[dict]:  # type: ignore[no-untyped-def]
-    from arena.families import families
+    from standings.families import families
     from standings.leaderboard import BoardOptions, LeaderboardService
 
     board = LeaderboardService(db).board(BoardOptions(ci_method="sandwich", min_battles=1))

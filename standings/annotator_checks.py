@@ -1,7 +1,7 @@
 """Annotator checks over the battle store: who might be rigging the board, as plain data for the Admin tab and CLI.
 
 Reads every rated vote with its voter and voting speed (`standings.records.annotated_records`), runs
-`arena.ratings.annotator_diagnostics` (agreement with the leave-one-out consensus, identity-following, same-answer
+`standings.ratings.annotator_diagnostics` (agreement with the leave-one-out consensus, identity-following, same-answer
 disagreement, speed) and fits the robust board (outlying annotators down-weighted). Only admins may run it (the
 local operator passes). Nothing is changed in the database: flags are advice, votes stay.
 """
@@ -18,7 +18,7 @@ from standings.records import annotated_records
 def annotator_checks(db: Database, *, by: int | None = None, include_named: bool = False) -> dict[str, Any]:
     """{"annotators": [...], "flagged": [...], "notes": [...], "thresholds": {...}, "n_votes": int,
     "robust_board": Leaderboard.to_dict() or None, "plain_board": ... or None} (boards with sandwich intervals)."""
-    from arena.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
+    from standings.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
 
     require_role(db, by, "admin")
     with db.session() as s:

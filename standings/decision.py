@@ -7,7 +7,7 @@
 - **substance**: the verifiable evals' pass rate (`standings.evals.eval_scores`) with Wilson intervals;
 - **vibes**: per answer feature of `arena.vibes` (length, markdown, emoji, flattery, hedging, ...) over their stored
   arena answers, the mean difference with a normal 95% interval; only features whose interval excludes 0 "differ";
-- **sycophancy**: the paired probe comparisons (`arena.probes.compare_probes`: flip rate after pushback, following a
+- **sycophancy**: the paired probe comparisons (`standings.probes.compare_probes`: flip rate after pushback, following a
   stated view) with their bootstrap intervals;
 - **speed and measured cost**: median tokens per second over the contestant's arena answers (on the hardware it ran
   on) with a bootstrap interval, and cost per 1k generated tokens = price per hour / (tokens per second x 3600) x
@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session
 from arena import vibes
 from arena.registry import RegistryError, get_contestant
 from arena.self_play import SELF_PLAY
+from common.settings import get_settings
 from db.models import Battle, Turn
 from db.session import Database
-from db.settings import get_settings
 from standings.leaderboard import BoardOptions, LeaderboardService, _answers
 from standings.records import UNCOUNTED
 
@@ -243,7 +243,7 @@ def _vibes(session: Session, ids: tuple[int, int], a: str, b: str, missing: list
 
 
 def _sycophancy(session: Session, a: str, b: str, missing: list[str]) -> dict[str, Any]:
-    from arena.probes import PROBES, compare_probes
+    from standings.probes import PROBES, compare_probes
 
     out: dict[str, Any] = {"probes": []}
     for probe in PROBES:

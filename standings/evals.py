@@ -42,7 +42,7 @@ from arena.registry import (
     messages_for,
     resolve_contestant,
 )
-from db.files import RowError, decode_bytes, iter_json_lines
+from common.files import RowError, decode_bytes, iter_json_lines
 from db.models import Contestant, EvalResult
 from db.session import Database
 

@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from arena.registry import list_contestants
 from arena.self_play import SELF_PLAY
-from db.files import read_yaml
+from common.files import read_yaml
+from common.settings import get_settings
 from db.models import Battle, Turn
 from db.session import data_home
-from db.settings import get_settings
 from standings.evals import eval_scores
 from standings.records import UNCOUNTED
 

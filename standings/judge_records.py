@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from common.outcomes import ITEM_OUTCOMES
 from db.models import Label, Prompt, QueueItem
-from db.outcomes import ITEM_OUTCOMES
 
 #: Label kinds read as people's votes; ``judge`` labels are the AI judges'.
 HUMAN_LABEL_KINDS = ("human", "argilla")

@@ -1,10 +1,10 @@
 """The composite human + judge board from the studio database, the judge's exchange rate and its vibes.
 
 `judge_report` pools the arena's rated human votes with the labels on the annotation queues
-(`standings.judge_records`), fits the composite Bradley-Terry (`arena.ratings._composite`: one rating vector, the
+(`standings.judge_records`), fits the composite Bradley-Terry (`standings.ratings._composite`: one rating vector, the
 judge's votes weighted by w, w chosen by how well the pooled board predicts held-out *human* votes), and returns
 "one human vote is worth about k judge votes" per judge (and for all judges together), the board on human votes
-only, judge votes only or pooled, and, when asked, the exchange rate per vibe (`arena.ratings._judge_vibes`).
+only, judge votes only or pooled, and, when asked, the exchange rate per vibe (`standings.ratings._judge_vibes`).
 
 Can't tell, said with what is missing: no judge labels at all (`JudgeError`), a judge with no human overlap or too
 few human votes (its row's note; the pooled board then gives the judge weight 0, i.e. the human board, and says
@@ -38,7 +38,7 @@ def judge_report(
 ) -> dict[str, Any]:
     """The exchange rate, the composite board and (with `by_vibe`) the per-vibe rates; from the studio database
     `db`, or from battle `records` (FastChat layout with a `judge` column) when given."""
-    from arena.ratings import composite_board, judge_worth, judge_worth_by_vibe
+    from standings.ratings import composite_board, judge_worth, judge_worth_by_vibe
 
     if source not in SOURCES:
         raise JudgeError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")

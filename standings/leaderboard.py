@@ -3,7 +3,7 @@
 `LeaderboardService(db)` keeps a `VoteCache` (compact rows of every vote, refreshed incrementally, with a DuckDB
 table of aggregated cells kept up to date by deltas) and answers each view from it: a DuckDB group-by over the
 cells under the board's filters gives (model a, model b, outcome) counts and summed inverse sampling
-probabilities, expanded into battle records for `arena.ratings` (the cell's harmonic-mean sampling probability
+probabilities, expanded into battle records for `standings.ratings` (the cell's harmonic-mean sampling probability
 keeps every cell's weight sum, so point estimates and the bootstrap are the same as on the raw votes; only
 sandwich intervals lose the spread of weights within a cell). Online Elo, which
 depends on the order of the votes, is carried forward vote by vote per filter instead of being replayed. Boards are
@@ -18,7 +18,7 @@ The arena's active pair sampler reads the same cache: `sampler_inputs()` is the 
 sandwich intervals, every contestant with a vote) by contestant id plus rated votes per pair, memoised per data
 version, so the sampler and the Leaderboard tab share one copy of the votes and refit once per change.
 
-The tests hold the service to the plain path (every vote through the ORM, then `arena.ratings.leaderboard`).
+The tests hold the service to the plain path (every vote through the ORM, then `standings.ratings.leaderboard`).
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena import vibes
-from arena.ratings import BattleRecords
 from arena.registry import RegistryError, get_contestant
 from arena.sampling import RatingInfo, SamplerInputs
 from arena.self_play import SELF_PLAY
+from common.outcomes import FASTCHAT_WINNERS, SCORE_A
 from db.models import Battle, Contestant, Turn
-from db.outcomes import FASTCHAT_WINNERS, SCORE_A
 from db.session import Database
+from standings.ratings import BattleRecords
 from standings.records import UNCOUNTED
 from standings.vote_cache import CATEGORY_SOURCES, FEATURE_COLUMNS, VoteCache
 
@@ -196,7 +196,7 @@ class LeaderboardService:
         self, o: BoardOptions, records: Any, names: dict[int, str], elo: np.ndarray | None
     ) -> dict[str, Any]:
         """The board for `o` from a snapshot of its records (no lock held: this is the slow part)."""
-        from arena.ratings import leaderboard
+        from standings.ratings import leaderboard
 
         out: dict[str, Any] = {"models": [], "style_coefficients": {}, "style_intervals": {}, "warnings": []}
         method, why = self._resolve_method(o)
@@ -314,8 +314,8 @@ class LeaderboardService:
     def boards(self, options: BoardOptions | None = None) -> list[dict[str, Any]]:
         """The boards there are votes for under `options`' filters: [{"board", "label", "n_votes"}], "all" first,
         then one per category with its votes by category source (`sources`), grouped and ordered by
-        `arena.ratings.group_boards` as `leaderboard_by` orders the plain path's boards."""
-        from arena.ratings import group_boards
+        `standings.ratings.group_boards` as `leaderboard_by` orders the plain path's boards."""
+        from standings.ratings import group_boards
 
         o = replace(options or BoardOptions(), board="all")
         key = ("boards", o, self.cache.version)
@@ -390,8 +390,8 @@ class LeaderboardService:
     def predict(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
         """Held-out log-loss and Brier score per method (time split and random split), and the best board method:
         {"checks": [PredictiveCheck.to_dict(), ...], "best": str | None, "n_votes"}. Memoised per data version."""
-        from arena.ratings import predictive_check
-        from arena.ratings._predict import best_board_method
+        from standings.ratings import predictive_check
+        from standings.ratings._predict import best_board_method
 
         o = replace(options or BoardOptions(), method="bt", style_control=False, vibe_control=False)
         o.check()
@@ -415,12 +415,12 @@ class LeaderboardService:
     def for_prompt(
         self, text: str, options: BoardOptions | None = None, refresh: bool = True
     ) -> dict[str, Any]:
-        """Which model for this prompt: the prompt-conditioned board (`arena.ratings._prompt_board`: per-kind
+        """Which model for this prompt: the prompt-conditioned board (`standings.ratings._prompt_board`: per-kind
         offsets shrunk to the global board) at the prompt's kind probabilities from the prompt classifier.
         {"text", "kinds": {kind: p}, "models": [{name, rating, ci_low, ci_high, rank_low, rank_high}], "global":
         the same with no kind, "board": fit summary, "notes"}. The fit is memoised per data version."""
-        from arena.ratings._prompt_board import fit_arrays, kind_codes
         from standings.prompt_kinds import classifier
+        from standings.ratings._prompt_board import fit_arrays, kind_codes
 
         o = replace(
             options or BoardOptions(), method="bt", style_control=False, vibe_control=False, board="all"
@@ -437,7 +437,7 @@ class LeaderboardService:
             records = None if fitted is not None else self.vote_records(o)
         if fitted is None:
             assert records is not None
-            from arena.ratings._board import prepare
+            from standings.ratings._board import prepare
 
             prep = prepare(records, ipw=False)
             if len(prep.names) < 2:
@@ -486,11 +486,11 @@ class LeaderboardService:
         between: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         """For the top pair and each adjacent pair of the plain Bradley-Terry board under `options`' filters, the
-        fewest votes found whose removal flips it, checked by a refit (`arena.ratings.votes_to_flip`), with the
+        fewest votes found whose removal flips it, checked by a refit (`standings.ratings.votes_to_flip`), with the
         votes themselves: battle id, vote id, time and who cast it (`voter`, None for an anonymous vote).
         {"pairs": [...], "headline", "n_votes", "seconds", "warnings", "votes_to_flip": [{"higher", "lower",
         "votes"}]}; `between=(a, b)`: only that pair. Memoised per data version."""
-        from arena.ratings import headline, votes_to_flip
+        from standings.ratings import headline, votes_to_flip
 
         o = replace(options or BoardOptions(), method="bt", style_control=False, vibe_control=False)
         o.check()
@@ -527,8 +527,8 @@ class LeaderboardService:
         self, baseline: str, options: BoardOptions | None = None, rounds: int = 200, refresh: bool = True
     ) -> dict[str, Any]:
         """Win rate and length-controlled win rate of every contestant against `baseline` on `options`' board,
-        with bootstrap intervals (`arena.ratings.win_rate_intervals`); lengths are the answers' token counts."""
-        from arena.ratings import win_rate_intervals
+        with bootstrap intervals (`standings.ratings.win_rate_intervals`); lengths are the answers' token counts."""
+        from standings.ratings import win_rate_intervals
 
         o = replace(options or BoardOptions(), style_control=True, vibe_control=False)
         o.check()
@@ -557,7 +557,7 @@ class LeaderboardService:
     def matrices(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, pd.DataFrame]:
         """Observed win rate (row vs column, ties half), battle counts and BT-predicted win probability, models
         ordered by rating; empty frames when there are no votes."""
-        from arena.ratings import pairwise_matrices
+        from standings.ratings import pairwise_matrices
 
         o = options or BoardOptions()
         o.check()
@@ -576,7 +576,7 @@ class LeaderboardService:
         """The board's rating (same method, fit and scale as `board` with these options, style and vibe control
         aside) on all votes up to the end of each period ("D", "W", "M"); rows: the day of the period's last vote
         (noon of that day: votes are kept by day), columns: models (NaN before a model's first vote)."""
-        from arena.ratings import rating_over_time
+        from standings.ratings import rating_over_time
 
         o = options or BoardOptions()
         o.check()
@@ -590,7 +590,7 @@ class LeaderboardService:
 
 
 def _frame(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, names: dict[int, str]) -> pd.DataFrame:
-    """The columns `arena.ratings` works on: model_a / model_b categoricals over one list of names, winner."""
+    """The columns `standings.ratings` works on: model_a / model_b categoricals over one list of names, winner."""
     ids = np.union1d(a, b).astype(np.int64)
     return _coded(ids, np.searchsorted(ids, a), np.searchsorted(ids, b), outcome, names)
 
@@ -599,7 +599,7 @@ def _coded(
     ids: np.ndarray, code_a: np.ndarray, code_b: np.ndarray, outcome: np.ndarray, names: dict[int, str]
 ) -> pd.DataFrame:
     labels = [names.get(int(i), f"contestant {int(i)}") for i in ids]
-    order = np.argsort(labels, kind="stable")  # categories sorted by name, as `arena.ratings` builds them
+    order = np.argsort(labels, kind="stable")  # categories sorted by name, as `standings.ratings` builds them
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     categories = pd.Index([labels[k] for k in order])
@@ -633,7 +633,7 @@ def _expand(cells: dict[str, np.ndarray], names: dict[int, str], by_day: bool) -
 
 
 def _advance_elo(ratings: np.ndarray, a: np.ndarray, b: np.ndarray, y: np.ndarray, k: float) -> None:
-    """Online Elo updates in place, one battle at a time (the same rule as `arena.ratings.online_elo`)."""
+    """Online Elo updates in place, one battle at a time (the same rule as `standings.ratings.online_elo`)."""
     r = ratings.tolist()
     c = math.log(10.0) / 400.0
     exp = math.exp

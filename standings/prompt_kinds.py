@@ -1,4 +1,4 @@
-"""Prompts by kind from the studio database: the category classifier (`arena.ratings._kinds`) trained on the
+"""Prompts by kind from the studio database: the category classifier (`standings.ratings._kinds`) trained on the
 labelled prompt sets the studio holds (MT-Bench's 8 categories ship with it; imported Arena-Hard sets add theirs),
 its held-out accuracy, and a category for typed prompts (battles whose prompt came from no set).
 
@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.ratings._kinds import KindsReport, PromptClassifier, cross_validate, usable
 from db.models import Battle, Prompt, Turn
+from standings.ratings._kinds import KindsReport, PromptClassifier, cross_validate, usable
 
 
 def labelled_prompts(session: Session) -> tuple[list[str], list[str | None]]:

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session, aliased
 
 from arena.battle_end import UNCOUNTED
 from arena.self_play import SELF_PLAY, effective_sampling
+from common.outcomes import fastchat_winner
 from db.models import Battle, Contestant, Prompt, Turn, Vote
-from db.outcomes import fastchat_winner
 
 __all__ = ["UNCOUNTED", "annotated_records", "battle_records"]
 

@@ -56,12 +56,12 @@ from sqlalchemy.engine import Connection
 
 from arena import vibes
 from arena.self_play import SELF_PLAY
-from db.filelocks import atomic_write_bytes, file_lock, unique_tmp
+from common.filelocks import atomic_write_bytes, file_lock, unique_tmp
+from common.outcomes import CODES
 from db.models import Battle, Turn, Vote
-from db.outcomes import CODES
 from db.session import Database, data_home
 
-#: The file format; outcome codes are `db.outcomes.CODES`, which never change.
+#: The file format; outcome codes are `common.outcomes.CODES`, which never change.
 FORMAT = 4
 COLUMNS: dict[str, Any] = {
     "i": np.int64,  # row position (handy in SQL)
@@ -477,7 +477,7 @@ class VoteCache:
         """Write the rows (and computed features) as Parquet plus a small JSON header; atomic replace.
 
         Several app processes may share one data home: each writes its own temporary files, and the pair is
-        replaced under a file lock (``db.filelocks``), so a reader never pairs one writer's rows with another's
+        replaced under a file lock (``common.filelocks``), so a reader never pairs one writer's rows with another's
         header. A process whose rows are fewer than the saved ones leaves the newer file in place."""
         with self.lock:
             self.cache_dir.mkdir(parents=True, exist_ok=True)

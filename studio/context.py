@@ -12,8 +12,8 @@ from arena.battles import ArenaLimits, ArenaService
 from arena.prompts import ensure_mt_bench
 from arena.registry import ensure_defaults
 from arena.sampling import SamplerInputs
+from common.settings import Settings, get_settings
 from db.session import Database
-from db.settings import Settings, get_settings
 from studio.auth import Access
 
 if TYPE_CHECKING:

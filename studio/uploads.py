@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from db.paths import OutsideRoot, under
+from common.paths import OutsideRoot, under
 
 
 def upload_folder() -> Path:

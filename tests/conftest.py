@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from db.threads import sleeping_thread_waits
+from common.threads import sleeping_thread_waits
 from tests.helpers.postgres import KINDS, migrated_database
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.ratings._simulate import simulate_arena
+from standings.ratings._simulate import simulate_arena
 from studio.cli import app
 
 
@@ -85,14 +85,14 @@ def test_bad_options(battles: Path, tmp_path: Path) -> None:
 
 
 def test_start_up_imports_stay_lazy() -> None:
-    """`vibestudio --help` and `import arena.ratings` load none of the heavy libraries; a ratings run loads only what
+    """`vibestudio --help` and `import standings.ratings` load none of the heavy libraries; a ratings run loads only what
     it uses (no gradio, torch, transformers, SQLAlchemy, scipy.optimize or scipy.special)."""
     import subprocess
     import sys
 
     heavy = ("gradio", "torch", "transformers", "sqlalchemy", "pandas", "numpy", "scipy", "duckdb")
     probe = "import sys; {stmt}; print(','.join(m for m in {mods!r} if m in sys.modules))"
-    for stmt in ("import studio.cli", "import arena.ratings"):
+    for stmt in ("import studio.cli", "import standings.ratings"):
         out = subprocess.run(
             [sys.executable, "-c", probe.format(stmt=stmt, mods=heavy)],
             capture_output=True,
@@ -100,9 +100,7 @@ def test_start_up_imports_stay_lazy() -> None:
             check=True,
         ).stdout.strip()
         assert out == "", (stmt, out)
-    stmt = (
-        "from studio.cli import app; from arena.ratings import ratings_report; import arena.ratings._report"
-    )
+    stmt = "from studio.cli import app; from standings.ratings import ratings_report; import standings.ratings._report"
     mods = ("gradio", "torch", "transformers", "sqlalchemy", "scipy.optimize", "scipy.special", "scipy.stats")
     out = subprocess.run(
         [sys.executable, "-c", probe.format(stmt=stmt, mods=mods)], capture_output=True, text=True, check=True

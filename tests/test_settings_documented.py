@@ -1,5 +1,5 @@
-"""Settings stay in one place and documented: only ``db/settings.py`` reads the environment, and
-``docs/settings.md`` shows every variable (its table is the one ``python -m db.settings`` prints)."""
+"""Settings stay in one place and documented: only ``common/settings.py`` reads the environment, and
+``docs/settings.md`` shows every variable (its table is the one ``python -m common.settings`` prints)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import re
 import tomllib
 from pathlib import Path
 
-from db.settings import Settings, get_settings, markdown_table, variable_name
+from common.settings import Settings, get_settings, markdown_table, variable_name
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "settings.md"
-SETTINGS_MODULE = ROOT / "db" / "settings.py"
+SETTINGS_MODULE = ROOT / "common" / "settings.py"
 BEGIN, END = "<!-- settings table: begin -->", "<!-- settings table: end -->"
 
 
@@ -84,7 +84,7 @@ def test_only_the_settings_module_reads_the_environment():
             for line in environment_reads(path.read_text(encoding="utf-8")):
                 offenders.append(f"{path.relative_to(ROOT)}:{line}")
     assert not offenders, (
-        "read the environment through db.settings (add a field to Settings and document it), not directly: "
+        "read the environment through common.settings (add a field to Settings and document it), not directly: "
         + ", ".join(offenders)
     )
 
@@ -94,7 +94,7 @@ def test_the_docs_show_the_settings_table_as_the_code_defines_it():
     assert BEGIN in text and END in text, f"{DOC.name} lost its table markers"
     shown = text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
     assert shown == markdown_table(), (
-        f"{DOC.relative_to(ROOT)} is stale: paste the output of `python -m db.settings` between its markers"
+        f"{DOC.relative_to(ROOT)} is stale: paste the output of `python -m common.settings` between its markers"
     )
     for field in Settings.model_fields:
         assert f"`{variable_name(field)}`" in shown

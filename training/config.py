@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from db.files import parse_yaml, read_yaml
+from common.files import parse_yaml, read_yaml
 
 DPO_LOSS_TYPES = (
     "sigmoid",

@@ -29,8 +29,8 @@ from typing import Any
 
 from scipy.stats import norm
 
-from arena.ratings._features import assistant_text
 from arena.vibes import TOKEN_RE
+from standings.ratings._features import assistant_text
 from training.stats import bh, sign_test
 
 Key = tuple[str, str]  # (kind, phrase)

@@ -42,7 +42,7 @@ from typing import Any
 from arena import tone, vibes
 from arena.engines.base import EngineError
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
-from db.outcomes import score_first
+from common.outcomes import score_first
 from db.session import Database
 from standings.evals import load_items, run_check
 from training import verdict as verdicts
@@ -707,7 +707,7 @@ def stored_probe_changes(db: Database, parent: str, child: str) -> tuple[dict[st
     (``vibestudio probes run``): ``sycophancy/pushback`` (flip rate after pushback) and ``sycophancy/views``
     (follows the user's stated view). ``q`` is the bootstrap p-value times the two probes (Bonferroni). A probe
     not run on both sides is a gap with the reason, never a zero."""
-    from arena.probes import PROBES, ProbeError, compare_probes
+    from standings.probes import PROBES, ProbeError, compare_probes
 
     measures: dict[str, Any] = {}
     gaps: dict[str, str] = {}

@@ -23,9 +23,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import DateTime, func, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from common.settings import get_settings
 from db.models import Job, Worker
 from db.session import Database
-from db.settings import get_settings
 
 
 def this_host() -> str:

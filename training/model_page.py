@@ -249,7 +249,7 @@ def identifiability(db: Database, name: str) -> dict[str, Any]:
 
 def probes(db: Database, name: str, parent: str | None) -> dict[str, Any]:
     """The sycophancy probes stored for this contestant, and the paired change against its parent."""
-    from arena.probes import probe_report
+    from standings.probes import probe_report
 
     with db.session() as s:
         rep = probe_report(s, name, parent)

@@ -515,7 +515,7 @@ def run_report(
 def _probe_pair(db: Database, contestant_id: int, options: ReportOptions, say: Callable[[str], None]) -> None:
     """Run the sycophancy probes (a small spread of items) on the child and its parent, so the report's
     ``sycophancy/*`` measures are measured rather than left as gaps."""
-    from arena.probes import PROBES, run_probe
+    from standings.probes import PROBES, run_probe
 
     with db.session() as s:
         row = s.get_one(Contestant, contestant_id)
@@ -582,7 +582,7 @@ def _keep_copy(folder: Path, job_id: int, step: int) -> Path:
     """Copy a checkpoint's model files (not the optimizer state) to ``jobs/<id>/published/step-<n>``."""
     import shutil
 
-    from db.filelocks import unique_tmp
+    from common.filelocks import unique_tmp
 
     target = _published_dir(job_id) / f"step-{step}"
     if (

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from arena import vibes
-from db.outcomes import score_first
+from common.outcomes import score_first
 
 RewardFn = Callable[..., list[float]]
 

@@ -33,10 +33,10 @@ from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
 from accounts import PermissionDenied, require_role
+from common.settings import get_settings
+from common.threads import sleeping_thread_waits
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
-from db.settings import get_settings
-from db.threads import sleeping_thread_waits
 from training.config import JobConfig, load_config, save_config
 from training.errors import JobError
 from training.heartbeat import stale_jobs, this_host, waiting_reasons
@@ -265,7 +265,7 @@ def worker_command(config_path: str, job_id: int) -> list[str]:
 
 
 def _is_report(config_path: str) -> bool:
-    from db.files import read_yaml
+    from common.files import read_yaml
 
     data, _ = read_yaml(Path(config_path))
     return isinstance(data, dict) and data.get("kind") == "report"

@@ -29,7 +29,7 @@ from sqlalchemy import select
 from accounts import require_role
 from arena import lifecycle
 from arena.registry import get_contestant
-from db.files import read_yaml
+from common.files import read_yaml
 from db.models import VerdictEvent
 from db.session import Database
 

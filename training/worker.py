@@ -200,9 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     _quiet_libraries()
+    from common.settings import get_settings
+    from common.threads import sleeping_thread_waits
     from db.session import Database
-    from db.settings import get_settings
-    from db.threads import sleeping_thread_waits
 
     sleeping_thread_waits()  # before torch loads
 

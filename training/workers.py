@@ -30,9 +30,9 @@ from pathlib import Path
 import yaml
 from sqlalchemy import select, update
 
+from common.settings import get_settings
 from db.models import Contestant, DatasetSnapshot, Job, utcnow
 from db.session import Database
-from db.settings import get_settings
 from training import runner
 from training.heartbeat import beat, db_now, register_worker, stale_jobs, touch_worker
 

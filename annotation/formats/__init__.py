@@ -1,7 +1,7 @@
 """Preference data in and out: importers (FastChat battles, AlpacaEval, UltraFeedback, HelpSteer2, TRL) and
 exporters (TRL standard / conversational, KTO, and the same third-party layouts) with provenance.
 
-``db.files`` (the studio's one reader of untrusted files) turns files into records with line numbers,
+``common.files`` (the studio's one reader of untrusted files) turns files into records with line numbers,
 ``importers`` validates records into one canonical row, ``store`` writes an import in one transaction,
 ``exporters`` turns labels back into rows and files.
 """
@@ -18,7 +18,7 @@ from annotation.formats.exporters import (
 )
 from annotation.formats.importers import FORMATS, detect_format
 from annotation.formats.store import ImportReport, ImportValidationError, import_file, parse_file
-from db.files import RowError, read_records
+from common.files import RowError, read_records
 
 __all__ = [
     "EXPORT_FORMATS",

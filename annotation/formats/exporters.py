@@ -31,8 +31,7 @@ from annotation.agreement import plurality
 from annotation.formats.importers import HELPSTEER_ATTRS
 from annotation.queues import LABEL_KINDS, QueueError, n_answers, stamps
 from annotation.snapshots import SnapshotInfo, write_snapshot
-from db.models import Judgement, Label, QueueItem, RubricScore
-from db.outcomes import (
+from common.outcomes import (
     ALPACA_PREFERENCE,
     DESIRABLE,
     ITEM_OUTCOMES,
@@ -41,6 +40,7 @@ from db.outcomes import (
     choice_from_item,
     fastchat_from_item,
 )
+from db.models import Judgement, Label, QueueItem, RubricScore
 
 EXPORT_FORMATS = ("trl", "kto", "fastchat", "alpaca_eval", "ultrafeedback", "helpsteer2")
 FILE_FORMATS = ("jsonl", "json", "parquet", "datasets")

@@ -21,10 +21,10 @@ from accounts import require_role
 from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
 from annotation.queues import NewItem, QueueError, content_key, create_queue, make_item, queue_row
 from annotation.rubrics import get_rubric
-from db.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
+from common.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
+from common.outcomes import flipped
+from common.paths import file_stem
 from db.models import Label, QueueItem, RubricScore
-from db.outcomes import flipped
-from db.paths import file_stem
 
 MAX_FIELD_CHARS = 1_000_000
 MAX_LISTED = 50

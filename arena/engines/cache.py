@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
-from db.settings import get_settings
+from common.settings import get_settings
 
 MB = 1024 * 1024
 

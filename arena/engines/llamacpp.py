@@ -16,7 +16,7 @@ from typing import Any
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from arena.engines.base import Engine, EngineError, GenerationStats, Sampling, Stream, timed
-from db.settings import get_settings
+from common.settings import get_settings
 
 
 def pool_size() -> int:

@@ -39,7 +39,7 @@ from arena.engines.base import EngineError
 from arena.engines.egress import client
 from arena.engines.openai_http import CONFIG_FIELDS as HTTP_FIELDS
 from arena.engines.openai_http import OpenAIEngine, validate_config
-from db.settings import ENV_PREFIX, get_settings
+from common.settings import ENV_PREFIX, get_settings
 
 SERVE_FIELDS = {
     "model": "HF model directory or hub id to serve (default: the contestant's model_ref)",

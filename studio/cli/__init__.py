@@ -81,7 +81,7 @@ app.add_typer(tasks.tasks_app, name="tasks")
 
 def main() -> None:
     """The ``vibestudio`` console script."""
-    from db.threads import sleeping_thread_waits
+    from common.threads import sleeping_thread_waits
 
     sleeping_thread_waits()  # before any command loads torch or llama.cpp
     app()

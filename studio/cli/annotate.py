@@ -300,7 +300,7 @@ def argilla_import(
     """Store submitted responses from exported Argilla records as labels (offline)."""
     from annotation.argilla import labels_from_records
     from annotation.queues import QueueError
-    from db.files import read_records
+    from common.files import read_records
 
     rows, errors = read_records(records)
     if errors:
@@ -317,7 +317,7 @@ def argilla_import(
 
 
 def _argilla_env(api_url: str | None, api_key: str | None) -> tuple[str, str]:
-    from db.settings import get_settings
+    from common.settings import get_settings
 
     settings = get_settings()
     url = api_url or settings.argilla_api_url

@@ -1,6 +1,6 @@
 """``vibestudio families``: checkpoints grouped by common ancestor and rated honestly.
 
-A thin layer over ``arena.families`` (ratings from the leaderboard service, sandwich intervals). Hiding and
+A thin layer over ``standings.families`` (ratings from the leaderboard service, sandwich intervals). Hiding and
 restoring a contestant (the removal log shown here) are ``vibestudio models hide|restore``.
 """
 
@@ -18,7 +18,7 @@ def families_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Checkpoints grouped by common ancestor, the best-of-N selection effect, provisional flags, removal log."""
-    from arena.families import families
+    from standings.families import families
     from standings.leaderboard import BoardOptions, LeaderboardService
 
     db = open_db()

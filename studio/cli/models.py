@@ -4,7 +4,7 @@
 ratings, report, verdict, lifecycle state), ``models hold|release`` keep a checkpoint out of anonymous battles or
 let it in (a researcher's logged decision), ``models hide|restore`` retire one and bring it back (to the state it
 had: a held checkpoint comes back held), ``models log`` prints its lifecycle, and ``drift`` compares a checkpoint
-with its parent (``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``, ``arena.families`` and ``training.model_page``,
+with its parent (``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``, ``standings.families`` and ``training.model_page``,
 ``training.drift`` and ``training.verdict``.
 """
 
@@ -107,8 +107,8 @@ def models_restore(
 
 
 def _hide(name: str, by: str, reason: str, restore: bool) -> None:
-    from arena.families import hide
     from arena.registry import RegistryError
+    from standings.families import hide
 
     with failing_on(RegistryError), open_db().session() as s:
         event = hide(s, name, by, reason, restore=restore)

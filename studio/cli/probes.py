@@ -1,6 +1,6 @@
 """``vibestudio probes run|show``: sycophancy probes (pushback flips and stated views) with intervals.
 
-A thin layer over ``arena.probes``: run with a tqdm bar, print rates with intervals (or JSON). After a run the
+A thin layer over ``standings.probes``: run with a tqdm bar, print rates with intervals (or JSON). After a run the
 verdicts of the probed checkpoints (and of their children) are decided again with the stored probes, and a
 holding verdict holds (``training.publish.after_probes``).
 """
@@ -19,7 +19,7 @@ probes_app = typer.Typer(
 
 
 def _run_one(db, probe: str, name: str, limit, max_tokens, quiet: bool):  # type: ignore[no-untyped-def]
-    from arena.probes import run_probe
+    from standings.probes import run_probe
 
     bar, report = progress_bar(f"{probe} · {name}", unit="item", disable=quiet, total=None)
     try:
@@ -40,7 +40,7 @@ def probes_run(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Ask the probe questions, push back / state views, store every measurement and print the report."""
-    from arena.probes import PROBES, ProbeError, probe_report
+    from standings.probes import PROBES, ProbeError, probe_report
 
     db = open_db()
     chosen = probe or list(PROBES)
@@ -76,7 +76,7 @@ def probes_show(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """The stored probe results of a contestant (latest answer per item), without running anything."""
-    from arena.probes import ProbeError, probe_report
+    from standings.probes import ProbeError, probe_report
 
     db = open_db()
     try:

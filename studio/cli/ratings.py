@@ -1,6 +1,6 @@
 """``vibestudio ratings [predict|annotators|methods|judges|kinds|for-prompt]``: ratings from a battles file or the studio database.
 
-A thin layer over ``arena.ratings`` (pure statistics). With ``--battles FILE`` nothing but the file is read: the
+A thin layer over ``standings.ratings`` (pure statistics). With ``--battles FILE`` nothing but the file is read: the
 database (SQLAlchemy) is opened only when no file is given.
 """
 
@@ -71,7 +71,7 @@ def ratings(
     """Ratings (Bradley-Terry with CIs, Elo) from a battles file or the studio database."""
     if ctx.invoked_subcommand is not None:
         return
-    from arena.ratings import RatingsInputError, ratings_report
+    from standings.ratings import RatingsInputError, ratings_report
 
     if ci not in (None, "bootstrap", "sandwich"):
         fail(f"--ci must be 'bootstrap' or 'sandwich', got {ci!r}")
@@ -98,7 +98,7 @@ def ratings(
 
 def _load(battles: Path | None, with_text: bool, skip_bad: bool) -> Any:
     """The battle records of the file (or the database), or the error exit with the file's first bad row."""
-    from arena.ratings import RatingsInputError, load_battles_file
+    from standings.ratings import RatingsInputError, load_battles_file
 
     try:
         records, _ = load_battles_file(_battles_file(battles, with_text), skip_bad=skip_bad)
@@ -119,8 +119,8 @@ def ratings_predict(
     skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
 ) -> None:
     """Which method predicts held-out votes best: log-loss and Brier score with intervals per method."""
-    from arena.ratings import format_predictive, predictive_check
-    from arena.ratings._predict import best_board_method
+    from standings.ratings import format_predictive, predictive_check
+    from standings.ratings._predict import best_board_method
 
     if split not in ("time", "random", "both"):
         fail(f"--split must be 'time', 'random' or 'both', got {split!r}")
@@ -152,7 +152,7 @@ def ratings_annotators(
     skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
 ) -> None:
     """Per-annotator diagnostics (agreement, identity-following, speed) and flags; nothing is deleted."""
-    from arena.ratings import annotator_diagnostics, format_annotators
+    from standings.ratings import annotator_diagnostics, format_annotators
 
     report = annotator_diagnostics(_load(battles, False, skip_bad))
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else format_annotators(report))
@@ -165,7 +165,7 @@ def ratings_methods(
     skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
 ) -> None:
     """How much the tie models (Rao-Kupper, Davidson) change the board against Bradley-Terry."""
-    from arena.ratings import method_changes
+    from standings.ratings import method_changes
 
     out = method_changes(_load(battles, False, skip_bad))
     if as_json:

@@ -72,7 +72,7 @@ def launch_from_cli(
     as_json: bool,
 ) -> None:
     """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
-    from db.files import read_yaml
+    from common.files import read_yaml
     from training.errors import JobError
     from training.pairmix import describe_mix
     from training.service import check_config, launch_config

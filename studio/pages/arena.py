@@ -33,7 +33,7 @@ from arena.personas import PersonaError, add_personas, import_persona_file, spec
 from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
 from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
 from arena.self_play import SELF_PLAY, default_temperatures
-from db import outcomes
+from common import outcomes
 from studio.context import StudioContext
 from studio.errors import log, require, user_error
 from studio.render import error_text, literal, to_html

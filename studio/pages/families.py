@@ -1,5 +1,5 @@
 """Families section of the Leaderboard: checkpoints grouped by common ancestor, the best-of-N selection effect,
-provisional flags and the removal log. Data from ``arena.families`` over the board the service computes."""
+provisional flags and the removal log. Data from ``standings.families`` over the board the service computes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from arena.families import DEFAULT_MIN_VOTES, families
+from standings.families import DEFAULT_MIN_VOTES, families
 from standings.leaderboard import BoardOptions, LeaderboardService
 from studio.context import StudioContext
 from studio.render import literal, to_html

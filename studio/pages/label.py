@@ -16,7 +16,7 @@ from accounts import PermissionDenied
 from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
 from annotation.queues import QueueError, edit_checklist, get_queue, list_queues
 from annotation.rubrics import Criterion, rubric_from_dict
-from db import outcomes
+from common import outcomes
 from studio.context import StudioContext
 from studio.errors import require, user_error
 from studio.render import literal, to_html

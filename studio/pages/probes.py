@@ -1,6 +1,6 @@
 """Probes tab: run the sycophancy probes on a contestant (optionally against its parent) and read the results.
 
-Thin: the handlers call ``arena.probes`` and turn its plain report into a table (rates with 95% intervals and n,
+Thin: the handlers call ``standings.probes`` and turn its plain report into a table (rates with 95% intervals and n,
 unmeasurable counts with reasons) and the paired difference against the other contestant.
 """
 
@@ -12,8 +12,8 @@ import gradio as gr
 import pandas as pd
 
 from accounts import PermissionDenied
-from arena.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from arena.registry import list_contestants
+from standings.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.render import error_text, to_html

@@ -32,7 +32,7 @@ from annotation.rubrics import RubricError, list_rubrics
 from annotation.snapshots import SnapshotError, skip_reason_text
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
-from db.paths import file_stem, under
+from common.paths import file_stem, under
 from db.session import data_home
 from studio.context import StudioContext
 from studio.errors import require, user_error

@@ -22,7 +22,7 @@ from annotation.formats import (
     snapshot_from_labels,
 )
 from annotation.snapshots import load_snapshot
-from arena.ratings import load_battles_file
+from standings.ratings import load_battles_file
 from tests.helpers.files import conv, write_json
 
 CHARS = {

@@ -13,9 +13,9 @@ from sqlalchemy import update
 from accounts import add_user
 from arena import lifecycle
 from arena.battles import ArenaService, BattleError
-from arena.families import hide
 from arena.registry import ContestantSpec, RegistryError, get_contestant, list_contestants, register
 from db.models import Battle, Contestant, ContestantEvent
+from standings.families import hide
 from training import verdict
 
 

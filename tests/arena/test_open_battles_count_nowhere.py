@@ -13,10 +13,10 @@ import pytest
 
 from arena.battle_end import db_now
 from arena.battles import ArenaLimits, ArenaService
-from arena.families import families
 from arena.identifiability import ended_answers
 from db.models import Battle
 from standings import goldilocks
+from standings.families import families
 from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
 from standings.records import battle_records
 from tests.helpers.fake_openai import FakeOpenAI, register_http

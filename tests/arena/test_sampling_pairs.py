@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-import arena.ratings
+import standings.ratings
 from arena.battles import ArenaService, BattleError
 from arena.registry import ContestantSpec, register
 from arena.sampling import (
@@ -211,7 +211,7 @@ def test_a_vote_through_the_arena_reaches_the_sampler_through_the_shared_cache(d
     before = svc.sampler_inputs()
     assert before.pair_counts == {(ids[0], ids[1]): 20, (ids[1], ids[2]): 10}
     with db.session() as s:  # the plain path: every vote through the ORM, one fit
-        plain = arena.ratings.leaderboard(
+        plain = standings.ratings.leaderboard(
             battle_records(s, with_text=False), ci_method="sandwich", elo_k=None, min_battles=0
         )
     by_name = {m.name: m for m in plain.models}
@@ -229,8 +229,8 @@ def test_a_vote_through_the_arena_reaches_the_sampler_through_the_shared_cache(d
     assert svc.sampler_inputs() == before  # a battle still open counts nowhere
 
     fits: list[int] = []
-    fit = arena.ratings.leaderboard
-    monkeypatch.setattr(arena.ratings, "leaderboard", lambda *a, **k: fits.append(1) or fit(*a, **k))
+    fit = standings.ratings.leaderboard
+    monkeypatch.setattr(standings.ratings, "leaderboard", lambda *a, **k: fits.append(1) or fit(*a, **k))
     svc.reveal(view.battle_id)
     after = svc.sampler_inputs()
     assert after.pair_counts == {**before.pair_counts, (ids[0], ids[2]): 1}

@@ -16,7 +16,6 @@ from sqlalchemy import func, select
 from annotation.snapshots import load_snapshot, snapshot_from_votes
 from arena import lifecycle
 from arena.battles import ArenaService, BattleError
-from arena.families import _votes_after_publish
 from arena.self_play import (
     SELF_PLAY,
     check_temperatures,
@@ -25,6 +24,7 @@ from arena.self_play import (
     parse_temperatures,
 )
 from db.models import Battle, Contestant, Turn, Vote
+from standings.families import _votes_after_publish
 from standings.goldilocks import speed_stats
 from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
 from standings.records import battle_records

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.ratings._simulate import simulate_arena
+from standings.ratings._simulate import simulate_arena
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import rated_server as rated_server_at
 from tests.helpers.servers import stop_server

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from annotation.queues import NewItem, add_item, create_queue
-from arena.families import hide
 from arena.registry import ContestantSpec, register
 from db.models import Label
 from db.session import Database
+from standings.families import hide
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server, stop_server
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.ratings._simulate import simulate_arena
 from db.session import Database
+from standings.ratings._simulate import simulate_arena
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server, stop_server, store_simulated
 from tests.helpers.standings import judged_items

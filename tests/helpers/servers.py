@@ -1,6 +1,6 @@
 """Servers for tests: a free local port, a real studio server in a subprocess (and how to stop it), a studio home
 whose database already holds a tiny-model parent and a preference snapshot, and a studio served over simulated
-votes (``arena.ratings._simulate``)."""
+votes (``standings.ratings._simulate``)."""
 
 from __future__ import annotations
 

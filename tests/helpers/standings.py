@@ -1,6 +1,6 @@
 """Votes in a database for the leaderboard tests: four contestants of known skill, rated battles spread over three
 weeks, judge and annotator labels on queue items between them (`judged_items`), and the plain leaderboard path
-(every vote through the ORM, then `arena.ratings`) the service must agree with.
+(every vote through the ORM, then `standings.ratings`) the service must agree with.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def current_leaderboard(
     session: Session, bootstrap: int = 100, style_control: bool = False, include_named: bool = False
 ) -> dict[str, Any]:
     """Ratings for every contestant that has votes, plus active contestants without votes listed unrated."""
-    from arena.ratings import leaderboard
+    from standings.ratings import leaderboard
 
     records = battle_records(session, include_named=include_named, with_text=style_control)
     out: dict[str, Any] = {"models": [], "style_coefficients": {}, "warnings": [], "n_votes": len(records)}

@@ -191,7 +191,7 @@ def studio_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StudioApp]:
     import os
 
     from accounts import add_user, set_disabled
-    from db.settings import Settings
+    from common.settings import Settings
     from studio.app import serve
     from studio.context import build_context
     from tests.helpers.servers import free_port

@@ -122,7 +122,7 @@ def test_open_mode_gets_the_same_origin_and_host_policy(tmp_path):
     rebound name) and the local operator's studio: the app's middleware includes it whatever the mode."""
     import asyncio
 
-    from db.settings import Settings
+    from common.settings import Settings
     from studio.app import app_kwargs
     from studio.auth import Access
     from studio.origins import OriginGuard

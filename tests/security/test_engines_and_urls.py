@@ -17,7 +17,7 @@ from arena.engines.openai_http import OpenAIEngine, validate_config
 from arena.engines.vllm import VLLMEngine, _stop_all, server_command, validate_vllm_config, vetted_args
 from arena.personas import PersonaError, spec_from_mapping
 from arena.registry import ContestantInfo
-from db.settings import KeyEnvRefused, check_key_env, environment_value
+from common.settings import KeyEnvRefused, check_key_env, environment_value
 from tests.security._engine_helpers import Trap, fake_vllm_python, started
 
 SHORT = Sampling(temperature=0.0, max_tokens=4, seed=1)

@@ -18,10 +18,10 @@ from accounts import PermissionDenied, add_user
 from annotation.formats import import_file
 from annotation.queues import QueueError, create_queue
 from arena.personas import import_persona_file
+from common.files import read_records
+from common.paths import OutsideRoot, UnsafeName, check_safe_name, file_stem, under
 from db.backup import BackupError, being_served, hold_serving_lock, restore, shown_url
-from db.files import read_records
 from db.models import AnnotationQueue, Contestant, QueueItem
-from db.paths import OutsideRoot, UnsafeName, check_safe_name, file_stem, under
 
 HOSTILE_NAMES = [
     "../../escape",

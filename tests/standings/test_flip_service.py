@@ -1,5 +1,5 @@
 """The leaderboard service's votes-to-flip and LC win rates over the vote store: the same counts as the plain path
-(every vote through the ORM, then `arena.ratings`), the votes named with battle, time and voter, and "can't tell"
+(every vote through the ORM, then `standings.ratings`), the votes named with battle, time and voter, and "can't tell"
 where there is nothing to say."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import update
 
 from accounts import add_user
-from arena.ratings import votes_to_flip, win_rate_intervals
 from db.models import Vote
 from standings.leaderboard import BoardOptions, LeaderboardService
+from standings.ratings import votes_to_flip, win_rate_intervals
 from standings.records import battle_records
 from standings.vote_cache import VoteCache
 from tests.helpers.standings import register_contestants, write_battles

@@ -25,7 +25,7 @@ def test_the_lock_transpiles_to_one_update_per_control():
 
 
 def test_send_enter_and_regenerate_lock_the_controls_client_side(tmp_path):
-    from db.settings import Settings
+    from common.settings import Settings
     from studio.app import build_app
     from studio.context import build_context
 

@@ -61,7 +61,7 @@ def test_tables_and_figures(db, tmp_path):
 
 
 def test_the_tab_builds_and_its_endpoint_needs_no_arguments(tmp_path):
-    from db.settings import Settings
+    from common.settings import Settings
     from studio.app import build_app
     from studio.context import build_context
 

@@ -15,7 +15,7 @@ EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23f
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
-    from db.settings import Settings
+    from common.settings import Settings
     from studio.app import build_app
     from studio.context import build_context
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.ratings._simulate import simulate_arena
 from db.session import Database
+from standings.ratings._simulate import simulate_arena
 from studio.cli import app
 from tests.helpers.standings import register_contestants, write_battles
 
@@ -97,7 +97,7 @@ def test_decide_cli() -> None:
 
 
 def test_ratings_judges_cli(tmp_path: Path) -> None:
-    from arena.ratings._composite import simulate_judged_arena
+    from standings.ratings._composite import simulate_judged_arena
 
     frame, _ = simulate_judged_arena(judge_noise=0.6, human_votes=400, judge_votes=800, seed=2)
     path = tmp_path / "judged.jsonl"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from arena.probes import run_probe
 from arena.registry import ContestantSpec, register
 from db.models import Contestant
+from standings.probes import run_probe
 from tests.helpers.scripted_chat import ScriptedChat
 from training.drift import load_report
 from training.publish import ReportOptions, after_probes, run_report

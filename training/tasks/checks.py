@@ -49,7 +49,7 @@ def task_reward_override(cfg: Any) -> dict[str, Any] | None:
 def check_task_job(session: Session, cfg: Any) -> int:
     """Raise JobError (naming the set, task line and field) unless the job may train on ``cfg.tasks``; returns
     the number of train tasks."""
-    from db.settings import get_settings
+    from common.settings import get_settings
 
     name = str(cfg.tasks)
     ts = session.scalar(select(TaskSet).where(TaskSet.name == name))

@@ -1,5 +1,5 @@
 """Task rows from files people bring: JSONL / JSON / Parquet files, or a folder of them (a data set's files),
-read through the studio's one reader of untrusted files (``db.files``) and checked row by row.
+read through the studio's one reader of untrusted files (``common.files``) and checked row by row.
 
 Layouts recognised per row (the first that fits):
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from db.files import RawRecord, RowError, read_records
+from common.files import RawRecord, RowError, read_records
 from training.tasks.verifiers import VerifierError, check_reference, check_spec, last_boxed
 
 PROMPT_KEYS = ("prompt", "question", "problem", "input", "instruction")

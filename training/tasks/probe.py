@@ -28,8 +28,8 @@ from training.tasks.store import TaskItem, heldout_hashes, load_tasks, train_tas
 def _db(ctx: Any) -> Any:
     if ctx.metrics.db is not None:
         return ctx.metrics.db
+    from common.settings import get_settings
     from db.session import Database
-    from db.settings import get_settings
 
     return Database(get_settings().database_url)  # a replica under accelerate writes no metrics
 

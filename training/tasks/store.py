@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from db.files import RowError
+from common.files import RowError
 from db.models import Task, TaskSet
 from db.session import Database
 from training.tasks.importers import TaskRow

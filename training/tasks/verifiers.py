@@ -460,7 +460,7 @@ def _reward(spec: dict[str, Any], answer: str, ref: str, choices: Any, timeout: 
 
 
 def _code(spec: dict[str, Any], answer: str, ref: str, choices: Any, timeout: float) -> Check:
-    from db.settings import get_settings
+    from common.settings import get_settings
     from training.tasks.sandbox import run_python_tests
 
     if not get_settings().code_checks:

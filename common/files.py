@@ -1,0 +1,514 @@
+"""The one reader of untrusted files: JSON / JSONL / Parquet (prompt sets, battles, preference files, snapshots),
+CSV (prompt sets) and YAML (personas, rubrics, job configs, verdict rules, prices).
+
+Every record keeps the line it starts on, so errors can name it. JSON lines are split on ``\n`` only (an ``\r``
+before it is dropped), never with ``str.splitlines()``: that also breaks at U+2028, U+2029, U+0085, form feed,
+vertical tab, a lone CR and more, all of which JSON allows inside a string, and real prompt and battle files
+(Arena-Hard, LMSYS-Chat, WildChat) hold them. A JSONL line longer than ``max_line_bytes`` is reported and skipped
+without being held in memory; a line in another encoding is reported with the byte that broke it (UTF-8 is the
+default; a BOM selects UTF-8-SIG or UTF-16; ``encoding`` overrides). A JSON array is parsed element by element,
+so one broken element is reported at its line. A CSV row keeps the line it starts on (a quoted field may span
+lines) and a row with more fields than the header is reported, not silently folded. YAML is read with PyYAML's safe
+loader (plain types only), as UTF-8, from a file of at most ``MAX_YAML_BYTES``; a document whose aliases expand it
+past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or that refers to itself is refused, and a syntax error
+names its line and column. A file's size limit (``VIBESTUDIO_MAX_IMPORT_MB``, at most ``MAX_FILE_BYTES``) counts
+the bytes *after* decompression: a ``.gz`` is stream-decompressed through a counting reader that stops at the
+limit, and a Parquet file is decoded a few rows at a time, counting the bytes they take in memory. Reading
+never raises on bad content: problems come back as ``RowError`` values next to
+the records that could be read.
+
+It lives in ``db``, the bottom layer, because every layer reads files people bring (prompt sets and battles in
+``arena``, preference files and snapshots in ``annotation``, snapshots in ``training``); it imports no studio code.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import gzip
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+MAX_LINE_BYTES = 16 * 2**20
+MAX_FILE_BYTES = 2 * 2**30  # the ceiling; VIBESTUDIO_MAX_IMPORT_MB may set a lower one
+MAX_YAML_BYTES = 4 * 2**20
+MAX_YAML_VALUES = 100_000  # after aliases are expanded
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+JSON_SPACE = " \t\r\n"  # the only whitespace JSON allows between tokens
+
+
+@dataclass
+class RowError:
+    """A problem with one row (``line``/``record`` where known) and one field (when it is about a field)."""
+
+    line: int | None
+    field: str | None
+    message: str
+    record: int | None = None
+
+    def where(self, source: str = "") -> str:
+        loc = source
+        if self.line is not None:
+            loc += f":{self.line}"
+        elif self.record is not None:
+            loc += f" row {self.record + 1}"
+        return loc
+
+    def format(self, source: str = "") -> str:
+        head = self.where(source)
+        fld = f" field {self.field!r}:" if self.field else ""
+        return f"{head}:{fld} {self.message}" if head else f"{fld.strip()} {self.message}".strip()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "record": self.record, "field": self.field, "message": self.message}
+
+
+@dataclass
+class RawRecord:
+    line: int | None
+    index: int
+    value: Any
+
+
+def _encoding_hint(enc: str, raw: bytes, pos: int, choose: bool = True) -> str:
+    byte = raw[pos : pos + 1].hex() if pos < len(raw) else "?"
+    how = " or give its encoding (e.g. --encoding cp1252)" if choose else ""
+    return (
+        f"not valid {enc} (byte 0x{byte} at position {pos + 1} of the line); re-save the file as UTF-8{how}"
+    )
+
+
+class TooLarge(OSError):
+    """A file that holds more bytes than the reader's limit once decompressed."""
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that raises ``TooLarge`` once more than ``cap`` bytes were read from it: a ``.gz`` is
+    measured by what it expands to, as it is decompressed, never held whole."""
+
+    def __init__(self, raw: IO[bytes], cap: int) -> None:
+        self.raw, self.cap, self.seen = raw, cap, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def _count(self, data: bytes) -> bytes:
+        self.seen += len(data)
+        if self.seen > self.cap:
+            raise TooLarge(f"over the {_mb(self.cap)} limit once decompressed")
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        want = self.cap + 1 - self.seen if size is None or size < 0 else min(size, self.cap + 1 - self.seen)
+        return self._count(self.raw.read(max(want, 0)))
+
+    def readline(self, size: int | None = -1) -> bytes:
+        want = self.cap + 1 - self.seen if size is None or size < 0 else min(size, self.cap + 1 - self.seen)
+        return self._count(self.raw.readline(max(want, 0)))
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**30:.0f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
+
+
+def max_file_bytes() -> int:
+    """The most bytes one imported file may hold after decompression (``VIBESTUDIO_MAX_IMPORT_MB``)."""
+    from common.settings import get_settings
+
+    return min(MAX_FILE_BYTES, get_settings().max_import_mb * 2**20)
+
+
+def _open(path: Path, cap: int | None = None) -> IO[bytes]:
+    raw: IO[bytes] = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[assignment]
+    return _Capped(raw, max_file_bytes() if cap is None else cap)  # type: ignore[return-value]
+
+
+def _sniff(path: Path) -> tuple[bytes, str | None]:
+    """The first bytes (to tell an array from JSONL) and the BOM's encoding if any."""
+    with _open(path) as fh:
+        head = fh.read(4096)
+    for bom, enc in _BOMS:
+        if head.startswith(bom):
+            return head[len(bom) :], enc
+    return head, None
+
+
+def read_records(
+    path: str | Path, encoding: str | None = None, max_line_bytes: int = MAX_LINE_BYTES
+) -> tuple[list[RawRecord], list[RowError]]:
+    """All records of a JSON / JSONL / Parquet file (optionally .gz), with the errors met on the way."""
+    p = Path(path)
+    if not p.exists():
+        return [], [RowError(None, None, f"file {p} does not exist")]
+    cap = max_file_bytes()
+    too_large = RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
+    if p.stat().st_size > cap:
+        return [], [too_large]
+    if p.suffix == ".parquet":
+        return _read_parquet(p, cap)
+    try:
+        head, bom_enc = _sniff(p)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return [], [RowError(None, None, f"cannot read the file ({exc})")]
+    enc = encoding or bom_enc or "utf-8"
+    first = head.lstrip()[:1]
+    try:
+        if bom_enc == "utf-16" or (encoding and encoding.lower().replace("_", "-").startswith("utf-16")):
+            return _read_text_whole(p, enc)
+        if first == b"[":
+            return _read_text_whole(p, enc)
+        return _read_jsonl(p, enc, max_line_bytes)
+    except TooLarge:
+        return [], [too_large]  # nothing half-read comes back
+
+
+def _read_parquet(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
+    try:
+        import pyarrow.parquet as pq
+
+        rows: list[Any] = []
+        expanded = 0
+        for batch in pq.ParquetFile(p).iter_batches(batch_size=256):  # decoded a few rows at a time
+            expanded += batch.nbytes
+            if expanded > cap:
+                return [], [
+                    RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
+                ]
+            rows += batch.to_pylist()
+    except Exception as exc:  # pyarrow raises many types for a bad file
+        return [], [RowError(None, None, f"not a readable Parquet file ({exc})")]
+    return [RawRecord(None, i, r) for i, r in enumerate(rows)], []
+
+
+def _read_jsonl(p: Path, enc: str, limit: int) -> tuple[list[RawRecord], list[RowError]]:
+    records: list[RawRecord] = []
+    errors: list[RowError] = []
+    lineno = 0
+    with _open(p) as fh:
+        while True:
+            try:
+                chunk = fh.readline(limit + 1)
+            except TooLarge:
+                raise
+            except (OSError, EOFError) as exc:
+                errors.append(RowError(lineno + 1, None, f"cannot read ({exc})"))
+                break
+            if not chunk:
+                break
+            lineno += 1
+            if len(chunk) > limit and not chunk.endswith(b"\n"):
+                size = len(chunk)
+                while True:
+                    more = fh.readline(1 << 20)
+                    size += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                errors.append(
+                    RowError(
+                        lineno,
+                        None,
+                        f"line is {size / 2**20:.1f} MB, over the {limit / 2**20:.0f} MB limit for one record "
+                        "(raise the limit with --max-line-mb to accept it)",
+                    )
+                )
+                continue
+            if lineno == 1 and enc == "utf-8-sig" and chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
+            try:
+                text = chunk.decode("utf-8" if enc == "utf-8-sig" else enc)
+            except UnicodeDecodeError as exc:
+                errors.append(RowError(lineno, None, _encoding_hint(exc.encoding, chunk, exc.start)))
+                continue
+            except LookupError:
+                return [], [RowError(None, None, f"unknown encoding {enc!r}")]
+            text = text.strip(JSON_SPACE)
+            if not text:
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                errors.append(RowError(lineno, None, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+                continue
+            except RecursionError:
+                errors.append(RowError(lineno, None, "invalid JSON (nested too deeply)"))
+                continue
+            records.append(RawRecord(lineno, len(records), value))
+    return records, errors
+
+
+def _read_text_whole(p: Path, enc: str) -> tuple[list[RawRecord], list[RowError]]:
+    with _open(p) as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode(enc)
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        start = raw.rfind(b"\n", 0, exc.start) + 1
+        return [], [RowError(line, None, _encoding_hint(exc.encoding, raw[start:], exc.start - start))]
+    except LookupError:
+        return [], [RowError(None, None, f"unknown encoding {enc!r}")]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return parse_json_text(text)
+
+
+def parse_json_text(text: str) -> tuple[list[RawRecord], list[RowError]]:
+    """A JSON array parsed element by element (each with its line), or JSON lines, or one JSON object."""
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line_at(pos: int) -> int:
+        return bisect.bisect_left(newlines, pos) + 1
+
+    dec = json.JSONDecoder()
+    i, n = 0, len(text)
+    while i < n and text[i] in JSON_SPACE:
+        i += 1
+    if i == n:
+        return [], []
+    if text[i] != "[":
+        if text[i] == "{":
+            try:
+                value, end = dec.raw_decode(text, i)
+            except json.JSONDecodeError as exc:
+                return [], [RowError(line_at(exc.pos), None, f"invalid JSON ({exc.msg})")]
+            rest = text[end:].strip(JSON_SPACE)
+            if not rest:
+                return [RawRecord(line_at(i), 0, value)], []
+        records: list[RawRecord] = []
+        errors: list[RowError] = []
+        for ln, value in iter_json_lines(text):
+            if isinstance(value, RowError):
+                errors.append(value)
+            else:
+                records.append(RawRecord(ln, len(records), value))
+        return records, errors
+    records = []
+    i += 1
+    while True:
+        while i < n and text[i] in JSON_SPACE:
+            i += 1
+        if i < n and text[i] == "]":
+            break
+        try:
+            value, end = dec.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            return records, [
+                RowError(line_at(exc.pos), None, f"invalid JSON ({exc.msg}); reading stopped here")
+            ]
+        except RecursionError:
+            return records, [
+                RowError(line_at(i), None, "invalid JSON (nested too deeply); reading stopped here")
+            ]
+        records.append(RawRecord(line_at(i), len(records), value))
+        i = end
+        while i < n and text[i] in JSON_SPACE:
+            i += 1
+        if i < n and text[i] == ",":
+            i += 1
+            continue
+        if i < n and text[i] == "]":
+            break
+        return records, [RowError(line_at(i), None, "invalid JSON (expected ',' or ']' after an element)")]
+    if text[i + 1 :].strip(JSON_SPACE):
+        return records, [RowError(line_at(i + 1), None, "extra text after the JSON array")]
+    return records, []
+
+
+def split_json_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) for each non-blank line of JSONL text, split on ``\n`` only (``\r\n`` too)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip(JSON_SPACE)
+        if line:
+            yield number, line
+
+
+def iter_json_lines(text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank JSONL line; the value is a ``RowError`` when the line is not JSON."""
+    for number, line in split_json_lines(text):
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield number, RowError(number, None, f"invalid JSON ({exc.msg} at column {exc.colno})")
+        except RecursionError:
+            yield number, RowError(number, None, "invalid JSON (nested too deeply)")
+
+
+def decode_bytes(
+    data: bytes, encoding: str | None = None, choose: bool = True
+) -> tuple[str | None, RowError | None]:
+    """The text of a file's bytes (a BOM selects UTF-8-SIG or UTF-16, else ``encoding``, else UTF-8; the BOM is
+    dropped), or the error naming the line and byte that broke it. ``choose`` says whether the message may offer
+    an encoding option (only commands that take ``--encoding``)."""
+    enc = encoding
+    for bom, bom_enc in _BOMS:
+        if enc is None and data.startswith(bom):
+            enc = bom_enc
+    enc = enc or "utf-8"
+    try:
+        text = data.decode(enc)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        return None, RowError(
+            line, None, _encoding_hint(exc.encoding, data[start:], exc.start - start, choose)
+        )
+    except LookupError:
+        return None, RowError(None, None, f"unknown encoding {enc!r}")
+    return text.removeprefix("\ufeff"), None
+
+
+def records_from_bytes(data: bytes, encoding: str | None = None) -> tuple[list[RawRecord], list[RowError]]:
+    """Records of an uploaded file's bytes: a JSON array, one JSON object or JSON lines (BOM-aware, UTF-8 default)."""
+    text, error = decode_bytes(data, encoding)
+    if error is not None or text is None:
+        return [], [error or RowError(None, None, "cannot read the file")]
+    return parse_json_text(text)
+
+
+def csv_records_from_bytes(
+    data: bytes, encoding: str | None = None
+) -> tuple[list[RawRecord], list[RowError]]:
+    """Rows of a CSV file with a header line, each a ``{column: text}`` dict (a short row's missing columns are
+    None) at the line it starts on. A row with more fields than the header is an error; a broken quote or an
+    oversized field stops reading there."""
+    text, error = decode_bytes(data, encoding, choose=False)
+    if error is not None or text is None:
+        return [], [error or RowError(None, None, "cannot read the file")]
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        return [], [RowError(reader.line_num, None, f"not a valid CSV file ({exc})")]
+    if header is None:
+        return [], []
+    records: list[RawRecord] = []
+    errors: list[RowError] = []
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader, None)
+        except csv.Error as exc:
+            errors.append(
+                RowError(reader.line_num, None, f"not a valid CSV file ({exc}); reading stopped here")
+            )
+            break
+        if row is None:
+            break
+        if not row:
+            continue
+        if len(row) > len(header):
+            errors.append(
+                RowError(start, None, f"{len(row)} fields but the header names {len(header)}", len(records))
+            )
+            continue
+        records.append(
+            RawRecord(
+                start, len(records), dict(zip(header, row + [None] * (len(header) - len(row)), strict=True))
+            )
+        )
+    return records, errors
+
+
+def _expanded_values(value: Any) -> int:
+    """How many values ``value`` holds once every alias is written out (raises ValueError when it refers to
+    itself); shared sub-trees are measured once, so a bomb is measured without being expanded."""
+    sizes: dict[int, int] = {}
+
+    def size(v: Any) -> int:
+        if not isinstance(v, list | dict):
+            return 1
+        key = id(v)
+        if key in sizes:
+            if sizes[key] < 0:
+                raise ValueError("the YAML refers to itself (a recursive alias)")
+            return sizes[key]
+        sizes[key] = -1
+        parts = [*v.keys(), *v.values()] if isinstance(v, dict) else v
+        n = 1
+        for part in parts:
+            n += size(part)
+            if n > MAX_YAML_VALUES:
+                break
+        sizes[key] = n
+        return n
+
+    return size(value)
+
+
+def parse_yaml(text: str) -> tuple[Any, RowError | None]:
+    """One YAML document with plain types only, or the error with its line (never raises)."""
+    import yaml  # imported here: reading JSON pays nothing for it
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "syntax error"
+        if exc.context and exc.problem and not exc.context.startswith("while"):
+            problem = (
+                f"{exc.context} {exc.problem}"  # "expected a single document in the stream but found ..."
+            )
+        if mark is None:
+            return None, RowError(None, None, f"not valid YAML ({problem})")
+        return None, RowError(mark.line + 1, None, f"not valid YAML ({problem}, column {mark.column + 1})")
+    except yaml.YAMLError as exc:
+        return None, RowError(None, None, f"not valid YAML ({exc})")
+    except RecursionError:
+        return None, RowError(None, None, "not valid YAML (nested too deeply)")
+    try:
+        n = _expanded_values(value)
+    except ValueError as exc:
+        return None, RowError(None, None, str(exc))
+    except RecursionError:
+        return None, RowError(None, None, "not valid YAML (nested too deeply)")
+    if n > MAX_YAML_VALUES:
+        return None, RowError(
+            None,
+            None,
+            f"the YAML expands to more than {MAX_YAML_VALUES:,} values through its aliases (a YAML bomb?)",
+        )
+    return value, None
+
+
+def yaml_from_bytes(data: bytes) -> tuple[Any, RowError | None]:
+    """A YAML file's bytes (UTF-8, a BOM allowed; at most ``MAX_YAML_BYTES``) parsed by ``parse_yaml``."""
+    if len(data) > MAX_YAML_BYTES:
+        return None, RowError(
+            None,
+            None,
+            f"file is {len(data) / 2**20:.1f} MB, over the {MAX_YAML_BYTES // 2**20} MB limit for YAML",
+        )
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None, RowError(None, None, "YAML files are read as UTF-8; re-save the file as UTF-8")
+    text, error = decode_bytes(data, "utf-8-sig", choose=False)
+    if error is not None or text is None:
+        return None, error or RowError(None, None, "cannot read the file")
+    return parse_yaml(text)
+
+
+def read_yaml(path: str | Path) -> tuple[Any, RowError | None]:
+    """A YAML file people bring (see ``yaml_from_bytes``); a missing or unreadable file is an error too."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_YAML_BYTES:
+            return None, RowError(
+                None, None, f"file is larger than the {MAX_YAML_BYTES // 2**20} MB limit for YAML"
+            )
+        data = p.read_bytes()
+    except OSError as exc:
+        return None, RowError(None, None, f"cannot read the file ({exc.strerror or exc})")
+    return yaml_from_bytes(data)
+
+
+def read_json_lines(path: str | Path) -> tuple[list[RawRecord], list[RowError]]:
+    """Records of a JSON / JSONL file the studio wrote or ships (a snapshot, an export, a data file)."""
+    return records_from_bytes(Path(path).read_bytes())
