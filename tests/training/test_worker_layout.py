@@ -1,4 +1,4 @@
-"""The team layout CI can build, job side: two data homes, one database (PostgreSQL with ``-m postgres``).
+"""The team layout CI can build, job side: two data homes, one PostgreSQL database (runs with ``-m postgres``).
 
 The app (this test, data home 1, ``VIBESTUDIO_JOBS=workers``) launches jobs; ``vibestudio worker`` runs as a
 separate process with data home 2 and another host identity, claims them, trains and publishes into its own data
@@ -24,6 +24,7 @@ from arena.engines.base import Sampling
 from arena.engines.hf import TransformersEngine
 from db.models import Contestant, Job
 from db.session import data_home
+from tests.helpers.postgres import KINDS
 from tests.helpers.training import FAST
 from training import runner
 from training.heartbeat import process_alive
@@ -81,6 +82,8 @@ def _child_beating(db, job_id: int, log: Path) -> int:
     return pid
 
 
+# PostgreSQL only: the team layout's database (SQLite claims and heartbeats are covered by test_workers.py).
+@pytest.mark.parametrize("db", [KINDS[1]], indirect=True)
 def test_a_worker_on_another_data_home_claims_publishes_cancels_and_is_detected_when_killed(
     db, tiny_parent, make_snapshot, tmp_path, monkeypatch
 ):
