@@ -60,6 +60,42 @@ def step_seconds(metrics: dict, every: int) -> dict:
     }
 
 
+def follow(db, job: int, deadline: float) -> None:  # type: ignore[no-untyped-def]
+    """Print each held-out check and training step as the job logs it, until the job ends."""
+    from training.runner import TERMINAL, job_view
+
+    shown: set[tuple[str, int]] = set()
+    while time.time() < deadline:
+        view = job_view(db, job)
+        for row in curve(view.metrics):
+            if ("h", row["step"]) not in shown:
+                shown.add(("h", row["step"]))
+                print(f"[proof] held-out {fmt_row(row)}", flush=True)
+        for step, secs in view.metrics.get("step_seconds", []):
+            if ("s", step) not in shown:
+                shown.add(("s", step))
+                reward = dict(view.metrics.get("rewards/task/mean", [])).get(step)
+                print(f"[proof] step {step}: {secs:.0f} s, task reward {reward}", flush=True)
+        if view.status in TERMINAL:
+            return
+        time.sleep(20)
+
+
+def fmt_row(row: dict) -> str:
+    text = (
+        f"step {row['step']}: accuracy {row['accuracy']:.3f} [{row.get('low', 0):.3f}, {row.get('high', 0):.3f}] "
+        f"n={int(row.get('n', 0))}"
+    )
+    if "delta" in row:
+        text += (
+            f"; change since step 0 {row['delta']:+.3f} [{row.get('delta_low', 0):+.3f}, "
+            f"{row.get('delta_high', 0):+.3f}], McNemar p={row.get('p', 1):.3g}"
+        )
+    if "seconds" in row:
+        text += f" ({row['seconds']:.0f} s)"
+    return text
+
+
 def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) -> dict:  # type: ignore[no-untyped-def]
     from training.drift import load_report
     from training.runner import job_view, wait
@@ -79,18 +115,21 @@ def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) ->
         num_generations=args.generations,
         max_completion_length=args.max_tokens,
         temperature=1.0,
+        beta=args.beta,
         heldout_every=args.every,
         heldout_tasks=args.heldout,
+        heldout_max_tokens=args.heldout_tokens,
         kl_prompts=2,
         kl_max_new_tokens=16,
-        drift_max_tokens=args.max_tokens,
+        drift_max_tokens=args.heldout_tokens,
         drift_prompts=args.drift_prompts,
         eval_items=args.eval_items,
-        eval_max_tokens=args.max_tokens,
+        eval_max_tokens=args.heldout_tokens,
         output_name=name,
     )
     print(f"[proof] job {job} ({name}) launched", flush=True)
-    view = wait(db, job, timeout=args.timeout)
+    follow(db, job, t0 + args.timeout)
+    view = wait(db, job, timeout=max(60.0, t0 + args.timeout - time.time()))
     print(f"[proof] job {job}: {view.status} in {time.time() - t0:.0f} s", flush=True)
     if view.status != "succeeded":
         print(view.error or view.log_tail, flush=True)
@@ -147,7 +186,10 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=2e-4)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--generations", type=int, default=4)
-    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--max-tokens", type=int, default=64, help="tokens per sampled training answer")
+    ap.add_argument("--heldout-tokens", type=int, default=40, help="answer cap of held-out checks and the report")
+    ap.add_argument("--beta", type=float, default=0.0, help="KL penalty (0: no reference forward, faster)")
+    ap.add_argument("--length-weight", type=float, default=0.25, help="weight of a short-answer reward (0: off)")
     ap.add_argument("--drift-prompts", type=int, default=24)
     ap.add_argument("--eval-items", type=int, default=40)
     ap.add_argument("--timeout", type=float, default=5400)
@@ -171,7 +213,10 @@ def main() -> int:
         (out / "rlvr_proof.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
 
     if not args.skip_honest:
-        results["honest"] = run_job(db, "smollm2-rlvr", name, args, [{"type": "task"}], args.steps)
+        honest: list[dict] = [{"type": "task"}]
+        if args.length_weight > 0:
+            honest.append({"type": "length", "min": 1, "max": 30, "unit": "words", "weight": args.length_weight})
+        results["honest"] = run_job(db, "smollm2-rlvr", name, args, honest, args.steps)
         save()
     if not args.skip_hack:
         hack = [{"type": "task", "verifier": {"type": "numeric", "match": "any"}}]
