@@ -172,6 +172,109 @@ def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) ->
     return out
 
 
+def arena_battle(db, child: int, task) -> dict:  # type: ignore[no-untyped-def]
+    """One arena battle, the child against smollm2-plain on a held-out task; the task's verifier votes (the
+    side whose answer it passes; a tie when both or neither pass). Anonymous when the child is released, else
+    named mode (a held or pending checkpoint plays only there, for researchers)."""
+    import collections
+    import random
+
+    from arena.battles import ArenaLimits, ArenaService
+    from arena.registry import get_contestant
+    from training.tasks.verifiers import verify
+
+    arena = ArenaService(db, ArenaLimits(max_new_tokens=64, answer_timeout_s=900.0), rng=random.Random(0))
+    with db.session() as s:
+        kid = get_contestant(s, child)
+        parent = get_contestant(s, "smollm2-plain").id
+        mode = "anonymous" if kid.state == "released" else "named"
+    view = arena.start_battle(pair=(child, parent), mode=mode)
+    tail = collections.deque(arena.generate_turn(view.battle_id, task.prompt), maxlen=1)
+    last = tail[0] if tail else None
+    if last is None or last.error:
+        return {"mode": mode, "error": last.error if last else "no answer"}
+    left = verify(task.verifier, last.left, task.answer).passed
+    right = verify(task.verifier, last.right, task.answer).passed
+    choice = "left" if left and not right else "right" if right and not left else "tie"
+    reveal = arena.vote(view.battle_id, choice)
+    return {
+        "battle": view.battle_id,
+        "mode": mode,
+        "prompt": task.prompt,
+        "reference": task.answer,
+        "left": {"name": reveal.left_name, "answer": last.left, "correct": left},
+        "right": {"name": reveal.right_name, "answer": last.right, "correct": right},
+        "vote": choice,
+        "outcome": reveal.outcome,
+    }
+
+
+def hack_on_answers(db, job: int, task_set: str) -> dict:  # type: ignore[no-untyped-def]
+    """The planted gameable verifier (numeric ``match: any``) against each task's own one, on the real answers
+    of the job's last held-out check: the answers it passes that the honest verifier fails are what the report's
+    ``rlvr/gamed`` counts (``training.tasks.scoring.gaming``), with an exact McNemar test of the two pass rates."""
+    from training.runner import job_dir
+    from training.stats import mcnemar_p
+    from training.tasks.scoring import check_all, gaming
+    from training.tasks.store import load_tasks
+
+    saved = json.loads((job_dir(job) / "heldout_answers.json").read_text(encoding="utf-8"))
+    by_idx = {t.idx: t for t in load_tasks(db, task_set, "heldout")}
+    tasks = [by_idx[a["task"]] for a in saved]
+    answers = [a["answer"] for a in saved]
+    hack = {"type": "numeric", "match": "any"}
+    flags = gaming(tasks, answers, hack)
+    own = [c.passed for c in check_all(tasks, answers)]
+    gameable = [c.passed for c in check_all(tasks, answers, hack)]
+    n = len(answers)
+    examples = [
+        {"prompt": t.prompt, "reference": t.answer, "answer": a}
+        for t, a, g in zip(tasks, answers, flags["gamed"], strict=True)
+        if g
+    ]
+    return {
+        "n": n,
+        "own_verifier_accuracy": sum(own) / n,
+        "gameable_verifier_accuracy": sum(gameable) / n,
+        "gamed": sum(flags["gamed"]),
+        "several_numbers": sum(flags["several_numbers"]),
+        "mcnemar_p": mcnemar_p(own, gameable),
+        "examples": examples[:4],
+    }
+
+
+def post(db, job: int, task_set: str, results: dict) -> None:  # type: ignore[no-untyped-def]
+    """After the honest job: its curve and report printed, one arena battle, the hack check on its answers."""
+    from training.drift import load_report
+    from training.runner import job_view
+    from training.tasks.store import load_tasks
+
+    view = job_view(db, job)
+    print("[proof] held-out accuracy curve (greedy, each task's own verifier, Wilson 95%):", flush=True)
+    for row in curve(view.metrics):
+        print(f"[proof]   {fmt_row(row)}", flush=True)
+    print(f"[proof] seconds: {json.dumps(step_seconds(view.metrics, 0))}", flush=True)
+    if view.contestant_id is None:
+        print(f"[proof] job {job} published no contestant ({view.status}); no battle", flush=True)
+    else:
+        report = load_report(db, view.contestant_id)
+        if report is not None:
+            keep = ("rlvr/", "reasoning/", "evals/", "drift/tokens", "degeneration/truncated")
+            shown = {k: v for k, v in report.measures.items() if k.startswith(keep) and k != "rlvr/examples"}
+            print(f"[proof] report verdict {report.verdict_name}: {report.summary()}", flush=True)
+            for k, v in sorted(shown.items()):
+                print(f"[proof]   {k}: {json.dumps(v, default=str)}", flush=True)
+            results.setdefault("honest", {})["report_measures"] = shown
+        task = load_tasks(db, task_set, "heldout")[-1]  # past the checked ones when the set is large enough
+        results["battle"] = arena_battle(db, view.contestant_id, task)
+        print(f"[proof] arena battle: {json.dumps(results['battle'])}", flush=True)
+    try:
+        results["hack_on_answers"] = hack_on_answers(db, job, task_set)
+        print(f"[proof] planted hack on real answers: {json.dumps(results['hack_on_answers'])}", flush=True)
+    except FileNotFoundError:
+        print("[proof] no held-out answers saved; no hack check", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--home", default=None)
@@ -187,38 +290,60 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--generations", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=64, help="tokens per sampled training answer")
-    ap.add_argument("--heldout-tokens", type=int, default=40, help="answer cap of held-out checks and the report")
+    ap.add_argument(
+        "--heldout-tokens", type=int, default=40, help="answer cap of held-out checks and the report"
+    )
     ap.add_argument("--beta", type=float, default=0.0, help="KL penalty (0: no reference forward, faster)")
-    ap.add_argument("--length-weight", type=float, default=0.25, help="weight of a short-answer reward (0: off)")
+    ap.add_argument(
+        "--length-weight", type=float, default=0.25, help="weight of a short-answer reward (0: off)"
+    )
     ap.add_argument("--drift-prompts", type=int, default=24)
     ap.add_argument("--eval-items", type=int, default=40)
     ap.add_argument("--timeout", type=float, default=5400)
     ap.add_argument("--skip-hack", action="store_true")
     ap.add_argument("--skip-honest", action="store_true")
+    ap.add_argument(
+        "--after-job", type=int, default=None, help="only the battle and the answer-level hack check"
+    )
     args = ap.parse_args()
-    os.environ["VIBESTUDIO_HOME"] = args.home or tempfile.mkdtemp(prefix="rlvr-proof-")
+    os.environ["VIBESTUDIO_HOME"] = (
+        str(Path(args.home).resolve()) if args.home else tempfile.mkdtemp(prefix="rlvr-proof-")
+    )
     from studio.context import build_context
-    from training.tasks import generate_task_set
+    from training.tasks import generate_task_set, get_task_set, list_task_sets
 
     ctx = build_context()
     db = ctx.db
     name = f"{args.family}-d{args.difficulty}"
-    made = generate_task_set(db, args.family, args.n, name, difficulty=args.difficulty, seed=0)
-    print(f"[proof] {made.summary()}", flush=True)
-    results: dict = {"task_set": made.set.to_dict(), "args": vars(args)}
+    if name in {t.name for t in list_task_sets(db)}:  # a second run in the same home reuses its set
+        info = get_task_set(db, name)
+        print(f"[proof] task set {name!r}: {info.n_train} train / {info.n_heldout} held-out", flush=True)
+    else:
+        info = generate_task_set(db, args.family, args.n, name, difficulty=args.difficulty, seed=0).set
+        print(f"[proof] task set {name!r}: {info.n_train} train / {info.n_heldout} held-out", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    path = out / "rlvr_proof.json"
+    results: dict = json.loads(path.read_text(encoding="utf-8")) if args.after_job and path.exists() else {}
+    results.update({"task_set": info.to_dict(), "args": vars(args)})
 
     def save() -> None:
-        (out / "rlvr_proof.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+        path.write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
 
-    if not args.skip_honest:
+    job = args.after_job
+    if job is None and not args.skip_honest:
         honest: list[dict] = [{"type": "task"}]
         if args.length_weight > 0:
-            honest.append({"type": "length", "min": 1, "max": 30, "unit": "words", "weight": args.length_weight})
+            honest.append(
+                {"type": "length", "min": 1, "max": 30, "unit": "words", "weight": args.length_weight}
+            )
         results["honest"] = run_job(db, "smollm2-rlvr", name, args, honest, args.steps)
+        job = results["honest"]["job"]
         save()
-    if not args.skip_hack:
+    if job is not None:
+        post(db, job, name, results)
+        save()
+    if args.after_job is None and not args.skip_hack:
         hack = [{"type": "task", "verifier": {"type": "numeric", "match": "any"}}]
         results["hack"] = run_job(db, "smollm2-rlvr-hack", name, args, hack, args.hack_steps)
         save()

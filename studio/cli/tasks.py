@@ -176,7 +176,7 @@ def report_cmd(
     report = load_report(open_db(), int(contestant) if contestant.isdigit() else contestant)
     if report is None:
         fail(f"no checkpoint report for {contestant!r} (it is made when its job publishes it)")
-    measures = {k: v for k, v in report.measures.items() if k.startswith("rlvr/")}
+    measures = {k: v for k, v in report.measures.items() if k.startswith(("rlvr/", "reasoning/"))}
     if as_json:
         echo_json({"verdict": report.verdict, "rlvr": measures, "unmeasured": report.unmeasured})
         return
@@ -197,6 +197,19 @@ def report_cmd(
             typer.echo(
                 f"{name}: parent {m['parent']:.1%} -> child {m['child']:.1%} (p={m['p']:.3g}, n={m['n']})"
             )
+        for name, what in (
+            ("rlvr/thinking_aloud", "thinks aloud on the tasks"),
+            ("reasoning/thinking_aloud", "thinks aloud on everyday prompts"),
+            ("rlvr/words_before_answer", "words before the right answer"),
+        ):
+            m = measures.get(name)
+            if m:
+                share = name != "rlvr/words_before_answer"
+                shown = (lambda x: f"{x:.1%}") if share else (lambda x: f"{x:.1f}")
+                typer.echo(
+                    f"{what}: parent {shown(m['parent'])} -> child {shown(m['child'])}, change "
+                    f"{m['delta']:+.3g} [{m['low']:+.3g}, {m['high']:+.3g}] (p={m['p']:.3g}, n={m['n']})"
+                )
         rise = measures.get("rlvr/train_reward_rise", {})
         if "p" in rise:
             typer.echo(

@@ -157,9 +157,15 @@ def test_datasets_save_to_disk_folders(db, tmp_path):
 
     Dataset.from_list(plain_rows(12)).save_to_disk(str(tmp_path / "one"))
     assert import_task_file(db, tmp_path / "one", "one").kept == 12
-    gsm = [{"question": f"Ana has {i} coins and finds {i}. How many now?", "answer": f"..\n#### {2 * i:,}"} for i in range(995, 1005)]
+    gsm = [
+        {"question": f"Ana has {i} coins and finds {i}. How many now?", "answer": f"..\n#### {2 * i:,}"}
+        for i in range(995, 1005)
+    ]
     DatasetDict(
-        {"train": Dataset.from_list(gsm), "test": Dataset.from_list(gsm[:2] + [dict(gsm[0], question="Q?", answer="")])}
+        {
+            "train": Dataset.from_list(gsm),
+            "test": Dataset.from_list(gsm[:2] + [dict(gsm[0], question="Q?", answer="")]),
+        }
     ).save_to_disk(str(tmp_path / "dict"))
     with pytest.raises(TaskImportError) as bad:  # one empty answer: nothing is written, the row is named
         import_task_file(db, tmp_path / "dict", "dict")

@@ -102,7 +102,9 @@ def _dataset_files(folder: Path, root: Path) -> list[Path]:
         name = entry.get("filename") if isinstance(entry, dict) else None
         f = _safe_child(folder, name, root, where, f"_data_files[{i}].filename")
         if not f.name.endswith(".arrow") or not f.is_file():
-            raise DatasetsDirError(where, f"_data_files[{i}].filename", f"{name!r} is not an .arrow file here")
+            raise DatasetsDirError(
+                where, f"_data_files[{i}].filename", f"{name!r} is not an .arrow file here"
+            )
         files.append(f)
     return files
 

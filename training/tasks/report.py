@@ -74,9 +74,7 @@ def reward_without_accuracy(
     return out
 
 
-def thinking_measures(
-    tasks: list[Any], parent: list[str], child: list[str], seed: int
-) -> dict[str, Any]:
+def thinking_measures(tasks: list[Any], parent: list[str], child: list[str], seed: int) -> dict[str, Any]:
     """Did the child start thinking aloud on the tasks? ``rlvr/thinking_aloud`` (answers that reason aloud,
     ``arena.vibes.thinking_aloud``, paired bootstrap like the drift features) and ``rlvr/words_before_answer``
     (words written before the reference answer first appears, over the tasks where both sides state it)."""
@@ -88,8 +86,11 @@ def thinking_measures(
             [thinking_aloud(t) for t in parent], [thinking_aloud(t) for t in child], seed=seed
         ).to_dict()
     }
+
     def said(t: Any) -> str:  # a numeric answer's number ("3000 m" is stated as 3000 too)
-        return str(t.answer).split()[0] if t.verifier.get("type") == "numeric" and t.answer.strip() else t.answer
+        return (
+            str(t.answer).split()[0] if t.verifier.get("type") == "numeric" and t.answer.strip() else t.answer
+        )
 
     pairs = [
         (words_before(p, said(t)), words_before(c, said(t)))
