@@ -48,7 +48,8 @@ def _print_result(result: Any, as_json: bool) -> None:
 @tasks_app.command("import")
 def import_cmd(
     file: Path = typer.Argument(
-        ..., help="JSONL, JSON or Parquet file (optionally .gz), or a folder of them."
+        ...,
+        help="JSONL, JSON (optionally .gz), Parquet or Arrow file, a folder of them, or a datasets save_to_disk folder.",
     ),
     name: str = typer.Option(..., "--name", help="Name of the new task set."),
     verifier: str = typer.Option(
