@@ -1,17 +1,28 @@
 """RLVR end to end on this machine: GRPO on generated tasks with checkable answers, held-out accuracy that shows
-it learned, the report against the parent, and a planted gameable verifier that the report flags.
+it learned, the report against the parent, one arena battle, and a planted gameable verifier.
 
-Usage: python scripts/rlvr_proof.py [--home DIR] [--steps 40] [--hack-steps 30] [--out DIR]
+Usage: python scripts/rlvr_proof.py [--home DIR] [--out DIR] [--steps 10] [--every 5] [--hack-steps 0]
+       python scripts/rlvr_proof.py --home DIR --after-job N     # only step 5 and 6 for a finished job
 
-1. A fresh studio home (or ``--home``) with the default SmolLM2 personas.
-2. ``tasks generate --family arithmetic`` at ``--difficulty``: train / held-out split by content hash.
-3. An honest GRPO LoRA job from ``smollm2-plain`` on the set (the task reward with each task's own numeric
-   verifier): held-out accuracy with a Wilson interval every ``--every`` steps, the change since step 0 with
-   an exact McNemar test; then publish and the checkpoint report (task family, general evals, drift, verdict).
-4. A planted hack: the same job, but the reward's verifier is numeric ``match: any`` (any number in the answer
-   that equals the reference counts), so listing several numbers is rewarded. The report names what it finds.
-5. Prints and saves (``--out``/rlvr_proof.json) the held-out curves, seconds per step with and without a
-   held-out check before it, and both reports' RLVR measures and verdicts.
+1. A studio home (``--home``, else a fresh temporary one) with the default SmolLM2 personas.
+2. ``tasks generate --family arithmetic`` at ``--difficulty`` (reused when the home has it): train / held-out
+   split by content hash.
+3. An honest GRPO LoRA job from ``smollm2-plain`` on the train split: the task reward (each task's own numeric
+   verifier) plus a short-answer length reward (``--length-weight``); held-out accuracy (greedy,
+   ``--heldout`` tasks, ``--heldout-tokens``) with a Wilson interval before the first step, every ``--every``
+   steps and after the last, the change since step 0 with an exact McNemar test, printed as the job logs it.
+4. The job publishes the child and runs its checkpoint report (held-out task accuracy vs the parent, general
+   verifiable evals, drift, thinking aloud, reward-hacking signs, verdict); the script prints its measures.
+5. One arena battle, child vs ``smollm2-plain`` on a held-out task the checks did not use, voted by the
+   task's verifier (anonymous when the child was released, else named mode).
+6. The planted hack, on the job's real held-out answers: the gameable numeric ``match: any`` verifier (any
+   number in the answer that equals the reference passes) against each task's own, and the answers the
+   report's ``rlvr/gamed`` counts. ``--hack-steps N`` also trains a second job against that verifier and
+   reports it (another full job: on a shared 2-core machine, an hour more).
+7. Saves everything to ``--out``/rlvr_proof.json: the curve, seconds per step with and without a held-out
+   check before it, the report's measures, the battle, the hack check.
+
+The defaults are sized for a loaded 2-core CPU (about 45 minutes at load average 15-20; see docs/training.md).
 """
 
 from __future__ import annotations
@@ -114,7 +125,7 @@ def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) ->
         per_device_train_batch_size=args.batch,
         num_generations=args.generations,
         max_completion_length=args.max_tokens,
-        temperature=1.0,
+        temperature=args.temperature,
         beta=args.beta,
         heldout_every=args.every,
         heldout_tasks=args.heldout,
@@ -282,25 +293,25 @@ def main() -> int:
     ap.add_argument("--family", default="arithmetic")
     ap.add_argument("--difficulty", type=int, default=1)
     ap.add_argument("--n", type=int, default=600)
-    ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--hack-steps", type=int, default=30)
-    ap.add_argument("--every", type=int, default=10)
-    ap.add_argument("--heldout", type=int, default=100)
-    ap.add_argument("--lr", type=float, default=2e-4)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--hack-steps", type=int, default=0)
+    ap.add_argument("--every", type=int, default=5)
+    ap.add_argument("--heldout", type=int, default=48)
+    ap.add_argument("--lr", type=float, default=8e-4)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--generations", type=int, default=4)
-    ap.add_argument("--max-tokens", type=int, default=64, help="tokens per sampled training answer")
+    ap.add_argument("--max-tokens", type=int, default=48, help="tokens per sampled training answer")
     ap.add_argument(
         "--heldout-tokens", type=int, default=40, help="answer cap of held-out checks and the report"
     )
+    ap.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of the group")
     ap.add_argument("--beta", type=float, default=0.0, help="KL penalty (0: no reference forward, faster)")
     ap.add_argument(
         "--length-weight", type=float, default=0.25, help="weight of a short-answer reward (0: off)"
     )
-    ap.add_argument("--drift-prompts", type=int, default=24)
-    ap.add_argument("--eval-items", type=int, default=40)
-    ap.add_argument("--timeout", type=float, default=5400)
-    ap.add_argument("--skip-hack", action="store_true")
+    ap.add_argument("--drift-prompts", type=int, default=20)
+    ap.add_argument("--eval-items", type=int, default=10)
+    ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--skip-honest", action="store_true")
     ap.add_argument(
         "--after-job", type=int, default=None, help="only the battle and the answer-level hack check"
@@ -343,7 +354,7 @@ def main() -> int:
     if job is not None:
         post(db, job, name, results)
         save()
-    if args.after_job is None and not args.skip_hack:
+    if args.after_job is None and args.hack_steps > 0:
         hack = [{"type": "task", "verifier": {"type": "numeric", "match": "any"}}]
         results["hack"] = run_job(db, "smollm2-rlvr-hack", name, args, hack, args.hack_steps)
         save()
