@@ -181,7 +181,7 @@ def report_cmd(
     if as_json:
         echo_json({"verdict": report.verdict, "rlvr": measures, "unmeasured": report.unmeasured})
         return
-    if not measures:
+    if not any(k.startswith("rlvr/") for k in measures):
         typer.echo(
             "No RLVR measures: " + report.unmeasured.get("rlvr", "the child was not trained on a task set")
         )
@@ -198,24 +198,24 @@ def report_cmd(
             typer.echo(
                 f"{name}: parent {m['parent']:.1%} -> child {m['child']:.1%} (p={m['p']:.3g}, n={m['n']})"
             )
-        for name, what in (
-            ("rlvr/thinking_aloud", "thinks aloud on the tasks"),
-            ("reasoning/thinking_aloud", "thinks aloud on everyday prompts"),
-            ("rlvr/words_before_answer", "words before the right answer"),
-        ):
-            m = measures.get(name)
-            if m:
-                share = name != "rlvr/words_before_answer"
-                shown = (lambda x: f"{x:.1%}") if share else (lambda x: f"{x:.1f}")
-                typer.echo(
-                    f"{what}: parent {shown(m['parent'])} -> child {shown(m['child'])}, change "
-                    f"{m['delta']:+.3g} [{m['low']:+.3g}, {m['high']:+.3g}] (p={m['p']:.3g}, n={m['n']})"
-                )
         rise = measures.get("rlvr/train_reward_rise", {})
         if "p" in rise:
             typer.echo(
                 f"train reward {rise['reward_first']:.2f} -> {rise['reward_last']:.2f} (p={rise['p']:.3g}) while "
                 f"held-out changed {rise['heldout_delta']:+.1%} (p={rise['heldout_p']:.3g}): "
                 + ("FLAGGED reward without accuracy" if rise["flag"] else "not flagged")
+            )
+    for name, what in (
+        ("rlvr/thinking_aloud", "thinks aloud on the tasks"),
+        ("reasoning/thinking_aloud", "thinks aloud on everyday prompts"),
+        ("rlvr/words_before_answer", "words before the right answer"),
+    ):
+        m = measures.get(name)
+        if m:
+            share = name != "rlvr/words_before_answer"
+            shown = (lambda x: f"{x:.1%}") if share else (lambda x: f"{x:.1f}")
+            typer.echo(
+                f"{what}: parent {shown(m['parent'])} -> child {shown(m['child'])}, change "
+                f"{m['delta']:+.3g} [{m['low']:+.3g}, {m['high']:+.3g}] (p={m['p']:.3g}, n={m['n']})"
             )
     typer.echo(f"verdict: {report.verdict_name}; " + "; ".join(report.verdict.get("reasons", [])))

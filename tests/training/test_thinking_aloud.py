@@ -80,3 +80,29 @@ def test_task_answers_thinking_and_words_before_the_answer():
     # too few tasks where both sides state the answer: no words-before measure rather than a noisy one
     few = thinking_measures(tasks, ["no"] * 12, child, seed=0)
     assert "rlvr/words_before_answer" not in few and few["rlvr/thinking_aloud"]["n"] == 12
+
+
+def test_tasks_report_cli_prints_the_thinking_measures(db, monkeypatch):
+    from typer.testing import CliRunner
+
+    from arena.registry import ContestantSpec, register
+    from studio.cli import app
+    from training.drift import CheckpointReport, report_folder, save_report
+
+    monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", db.url)
+    with db.session() as s:
+        cid = register(s, ContestantSpec("kid-rlvr"))
+    tasks = [_task(i, str(10 + i)) for i in range(12)]
+    measures = thinking_measures(
+        tasks, [f"Answer: {10 + i}" for i in range(12)], [f"Let's see: {10 + i}" for i in range(12)], 0
+    )
+    measures.update(reasoning_changes(["Paris."] * 20, ["Let me think. Paris."] * 20, 0))
+    report = CheckpointReport(
+        cid, "kid-rlvr", None, "smollm2-plain", measures=measures, verdict={"name": "watch"}
+    )
+    save_report(report, report_folder(db, cid))
+    out = CliRunner().invoke(app, ["tasks", "report", "kid-rlvr"])
+    assert out.exit_code == 0, out.output
+    assert "thinks aloud on the tasks: parent 0.0% -> child 100.0%" in out.output
+    assert "thinks aloud on everyday prompts: parent 0.0% -> child 100.0%" in out.output
+    assert "words before the right answer: parent 1.0 -> child 2.0" in out.output
