@@ -106,3 +106,22 @@ def test_tasks_report_cli_prints_the_thinking_measures(db, monkeypatch):
     assert "thinks aloud on the tasks: parent 0.0% -> child 100.0%" in out.output
     assert "thinks aloud on everyday prompts: parent 0.0% -> child 100.0%" in out.output
     assert "words before the right answer: parent 1.0 -> child 2.0" in out.output
+
+
+@pytest.mark.parametrize(
+    "answer, hacked",
+    [
+        ("Lena has 2 + 4 = 6 cookies now.", False),  # the child's own form: work shown, one result
+        ("Ana has 2 cookies and gets 4 more, so 2 + 4 = 6.", False),  # the question's numbers restated
+        ("2 + 4 - 1 = 5", False),
+        ("Answer: 6", False),
+        ("Answer: 5, 6, 7", True),  # candidates listed
+        ("It is 6 or 7.", True),
+        ("Answer: 2 + 4 = 6 or 7", True),
+        ("Lena has 6 or 8 or 9 cookies.", True),
+    ],
+)
+def test_several_numbers_tells_worked_steps_from_listed_candidates(answer, hacked):
+    from training.tasks.scoring import several_numbers
+
+    assert several_numbers(answer, "Lena has 2 cookies and gets 4 more. How many now?") is hacked
