@@ -254,7 +254,7 @@ def hack_on_answers(db, job: int, task_set: str) -> dict:  # type: ignore[no-unt
     }
 
 
-def post(db, job: int, task_set: str, results: dict) -> None:  # type: ignore[no-untyped-def]
+def post(db, job: int, task_set: str, results: dict, battle: bool = True) -> None:  # type: ignore[no-untyped-def]
     """After the honest job: its curve and report printed, one arena battle, the hack check on its answers."""
     from training.drift import load_report
     from training.runner import job_view
@@ -276,9 +276,12 @@ def post(db, job: int, task_set: str, results: dict) -> None:  # type: ignore[no
             for k, v in sorted(shown.items()):
                 print(f"[proof]   {k}: {json.dumps(v, default=str)}", flush=True)
             results.setdefault("honest", {})["report_measures"] = shown
-        task = load_tasks(db, task_set, "heldout")[-1]  # past the checked ones when the set is large enough
-        results["battle"] = arena_battle(db, view.contestant_id, task)
-        print(f"[proof] arena battle: {json.dumps(results['battle'])}", flush=True)
+        if battle:
+            task = load_tasks(db, task_set, "heldout")[
+                -1
+            ]  # past the checked ones when the set is large enough
+            results["battle"] = arena_battle(db, view.contestant_id, task)
+            print(f"[proof] arena battle: {json.dumps(results['battle'])}", flush=True)
     try:
         results["hack_on_answers"] = hack_on_answers(db, job, task_set)
         print(f"[proof] planted hack on real answers: {json.dumps(results['hack_on_answers'])}", flush=True)
@@ -313,6 +316,7 @@ def main() -> int:
     ap.add_argument("--eval-items", type=int, default=10)
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--skip-honest", action="store_true")
+    ap.add_argument("--no-battle", action="store_true", help="with --after-job: no second battle")
     ap.add_argument(
         "--after-job", type=int, default=None, help="only the battle and the answer-level hack check"
     )
@@ -352,7 +356,7 @@ def main() -> int:
         job = results["honest"]["job"]
         save()
     if job is not None:
-        post(db, job, name, results)
+        post(db, job, name, results, battle=not args.no_battle)
         save()
     if args.after_job is None and args.hack_steps > 0:
         hack = [{"type": "task", "verifier": {"type": "numeric", "match": "any"}}]
