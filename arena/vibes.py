@@ -349,3 +349,33 @@ def degeneration(answer: str, prompt: str = "", truncated: bool = False) -> dict
         else 0.0,
         "truncated": 1.0 if truncated else 0.0,
     }
+
+
+# -- thinking aloud -------------------------------------------------------------------------------------------------
+#: Phrases with which an answer reasons in the open before it answers ("Let's think step by step", "First, we
+#: need to ..."). Not part of ``features()`` (vibe control and cached counts stay as they are): the checkpoint
+#: report measures it on its own, on everyday prompts and on a task set's answers (``training.tasks.report``).
+_THINKING = re.compile(
+    r"(?<!\w)(?:let'?s\s+think|let\s+us\s+think|step\s+by\s+step|step\s+\d+\b|think(?:ing)?\s+(?:about\s+)?(?:this|it)"
+    r"\s+through|let\s+me\s+(?:think|see|calculate|work|figure|break|start|check)|let'?s\s+(?:see|break|calculate"
+    r"|start|figure|work|solve|analy[sz]e|denote)|first(?:ly)?,?\s+(?:we|i|let'?s)\b|we\s+need\s+to|to\s+(?:find|solve"
+    r"|calculate)\s+(?:this|the|how)|so,?\s+the\s+(?:answer|result|total)|therefore|hence|thus)(?!\w)",
+    re.IGNORECASE,
+)
+#: A worked step: ``a <op> b = c`` with numbers.
+_WORKED = re.compile(r"\d\s*[-+*/x×÷]\s*\d[\d.,]*\s*=\s*-?\d")
+
+
+def thinking_aloud(text: str) -> float:
+    """1.0 when an answer reasons aloud before (or instead of) answering: a reasoning phrase ("Let's think step
+    by step", "First, we need to", "Therefore") or two or more worked steps (``3 + 4 = 7``); else 0.0."""
+    text = _fold(text or "")
+    return 1.0 if _THINKING.search(text) or len(_WORKED.findall(text)) >= 2 else 0.0
+
+
+def words_before(text: str, result: str | None) -> float | None:
+    """Words an answer writes before it first states ``result`` (None when it never does)."""
+    if not result:
+        return None
+    m = re.search(rf"(?<![\w.]){re.escape(result.strip())}(?![\w])", text or "")
+    return None if m is None else float(word_count(text[: m.start()]))

@@ -13,7 +13,8 @@ loader (plain types only), as UTF-8, from a file of at most ``MAX_YAML_BYTES``; 
 past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or that refers to itself is refused, and a syntax error
 names its line and column. A file's size limit (``VIBESTUDIO_MAX_IMPORT_MB``, at most ``MAX_FILE_BYTES``) counts
 the bytes *after* decompression: a ``.gz`` is stream-decompressed through a counting reader that stops at the
-limit, and a Parquet file is decoded a few rows at a time, counting the bytes they take in memory. Reading
+limit, and a Parquet or Arrow file (``datasets`` ``save_to_disk`` writes Arrow) is decoded a few rows at a time,
+counting the bytes they take in memory. Reading
 never raises on bad content: problems come back as ``RowError`` values next to
 the records that could be read.
 
@@ -145,7 +146,7 @@ def _sniff(path: Path) -> tuple[bytes, str | None]:
 def read_records(
     path: str | Path, encoding: str | None = None, max_line_bytes: int = MAX_LINE_BYTES
 ) -> tuple[list[RawRecord], list[RowError]]:
-    """All records of a JSON / JSONL / Parquet file (optionally .gz), with the errors met on the way."""
+    """All records of a JSON / JSONL / Parquet / Arrow file (JSON optionally .gz), with the errors met on the way."""
     p = Path(path)
     if not p.exists():
         return [], [RowError(None, None, f"file {p} does not exist")]
@@ -155,6 +156,8 @@ def read_records(
         return [], [too_large]
     if p.suffix == ".parquet":
         return _read_parquet(p, cap)
+    if p.suffix == ".arrow":
+        return _read_arrow(p, cap)
     try:
         head, bom_enc = _sniff(p)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -186,6 +189,34 @@ def _read_parquet(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
             rows += batch.to_pylist()
     except Exception as exc:  # pyarrow raises many types for a bad file
         return [], [RowError(None, None, f"not a readable Parquet file ({exc})")]
+    return [RawRecord(None, i, r) for i, r in enumerate(rows)], []
+
+
+def _read_arrow(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
+    """An Arrow IPC file as ``datasets`` ``save_to_disk`` writes it (the stream format), or the random-access
+    file format; decoded one record batch at a time, counting the bytes the batches take in memory."""
+    try:
+        import pyarrow as pa
+
+        rows: list[Any] = []
+        expanded = 0
+        with pa.memory_map(str(p), "r") as source:
+            try:
+                reader: Any = pa.ipc.open_stream(source)
+                batches: Iterator[Any] = iter(reader)
+            except pa.ArrowInvalid:
+                source.seek(0)
+                reader = pa.ipc.open_file(source)
+                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+            for batch in batches:
+                expanded += batch.nbytes
+                if expanded > cap:
+                    return [], [
+                        RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
+                    ]
+                rows += batch.to_pylist()
+    except Exception as exc:  # pyarrow raises many types for a bad file
+        return [], [RowError(None, None, f"not a readable Arrow file ({exc})")]
     return [RawRecord(None, i, r) for i, r in enumerate(rows)], []
 
 

@@ -24,6 +24,7 @@ that answers nothing, a judge that answers garbage, too few held-out prompts. Ea
 Reports are saved next to the checkpoint (``<job>/drift.json``), summarised as job metrics (``drift/<feature>``,
 ``drift/flagged``, ``evals/accuracy_delta``, ``verdict/<name>``), and read back by the model page and the CLI.
 Named measures for the verdict rules: ``drift/<feature>``, ``degeneration/<signal>``, ``evals/accuracy``,
+``reasoning/thinking_aloud`` (answers that reason aloud on the everyday prompts, paired like the features),
 ``judge/child_win_rate``, ``discovered/significant``, ``rewarded/took_on``, ``described/significant`` (axes
 found), plug-ins' names. Without ``exclude`` the rows of the child's own training snapshot are read from its job,
 so the held-out prompts are checked against it whichever way the report is asked for.
@@ -541,6 +542,15 @@ def _record_feature_drift(
     )
     degen = _degeneration(prompts, pa, ca, seed)
     _flag_family(report, prompts, changes, degen, limits, [a.text for a in pa], [b.text for b in ca])
+    report.measures.update(reasoning_changes([a.text for a in pa], [b.text for b in ca], seed))
+
+
+def reasoning_changes(parent: list[str], child: list[str], seed: int) -> dict[str, Any]:
+    """``reasoning/thinking_aloud``: the share of answers that reason aloud (``vibes.thinking_aloud``), child vs
+    parent on the same prompts, with the drift features' paired bootstrap interval. Did it start thinking aloud?"""
+    a = [vibes.thinking_aloud(t) for t in parent]
+    b = [vibes.thinking_aloud(t) for t in child]
+    return {"reasoning/thinking_aloud": paired_change(a, b, seed=seed).to_dict()}
 
 
 def _flag_family(
@@ -826,7 +836,7 @@ def rescore(
     report.measures = {
         k: v
         for k, v in report.measures.items()
-        if not k.startswith(("drift/", "degeneration/", "discovered/"))
+        if not k.startswith(("drift/", "degeneration/", "discovered/", "reasoning/"))
     }
     changes = _feature_changes(pa, ca, limits, seed, prompts, report.unmeasured)
     degen = {
@@ -834,6 +844,7 @@ def rescore(
     }
     report.features = {}
     _flag_family(report, prompts, changes, degen, limits, pa, ca)
+    report.measures.update(reasoning_changes(pa, ca, seed))
     if report.rewarded.get("candidates"):
         found = [Rewarded(**c) for c in report.rewarded["candidates"]]
         report.rewarded["candidates"] = [r.to_dict() for r in took_on(found, pa, ca, prompts)]

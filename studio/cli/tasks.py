@@ -48,7 +48,8 @@ def _print_result(result: Any, as_json: bool) -> None:
 @tasks_app.command("import")
 def import_cmd(
     file: Path = typer.Argument(
-        ..., help="JSONL, JSON or Parquet file (optionally .gz), or a folder of them."
+        ...,
+        help="JSONL, JSON (optionally .gz), Parquet or Arrow file, a folder of them, or a datasets save_to_disk folder.",
     ),
     name: str = typer.Option(..., "--name", help="Name of the new task set."),
     verifier: str = typer.Option(
@@ -176,11 +177,11 @@ def report_cmd(
     report = load_report(open_db(), int(contestant) if contestant.isdigit() else contestant)
     if report is None:
         fail(f"no checkpoint report for {contestant!r} (it is made when its job publishes it)")
-    measures = {k: v for k, v in report.measures.items() if k.startswith("rlvr/")}
+    measures = {k: v for k, v in report.measures.items() if k.startswith(("rlvr/", "reasoning/"))}
     if as_json:
         echo_json({"verdict": report.verdict, "rlvr": measures, "unmeasured": report.unmeasured})
         return
-    if not measures:
+    if not any(k.startswith("rlvr/") for k in measures):
         typer.echo(
             "No RLVR measures: " + report.unmeasured.get("rlvr", "the child was not trained on a task set")
         )
@@ -203,5 +204,18 @@ def report_cmd(
                 f"train reward {rise['reward_first']:.2f} -> {rise['reward_last']:.2f} (p={rise['p']:.3g}) while "
                 f"held-out changed {rise['heldout_delta']:+.1%} (p={rise['heldout_p']:.3g}): "
                 + ("FLAGGED reward without accuracy" if rise["flag"] else "not flagged")
+            )
+    for name, what in (
+        ("rlvr/thinking_aloud", "thinks aloud on the tasks"),
+        ("reasoning/thinking_aloud", "thinks aloud on everyday prompts"),
+        ("rlvr/words_before_answer", "words before the right answer"),
+    ):
+        m = measures.get(name)
+        if m:
+            share = name != "rlvr/words_before_answer"
+            shown = (lambda x: f"{x:.1%}") if share else (lambda x: f"{x:.1f}")
+            typer.echo(
+                f"{what}: parent {shown(m['parent'])} -> child {shown(m['child'])}, change "
+                f"{m['delta']:+.3g} [{m['low']:+.3g}, {m['high']:+.3g}] (p={m['p']:.3g}, n={m['n']})"
             )
     typer.echo(f"verdict: {report.verdict_name}; " + "; ".join(report.verdict.get("reasons", [])))

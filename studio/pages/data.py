@@ -147,14 +147,16 @@ def _task_section(ctx: StudioContext) -> gr.Dataframe:
     from training.tasks import TaskError, import_task_file
 
     gr.Markdown(
-        "### Task sets (RLVR)\nPrompts with checkable answers for GRPO: JSONL / JSON / Parquet with `prompt` + "
+        "### Task sets (RLVR)\nPrompts with checkable answers for GRPO: JSONL / JSON / Parquet / Arrow with `prompt` + "
         "`answer`, GSM8K's `question` + `#### N`, MATH's `\\boxed{}` or `choices` + a letter. Every row is checked "
         "first; each task is held out or not by its content hash, and jobs never train on held-out tasks. "
         "Generate fresh ones with `vibestudio tasks generate`."
     )
     with gr.Row():
         name = gr.Textbox(label="Task set name", elem_id="data-task-set-name")
-        upload = gr.File(label="File", file_types=[".jsonl", ".json", ".parquet"], elem_id="data-task-file")
+        upload = gr.File(
+            label="File", file_types=[".jsonl", ".json", ".parquet", ".arrow"], elem_id="data-task-file"
+        )
     do_import = gr.Button("Import tasks", elem_id="data-task-import")
     result = gr.HTML(elem_id="data-task-import-result")
     table = gr.Dataframe(headers=TASK_COLUMNS, interactive=False, elem_id="data-task-sets")

@@ -142,13 +142,57 @@ def test_parquet_and_a_dataset_folder(db, tmp_path):
     result = import_task_file(db, tmp_path / "ds", "folder")
     assert result.kept == 16
     assert sorted(get_task_set(db, "folder").provenance["files"]) == [
-        "test.jsonl",
-        "train-00000-of-00001.parquet",
+        "data/test.jsonl",
+        "data/train-00000-of-00001.parquet",
     ]
     (tmp_path / "arrow").mkdir()
     (tmp_path / "arrow" / "data-00000-of-00001.arrow").write_bytes(b"x")
-    with pytest.raises(TaskImportError, match="to_parquet"):
+    with pytest.raises(TaskImportError, match="not a readable Arrow file"):
         import_task_file(db, tmp_path / "arrow", "arrow")
+
+
+def test_datasets_save_to_disk_folders(db, tmp_path):
+    """Both layouts ``save_to_disk`` writes (Dataset, DatasetDict), read by their own index, row by row."""
+    from datasets import Dataset, DatasetDict
+
+    Dataset.from_list(plain_rows(12)).save_to_disk(str(tmp_path / "one"))
+    assert import_task_file(db, tmp_path / "one", "one").kept == 12
+    gsm = [
+        {"question": f"Ana has {i} coins and finds {i}. How many now?", "answer": f"..\n#### {2 * i:,}"}
+        for i in range(995, 1005)
+    ]
+    DatasetDict(
+        {
+            "train": Dataset.from_list(gsm),
+            "test": Dataset.from_list(gsm[:2] + [dict(gsm[0], question="Q?", answer="")]),
+        }
+    ).save_to_disk(str(tmp_path / "dict"))
+    with pytest.raises(TaskImportError) as bad:  # one empty answer: nothing is written, the row is named
+        import_task_file(db, tmp_path / "dict", "dict")
+    assert [(src, e.record, e.field) for src, e in bad.value.errors] == [
+        ("test/data-00000-of-00001.arrow", 2, "answer")
+    ]
+    assert "test/data-00000-of-00001.arrow row 3: field 'answer'" in str(bad.value)
+    result = import_task_file(db, tmp_path / "dict", "dict", skip_bad=True)
+    assert result.kept == 10 and len(result.skipped) == 3  # the bad row and the two duplicates of train rows
+    info = get_task_set(db, "dict")
+    assert info.provenance["files"] == ["train/data-00000-of-00001.arrow", "test/data-00000-of-00001.arrow"]
+    assert {t.answer for t in load_tasks(db, "dict")} >= {"1990", "2000"}  # GSM8K layout, separators gone
+    # a tampered index may not point outside the folder, nor at a file that is not there
+    state = tmp_path / "one" / "state.json"
+    saved = json.loads(state.read_text())
+    for name, msg in (("../../etc/passwd", "not a plain file"), ("nope.arrow", "not an .arrow file here")):
+        state.write_text(json.dumps({**saved, "_data_files": [{"filename": name}]}))
+        with pytest.raises(TaskImportError, match=msg):
+            import_task_file(db, tmp_path / "one", f"t{len(name)}")
+    (tmp_path / "dict" / "dataset_dict.json").write_text('{"splits": ["train", "../one"]}')
+    with pytest.raises(TaskImportError, match=r"dataset_dict.json: field 'splits\[1\]'"):
+        import_task_file(db, tmp_path / "dict", "t3")
+    # a plain folder of Arrow files is read too, but a datasets cache file is derived data, not rows
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "dict" / "train" / "data-00000-of-00001.arrow").rename(tmp_path / "plain" / "part.arrow")
+    (tmp_path / "plain" / "cache-0123.arrow").write_bytes(b"junk")
+    assert import_task_file(db, tmp_path / "plain", "plain").kept == 10
 
 
 def test_split_is_by_content_hash_and_the_same_everywhere(db, tmp_path):

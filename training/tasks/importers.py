@@ -1,5 +1,11 @@
-"""Task rows from files people bring: JSONL / JSON / Parquet files, or a folder of them (a data set's files),
-read through the studio's one reader of untrusted files (``common.files``) and checked row by row.
+"""Task rows from files people bring: JSONL / JSON / Parquet / Arrow files, or a folder of them (a data set's
+files), read through the studio's one reader of untrusted files (``common.files``) and checked row by row.
+
+A folder written by ``datasets``' ``save_to_disk`` is read by its own index, in the two layouts that call
+writes: a ``Dataset`` (``state.json`` naming its ``.arrow`` files) and a ``DatasetDict`` (``dataset_dict.json``
+naming its splits, each a ``Dataset`` folder); every split's rows are imported (the studio makes its own
+train / held-out split by content hash), each named by ``split/file`` in errors and provenance. Any other
+folder is searched for task files (``.jsonl``, ``.json``, ``.parquet``, ``.arrow``).
 
 Layouts recognised per row (the first that fits):
 
@@ -19,6 +25,7 @@ here writes anything.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +36,8 @@ from training.tasks.verifiers import VerifierError, check_reference, check_spec,
 
 PROMPT_KEYS = ("prompt", "question", "problem", "input", "instruction")
 ANSWER_KEYS = ("answer", "answerKey", "solution", "target", "output", "reference")
-SUFFIXES = (".jsonl", ".json", ".parquet", ".jsonl.gz", ".json.gz")
+SUFFIXES = (".jsonl", ".json", ".parquet", ".arrow", ".jsonl.gz", ".json.gz")
+MAX_INDEX_BYTES = 2**20  # a save_to_disk folder's state.json / dataset_dict.json
 MAX_PROMPT_CHARS = 20_000
 
 
@@ -52,36 +60,113 @@ class FileRows:
     files: list[str]
 
 
+class DatasetsDirError(ValueError):
+    """A ``save_to_disk`` folder whose index (``state.json`` / ``dataset_dict.json``) cannot be followed."""
+
+    def __init__(self, where: str, field: str | None, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where, self.field, self.message = where, field, message
+
+
+def _index(path: Path, root: Path) -> dict[str, Any]:
+    where = path.relative_to(root).as_posix()
+    if path.stat().st_size > MAX_INDEX_BYTES:
+        raise DatasetsDirError(where, None, f"larger than {MAX_INDEX_BYTES} bytes")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetsDirError(where, None, f"not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise DatasetsDirError(where, None, "expected a JSON object")
+    return value
+
+
+def _safe_child(folder: Path, name: Any, root: Path, where: str, field: str) -> Path:
+    """``folder/name`` when ``name`` is a plain name inside ``folder`` (no separators, no ``..``)."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name:
+        raise DatasetsDirError(where, field, f"{name!r} is not a plain file or folder name")
+    child = folder / name
+    if not child.resolve().is_relative_to(root.resolve()):
+        raise DatasetsDirError(where, field, f"{name!r} points outside the folder")
+    return child
+
+
+def _dataset_files(folder: Path, root: Path) -> list[Path]:
+    """The ``.arrow`` files a ``Dataset`` folder's ``state.json`` names, in order."""
+    where = (folder / "state.json").relative_to(root).as_posix()
+    entries = _index(folder / "state.json", root).get("_data_files")
+    if not isinstance(entries, list) or not entries:
+        raise DatasetsDirError(where, "_data_files", "expected a non-empty list of {filename}")
+    files = []
+    for i, entry in enumerate(entries):
+        name = entry.get("filename") if isinstance(entry, dict) else None
+        f = _safe_child(folder, name, root, where, f"_data_files[{i}].filename")
+        if not f.name.endswith(".arrow") or not f.is_file():
+            raise DatasetsDirError(
+                where, f"_data_files[{i}].filename", f"{name!r} is not an .arrow file here"
+            )
+        files.append(f)
+    return files
+
+
+def datasets_dir_files(path: Path) -> list[Path] | None:
+    """The data files of a ``datasets`` ``save_to_disk`` folder (a ``Dataset`` or a ``DatasetDict``), or None
+    when ``path`` is not one. Raises ``DatasetsDirError`` for an index that cannot be followed."""
+    if (path / "dataset_dict.json").is_file():
+        where = "dataset_dict.json"
+        splits = _index(path / where, path).get("splits")
+        if not isinstance(splits, list) or not splits:
+            raise DatasetsDirError(where, "splits", "expected a non-empty list of split names")
+        files: list[Path] = []
+        for i, split in enumerate(splits):
+            sub = _safe_child(path, split, path, where, f"splits[{i}]")
+            if not (sub / "state.json").is_file():
+                raise DatasetsDirError(where, f"splits[{i}]", f"split {split!r} has no state.json")
+            files += _dataset_files(sub, path)
+        return files
+    if (path / "state.json").is_file() and (path / "dataset_info.json").is_file():
+        return _dataset_files(path, path)
+    return None
+
+
 def task_files(path: str | Path) -> list[Path]:
-    """The file itself, or the task files in a folder (recursively, sorted), e.g. a data set's ``data/``."""
+    """The file itself, a ``save_to_disk`` folder's Arrow files, or the task files in a folder (recursively,
+    sorted), e.g. a data set's ``data/``."""
     p = Path(path)
     if p.is_dir():
+        saved = datasets_dir_files(p)
+        if saved is not None:
+            return saved
         found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES))
-        return [f for f in found if not f.name.startswith(".")]
+        return [f for f in found if not f.name.startswith(".") and not _is_cache(f)]
     return [p]
+
+
+def _is_cache(f: Path) -> bool:
+    """A ``datasets`` cache file (``cache-*.arrow``): derived data, not the rows someone saved."""
+    return f.name.startswith("cache-") and f.name.endswith(".arrow")
 
 
 def read_task_files(path: str | Path, default_verifier: dict[str, Any] | None = None) -> FileRows:
     """Every task row of ``path`` (a file or a folder), with the errors of each bad row."""
-    files = task_files(path)
-    out = FileRows([], [], [str(f.name) for f in files])
+    root = Path(path)
+    try:
+        files = task_files(path)
+    except DatasetsDirError as exc:
+        return FileRows([], [(exc.where, RowError(None, exc.field, exc.message))], [])
+    names = [f.relative_to(root).as_posix() if root.is_dir() else f.name for f in files]
+    out = FileRows([], [], names)
     if not files:
-        arrow = Path(path).is_dir() and any(Path(path).rglob("*.arrow"))
-        hint = (
-            " (a `datasets` save_to_disk folder: write it out with `ds.to_parquet(...)` or `ds.to_json(...)`)"
-            if arrow
-            else ""
-        )
-        out.errors.append((str(path), RowError(None, None, f"no .jsonl, .json or .parquet files{hint}")))
+        out.errors.append((str(path), RowError(None, None, "no .jsonl, .json, .parquet or .arrow files")))
         return out
-    for f in files:
+    for f, name in zip(files, names, strict=True):
         records, errors = read_records(f)
-        out.errors += [(f.name, e) for e in errors]
+        out.errors += [(name, e) for e in errors]
         for rec in records:
             row, errs = parse_row(rec, default_verifier)
-            out.errors += [(f.name, e) for e in errs]
+            out.errors += [(name, e) for e in errs]
             if row is not None:
-                row.source = f.name
+                row.source = name
                 out.rows.append(row)
     return out
 

@@ -153,7 +153,10 @@ class HeldoutProbe:
         values: dict[str, float] = {
             "heldout/n": acc.n,
             "heldout/skipped": acc.skipped,
-            "heldout/several_numbers": sum(map(several_numbers, answers)) / len(answers),
+            "heldout/several_numbers": sum(
+                several_numbers(a, t.prompt) for t, a in zip(self.tasks, answers, strict=True)
+            )
+            / len(answers),
             "tasks/verifier_skips": float(sum(s.skipped for s in self.scorers)),
         }
         if acc.accuracy is not None:

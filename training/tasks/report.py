@@ -9,6 +9,8 @@ It yields, for the verdict rules (``training/data/verdict_rules.yaml``):
   (a gameable training verifier, e.g. numeric ``match: any``), child vs parent, exact McNemar;
 - ``rlvr/several_numbers``: answers stating more than one distinct number, child vs parent;
 - ``rlvr/format_only``: answers with the asked-for ``Answer:`` form and a wrong answer, child vs parent;
+- ``rlvr/thinking_aloud`` and ``rlvr/words_before_answer``: did it start reasoning aloud, and how many words come
+  before the right number (``arena.vibes``; everyday prompts get ``reasoning/thinking_aloud`` from the drift part);
 - ``rlvr/reward_without_accuracy``: 1 when the job's train reward rose significantly (last third of the logged
   steps against the first, Mann-Whitney one-sided p < 0.05) while its held-out accuracy did not (McNemar of
   the last check against step 0 not significant, or lower), else 0; ``rlvr/train_reward_rise`` carries the
@@ -72,6 +74,35 @@ def reward_without_accuracy(
     return out
 
 
+def thinking_measures(tasks: list[Any], parent: list[str], child: list[str], seed: int) -> dict[str, Any]:
+    """Did the child start thinking aloud on the tasks? ``rlvr/thinking_aloud`` (answers that reason aloud,
+    ``arena.vibes.thinking_aloud``, paired bootstrap like the drift features) and ``rlvr/words_before_answer``
+    (words written before the reference answer first appears, over the tasks where both sides state it)."""
+    from arena.vibes import thinking_aloud, words_before
+    from training.stats import paired_change
+
+    out: dict[str, Any] = {
+        "rlvr/thinking_aloud": paired_change(
+            [thinking_aloud(t) for t in parent], [thinking_aloud(t) for t in child], seed=seed
+        ).to_dict()
+    }
+
+    def said(t: Any) -> str:  # a numeric answer's number ("3000 m" is stated as 3000 too)
+        return (
+            str(t.answer).split()[0] if t.verifier.get("type") == "numeric" and t.answer.strip() else t.answer
+        )
+
+    pairs = [
+        (words_before(p, said(t)), words_before(c, said(t)))
+        for t, p, c in zip(tasks, parent, child, strict=True)
+    ]
+    both = [(x, y) for x, y in pairs if x is not None and y is not None]
+    if len(both) >= 5:
+        change = paired_change([x for x, _ in both], [y for _, y in both], seed=seed)
+        out["rlvr/words_before_answer"] = change.to_dict()
+    return out
+
+
 def job_metric_series(db: Database, job_id: int | None) -> dict[str, list[tuple[int, float]]]:
     series: dict[str, list[tuple[int, float]]] = {}
     if job_id is None:
@@ -119,6 +150,7 @@ def task_measures(
         gc = gaming(kept, [ca[i] for i in keep], train_verifier)
         for name in ("gamed", "several_numbers", "format_only"):
             measures[f"rlvr/{name}"] = _binary(gp[name], gc[name], seed)
+        measures.update(thinking_measures(kept, [pa[i] for i in keep], [ca[i] for i in keep], seed))
         rise = reward_without_accuracy(job_metric_series(db, kid.job_id))
         measures["rlvr/train_reward_rise"] = rise
         measures["rlvr/reward_without_accuracy"] = rise["flag"]
