@@ -221,7 +221,9 @@ class Settings(BaseSettings):
 
     @property
     def data_home(self) -> Path:
-        return self.home.expanduser()
+        """The data directory as an absolute path: a relative ``VIBESTUDIO_HOME`` is taken from the folder the
+        command started in, so the job processes it starts (which run in their job folder) find the same one."""
+        return self.home.expanduser().absolute()
 
 
 def get_settings() -> Settings:

@@ -217,7 +217,7 @@ def spawn(
     sleeping_thread_waits()  # the worker inherits it (and so does every process accelerate starts)
     env = dict(os.environ)
     env["VIBESTUDIO_DATABASE_URL"] = db.url
-    env["VIBESTUDIO_HOME"] = str(home or data_home())
+    env["VIBESTUDIO_HOME"] = str(Path(home or data_home()).absolute())  # the job runs in its own folder
     if gpus is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpus
     env["PYTHONUNBUFFERED"] = "1"
