@@ -129,7 +129,10 @@ def task_measures(
         tasks = tasks if n_items < 0 else tasks[:n_items]
         if not tasks:
             raise ValueError(f"task set {task_set!r} has no held-out tasks")
-        sampling = {**kid.sampling, "max_tokens": max_tokens}
+        # Decoded as the job's held-out check decodes (greedy, no repetition penalty): the report's accuracy and
+        # the training curve measure one thing. A repetition penalty also counts the prompt's tokens, so sampled
+        # answers miscopy the question's own numbers, and the sampled rate says less about what was learned.
+        sampling = {**kid.sampling, "max_tokens": max_tokens, "temperature": 0.0, "repeat_penalty": 1.0}
         p, c = replace(parent, sampling=sampling), replace(kid, sampling=sampling)
         prompts = [t.prompt for t in tasks]
         pa = [a.text for a in answer_all(p, prompts, seed)]
