@@ -22,18 +22,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from common.outcomes import ITEM_OUTCOMES
+from common.outcomes import ITEM_OUTCOMES, fastchat_from_item
 from db.models import Label, Prompt, QueueItem
 
 #: Label kinds read as people's votes; ``judge`` labels are the AI judges'.
 HUMAN_LABEL_KINDS = ("human", "argilla")
-_WINNER = {
-    "1": "model_a",
-    "2": "model_b",
-    "tie": "tie",
-    "both_good": "tie (bothgood)",
-    "both_bad": "tie (bothbad)",
-}
 
 
 def _answer_models(meta: dict[str, Any] | None) -> tuple[str | None, str | None]:
@@ -77,7 +70,7 @@ def label_records(session: Session, with_text: bool = False) -> tuple[list[dict[
         rec: dict[str, Any] = {
             "model_a": a,
             "model_b": b,
-            "winner": _WINNER[label.outcome],
+            "winner": fastchat_from_item(label.outcome),
             "tstamp": label.created_at.timestamp() if label.created_at else None,
             "category": category,
             "judge": label.annotator,
