@@ -22,7 +22,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from annotation.queues import n_answers, queue_row
+from annotation.queues import n_answers, queue_row, stamps
 from annotation.rubrics import Rubric, rubric_from_dict
 from common.outcomes import CHOICES, SIDES, SINGLE_FROM_SIDE, SINGLE_OUTCOMES, item_from_choice
 from db.models import Assignment, Label, QueueItem, RubricScore, User, utcnow
@@ -50,6 +50,19 @@ class LabelTask:
     checklist: list[str]
     done: int
     remaining: int
+    left_cut: bool = (
+        False  # the answer stopped at its length limit (the page says so; the side is not a hint)
+    )
+    right_cut: bool = False
+
+
+def answer_cut(stamp: dict[str, Any]) -> bool:
+    """Whether an answer's stamp says it stopped at its token cap (recorded, or read from its tokens and cap)."""
+    if "truncated" in stamp:
+        return bool(stamp["truncated"])
+    cap = (stamp.get("sampling") or {}).get("max_tokens")
+    tokens = stamp.get("tokens")
+    return isinstance(cap, int) and isinstance(tokens, int) and cap > 0 and tokens >= cap
 
 
 @dataclass
@@ -107,8 +120,11 @@ def _task(session: Session, a: Assignment, item: QueueItem, rubric: dict[str, An
     )
     single = n_answers(item) == 1
     left, right = (item.answer_1, item.answer_2) if a.left_is_first else (item.answer_2, item.answer_1)
+    cut = [answer_cut(st if isinstance(st, dict) else {}) for st in stamps(item)] + [False, False]
+    left_cut, right_cut = (cut[0], cut[1]) if a.left_is_first else (cut[1], cut[0])
     if single:
         left, right = item.answer_1, ""
+        left_cut, right_cut = cut[0], False
     return LabelTask(
         assignment_id=a.id,
         item_id=item.id,
@@ -122,6 +138,8 @@ def _task(session: Session, a: Assignment, item: QueueItem, rubric: dict[str, An
         checklist=list(item.checklist or []),
         done=done,
         remaining=len(_open_items(session, a.queue, a.annotator)),
+        left_cut=left_cut,
+        right_cut=right_cut,
     )
 
 

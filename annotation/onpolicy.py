@@ -129,6 +129,7 @@ def _answer(variant: _Variant, text: str) -> dict[str, Any]:
             "sampling": asdict(variant.sampling),
             "variant": variant.index,
             "tokens": reply.tokens,
+            "truncated": reply.truncated,
             "seconds": round(reply.seconds, 3),
         },
     }

@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 #: Text longer than this is cut for display (the stored text is untouched); keeps one render bounded.
 MAX_CHARS = 100_000
+#: Under an answer that stopped at its length limit (Arena and Label tabs), without the limit itself, which could
+#: hint at which persona wrote it.
+CUT_NOTE = "*[cut off: the answer reached its length limit]*"
 #: Longer text is shown as plain text (escaped, line breaks kept) instead of being parsed as Markdown: a
 #: pure-Python parser has inputs (long runs of ``[``, ``*``) whose cost grows faster than their length.
 MARKDOWN_CHARS = 16_000

@@ -36,7 +36,7 @@ from arena.self_play import SELF_PLAY, default_temperatures
 from common import outcomes
 from studio.context import StudioContext
 from studio.errors import log, require, user_error
-from studio.render import error_text, literal, to_html
+from studio.render import CUT_NOTE, error_text, literal, to_html
 from studio.uploads import discard_upload
 from training.verdict import badges_by_name
 
@@ -66,9 +66,6 @@ def _status(upd: TurnUpdate) -> str:
             _side_note("Model B", upd.right, upd.right_queue, upd.right_error),
         )
     )
-
-
-CUT_NOTE = "*[cut off: the answer reached its length limit]*"
 
 
 def _pane(text: str, error: str | None, cut: bool = False) -> str:

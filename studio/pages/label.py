@@ -19,7 +19,7 @@ from annotation.rubrics import Criterion, rubric_from_dict
 from common import outcomes
 from studio.context import StudioContext
 from studio.errors import require, user_error
-from studio.render import literal, to_html
+from studio.render import CUT_NOTE, literal, to_html
 
 MAX_CRITERIA = 8
 CHOICES = list(
@@ -71,6 +71,11 @@ def _criterion_md(c: Criterion) -> str:
     return to_html(f"**{literal(c.name)}** — {literal(c.description)}") + (
         to_html(anchors) if anchors else ""
     )
+
+
+def _answer_html(title: str, text: str, cut: bool) -> str:
+    """One answer under its heading, with the cut-off note when it stopped at its length limit (as in the Arena)."""
+    return to_html(f"**{title}**") + to_html(text) + (to_html(CUT_NOTE) if cut else "")
 
 
 def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask | None) -> str:
@@ -167,8 +172,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             _progress_md(ctx, queue_name, who, task),
             _prompt_md(task),
             check,
-            gr.update(value=to_html(f"**{'Answer' if task.single else 'Answer A'}**") + to_html(task.left)),
-            gr.update(value=to_html("**Answer B**") + to_html(task.right), visible=not task.single),
+            gr.update(value=_answer_html("Answer" if task.single else "Answer A", task.left, task.left_cut)),
+            gr.update(value=_answer_html("Answer B", task.right, task.right_cut), visible=not task.single),
             *btns,
             gr.update(interactive=True),
             "",

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from annotation.agreement_report import agreement_report
-from annotation.labelling import LabelError, next_task, queue_progress, skip_task, submit_label
+from annotation.labelling import LabelError, answer_cut, next_task, queue_progress, skip_task, submit_label
 from annotation.queues import NewItem, QueueError, add_item, create_queue, set_checklist
 from annotation.rubrics import get_rubric
 from db.models import Assignment, Label, RubricScore
@@ -57,6 +57,35 @@ def test_task_hides_models_and_maps_left_right_to_item_terms(db):
         a = s.scalar(select(Assignment))
     assert lab.outcome == ("1" if task.left == "first answer 0" else "2")
     assert lab.left_is_first == a.left_is_first and lab.reason == "more specific" and a.status == "done"
+
+
+def test_a_cut_answer_is_marked_on_its_own_side_whatever_the_layout(db):
+    """The second answer stopped at its cap: the task marks whichever side it lands on, never the other."""
+    with db.session() as s:
+        create_queue(s, "cut", "on_policy", get_rubric(), 8)
+        add_item(
+            s,
+            "cut",
+            NewItem(
+                [{"role": "user", "content": "Tell me a long story."}],
+                ["A short, finished answer.", "Once upon a time there was a"],
+                [
+                    {"model": "m1", "tokens": 7, "sampling": {"max_tokens": 32}, "truncated": False},
+                    {"model": "m2", "tokens": 32, "sampling": {"max_tokens": 32}},  # an older stamp: no flag
+                ],
+            ),
+        )
+    seen = set()
+    for who in [f"ann{i}" for i in range(8)]:
+        with db.session() as s:
+            task = next_task(s, "cut", who, rng=random.Random(who))
+        cut_side = task.right if task.right_cut else task.left
+        assert (task.left_cut, task.right_cut) in ((True, False), (False, True))
+        assert cut_side == "Once upon a time there was a"
+        seen.add(task.left_cut)
+    assert seen == {True, False}  # both layouts came up
+    assert answer_cut({"truncated": True}) and not answer_cut({"tokens": 5, "sampling": {"max_tokens": 0}})
+    assert not answer_cut({}) and not answer_cut({"tokens": "32", "sampling": {"max_tokens": 32}})
 
 
 def test_order_and_layout_are_random_per_annotator_and_stored(db):
