@@ -20,9 +20,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,25 +27,6 @@ from typing import Any
 from benchmarks.load_votes import UserRun, check, prepare, start_server, stop_server, vote_loop
 
 START_S = 300  # two processes importing the studio at once on a loaded machine take minutes
-
-
-@contextmanager
-def fresh_schema(base_url: str) -> Iterator[str]:
-    """A new PostgreSQL schema; yields a URL whose connections use it; dropped afterwards."""
-    from sqlalchemy import create_engine, text
-
-    from db.session import Database
-
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(Database(base_url).url)
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        yield f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 def free_port() -> int:
@@ -143,8 +121,9 @@ class Layout:
 
 def run_layout(base_url: str, n_apps: int, n_users: int, n_battles: int, max_new_tokens: int) -> Layout:
     from db.session import Database
+    from tests.helpers.postgres import pg_schema  # a throwaway schema, dropped afterwards
 
-    with fresh_schema(base_url) as url, tempfile.TemporaryDirectory() as tmp:
+    with pg_schema(base_url) as url, tempfile.TemporaryDirectory() as tmp:
         homes = [Path(tmp) / f"app{k}" for k in range(n_apps)]  # one data home per replica, as on two hosts
         for h in homes:
             h.mkdir()
