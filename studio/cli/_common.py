@@ -37,9 +37,11 @@ def failing_on(*errors: type[Exception]) -> Iterator[None]:
 def open_context() -> StudioContext:
     """The studio as the web app builds it: database migrated, default contestants and prompt sets in place,
     training jobs reconciled, and the arena service (for commands that play battles)."""
+    from studio.auth import AuthConfigError
     from studio.context import build_context
 
-    return build_context()
+    with failing_on(AuthConfigError):  # e.g. VIBESTUDIO_AUTH=proxy without the proxy's addresses
+        return build_context()
 
 
 def open_db(*, seed: bool = True, migrate: bool = True) -> Database:
