@@ -30,7 +30,7 @@ import gzip
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -178,17 +178,20 @@ def _read_parquet(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
     try:
         import pyarrow.parquet as pq
 
-        rows: list[Any] = []
-        expanded = 0
-        for batch in pq.ParquetFile(p).iter_batches(batch_size=256):  # decoded a few rows at a time
-            expanded += batch.nbytes
-            if expanded > cap:
-                return [], [
-                    RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
-                ]
-            rows += batch.to_pylist()
+        return _batch_rows(pq.ParquetFile(p).iter_batches(batch_size=256), cap)  # a few rows at a time
     except Exception as exc:  # pyarrow raises many types for a bad file
         return [], [RowError(None, None, f"not a readable Parquet file ({exc})")]
+
+
+def _batch_rows(batches: Iterable[Any], cap: int) -> tuple[list[RawRecord], list[RowError]]:
+    """Rows of Arrow record batches (Parquet or Arrow IPC), refused once the batches' memory passes ``cap``."""
+    rows: list[Any] = []
+    expanded = 0
+    for batch in batches:
+        expanded += batch.nbytes
+        if expanded > cap:
+            return [], [RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")]
+        rows += batch.to_pylist()
     return [RawRecord(None, i, r) for i, r in enumerate(rows)], []
 
 
@@ -198,8 +201,6 @@ def _read_arrow(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
     try:
         import pyarrow as pa
 
-        rows: list[Any] = []
-        expanded = 0
         with pa.memory_map(str(p), "r") as source:
             try:
                 reader: Any = pa.ipc.open_stream(source)
@@ -208,16 +209,9 @@ def _read_arrow(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
                 source.seek(0)
                 reader = pa.ipc.open_file(source)
                 batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-            for batch in batches:
-                expanded += batch.nbytes
-                if expanded > cap:
-                    return [], [
-                        RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
-                    ]
-                rows += batch.to_pylist()
+            return _batch_rows(batches, cap)
     except Exception as exc:  # pyarrow raises many types for a bad file
         return [], [RowError(None, None, f"not a readable Arrow file ({exc})")]
-    return [RawRecord(None, i, r) for i, r in enumerate(rows)], []
 
 
 def _read_jsonl(p: Path, enc: str, limit: int) -> tuple[list[RawRecord], list[RowError]]:

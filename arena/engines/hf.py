@@ -57,6 +57,17 @@ def weight_bytes(model: Any) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+def _generate_args(sampling: Sampling) -> dict[str, Any]:
+    """``generate()`` arguments for a ``Sampling`` (temperature 0 is greedy), shared by streaming and batches."""
+    return {
+        "max_new_tokens": sampling.max_tokens,
+        "do_sample": sampling.temperature > 0,
+        "temperature": max(sampling.temperature, 1e-5),
+        "top_p": sampling.top_p,
+        "repetition_penalty": sampling.repeat_penalty,
+    }
+
+
 class TransformersEngine(Engine):
     """Streams from a transformers model with ``TextIteratorStreamer``; counts generated tokens exactly."""
 
@@ -100,11 +111,7 @@ class TransformersEngine(Engine):
                 with self.lock, torch.no_grad():
                     out = self.model.generate(
                         **inputs,
-                        max_new_tokens=sampling.max_tokens,
-                        do_sample=sampling.temperature > 0,
-                        temperature=max(sampling.temperature, 1e-5),
-                        top_p=sampling.top_p,
-                        repetition_penalty=sampling.repeat_penalty,
+                        **_generate_args(sampling),
                         streamer=streamer,
                         stopping_criteria=StoppingCriteriaList([_Stop()]),
                         pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
@@ -168,11 +175,7 @@ class TransformersEngine(Engine):
                     torch.manual_seed(s.seed)
                 gen = self.model.generate(
                     **enc,
-                    max_new_tokens=s.max_tokens,
-                    do_sample=s.temperature > 0,
-                    temperature=max(s.temperature, 1e-5),
-                    top_p=s.top_p,
-                    repetition_penalty=s.repeat_penalty,
+                    **_generate_args(s),
                     pad_token_id=pad,
                 )
         except Exception as exc:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -254,6 +254,37 @@ def composite_board(
     return leaderboard(sub, vote_weights=w[keep], **options)
 
 
+class VoteDraw(NamedTuple):
+    """Simulated votes: true skills (logits), model names, and per vote the models, whether A won and whether the
+    judge cast it (the first ``human_votes`` are people's)."""
+
+    skill: np.ndarray
+    names: np.ndarray
+    n: int
+    a: np.ndarray
+    b: np.ndarray
+    wins: np.ndarray
+    is_judge: np.ndarray
+
+    def voters(self) -> np.ndarray:
+        """Who cast each vote: ``judge``, or one of 30 people ``h0`` .. ``h29``."""
+        people = np.array([f"h{k % 30}" for k in range(self.n)], dtype=object)
+        return np.where(self.is_judge, "judge", people)
+
+
+def draw_votes(rng: np.random.Generator, n_models: int, human_votes: int, judge_votes: int) -> VoteDraw:
+    """Bradley-Terry votes on true skills (sd 120 points), people's first and then the judge's, all cast the way
+    people vote; the simulators then change the judge's votes as their judge would."""
+    skill = np.sort(rng.normal(0.0, 120.0, n_models))[::-1] / (400.0 / math.log(10.0))
+    names = np.array([f"m{k}" for k in range(n_models)], dtype=object)
+    n = human_votes + judge_votes
+    a = rng.integers(0, n_models, n)
+    b = (a + rng.integers(1, n_models, n)) % n_models
+    p = 1.0 / (1.0 + np.exp(-(skill[a] - skill[b])))
+    wins = rng.random(n) < p
+    return VoteDraw(skill, names, n, a, b, wins, np.arange(n) >= human_votes)
+
+
 def simulate_judged_arena(
     *,
     n_models: int = 8,
@@ -270,14 +301,8 @@ def simulate_judged_arena(
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    skill = np.sort(rng.normal(0.0, 120.0, n_models))[::-1] / (400.0 / math.log(10.0))
-    names = np.array([f"m{k}" for k in range(n_models)], dtype=object)
-    n = human_votes + judge_votes
-    a = rng.integers(0, n_models, n)
-    b = (a + rng.integers(1, n_models, n)) % n_models
-    p = 1.0 / (1.0 + np.exp(-(skill[a] - skill[b])))
-    wins = rng.random(n) < p
-    is_judge = np.arange(n) >= human_votes
+    draw = draw_votes(rng, n_models, human_votes, judge_votes)
+    skill, names, n, a, b, wins, is_judge = draw
     coin = is_judge & (rng.random(n) < judge_noise)
     wins = np.where(coin, rng.random(n) < 0.5, wins)
     frame = pd.DataFrame(
@@ -285,7 +310,7 @@ def simulate_judged_arena(
             "model_a": names[a],
             "model_b": names[b],
             "winner": np.where(wins, "model_a", "model_b"),
-            "judge": np.where(is_judge, "judge", np.array([f"h{k % 30}" for k in range(n)], dtype=object)),
+            "judge": draw.voters(),
         }
     )
     truth = {

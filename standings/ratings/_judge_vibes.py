@@ -27,7 +27,7 @@ import numpy as np
 
 from arena import vibes
 
-from ._composite import JudgeWorth, judge_worth
+from ._composite import JudgeWorth, draw_votes, judge_worth
 from ._features import side_counts
 from ._input import RatingsInputError, as_records
 
@@ -196,14 +196,8 @@ def simulate_vibe_judge(
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    skill = np.sort(rng.normal(0.0, 120.0, n_models))[::-1] / (400.0 / math.log(10.0))
-    names = np.array([f"m{k}" for k in range(n_models)], dtype=object)
-    n = human_votes + judge_votes
-    a = rng.integers(0, n_models, n)
-    b = (a + rng.integers(1, n_models, n)) % n_models
-    p = 1.0 / (1.0 + np.exp(-(skill[a] - skill[b])))
-    wins = rng.random(n) < p
-    is_judge = np.arange(n) >= human_votes
+    draw = draw_votes(rng, n_models, human_votes, judge_votes)
+    skill, names, n, a, b, wins, is_judge = draw
     differs = rng.random(n) < long_share
     a_longer = rng.random(n) < 0.5
     base = rng.integers(80, 120, n).astype(float)
@@ -217,7 +211,7 @@ def simulate_vibe_judge(
             "model_a": names[a],
             "model_b": names[b],
             "winner": np.where(wins, "model_a", "model_b"),
-            "judge": np.where(is_judge, "judge", np.array([f"h{k % 30}" for k in range(n)], dtype=object)),
+            "judge": draw.voters(),
             "style_tokens_a": tok_a,
             "style_tokens_b": tok_b,
         }
