@@ -47,7 +47,7 @@ from arena import tone
 
 MARKERS_PATH = Path(__file__).parent / "data" / "vibe_markers.yaml"
 #: Version of the counting rules below (stored next to cached counts together with the markers' version).
-FEATURES_VERSION = 3
+FEATURES_VERSION = 4
 
 #: Features used by style control (the Chatbot Arena style-control covariates).
 STYLE_FEATURES: tuple[str, ...] = ("tokens", "headers", "list_items", "bold")

@@ -36,7 +36,15 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("battles", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_battles_active_at"))
-        batch_op.drop_column("active_at")
-        batch_op.drop_column("ended_reason")
+    op.drop_index(op.f("ix_battles_active_at"), table_name="battles")
+    for column in ("active_at", "ended_reason"):
+        _drop_column("battles", column)
+
+
+def _drop_column(table: str, column: str) -> None:
+    """Drop a column in place. On SQLite a batch "move and copy" DROPs the old battles table, and with foreign keys
+    on that DROP deletes every turn and vote (they cascade from it): use SQLite's ALTER TABLE ... DROP COLUMN."""
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    else:
+        op.drop_column(table, column)

@@ -36,6 +36,15 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table('workers')
-    with op.batch_alter_table('jobs', schema=None) as batch_op:
-        batch_op.drop_column('heartbeat_at')
-        batch_op.drop_column('host')
+    for column in ('heartbeat_at', 'host'):
+        _drop_column('jobs', column)
+
+
+def _drop_column(table: str, column: str) -> None:
+    """Drop a column in place. On SQLite a batch "move and copy" DROPs the old jobs table, and with foreign keys on
+    that DROP deletes every checkpoint and job metric (they cascade from it): use SQLite's ALTER TABLE ... DROP
+    COLUMN."""
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    else:
+        op.drop_column(table, column)
