@@ -26,7 +26,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "scripts" / "mutation_check.toml"
-PACKAGES = ["common", "db", "accounts", "arena", "standings", "annotation", "training", "studio", "scripts", "tests"]
+PACKAGES = [
+    "common",
+    "db",
+    "accounts",
+    "arena",
+    "standings",
+    "annotation",
+    "training",
+    "studio",
+    "scripts",
+    "tests",
+]
 
 
 def _copy_tree(dest: Path) -> None:
@@ -79,7 +90,11 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
 
 def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -> tuple[int, int, list[str]]:
     """(killed, tested, survivors) for one module."""
-    base = Path(tempfile.mkdtemp(prefix="mutation-")) if keep is None else keep / target["module"].replace("/", "_")
+    base = (
+        Path(tempfile.mkdtemp(prefix="mutation-"))
+        if keep is None
+        else keep / target["module"].replace("/", "_")
+    )
     work = base / "tree"
     if work.exists():
         shutil.rmtree(work)
@@ -120,7 +135,11 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
         print(f"  survived: {name}")
         if show:
             diff = subprocess.run(
-                [sys.executable, "-m", "mutmut", "show", name], cwd=work, env=env, capture_output=True, text=True
+                [sys.executable, "-m", "mutmut", "show", name],
+                cwd=work,
+                env=env,
+                capture_output=True,
+                text=True,
             ).stdout
             print("    " + "\n    ".join(diff.strip().splitlines()))
     for name in other:
@@ -134,12 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", action="append", default=[], help="a target's name or module (repeatable)")
     ap.add_argument("--max-children", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    ap.add_argument(
+        "--functions", default="", help="comma-separated functions to mutate instead of the config's (with --only)"
+    )
     ap.add_argument("--show", action="store_true", help="print each survivor's diff")
     ap.add_argument("--keep", type=Path, default=None, help="keep the work copies (and mutmut's state) here")
     args = ap.parse_args(argv)
     targets = tomllib.loads(CONFIG.read_text())["target"]
     if args.only:
         targets = [t for t in targets if t["name"] in args.only or t["module"] in args.only]
+    if args.functions:
+        targets = [{**t, "functions": args.functions.split(",")} for t in targets]
     total_killed = total_tested = 0
     for target in targets:
         killed, tested, _ = run_target(target, args.max_children, args.show, args.keep)

@@ -48,8 +48,15 @@ class Skip(Exception):
 #: What pip says when the registry answered but holds no build for this machine (its limit, not a fault); a network
 #: error on the way ("Could not find a version" is printed then too) is a fault.
 _NO_WHEEL = ("No matching distribution found", "is not a supported wheel on this platform")
-_NETWORK = ("NewConnectionError", "Network is unreachable", "Temporary failure in name resolution", "ConnectTimeout",
-            "ReadTimeout", "ProxyError", "SSLError")
+_NETWORK = (
+    "NewConnectionError",
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "ProxyError",
+    "SSLError",
+)
 
 
 NO_WHEEL_TAG = "[no wheel for this machine]"

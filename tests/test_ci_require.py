@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SKIPPING = '''
+SKIPPING = """
 import pytest
 
 @pytest.mark.postgres
@@ -35,12 +35,14 @@ def test_skips_for_its_own_reason():
 @pytest.mark.xfail(reason="postgres is not here yet")
 def test_expected_failure():
     assert False
-'''
+"""
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest("from tests.conftest import pytest_configure, pytest_runtest_makereport  # noqa: F401\n")
+    pytester.makeconftest(
+        "from tests.conftest import pytest_configure, pytest_runtest_makereport  # noqa: F401\n"
+    )
     pytester.makepyfile(test_skipping=SKIPPING)
     pytester.makeini("[pytest]\nmarkers =\n    postgres: x\n    e2e: x\n")
     return pytester

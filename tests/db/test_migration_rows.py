@@ -28,7 +28,8 @@ from db.models import Base
 from db.session import Database, alembic_config
 from tests.helpers.postgres import PG_URL, pg_schema
 
-ROWS = 2  # rows per table: two, so a foreign key can point at a row other than the first, booleans go both ways
+#: Rows per table: two, so a foreign key can point at a row other than the first and booleans go both ways.
+ROWS = 2
 #: Columns the studio reads as a vocabulary get a value it knows (any other column: a generated value of its type).
 KNOWN = {
     ("votes", "outcome"): ["a", "b"],
@@ -190,7 +191,8 @@ def _read_with_models(db: Database, written: dict[str, Rows]) -> None:
         c = s.get(models["contestants"], 101), s.get(models["contestants"], 102)
         assert [x.state for x in c] == ["released", "hidden"]  # 0010: active -> released, inactive -> hidden
         b = s.get(models["battles"], 101)
-        assert b.active_at == b.created_at  # 0011: no later turn or vote, so it became active when it was made
+        # 0011: no turn or vote came later, so it became active when it was made
+        assert b.active_at == b.created_at
 
 
 def _carry(url: str) -> None:
