@@ -72,7 +72,9 @@ def test_a_skip_fails_only_for_a_service_the_run_provides(suite, monkeypatch):
     assert got["test_needs_postgres"] == (
         "failed: skipped, but this run provides postgres (VIBESTUDIO_CI_REQUIRE): VIBESTUDIO_TEST_PG_URL not set"
     )
-    assert got["test_needs_redis"].startswith("failed: skipped, but this run provides redis (VIBESTUDIO_CI_")
+    assert got["test_needs_redis"].startswith(
+        "failed: skipped, but this run provides redis (VIBESTUDIO_CI_REQUIRE): no Redis"
+    )
     assert got["test_needs_chromium"].startswith("failed: ")  # its marker says it needs Chromium
     assert got["test_skips_for_its_own_reason"] == "skipped"  # argilla is no service CI provides
     assert got["test_expected_failure"] == "xfailed"  # an expected failure naming a service is not a skip
