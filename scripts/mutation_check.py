@@ -154,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="a target's name or module (repeatable)")
     ap.add_argument("--max-children", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument(
-        "--functions", default="", help="comma-separated functions to mutate instead of the config's (with --only)"
+        "--functions",
+        default="",
+        help="comma-separated functions to mutate instead of the config's (with --only)",
     )
     ap.add_argument("--show", action="store_true", help="print each survivor's diff")
     ap.add_argument("--keep", type=Path, default=None, help="keep the work copies (and mutmut's state) here")
