@@ -93,7 +93,9 @@ def _value(table: sa.Table, col: sa.Column, i: int, ids: dict[str, list[int]]) -
 def _in_key_order(tables: list[sa.Table]) -> list[sa.Table]:
     """New tables, each after the new tables it points at; contestants and jobs point at each other (both
     nullable), so whichever comes first leaves that pointer empty."""
-    names, done, out = {t.name for t in tables}, set(), []
+    names = {t.name for t in tables}
+    done: set[str] = set()
+    out: list[sa.Table] = []
     left = sorted(tables, key=lambda t: t.name)
 
     def waits(t: sa.Table, nullable_too: bool) -> set[str]:
@@ -188,9 +190,13 @@ def _read_with_models(db: Database, written: dict[str, Rows]) -> None:
                 for col, value in row.items():
                     if hasattr(obj, col) and (name, col) not in REWRITTEN:
                         assert _same(getattr(obj, col), value), f"{name}.{col} of {key}"
-        c = s.get(models["contestants"], 101), s.get(models["contestants"], 102)
-        assert [x.state for x in c] == ["released", "hidden"]  # 0010: active -> released, inactive -> hidden
+        c = [s.get(models["contestants"], 101), s.get(models["contestants"], 102)]
+        assert [getattr(x, "state", None) for x in c] == [
+            "released",
+            "hidden",
+        ]  # 0010: active -> released, inactive -> hidden
         b = s.get(models["battles"], 101)
+        assert b is not None
         # 0011: no turn or vote came later, so it became active when it was made
         assert b.active_at == b.created_at
 
