@@ -23,6 +23,7 @@ The refusal says which header was refused and which setting admits it; it does n
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import socket
@@ -71,6 +72,12 @@ def host_key(host: str, scheme: str) -> tuple[str, str, int] | None:
     return origin_key(f"{scheme if scheme in DEFAULT_PORTS else 'http'}://{host}")
 
 
+@functools.lru_cache(maxsize=1)
+def _machine_names() -> tuple[str, ...]:
+    """This machine's own names (``getfqdn`` may ask the resolver: looked up once per process)."""
+    return socket.gethostname(), socket.getfqdn()
+
+
 def _is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host.strip("[]"))
@@ -92,8 +99,7 @@ class OriginPolicy:
                     f"(got {o[:80]!r})"
                 )
             self.origins.add(key)
-        names = {socket.gethostname(), socket.getfqdn()}
-        self.hosts = {h.lower().rstrip(".") for h in (*allowed_hosts, *names) if h} | LOOPBACK_NAMES
+        self.hosts = {h.lower().rstrip(".") for h in (*allowed_hosts, *_machine_names()) if h} | LOOPBACK_NAMES
         self.hosts |= {h for _, h, _ in self.origins}
 
     def host_ok(self, host: str | None, scheme: str) -> bool:

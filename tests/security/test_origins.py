@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+from itertools import product
 
 import httpx
 from hypothesis import given, settings
@@ -38,40 +39,54 @@ def _host(name: str, port: int, scheme: str, with_port: bool) -> str:
 
 
 POLICY = OriginPolicy([], ["studio.lan"])
+LOCAL_NAMES = POLICY.hosts  # loopback names and this machine's own, admitted as hosts whatever the list says
 
 
-@settings(max_examples=300, deadline=None)
+def test_the_apps_own_origin_is_admitted_in_every_spelling():
+    # the whole grid (800 cases, a few milliseconds): scheme, host, port, Host with or without its port, spelling
+    for scheme, name, port, with_port, spell in product(
+        ["http", "https"], NAMES, PORTS, [True, False], range(4)
+    ):
+        host = _host(name, port, scheme, with_port)
+        assert POLICY.origin_ok(_origin(scheme, name, port, spell), host, scheme, None), (host, scheme, spell)
+
+
+def test_another_port_or_scheme_of_the_same_host_name_is_another_origin():
+    grid = product(["http", "https"], ["http", "https"], NAMES, PORTS, PORTS, [True, False], range(4))
+    for scheme, page_scheme, name, port, page_port, with_port, spell in grid:
+        if (page_scheme, page_port) == (scheme, port):
+            continue  # the same origin: the test above
+        host = _host(name, port, scheme, with_port)
+        page = _origin(page_scheme, name, page_port, spell)
+        assert not POLICY.origin_ok(page, host, scheme, None), (page, host, scheme)
+
+
+_LABEL = st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True)
+
+
+@settings(max_examples=80, deadline=None)
 @given(
+    labels=st.lists(_LABEL, min_size=1, max_size=3),
+    other=st.lists(_LABEL, min_size=1, max_size=3),
+    port=st.integers(1, 65535),
+    page_port=st.one_of(st.none(), st.integers(1, 65535)),
     scheme=st.sampled_from(["http", "https"]),
-    name=st.sampled_from(NAMES),
-    port=st.sampled_from(PORTS),
-    with_port=st.booleans(),
-    spell=st.integers(0, 3),
 )
-def test_the_apps_own_origin_is_admitted_in_every_spelling(scheme, name, port, with_port, spell):
-    host = _host(name, port, scheme, with_port)
-    assert POLICY.origin_ok(_origin(scheme, name, port, spell), host, scheme, None), (host, scheme)
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    scheme=st.sampled_from(["http", "https"]),
-    page_scheme=st.sampled_from(["http", "https"]),
-    name=st.sampled_from(NAMES),
-    port=st.sampled_from(PORTS),
-    page_port=st.sampled_from(PORTS),
-    with_port=st.booleans(),
-    spell=st.integers(0, 3),
-)
-def test_another_port_or_scheme_of_the_same_host_name_is_another_origin(
-    scheme, page_scheme, name, port, page_port, with_port, spell
-):
-    # the page differs from the app in scheme or in its effective port (equal pairs are the test above)
-    if (page_scheme, page_port) == (scheme, port):
-        return
-    host = _host(name, port, scheme, with_port)
-    page = _origin(page_scheme, name, page_port, spell)
-    assert not POLICY.origin_ok(page, host, scheme, None), (page, host, scheme)
+def test_generated_names_and_ports(labels, other, port, page_port, scheme):
+    """Any listed name: its own origin (port written or not) is admitted; another name, or another effective
+    port of the same name, is not."""
+    name, foreign = ".".join(labels), ".".join(other)
+    policy = OriginPolicy([], [name])
+    host = f"{name}:{port}"
+    written = f"{scheme}://{name}:{port}"
+    assert policy.origin_ok(written, host, scheme, None)
+    effective = DEFAULT[scheme] if page_port is None else page_port
+    page = f"{scheme}://{name}" + ("" if page_port is None else f":{page_port}")
+    assert policy.origin_ok(page, host, scheme, None) == (effective == port)
+    assert policy.origin_ok(page, name, scheme, None) == (effective == DEFAULT[scheme])  # Host without a port
+    if foreign != name:
+        assert not policy.origin_ok(f"{scheme}://{foreign}:{port}", host, scheme, None)
+        assert not policy.host_ok(f"{foreign}:{port}", scheme) or foreign in LOCAL_NAMES
 
 
 def test_the_reverse_proxy_gap_is_closed():

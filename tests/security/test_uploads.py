@@ -8,11 +8,13 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from pathlib import Path
 
 from studio import uploads
 
 
-def test_a_dead_processs_folder_is_swept_at_start_and_a_live_ones_is_kept(tmp_path):
+def test_a_dead_processs_folder_is_swept_at_start_and_a_live_ones_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADIO_TEMP_DIR", os.environ.get("GRADIO_TEMP_DIR", str(tmp_path)))  # put back after
     dead = tmp_path / f"{uploads.PREFIX}deadbeef"
     (dead / "abc").mkdir(parents=True)
     (dead / "abc" / "left-behind.jsonl").write_text("{}")
@@ -57,7 +59,7 @@ def test_the_served_apps_uploads_live_outside_the_data_home_and_leave_on_refusal
     r = ann.post("/gradio_api/upload", files={"files": ("prefs.jsonl", b'{"prompt": "p"}\n')})
     assert r.status_code == 200
     [path] = r.json()
-    assert folder in __import__("pathlib").Path(path).parents
+    assert folder in Path(path).parents
     i = studio_app.fn_index("queue_import")
     data = studio_app.inputs_for(i)
     data[0] = {"path": path, "meta": {"_type": "gradio.FileData"}, "orig_name": "prefs.jsonl"}
