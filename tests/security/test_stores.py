@@ -136,9 +136,9 @@ def _plant(app, tmp_path: Path) -> tuple[dict[str, Path], str, int]:
     stores["snapshot"] = Path(snap.path)
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(
-        "".join(json.dumps({"prompt": f"{MARK} {k} + 2 =", "answer": str(k + 2)}) + "\n" for k in range(12))
+        "".join(json.dumps({"prompt": f"{MARK} {k} + 2 =", "answer": str(k + 2)}) + "\n" for k in range(40))
     )
-    import_task_file(app.db, tasks, "sec-tasks")
+    import_task_file(app.db, tasks, "sec-tasks", heldout_fraction=0.5)  # 40 tasks: never an empty split
     copied = [f for f in home.rglob("*") if f.is_file() and MARK in _read(f) and "tasks" in str(f)]
     stores["task set"] = copied[0] if copied else tasks
     report = home / "reports" / "999" / "answers.jsonl"
