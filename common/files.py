@@ -11,15 +11,29 @@ so one broken element is reported at its line. A CSV row keeps the line it start
 lines) and a row with more fields than the header is reported, not silently folded. YAML is read with PyYAML's safe
 loader (plain types only), as UTF-8, from a file of at most ``MAX_YAML_BYTES``; a document whose aliases expand it
 past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or that refers to itself is refused, and a syntax error
-names its line and column. A file's size limit (``VIBESTUDIO_MAX_IMPORT_MB``, at most ``MAX_FILE_BYTES``) counts
-the bytes *after* decompression: a ``.gz`` is stream-decompressed through a counting reader that stops at the
-limit, and a Parquet or Arrow file (``datasets`` ``save_to_disk`` writes Arrow) is decoded a few rows at a time,
-counting the bytes they take in memory. Reading
-never raises on bad content: problems come back as ``RowError`` values next to
-the records that could be read.
+names its line and column.
 
-It lives in ``db``, the bottom layer, because every layer reads files people bring (prompt sets and battles in
-``arena``, preference files and snapshots in ``annotation``, snapshots in ``training``); it imports no studio code.
+**Budgets, not one limit a format can sidestep** (``Budget``): one import (a file, or every file of a folder) may
+decode at most ``VIBESTUDIO_MAX_IMPORT_MB`` bytes (at most ``MAX_FILE_BYTES``), ``VIBESTUDIO_MAX_IMPORT_ROWS``
+rows and ``VIBESTUDIO_MAX_IMPORT_VALUES`` values (each string, number, list or object it turns into), all three
+counted *before* the memory is spent:
+
+- text (JSON, JSONL, CSV, compressed or not) is read through a counting reader, so a ``.gz`` is measured by what
+  it expands to as it is decompressed, never held whole; a JSON text's values are counted from its separators
+  (``, : [ {``, an upper bound) before it is parsed, so ``[[],[],...]`` cannot turn 256 MB into 5 GB of lists;
+- Parquet and Arrow (``datasets`` ``save_to_disk`` writes Arrow) are decoded one small record batch at a time,
+  and each batch is measured from its Arrow buffers before it becomes Python values: a dictionary column by
+  the lengths of the entries its indices name (a 3 KB file whose one long dictionary entry repeats a million
+  times is counted as the gigabytes it decodes to), a null column by its values. Column types an import never
+  needs and whose decoded size cannot be told from their buffers (list views, run-end encoded, unions,
+  dictionaries of nested values) are refused.
+
+A refusal names the limit and the setting that raises it; nothing half-read comes back. Reading never raises on
+bad content: problems come back as ``RowError`` values next to the records that could be read.
+
+It lives in ``common``, the bottom layer, because every layer reads files people bring (prompt sets and battles
+in ``arena``, preference files and snapshots in ``annotation``, snapshots and task sets in ``training``); it
+imports no studio code.
 """
 
 from __future__ import annotations
@@ -85,23 +99,75 @@ def _encoding_hint(enc: str, raw: bytes, pos: int, choose: bool = True) -> str:
 
 
 class TooLarge(OSError):
-    """A file that holds more bytes than the reader's limit once decompressed."""
+    """An import over one of its budgets (bytes once decompressed, rows or values); the message names the limit
+    and the setting that governs it."""
+
+
+@dataclass
+class Budget:
+    """What one import may decode, and what it has decoded so far. ``take`` raises ``TooLarge`` at the first
+    measure over its limit; a folder's files share one budget."""
+
+    max_bytes: int
+    max_rows: int
+    max_values: int
+    bytes: int = 0
+    rows: int = 0
+    values: int = 0
+
+    @classmethod
+    def from_settings(cls) -> Budget:
+        from common.settings import get_settings
+
+        st = get_settings()
+        return cls(max_file_bytes(), max(1, st.max_import_rows), max(1, st.max_import_values))
+
+    def take(self, nbytes: int = 0, rows: int = 0, values: int = 0) -> None:
+        self.bytes += nbytes
+        self.rows += rows
+        self.values += values
+        if self.bytes > self.max_bytes:
+            raise TooLarge(
+                f"refused: the import decodes to more than {_mb(self.max_bytes)} (counted after decompression; "
+                "the limit is VIBESTUDIO_MAX_IMPORT_MB)"
+            )
+        if self.rows > self.max_rows:
+            raise TooLarge(
+                f"refused: the import holds more than {self.max_rows:,} rows (the limit is "
+                "VIBESTUDIO_MAX_IMPORT_ROWS)"
+            )
+        if self.values > self.max_values:
+            raise TooLarge(
+                f"refused: the import decodes to more than {self.max_values:,} values (the limit is "
+                "VIBESTUDIO_MAX_IMPORT_VALUES)"
+            )
+
+
+def json_values(text: bytes | str) -> int:
+    """An upper bound on the values a JSON text parses to, counted before parsing: every value but the first
+    follows a ``,`` ``:`` ``[`` or ``{`` (inside strings these overcount, which only errs on the safe side)."""
+    if isinstance(text, str):
+        return 1 + text.count(",") + text.count(":") + text.count("[") + text.count("{")
+    return 1 + text.count(b",") + text.count(b":") + text.count(b"[") + text.count(b"{")
 
 
 class _Capped(io.RawIOBase):
-    """A binary stream that raises ``TooLarge`` once more than ``cap`` bytes were read from it: a ``.gz`` is
-    measured by what it expands to, as it is decompressed, never held whole."""
+    """A binary stream that charges every byte read from it to a ``Budget`` (``TooLarge`` once over): a ``.gz``
+    is measured by what it expands to, as it is decompressed, never held whole."""
 
-    def __init__(self, raw: IO[bytes], cap: int) -> None:
-        self.raw, self.cap, self.seen = raw, cap, 0
+    def __init__(self, raw: IO[bytes], budget: Budget) -> None:
+        self.raw, self.budget = raw, budget
+        self.cap = budget.max_bytes
 
     def readable(self) -> bool:
         return True
 
+    @property
+    def seen(self) -> int:
+        return self.budget.bytes
+
     def _count(self, data: bytes) -> bytes:
-        self.seen += len(data)
-        if self.seen > self.cap:
-            raise TooLarge(f"over the {_mb(self.cap)} limit once decompressed")
+        self.budget.take(nbytes=len(data))
         return data
 
     def read(self, size: int = -1) -> bytes:
@@ -128,14 +194,15 @@ def max_file_bytes() -> int:
     return min(MAX_FILE_BYTES, get_settings().max_import_mb * 2**20)
 
 
-def _open(path: Path, cap: int | None = None) -> IO[bytes]:
+def _open(path: Path, budget: Budget) -> IO[bytes]:
     raw: IO[bytes] = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")  # type: ignore[assignment]
-    return _Capped(raw, max_file_bytes() if cap is None else cap)  # type: ignore[return-value]
+    return _Capped(raw, budget)  # type: ignore[return-value]
 
 
 def _sniff(path: Path) -> tuple[bytes, str | None]:
-    """The first bytes (to tell an array from JSONL) and the BOM's encoding if any."""
-    with _open(path) as fh:
+    """The first bytes (to tell an array from JSONL) and the BOM's encoding if any (charged to no budget: the
+    reading that follows counts them)."""
+    with _open(path, Budget(4096, 1, 1)) as fh:
         head = fh.read(4096)
     for bom, enc in _BOMS:
         if head.startswith(bom):
@@ -144,60 +211,141 @@ def _sniff(path: Path) -> tuple[bytes, str | None]:
 
 
 def read_records(
-    path: str | Path, encoding: str | None = None, max_line_bytes: int = MAX_LINE_BYTES
+    path: str | Path,
+    encoding: str | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    budget: Budget | None = None,
 ) -> tuple[list[RawRecord], list[RowError]]:
-    """All records of a JSON / JSONL / Parquet / Arrow file (JSON optionally .gz), with the errors met on the way."""
+    """All records of a JSON / JSONL / Parquet / Arrow file (JSON optionally .gz), with the errors met on the way.
+    ``budget`` (default: a fresh one from the settings) is charged with what the file decodes to; pass one
+    budget for every file of a folder."""
     p = Path(path)
     if not p.exists():
-        return [], [RowError(None, None, f"file {p} does not exist")]
-    cap = max_file_bytes()
-    too_large = RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")
-    if p.stat().st_size > cap:
-        return [], [too_large]
-    if p.suffix == ".parquet":
-        return _read_parquet(p, cap)
-    if p.suffix == ".arrow":
-        return _read_arrow(p, cap)
+        return [], [RowError(None, None, f"file {p.name} does not exist")]
+    budget = budget or Budget.from_settings()
+    start = (budget.bytes, budget.rows, budget.values)
     try:
-        head, bom_enc = _sniff(p)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        return [], [RowError(None, None, f"cannot read the file ({exc})")]
-    enc = encoding or bom_enc or "utf-8"
-    first = head.lstrip()[:1]
-    try:
+        if p.stat().st_size > budget.max_bytes - budget.bytes:
+            budget.take(nbytes=p.stat().st_size)  # raises: the file alone is over what is left
+        if p.suffix == ".parquet":
+            return _read_parquet(p, budget)
+        if p.suffix == ".arrow":
+            return _read_arrow(p, budget)
+        try:
+            head, bom_enc = _sniff(p)
+        except TooLarge:
+            raise
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            return [], [RowError(None, None, f"cannot read the file ({exc})")]
+        enc = encoding or bom_enc or "utf-8"
+        first = head.lstrip()[:1]
         if bom_enc == "utf-16" or (encoding and encoding.lower().replace("_", "-").startswith("utf-16")):
-            return _read_text_whole(p, enc)
+            return _read_text_whole(p, enc, budget)
         if first == b"[":
-            return _read_text_whole(p, enc)
-        return _read_jsonl(p, enc, max_line_bytes)
-    except TooLarge:
-        return [], [too_large]  # nothing half-read comes back
+            return _read_text_whole(p, enc, budget)
+        return _read_jsonl(p, enc, max_line_bytes, budget)
+    except TooLarge as exc:
+        budget.bytes, budget.rows, budget.values = start  # the budget is left as it was before this file
+        return [], [RowError(None, None, str(exc))]  # nothing half-read comes back
 
 
-def _read_parquet(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
+def _read_parquet(p: Path, budget: Budget) -> tuple[list[RawRecord], list[RowError]]:
     try:
         import pyarrow.parquet as pq
 
-        return _batch_rows(pq.ParquetFile(p).iter_batches(batch_size=256), cap)  # a few rows at a time
+        batches = pq.ParquetFile(p).iter_batches(batch_size=ARROW_BATCH_ROWS)  # a few rows at a time
+        return _batch_rows(batches, budget)
+    except TooLarge:
+        raise
     except Exception as exc:  # pyarrow raises many types for a bad file
-        return [], [RowError(None, None, f"not a readable Parquet file ({exc})")]
+        return [], [RowError(None, None, f"not a readable Parquet file ({_short(exc)})")]
 
 
-def _batch_rows(batches: Iterable[Any], cap: int) -> tuple[list[RawRecord], list[RowError]]:
-    """Rows of Arrow record batches (Parquet or Arrow IPC), refused once the batches' memory passes ``cap``."""
+#: Rows per decoded Arrow batch: each batch is measured before it becomes Python values, so a batch is the most
+#: that is decoded before a refusal.
+ARROW_BATCH_ROWS = 64
+#: What one decoded value costs beyond its bytes, for the byte budget of a columnar file (a Python object's
+#: header and the pointer that holds it, about): a column of nulls or zeros is not free to decode.
+VALUE_BYTES = 16
+
+
+def _batch_rows(batches: Iterable[Any], budget: Budget) -> tuple[list[RawRecord], list[RowError]]:
+    """Rows of Arrow record batches (Parquet or Arrow IPC), each batch charged to ``budget`` (its rows, its values
+    and the bytes they decode to, measured from the Arrow buffers) before it is turned into Python values."""
     rows: list[Any] = []
-    expanded = 0
     for batch in batches:
-        expanded += batch.nbytes
-        if expanded > cap:
-            return [], [RowError(None, None, f"file is larger than {_mb(cap)} (counted after decompression)")]
+        nbytes, values = 0, batch.num_rows  # one dict per row
+        for column in batch.columns:
+            b, v = _arrow_cost(column)
+            nbytes, values = nbytes + b, values + v
+        budget.take(nbytes=nbytes + values * VALUE_BYTES, rows=batch.num_rows, values=values)
         rows += batch.to_pylist()
     return [RawRecord(None, i, r) for i, r in enumerate(rows)], []
 
 
-def _read_arrow(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
+def _arrow_cost(arr: Any) -> tuple[int, int]:
+    """``(bytes, values)`` that ``arr.to_pylist()`` would produce, measured from the array's buffers without
+    decoding it. Raises ``TooLarge`` for a column type whose decoded size cannot be told that way."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t, n = arr.type, len(arr)
+    if pa.types.is_dictionary(t):
+        vt = t.value_type
+        if _is_binary_like(vt):
+            sizes = pc.fill_null(pc.binary_length(arr.dictionary), 0)
+            picked = pc.sum(pc.take(sizes, arr.indices)).as_py() or 0
+            return int(picked), n
+        if pa.types.is_primitive(vt) or pa.types.is_null(vt):
+            return n * max(1, (vt.bit_width or 8) // 8), n
+        raise TooLarge(f"refused: a column of type {_type_name(t)} is not read by imports")
+    if _is_binary_like(t):
+        return int(pc.sum(pc.fill_null(pc.binary_length(arr), 0)).as_py() or 0), n
+    if pa.types.is_null(t) or pa.types.is_boolean(t):
+        return 0, n
+    if pa.types.is_primitive(t) or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t):
+        return n * max(1, t.bit_width // 8), n
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        b, v = _arrow_cost(arr.flatten())
+        return b, v + n
+    if pa.types.is_map(t):
+        kb, kv = _arrow_cost(arr.keys)  # the map's keys and items, flattened
+        ib, iv = _arrow_cost(arr.items)
+        return kb + ib, kv + iv + n
+    if pa.types.is_struct(t):
+        b, v = 0, n
+        for child in arr.flatten():
+            cb, cv = _arrow_cost(child)
+            b, v = b + cb, v + cv
+        return b, v
+    raise TooLarge(f"refused: a column of type {_type_name(t)} is not read by imports")
+
+
+def _is_binary_like(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or getattr(pa.types, "is_string_view", lambda _t: False)(t)
+        or getattr(pa.types, "is_binary_view", lambda _t: False)(t)
+    )
+
+
+def _type_name(t: Any) -> str:
+    """The Arrow type's kind (``list_view``, ``run_end_encoded``...), never the file's field names."""
+    return re.sub(r"[^a-z_]", "", str(t).split("<", 1)[0].split("[", 1)[0])[:40] or "unknown"
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def _read_arrow(p: Path, budget: Budget) -> tuple[list[RawRecord], list[RowError]]:
     """An Arrow IPC file as ``datasets`` ``save_to_disk`` writes it (the stream format), or the random-access
-    file format; decoded one record batch at a time, counting the bytes the batches take in memory."""
+    file format; decoded one record batch at a time, each measured before it is decoded (``_batch_rows``)."""
     try:
         import pyarrow as pa
 
@@ -209,16 +357,25 @@ def _read_arrow(p: Path, cap: int) -> tuple[list[RawRecord], list[RowError]]:
                 source.seek(0)
                 reader = pa.ipc.open_file(source)
                 batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-            return _batch_rows(batches, cap)
+            return _batch_rows(_small(batches), budget)
+    except TooLarge:
+        raise
     except Exception as exc:  # pyarrow raises many types for a bad file
-        return [], [RowError(None, None, f"not a readable Arrow file ({exc})")]
+        return [], [RowError(None, None, f"not a readable Arrow file ({_short(exc)})")]
 
 
-def _read_jsonl(p: Path, enc: str, limit: int) -> tuple[list[RawRecord], list[RowError]]:
+def _small(batches: Iterable[Any]) -> Iterator[Any]:
+    """Arrow IPC batches cut into slices of ``ARROW_BATCH_ROWS`` rows (a slice is a view: nothing is copied)."""
+    for batch in batches:
+        for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):
+            yield batch.slice(start, ARROW_BATCH_ROWS)
+
+
+def _read_jsonl(p: Path, enc: str, limit: int, budget: Budget) -> tuple[list[RawRecord], list[RowError]]:
     records: list[RawRecord] = []
     errors: list[RowError] = []
     lineno = 0
-    with _open(p) as fh:
+    with _open(p, budget) as fh:
         while True:
             try:
                 chunk = fh.readline(limit + 1)
@@ -258,6 +415,7 @@ def _read_jsonl(p: Path, enc: str, limit: int) -> tuple[list[RawRecord], list[Ro
             text = text.strip(JSON_SPACE)
             if not text:
                 continue
+            budget.take(rows=1, values=json_values(text))  # before parsing
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
@@ -270,9 +428,15 @@ def _read_jsonl(p: Path, enc: str, limit: int) -> tuple[list[RawRecord], list[Ro
     return records, errors
 
 
-def _read_text_whole(p: Path, enc: str) -> tuple[list[RawRecord], list[RowError]]:
-    with _open(p) as fh:
-        raw = fh.read()
+def _read_text_whole(p: Path, enc: str, budget: Budget) -> tuple[list[RawRecord], list[RowError]]:
+    buf = bytearray()
+    with _open(p, budget) as fh:
+        while chunk := fh.read(1 << 20):  # in pieces: at a refusal, at most the budget is held, once
+            buf += chunk
+    raw = buf  # a bytearray decodes like bytes, without a copy
+    budget.take(
+        values=json_values(raw)
+    )  # before parsing (UTF-16 separators count too: their low byte is ASCII)
     try:
         text = raw.decode(enc)
     except UnicodeDecodeError as exc:
@@ -283,7 +447,9 @@ def _read_text_whole(p: Path, enc: str) -> tuple[list[RawRecord], list[RowError]
         return [], [RowError(None, None, f"unknown encoding {enc!r}")]
     if text.startswith("\ufeff"):
         text = text[1:]
-    return parse_json_text(text)
+    records, errors = parse_json_text(text)
+    budget.take(rows=len(records))
+    return records, errors
 
 
 def parse_json_text(text: str) -> tuple[list[RawRecord], list[RowError]]:
@@ -391,20 +557,38 @@ def decode_bytes(
     return text.removeprefix("\ufeff"), None
 
 
-def records_from_bytes(data: bytes, encoding: str | None = None) -> tuple[list[RawRecord], list[RowError]]:
-    """Records of an uploaded file's bytes: a JSON array, one JSON object or JSON lines (BOM-aware, UTF-8 default)."""
+def records_from_bytes(
+    data: bytes, encoding: str | None = None, budget: Budget | None = None
+) -> tuple[list[RawRecord], list[RowError]]:
+    """Records of an uploaded file's bytes: a JSON array, one JSON object or JSON lines (BOM-aware, UTF-8
+    default), within ``budget`` (default: one from the settings)."""
+    budget = budget or Budget.from_settings()
+    try:
+        budget.take(nbytes=len(data), values=json_values(data))
+    except TooLarge as exc:
+        return [], [RowError(None, None, str(exc))]
     text, error = decode_bytes(data, encoding)
     if error is not None or text is None:
         return [], [error or RowError(None, None, "cannot read the file")]
-    return parse_json_text(text)
+    records, errors = parse_json_text(text)
+    try:
+        budget.take(rows=len(records))
+    except TooLarge as exc:
+        return [], [RowError(None, None, str(exc))]
+    return records, errors
 
 
 def csv_records_from_bytes(
-    data: bytes, encoding: str | None = None
+    data: bytes, encoding: str | None = None, budget: Budget | None = None
 ) -> tuple[list[RawRecord], list[RowError]]:
     """Rows of a CSV file with a header line, each a ``{column: text}`` dict (a short row's missing columns are
     None) at the line it starts on. A row with more fields than the header is an error; a broken quote or an
     oversized field stops reading there."""
+    budget = budget or Budget.from_settings()
+    try:
+        budget.take(nbytes=len(data))
+    except TooLarge as exc:
+        return [], [RowError(None, None, str(exc))]
     text, error = decode_bytes(data, encoding, choose=False)
     if error is not None or text is None:
         return [], [error or RowError(None, None, "cannot read the file")]
@@ -430,6 +614,10 @@ def csv_records_from_bytes(
             break
         if not row:
             continue
+        try:
+            budget.take(rows=1, values=len(header) + 1)
+        except TooLarge as exc:
+            return [], [RowError(None, None, str(exc))]  # nothing half-read comes back
         if len(row) > len(header):
             errors.append(
                 RowError(start, None, f"{len(row)} fields but the header names {len(header)}", len(records))

@@ -158,9 +158,18 @@ class Settings(BaseSettings):
     )
     # What users' data may reach (operator-set; docs/deployment.md, "Engine keys and URLs")
     max_import_mb: int = Field(
-        default=2048,
+        default=256,
         description="largest file an import reads, in MB, counted after decompression (a `.gz` by what it "
-        "expands to); at most 2048",
+        "expands to; a Parquet or Arrow file by the bytes its values decode to); at most 2048",
+    )
+    max_import_rows: int = Field(
+        default=2_000_000,
+        description="most rows (records) one import reads, across every file of a folder",
+    )
+    max_import_values: int = Field(
+        default=40_000_000,
+        description="most values (strings, numbers, lists, objects: what becomes a Python object) one import "
+        "decodes, across every file of a folder; a JSON text is counted before it is parsed",
     )
     engine_key_envs: str | None = Field(
         default=None,

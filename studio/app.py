@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 from collections.abc import Iterator
@@ -10,10 +11,10 @@ from typing import Any
 
 import gradio as gr
 
-from studio import headers
+from studio import headers, uploads
 from studio.auth import SessionGuard, check_serving
 from studio.context import StudioContext, build_context
-from studio.origins import OriginGuard, OriginPolicy, split_list
+from studio.origins import OriginPolicy, split_list, wrap
 from studio.pages import admin, agreement, arena, data, label, leaderboard, models, probes, queues, train
 from studio.render import sanitize_html
 
@@ -114,25 +115,50 @@ def _runs_timers(tab: gr.Tab, name: str, timers: dict[str, gr.Timer]) -> None:
     tab.select(None, None, list(timers.values()), js=f"() => {json.dumps(updates)}", api_visibility="private")
 
 
+def origin_policy(ctx: StudioContext, host: str) -> OriginPolicy:
+    """The Origin/Host policy of a server bound to ``host`` (``VIBESTUDIO_ALLOWED_ORIGINS`` / ``_HOSTS``)."""
+    hosts = split_list(ctx.settings.allowed_hosts) + ([host] if host not in ("0.0.0.0", "::", "") else [])
+    return OriginPolicy(split_list(ctx.settings.allowed_origins), hosts)
+
+
 def app_kwargs(ctx: StudioContext, host: str) -> dict[str, Any]:
-    """Keyword arguments for Gradio's FastAPI app: the middleware every request passes, outermost first.
+    """Keyword arguments for Gradio's FastAPI app: the middleware every request passes inside the Origin guard
+    (which ``server_app`` puts outside everything, Gradio's CORS layer included), outermost first.
 
     1. ``headers.SecurityHeaders``: Content-Security-Policy and companions on every response (refusals too);
-    2. ``origins.OriginGuard``: refuses another origin's page and unknown ``Host`` names (login mode and open mode);
+    2. ``downloads.FileRouteGuard``: Gradio's file routes serve nothing (files leave through the checked route);
     3. ``auth.SessionGuard``: login throttle context, sessions that expire or end on a password change, and the
        session cookie's ``SameSite=Lax; HttpOnly`` (login mode only).
     """
     from starlette.middleware import Middleware
 
-    hosts = split_list(ctx.settings.allowed_hosts) + ([host] if host not in ("0.0.0.0", "::", "") else [])
-    policy = OriginPolicy(split_list(ctx.settings.allowed_origins), hosts)
+    from studio.downloads import FileRouteGuard
+
     return {
         "middleware": [
             *headers.app_kwargs()["middleware"],
-            Middleware(OriginGuard, policy=policy),
+            Middleware(FileRouteGuard),
             Middleware(SessionGuard, access=ctx.access),
         ]
     }
+
+
+def server_app(ctx: StudioContext, host: str) -> Any:
+    """Gradio's FastAPI app for ``launch(_app=...)``, made here so that the Origin guard (``origins.wrap``) is its
+    outermost layer, in front of the CORS layer and every route Gradio adds, and the checked download route
+    (``studio.downloads``) is its first route."""
+    from gradio.routes import App, ORJSONResponse
+
+    from studio import downloads
+
+    app = App(
+        auth_dependency=ctx.access.gradio_auth_dependency(),
+        default_response_class=ORJSONResponse,
+        **app_kwargs(ctx, host),
+    )
+    wrap(app, origin_policy(ctx, host))
+    downloads.install(app, ctx)
+    return app
 
 
 def serve(
@@ -142,6 +168,11 @@ def serve(
     ctx = ctx or build_context()
     host = host or ctx.settings.host
     check_serving(ctx.settings.auth, ctx.access.required, host)  # raises AuthConfigError with the fix
+    # Gradio's upload cache: a folder of this process's own outside the data home, leftovers of processes that
+    # are gone removed first; set before the app is built (each component reads it when it is made)
+    folder = uploads.claim_upload_folder()
+    atexit.register(uploads.release_upload_folder, folder)
+    uploads.StaleSweeper(folder).start()  # an upload no handler took leaves after uploads.UPLOAD_TTL_S
     demo = build_app(ctx)
     if ctx.access.proxy is not None:
         # The proxy check compares the TCP peer with VIBESTUDIO_PROXY_ADDRESSES: uvicorn must not replace the peer
@@ -155,13 +186,12 @@ def serve(
         prevent_thread_lock=not block,
         css=CSS,
         theme=gr.themes.Default(**THEME_FONTS),  # type: ignore[arg-type]
-        app_kwargs=app_kwargs(ctx, host),  # headers, the Origin/Host policy and the session guard
+        _app=server_app(ctx, host),  # the Origin/Host policy outermost, headers, the session guard, downloads
         show_error=False,  # an unexpected exception shows a generic message; its traceback goes to the log
         quiet=not block,
         auth=ctx.access.gradio_auth(),  # None in the open single-user mode and the proxy mode
         auth_dependency=ctx.access.gradio_auth_dependency(),  # the proxy mode's user, from the guard
         max_file_size=f"{ctx.settings.max_upload_mb}mb",
-        allowed_paths=[str(queues.export_dir())],  # label exports are downloads wherever the data home lives
         auth_message="Sign in with your Vibe Studio account."
         if ctx.access.required and ctx.access.proxy is None
         else None,

@@ -3,12 +3,16 @@
 Two attacks, one rule each, applied by an ASGI middleware in login mode *and* in the open mode:
 
 - **Another site's page** (cross-site request forgery, and reading the answers): a browser sends ``Origin`` with
-  every cross-origin ``fetch``, form post and WebSocket, and Gradio would answer it with credentials. A request
-  whose ``Origin`` is not the app's own (the scheme-less ``host:port`` it was sent to) nor one the operator
-  listed in ``VIBESTUDIO_ALLOWED_ORIGINS`` is refused with 403, whatever its method; so is ``Origin: null``
-  (sandboxed frames, ``file:`` pages) and a browser's ``Sec-Fetch-Site: cross-site`` without an ``Origin``.
-  Requests without ``Origin`` (``gradio_client``, ``curl``, a typed address) are not browsers acting for a page
-  and pass. Gradio's own CORS middleware then only ever reflects an origin this policy admitted.
+  every cross-origin ``fetch``, form post, preflight and WebSocket, and Gradio would answer it with
+  credentials. A request whose ``Origin`` is not the app's own nor one the operator listed in
+  ``VIBESTUDIO_ALLOWED_ORIGINS`` is refused with 403, whatever its method (``OPTIONS`` preflights included);
+  so is ``Origin: null`` (sandboxed frames, ``file:`` pages) and a browser's ``Sec-Fetch-Site: cross-site``
+  without an ``Origin``. Origins are compared as the browser defines them: scheme, host and port, the port
+  being the scheme's default when it is absent (``Host: studio`` on plain http is ``http://studio:80``, so a
+  page at ``http://studio:8080`` is another origin). Requests without ``Origin`` (``gradio_client``, ``curl``,
+  a typed address) are not browsers acting for a page and pass.
+- **Outermost**: the guard wraps the whole app, outside Gradio's own CORS layer (``wrap``), so no preflight
+  is answered, and no origin reflected with credentials, before the policy has admitted it.
 - **DNS rebinding** (a name the attacker controls, resolved to this machine, so the page counts as same-origin):
   a ``Host`` that is not a loopback name, an IP address, this machine's own name, a host the operator listed in
   ``VIBESTUDIO_ALLOWED_HOSTS`` or the host of an allowed origin is refused with 421. An IP address cannot be
@@ -19,6 +23,7 @@ The refusal says which header was refused and which setting admits it; it does n
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import socket
@@ -40,21 +45,37 @@ def split_list(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def origin_key(origin: str) -> tuple[str, int] | None:
-    """``(host, port)`` of an origin such as ``https://a.example:8443``; None when it is not one."""
+#: A WebSocket's scheme is its page's: ``ws`` pairs with ``http``, ``wss`` with ``https``.
+WEB_SCHEME = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
+
+
+def origin_key(origin: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an origin such as ``https://a.example:8443``, the port being the scheme's
+    default when absent; None when it is not one (a path, a user, a query or a fragment make it not one)."""
     try:
         u = urlsplit(origin.strip())
         port = u.port
     except ValueError:
         return None
-    if u.scheme not in DEFAULT_PORTS or not u.hostname:
+    if u.scheme not in DEFAULT_PORTS or not u.hostname or "@" in u.netloc:
         return None
-    return u.hostname.lower().rstrip("."), port or DEFAULT_PORTS[u.scheme]
+    if u.path not in ("", "/") or u.query or u.fragment:
+        return None
+    return WEB_SCHEME[u.scheme], u.hostname.lower().rstrip("."), port or DEFAULT_PORTS[u.scheme]
 
 
-def host_key(host: str, scheme: str) -> tuple[str, int] | None:
-    """``(host, port)`` of a ``Host`` header value (``[::1]:7860``, ``studio``); None when malformed."""
+def host_key(host: str, scheme: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of a ``Host`` header value (``[::1]:7860``, ``studio``) on a request that came
+    over ``scheme``; None when malformed."""
+    if not host or any(c in host for c in "/?#@\\ ") or host != host.strip():
+        return None
     return origin_key(f"{scheme if scheme in DEFAULT_PORTS else 'http'}://{host}")
+
+
+@functools.lru_cache(maxsize=1)
+def _machine_names() -> tuple[str, ...]:
+    """This machine's own names (``getfqdn`` may ask the resolver: looked up once per process)."""
+    return socket.gethostname(), socket.getfqdn()
 
 
 def _is_ip(host: str) -> bool:
@@ -69,7 +90,7 @@ class OriginPolicy:
     """The rules above for one server. ``allowed_origins`` and ``allowed_hosts`` come from the settings."""
 
     def __init__(self, allowed_origins: Iterable[str] = (), allowed_hosts: Iterable[str] = ()) -> None:
-        self.origins: set[tuple[str, int]] = set()
+        self.origins: set[tuple[str, str, int]] = set()
         for o in allowed_origins:
             key = origin_key(o)
             if key is None:
@@ -78,15 +99,14 @@ class OriginPolicy:
                     f"(got {o[:80]!r})"
                 )
             self.origins.add(key)
-        names = {socket.gethostname(), socket.getfqdn()}
-        self.hosts = {h.lower().rstrip(".") for h in (*allowed_hosts, *names) if h} | LOOPBACK_NAMES
-        self.hosts |= {h for h, _ in self.origins}
+        self.hosts = {h.lower().rstrip(".") for h in (*allowed_hosts, *_machine_names()) if h} | LOOPBACK_NAMES
+        self.hosts |= {h for _, h, _ in self.origins}
 
     def host_ok(self, host: str | None, scheme: str) -> bool:
         key = host_key(host or "", scheme)
         if key is None:
             return False
-        name = key[0]
+        name = key[1]
         return _is_ip(name) or name in self.hosts
 
     def origin_ok(self, origin: str | None, host: str | None, scheme: str, fetch_site: str | None) -> bool:
@@ -95,12 +115,10 @@ class OriginPolicy:
         key = origin_key(origin)
         if key is None:  # "null" and anything else that is not an http(s) origin
             return False
-        own = host_key(host or "", scheme)
-        if own is not None and key[0] == own[0]:
-            # same host: the port must match too (another port on this host is another origin); an origin
-            # whose scheme differs from ours (TLS ended at a proxy) has its own default port, so compare both
-            if key[1] == own[1] or ":" not in (host or "").rsplit("]", 1)[-1]:
-                return True
+        # the app's own origin: the scheme the request came over (a proxy on this host that ends TLS says so in
+        # X-Forwarded-Proto, which the server applies) and the Host it was sent to, with its effective port
+        if key == host_key(host or "", scheme):
+            return True
         return key in self.origins
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
@@ -119,6 +137,19 @@ class OriginPolicy:
                 "VIBESTUDIO_ALLOWED_ORIGINS if it is this server's public address)"
             )
         return None
+
+
+def wrap(app: Any, policy: OriginPolicy) -> None:
+    """Make an ``OriginGuard`` the outermost layer of a Starlette (FastAPI, Gradio) ``app``: it is inserted in
+    front of every middleware the app has or gets (Gradio adds its CORS layer itself, outside the ones it is
+    given), so a refused request reaches none of them. Call before the app serves its first request."""
+    build = app.build_middleware_stack
+
+    def guarded() -> ASGIApp:
+        return OriginGuard(build(), policy)
+
+    app.build_middleware_stack = guarded
+    app.middleware_stack = None
 
 
 class OriginGuard:

@@ -78,7 +78,7 @@ _TAGS = {
     "p", "br", "hr", "em", "strong", "s", "del", "code", "pre", "blockquote", "ul", "ol", "li",
     "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "a", "span", "div",
 }  # fmt: skip
-_ATTRIBUTES = {"a": {"href", "title", "target"}, "ol": {"start"}, "span": {"title"}}
+_ATTRIBUTES = {"a": {"href", "title", "target", "download"}, "ol": {"start"}, "span": {"title"}}
 _CLASSES = {"span": {"vs-image"}, "div": {"vs-md", "vs-plain"}}
 
 

@@ -4,7 +4,9 @@ Hosts' clocks disagree, so no time written here comes from a host: a heartbeat i
 <the database's now>`` and staleness compares it with the database's now again (``db_now``, UTC on both
 SQLite and PostgreSQL). A job is failed as lost only when its heartbeat is older than the grace period
 (``VIBESTUDIO_HEARTBEAT_GRACE_S``), never because this host's ``/proc`` lacks a pid that lives on another
-host. The training process beats for itself (``Beater``, a thread in ``training.worker``); when its beat finds the
+host, nor because a pid recorded under the same host name is missing here: the identity a job records is the
+host name *and* a random token of the process that started it (``this_host``), so only that very process reads
+the job's pid, and every other judges by the heartbeat. The training process beats for itself (``Beater``, a thread in ``training.worker``); when its beat finds the
 row no longer running (cancelled from any process, or failed as lost) it stops its own process group.
 
 Knows the ``jobs`` and ``workers`` tables; knows nothing about TRL or how a job is started.
@@ -13,6 +15,7 @@ Knows the ``jobs`` and ``workers`` tables; knows nothing about TRL or how a job 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import threading
@@ -27,10 +30,21 @@ from common.settings import get_settings
 from db.models import Job, Worker
 from db.session import Database
 
+#: Drawn once per process: with the host name it is the identity of the process that starts a job, so two
+#: processes that share a host name but not a process space (containers on one host network, pid 1 in each of
+#: two containers) never read each other's pids as their own.
+PROCESS_TOKEN = secrets.token_hex(6)
+
 
 def this_host() -> str:
-    """The identity the app's own (local) jobs record: this machine's name."""
-    return socket.gethostname()
+    """The identity the app's own (local) jobs record: this machine's name and this process's random token
+    (``name#token``). A job whose ``host`` is not exactly this is judged by its heartbeat alone."""
+    return f"{socket.gethostname()}#{PROCESS_TOKEN}"
+
+
+def host_name(identity: str | None) -> str | None:
+    """The machine name of a recorded identity (``name#token`` -> ``name``), for messages and tables."""
+    return identity.split("#", 1)[0] if identity else identity
 
 
 def db_now(db: Database) -> ColumnElement[datetime]:
@@ -160,7 +174,7 @@ def stale_jobs(db: Database, grace_s: float | None = None) -> list[Lost]:
             lost.append(
                 Lost(
                     job_id,
-                    f"worker host {host or '(unknown)'} stopped heartbeating at {at:%Y-%m-%d %H:%M:%S} UTC "
+                    f"worker host {host_name(host) or '(unknown)'} stopped heartbeating at {at:%Y-%m-%d %H:%M:%S} UTC "
                     f"(no sign of life for {(now - at).total_seconds():.0f} s, grace {grace.total_seconds():.0f} s;"
                     f" its training process was pid {pid} there); resume the job to run it again",
                 )

@@ -350,8 +350,11 @@ def _group_has_live_members(pgid: int) -> bool:
 
 # ---- reconcile / cancel / wait -------------------------------------------------------------------------------
 def _is_here(host: str | None) -> bool:
-    """A job started by this host's own runner (or before jobs recorded a host): its pid is in this ``/proc``."""
-    return host is None or host == this_host()
+    """A job started by this very process's runner: its pid is in this process space. Exactly this process's
+    identity (host name and random token, ``heartbeat.this_host``); a bare host name (a row from before the
+    token, or another container with this host name) is not enough, and a job without a host is judged by its
+    heartbeat too."""
+    return host is not None and host == this_host()
 
 
 def fail_lost(db: Database) -> list[int]:
@@ -366,7 +369,13 @@ def fail_lost(db: Database) -> list[int]:
         ).all()
     for job_id, pid, started_at, log_path, host, heartbeat_at in running:
         if not _is_here(host):
-            continue  # another host's pid means nothing here: its heartbeat decides
+            # another process's pid means nothing here, even under this host name: its heartbeat decides; one
+            # that never beat is lost once its launcher has had the start time-out
+            if heartbeat_at is None and started_at is not None and utcnow() - started_at > _START_TIMEOUT:
+                reason = "its training process never sent a heartbeat (the process that started it is gone)"
+                if finish(db, job_id, "failed", reason, only_if="running"):
+                    failed.append(job_id)
+            continue
         if pid is None:
             if heartbeat_at is not None or (
                 started_at is not None and utcnow() - started_at < _START_TIMEOUT
@@ -640,10 +649,14 @@ def _summary_fields(s: Session, job: Job, waiting: dict[str, str] | None = None)
     )
 
 
-def job_view(db: Database, job_id: int, tail_lines: int = 40, user_id: int | None = None) -> JobView:
+def job_view(
+    db: Database, job_id: int, tail_lines: int = 40, user_id: int | None = None, reason: str | None = None
+) -> JobView:
     """Everything a job page shows: status, error, metric series {name: [(step, value)]}, log tail, result.
-    Needs researcher: the config, log and metrics are a researcher's (paths, data, errors)."""
-    require_role(db, user_id, "researcher")
+    Needs researcher, and the job's owner: its config, log, curves and checkpoints are its launcher's (paths,
+    data, errors). An admin, or another researcher who gives a ``reason`` (audited), may read it too
+    (``require_job_owner``, as for actions)."""
+    require_job_owner(db, job_id, user_id, "read", reason)
     reap()
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -676,9 +689,13 @@ def job_view(db: Database, job_id: int, tail_lines: int = 40, user_id: int | Non
 
 
 def list_jobs(db: Database, limit: int = 100, user_id: int | None = None) -> list[JobSummary]:
-    """Newest first: id, kind, status, progress, lineage ids and times. Needs researcher (errors hold log text)."""
-    require_role(db, user_id, "researcher")
+    """Newest first: id, kind, status, progress, lineage ids and times. Needs researcher (errors hold log text),
+    and lists a researcher's own jobs only (an admin and the local operator see every job)."""
+    me = require_role(db, user_id, "researcher")
     with db.session() as s:
-        jobs = s.scalars(select(Job).order_by(Job.id.desc()).limit(limit)).all()
+        q = select(Job).order_by(Job.id.desc()).limit(limit)
+        if me is not None and me.role != "admin":
+            q = q.where(Job.created_by == me.id)
+        jobs = s.scalars(q).all()
         waiting = waiting_reasons(db, {j.kind for j in jobs if j.status == "queued"})
         return [JobSummary(**_summary_fields(s, j, waiting)) for j in jobs]

@@ -34,15 +34,16 @@ from common.settings import get_settings
 from db.models import Contestant, DatasetSnapshot, Job, utcnow
 from db.session import Database
 from training import runner
-from training.heartbeat import beat, db_now, register_worker, stale_jobs, touch_worker
+from training.heartbeat import PROCESS_TOKEN, beat, db_now, register_worker, stale_jobs, touch_worker
 
 #: Job kinds a worker can serve; ``report`` (a checkpoint report queued by a publish) comes with any training kind.
 KINDS = ("dpo", "reward", "grpo", "report")
 
 
 def default_name() -> str:
-    """This host's name and this process's id: unique per worker process."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This host's name, this process's id and a random token (``training.heartbeat.PROCESS_TOKEN``): unique per
+    worker process even where two containers share a host name and both run as pid 1."""
+    return f"{socket.gethostname()}:{os.getpid()}#{PROCESS_TOKEN}"
 
 
 def parse_kinds(text: str | None) -> list[str]:

@@ -25,7 +25,8 @@ def worker(
     ),
     max_jobs: int = typer.Option(1, min=1, help="Jobs this worker runs at once."),
     host_name: str = typer.Option(
-        None, help="The identity jobs record as their host (default: this host's name and the process id)."
+        None,
+        help="The identity jobs record as their host (default: this host's name, the process id and a random token).",
     ),
     data_home: Path = typer.Option(
         None,

@@ -1,13 +1,15 @@
 """Annotate tab: make queues (on-policy generation with a progress bar, or an import), run AI judges, export.
 
 Each handler converts inputs, calls one ``annotation`` service and maps its plain result to text; long work
-(generation, judging) reports through ``gr.Progress``. Exports are written under the data home and offered as
-downloads.
+(generation, judging) reports through ``gr.Progress``. Exports are written under the data home, each in a folder
+with a random name, and offered as a link to the checked download route (``studio.downloads``), never through
+Gradio's file route.
 """
 
 from __future__ import annotations
 
 import html
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,8 @@ from annotation.snapshots import SnapshotError, skip_reason_text
 from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from common.paths import file_stem, under
-from db.session import data_home
 from studio.context import StudioContext
+from studio.downloads import downloads_dir, new_folder, offer
 from studio.errors import require, user_error
 from studio.render import error_text, literal, to_html
 from studio.uploads import discard_upload
@@ -44,11 +46,14 @@ FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "data
 
 
 def export_dir() -> Path:
-    """Where the Annotate tab writes exports; the app lets Gradio serve this folder (and nothing else of the data
-    home) so the download works wherever the data home lives."""
-    folder = data_home() / "exports"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    """Where the Annotate tab writes exports: a folder per export under the data home's ``exports``, served only
+    by the checked download route (``studio.downloads``: the researcher who exported it, or an admin)."""
+    return downloads_dir()
+
+
+def download_link(url: str, name: str) -> str:
+    """A link to an offered download (``studio.downloads``): the route checks the role and the owner again."""
+    return f'<a href="{html.escape(url)}" download="{html.escape(name)}">Download {html.escape(name)}</a>'
 
 
 def _progress_cb(progress: gr.Progress):
@@ -144,7 +149,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             do_export = gr.Button("Export", elem_id="queues-export")
             freeze = gr.Button("Freeze as training snapshot", elem_id="queues-freeze")
         exported = gr.HTML(elem_id="queues-exported")
-        download = gr.File(label="Download", interactive=False)
+        download = gr.HTML(elem_id="queues-download")  # a link to the checked download route
 
     def on_refresh(*current: Any):
         sets, people, queues, rubrics = _choices(ctx)
@@ -267,30 +272,31 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         suffix = FILE_FORMATS.get(file_kind)
         if suffix is None:
             raise gr.Error("Pick a file kind.")
-        out = under(export_dir(), stem + suffix)  # the file stays in the data home's exports
+        uid = require(ctx, request, "researcher")  # the role before a folder is made for the file
+        token, folder = new_folder()  # a random name: the export's URL cannot be guessed
+        out = under(folder, stem + suffix)
         try:
             with ctx.db.session() as s:
-                uid = ctx.access.user_id(request)
                 res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out, user_id=uid)
         except QueueError as exc:  # nothing to export yet: say so and what to do, no red error
+            shutil.rmtree(folder, ignore_errors=True)
             text = error_text(exc)
             gr.Warning(f"Not exported: {text}")
             return to_html(
                 f"⚠️ Not exported: {literal(html.unescape(text))}. Label some items in the Label tab (or import "
                 "labelled preference data above), then export again."
-            ), None
+            ), ""
         except PermissionDenied as exc:
+            shutil.rmtree(folder, ignore_errors=True)
             raise user_error(exc) from exc
-        path = Path(res.path)
-        if path.is_dir():
-            import shutil
-
-            path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
+        got = offer(
+            Path(res.path), uid, "researcher", token
+        )  # only its exporter (or an admin) may download it
         skipped = skip_reason_text(res.skipped)
-        text = f"**{res.n_rows}** rows → {literal(res.path)}" + (
+        text = f"**{res.n_rows}** rows → {literal(got.name)}" + (
             f" (left out: {literal(skipped)})" if skipped else ""
         )
-        return to_html(text), str(path)
+        return to_html(text), download_link(got.url, got.name)
 
     def on_freeze(queues, kinds, agg, request: gr.Request):
         try:
@@ -302,7 +308,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         verb = "Created" if snap.created else "Already frozen:"
         return to_html(
             f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
-        ), None
+        ), ""
 
     pickers = [prompt_set, policy, opponent, rubric, j_queue, judge, e_queues]
     refresh.click(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")

@@ -695,7 +695,7 @@ def _follow_job(
         return table, "", None, "", gr.update(), None
     try:
         v = job_view(ctx.db, int(jid), user_id=uid)
-    except JobError as exc:
+    except (JobError, PermissionDenied) as exc:  # another researcher's job: its config and log stay theirs
         return table, to_html(literal(exc)), None, "", gr.update(), None
     steps_saved = [step for step, _ in saved_checkpoints(v.id, _folder(v))]  # one look at the folder per tick
     return (
@@ -776,7 +776,7 @@ def _job_handlers(ctx: StudioContext) -> _JobHandlers:
             raise gr.Error("Pick a job from the table first.")
         try:
             cfg = dict(job_view(ctx.db, int(jid), tail_lines=1, user_id=uid).config)
-        except JobError as exc:
+        except (JobError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         cfg.pop("output_name", None)
         text = yaml.safe_dump(cfg, sort_keys=False)

@@ -128,3 +128,27 @@ def test_a_name_the_studio_does_not_accept_is_refused(proxied):
     with _from(PROXY, url) as c:
         r = c.get("/config", headers={"X-Forwarded-User": "two words"})
     assert r.status_code == 403 and "user name" in r.text
+
+
+def test_restore_refuses_while_this_server_serves_the_database(proxied):
+    """``vibestudio serve`` holds the database's serving lock for its life (the one subprocess server of the
+    suite serves this check too)."""
+    import os
+    import subprocess
+    import sys
+
+    from db.backup import backup
+
+    _url, home, db = proxied
+    copy = home / "copy.sqlite"
+    backup(db.url, copy)
+    env = {**os.environ, "VIBESTUDIO_HOME": str(home)}
+    env.pop("VIBESTUDIO_DATABASE_URL", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "studio.cli", "db", "restore", str(copy)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode != 0 and "being served" in out.stdout + out.stderr

@@ -2,25 +2,22 @@
 requests, as a researcher, an annotator and nobody. Each attack must be refused with a message that repeats no
 secret, variable name or server path, and leave nothing behind: no contestant, no queue, no file outside the
 data home, no upload in Gradio's cache, and no request at the listeners it aimed at (``Trap`` records every
-request and its Authorization header). One server serves the module (its start is the cost: seconds)."""
+request and its Authorization header). The suite's one app server (``studio_app``) serves the module; the
+operator's settings for it (one listener allowed, no key variables, a secret in the environment, a 1 MB import
+limit) are set per test, as the server reads them at each request."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
-from accounts import add_user
 from db.models import AnnotationQueue, Contestant
 from db.session import Database
-from tests.helpers.servers import start_server, stop_server
 from tests.security._engine_helpers import Trap
 
 PW = "a long test password"
@@ -28,49 +25,36 @@ SECRET = "server-secret-value-41c9"
 
 
 @pytest.fixture(scope="module")
-def studio(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("redteam")
-    home = root / "home"
-    home.mkdir()
-    db = Database(f"sqlite:///{home / 'studio.sqlite'}")
-    db.migrate()
-    add_user(db, "rita", PW, "researcher")
-    add_user(db, "ann", PW, "annotator")
+def traps():
     allowed, forbidden = Trap(), Trap()
-    env = {
-        "VIBESTUDIO_ENGINE_ALLOWED_HOSTS": f"127.0.0.1:{allowed.port}",  # one listener allowed, by port
-        "VIBESTUDIO_ENGINE_KEY_ENVS": "",
-        "STUDIO_SECRET": SECRET,
-        "VIBESTUDIO_MAX_IMPORT_MB": "1",
-        "GRADIO_TEMP_DIR": str(root / "uploads"),
-    }
-    proc, url = start_server(home, env)
-    clients: dict[str, object] = {}
-
-    def client(name: str):
-        if name not in clients:  # one signed-in client per role for the module (each costs a round trip)
-            clients[name] = _client(url, name)
-        return clients[name]
-
-    yield {
-        "url": url,
-        "db": db,
-        "home": home,
-        "root": root,
-        "allowed": allowed,
-        "forbidden": forbidden,
-        "client": client,
-    }
-    stop_server(proc)
+    yield allowed, forbidden
     allowed.close()
     forbidden.close()
-    db.dispose()
 
 
-def _client(url: str, name: str):
-    from gradio_client import Client
+@pytest.fixture
+def studio(studio_app, traps, monkeypatch):
+    from db.session import data_home
+    from studio.uploads import upload_folder
 
-    return Client(url, auth=(name, PW), verbose=False, download_files=False)
+    allowed, forbidden = traps
+    monkeypatch.setenv(
+        "VIBESTUDIO_ENGINE_ALLOWED_HOSTS", f"127.0.0.1:{allowed.port}"
+    )  # one listener, by port
+    monkeypatch.setenv("VIBESTUDIO_ENGINE_KEY_ENVS", "")
+    monkeypatch.setenv("STUDIO_SECRET", SECRET)
+    monkeypatch.setenv("VIBESTUDIO_MAX_IMPORT_MB", "1")
+    allowed.seen.clear()
+    forbidden.seen.clear()
+    return {
+        "url": studio_app.url,
+        "db": studio_app.db,
+        "home": data_home(),
+        "uploads": upload_folder(),
+        "allowed": allowed,
+        "forbidden": forbidden,
+        "client": studio_app.client,
+    }
 
 
 def _refusal(client, endpoint: str, *args) -> str:
@@ -93,8 +77,8 @@ def _queues(db: Database) -> int:
         return s.scalar(select(func.count(AnnotationQueue.id))) or 0
 
 
-def _uploads_left(root: Path, suffix: str) -> list[Path]:
-    return [p for p in (root / "uploads").rglob(f"*{suffix}") if p.is_file()]
+def _uploads_left(folder: Path, suffix: str) -> list[Path]:
+    return [p for p in folder.rglob(f"*{suffix}") if p.is_file()]
 
 
 def _form(name: str, engine: str, base_url: str, key_env: str) -> tuple:
@@ -147,7 +131,7 @@ def test_a_persona_file_cannot_make_the_server_run_code(studio, tmp_path, serve)
     msg = _refusal(rita, "/arena_import_personas", handle_file(str(persona)))
     assert "serve" in msg and "vllm-persona.yaml" in msg and str(tmp_path) not in msg
     assert _contestants(studio["db"], "evil-vllm") == 0
-    assert _uploads_left(studio["root"], "vllm-persona.yaml") == []  # the upload was removed after use
+    assert _uploads_left(studio["uploads"], "vllm-persona.yaml") == []  # the upload was removed after use
     assert not list((studio["home"] / "logs").glob("vllm-*")) if (studio["home"] / "logs").exists() else True
 
 
@@ -158,7 +142,7 @@ def test_an_annotator_upload_is_refused_before_it_is_parsed(studio, tmp_path):
     broken.write_text("personas: [name: : : {\n")
     msg = _refusal(studio["client"]("ann"), "/arena_import_personas", handle_file(str(broken)))
     assert "researcher" in msg.lower() and "yaml" not in msg.lower()
-    assert _uploads_left(studio["root"], "broken-persona.yaml") == []
+    assert _uploads_left(studio["uploads"], "broken-persona.yaml") == []
 
 
 def test_nobody_signed_in_reaches_nothing(studio):
@@ -186,7 +170,7 @@ def test_a_small_gz_that_expands_past_the_limit_is_refused(studio, tmp_path):
     result, _ = rita.predict(handle_file(str(bomb)), "trl", "bombq", False, api_name="/queue_import")
     assert "❌" in result and "decompression" in result  # the import's report, nothing imported
     assert _queues(studio["db"]) == before
-    assert _uploads_left(studio["root"], "prefs-bomb.jsonl.gz") == []
+    assert _uploads_left(studio["uploads"], "prefs-bomb.jsonl.gz") == []
 
 
 @pytest.mark.parametrize("name", ["../../../escaped", "/tmp/abs-queue", ".hidden"])
@@ -199,19 +183,3 @@ def test_a_queue_name_cannot_become_a_path(studio, tmp_path, name):
     msg = _refusal(studio["client"]("rita"), "/queue_import", handle_file(str(prefs)), "trl", name, False)
     assert "queue name" in msg
     assert _queues(studio["db"]) == before
-
-
-def test_restore_refuses_while_this_server_serves_the_database(studio):
-    from db.backup import backup
-
-    copy = studio["root"] / "copy.sqlite"
-    backup(studio["db"].url, copy)
-    env = {**os.environ, "VIBESTUDIO_HOME": str(studio["home"])}
-    out = subprocess.run(
-        [sys.executable, "-m", "studio.cli", "db", "restore", str(copy)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode != 0 and "being served" in out.stdout + out.stderr

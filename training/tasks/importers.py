@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.files import RawRecord, RowError, read_records
+from common.files import Budget, RawRecord, RowError, read_records
 from training.tasks.verifiers import VerifierError, check_reference, check_spec, last_boxed
 
 PROMPT_KEYS = ("prompt", "question", "problem", "input", "instruction")
@@ -159,8 +159,9 @@ def read_task_files(path: str | Path, default_verifier: dict[str, Any] | None = 
     if not files:
         out.errors.append((str(path), RowError(None, None, "no .jsonl, .json, .parquet or .arrow files")))
         return out
+    budget = Budget.from_settings()  # one budget for every file of the folder
     for f, name in zip(files, names, strict=True):
-        records, errors = read_records(f)
+        records, errors = read_records(f, budget=budget)
         out.errors += [(name, e) for e in errors]
         for rec in records:
             row, errs = parse_row(rec, default_verifier)

@@ -1,0 +1,198 @@
+"""Downloads checked like every other read: the one route that serves a file of the data home, after the role
+and the owner are checked, as for every handler.
+
+Gradio's own file routes (``/gradio_api/file=...``) serve nothing at all (``FileRouteGuard``; the app also gives
+them no ``allowed_paths``, and its upload cache is a per-process folder outside the data home, ``studio.uploads``). A file the studio
+offers for download (a label export) is written into a folder of its own, ``<home>/exports/<token>/``, with a record of
+who may read it (``.offer.json``: the owner's user id and the role the read needs); ``<token>`` is 128 random bits,
+so a name cannot be guessed, and knowing it is still not enough:
+
+``GET /studio/download/<token>/<name>`` answers the file only when the request's user (the session cookie, or
+the proxy's user in single sign-on) holds the role, and is the owner or an admin. In the open single-user mode
+(loopback only) the user is the local operator, who may read everything. Every refusal says what was refused and
+what would admit it, never the token, a path or a name from the request.
+
+``offer`` (a page hands it the file it wrote) and ``open_offer`` (the check) are plain functions; the route is a
+thin layer over ``open_offer``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accounts import PermissionDenied, get_user, require_role
+from common.paths import OutsideRoot, under
+from db.session import Database, data_home
+
+ROUTE = "/studio/download"
+RECORD = ".offer.json"
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+
+
+class NotOffered(LookupError):
+    """No such download (unknown token, another name, or a file since removed)."""
+
+
+@dataclass
+class Offer:
+    """A file offered for download: the URL a page links to, and the file's name."""
+
+    url: str
+    name: str
+    token: str
+
+
+def downloads_dir() -> Path:
+    """The data home's ``exports`` folder: one sub-folder per offered download."""
+    folder = data_home() / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def new_folder() -> tuple[str, Path]:
+    """A fresh ``(token, folder)`` under the downloads folder, for a page to write its file into."""
+    token = secrets.token_urlsafe(16)
+    folder = under(downloads_dir(), token)
+    folder.mkdir(parents=True)
+    return token, folder
+
+
+def offer(path: Path, owner_id: int | None, role: str = "researcher", token: str | None = None) -> Offer:
+    """Offer ``path`` (a file, or a folder, which is zipped) for download by ``owner_id`` (and admins) holding
+    ``role``. A file outside a ``new_folder`` folder is moved into a new one."""
+    path = Path(path)
+    if token is None or path.parent.resolve() != under(downloads_dir(), token):
+        token, folder = new_folder()
+        moved = folder / path.name
+        shutil.move(str(path), moved)
+        path = moved
+    if path.is_dir():
+        path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
+    record = {"owner_id": owner_id, "role": role, "name": path.name}
+    (path.parent / RECORD).write_text(json.dumps(record), encoding="utf-8")
+    return Offer(f"{ROUTE}/{token}/{path.name}", path.name, token)
+
+
+def open_offer(db: Database | None, token: str, name: str, user_id: int | None) -> Path:
+    """The offered file, after the checks: the role the offer names, and the owner or an admin.
+    ``user_id=None`` is the local operator (open mode, CLI) and passes. Raises ``NotOffered`` or
+    ``PermissionDenied``; the role is checked before anything about the file is looked at."""
+    if user_id is not None:
+        if db is None:
+            raise PermissionDenied("refused: downloads need a signed-in user")
+        require_role(db, user_id, "researcher")  # the least any offer needs: nothing is looked up before it
+    if not _TOKEN.match(token or "") or not name or "/" in name or name.startswith("."):
+        raise NotOffered("no such download")
+    try:
+        folder = under(downloads_dir(), token)
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+        path = under(folder, name)
+    except (OutsideRoot, OSError, ValueError) as exc:
+        raise NotOffered("no such download") from exc
+    if record.get("name") != name or not path.is_file():
+        raise NotOffered("no such download")
+    if user_id is not None:
+        assert db is not None
+        me = require_role(db, user_id, str(record.get("role") or "researcher"))
+        if me is not None and record.get("owner_id") != user_id and me.role != "admin":
+            raise PermissionDenied(
+                "refused: this download belongs to the user who made it (an admin may download it too)"
+            )
+    return path
+
+
+#: Gradio's file routes: they serve its upload cache to whoever names a path there (and any ``allowed_paths``).
+#: The studio needs none of them (it shows no image, audio or file output), so they answer nothing.
+FILE_ROUTES = ("/file=", "/gradio_api/file=", "/proxy=", "/gradio_api/proxy=")
+
+
+class FileRouteGuard:
+    """ASGI middleware: Gradio's file routes are refused for every path, so nothing uploaded, cached or kept in
+    the data home is fetched by a name; files leave the server only through the checked download route."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = re.sub(r"/+", "/", str(scope.get("path", "")))
+        if scope["type"] == "http" and path.startswith(FILE_ROUTES):
+            body = json.dumps(
+                {"detail": "refused: files are served only through the studio's checked download links"}
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def install(app: Any, ctx: Any) -> None:
+    """Add the download route to Gradio's FastAPI ``app`` (before Gradio adds its own routes)."""
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, JSONResponse, Response
+
+    async def download(request: Request) -> Response:
+        import anyio.to_thread
+
+        try:
+            uid = await anyio.to_thread.run_sync(_user_id, ctx, request)
+            path = await anyio.to_thread.run_sync(
+                open_offer, ctx.db, request.path_params["token"], request.path_params["name"], uid
+            )
+        except PermissionDenied as exc:
+            status = 401 if "sign" in str(exc) or "log in" in str(exc) else 403
+            return JSONResponse({"detail": _refusal(str(exc))}, status_code=status)
+        except NotOffered:
+            return JSONResponse({"detail": "refused: no such download (it may have been removed)"}, 404)
+        return FileResponse(
+            path,
+            filename=path.name,
+            media_type="application/octet-stream",
+            headers={"Cache-Control": "no-store"},
+        )
+
+    app.add_route(ROUTE + "/{token}/{name}", download, methods=["GET"])
+
+
+def _refusal(message: str) -> str:
+    text = message if message.startswith("refused") else f"refused: {message}"
+    return text[:300]
+
+
+def _user_id(ctx: Any, request: Any) -> int | None:
+    """The request's user id as the handlers see it (``Access.user_id``); None in the open mode."""
+    access = ctx.access
+    if not access.required:
+        return None
+    name: str | None = None
+    if access.proxy is not None:
+        dep = access.gradio_auth_dependency()
+        name = dep(request) if dep is not None else None
+    else:
+        app = request.scope.get("app")
+        cookie_id = getattr(app, "cookie_id", "")
+        token = request.cookies.get(f"access-token-{cookie_id}") or request.cookies.get(
+            f"access-token-unsecure-{cookie_id}"
+        )
+        name = getattr(app, "tokens", {}).get(token) if token else None
+    if not name or get_user(ctx.db, name) is None:
+        raise PermissionDenied("refused: sign in to download (login is on in this studio)")
+
+    class _Req:
+        username = name
+
+    return access.user_id(_Req())
