@@ -22,6 +22,7 @@ shield each other). Nothing is deleted: flags and weights are reported, the plai
 
 from __future__ import annotations
 
+from standings.words import counted
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -122,7 +123,9 @@ def annotator_diagnostics(
         return report
     if missing:
         report.notes.append(
-            f"{missing} votes have no annotator id: they count in the boards but nobody is diagnosed for them"
+            f"{counted(missing, 'vote')} {'has' if missing == 1 else 'have'} no annotator id: "
+            f"{'it counts' if missing == 1 else 'they count'} in the boards but nobody is diagnosed for "
+            f"{'it' if missing == 1 else 'them'}"
         )
     names = sorted({x for x in labels.tolist() if x})
     if not names:  # e.g. the open single-user mode: every vote is the local operator's, with no name

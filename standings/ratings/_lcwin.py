@@ -10,6 +10,7 @@ narrow, and say so). Fewer than `min_battles` battles against the baseline: no i
 
 from __future__ import annotations
 
+from standings.words import counted
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,7 @@ def win_rate_intervals(
         if inputs is not None:
             row["lc_win_rate"] = _lc_value(*inputs)
         if n < min_battles:
-            row["note"] = f"can't tell: {n} battles against {baseline} (an interval needs {min_battles})"
+            row["note"] = f"can't tell: {counted(n, 'battle')} against {baseline} (an interval needs {min_battles})"
             rows.append(row)
             continue
         draws = rng.integers(0, n, (rounds, n))

@@ -18,6 +18,7 @@ models have no earlier votes, every vote a tie, answers missing for style contro
 
 from __future__ import annotations
 
+from standings.words import counted
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -297,7 +298,8 @@ def format_predictive(checks: list[PredictiveCheck]) -> str:
     lines: list[str] = []
     for check in checks:
         lines.append(
-            f"{check.split} split: fitted on {check.n_train:,} votes, scored on {check.n_test:,} held-out votes"
+            f"{check.split} split: fitted on {counted(check.n_train, 'vote')}, scored on "
+            f"{counted(check.n_test, 'held-out vote')}"
             + (f" ({check.n_unscorable:,} not scorable)" if check.n_unscorable else "")
         )
         header = f"  {'method':<14} {'log-loss':>8} {'95% CI':>17} {'Brier':>7} {'95% CI':>17} {'vs best':>8} {'95% CI':>17}"
