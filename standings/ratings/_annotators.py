@@ -22,7 +22,6 @@ shield each other). Nothing is deleted: flags and weights are reported, the plai
 
 from __future__ import annotations
 
-from standings.words import counted
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -30,6 +29,8 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+from standings.words import counted
 
 from . import _fit
 from ._blas import single_threaded

@@ -18,7 +18,6 @@ identified keep their intervals when a stray pair of models sits apart from them
 
 from __future__ import annotations
 
-from standings.words import counted
 import math
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +30,7 @@ import pandas as pd
 
 from arena import vibes
 from common.outcomes import CODES, SCORE_A
+from standings.words import counted
 
 from . import _fit, _ties
 from ._blas import single_threaded
@@ -134,7 +134,9 @@ class Leaderboard:
         options = data.get("options") or {}
         ci_method = options.get("ci_method", data.get("ci_method", "bootstrap"))
         return cls(
-            models=[ModelRating(**{k: v for k, v in m.items() if k in known}) for m in data.get("models", [])],
+            models=[
+                ModelRating(**{k: v for k, v in m.items() if k in known}) for m in data.get("models", [])
+            ],
             style_coefficients=dict(data.get("style_coefficients") or {}),
             warnings=list(data.get("warnings") or []),
             style_intervals={k: (v[0], v[1]) for k, v in (data.get("style_intervals") or {}).items()},

@@ -10,10 +10,11 @@ narrow, and say so). Fewer than `min_battles` battles against the baseline: no i
 
 from __future__ import annotations
 
-from standings.words import counted
 from typing import Any
 
 import numpy as np
+
+from standings.words import counted
 
 from ._blas import single_threaded
 from ._winrate import _against, _lc_value
@@ -70,7 +71,9 @@ def win_rate_intervals(
         if inputs is not None:
             row["lc_win_rate"] = _lc_value(*inputs)
         if n < min_battles:
-            row["note"] = f"can't tell: {counted(n, 'battle')} against {baseline} (an interval needs {min_battles})"
+            row["note"] = (
+                f"can't tell: {counted(n, 'battle')} against {baseline} (an interval needs {min_battles})"
+            )
             rows.append(row)
             continue
         draws = rng.integers(0, n, (rounds, n))

@@ -18,11 +18,12 @@ models have no earlier votes, every vote a tie, answers missing for style contro
 
 from __future__ import annotations
 
-from standings.words import counted
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from standings.words import counted
 
 from . import _fit, _ties
 from ._blas import single_threaded

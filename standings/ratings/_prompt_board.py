@@ -22,12 +22,13 @@ Can't tell: no votes with a kind (every offset would be zero: the prompt's board
 
 from __future__ import annotations
 
-from standings.words import counted
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+from standings.words import counted
 
 from ._blas import single_threaded
 from ._board import SCALE, identify, prepare, rank_intervals
@@ -88,7 +89,9 @@ class PromptBoard:
         lo, hi = rating - z * sd, rating + z * sd
         cant_tell = identify(self.names, SCALE * rating, SCALE * lo, SCALE * hi, self._ref())
         unknown = np.array([c is not None for c in cant_tell], dtype=bool)
-        best, worst = rank_intervals(np.where(unknown, -np.inf, lo * SCALE), np.where(unknown, np.inf, hi * SCALE))
+        best, worst = rank_intervals(
+            np.where(unknown, -np.inf, lo * SCALE), np.where(unknown, np.inf, hi * SCALE)
+        )
         order = np.argsort(-rating, kind="stable")
         return [
             {

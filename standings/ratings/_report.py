@@ -6,10 +6,11 @@ optionally adds win rates against a baseline, and formats. The CLI only parses i
 
 from __future__ import annotations
 
-from standings.words import counted
 import json
 import os
 from typing import Any
+
+from standings.words import counted
 
 from ._board import Leaderboard, leaderboard
 from ._input import load_battles_file

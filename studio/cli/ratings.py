@@ -339,7 +339,9 @@ def ratings_for_prompt(
     kinds = ", ".join(f"{k} {p:.2f}" for k, p in list(out["kinds"].items())[:3]) or "unknown"
     typer.echo(f"Prompt kind: {kinds} (shrinkage {out['board']['shrink']:g})")
     for k, m in enumerate(out["models"], 1):
-        typer.echo(f"{k:>3} {m['name']:<28}{m['rating']:>8.1f}{_ci(m)}  rank {m['rank_low']}-{m['rank_high']}")
+        typer.echo(
+            f"{k:>3} {m['name']:<28}{m['rating']:>8.1f}{_ci(m)}  rank {m['rank_low']}-{m['rank_high']}"
+        )
     for line in _cant_tell_lines(out["models"]):
         typer.echo(line)
     for note in out["notes"]:

@@ -129,7 +129,11 @@ def board_chart(board: dict[str, Any]) -> go.Figure | None:
     left_out = len(board["models"]) - len(models)
     fig.update_layout(
         title=f"Bradley-Terry rating with 95% interval ({level})"
-        + (f"; {counted(left_out, 'model')} left out (interval can't be told, see the table)" if left_out else ""),
+        + (
+            f"; {counted(left_out, 'model')} left out (interval can't be told, see the table)"
+            if left_out
+            else ""
+        ),
         height=120 + 40 * len(models),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis_title="rating",

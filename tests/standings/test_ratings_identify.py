@@ -26,6 +26,22 @@ def _bounded(row: dict) -> bool:
 
 
 @pytest.mark.parametrize("ci_method", ["bootstrap", "sandwich"])
+def test_two_tied_pairs_that_never_met(ci_method: str) -> None:
+    """The reported numbers: two tied battles between pairs that never met gave every row -5382471 ... 5384471 (the
+    tiny numerical ridge was the only curvature between the groups); now the centre pair has its small-sample
+    interval and the other pair can't tell."""
+    records = [
+        {"model_a": "alpha", "model_b": "bravo", "winner": "tie"},
+        {"model_a": "charlie", "model_b": "delta", "winner": "tie"},
+    ]
+    board = leaderboard(records, ci_method=ci_method, bootstrap_rounds=20)
+    rows = [m.to_dict() for m in board.models]
+    assert all(_bounded(m) for m in rows), rows
+    assert [m["name"] for m in rows if m["cant_tell"]] == ["charlie", "delta"]
+    assert all(abs(x) < 2000 for m in rows for x in (m["ci_low"], m["ci_high"]) if x is not None)
+
+
+@pytest.mark.parametrize("ci_method", ["bootstrap", "sandwich"])
 def test_disconnected_named_and_anonymous_battle_reads_cant_tell(db, ci_method: str) -> None:
     """The reported case through the service: every row is bounded, and the pair outside the centre group says why."""
     ids = register_contestants(db)  # alpha, bravo, charlie, delta
@@ -45,7 +61,9 @@ def test_disconnected_named_and_anonymous_battle_reads_cant_tell(db, ci_method: 
 def test_anchor_group_is_the_reference() -> None:
     """With an anchor the identified group is the anchor's, whatever its size; the scale puts it at its value."""
     records = [{"model_a": "a", "model_b": "b", "winner": w} for w in ["model_a", "model_b", "tie"] * 4]
-    records += [{"model_a": x, "model_b": y, "winner": "model_a"} for x, y in [("c", "d"), ("d", "e"), ("e", "c")]]
+    records += [
+        {"model_a": x, "model_b": y, "winner": "model_a"} for x, y in [("c", "d"), ("d", "e"), ("e", "c")]
+    ]
     board = leaderboard(records, ci_method="sandwich", anchor="a", anchor_rating=1200.0)
     rows = {m.name: m for m in board.models}
     assert rows["a"].rating == pytest.approx(1200.0) and rows["a"].cant_tell is None
