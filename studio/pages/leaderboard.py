@@ -402,7 +402,8 @@ def goldilocks_note(rows: list[dict[str, Any]]) -> str:
 
 def summary_text(board: dict[str, Any], extra: str = "") -> str:
     """The board's summary line as display-path HTML; ``extra`` is Markdown whose names are already literals."""
-    text = f"**{counted(board['n_votes'], 'rated vote')}**."
+    number, words = counted(board["n_votes"], "rated vote").split(" ", 1)
+    text = f"**{number}** {words}."
     refresh = board.get("refresh")
     if refresh:
         text += f" Refreshed in {refresh['seconds'] * 1000:.0f} ms ({refresh['new_votes']} new)."
