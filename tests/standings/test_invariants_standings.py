@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
@@ -211,7 +211,14 @@ def _board_views(service: LeaderboardService) -> list[BoardOptions]:
     return views
 
 
+#: The reported case, always among the states: one named battle and one anonymous battle between two others.
+ISSUE_CASE = Plan(
+    4, [("named", 0, 1, ["tie"], "reveal", None), ("anonymous", 2, 3, ["tie"], "reveal", "coding")]
+)
+
+
 @STATES
+@example(plan=ISSUE_CASE)
 @given(plan=plans())
 def test_invariants_over_generated_studios(
     template: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch
