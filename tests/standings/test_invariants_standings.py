@@ -215,10 +215,21 @@ def _board_views(service: LeaderboardService) -> list[BoardOptions]:
 ISSUE_CASE = Plan(
     4, [("named", 0, 1, ["tie"], "reveal", None), ("anonymous", 2, 3, ["tie"], "reveal", "coding")]
 )
+#: A small connected arena, also always among the states: three contestants, every outcome, a few votes each.
+SMALL_ARENA = Plan(
+    3,
+    [
+        ("anonymous", 0, 1, ["left", "tie"], "reveal", None),
+        ("anonymous", 1, 2, ["right"], "end", "coding"),
+        ("anonymous", 0, 2, ["both_good", "left"], "reveal", None),
+        ("anonymous", 0, 1, ["both_bad"], "reveal", "writing"),
+    ],
+)
 
 
 @STATES
 @example(plan=ISSUE_CASE)
+@example(plan=SMALL_ARENA)
 @given(plan=plans())
 def test_invariants_over_generated_studios(
     template: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch
@@ -264,8 +275,9 @@ def test_invariants_over_generated_studios(
             else:
                 shown = (page["rating"], page["ci_low"], page["ci_high"])
                 assert shown == (row["rating"], row["ci_low"], row["ci_high"]), name
+        rated = [n for n in names if n in rows]
         if len(names) >= 2:
-            a, b = names[:2]
+            a, b = (rated + [n for n in names if n not in rows])[:2]  # rated ones first: their numbers show
             card = decision_card(studio.db, a, b, service=pages)
             _words_ok(card.sentence + card.to_markdown(), "decision card")
             for side, name in (("a", a), ("b", b)):
