@@ -139,9 +139,9 @@ def family_battles(db, names: list[str], n: int, max_tokens: int) -> None:  # ty
 
 def print_families(db) -> list[dict]:  # type: ignore[no-untyped-def]
     from standings.families import families
-    from standings.leaderboard import BoardOptions, LeaderboardService
+    from standings.leaderboard import LeaderboardService, standard_options
 
-    board = LeaderboardService(db).board(BoardOptions(ci_method="sandwich", min_battles=1))
+    board = LeaderboardService(db).board(standard_options())
     with db.session() as s:
         fams = [f.as_dict() for f in families(s, board.get("models", []))]
     for f in fams:
@@ -150,6 +150,8 @@ def print_families(db) -> list[dict]:  # type: ignore[no-untyped-def]
             rating = (
                 "unrated"
                 if m["rating"] is None
+                else f"{m['rating']:.0f} (interval can't be told)"
+                if m["ci_low"] is None
                 else f"{m['rating']:.0f} [{m['ci_low']:.0f}, {m['ci_high']:.0f}]"
             )
             print(

@@ -2,8 +2,9 @@
 
 `decision_card(db, a, b)` gathers, for contestants A and B:
 
-- **quality**: arena rating with its 95% interval (plain Bradley-Terry, sandwich intervals, the leaderboard service)
-  and the votes-to-flip of the pair (the fewest votes found whose removal swaps them, checked by a refit);
+- **quality**: arena rating with its 95% interval, read from the board every view shows
+  (`standings.leaderboard.standard_options`: the same fit as the Leaderboard tab and the model page, so the same
+  interval; an interval the data do not identify is "can't tell" with its reason) and the votes-to-flip of the pair (the fewest votes found whose removal swaps them, checked by a refit);
 - **substance**: the verifiable evals' pass rate (`standings.evals.eval_scores`) with Wilson intervals;
 - **vibes**: per answer feature of `arena.vibes` (length, markdown, emoji, flattery, hedging, ...) over their stored
   arena answers, the mean difference with a normal 95% interval; only features whose interval excludes 0 "differ";
@@ -34,11 +35,9 @@ from arena.self_play import SELF_PLAY
 from common.settings import get_settings
 from db.models import Battle, Turn
 from db.session import Database
-from standings.leaderboard import BoardOptions, LeaderboardService, _answers
+from standings.leaderboard import BoardOptions, LeaderboardService, _answers, standard_options
 from standings.records import UNCOUNTED
 
-#: The board the card rates on: plain Bradley-Terry with sandwich intervals (fast; votes-to-flip uses the same order).
-CARD_BOARD = BoardOptions(ci_method="sandwich", method="bt", min_battles=0, elo_k=None)
 #: Fewer answers than this per contestant: its vibes and speed are "can't tell".
 MIN_ANSWERS = 10
 _Z = 1.959963984540054
@@ -162,8 +161,10 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 
 
 # -- sections -------------------------------------------------------------------------------------------------------
-def _quality(service: LeaderboardService, a: str, b: str, missing: list[str]) -> dict[str, Any]:
-    board = service.board(CARD_BOARD)
+def _quality(
+    service: LeaderboardService, a: str, b: str, missing: list[str], options: BoardOptions
+) -> dict[str, Any]:
+    board = service.board(options)
     rows = {m["name"]: m for m in board["models"]}
     out: dict[str, Any] = {"n_votes": board.get("n_votes", 0), "votes_to_flip": None, "flip_note": ""}
     for side, name in (("a", a), ("b", b)):
@@ -171,6 +172,9 @@ def _quality(service: LeaderboardService, a: str, b: str, missing: list[str]) ->
         if m is None:
             missing.append(f"{name} has no rated votes")
             out[side] = {"value": None, "n": 0}
+        elif m.get("cant_tell"):
+            missing.append(f"{name}'s rating: {m['cant_tell']}")
+            out[side] = {"value": None, "n": m["n_battles"], "cant_tell": m["cant_tell"], "rank": m["rank"]}
         else:
             out[side] = {
                 "value": m["rating"],
@@ -182,7 +186,7 @@ def _quality(service: LeaderboardService, a: str, b: str, missing: list[str]) ->
     order = _apart(out["a"], out["b"])
     out["verdict"] = {"a": f"{a} higher", "b": f"{b} higher", "tied": "tied", None: "can't tell"}[order]
     if a in rows and b in rows:
-        flip = service.votes_to_flip(CARD_BOARD, refresh=False, between=(a, b))
+        flip = service.votes_to_flip(options, refresh=False, between=(a, b))
         if flip["pairs"]:
             pair = flip["pairs"][0]
             out["votes_to_flip"], out["flip_note"] = pair["votes"], pair["note"]
@@ -409,8 +413,10 @@ def decision_card(
     *,
     service: LeaderboardService | None = None,
     price_per_hour: float | None = None,
+    options: BoardOptions | None = None,
 ) -> DecisionCard:
-    """The card for contestants `a` and `b` (public names). `price_per_hour` overrides the setting."""
+    """The card for contestants `a` and `b` (public names). `price_per_hour` overrides the setting; `options` the
+    board the ratings are read from (default: `standard_options()`, the board every view shows)."""
     if a == b:
         raise DecisionError("pick two different contestants")
     service = service or LeaderboardService(db)
@@ -423,7 +429,7 @@ def decision_card(
             ids = (get_contestant(s, a).id, get_contestant(s, b).id)
         except RegistryError as exc:
             raise DecisionError(str(exc)) from exc
-    quality = _quality(service, a, b, missing)
+    quality = _quality(service, a, b, missing, options or standard_options())
     with db.session() as s:
         substance = _substance(s, a, b, missing)
         vibe = _vibes(s, ids, a, b, missing)

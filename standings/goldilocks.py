@@ -123,7 +123,8 @@ def goldilocks(
 ) -> list[dict[str, Any]]:
     """One row per contestant (rated, or active): rating and interval, eval score, speed and price.
 
-    `models` are leaderboard rows ({"name", "rating", "ci_low", "ci_high", "n_battles", ...}). Speed comes from
+    `models` are leaderboard rows ({"name", "rating", "ci_low", "ci_high", "cant_tell", "n_battles", ...}); a row
+    whose interval can't be told keeps its reason in `cant_tell` (the chart leaves it out). Speed comes from
     arena turns, else from eval answers (`speed_source` says which). `cost_per_answer` = price per 1k tokens x
     median tokens per answer / 1000.
     """
@@ -151,6 +152,7 @@ def goldilocks(
                 "rating": m.get("rating"),
                 "ci_low": m.get("ci_low"),
                 "ci_high": m.get("ci_high"),
+                "cant_tell": m.get("cant_tell"),
                 "n_battles": m.get("n_battles", 0),
                 "eval_score": ev.get("score"),
                 "eval_answered": ev.get("answered", 0),

@@ -18,6 +18,11 @@ The arena's active pair sampler reads the same cache: `sampler_inputs()` is the 
 sandwich intervals, every contestant with a vote) by contestant id plus rated votes per pair, memoised per data
 version, so the sampler and the Leaderboard tab share one copy of the votes and refit once per change.
 
+One computed object per quantity: `standard_options()` is the board every view shows unless its user picks other
+options (the Leaderboard tab's defaults, the decision card, the model page's rating, families, `vibestudio ratings`
+on the studio database), so each model's rating and interval is one memoised fit, read the same everywhere; an
+interval the data do not identify reads "can't tell" with the reason (`cant_tell`, see `standings.ratings._board`).
+
 The tests hold the service to the plain path (every vote through the ORM, then `standings.ratings.leaderboard`).
 """
 
@@ -38,6 +43,7 @@ from arena.registry import RegistryError, get_contestant
 from arena.sampling import RatingInfo, SamplerInputs
 from arena.self_play import SELF_PLAY
 from common.outcomes import FASTCHAT_WINNERS, SCORE_A
+from common.settings import get_settings
 from db.models import Battle, Contestant, Turn
 from db.session import Database
 from standings.ratings import BattleRecords
@@ -87,6 +93,17 @@ class BoardOptions:
                 raise ValueError(f"{label} must be 'tie' or 'drop', got {policy!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+
+
+def standard_options(**changes: Any) -> BoardOptions:
+    """The board every view shows by default (see the module docstring): best-predicting method, bootstrap
+    intervals with the studio's `leaderboard_bootstrap` rounds (sandwich below 2), anonymous votes, ties as ties,
+    intervals floored below 10 battles. `changes` replace fields (the Leaderboard tab's filters)."""
+    rounds = get_settings().leaderboard_bootstrap
+    base = BoardOptions(
+        method="auto", ci_method="bootstrap" if rounds >= 2 else "sandwich", bootstrap=max(rounds, 2)
+    )
+    return replace(base, **changes)
 
 
 #: The board the arena's active sampler reads: anonymous, not revealed, ties as ties, everyone with a vote, no Elo.
@@ -454,12 +471,9 @@ class LeaderboardService:
             notes.append("no labelled prompts to train the prompt classifier on: the global board is shown")
         else:
             probs = model.probabilities(text)
-            unseen = sum(p for k, p in probs.items() if k not in fitted.kinds)
-            if unseen > 0.5:
-                notes.append(
-                    f"the prompt is most likely of a kind with no votes yet ({100 * unseen:.0f}% of its "
-                    "probability): that part is the global board"
-                )
+            note = _unseen_kinds_note(probs, fitted.kinds)
+            if note:
+                notes.append(note)
         return {
             "text": text,
             "kinds": dict(sorted(probs.items(), key=lambda kv: -kv[1])),
@@ -587,6 +601,23 @@ class LeaderboardService:
             return pd.DataFrame()
         method, _ = self._resolve_method(o)
         return rating_over_time(records, freq, both_good=o.both_good, both_bad=o.both_bad, method=method)
+
+
+def _unseen_kinds_note(probs: dict[str, float], voted: list[str]) -> str | None:
+    """The note for a prompt whose likely kinds have no votes: those kinds by name with their probabilities, in the
+    same words as the kinds line, and their total share (the part of the prompt's board that is the global one)."""
+    from standings.words import percent
+
+    unseen = sorted(((k, p) for k, p in probs.items() if k not in voted and p > 0), key=lambda kv: -kv[1])
+    share = sum(p for _, p in unseen)
+    if share < 0.005:
+        return None
+    shown = ", ".join(f"{k} {percent(p)}" for k, p in unseen[:3]) + (" and others" if len(unseen) > 3 else "")
+    what = "this kind has" if len(unseen) == 1 else "these kinds have"
+    return (
+        f"no votes yet for {shown}: {what} {percent(share)} of the prompt's kind probability, and that "
+        "part of its board is the global board"
+    )
 
 
 def _frame(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, names: dict[int, str]) -> pd.DataFrame:

@@ -17,6 +17,8 @@ only as the HTML this module returns, which the page shows as HTML (``gr.HTML``,
 
 ``sanitize_html`` is the last step for every ``gr.HTML`` value in the app: ``studio.app`` wraps each HTML
 component's output with it, so even a handler that forgot ``to_html`` shows no markup it did not allow.
+``counted`` (from ``standings.words``: "1 vote", "2 votes") and ``interval_text`` ("[677, 1254]", or "can't tell:
+the reason" for an interval the board marked ``cant_tell``) keep numbers and words together on every page.
 ``literal`` makes untrusted text (a contestant name, a cell) a Markdown literal so it can sit inside a Markdown
 template that is then rendered by ``to_html``; ``error_text`` is the plain-text path for error toasts.
 Why these libraries: markdown-it-py is the CommonMark reference port that Gradio itself depends on, and nh3 is
@@ -36,6 +38,21 @@ import nh3
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
+
+from standings.words import counted, percent
+
+__all__ = [
+    "counted",
+    "percent",
+    "interval_text",
+    "clean_text",
+    "to_html",
+    "sanitize_html",
+    "literal",
+    "name_html",
+    "error_text",
+    "plot_label",
+]
 
 log = logging.getLogger(__name__)
 
@@ -222,3 +239,11 @@ def plot_label(text: Any, limit: int = 200) -> str:
     ``<span style>``, ``<br>``), so the angle brackets and ampersands are escaped (Plotly shows the entities as the
     characters) and invisible characters are shown."""
     return html.escape(clean_text(text, strict=True, limit=limit).replace("\n", " "), quote=False)
+
+
+def interval_text(row: dict[str, Any], digits: int = 0) -> str:
+    """A board row's interval as text: "[lo, hi]", or "can't tell: <reason>" when the board could not bound it."""
+    lo, hi = row.get("ci_low"), row.get("ci_high")
+    if row.get("cant_tell") or lo is None or hi is None:
+        return "can't tell: " + str(row.get("cant_tell") or "no interval")
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"

@@ -22,8 +22,9 @@ from arena.registry import ContestantInfo, get_contestant, to_info
 from db.models import Contestant, DatasetSnapshot, Job, JobMetric
 from db.session import Database
 from standings import goldilocks
-from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
+from standings.leaderboard import LeaderboardService, standard_options, vibe_profile
 from standings.records import battle_records
+from standings.words import counted
 from training import verdict as verdicts
 from training.drift import load_report
 
@@ -120,12 +121,14 @@ def family(db: Database, info: ContestantInfo) -> dict[str, Any]:
 
 
 def ratings(service: LeaderboardService, name: str) -> dict[str, Any]:
-    """Raw, style-controlled and vibe-controlled rating of one model (None on a board where it is unrated)."""
+    """Raw, style-controlled and vibe-controlled rating of one model, read from the board every view shows
+    (`standard_options`: the Leaderboard tab's and the decision card's fit); "missing" says why when it is
+    unrated or its interval can't be told."""
     out: dict[str, Any] = {}
     for label, opts in (
-        ("raw", BoardOptions(min_battles=1)),
-        ("style", BoardOptions(style_control=True, min_battles=1)),
-        ("vibe", BoardOptions(vibe_control=True, min_battles=1)),
+        ("raw", standard_options()),
+        ("style", standard_options(style_control=True)),
+        ("vibe", standard_options(vibe_control=True)),
     ):
         try:
             board = service.board(opts)
@@ -133,7 +136,10 @@ def ratings(service: LeaderboardService, name: str) -> dict[str, Any]:
             out[label] = {"missing": f"{type(exc).__name__}: {exc}"}
             continue
         row = next((m for m in board["models"] if m["name"] == name), None)
-        out[label] = row or {"missing": f"unrated ({board.get('n_votes', 0)} votes on this board)"}
+        row = dict(row) if row else None  # a copy: the board's rows are the service's memoised object
+        if row and row.get("cant_tell"):
+            row["missing"] = row["cant_tell"]
+        out[label] = row or {"missing": f"unrated ({counted(board.get('n_votes', 0), 'vote')} on this board)"}
         if row:
             row["of"] = len(board["models"])
     return out

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from standings.words import counted
+
 from . import _fit
 from ._blas import single_threaded
 from ._board import Leaderboard, leaderboard, prepare
@@ -122,7 +124,9 @@ def annotator_diagnostics(
         return report
     if missing:
         report.notes.append(
-            f"{missing} votes have no annotator id: they count in the boards but nobody is diagnosed for them"
+            f"{counted(missing, 'vote')} {'has' if missing == 1 else 'have'} no annotator id: "
+            f"{'it counts' if missing == 1 else 'they count'} in the boards but nobody is diagnosed for "
+            f"{'it' if missing == 1 else 'them'}"
         )
     names = sorted({x for x in labels.tolist() if x})
     if not names:  # e.g. the open single-user mode: every vote is the local operator's, with no name

@@ -6,6 +6,14 @@ logged it, fitted by Newton's method, and put on the Elo scale (400 points = 10x
 anchor model pinned to a value. Intervals come from a seeded bootstrap (multinomial resampling of the battles,
 exact refits) or the sandwich estimator. With style or vibe control the fit runs on single battles with the
 covariates of `_features`, and each covariate's coefficient is reported in rating points per standard deviation.
+
+An interval the data do not identify is never shown as a number: `identify` is the one place that decides, and a
+row it rejects has `ci_low = ci_high = None` and `cant_tell` = the reason. Rejected are a model outside the
+reference group (the anchor's connected component of the comparison graph, or the largest component without an
+anchor: ratings in other components have no common scale with it), a bound that is not finite (a singular
+information matrix), and an interval wider than `MAX_HALF_WIDTH` points either side of the rating (a near-singular
+one: such a span says nothing). The rating scale's centre is the reference group's mean, so the groups that are
+identified keep their intervals when a stray pair of models sits apart from them.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import pandas as pd
 
 from arena import vibes
 from common.outcomes import CODES, SCORE_A
+from standings.words import counted
 
 from . import _fit, _ties
 from ._blas import single_threaded
@@ -35,6 +44,9 @@ SCALE = 400.0 / math.log(10.0)
 #: Ridge used when some model has a perfect record (its maximum-likelihood rating would be infinite):
 #: about four draws against an average model.
 RIDGE_SEPARATED = 1.0
+#: The widest interval a board shows, in rating points either side of the rating: 1000 points is odds of
+#: 10^2.5 (about 316 to 1) against an equal model, so a wider interval allows every outcome and reads "can't tell".
+MAX_HALF_WIDTH = 1000.0
 _T = TypeVar("_T")
 _SCORE = np.array(SCORE_A)  # the score of A by winner code
 # (winner code * 2 + [a > b]) -> outcome seen from the lower model index: 0 = won, 1 = lost, 2 = tie
@@ -50,8 +62,8 @@ class ModelRating:
 
     name: str
     rating: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None
+    ci_high: float | None
     rank: int
     rank_low: int
     rank_high: int
@@ -62,6 +74,8 @@ class ModelRating:
     elo: float | None = None
     win_rate: float | None = None
     lc_win_rate: float | None = None
+    #: Why the interval cannot be told (then `ci_low` and `ci_high` are None); None when it is shown.
+    cant_tell: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -77,6 +91,7 @@ class ModelRating:
             "losses": self.losses,
             "ties": self.ties,
             "elo": self.elo,
+            "cant_tell": self.cant_tell,
         }
         if self.win_rate is not None or self.lc_win_rate is not None:
             out["win_rate"] = self.win_rate
@@ -111,6 +126,26 @@ class Leaderboard:
             out["method"] = self.method
             out["tie_parameters"] = {k: dict(v) for k, v in self.tie_parameters.items()}
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Leaderboard:
+        """A board back from its plain form (`to_dict`, or the leaderboard service's board with its `options`)."""
+        known = set(ModelRating.__dataclass_fields__)
+        options = data.get("options") or {}
+        ci_method = options.get("ci_method", data.get("ci_method", "bootstrap"))
+        return cls(
+            models=[
+                ModelRating(**{k: v for k, v in m.items() if k in known}) for m in data.get("models", [])
+            ],
+            style_coefficients=dict(data.get("style_coefficients") or {}),
+            warnings=list(data.get("warnings") or []),
+            style_intervals={k: (v[0], v[1]) for k, v in (data.get("style_intervals") or {}).items()},
+            n_battles=int(data.get("n_votes", data.get("n_battles", 0)) or 0),
+            ci_method=ci_method,
+            bootstrap_rounds=int(options.get("bootstrap", 0)) if ci_method == "bootstrap" else 0,
+            method=data.get("method", "bt"),
+            tie_parameters={k: dict(v) for k, v in (data.get("tie_parameters") or {}).items()},
+        )
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([m.to_dict() for m in self.models])
@@ -182,9 +217,11 @@ def prepare(
         if known.any():
             w = np.where(known, 1.0 / np.where(known, prob, 1.0), np.nan)
             if not known.all():
+                n_unknown = int((~known).sum())
                 notes.append(
-                    f"{int((~known).sum())} votes do not record how likely their pair was to be drawn (named "
-                    "mode, imports, older votes): they count with the average weight"
+                    f"{counted(n_unknown, 'vote')} {'does' if n_unknown == 1 else 'do'} not record how likely "
+                    "its pair was to be drawn (named mode, imports, older votes): "
+                    f"{'it counts' if n_unknown == 1 else 'they count'} with the average weight"
                 )
                 w[~known] = np.nanmean(w)
             w = w / w.mean()
@@ -286,19 +323,62 @@ def _names(names: list[str], limit: int = 8) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _scale(theta: np.ndarray, anchor: int | None, value: float) -> np.ndarray:
-    ref = theta[..., anchor : anchor + 1] if anchor is not None else theta.mean(axis=-1, keepdims=True)
-    return SCALE * (theta - ref) + value
+def _scale(theta: np.ndarray, ref: np.ndarray, value: float) -> np.ndarray:
+    """Ratings on the Elo scale: `value` at the mean of the reference models `ref` (the anchor alone, or a group)."""
+    return SCALE * (theta - theta[..., ref].mean(axis=-1, keepdims=True)) + value
 
 
-def _contrast_sd(cov_theta: np.ndarray, anchor: int | None) -> np.ndarray:
+def _contrast_sd(cov_theta: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Rating points SD of each model minus the reference models' mean."""
     m = cov_theta.shape[0]
-    if anchor is None:
-        t = np.eye(m) - 1.0 / m
-    else:
-        t = np.eye(m)
-        t[:, anchor] -= 1.0
+    t = np.eye(m)
+    t[:, ref] -= 1.0 / len(ref)
     return SCALE * np.sqrt(np.maximum(np.diag(t @ cov_theta @ t.T), 0.0))
+
+
+def reference_group(names: list[str], pairs: _Pairs, anchor: int | None) -> np.ndarray:
+    """The models the scale is centred on and intervals are identified for: the anchor's connected component of the
+    comparison graph, else the largest one (most battles, then first name, on a tie)."""
+    m = len(names)
+    n_weak, weak = weak_components(m, pairs.design.a, pairs.design.b)
+    if n_weak == 1:
+        return np.arange(m)
+    if anchor is not None:
+        return np.flatnonzero(weak == weak[anchor])
+    battles = _n_battles(pairs, m)
+    best = max(range(n_weak), key=lambda g: ((weak == g).sum(), battles[weak == g].sum(), -g))
+    return np.flatnonzero(weak == best)
+
+
+def identify(
+    names: list[str],
+    ratings: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ref: np.ndarray,
+    anchor: str | None = None,
+) -> list[str | None]:
+    """Per model, why its interval cannot be told (None: it can). The one rule every board's intervals pass."""
+    inside = np.zeros(len(names), dtype=bool)
+    inside[ref] = True
+    group = anchor if anchor else _names([names[k] for k in ref], 3)
+    out: list[str | None] = []
+    for k in range(len(names)):
+        if not inside[k]:
+            out.append(
+                f"never compared, directly or through other models, with {group}: its rating has no common "
+                "scale with theirs (the comparison graph is disconnected)"
+            )
+        elif not (math.isfinite(lo[k]) and math.isfinite(hi[k]) and math.isfinite(ratings[k])):
+            out.append("the data do not determine its interval (singular information)")
+        elif max(ratings[k] - lo[k], hi[k] - ratings[k]) > MAX_HALF_WIDTH:
+            out.append(
+                f"the data hold too little information: its interval would be wider than ±{MAX_HALF_WIDTH:.0f} "
+                "points"
+            )
+        else:
+            out.append(None)
+    return out
 
 
 def rank_intervals(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -364,11 +444,21 @@ def leaderboard(
         resample=resample,
     )
     m = len(prep.names)
-    ratings, lo, hi = _rating_intervals(est, anchor_index, anchor_rating, m, ci_level)
-    lo, hi = _thin_floor(est, pairs, anchor_index, ratings, lo, hi, ci_level, min_battles)
+    ref = reference_group(prep.names, pairs, anchor_index)
+    scale_ref = ref if anchor_index is None else np.array([anchor_index])
+    ratings, lo, hi = _rating_intervals(est, scale_ref, anchor_rating, m, ci_level)
+    lo, hi = _thin_floor(est, pairs, scale_ref, ratings, lo, hi, ci_level, min_battles)
     _set_coefficients(board, est, m)
     elo = None if elo_k is None else _elo_ratings(recs, prep, elo_k, anchor_rating)
-    board.models = _rows(prep.names, pairs, ratings, lo, hi, elo)
+    cant_tell = identify(prep.names, ratings, lo, hi, ref, anchor)
+    board.models = _rows(prep.names, pairs, ratings, lo, hi, elo, cant_tell)
+    if len(ref) < m:
+        board.warnings.append(
+            f"ratings are centred on the largest group ({_names([prep.names[k] for k in ref], 3)})"
+            if anchor is None
+            else f"ratings are on {anchor}'s scale"
+        )
+        board.warnings[-1] += "; the intervals of models outside it read can't tell"
     board.warnings.extend(_few_battles(board.models, min_battles))
     return board
 
@@ -395,8 +485,8 @@ def _few_battles(models: list[ModelRating], min_battles: int) -> list[str]:
     if not few:
         return []
     return [
-        f"{_names(few)} have fewer than {min_battles} battles: can't tell yet where they stand (their intervals "
-        "are at least as wide as the model allows for so few battles)"
+        f"{_names(few)} {'has' if len(few) == 1 else 'have'} fewer than {counted(min_battles, 'battle')}: can't "
+        "tell yet where they stand (their intervals are at least as wide as the model allows for so few battles)"
     ]
 
 
@@ -408,7 +498,7 @@ def _n_battles(pairs: _Pairs, m: int) -> np.ndarray:
 def _thin_floor(
     est: _Estimate,
     pairs: _Pairs,
-    anchor: int | None,
+    ref: np.ndarray,
     ratings: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
@@ -423,7 +513,7 @@ def _thin_floor(
     if not thin.any():
         return lo, hi
     cov = np.linalg.pinv(est.fit.hessian, hermitian=True)[:m, :m]
-    half = NormalDist().inv_cdf(0.5 + ci_level / 2.0) * _contrast_sd(cov, anchor)
+    half = NormalDist().inv_cdf(0.5 + ci_level / 2.0) * _contrast_sd(cov, ref)
     lo = np.where(thin, np.minimum(lo, ratings - half), lo)
     hi = np.where(thin, np.maximum(hi, ratings + half), hi)
     return lo, hi
@@ -545,18 +635,18 @@ def _pair_fit(
 
 
 def _rating_intervals(
-    est: _Estimate, anchor_index: int | None, anchor_rating: float, m: int, ci_level: float
+    est: _Estimate, ref: np.ndarray, anchor_rating: float, m: int, ci_level: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ratings on the Elo scale with their intervals: bootstrap percentiles, else normal from the covariance."""
     alpha = 1.0 - ci_level
-    ratings = _scale(est.fit.theta, anchor_index, anchor_rating)
+    ratings = _scale(est.fit.theta, ref, anchor_rating)
     if est.draws is not None:
-        boot = _scale(est.draws[0], anchor_index, anchor_rating)
+        boot = _scale(est.draws[0], ref, anchor_rating)
         lo, hi = np.quantile(boot, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
         return ratings, lo, hi
     assert est.cov is not None  # a fit without draws always has its covariance
     z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
-    sd = _contrast_sd(est.cov[:m, :m], anchor_index)
+    sd = _contrast_sd(est.cov[:m, :m], ref)
     return ratings, ratings - z * sd, ratings + z * sd
 
 
@@ -642,20 +732,22 @@ def _rows(
     lo: np.ndarray,
     hi: np.ndarray,
     elo: np.ndarray | None,
+    cant_tell: list[str | None],
 ) -> list[ModelRating]:
     m = len(names)
     pi, pj, counts = pairs.design.a, pairs.design.b, pairs.cell_counts
     n_battles = np.bincount(pi, counts.sum(axis=1), m) + np.bincount(pj, counts.sum(axis=1), m)
     wins = np.bincount(pi, counts[:, 0], m) + np.bincount(pj, counts[:, 1], m)
     ties = np.bincount(pi, counts[:, 2], m) + np.bincount(pj, counts[:, 2], m)
-    best, worst = rank_intervals(lo, hi)
+    unknown = np.array([r is not None for r in cant_tell], dtype=bool)
+    best, worst = rank_intervals(np.where(unknown, -np.inf, lo), np.where(unknown, np.inf, hi))
     order = sorted(range(m), key=lambda k: (-ratings[k], names[k]))
     return [
         ModelRating(
             name=names[k],
             rating=float(ratings[k]),
-            ci_low=float(lo[k]),
-            ci_high=float(hi[k]),
+            ci_low=None if unknown[k] else float(lo[k]),
+            ci_high=None if unknown[k] else float(hi[k]),
             rank=int(best[k]),
             rank_low=int(best[k]),
             rank_high=int(worst[k]),
@@ -664,6 +756,7 @@ def _rows(
             losses=int(n_battles[k] - wins[k] - ties[k]),
             ties=int(ties[k]),
             elo=None if elo is None else float(elo[k]),
+            cant_tell=cant_tell[k],
         )
         for k in order
     ]

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from standings.words import counted
+
 from ._blas import single_threaded
 from ._winrate import _against, _lc_value
 
@@ -69,7 +71,9 @@ def win_rate_intervals(
         if inputs is not None:
             row["lc_win_rate"] = _lc_value(*inputs)
         if n < min_battles:
-            row["note"] = f"can't tell: {n} battles against {baseline} (an interval needs {min_battles})"
+            row["note"] = (
+                f"can't tell: {counted(n, 'battle')} against {baseline} (an interval needs {min_battles})"
+            )
             rows.append(row)
             continue
         draws = rng.integers(0, n, (rounds, n))

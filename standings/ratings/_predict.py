@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from standings.words import counted
+
 from . import _fit, _ties
 from ._blas import single_threaded
 from ._board import RIDGE_SEPARATED, Prepared, _aggregate, _graph_warnings, prepare
@@ -297,7 +299,8 @@ def format_predictive(checks: list[PredictiveCheck]) -> str:
     lines: list[str] = []
     for check in checks:
         lines.append(
-            f"{check.split} split: fitted on {check.n_train:,} votes, scored on {check.n_test:,} held-out votes"
+            f"{check.split} split: fitted on {counted(check.n_train, 'vote')}, scored on "
+            f"{counted(check.n_test, 'held-out vote')}"
             + (f" ({check.n_unscorable:,} not scorable)" if check.n_unscorable else "")
         )
         header = f"  {'method':<14} {'log-loss':>8} {'95% CI':>17} {'Brier':>7} {'95% CI':>17} {'vs best':>8} {'95% CI':>17}"

@@ -13,6 +13,9 @@ Intervals: the normal approximation from the penalised fit's inverse Hessian (a 
 simpler cousin), for each model's rating against the mean of the models. Votes are aggregated per (pair, kind), so
 a fit costs one dense solve per Newton step in (models x (kinds + 1)) unknowns.
 
+Intervals pass the board's one rule (`_board.identify`): the scale is centred on the largest connected group of the
+comparison graph, and a model outside it, or with an interval wider than `MAX_HALF_WIDTH`, reads can't tell.
+
 Can't tell: no votes with a kind (every offset would be zero: the prompt's board is the global board, said in
 `notes`), fewer than two models.
 """
@@ -25,8 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from standings.words import counted
+
 from ._blas import single_threaded
-from ._board import SCALE, prepare, rank_intervals
+from ._board import SCALE, identify, prepare, rank_intervals
+from ._graph import weak_components
 from ._input import as_records
 
 #: Offset penalties tried by cross-validation (larger: closer to the global board).
@@ -53,6 +59,11 @@ class PromptBoard:
     votes_by_kind: dict[str, int]
     heldout: dict[str, float] = field(default_factory=dict)  # shrink -> mean held-out log-likelihood per vote
     notes: list[str] = field(default_factory=list)
+    #: Model indices of the largest connected group of the comparison graph (None: every model).
+    reference: np.ndarray | None = None
+
+    def _ref(self) -> np.ndarray:
+        return np.arange(len(self.names)) if self.reference is None else self.reference
 
     def strength(self, probs: dict[str, float] | None) -> tuple[np.ndarray, np.ndarray]:
         """Log-odds ratings for a prompt with kind probabilities `probs` and the contrast vectors behind them."""
@@ -62,10 +73,12 @@ class PromptBoard:
             if name in self.kinds:
                 weights[self.kinds.index(name)] = float(p)
         rating = self.theta + self.delta @ weights
-        # contrast per model: rating_m - mean_j rating_j, as a vector over [theta, delta_0, delta_1, ...]
-        centre = np.eye(m) - 1.0 / m
+        ref = self._ref()
+        # contrast per model: rating_m - mean of the reference models, over [theta, delta_0, delta_1, ...]
+        centre = np.eye(m)
+        centre[:, ref] -= 1.0 / len(ref)
         contrast = np.concatenate([centre] + [centre * w for w in weights], axis=1)  # (m, m * (k + 1))
-        return rating - rating.mean(), contrast
+        return rating - rating[ref].mean(), contrast
 
     def rank(self, probs: dict[str, float] | None, level: float = 0.95) -> list[dict[str, Any]]:
         """The board for a prompt: per model rating (Elo scale, mean 1000) with its interval and rank interval,
@@ -74,16 +87,21 @@ class PromptBoard:
         sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", contrast, self.cov, contrast), 0.0))
         z = NormalDist().inv_cdf(0.5 + level / 2.0)
         lo, hi = rating - z * sd, rating + z * sd
-        best, worst = rank_intervals(lo * SCALE, hi * SCALE)
+        cant_tell = identify(self.names, SCALE * rating, SCALE * lo, SCALE * hi, self._ref())
+        unknown = np.array([c is not None for c in cant_tell], dtype=bool)
+        best, worst = rank_intervals(
+            np.where(unknown, -np.inf, lo * SCALE), np.where(unknown, np.inf, hi * SCALE)
+        )
         order = np.argsort(-rating, kind="stable")
         return [
             {
                 "name": self.names[i],
                 "rating": float(1000.0 + SCALE * rating[i]),
-                "ci_low": float(1000.0 + SCALE * lo[i]),
-                "ci_high": float(1000.0 + SCALE * hi[i]),
+                "ci_low": None if unknown[i] else float(1000.0 + SCALE * lo[i]),
+                "ci_high": None if unknown[i] else float(1000.0 + SCALE * hi[i]),
                 "rank_low": int(best[i]),
                 "rank_high": int(worst[i]),
+                "cant_tell": cant_tell[i],
             }
             for i in order
         ]
@@ -200,7 +218,7 @@ def fit_arrays(
         if n_kind < MIN_CV_VOTES or k == 0:
             shrink = SHRINK_GRID[-1]
             notes.append(
-                f"{n_kind} votes with a prompt kind (cross-validating the shrinkage needs {MIN_CV_VOTES}): "
+                f"{counted(n_kind, 'vote')} with a prompt kind (cross-validating the shrinkage needs {MIN_CV_VOTES}): "
                 f"the strongest shrinkage toward the global board is used"
             )
         elif m * (k + 1) > MAX_CV_UNKNOWNS:
@@ -225,8 +243,20 @@ def fit_arrays(
     counts = np.bincount(kind[kind >= 0], minlength=k) if k else np.zeros(0, dtype=np.int64)
     return PromptBoard(
         names, kinds, theta, delta, cov, float(shrink), len(a),
-        {kinds[i]: int(counts[i]) for i in range(k)}, heldout, notes,
+        {kinds[i]: int(counts[i]) for i in range(k)}, heldout, notes, _largest_group(m, lo, hi),
     )  # fmt: skip
+
+
+def _largest_group(m: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """The largest connected group of the comparison graph (most votes, then first model, on a tie); None when
+    the graph is connected."""
+    pairs = np.unique(lo.astype(np.int64) * m + hi)
+    n_groups, group = weak_components(m, pairs // m, pairs % m)
+    if n_groups <= 1:
+        return None
+    votes = np.bincount(group[lo], minlength=n_groups)
+    best = max(range(n_groups), key=lambda g: ((group == g).sum(), votes[g], -g))
+    return np.flatnonzero(group == best)
 
 
 def prompt_board(

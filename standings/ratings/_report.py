@@ -10,6 +10,8 @@ import json
 import os
 from typing import Any
 
+from standings.words import counted
+
 from ._board import Leaderboard, leaderboard
 from ._input import load_battles_file
 
@@ -93,7 +95,7 @@ def format_flips(report: Any) -> str:
         f"  {headline(report)}",
     ]
     for p in report.pairs:
-        count = "can't tell: " + p.note if p.votes is None else f"{p.votes} votes"
+        count = "can't tell: " + p.note if p.votes is None else counted(p.votes, "vote")
         lines.append(f"  #{p.position} {p.higher} > {p.lower}: gap {p.gap:.1f} points, {count}")
     lines += [f"  warning: {w}" for w in report.warnings]
     lines.append(f"  ({report.seconds:.2f} s)")
@@ -112,7 +114,7 @@ def format_board(board: Leaderboard, *, baseline: str | None = None) -> str:
     }
     lines = [
         f"{title.get(board.method, board.method)} ratings{control} (Elo scale, {board.center}), {level}% intervals by {how}",
-        f"{board.n_battles:,} battles, {len(board.models)} models",
+        f"{counted(board.n_battles, 'battle')}, {counted(len(board.models), 'model')}",
         "",
     ]
     width = max([len("model"), *(len(m.name) for m in board.models)])
@@ -126,12 +128,15 @@ def format_board(board: Leaderboard, *, baseline: str | None = None) -> str:
     lines.append("-" * len(header))
     for m in board.models:
         span = f"{m.rank_low}-{m.rank_high}" if m.rank_high != m.rank_low else f"{m.rank_low}"
-        ci = f"[{m.ci_low:7.1f}, {m.ci_high:7.1f}]"
+        ci = "can't tell" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:7.1f}, {m.ci_high:7.1f}]"
         row = f"{m.rank:>4}  {span:<7}  {m.name:<{width}}  {m.rating:7.1f}  {ci:>17}  {m.n_battles:>8,}"
         row += f"  {m.elo:7.1f}" if m.elo is not None else f"  {'':>7}"
         if baseline is not None:
             row += f"  {_pct(m.win_rate):>6}  {_pct(m.lc_win_rate):>7}"
         lines.append(row)
+    unknown = [m for m in board.models if m.cant_tell]
+    if unknown:
+        lines += ["", "Intervals that can't be told:"] + [f"  {m.name}: {m.cant_tell}" for m in unknown]
     if board.style_coefficients:
         lines += [
             "",

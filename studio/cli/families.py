@@ -1,6 +1,6 @@
 """``vibestudio families``: checkpoints grouped by common ancestor and rated honestly.
 
-A thin layer over ``standings.families`` (ratings from the leaderboard service, sandwich intervals). Hiding and
+A thin layer over ``standings.families`` (ratings from the leaderboard service's standard board). Hiding and
 restoring a contestant (the removal log shown here) are ``vibestudio models hide|restore``.
 """
 
@@ -19,10 +19,10 @@ def families_cmd(
 ) -> None:
     """Checkpoints grouped by common ancestor, the best-of-N selection effect, provisional flags, removal log."""
     from standings.families import families
-    from standings.leaderboard import BoardOptions, LeaderboardService
+    from standings.leaderboard import LeaderboardService, standard_options
 
     db = open_db()
-    board = LeaderboardService(db).board(BoardOptions(ci_method="sandwich", min_battles=1))
+    board = LeaderboardService(db).board(standard_options())  # the board every view shows
     with db.session() as s:
         fams = families(s, board.get("models", []), min_votes=min_votes)
     if as_json:
@@ -31,7 +31,13 @@ def families_cmd(
     for f in fams:
         typer.echo(f"{f.root} ({len(f.members)} member(s))")
         for m in f.members:
-            rating = "unrated" if m.rating is None else f"{m.rating:.0f} [{m.ci_low:.0f}, {m.ci_high:.0f}]"
+            rating = (
+                "unrated"
+                if m.rating is None
+                else f"{m.rating:.0f} (interval can't be told)"
+                if m.ci_low is None or m.ci_high is None
+                else f"{m.rating:.0f} [{m.ci_low:.0f}, {m.ci_high:.0f}]"
+            )
             flags = [x for x, on in (("hidden", m.hidden), ("provisional", m.provisional)) if on]
             typer.echo(
                 f"  {'  ' * m.depth}{m.name}: {rating}, {m.votes_after_publish} votes since publish {flags or ''}"

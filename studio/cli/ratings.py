@@ -1,7 +1,9 @@
 """``vibestudio ratings [predict|annotators|methods|judges|kinds|for-prompt]``: ratings from a battles file or the studio database.
 
 A thin layer over ``standings.ratings`` (pure statistics). With ``--battles FILE`` nothing but the file is read: the
-database (SQLAlchemy) is opened only when no file is given.
+database (SQLAlchemy) is opened only when no file is given. On the studio database the board is the one every view
+shows (``standings.leaderboard.standard_options`` through the leaderboard service, the options given changing it),
+so a model's rating and interval here are the Leaderboard tab's, the decision card's and the model page's.
 """
 
 from __future__ import annotations
@@ -53,12 +55,19 @@ def ratings(
     vibe_control: bool = typer.Option(
         False, "--vibe-control", help="Also control for emoji, flattery, hedging..."
     ),
-    bootstrap: int = typer.Option(100, help="Bootstrap rounds for confidence intervals (0: sandwich)."),
+    bootstrap: int = typer.Option(
+        None,
+        help="Bootstrap rounds for confidence intervals (0: sandwich; default 100 for a file, the leaderboard's "
+        "setting on the studio database).",
+    ),
     ci: str = typer.Option(
         None, help="Intervals: 'bootstrap' or 'sandwich' (default: bootstrap unless --bootstrap 0)."
     ),
     method: str = typer.Option(
-        "bt", help="'bt' (ties half a win), 'rao-kupper' or 'davidson' (ties modelled)."
+        None,
+        help="'bt' (ties half a win), 'rao-kupper' or 'davidson' (ties modelled), or 'auto' (the best predictor "
+        "of held-out votes; the studio database only). Default: bt for a file, the Leaderboard's auto on the "
+        "studio database.",
     ),
     robust: bool = typer.Option(False, "--robust", help="Down-weight annotators whose votes look rigged."),
     baseline: str = typer.Option(None, help="Add win rate and LC win rate against this model."),
@@ -75,6 +84,11 @@ def ratings(
 
     if ci not in (None, "bootstrap", "sandwich"):
         fail(f"--ci must be 'bootstrap' or 'sandwich', got {ci!r}")
+    if battles is None and not robust and baseline is None:
+        typer.echo(_studio_board(style_control, vibe_control, bootstrap, ci, method, as_json, flip))
+        return
+    bootstrap = 100 if bootstrap is None else bootstrap
+    method = method or "bt"
     # LC win rates need the answers' lengths: read the texts for --baseline too
     path = _battles_file(battles, style_control or vibe_control or baseline is not None)
     try:
@@ -94,6 +108,47 @@ def ratings(
     except (RatingsInputError, OSError, ValueError) as exc:
         fail(str(exc))
     typer.echo(out)
+
+
+def _studio_board(
+    style_control: bool,
+    vibe_control: bool,
+    bootstrap: int | None,
+    ci: str | None,
+    method: str | None,
+    as_json: bool,
+    flip: bool,
+) -> str:
+    """The studio database's board through the leaderboard service: the options every view shows unless given."""
+    from standings.leaderboard import LeaderboardService, standard_options
+    from standings.ratings import Leaderboard, format_board
+
+    changes: dict[str, Any] = {"style_control": style_control, "vibe_control": vibe_control}
+    if method is not None:
+        changes["method"] = method
+    if bootstrap is not None:
+        changes.update(bootstrap=max(bootstrap, 2), ci_method="bootstrap" if bootstrap > 0 else "sandwich")
+    if ci is not None:
+        changes["ci_method"] = ci
+    db = open_db()
+    service = LeaderboardService(db)
+    try:
+        options = standard_options(**changes)
+        board = service.board(options)
+    except ValueError as exc:
+        fail(str(exc))
+    if not board["models"]:
+        fail(f"no rated votes in {db.url}")
+    flips = service.votes_to_flip(options, refresh=False) if flip else None
+    if as_json:
+        if flips is not None:
+            board = {**board, "votes_to_flip": flips["votes_to_flip"]}
+        return json.dumps({k: v for k, v in board.items() if k != "refresh"}, indent=2, default=str)
+    text = format_board(Leaderboard.from_dict(board))
+    if flips is not None:
+        text += "\n\nVotes to flip (plain Bradley-Terry order; each count checked by refitting without those votes):"
+        text += f"\n  {flips['headline']}"
+    return text
 
 
 def _load(battles: Path | None, with_text: bool, skip_bad: bool) -> Any:
@@ -245,13 +300,22 @@ def ratings_judges(
     typer.echo(_board_lines(out["board"]))
 
 
+def _ci(m: dict[str, Any]) -> str:
+    """A row's interval, 20 characters wide; "can't tell" when the board could not bound it (reason below)."""
+    if m.get("cant_tell") or m.get("ci_low") is None or m.get("ci_high") is None:
+        return f"{'can’t tell':>20}"
+    return f"   [{m['ci_low']:>7.1f}, {m['ci_high']:>7.1f}]"
+
+
+def _cant_tell_lines(models: list[dict[str, Any]]) -> list[str]:
+    return [f"can't tell {m['name']}'s interval: {m['cant_tell']}" for m in models if m.get("cant_tell")]
+
+
 def _board_lines(board: dict[str, Any]) -> str:
     lines = [f"{'#':>3} {'model':<28}{'rating':>8}{'95% CI':>20}{'votes':>8}"]
     for m in board["models"]:
-        lines.append(
-            f"{m['rank']:>3} {m['name']:<28}{m['rating']:>8.1f}   [{m['ci_low']:>7.1f}, {m['ci_high']:>7.1f}]"
-            f"{m['n_battles']:>8}"
-        )
+        lines.append(f"{m['rank']:>3} {m['name']:<28}{m['rating']:>8.1f}{_ci(m)}{m['n_battles']:>8}")
+    lines += _cant_tell_lines(board["models"])
     return "\n".join(lines + [f"warning: {w}" for w in board.get("warnings", [])])
 
 
@@ -276,9 +340,10 @@ def ratings_for_prompt(
     typer.echo(f"Prompt kind: {kinds} (shrinkage {out['board']['shrink']:g})")
     for k, m in enumerate(out["models"], 1):
         typer.echo(
-            f"{k:>3} {m['name']:<28}{m['rating']:>8.1f}   [{m['ci_low']:>7.1f}, {m['ci_high']:>7.1f}]"
-            f"  rank {m['rank_low']}-{m['rank_high']}"
+            f"{k:>3} {m['name']:<28}{m['rating']:>8.1f}{_ci(m)}  rank {m['rank_low']}-{m['rank_high']}"
         )
+    for line in _cant_tell_lines(out["models"]):
+        typer.echo(line)
     for note in out["notes"]:
         typer.echo(f"note: {note}")
 

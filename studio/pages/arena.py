@@ -853,7 +853,8 @@ def for_prompt_view(out: dict[str, Any]) -> tuple[str, list[list[Any]]]:
     )
     text += "".join(f"\n\n- {literal(n)}" for n in out["notes"])
     rows = [
-        [k, m["name"], round(m["rating"], 1), round(m["ci_low"], 1), round(m["ci_high"], 1),
+        [k, m["name"], round(m["rating"], 1),
+         *(("can't tell", m["cant_tell"]) if m.get("cant_tell") else (round(m["ci_low"], 1), round(m["ci_high"], 1))),
          f"{m['rank_low']}-{m['rank_high']}"]
         for k, m in enumerate(out["models"], 1)
     ]  # fmt: skip

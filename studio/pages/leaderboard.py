@@ -25,11 +25,11 @@ from accounts import PermissionDenied
 from arena.registry import list_contestants
 from standings.evals import EvalError, run_evals
 from standings.goldilocks import goldilocks
-from standings.leaderboard import BoardOptions, compare_contestants, vibe_profile
+from standings.leaderboard import BoardOptions, compare_contestants, standard_options, vibe_profile
 from studio.context import StudioContext
 from studio.errors import require, user_error
 from studio.pages import families, identifiability
-from studio.render import literal, plot_label, to_html
+from studio.render import counted, literal, plot_label, to_html
 from training.verdict import badges_by_name
 
 COLUMNS = [
@@ -45,6 +45,7 @@ COLUMNS = [
     "wins",
     "losses",
     "ties",
+    "note",
 ]
 GOLDILOCKS_COLUMNS = [
     "name",
@@ -90,15 +91,25 @@ def _r(x: Any, digits: int = 1) -> Any:
 
 # -- figures and tables ----------------------------------------------------------------------------------------------
 def board_table(board: dict[str, Any]) -> pd.DataFrame:
-    rows = [{k: m.get(k) for k in COLUMNS} for m in board["models"]]
+    """The board's rows; an interval the board could not bound reads "can't tell" with the reason in `note`."""
+    rows = [{k: m.get(k) for k in COLUMNS} | {"note": _cant_tell(m)} for m in board["models"]]
     df = pd.DataFrame(rows, columns=COLUMNS).rename(columns={"rank_high": "worst rank"})
     for col in ("rating", "ci_low", "ci_high", "elo"):
         df[col] = pd.to_numeric(df[col], errors="coerce").round(1)
+    unknown = [bool(m.get("cant_tell")) for m in board["models"]]
+    if any(unknown):
+        for col in ("ci_low", "ci_high"):
+            df[col] = df[col].astype(object).where(~pd.Series(unknown, index=df.index), "can't tell")
     return df
 
 
+def _cant_tell(m: dict[str, Any]) -> str:
+    return f"interval can't be told: {m['cant_tell']}" if m.get("cant_tell") else ""
+
+
 def board_chart(board: dict[str, Any]) -> go.Figure | None:
-    models = sorted(board["models"], key=lambda m: m["rating"])
+    """Ratings with their intervals; models whose interval can't be told are left out, and the title says so."""
+    models = sorted((m for m in board["models"] if not m.get("cant_tell")), key=lambda m: m["rating"])
     if not models:
         return None
     fig = go.Figure(
@@ -115,8 +126,14 @@ def board_chart(board: dict[str, Any]) -> go.Figure | None:
         )
     )
     level = board.get("options", {}).get("ci_method", "bootstrap")
+    left_out = len(board["models"]) - len(models)
     fig.update_layout(
-        title=f"Bradley-Terry rating with 95% interval ({level})",
+        title=f"Bradley-Terry rating with 95% interval ({level})"
+        + (
+            f"; {counted(left_out, 'model')} left out (interval can't be told, see the table)"
+            if left_out
+            else ""
+        ),
         height=120 + 40 * len(models),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis_title="rating",
@@ -289,8 +306,9 @@ def compare_chart(cmp: dict[str, Any]) -> go.Figure:
 
 
 def goldilocks_chart(rows: list[dict[str, Any]]) -> go.Figure | None:
-    """Rating against eval score, tokens/s, latency and cost per answer: one point per contestant in each panel."""
-    rated = [r for r in rows if r["rating"] is not None]
+    """Rating against eval score, tokens/s, latency and cost per answer: one point per contestant in each panel;
+    a contestant whose rating interval can't be told is left out (`goldilocks_note` says so)."""
+    rated = [r for r in rows if r["rating"] is not None and not r.get("cant_tell")]
     if not rated:
         return None
     panels = [
@@ -308,7 +326,7 @@ def goldilocks_chart(rows: list[dict[str, Any]]) -> go.Figure | None:
                 y=[r["rating"] for r in pts],
                 text=[plot_label(r["name"]) for r in pts],
                 mode="markers+text",
-                textposition="top center",
+                textposition=_label_positions(pts, key),
                 showlegend=False,
                 error_y={
                     "type": "data",
@@ -330,6 +348,17 @@ def goldilocks_chart(rows: list[dict[str, Any]]) -> go.Figure | None:
     return fig
 
 
+def _label_positions(pts: list[dict[str, Any]], key: str) -> list[str]:
+    """Text positions that keep neighbouring labels apart: points in order along x alternate above and below, and
+    left and right, so two close points never put their names in the same place."""
+    spots = ["top right", "bottom left", "top left", "bottom right"]
+    order = sorted(range(len(pts)), key=lambda i: (pts[i][key], pts[i]["rating"]))
+    out = [""] * len(pts)
+    for rank, i in enumerate(order):
+        out[i] = spots[rank % len(spots)]
+    return out
+
+
 def goldilocks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame([{k: r.get(k) for k in GOLDILOCKS_COLUMNS} for r in rows], columns=GOLDILOCKS_COLUMNS)
     for col, digits in (
@@ -348,6 +377,13 @@ def goldilocks_note(rows: list[dict[str, Any]]) -> str:
     notes = []
     if not any(r["rating"] is not None for r in rows):
         notes.append("No rated contestant yet: vote in the Arena tab, then press the button again.")
+    unknown = [r["name"] for r in rows if r.get("cant_tell")]
+    if unknown:
+        notes.append(
+            "Left out of the panels (their rating interval can't be told, see the board's note): "
+            + ", ".join(literal(n) for n in unknown)
+            + "."
+        )
     if not any(r["eval_score"] is not None for r in rows):
         notes.append(
             "The eval panel is empty: no verifiable evals have run yet. Pick a contestant under *Run the "
@@ -366,7 +402,8 @@ def goldilocks_note(rows: list[dict[str, Any]]) -> str:
 
 def summary_text(board: dict[str, Any], extra: str = "") -> str:
     """The board's summary line as display-path HTML; ``extra`` is Markdown whose names are already literals."""
-    text = f"**{board['n_votes']}** rated votes."
+    number, words = counted(board["n_votes"], "rated vote").split(" ", 1)
+    text = f"**{number}** {words}."
     refresh = board.get("refresh")
     if refresh:
         text += f" Refreshed in {refresh['seconds'] * 1000:.0f} ms ({refresh['new_votes']} new)."
@@ -550,7 +587,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         method_name: str | None = "auto",
     ) -> BoardOptions:
         chosen, rounds = chosen or [], ctx.settings.leaderboard_bootstrap
-        return BoardOptions(
+        # the filters on the board every view shows (standard_options): its defaults are the same fit
+        return standard_options(
             method=method_name or "auto",
             ci_method="sandwich" if rounds < 2 else (ci_method or "bootstrap"),
             bootstrap=max(rounds, 2),

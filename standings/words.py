@@ -1,0 +1,34 @@
+"""Counts and shares in words: the one helper every standings text (and the studio's display path) uses.
+
+`counted(1, "vote")` is "1 vote", `counted(2, "vote")` "2 votes", `counted(1200, "vote")` "1,200 votes"; an
+irregular plural is given (`counted(n, "child", "children")`). `percent(0.694)` is "69%". A count and its noun are
+written together in one call, so the number and the word cannot disagree.
+"""
+
+from __future__ import annotations
+
+
+def counted(n: int | float, noun: str, plural: str | None = None) -> str:
+    """`n` with `noun`, singular for exactly one and plural otherwise (thousands separated)."""
+    value = int(n) if float(n).is_integer() else n
+    word = noun if value == 1 else (plural or _plural(noun))
+    return f"{value:,} {word}"
+
+
+def _plural(noun: str) -> str:
+    """The regular English plural of the last word of `noun` ("rated vote" -> "rated votes")."""
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    if noun.endswith("y") and len(noun) > 1 and noun[-2] not in "aeiou":
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def percent(share: float) -> str:
+    """A share (0..1) as a whole percentage ("69%"); shares that round to 0 or 100 but are not say "<1%" / ">99%"."""
+    value = 100.0 * share
+    if 0.0 < value < 0.5:
+        return "<1%"
+    if 99.5 <= value < 100.0:
+        return ">99%"
+    return f"{value:.0f}%"
