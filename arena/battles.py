@@ -386,7 +386,9 @@ class ArenaService:
             view.temperatures = (min(t_a, t_b), max(t_a, t_b))
         return view
 
-    def shown_answers(self, battle_id: int, turn_idx: int | None = None) -> tuple[int, tuple[str, str]] | None:
+    def shown_answers(
+        self, battle_id: int, turn_idx: int | None = None
+    ) -> tuple[int, tuple[str, str]] | None:
         """Turn ``turn_idx`` (default: the latest) and its two answers as the browser was sent them (left, right;
         no names); None when the battle has no such turn. The page compares them with what its panes hold."""
         with self.db.session() as s:

@@ -153,7 +153,7 @@ def serve(
         server_name=host,
         server_port=port or ctx.settings.port,
         prevent_thread_lock=not block,
-        css=CSS,
+        css=CSS + arena.CSS,
         theme=gr.themes.Default(**THEME_FONTS),  # type: ignore[arg-type]
         app_kwargs=app_kwargs(ctx, host),  # headers, the Origin/Host policy and the session guard
         show_error=False,  # an unexpected exception shows a generic message; its traceback goes to the log

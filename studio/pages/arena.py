@@ -239,12 +239,28 @@ class _Panes(NamedTuple):
     status: Any
 
 
+#: The page's style (the app adds it to its own): a Chatbot shows a trash icon ("Clear") in its top corner whenever
+#: it holds messages, and no parameter turns it off (gradio 6.31), so the battle panes hide that corner. The other
+#: pane controls are off by their parameters (``PANE_CONTROLS_OFF``); a vote on panes that were altered anyway is
+#: refused (``_check_panes``).
+CSS = ".vs-battle-pane .icon-button-wrapper.top-panel {display: none !important}\n"
+#: No pane control can erase, edit, re-run or rate an answer before the vote: no toolbar buttons (share, copy
+#: all), no message editing, no like / dislike; retry and undo show only when listened to, and nothing listens.
+PANE_CONTROLS_OFF: dict[str, Any] = dict(buttons=[], editable=None, feedback_options=None)
+
+
 def _answer_panes() -> _Panes:
     """The two answer panes side by side and the status line under them."""
     with gr.Row():
         # messages are the display path's HTML: Gradio must not parse them again (no Markdown, no LaTeX)
         chat = dict(
-            height=380, render_markdown=False, sanitize_html=True, latex_delimiters=[], allow_tags=False
+            height=380,
+            render_markdown=False,
+            sanitize_html=True,
+            latex_delimiters=[],
+            allow_tags=False,
+            elem_classes=["vs-battle-pane"],
+            **PANE_CONTROLS_OFF,
         )
         left = gr.Chatbot(label="Model A", elem_id="chat-left", **chat)  # type: ignore[arg-type]
         right = gr.Chatbot(label="Model B", elem_id="chat-right", **chat)  # type: ignore[arg-type]
@@ -636,7 +652,7 @@ def _stream(
                 view = ctx.arena.battle_view(battle_id)
                 voted = bool(view.voted_turns)
                 pick = _turn_picker(view)
-                if upd.turn_idx is not None and upd.turn_idx in view.blank_turns:  # an empty pane takes no vote
+                if upd.turn_idx in view.blank_turns:  # an empty pane takes no vote
                     done_msg = (
                         f"Turn {n} {'regenerated' if upd.regenerated else 'answered'}, but a model gave an empty "
                         "answer, so there is nothing to compare: regenerate it or press New round."

@@ -36,25 +36,26 @@ def _caps(fake: FakeOpenAI) -> dict[str, int]:
 
 
 def test_anonymous_sides_share_one_cap_and_named_mode_keeps_the_personas(db, fake):
-    # "slow" streams ten words: with a cap of 4 the scripted engine counts 10 tokens, so both sides are "cut"
-    for name, cap in (("terse", 4), ("chatty", 50)):
-        register_http(db, fake, name, "slow", system_prompt=name, sampling={"max_tokens": cap})
-    svc = ArenaService(db, ArenaLimits(blind_max_tokens=6), rng=random.Random(0))
+    # "fixed" streams three words whatever the cap: under a shared cap of 2 both sides are "cut"
+    for name, cap in (("terse", 3), ("chatty", 50)):
+        register_http(db, fake, name, "fixed", system_prompt=name, sampling={"max_tokens": cap})
+    svc = ArenaService(db, ArenaLimits(blind_max_tokens=2), rng=random.Random(0))
     bid = svc.start_battle().battle_id
     last = list(svc.generate_turn(bid, "Tell me a story."))[-1]
     assert last.done and last.error is None
-    assert _caps(fake) == {"terse": 6, "chatty": 6}  # one cap, not 4 and 50
-    assert last.left_cut == last.right_cut  # the cut-off note cannot tell the sides apart
+    assert _caps(fake) == {"terse": 2, "chatty": 2}  # one cap, not 3 and 50
+    assert last.left_cut and last.right_cut  # the cut-off note cannot tell the sides apart
     svc.record_vote(bid, "tie")  # the cap holds on every turn of the battle, regenerations included
     list(svc.generate_turn(bid, "And another."))
     list(svc.regenerate(bid))
-    assert _caps(fake) == {"terse": 6, "chatty": 6} and len(fake.requests) == 6
+    assert _caps(fake) == {"terse": 2, "chatty": 2} and len(fake.requests) == 6
     fake.requests.clear()
     with db.session() as s:
         pair = tuple(s.scalars(select(Contestant.id).order_by(Contestant.id)))
     named = svc.start_battle(pair=pair, mode="named").battle_id
-    list(svc.generate_turn(named, "Tell me a story."))
-    assert _caps(fake) == {"terse": 4, "chatty": 50}  # named mode: the names are known, each keeps its own
+    last = list(svc.generate_turn(named, "Tell me a story."))[-1]
+    assert _caps(fake) == {"terse": 3, "chatty": 50}  # named mode: the names are known, each keeps its own
+    assert last.left_cut != last.right_cut  # and there the note does tell them apart (3 tokens: the cap of 3 is hit)
 
 
 def test_the_shared_cap_never_exceeds_the_arena_cap():
@@ -105,12 +106,21 @@ def _ended_battles(db, n: int) -> None:
         for k in range(n):
             for a, b in (("warm", "plain-1"), ("plain-2", "warm"), ("plain-1", "plain-2")):
                 battle = Battle(
-                    a_id=ids[a], b_id=ids[b], left_is_a=True, mode="anonymous", status="voted", ended_at=utcnow()
+                    a_id=ids[a],
+                    b_id=ids[b],
+                    left_is_a=True,
+                    mode="anonymous",
+                    status="voted",
+                    ended_at=utcnow(),
                 )
                 s.add(battle)
                 s.flush()
                 text = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(12, 30))) for _ in range(2)]
-                s.add(Turn(battle_id=battle.id, idx=0, user_msg=f"prompt {k}", answer_a=text[0], answer_b=text[1]))
+                s.add(
+                    Turn(
+                        battle_id=battle.id, idx=0, user_msg=f"prompt {k}", answer_a=text[0], answer_b=text[1]
+                    )
+                )
 
 
 def test_identifiability_shows_what_the_opening_gives_away_side_by_side(db):

@@ -157,9 +157,9 @@ def test_the_cli_measures_ended_battles_only():
         assert warm["without_opening"]["verdict"] != "recognisable" and warm["warning"] is None
         text = CliRunner().invoke(app, ["models", "identifiability"]).stdout
         assert "cli-warm: with its opening AUC" in text and "without it" in text and "gives away +" in text
-        shown = CliRunner().invoke(
-            app, ["models", "identifiability"], env={"VIBESTUDIO_STRIP_PREFILL": "0"}
-        ).stdout  # the opening shown: votes on it are not blind, and the warning says both numbers
+        # the opening shown: votes on it are not blind, and the warning says both numbers
+        env = {"VIBESTUDIO_STRIP_PREFILL": "0"}
+        shown = CliRunner().invoke(app, ["models", "identifiability"], env=env).stdout
         assert "warning: cli-warm is recognisable" in shown and "without its opening: AUC" in shown
         bare = CliRunner().invoke(app, ["models", "identifiability", "--strip-prefill"]).stdout
         assert "cli-warm: AUC" in bare and "recognisable" not in bare.split("cli-warm")[1].split("\n")[

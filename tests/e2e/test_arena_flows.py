@@ -61,9 +61,12 @@ def test_named_battle_with_regenerate_rubric_and_new_round(quiet_server, browser
         assert (score.criterion, score.side, score.value, score.vote_id) == ("helpfulness", "a", 4.0, vote.id)
 
 
-#: What a pane control that erases, edits or re-runs an answer is labelled (Gradio's Chatbot icon buttons)
-PANE_CONTROLS = "() => [...document.querySelectorAll('#chat-left button, #chat-right button')].map(b => " \
-    "(b.getAttribute('aria-label') || b.title || b.innerText || '').toLowerCase())"
+#: The labels of the buttons a person can see in the answer panes (Gradio's Chatbot icon buttons)
+PANE_CONTROLS = (
+    "() => [...document.querySelectorAll('#chat-left button, #chat-right button')]"
+    ".filter(b => b.checkVisibility())"
+    ".map(b => (b.getAttribute('aria-label') || b.title || b.innerText || '').toLowerCase())"
+)
 
 
 def test_an_earlier_turn_voted_through_the_picker_counts_on_the_board(quiet_server, browser):
@@ -75,9 +78,11 @@ def test_an_earlier_turn_voted_through_the_picker_counts_on_the_board(quiet_serv
         page.locator("#arena-prompt textarea").fill(text)
         page.locator("#arena-send").click()
         wait_text(page, "#arena-status", f"Turn {n} answered")
-    labels = page.evaluate(PANE_CONTROLS)
+    labels = page.evaluate(
+        PANE_CONTROLS
+    )  # nothing on the panes can erase or change an answer before the vote
     for word in ("clear", "delete", "trash", "edit", "retry", "undo"):
-        assert not [x for x in labels if word in x], (word, labels)  # nothing can erase an answer before the vote
+        assert not [x for x in labels if word in x], (word, labels)
     _pick(page, "arena-vote-turn", "Turn 1")  # the picker lists both unvoted turns, the latest selected
     page.locator("#vote-right").click()
     wait_text(page, "#arena-status", "Vote on turn 1 saved. Turn 2 can still be voted.")
