@@ -851,9 +851,10 @@ _CUT_TEXT = _pane_text({"content": to_html(CUT_NOTE)})
 
 def _check_panes(svc: Any, battle_id: int, idx: int | None, chat_l: Any, chat_r: Any) -> None:
     """Refuse a vote whose turn, as the browser shows it, is blank or not what the server sent (an answer
-    erased or edited in the page). The server holds the answers; ``None`` panes (an API client, which has no
-    panes) are not checked. The service refuses an empty stored answer itself."""
-    if chat_l is None and chat_r is None:
+    erased or edited in the page). The server holds the answers; two empty panes are not checked: that is what an
+    API client sends (it has no panes; Gradio fills the inputs it left out with a pane's empty default), and a page
+    can only send it once both panes were emptied. The service refuses an empty stored answer itself."""
+    if not chat_l and not chat_r:
         return
     shown = svc.shown_answers(battle_id, idx)
     if shown is None:  # no such turn: the service says so
