@@ -120,3 +120,18 @@ def test_a_vote_on_panes_altered_in_the_browser_is_refused(ctx, caplog):
     assert ctx.arena.battle_view(bid).voted_turns == []  # nothing was stored
     assert "saved" in _status(_vote(ctx, bid, chat_l=parts, chat_r=right))  # as sent, cut note and all
     _no_traceback(caplog)
+
+
+def test_a_turn_with_an_empty_pane_leaves_the_votes_off(ctx):
+    from arena.battles import TurnUpdate
+    from db.models import Turn
+
+    bid = ctx.arena.start_battle().battle_id
+    with ctx.db.session() as s:  # stored as the stream left it: one side said nothing
+        s.add(Turn(battle_id=bid, idx=0, user_msg="hi", answer_a="An answer.", answer_b=""))
+    done = TurnUpdate("An answer.", "", done=True, turn_idx=0)
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]
+    (out,) = list(page._stream(ctx, iter([done]), list(chat), list(chat), bid, None, ("Model A", "Model B")))
+    assert "empty answer" in str(out[4])
+    assert all(u.get("interactive") is False for u in out[6:11])  # the five votes
+    assert out[-1].get("choices") == []  # the picker lists no turn
