@@ -21,6 +21,11 @@ stored in full on the battle but shown only by their identity-free kind. An answ
 flags its turn, and every vote cast once such an answer was on screen is stored ``revealed_before_vote`` (not in
 self-play, where the name is no secret and cannot tell the two samples apart).
 
+Blind by default: in anonymous battles both sides answer under one token cap (`ArenaLimits.shared_cap`, not each
+persona's own, which would tell the sides apart by length and by where the cut-off note appears), and the
+persona's fixed answer opening is left out of what is shown and stored (``strip_prefill``). A vote on a turn with
+an empty answer is refused (there is nothing to compare).
+
 Writes: a turn is written in one transaction once both answers are complete; an engine error or time-out marks
 the battle ``errored`` (never rated) and stores nothing else. Bad input raises ``BattleError`` before any write.
 
@@ -80,6 +85,9 @@ MODES = ("anonymous", "named", SELF_PLAY)
 QUICK_RUBRIC = ("helpfulness", "correctness", "style")
 RUBRIC_RANGE = (1, 5)
 ENDED = ("voted", "abandoned")
+#: The one token cap of both sides in anonymous battles (``VIBESTUDIO_BLIND_MAX_TOKENS`` sets it in the studio):
+#: the longest of the default personas' own caps, so none of them is cut shorter than it was written to be.
+BLIND_MAX_TOKENS = 200
 
 
 class BattleError(ValueError):
@@ -98,7 +106,16 @@ class ArenaLimits:
     idle_minutes: float = (
         30.0  # an open battle with no activity this long ends (`arena.battle_end`); 0 = never
     )
-    strip_prefill: bool = False  # show answers without the persona's fixed opening (`arena.streaming`)
+    # show answers without the persona's fixed opening (`arena.streaming`); on by default: an opening that never
+    # changes gives its persona away at a glance (`arena.identifiability` measures how much)
+    strip_prefill: bool = True
+    # anonymous battles: both sides answer under this one cap (at most ``max_new_tokens``) instead of their
+    # personas' own, so an answer's length limit and its cut-off note cannot tell the sides apart
+    blind_max_tokens: int = BLIND_MAX_TOKENS
+
+    def shared_cap(self) -> int:
+        """The one token cap both sides of an anonymous battle answer under."""
+        return max(1, min(self.blind_max_tokens, self.max_new_tokens))
 
 
 @dataclass
@@ -116,13 +133,19 @@ class BattleView:
     right_name: str | None = None
     temperatures: tuple[float, float] | None = None
     ended_reason: str | None = None  # how it ended (`arena.battle_end.END_REASONS`); None while open
+    blank_turns: list[int] = field(default_factory=list)  # turns with an empty answer: nothing to compare
 
     @property
     def unvoted_turns(self) -> list[int]:
-        """The turns (from 0) that can still take a vote while the battle is open."""
+        """The turns (from 0) that have no vote yet while the battle is open."""
         if self.status != "open":
             return []
         return [i for i in range(self.n_turns) if i not in self.voted_turns]
+
+    @property
+    def votable_turns(self) -> list[int]:
+        """The unvoted turns that can take a vote: both answers have text."""
+        return [i for i in self.unvoted_turns if i not in self.blank_turns]
 
 
 @dataclass
@@ -139,8 +162,9 @@ class TurnUpdate:
     left_error: str | None = None
     right_error: str | None = None
     regenerated: bool = False
-    # the answer stopped at its length limit (mid-sentence, most likely); the limit itself is not shown, since
-    # it differs by persona and would hint at who wrote the answer
+    # the answer stopped at its length limit (mid-sentence, most likely). In anonymous battles both sides share
+    # one limit (`ArenaLimits.shared_cap`), so the note says only that this answer was long, never whose it is;
+    # the limit itself is not shown (in named mode it is the persona's own)
     left_cut: bool = False
     right_cut: bool = False
 
@@ -352,6 +376,8 @@ class ArenaService:
         n_turns = s.scalar(select(func.count(Turn.id)).where(Turn.battle_id == b.id)) or 0
         voted = list(s.scalars(select(Vote.turn_idx).where(Vote.battle_id == b.id).order_by(Vote.turn_idx)))
         view = BattleView(b.id, n_turns, b.status, b.mode, b.category, voted, ended_reason=b.ended_reason)
+        answers = s.execute(select(Turn.idx, Turn.answer_a, Turn.answer_b).where(Turn.battle_id == b.id))
+        view.blank_turns = sorted(i for i, x, y in answers if not (x or "").strip() or not (y or "").strip())
         if b.mode in ("named", SELF_PLAY):
             a, bb = s.get_one(Contestant, b.a_id).public_name, s.get_one(Contestant, b.b_id).public_name
             view.left_name, view.right_name = (a, bb) if b.left_is_a else (bb, a)
@@ -359,6 +385,21 @@ class ArenaService:
             t_a, t_b = _temperatures(b)
             view.temperatures = (min(t_a, t_b), max(t_a, t_b))
         return view
+
+    def shown_answers(
+        self, battle_id: int, turn_idx: int | None = None
+    ) -> tuple[int, tuple[str, str]] | None:
+        """Turn ``turn_idx`` (default: the latest) and its two answers as the browser was sent them (left, right;
+        no names); None when the battle has no such turn. The page compares them with what its panes hold."""
+        with self.db.session() as s:
+            b = self._get(s, battle_id)
+            q = select(Turn).where(Turn.battle_id == battle_id)
+            q = q.order_by(Turn.idx.desc()) if turn_idx is None else q.where(Turn.idx == turn_idx)
+            t = s.scalars(q.limit(1)).first()
+            if t is None:
+                return None
+            a, bb = t.answer_a or "", t.answer_b or ""
+            return t.idx, ((a, bb) if b.left_is_a else (bb, a))
 
     def battle_view(self, battle_id: int) -> BattleView:
         with self.db.session() as s:
@@ -479,10 +520,16 @@ class ArenaService:
         """Stream turn ``idx`` after ``history`` (`arena.streaming`), then store it or mark the battle errored.
 
         A self-play side answers with its override on top of the contestant's sampling, the seed moved on by
-        the regenerations (`arena.self_play.effective_sampling`); other battles have no override."""
+        the regenerations (`arena.self_play.effective_sampling`); other battles have no override. In anonymous
+        battles both sides answer under one token cap (`ArenaLimits.shared_cap`); named mode and self-play keep
+        each persona's own (the names are known there, and self-play has one persona on both sides)."""
         regens = 0 if replacing is None else len(replacing.replaced or []) + 1
         ca = replace(ca, sampling=effective_sampling(ca.sampling, b.sampling_a, regens))
         cb = replace(cb, sampling=effective_sampling(cb.sampling, b.sampling_b, regens))
+        if b.mode == "anonymous":  # one cap for both sides: a persona's own length limit would name it
+            cap = self.limits.shared_cap()
+            ca = replace(ca, sampling={**ca.sampling, "max_tokens": cap})
+            cb = replace(cb, sampling={**cb.sampling, "max_tokens": cap})
         sides = {"a": SideState(ca), "b": SideState(cb)}
         messages = {
             "a": messages_for(ca, [(t.user_msg, t.answer_a) for t in history], user_msg),
@@ -728,6 +775,13 @@ def _votable_turn(
         raise BattleError(f"battle {battle_id} has no turn {idx + 1}")
     if s.scalar(select(Vote.id).where(Vote.battle_id == battle_id, Vote.turn_idx == idx)) is not None:
         raise BattleError(f"turn {idx + 1} already has a vote")
+    turn = turns[idx]
+    if not (turn.answer_a or "").strip() or not (turn.answer_b or "").strip():
+        # nothing to judge on one side: regenerating gives it another try, a new round another pair
+        raise BattleError(
+            f"turn {idx + 1} has an empty answer, so there is nothing to compare: regenerate it or start a "
+            "new round"
+        )
     # everything on screen when the vote was cast; in self-play the name is no secret (both sides are it)
     leaked = b.mode != SELF_PLAY and any(t.leak_a or t.leak_b for t in turns)
     return idx, leaked

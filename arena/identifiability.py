@@ -21,8 +21,14 @@ how often a voter shown one answer of each could say which is it), with the Hanl
 Wilson interval; n is the number of its answers and of the others'. The verdict is "recognisable" (votes on it
 are not blind in practice) when the AUC's interval lies above `RECOGNISABLE_AUC`, "not recognisable" when it lies
 below, else "can't tell"; fewer than ``min_answers`` answers (or fewer than two contestants) is "can't tell" with
-the reason. ``strip_prefill`` measures the answers without the persona's fixed opening (what `ArenaLimits.
-strip_prefill` would show), which tells how much of the give-away is the prefill alone.
+the reason.
+
+The fixed opening (a persona's prefill). The arena shows answers without it by default (`ArenaLimits.
+strip_prefill`), and stores what it showed. ``strip_prefill=False`` measures every answer *with* its opening (put
+back in front of an answer stored without it: the opening is fixed, so that is what the voter would have seen),
+``strip_prefill=True`` without it (cut from an answer stored with it), so both measures read the same answers
+whatever the arena showed when they were written. `compare_openings` puts the two side by side per contestant:
+the difference is what the opening alone gives away, and the board's warning reads the one the arena shows.
 
 Why not scikit-learn: it is not a dependency, and the pieces (hashing, a convex fit, AUC) are a page of NumPy and
 SciPy, which the studio already needs.
@@ -143,10 +149,20 @@ def ended_answers(session: Session, limit: int = 300, strip_prefill: bool = Fals
             )
             texts.extend((int(i), t, u) for i, t, u in session.execute(q) if t and t.strip())
         for _, text, prompt in sorted(texts, reverse=True)[:limit]:
-            if strip_prefill and prefill and text.startswith(prefill):
-                text = text[len(prefill) :].lstrip()
-            out.append(Answer(name, text, prompt))
+            out.append(Answer(name, with_opening(text, prefill, not strip_prefill), prompt))
     return out
+
+
+def with_opening(text: str, prefill: str, keep: bool) -> str:
+    """``text`` with its persona's fixed opening (``keep``) or without it, however it was stored: the arena
+    stores an answer as it showed it, without the opening by default (`arena.streaming` drops the opening and
+    the whitespace after it)."""
+    if not prefill:
+        return text
+    has = text.startswith(prefill)
+    if keep:
+        return text if has else prefill + ("" if prefill[-1:].isspace() else " ") + text
+    return text[len(prefill) :].lstrip() if has else text
 
 
 def data_version(session: Session) -> tuple[int, int]:
@@ -338,3 +354,116 @@ def contestant_identifiability(
             _memo.clear()
         _memo[key] = report
     return report
+
+
+# -- with and without the opening, side by side -------------------------------------------------------------------
+@dataclass
+class OpeningComparison:
+    """One contestant measured with and without its fixed opening; ``shown_stripped`` says which one the arena
+    shows (`ArenaLimits.strip_prefill`), and that one decides the warning."""
+
+    name: str
+    with_opening: ContestantIdentifiability
+    without_opening: ContestantIdentifiability
+    has_opening: bool
+    shown_stripped: bool
+
+    @property
+    def shown(self) -> ContestantIdentifiability:
+        return self.without_opening if self.shown_stripped else self.with_opening
+
+    @property
+    def gives_away(self) -> float | None:
+        """AUC with the opening minus without it: what the opening alone gives away (None: can't tell)."""
+        a, b = self.with_opening.auc, self.without_opening.auc
+        return None if a is None or b is None else a - b
+
+    @property
+    def warning(self) -> str | None:
+        """The warning for the answers as the arena shows them, with the other measure beside it."""
+        w = self.shown.warning
+        if w is None:
+            return None
+        other, label = (
+            (self.with_opening, "with its opening")
+            if self.shown_stripped
+            else (self.without_opening, "without its opening")
+        )
+        shown = "as shown (without its opening)" if self.shown_stripped else "as shown (with its opening)"
+        if self.has_opening and other.auc is not None:
+            return f"{w} {shown}; {label}: AUC {other.auc:.2f}"
+        return w
+
+    def line(self) -> str:
+        if not self.has_opening:
+            return f"{self.shown.line()} (no fixed opening)"
+        gap = "" if self.gives_away is None else f"; the opening gives away {self.gives_away:+.2f} AUC"
+        return (
+            f"{self.name}: with its opening {_short(self.with_opening)} · without it "
+            f"{_short(self.without_opening)}{gap}; the arena shows it "
+            + ("without" if self.shown_stripped else "with")
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "has_opening": self.has_opening,
+            "shown_stripped": self.shown_stripped,
+            "with_opening": {**asdict(self.with_opening), "warning": self.with_opening.warning},
+            "without_opening": {**asdict(self.without_opening), "warning": self.without_opening.warning},
+            "gives_away": self.gives_away,
+            "warning": self.warning,
+            "line": self.line(),
+        }
+
+
+def _short(c: ContestantIdentifiability) -> str:
+    if c.auc is None or c.auc_ci is None:
+        return f"can't tell ({c.reason})"
+    return f"AUC {c.auc:.2f} (95% {c.auc_ci[0]:.2f}-{c.auc_ci[1]:.2f}): {c.verdict}"
+
+
+@dataclass
+class OpeningsReport:
+    """Every contestant with and without its fixed opening (`compare_openings`)."""
+
+    contestants: list[OpeningComparison]
+    n_answers: int
+    folds: int
+    shown_stripped: bool
+    method: str
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> OpeningComparison | None:
+        return next((c for c in self.contestants if c.name == name), None)
+
+    def warnings(self) -> list[str]:
+        return [w for c in self.contestants if (w := c.warning)]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "n_answers": self.n_answers,
+            "folds": self.folds,
+            "shown_stripped": self.shown_stripped,
+            "method": self.method,
+            "notes": self.notes,
+            "contestants": [c.as_dict() for c in self.contestants],
+        }
+
+
+def compare_openings(
+    session: Session, shown_stripped: bool = True, limit: int = 300, min_answers: int = MIN_ANSWERS
+) -> OpeningsReport:
+    """`contestant_identifiability` with and without the fixed openings, side by side per contestant;
+    ``shown_stripped``: the arena shows answers without them (the default, `ArenaLimits.strip_prefill`)."""
+    kept = contestant_identifiability(session, limit, strip_prefill=False, min_answers=min_answers)
+    cut = contestant_identifiability(session, limit, strip_prefill=True, min_answers=min_answers)
+    openings = {
+        c.public_name: bool((c.persona or {}).get("prefill")) for c in session.scalars(select(Contestant))
+    }
+    rows = []
+    for w in kept.contestants:
+        wo = cut.get(w.name) or w
+        rows.append(OpeningComparison(w.name, w, wo, openings.get(w.name, False), shown_stripped))
+    notes = list(dict.fromkeys([*kept.notes, *cut.notes]))
+    return OpeningsReport(rows, kept.n_answers, kept.folds, shown_stripped, kept.method, notes)

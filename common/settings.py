@@ -109,9 +109,16 @@ class Settings(BaseSettings):
         "0 = never",
     )
     strip_prefill: bool = Field(
-        default=False,
+        default=True,
         description="show arena answers without the persona's fixed opening (its prefill), so the opening alone "
-        "does not give the persona away; off by default because the opening is part of what the persona is",
+        "does not give the persona away; `0` shows it (the Identifiability tab measures what it gives away)",
+    )
+    blind_max_tokens: int = Field(
+        default=200,
+        ge=1,
+        description="the one token cap both sides of an anonymous battle answer under (at most "
+        "`VIBESTUDIO_MAX_NEW_TOKENS`), instead of each persona's own, so an answer's length limit cannot tell "
+        "the sides apart; named mode and self-play keep the personas' caps",
     )
     leaderboard_bootstrap: int = Field(
         default=100, description="bootstrap rounds for the leaderboard's intervals"

@@ -184,7 +184,7 @@ def serve(
         server_name=host,
         server_port=port or ctx.settings.port,
         prevent_thread_lock=not block,
-        css=CSS,
+        css=CSS + arena.CSS,
         theme=gr.themes.Default(**THEME_FONTS),  # type: ignore[arg-type]
         _app=server_app(ctx, host),  # the Origin/Host policy outermost, headers, the session guard, downloads
         show_error=False,  # an unexpected exception shows a generic message; its traceback goes to the log

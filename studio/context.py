@@ -72,6 +72,7 @@ def build_context(settings: Settings | None = None) -> StudioContext:
         settings.max_new_tokens,
         idle_minutes=settings.battle_idle_minutes,
         strip_prefill=settings.strip_prefill,
+        blind_max_tokens=settings.blind_max_tokens,
     )
     try:
         from training.runner import reconcile

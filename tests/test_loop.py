@@ -7,7 +7,7 @@ import random
 from sqlalchemy import select
 
 from annotation.snapshots import load_snapshot, snapshot_from_votes
-from arena.battles import ArenaService
+from arena.battles import ArenaLimits, ArenaService
 from arena.registry import ContestantSpec, get_contestant, register
 from db.models import Battle, Contestant, Job
 from training.runner import wait
@@ -28,7 +28,7 @@ def test_votes_to_snapshot_to_dpo_to_new_contestant_that_battles(db, tiny_model_
                     sampling={"max_tokens": 8, "temperature": temp, "seed": seed},
                 ),
             )
-    svc = ArenaService(db, rng=random.Random(0))
+    svc = ArenaService(db, ArenaLimits(blind_max_tokens=8), rng=random.Random(0))  # one cap for both sides
     for i in range(6):
         bid = svc.start_battle().battle_id
         list(svc.generate_turn(bid, f"Question number {i}: what is {i} plus {i}?"))

@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import select
 
 from annotation.snapshots import write_snapshot
-from arena.battles import ArenaService
+from arena.battles import ArenaLimits, ArenaService
 from arena.engines.base import Sampling
 from arena.engines.vllm import _SERVERS, VLLMEngine, VLLMServer, lora_name, managed_server
 from arena.registry import ContestantSpec, ensure_defaults, get_contestant, register
@@ -143,7 +143,9 @@ def test_a_battle_between_a_vllm_contestant_and_llama_cpp(db, vllm):
     with db.session() as s:
         plain = get_contestant(s, "smollm2-plain")
     assert plain.engine == "llama_cpp"
-    bid, answers = _battle(ArenaService(db, rng=random.Random(0)), (served, plain.id))
+    bid, answers = _battle(
+        ArenaService(db, ArenaLimits(blind_max_tokens=24), rng=random.Random(0)), (served, plain.id)
+    )
     assert set(answers) == {SERVED, "smollm2-plain"} and all(a.strip() for a in answers.values())
     with db.session() as s:
         assert s.get(Battle, bid).status == "voted"
@@ -191,7 +193,9 @@ def test_a_fresh_dpo_lora_plays_on_the_same_server_without_a_restart(db, vllm):
     assert child.state == "held"
     release(db, child.public_name, None, "the vLLM lane plays it without a report")
 
-    _, answers = _battle(ArenaService(db, rng=random.Random(1)), (child.id, parent))
+    _, answers = _battle(
+        ArenaService(db, ArenaLimits(blind_max_tokens=24), rng=random.Random(1)), (child.id, parent)
+    )
     print(f"[vllm] LoRA answer ({child.public_name}): {answers[child.public_name]!r}", flush=True)
     print(f"[vllm] base answer ({SERVED}): {answers[SERVED]!r}", flush=True)
     # The adapter must change how the answer opens: greedy answers of one model can differ in a late token from

@@ -240,17 +240,16 @@ def model_page(
     }
 
 
-def identifiability(db: Database, name: str) -> dict[str, Any]:
-    """How well this contestant's answers alone give it away (`arena.identifiability`), with and without its
-    fixed answer opening; "can't tell" with the reason when there are too few answers."""
-    from arena.identifiability import contestant_identifiability
+def identifiability(db: Database, name: str) -> dict[str, Any] | None:
+    """How well this contestant's answers alone give it away (`arena.identifiability.compare_openings`), with
+    and without its fixed opening side by side; the warning reads the answers as the arena shows them. None when
+    it has no answers from ended battles."""
+    from arena.identifiability import compare_openings
+    from common.settings import get_settings
 
-    out: dict[str, Any] = {}
     with db.session() as s:
-        for key, strip in (("as_shown", False), ("without_prefill", True)):
-            c = contestant_identifiability(s, strip_prefill=strip).get(name)
-            out[key] = None if c is None else {**c.__dict__, "warning": c.warning, "line": c.line()}
-    return out
+        c = compare_openings(s, shown_stripped=get_settings().strip_prefill).get(name)
+    return None if c is None else c.as_dict()
 
 
 def probes(db: Database, name: str, parent: str | None) -> dict[str, Any]:

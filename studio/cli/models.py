@@ -139,7 +139,7 @@ def models_show(
     typer.echo(lineage_md(page))
     typer.echo(ratings_md(page))
     typer.echo(report_md(page["report"]) if page["report"] else "No checkpoint report (not a trained child).")
-    ident = page["identifiability"]["as_shown"]
+    ident = page["identifiability"]
     typer.echo(f"Identifiability: {ident['line'] if ident else 'no answers from ended battles (can’t tell)'}")
     if ident and ident["warning"]:
         typer.echo(f"  warning: {ident['warning']}")
@@ -273,22 +273,42 @@ def models_log(
 @models_app.command("identifiability")
 def models_identifiability(
     strip_prefill: bool = typer.Option(
-        False, "--strip-prefill", help="Measure the answers without the personas' fixed openings."
+        False,
+        "--strip-prefill",
+        help="Only the measure without the personas' fixed openings (default: with and without, side by side).",
     ),
     limit: int = typer.Option(300, min=1, help="Latest answers per contestant."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """How well each contestant's answers alone give it away (held-out classifier: AUC and top-1 with 95%
-    intervals); 'recognisable' means votes on it are not blind in practice."""
-    from arena.identifiability import contestant_identifiability
+    intervals), with and without its fixed opening side by side (the difference is what the opening gives away);
+    'recognisable' means votes on it are not blind in practice."""
+    from arena.identifiability import compare_openings, contestant_identifiability
+    from common.settings import get_settings
 
     with open_db().session() as s:
-        rep = contestant_identifiability(s, limit=limit, strip_prefill=strip_prefill)
-    if as_json:
-        typer.echo(json.dumps(rep.as_dict(), indent=2, ensure_ascii=False))
-        return
-    typer.echo(f"{rep.n_answers} answers from ended battles; {rep.method}, {rep.folds} folds.")
-    for c in rep.contestants:
-        typer.echo(f"  {c.line()}")
-    for note in rep.notes:
+        if strip_prefill:
+            rep = contestant_identifiability(s, limit=limit, strip_prefill=True)
+        else:
+            both = compare_openings(s, shown_stripped=get_settings().strip_prefill, limit=limit)
+    if strip_prefill:
+        if as_json:
+            typer.echo(json.dumps(rep.as_dict(), indent=2, ensure_ascii=False))
+            return
+        typer.echo(f"{rep.n_answers} answers from ended battles, without their fixed openings; {rep.method}.")
+        lines, notes = [c.line() for c in rep.contestants], rep.notes
+    else:
+        if as_json:
+            typer.echo(json.dumps(both.as_dict(), indent=2, ensure_ascii=False))
+            return
+        shown = "without" if both.shown_stripped else "with"
+        typer.echo(
+            f"{both.n_answers} answers from ended battles, measured with and without their fixed openings (the "
+            f"arena shows them {shown}); {both.method}, {both.folds} folds."
+        )
+        lines, notes = [c.line() for c in both.contestants], both.notes
+        lines += [f"warning: {w}" for w in both.warnings()]
+    for line in lines:
+        typer.echo(f"  {line}")
+    for note in notes:
         typer.echo(f"  note: {note}")

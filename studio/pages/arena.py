@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -155,7 +156,7 @@ def _turn(value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise gr.Error(f"Pick the turn to vote on from the list (got {str(value)[:40]!r}).") from None
+        raise BattleError(f"pick the turn to vote on from the list (got {str(value)[:40]!r})") from None
 
 
 def _labels(view: BattleView) -> tuple[str, str]:
@@ -238,12 +239,28 @@ class _Panes(NamedTuple):
     status: Any
 
 
+#: The page's style (the app adds it to its own): a Chatbot shows a trash icon ("Clear") in its top corner whenever
+#: it holds messages, and no parameter turns it off (gradio 6.31), so the battle panes hide that corner. The other
+#: pane controls are off by their parameters (``PANE_CONTROLS_OFF``); a vote on panes that were altered anyway is
+#: refused (``_check_panes``).
+CSS = ".vs-battle-pane .icon-button-wrapper.top-panel {display: none !important}\n"
+#: No pane control can erase, edit, re-run or rate an answer before the vote: no toolbar buttons (share, copy
+#: all), no message editing, no like / dislike; retry and undo show only when listened to, and nothing listens.
+PANE_CONTROLS_OFF: dict[str, Any] = dict(buttons=[], editable=None, feedback_options=None)
+
+
 def _answer_panes() -> _Panes:
     """The two answer panes side by side and the status line under them."""
     with gr.Row():
         # messages are the display path's HTML: Gradio must not parse them again (no Markdown, no LaTeX)
         chat = dict(
-            height=380, render_markdown=False, sanitize_html=True, latex_delimiters=[], allow_tags=False
+            height=380,
+            render_markdown=False,
+            sanitize_html=True,
+            latex_delimiters=[],
+            allow_tags=False,
+            elem_classes=["vs-battle-pane"],
+            **PANE_CONTROLS_OFF,
         )
         left = gr.Chatbot(label="Model A", elem_id="chat-left", **chat)  # type: ignore[arg-type]
         right = gr.Chatbot(label="Model B", elem_id="chat-right", **chat)  # type: ignore[arg-type]
@@ -444,7 +461,7 @@ def _wire(ctx: StudioContext, p: _ArenaPage) -> None:
     for btn, (_, choice) in zip(p.votes.buttons, VOTES, strict=True):
         btn.click(
             _vote_handler(ctx, choice),
-            [p.battle, *p.rubric, p.votes.turn_pick],
+            [p.battle, *p.rubric, p.votes.turn_pick, p.panes.left, p.panes.right],
             [p.panes.status, *buttons, *p.rubric, p.votes.turn_pick],
             api_name=f"arena_vote_{choice}",
         )
@@ -471,8 +488,9 @@ def _no_pick() -> Any:
 
 
 def _turn_picker(view: BattleView | None) -> Any:
-    """The turn picker for ``view``: its unvoted turns, the latest selected (none once it has ended)."""
-    todo = view.unvoted_turns if view is not None else []
+    """The turn picker for ``view``: the turns that can take a vote, the latest selected (none once it has
+    ended); a turn with an empty answer is not listed."""
+    todo = view.votable_turns if view is not None else []
     if not todo:
         return _no_pick()
     return gr.update(
@@ -520,10 +538,18 @@ def _outs(
 
 
 def _settle(ctx: StudioContext, battle_id: int | None) -> list[Any]:
-    """After a refused Send / Regenerate: the controls as the battle stands (a running turn keeps them)."""
+    """After a refused Send / Regenerate: the controls as the battle stands (a running turn keeps them), Send."""
+    if battle_id is not None and ctx.arena.is_answering(battle_id):
+        return [gr.update()] * (len(VOTES) + 3)
+    return [*_controls(ctx, battle_id), gr.update(interactive=True)]
+
+
+def _controls(ctx: StudioContext, battle_id: int | None) -> list[Any]:
+    """The five votes, Regenerate and Reveal as the battle stands: votes while a turn with two answers awaits
+    one, Regenerate while the last turn has none, Reveal once a turn has one (a running turn keeps them)."""
     svc = ctx.arena
     if battle_id is not None and svc.is_answering(battle_id):
-        return [gr.update()] * (len(VOTES) + 3)
+        return [gr.update()] * (len(VOTES) + 2)
     votes = regen_on = reveal_on = False
     if battle_id is not None:
         try:
@@ -531,33 +557,33 @@ def _settle(ctx: StudioContext, battle_id: int | None) -> list[Any]:
         except BattleError:
             view = None
         if view is not None and view.status == "open" and view.n_turns:
-            votes = bool(view.unvoted_turns)
+            votes = bool(view.votable_turns)
             regen_on = view.n_turns - 1 not in view.voted_turns
             reveal_on = bool(view.voted_turns)
     flags = [gr.update(interactive=votes)] * len(VOTES)
-    return [
-        *flags,
-        gr.update(interactive=regen_on),
-        gr.update(interactive=reveal_on),
-        gr.update(interactive=True),
-    ]  # the turn picker keeps its turns: a refused request changed none
+    return [*flags, gr.update(interactive=regen_on), gr.update(interactive=reveal_on)]
 
 
-def _refused(ctx: StudioContext, battle_id: int | None, exc: BaseException | str) -> tuple[Any, ...]:
-    """A Send / Regenerate a person can fix (empty prompt, no models chosen, a limit): the reason and what to do
-    in the status line and a toast, the controls as the battle stands; nothing turns red, and the next good
-    action overwrites the status."""
+def _said(exc: BaseException | str) -> str:
+    """A refusal a person can act on, for the status line: the reason and what to do (safe text,
+    ``studio.render.error_text``), logged in one line (a user's mistake leaves no traceback in the log)."""
     text = error_text(exc) or "that did not work"
     text = text[:1].upper() + text[1:]
     if isinstance(exc, BaseException):
         log.info("refused in the arena: %r", exc)
-    gr.Warning(text)  # the toast renders HTML: error_text escaped it
+    return to_html(f"⚠️ {literal(html.unescape(text))}.")
+
+
+def _refused(ctx: StudioContext, battle_id: int | None, exc: BaseException | str) -> tuple[Any, ...]:
+    """A Send / Regenerate a person can fix (empty prompt, no models chosen, a limit): the reason and what to do
+    in the status line (no toast: it would follow the user to other tabs), the controls as the battle stands;
+    nothing turns red, and the next good action overwrites the status."""
     return (
         gr.update(),
         gr.update(),
         battle_id,
         gr.update(),
-        to_html(f"⚠️ {literal(html.unescape(text))}."),
+        _said(exc),
         gr.update(),
         *_settle(ctx, battle_id),
         gr.update(),  # the turn picker keeps its turns: a refused request changed none
@@ -626,11 +652,17 @@ def _stream(
                 view = ctx.arena.battle_view(battle_id)
                 voted = bool(view.voted_turns)
                 pick = _turn_picker(view)
-                yield _outs(cl, cr, battle_id, nxt or gr.update(), done_msg, True, True, voted, pick=pick)
+                if upd.turn_idx in view.blank_turns:  # an empty pane takes no vote
+                    done_msg = (
+                        f"Turn {n} {'regenerated' if upd.regenerated else 'answered'}, but a model gave an empty "
+                        "answer, so there is nothing to compare: regenerate it or press New round."
+                    )
+                votes = bool(view.votable_turns)
+                yield _outs(cl, cr, battle_id, nxt or gr.update(), done_msg, votes, True, voted, pick=pick)
                 return
             yield _outs(cl, cr, battle_id, gr.update(), _status(upd), False, False, False, busy=True)
-    except BattleError as exc:
-        raise user_error(exc) from exc
+    except BattleError as exc:  # e.g. a turn of this battle already running in another tab
+        yield _refused(ctx, battle_id, exc)
 
 
 # ---- the handlers -----------------------------------------------------------------------------------------------
@@ -746,11 +778,13 @@ def _rubric_scores(scores: tuple[str | None, ...]) -> dict[str, dict[str, float]
 
 
 def _vote_handler(ctx: StudioContext, choice: str) -> Callable[..., Any]:
-    """The handler of one vote button."""
+    """The handler of one vote button. A vote it cannot take (no battle, a turn already voted, an empty answer,
+    answers on screen that are not the ones the server sent) is answered in the status line: the controls as the
+    battle stands, the rubric scores kept for the next try."""
     svc = ctx.arena
 
-    # the six rubric radios (QUICK_RUBRIC x left/right), then the turn picker; the picker defaults to None (the
-    # latest turn), so API clients that send only the rubric keep working
+    # the six rubric radios (QUICK_RUBRIC x left/right), then the turn picker and the two panes; they default to
+    # None (the latest turn, no pane check), so API clients that send only the rubric keep working
     def on_vote(
         request: gr.Request,
         battle_id: int | None,
@@ -761,18 +795,27 @@ def _vote_handler(ctx: StudioContext, choice: str) -> Callable[..., Any]:
         s4: str | None,
         s5: str | None,
         turn: Any = None,
+        chat_l: Any = None,
+        chat_r: Any = None,
     ):
-        if battle_id is None:
-            raise gr.Error("There is no battle to vote on: send a prompt first.")
         rubric = _rubric_scores((s0, s1, s2, s3, s4, s5))
         try:
+            if battle_id is None:
+                raise BattleError("there is no battle to vote on: send a prompt first")
             uid = ctx.access.user_id(request)
             ctx.access.limit("votes", uid)
-            r = svc.record_vote(battle_id, choice, turn_idx=_turn(turn), user_id=uid, rubric=rubric)
+            idx = _turn(turn)
+            _check_panes(svc, battle_id, idx, chat_l, chat_r)
+            r = svc.record_vote(battle_id, choice, turn_idx=idx, user_id=uid, rubric=rubric)
             view = svc.battle_view(battle_id)
         except (BattleError, PermissionDenied, RateLimited) as exc:
-            raise user_error(exc) from exc
-        todo = view.unvoted_turns
+            return (
+                _said(exc),
+                *_controls(ctx, battle_id),
+                *[gr.update() for _ in range(RUBRIC_FIELDS)],  # the scores stay for the next try
+                gr.update(),
+            )
+        todo = view.votable_turns
         more = f" Turn {', '.join(str(i + 1) for i in todo)} can still be voted." if todo else ""
         msg = (
             f"✅ Vote on turn {r.turn_idx + 1} saved.{more} Send a follow-up to both models, "
@@ -791,6 +834,43 @@ def _vote_handler(ctx: StudioContext, choice: str) -> Callable[..., Any]:
     return on_vote
 
 
+def _pane_text(message: Any) -> str:
+    """The visible text of one Chatbot message as the browser sends it back (a string, or a list of parts)."""
+    content = message.get("content") if isinstance(message, dict) else message
+    if isinstance(content, list | tuple):
+        content = " ".join(_pane_text({"content": c}) for c in content)
+    elif isinstance(content, dict):
+        content = content.get("text") or content.get("value") or ""
+    text = html.unescape(_TAGS.sub(" ", str(content or "")))
+    return " ".join(text.split())
+
+
+_TAGS = re.compile(r"<[^>]*>")
+_CUT_TEXT = _pane_text({"content": to_html(CUT_NOTE)})
+
+
+def _check_panes(svc: Any, battle_id: int, idx: int | None, chat_l: Any, chat_r: Any) -> None:
+    """Refuse a vote whose turn, as the browser shows it, is blank or not what the server sent (an answer
+    erased or edited in the page). The server holds the answers; two empty panes are not checked: that is what an
+    API client sends (it has no panes; Gradio fills the inputs it left out with a pane's empty default), and a page
+    can only send it once both panes were emptied. The service refuses an empty stored answer itself."""
+    if not chat_l and not chat_r:
+        return
+    shown = svc.shown_answers(battle_id, idx)
+    if shown is None:  # no such turn: the service says so
+        return
+    n, answers = shown
+    for pane, answer in zip((chat_l, chat_r), answers, strict=True):
+        messages = list(pane or []) if isinstance(pane, list | tuple) else []
+        on_screen = _pane_text(messages[2 * n + 1]) if len(messages) > 2 * n + 1 else ""
+        expected = _pane_text({"content": to_html(answer)})
+        if not on_screen or on_screen not in (expected, f"{expected} {_CUT_TEXT}".strip()):
+            raise BattleError(
+                f"the answers of turn {n + 1} on screen are not the ones the models gave (a pane was cleared "
+                "or edited): press New round, or send a follow-up to see both answers again"
+            )
+
+
 class _EndHandlers(NamedTuple):
     on_reveal: Callable[..., Any]
     on_new: Callable[..., Any]
@@ -801,12 +881,12 @@ def _end_handlers(ctx: StudioContext) -> _EndHandlers:
     svc = ctx.arena
 
     def on_reveal(battle_id: int | None):
-        if battle_id is None:
-            raise gr.Error("There is no battle to reveal.")
         try:
+            if battle_id is None:
+                raise BattleError("there is no battle to reveal: send a prompt first")
             r = svc.reveal(battle_id)
         except BattleError as exc:
-            raise user_error(exc) from exc
+            return (battle_id, gr.update(), gr.update(), _said(exc), *_controls(ctx, battle_id), gr.update())
         return (
             None,
             None,
@@ -877,8 +957,8 @@ def _for_prompt_box(ctx: StudioContext) -> Any:
     def on_rank(prompt_text: str | None):  # type: ignore[no-untyped-def]
         try:
             out = ctx.leaderboard.for_prompt(prompt_text or "")
-        except ValueError as exc:
-            raise user_error(exc) from exc
+        except ValueError as exc:  # e.g. no prompt typed: said in place, the table as it was
+            return _said(exc), gr.update()
         html_text, rows = for_prompt_view(out)
         return html_text, rows
 

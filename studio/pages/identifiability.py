@@ -1,6 +1,7 @@
 """Identifiability section of the Leaderboard: per contestant, how well its answers alone give it away
 (`arena.identifiability`: a held-out classifier over character n-grams, AUC and top-1 rate with intervals), with
-and without the personas' fixed openings; and the warning lines the board's summary shows for recognisable ones."""
+and without the personas' fixed openings side by side (the difference is what the opening alone gives away); and
+the warning lines the board's summary shows for contestants recognisable as the arena shows their answers."""
 
 from __future__ import annotations
 
@@ -9,36 +10,63 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from arena.identifiability import RECOGNISABLE_AUC, IdentifiabilityReport, contestant_identifiability
+from arena.identifiability import (
+    RECOGNISABLE_AUC,
+    ContestantIdentifiability,
+    OpeningsReport,
+    compare_openings,
+)
 from studio.context import StudioContext
 from studio.render import literal, to_html
 
-COLUMNS = ["contestant", "answers", "others", "AUC", "95% interval", "top-1", "chance", "verdict"]
+COLUMNS = [
+    "contestant",
+    "answers",
+    "AUC with opening",
+    "95% with",
+    "AUC without opening",
+    "95% without",
+    "opening gives away",
+    "shown",
+    "verdict as shown",
+]
 
 
-def report(ctx: StudioContext, strip_prefill: bool = False) -> IdentifiabilityReport:
+def report(ctx: StudioContext) -> OpeningsReport:
+    """Both measures; ``shown`` follows the arena's own setting (`ArenaLimits.strip_prefill`)."""
     with ctx.db.session() as s:
-        return contestant_identifiability(s, strip_prefill=strip_prefill)
+        return compare_openings(s, shown_stripped=ctx.arena.limits.strip_prefill)
 
 
 def warnings(ctx: StudioContext) -> list[str]:
-    """One line per contestant whose votes are not blind in practice (its answers give it away)."""
+    """One line per contestant whose votes are not blind in practice (its answers, as shown, give it away)."""
     return report(ctx).warnings()
 
 
-def table(rep: IdentifiabilityReport) -> pd.DataFrame:
+def _auc(c: ContestantIdentifiability) -> tuple[str, str]:
+    if c.auc is None or c.auc_ci is None:
+        return f"can't tell: {c.reason}", ""
+    return f"{c.auc:.2f}", f"{c.auc_ci[0]:.2f}-{c.auc_ci[1]:.2f}"
+
+
+def table(rep: OpeningsReport) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for c in rep.contestants:
+        with_auc, with_ci = _auc(c.with_opening)
+        without_auc, without_ci = _auc(c.without_opening)
+        gap = c.gives_away
+        shown = c.shown
         rows.append(
             {
                 "contestant": c.name,
-                "answers": c.n_answers,
-                "others": c.n_others,
-                "AUC": "" if c.auc is None else f"{c.auc:.2f}",
-                "95% interval": "" if c.auc_ci is None else f"{c.auc_ci[0]:.2f}-{c.auc_ci[1]:.2f}",
-                "top-1": "" if c.top1 is None else f"{c.top1:.0%}",
-                "chance": "" if c.chance is None else f"{c.chance:.0%}",
-                "verdict": c.verdict if c.auc is not None else f"can't tell: {c.reason}",
+                "answers": c.with_opening.n_answers,
+                "AUC with opening": with_auc,
+                "95% with": with_ci,
+                "AUC without opening": without_auc if c.has_opening else "(no fixed opening)",
+                "95% without": without_ci if c.has_opening else "",
+                "opening gives away": "" if gap is None or not c.has_opening else f"{gap:+.2f}",
+                "shown": "without opening" if c.shown_stripped else "with opening",
+                "verdict as shown": shown.verdict if shown.auc is not None else f"can't tell: {shown.reason}",
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -50,21 +78,20 @@ def build_section(ctx: StudioContext) -> None:
         gr.Markdown(
             "Can a voter tell who wrote an answer without its name? A classifier learns each contestant's "
             "answers from ended battles and is tested on prompts it never saw. **AUC**: how often one of its "
-            "answers scores above another contestant's (0.5 = blind); **top-1**: share of its answers "
-            f"attributed to it. *Recognisable* (interval above {RECOGNISABLE_AUC}): votes on it are not blind "
-            "in practice. Tick the box to measure without the personas' fixed answer openings."
+            "answers scores above another contestant's (0.5 = blind), measured with and without the persona's "
+            "fixed answer opening (its prefill); the difference is what the opening alone gives away. "
+            f"*Recognisable* (interval above {RECOGNISABLE_AUC}): votes on it are not blind in practice. The "
+            "arena hides the openings unless `VIBESTUDIO_STRIP_PREFILL=0`; the verdict reads the answers as shown."
         )
-        with gr.Row():
-            strip = gr.Checkbox(False, label="Without the fixed openings (prefills)", elem_id="ident-strip")
-            go_btn = gr.Button("Measure identifiability", elem_id="ident-measure")
+        go_btn = gr.Button("Measure identifiability", elem_id="ident-measure")
         out_table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="ident-table")
         notes = gr.HTML(elem_id="ident-notes")
 
-    def on_measure(strip_prefill: bool):
-        rep = report(ctx, bool(strip_prefill))
+    def on_measure():
+        rep = report(ctx)
         lines = [f"{rep.n_answers} answers; {literal(rep.method)}, {rep.folds} folds."]
         lines += [f"⚠️ {literal(w)}" for w in rep.warnings()]
         lines += [literal(n) for n in rep.notes]
         return table(rep), to_html("\n\n".join(lines))
 
-    go_btn.click(on_measure, [strip], [out_table, notes], api_name="identifiability")
+    go_btn.click(on_measure, [], [out_table, notes], api_name="identifiability")

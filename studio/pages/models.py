@@ -65,16 +65,17 @@ def vibe_md(page: dict[str, Any]) -> str:
 
 
 def identifiability_md(page: dict[str, Any]) -> str:
-    """Whether its answers alone give it away (votes on it not blind in practice), or can't tell."""
-    ident = page.get("identifiability") or {}
-    shown, bare = ident.get("as_shown"), ident.get("without_prefill")
-    if not shown:
+    """Whether its answers alone give it away (votes on it not blind in practice), with and without its fixed
+    opening side by side, or can't tell."""
+    ident = page.get("identifiability")
+    if not ident:
         return "### Identifiability\nNo answers from ended battles yet (can’t tell)."
-    lines = ["### Identifiability", f"- as shown: {literal(shown['line'])}"]
-    if bare and bare["line"] != shown["line"]:
-        lines.append(f"- without its fixed opening: {literal(bare['line'])}")
-    if shown.get("warning"):
-        lines.append(f"\n⚠️ {literal(shown['warning'])}")
+    shown = "without" if ident["shown_stripped"] else "with"
+    lines = ["### Identifiability", f"- {literal(ident['line'])}"]
+    if ident["has_opening"]:
+        lines.append(f"- the arena shows its answers {shown} its fixed opening")
+    if ident.get("warning"):
+        lines.append(f"\n⚠️ {literal(ident['warning'])}")
     return "\n".join(lines)
 
 

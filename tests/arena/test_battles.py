@@ -46,6 +46,8 @@ def _short_pair(db, n=2):
 
 
 _http = register_http
+#: Real llama.cpp answers kept short: anonymous battles answer under the arena's one cap, not the personas' 12
+SHORT = ArenaLimits(blind_max_tokens=12)
 
 
 def _count(db, model):
@@ -83,7 +85,7 @@ def test_register_rejects_duplicates_and_unknown_fields(db):
 
 def test_turn_streams_both_sides_votes_are_blind_and_reveal_names(db):
     a, b = _short_pair(db)
-    svc = ArenaService(db, rng=random.Random(1))
+    svc = ArenaService(db, SHORT, rng=random.Random(1))
     view = svc.start_battle()
     assert view.left_name is None and view.right_name is None
     updates = list(svc.generate_turn(view.battle_id, "Name a colour."))
@@ -263,7 +265,7 @@ def test_real_persona_told_to_state_its_name_is_flagged(db):
     with db.session() as s:
         register(s, ContestantSpec("leaky", prefill="I am SmolLM2, and", sampling={"max_tokens": 6}))
         register(s, ContestantSpec("quiet", prefill="Hello there", sampling={"max_tokens": 6}))
-    svc = ArenaService(db)
+    svc = ArenaService(db, ArenaLimits(strip_prefill=False, blind_max_tokens=6))  # the openings shown
     bid = svc.start_battle().battle_id
     list(svc.generate_turn(bid, "Who are you?"))
     r = svc.vote(bid, "left")
@@ -517,7 +519,7 @@ def test_prompt_category_is_stored_with_the_battle(db, fake):
 
 def test_concurrent_battles_on_one_llama_pool_all_finish(db):
     _short_pair(db, n=3)
-    svc = ArenaService(db, policy=PairPolicy(sampler="uniform"))
+    svc = ArenaService(db, SHORT, policy=PairPolicy(sampler="uniform"))
     ids = [svc.start_battle().battle_id for _ in range(3)]
     results: dict[int, object] = {}
 
@@ -565,7 +567,7 @@ def test_an_answer_cut_at_its_length_limit_says_so(db):
     from arena.streaming import SideState
 
     _short_pair(db)  # max_tokens 12: an essay cannot end in 12 tokens
-    svc = ArenaService(db, rng=random.Random(3))
+    svc = ArenaService(db, SHORT, rng=random.Random(3))
     view = svc.start_battle()
     final = list(svc.generate_turn(view.battle_id, "Write a long essay on the history of Rome."))[-1]
     assert final.done and final.error is None

@@ -151,7 +151,16 @@ def test_the_cli_measures_ended_battles_only():
         assert len(svc.end_idle_battles()) == 22
         rep = json.loads(CliRunner().invoke(app, ["models", "identifiability", "--json"]).stdout)
         warm = next(c for c in rep["contestants"] if c["name"] == "cli-warm")
-        assert rep["n_answers"] == 44 and warm["verdict"] == "recognisable" and "not blind" in warm["warning"]
+        # the arena showed (and stored) the answers without the opening; the measure puts it back beside them
+        assert rep["n_answers"] == 44 and rep["shown_stripped"] and warm["has_opening"]
+        assert warm["with_opening"]["verdict"] == "recognisable" and warm["gives_away"] > 0.2
+        assert warm["without_opening"]["verdict"] != "recognisable" and warm["warning"] is None
+        text = CliRunner().invoke(app, ["models", "identifiability"]).stdout
+        assert "cli-warm: with its opening AUC" in text and "without it" in text and "gives away +" in text
+        # the opening shown: votes on it are not blind, and the warning says both numbers
+        env = {"VIBESTUDIO_STRIP_PREFILL": "0"}
+        shown = CliRunner().invoke(app, ["models", "identifiability"], env=env).stdout
+        assert "warning: cli-warm is recognisable" in shown and "without its opening: AUC" in shown
         bare = CliRunner().invoke(app, ["models", "identifiability", "--strip-prefill"]).stdout
         assert "cli-warm: AUC" in bare and "recognisable" not in bare.split("cli-warm")[1].split("\n")[
             0

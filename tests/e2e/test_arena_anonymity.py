@@ -196,7 +196,8 @@ def test_two_turn_battle_reveals_nothing_before_the_reveal(tmp_path, browser):
 
 
 def test_persona_told_to_state_its_name_is_flagged(tmp_path, browser):
-    proc, url, db = server_with_personas(tmp_path, LEAKY)
+    # the openings state the names: shown (the arena hides them by default), they must flag the vote
+    proc, url, db = server_with_personas(tmp_path, LEAKY, {"VIBESTUDIO_STRIP_PREFILL": "0"})
     try:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(url)

@@ -69,7 +69,8 @@ def hostile_server(tmp_path):
     home = tmp_path / "studio-home"
     home.mkdir()
     _prepare(home)
-    proc, url = start_server(home)
+    # the payload is the opening (shown, not hidden as by default) and one model token (the one shared cap)
+    proc, url = start_server(home, {"VIBESTUDIO_STRIP_PREFILL": "0", "VIBESTUDIO_BLIND_MAX_TOKENS": "1"})
     yield url
     proc.terminate()
     try:

@@ -89,8 +89,11 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def server_with_personas(tmp_path: Path, personas: str) -> tuple[subprocess.Popen, str, Database]:
-    """A fresh home whose contestants are ``personas`` (YAML, added with ``vibestudio models add``), served."""
+def server_with_personas(
+    tmp_path: Path, personas: str, env_extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str, Database]:
+    """A fresh home whose contestants are ``personas`` (YAML, added with ``vibestudio models add``), served
+    (with ``env_extra`` set for the server)."""
     home = tmp_path / "home"
     home.mkdir()
     (tmp_path / "personas.yaml").write_text(personas)
@@ -103,7 +106,7 @@ def server_with_personas(tmp_path: Path, personas: str) -> tuple[subprocess.Pope
         timeout=START_S,
     )
     assert add.returncode == 0, add.stderr
-    proc, url = start_server(home)
+    proc, url = start_server(home, env_extra)
     return proc, url, Database(f"sqlite:///{home / 'studio.sqlite'}")
 
 
