@@ -107,7 +107,9 @@ def main() -> None:
     base, adapter = make_child(work / "output")
     template = default_gguf_path()
     done = convert(base, adapter, template, child_gguf_path(work / "output", file_type_of(template)))
-    print(f"child converted to GGUF {done.file_type} in {done.seconds:.1f} s ({done.path.stat().st_size / 1e6:.0f} MB)")
+    print(
+        f"child converted to GGUF {done.file_type} in {done.seconds:.1f} s ({done.path.stat().st_size / 1e6:.0f} MB)"
+    )
     parent = LlamaCppEngine(str(template))
     measure(parent, parent, 8, 1)  # warm-up: both pools loaded and paged in
     rows = []

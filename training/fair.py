@@ -180,7 +180,9 @@ def detectable_rate(
     return min(1.0, _z_sum(alpha, power) * (discordant / n) ** 0.5)
 
 
-def items_for(rate: float, discordant: float = ASSUMED_DISCORDANT, alpha: float = ALPHA, power: float = POWER) -> int:
+def items_for(
+    rate: float, discordant: float = ASSUMED_DISCORDANT, alpha: float = ALPHA, power: float = POWER
+) -> int:
     """Eval items needed to detect a change of ``rate`` in pass rate (the inverse of ``detectable_rate``)."""
     import math
 
@@ -200,7 +202,9 @@ def power(n_prompts: int, n_items: int, discordant: int | None = None) -> dict[s
     )
     parts = []
     if shift is not None:
-        parts.append(f"a drift of {shift:.2f} standard deviations of the per-prompt change with {n_prompts} prompts")
+        parts.append(
+            f"a drift of {shift:.2f} standard deviations of the per-prompt change with {n_prompts} prompts"
+        )
     if rate is not None:
         parts.append(f"a change of {rate:.0%} in eval pass rate with {n_items} items ({basis})")
     return {

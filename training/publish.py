@@ -237,7 +237,9 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
         inherit_persona=ctx.cfg.inherit_persona,
         config=ctx.cfg.to_dict(),
     )
-    out = _publish(db, on_parents_engine(target, ctx.cfg.publish), contestant=ctx.cfg.publish, queue_report=False)
+    out = _publish(
+        db, on_parents_engine(target, ctx.cfg.publish), contestant=ctx.cfg.publish, queue_report=False
+    )
     out.seconds = time.perf_counter() - result.ended_at
     ctx.metrics.log(result.step, {"publish_seconds": out.seconds})
     print(

@@ -75,7 +75,9 @@ class _Seq:
             self.done, self.capped = True, True
 
 
-def generate(llm: Any, prompts: Sequence[tuple[str, Sampling, str]], n_ctx: int, stops: list[str]) -> list[Reply]:
+def generate(
+    llm: Any, prompts: Sequence[tuple[str, Sampling, str]], n_ctx: int, stops: list[str]
+) -> list[Reply]:
     """Answers to ``(rendered prompt, sampling, prefill)`` triples decoded together on ``llm``'s model."""
     import llama_cpp
     from llama_cpp import _internals
@@ -95,7 +97,9 @@ def generate(llm: Any, prompts: Sequence[tuple[str, Sampling, str]], n_ctx: int,
     for text, s, prefill in prompts:
         ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
         if len(ids) + 8 >= n_ctx:
-            raise EngineError(f"conversation is {len(ids)} tokens; this engine's context is {n_ctx}", "too_long")
+            raise EngineError(
+                f"conversation is {len(ids)} tokens; this engine's context is {n_ctx}", "too_long"
+            )
         seqs.append(_Seq(ids, s, prefill, max(1, min(s.max_tokens, n_ctx - len(ids) - 1))))
     n_batch = 512
     params = llama_cpp.llama_context_default_params()

@@ -131,7 +131,9 @@ def models_export(
 
     with failing_on(RegistryError, ConversionError, OSError):
         done = export(open_db(), int(name) if name.isdigit() else name, fmt, out_dir)
-    typer.echo(f"{done.name}: {done.format} written to {done.path} in {done.seconds:.1f} s (from {done.source})")
+    typer.echo(
+        f"{done.name}: {done.format} written to {done.path} in {done.seconds:.1f} s (from {done.source})"
+    )
 
 
 @models_app.command("show")

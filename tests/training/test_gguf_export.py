@@ -54,7 +54,10 @@ def parents(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
 
 
 def _answers(engine) -> list[str]:
-    return [r.text for r in engine.generate_batch([Request([{"role": "user", "content": p}], GREEDY) for p in PROMPTS])]
+    return [
+        r.text
+        for r in engine.generate_batch([Request([{"role": "user", "content": p}], GREEDY) for p in PROMPTS])
+    ]
 
 
 def test_child_gguf_answers_as_the_transformers_engine(tiny_model_dir, lora_dir, parents, tmp_path):
@@ -81,7 +84,9 @@ def test_quantized_child_has_its_parents_types(tiny_model_dir, lora_dir, parents
     assert types["blk.0.attn_q.weight"] == "Q4_1" and types["blk.0.attn_norm.weight"] == "F32"
 
 
-def test_a_corrupt_conversion_never_reaches_its_name(tiny_model_dir, lora_dir, parents, tmp_path, monkeypatch):
+def test_a_corrupt_conversion_never_reaches_its_name(
+    tiny_model_dir, lora_dir, parents, tmp_path, monkeypatch
+):
     def broken(src: Path, dst: Path, ftype: int, like: Path | None = None) -> None:
         dst.write_bytes(src.read_bytes()[: src.stat().st_size // 2])  # a partial file, as a crash leaves one
 
@@ -117,10 +122,19 @@ def test_foreign_tokenizer_is_refused(tiny_model_dir, parents, tmp_path, monkeyp
 
 def _publish_child(db, tiny_model_dir, lora_dir, parent_gguf: Path, tmp_path: Path, make_snapshot):
     with db.session() as s:
-        register(s, ContestantSpec("gguf-parent", engine="llama_cpp", model_ref=str(parent_gguf),
-                                   sampling={"max_tokens": 8}))
-    cfg = make_config("dpo", parent_contestant="gguf-parent", base_model=str(tiny_model_dir),
-                      snapshot_hash=make_snapshot(4), output_name="gguf-child")
+        register(
+            s,
+            ContestantSpec(
+                "gguf-parent", engine="llama_cpp", model_ref=str(parent_gguf), sampling={"max_tokens": 8}
+            ),
+        )
+    cfg = make_config(
+        "dpo",
+        parent_contestant="gguf-parent",
+        base_model=str(tiny_model_dir),
+        snapshot_hash=make_snapshot(4),
+        output_name="gguf-child",
+    )
     with db.session() as s:
         checked = preflight(s, cfg)
         job = Job(kind=cfg.kind, config=cfg.to_dict(), status="running")
@@ -137,7 +151,9 @@ def _publish_child(db, tiny_model_dir, lora_dir, parent_gguf: Path, tmp_path: Pa
         return out, get_contestant(s, out.contestant_id)
 
 
-def test_child_of_a_gguf_parent_plays_on_llama_cpp(db, tiny_model_dir, lora_dir, parents, tmp_path, make_snapshot):
+def test_child_of_a_gguf_parent_plays_on_llama_cpp(
+    db, tiny_model_dir, lora_dir, parents, tmp_path, make_snapshot
+):
     out, child = _publish_child(db, tiny_model_dir, lora_dir, parents["q4_1"], tmp_path, make_snapshot)
     assert child.engine == "llama_cpp" and child.adapter_ref is None
     assert child.model_ref == str(tmp_path / "output" / "model.q4_1.gguf")
@@ -156,17 +172,26 @@ def test_failed_conversion_publishes_on_transformers(db, tiny_model_dir, lora_di
     assert not list((tmp_path / "output").glob("*.gguf"))
 
 
-def test_models_export_gguf_and_merged(db, tiny_model_dir, lora_dir, parents, tmp_path, make_snapshot):
+def test_models_export_gguf_and_merged(tiny_model_dir, lora_dir, parents, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
 
+    from annotation.snapshots import write_snapshot
+    from db.session import Database
     from studio.cli import app
+    from tests.helpers.training import pair_rows
 
-    _publish_child(db, tiny_model_dir, lora_dir, parents["q4_1"], tmp_path, make_snapshot)
+    db = Database()  # the data home's database, the one the command opens
+    db.migrate()
+    with db.session() as s:
+        digest = write_snapshot(s, pair_rows(4), {"source": "test"}).hash
+    _publish_child(db, tiny_model_dir, lora_dir, parents["q4_1"], tmp_path, lambda n: digest)
     run = CliRunner().invoke
     r = run(app, ["models", "export", "gguf-child", str(tmp_path / "out"), "--format", "gguf"])
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "out" / "gguf-child.gguf").read_bytes() == (tmp_path / "output" / "model.q4_1.gguf").read_bytes()
+    assert (tmp_path / "out" / "gguf-child.gguf").read_bytes() == (
+        tmp_path / "output" / "model.q4_1.gguf"
+    ).read_bytes()
     r = run(app, ["models", "export", "gguf-child", str(tmp_path / "out"), "--format", "merged"])
     assert r.exit_code == 0, r.output
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "gguf-child")
