@@ -205,3 +205,24 @@ def test_models_export_gguf_and_merged(tiny_model_dir, lora_dir, parents, tmp_pa
     assert r.exit_code == 1 and "unknown" in r.output
     r = run(app, ["models", "export", "nobody", str(tmp_path / "out2"), "--format", "gguf"])
     assert r.exit_code == 1
+
+
+def test_llama_cpp_batch_decodes_as_the_stream_does(parents):
+    """A report's answers on llama.cpp come from sequences decoded together: greedily the very tokens one
+    stream each gives; sampled, the same text again for the same seed; the token cap is kept and said."""
+    from arena.engines.ask import ask_each
+    from arena.engines.base import EngineError
+    from arena.engines.llamacpp import LlamaCppEngine
+
+    engine = LlamaCppEngine(str(parents["f32"]))
+    asks = [Request([{"role": "user", "content": p}], GREEDY) for p in PROMPTS * 2]
+    batched = engine.generate_batch(asks)
+    assert [r.text for r in batched] == [r.text for r in ask_each(engine, asks)]
+    assert all(r.tokens == 8 and r.truncated for r in batched)  # a random model never stops by itself
+    warm = Sampling(temperature=0.9, max_tokens=6, seed=7)
+    ask = [Request([{"role": "user", "content": "Hi"}], warm, "Well,")]
+    twice = [engine.generate_batch(ask)[0].text for _ in "ab"]
+    assert twice[0] == twice[1] and twice[0].startswith("Well,")
+    with pytest.raises(EngineError) as err:
+        engine.generate_batch([Request([{"role": "user", "content": "word " * 3000}], GREEDY)])
+    assert err.value.kind == "too_long"
