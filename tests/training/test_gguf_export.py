@@ -187,7 +187,7 @@ def test_models_export_gguf_and_merged(tiny_model_dir, lora_dir, parents, tmp_pa
         digest = write_snapshot(s, pair_rows(4), {"source": "test"}).hash
     _publish_child(db, tiny_model_dir, lora_dir, parents["q4_1"], tmp_path, lambda n: digest)
     run = CliRunner().invoke
-    r = run(app, ["models", "export", "gguf-child", str(tmp_path / "out"), "--format", "gguf"])
+    r = run(app, ["models", "export", "gguf-child", "--format", "gguf", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "out" / "gguf-child.gguf").read_bytes() == (
         tmp_path / "output" / "model.q4_1.gguf"
