@@ -48,7 +48,7 @@ from db.session import Database
 from standings.evals import load_items, run_check
 from training import verdict as verdicts
 from training.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
-from training.fair import Answer, Setup, answer_all, fair_pair, held_out
+from training.fair import Answer, Setup, answer_all, fair_pair, held_out, power
 from training.stats import Change, adjust, mcnemar_p, paired_change
 from training.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
 
@@ -303,6 +303,7 @@ def _evals(
         "eval_set": name,
         **change.to_dict(),
         "test": "exact McNemar on the items that changed",
+        "discordant": sum(1 for x, y in zip(pp, cp, strict=True) if x != y),
         "by_category": {
             k: {"n": len(v), "parent": sum(x for x, _ in v) / len(v), "child": sum(y for _, y in v) / len(v)}
             for k, v in sorted(by_cat.items())
@@ -386,6 +387,9 @@ def drift_report(
         _record_rewarded(report, rows, no_rows, prompts, answers)
         _record_tone(report, prompts, answers[0], answers[1])
     _record_evals(report, parent, kid, eval_items, eval_max_tokens, seed, say)
+    report.setup["power"] = power(
+        len(prompts) if answers else 0, report.evals.get("n", 0), report.evals.get("discordant")
+    )
     _record_judge(db, report, judge, prompts, answers, seed, say)
     _record_described(db, report, judge, prompts, answers, (describe_axes, describe_prompts), seed, say)
     _record_other_measures(db, report, parent, kid, setup, providers)

@@ -1,16 +1,21 @@
 """Fair comparisons: parent and child answer the same held-out prompts under the same conditions.
 
 ``fair_pair`` decides how both sides run: the child as it plays, and the parent on the child's engine at the same
-precision (an embedded GGUF parent runs as its HF conversion on the transformers engine, the very weights its
-LoRA child was trained on), both with the child's persona (system prompt, prefill) and decoding, the same seeds.
+precision (a child published as GGUF and its GGUF parent both on llama.cpp at the parent's quantization, the
+engine the arena uses; a child left on the transformers engine faces its embedded GGUF parent's HF conversion,
+the very weights its LoRA was trained on), both with the child's persona (system prompt, prefill) and decoding, the same seeds.
 A child inherits its parent's persona unless its job said ``inherit_persona: false``; ``Setup.persona_source``
 says which. When the two cannot share an engine, the setup says so in ``caveats`` and ``fair`` is false.
 
 ``held_out`` draws prompts (MT-Bench first turns) whose content hash appears nowhere in the training snapshot's
 user turns. ``answer_all`` answers a prompt list through ``arena.engines.ask.ask_batch``: batched, seeded
 ``generate`` calls on the transformers engine (so both sides meet identical seeds and batches), one seeded request
-per prompt on other engines (in parallel up to the engine's concurrency), all through the engine's gate. Each
-answer records whether it hit the token cap.
+per prompt on engines that do not batch, all through the engine's gate; a llama.cpp engine (the arena's, and a
+GGUF child's) decodes its requests together in one context. Each answer records whether it hit the token cap.
+
+``power`` says what a report's n could have detected (80% power, 5% two-sided): a drift in standard deviations of
+the per-prompt change, and a change in eval pass rate; ``items_for`` is its inverse, the items a wanted
+difference needs.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ class Setup:
     seed: int
     fair: bool = True
     caveats: list[str] = field(default_factory=list)
+    power: dict[str, Any] = field(default_factory=dict)  # what differences its n could detect (``power``)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,3 +149,74 @@ def answer_all(info: ContestantInfo, prompts: list[str], seed: int) -> list[Answ
         for i, p in enumerate(prompts)
     ]
     return ask_batch(engine_for(info), requests)
+
+
+#: The power every report states its n against: a two-sided test at 5% that finds a true difference 80% of the time.
+ALPHA, POWER = 0.05, 0.80
+#: The share of eval items assumed to change between parent and child when the report has not counted it.
+ASSUMED_DISCORDANT = 0.2
+
+
+def _z_sum(alpha: float = ALPHA, power: float = POWER) -> float:
+    from statistics import NormalDist
+
+    z = NormalDist()
+    return z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)
+
+
+def detectable_shift(n: int, alpha: float = ALPHA, power: float = POWER) -> float | None:
+    """The smallest paired shift, in standard deviations of the per-prompt differences (Cohen's d_z), that
+    ``n`` paired answers detect with ``power`` at two-sided ``alpha``: (z_{1-a/2} + z_power) / sqrt(n)."""
+    return None if n < 2 else _z_sum(alpha, power) / n**0.5
+
+
+def detectable_rate(
+    n: int, discordant: float = ASSUMED_DISCORDANT, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """The smallest change in pass rate that ``n`` paired eval items detect (McNemar, normal approximation) when
+    a share ``discordant`` of the items pass on one side only: (z_{1-a/2} + z_power) * sqrt(discordant / n)."""
+    if n < 2 or discordant <= 0:
+        return None
+    return min(1.0, _z_sum(alpha, power) * (discordant / n) ** 0.5)
+
+
+def items_for(
+    rate: float, discordant: float = ASSUMED_DISCORDANT, alpha: float = ALPHA, power: float = POWER
+) -> int:
+    """Eval items needed to detect a change of ``rate`` in pass rate (the inverse of ``detectable_rate``)."""
+    import math
+
+    return max(2, math.ceil(_z_sum(alpha, power) ** 2 * discordant / rate**2))
+
+
+def power(n_prompts: int, n_items: int, discordant: int | None = None) -> dict[str, Any]:
+    """What a report with ``n_prompts`` paired answers and ``n_items`` paired eval items could have detected,
+    with the sentence it says (``discordant``: the items that changed, when counted)."""
+    share = discordant / n_items if discordant is not None and n_items else None
+    shift = detectable_shift(n_prompts)
+    rate = detectable_rate(n_items, share if share else ASSUMED_DISCORDANT)
+    basis = (
+        f"{discordant} of {n_items} items changed"
+        if share
+        else f"assuming {ASSUMED_DISCORDANT:.0%} of items change"
+    )
+    parts = []
+    if shift is not None:
+        parts.append(
+            f"a drift of {shift:.2f} standard deviations of the per-prompt change with {n_prompts} prompts"
+        )
+    if rate is not None:
+        parts.append(f"a change of {rate:.0%} in eval pass rate with {n_items} items ({basis})")
+    return {
+        "alpha": ALPHA,
+        "power": POWER,
+        "n_prompts": n_prompts,
+        "n_items": n_items,
+        "drift_sd": shift,
+        "eval_rate": rate,
+        "line": (
+            f"With {POWER:.0%} power at {ALPHA:.0%} (two-sided) it could detect "
+            + (" and ".join(parts) if parts else "nothing (too few answers)")
+            + "; smaller differences may be there unseen."
+        ),
+    }

@@ -16,8 +16,11 @@ sweep held for want of a verdict goes back to pending and its report runs again.
 ``runner.reconcile``, at start-up and on every reconcile) holds a pending contestant whose report is no longer
 queued or running, with the reason: a crashed or killed worker never leaves one released without a verdict.
 
-The contestant plays with the transformers engine: the base model reference (``builtin:`` refs stay symbolic) plus
-the adapter folder, or the full checkpoint folder. A LoRA child of a vLLM-served parent plays on the parent's
+A child of a GGUF parent on llama.cpp plays on llama.cpp too: its weights (LoRA merged) are written as GGUF at
+the parent's quantization beside its checkpoint (``training.gguf_export``), load-checked, then registered, so it
+answers at its parent's speed; its description says so. When that conversion fails, and for every other parent,
+the contestant plays with the transformers engine (its description says why when a conversion failed): the base
+model reference (``builtin:`` refs stay symbolic) plus the adapter folder, or the full checkpoint folder. A LoRA child of a vLLM-served parent plays on the parent's
 server (the vLLM engine registers the adapter on its first request). Lineage goes into the row: parent id, job
 id, snapshot hash. Sampling is inherited from the parent, and so is the persona (system prompt, prefill) unless
 the job says ``inherit_persona: false``: a child of ``smollm2-warm`` plays warm, and its report compares like with
@@ -95,6 +98,20 @@ class Target:
     snapshot_hash: str | None
     inherit_persona: bool
     config: dict[str, Any] = field(default_factory=dict)
+    gguf: Path | None = None  # its GGUF at the parent's quantization (``training.gguf_export``), when made
+    engine_note: str = ""  # which engine it plays on and why, added to its description
+
+
+def on_parents_engine(t: Target, contestant: bool = True) -> Target:
+    """``t`` with its GGUF when its parent plays a GGUF on llama.cpp (converted at the parent's quantization),
+    else unchanged; a failed conversion leaves it on the transformers engine with the reason in its note."""
+    if not contestant or t.parent is None or t.parent.engine != "llama_cpp":
+        return t
+    from training.gguf_export import child_engine
+
+    base, adapter = (t.base_ref, str(t.folder)) if t.adapter else (str(t.folder), None)
+    t.gguf, t.engine_note = child_engine(t.parent, base, adapter, t.folder)
+    return t
 
 
 def default_name(ctx: JobContext) -> str:
@@ -121,7 +138,9 @@ def describe(ctx: JobContext, result: TrainResult) -> str:
 def _spec(t: Target) -> ContestantSpec:
     parent = t.parent
     engine, engine_config = "transformers", {}
-    if t.adapter:
+    if t.gguf is not None:  # on its parent's engine at its parent's quantization
+        model_ref, adapter_ref, engine = str(t.gguf), None, "llama_cpp"
+    elif t.adapter:
         model_ref, adapter_ref = t.base_ref, str(t.folder)
         if parent is not None and parent.engine == "vllm":
             # The parent's vLLM server registers the new adapter on first use: no restart, no conversion.
@@ -135,7 +154,7 @@ def _spec(t: Target) -> ContestantSpec:
         engine_config=engine_config,
         model_ref=model_ref,
         adapter_ref=adapter_ref,
-        description=t.description,
+        description=f"{t.description} {t.engine_note}".strip(),
         sampling=dict(parent.sampling) if parent else {},
         system_prompt=parent.system_prompt if persona and parent else "",
         prefill=parent.prefill if persona and parent else "",
@@ -218,7 +237,9 @@ def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
         inherit_persona=ctx.cfg.inherit_persona,
         config=ctx.cfg.to_dict(),
     )
-    out = _publish(db, target, contestant=ctx.cfg.publish, queue_report=False)
+    out = _publish(
+        db, on_parents_engine(target, ctx.cfg.publish), contestant=ctx.cfg.publish, queue_report=False
+    )
     out.seconds = time.perf_counter() - result.ended_at
     ctx.metrics.log(result.step, {"publish_seconds": out.seconds})
     print(
@@ -300,7 +321,7 @@ def publish_checkpoint(
         inherit_persona=bool(cfg.get("inherit_persona", True)),
         config=cfg,
     )
-    out = _publish(db, target, contestant=True, queue_report=True)
+    out = _publish(db, on_parents_engine(target), contestant=True, queue_report=True)
     if out.report_job is not None:
         start_next(db)  # starts it now when nothing else runs; otherwise the running job's worker will
     return out

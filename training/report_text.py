@@ -168,6 +168,8 @@ def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
         )
     for c in s.get("caveats", []):
         lines.append(f"⚠️ {esc(c)}")
+    if (s.get("power") or {}).get("line"):
+        lines.append(f"Power: {esc(s['power']['line'])}")
     feats = report.get("features") or {}
     if feats:
         lines += [

@@ -6,7 +6,7 @@ engine or the caller raises, so a llama.cpp instance or a transformers lock is n
 plain ``Reply`` (text with the prefill, generated tokens, cut at the token cap or not, seconds).
 
 ``ask_batch`` answers a list of ``Request``s in order through the engine's ``generate_batch``: the transformers
-engine batches natively (one gate slot per chunk), any other engine gets ``ask_each``, one ``ask`` per request
+and llama.cpp engines batch natively (one gate slot per chunk), any other engine gets ``ask_each``, one ``ask`` per request
 on up to ``concurrency`` threads (at most ``MAX_WORKERS``), which a vLLM or OpenAI-compatible server batches
 itself. The live arena streams deltas to a page and keeps its own loop (``arena.streaming``), through the same
 gate. Engine errors (``EngineError``) pass through unchanged; the caller decides what a failed answer means.

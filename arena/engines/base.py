@@ -5,8 +5,8 @@ contestants or the database. ``prefill`` is an answer opening the model continue
 answer), which is how personas get visible vibes out of small models that follow system prompts weakly.
 
 Besides ``stream_chat`` an engine answers a list of requests with ``generate_batch``; the default asks them one
-stream each through the engine's gate (``arena.engines.ask``), and the transformers engine overrides it with
-batched ``generate`` calls. Callers outside the live arena go through ``arena.engines.ask`` rather than calling
+stream each through the engine's gate (``arena.engines.ask``); the transformers engine overrides it with
+batched ``generate`` calls, the llama.cpp engine with sequences decoded together in one context. Callers outside the live arena go through ``arena.engines.ask`` rather than calling
 either method themselves.
 
 Errors carry a ``kind`` (down, timeout, garbage, too_long, config, failed). The message may name files, URLs or

@@ -3,9 +3,11 @@
 ``models list|add`` manage contestants (personas from YAML or flags), ``models show`` is the model page (lineage,
 ratings, report, verdict, lifecycle state), ``models hold|release`` keep a checkpoint out of anonymous battles or
 let it in (a researcher's logged decision), ``models hide|restore`` retire one and bring it back (to the state it
-had: a held checkpoint comes back held), ``models log`` prints its lifecycle, and ``drift`` compares a checkpoint
-with its parent (``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``, ``standings.families`` and ``training.model_page``,
-``training.drift`` and ``training.verdict``.
+had: a held checkpoint comes back held), ``models log`` prints its lifecycle, ``models export`` writes one for
+deployment (its GGUF, or HF weights with the LoRA merged in), and ``drift`` compares a checkpoint with its parent
+(``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``,
+``standings.families``, ``training.model_page``, ``training.drift``, ``training.verdict`` and
+``training.gguf_export``.
 """
 
 from __future__ import annotations
@@ -113,6 +115,25 @@ def _hide(name: str, by: str, reason: str, restore: bool) -> None:
     with failing_on(RegistryError), open_db().session() as s:
         event = hide(s, name, by, reason, restore=restore)
     typer.echo(f"{event['contestant']}: {event['action']} by {event['by']} (logged); now {event['state']}")
+
+
+@models_app.command("export")
+def models_export(
+    name: str = typer.Argument(..., help="Contestant name or id."),
+    out_dir: Path = typer.Argument(..., help="Folder to write into (created when missing)."),
+    fmt: str = typer.Option(
+        ..., "--format", help="gguf (one file for llama.cpp) | merged (an HF checkpoint, LoRA merged in)."
+    ),
+) -> None:
+    """Export a model for deployment: its GGUF file, or its HF weights with any LoRA merged in."""
+    from arena.registry import RegistryError
+    from training.gguf_export import ConversionError, export
+
+    with failing_on(RegistryError, ConversionError, OSError):
+        done = export(open_db(), int(name) if name.isdigit() else name, fmt, out_dir)
+    typer.echo(
+        f"{done.name}: {done.format} written to {done.path} in {done.seconds:.1f} s (from {done.source})"
+    )
 
 
 @models_app.command("show")

@@ -3,7 +3,8 @@
 Lineage tree (parent, children, siblings; snapshot, job, config, engine), ratings raw and with style and vibe
 control (intervals, rank), the head-to-head against its parent from arena votes, its vibe profile, the checkpoint
 report (drift with intervals, discovered phrases, judge-described differences, evals vs parent, degeneration,
-verdict), training curves and speed and price. Researchers can let a held checkpoint into anonymous battles (or hold one) with a reason.
+verdict), training curves and speed and price. Researchers can let a held checkpoint into anonymous battles (or hold one) with a reason,
+and export a model for deployment (``export_section``: GGUF, or HF weights with the LoRA merged in).
 
 Data comes from ``training.model_page`` and ``training.report_text``; every model-written string goes through
 ``studio.render.literal`` inside Markdown that ``studio.render.to_html``
@@ -12,6 +13,7 @@ renders (the one display path for untrusted text).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -180,6 +182,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             hold_out = gr.Button("Hold it out", elem_id="models-hold")
         decided = gr.HTML(elem_id="models-decided")
     outputs = [header, lineage, rating, vibe, report, curves]
+    export_section(ctx, pick)
 
     def show(name: str | None) -> tuple[Any, ...]:
         return render(ctx, service, name)
@@ -210,3 +213,43 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     let_in.click(on_release, [pick, reason], [decided, *outputs], api_name="models_release")
     hold_out.click(on_hold, [pick, reason], [decided, *outputs], api_name="models_hold")
     demo.load(lambda: gr.update(choices=choices(ctx)), None, pick, api_visibility="private")
+
+
+def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
+    """Export the picked model for deployment (researchers): its GGUF file, or its HF weights with the LoRA
+    merged in (a zip), written under the data home's exports and offered as a download
+    (``training.gguf_export.export``, as ``vibestudio models export``)."""
+    with gr.Accordion("Export for deployment (researchers)", open=False):
+        with gr.Row():
+            fmt = gr.Radio(["gguf", "merged"], value="gguf", label="Format", elem_id="models-export-format")
+            go_export = gr.Button("Export", elem_id="models-export")
+        said = gr.HTML(elem_id="models-exported")
+        download = gr.File(label="Download", interactive=False, elem_id="models-export-file")
+
+    def on_export(name: str | None, how: str, request: gr.Request) -> tuple[Any, Any]:
+        import shutil
+        import tempfile
+
+        from studio.pages.queues import export_dir
+        from training.gguf_export import ConversionError, export
+
+        uid = require(ctx, request, "researcher")
+        if not name:
+            return to_html("⚠️ pick a model first"), None
+        folder = Path(tempfile.mkdtemp(prefix="models-", dir=export_dir()))
+        try:
+            done = export(ctx.db, name, how, folder, uid)
+        except PermissionDenied as exc:
+            raise user_error(exc) from exc
+        except (ConversionError, RegistryError, OSError) as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            return to_html(f"⚠️ Not exported: {literal(str(exc))}"), None
+        path = done.path
+        if done.format == "merged":  # a folder: one zip to download
+            path = Path(shutil.make_archive(str(done.path), "zip", done.path.parent, done.path.name))
+            shutil.rmtree(done.path, ignore_errors=True)
+        size = path.stat().st_size / 1e6
+        msg = f"{literal(done.name)}: {done.format}, {size:.0f} MB, from {literal(done.source)} ({done.seconds:.1f} s)"
+        return to_html(msg), str(path)
+
+    go_export.click(on_export, [pick, fmt], [said, download], api_name="models_export")

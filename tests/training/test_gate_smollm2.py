@@ -2,7 +2,7 @@
 
 A child of ``smollm2-warm`` is trained a few steps, published pending and reported on by the job's worker process
 while this test keeps drawing anonymous battles; none draws the child before its verdict is recorded. The child is
-a transformers contestant with its adapter, named after its job, and answers. Prints the time from training end to
+a llama.cpp contestant on its GGUF (its LoRA merged, at the parent's Q4_1), named after its job, and answers. Prints the time from training end to
 the verdict (``release_seconds``). One real-model job covers both, so the slow lane trains SmolLM2 once."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from arena.battles import ArenaService
 from arena.engines.base import Sampling
-from arena.registry import BUILTIN_HF, engine_for, ensure_defaults, get_contestant
+from arena.registry import engine_for, ensure_defaults, get_contestant
 from db.models import Battle, ContestantEvent
 from tests.helpers.training import pair_rows
 from training.runner import wait
@@ -68,7 +68,9 @@ def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
     assert len(view.metrics["loss"]) == 3 and "kl" in view.metrics
     with db.session() as s:
         info = get_contestant(s, child)
-    assert info.model_ref == BUILTIN_HF and info.adapter_ref and info.engine == "transformers"
+    # published as GGUF at its parent's quantization (Q4_1), on its parent's engine
+    assert info.engine == "llama_cpp" and info.model_ref.endswith("model.q4_1.gguf") and not info.adapter_ref
+    assert "Plays on llama.cpp as GGUF Q4_1" in info.description
     assert info.public_name == f"smollm2-warm-dpo-j{job_id}"
     text = "".join(
         engine_for(info).stream_chat([{"role": "user", "content": "Say hi."}], Sampling(max_tokens=8, seed=0))

@@ -1,0 +1,131 @@
+"""Benchmark: a trained child's decode speed against its parent's, both sides of one battle streaming at once.
+
+The child is a SmolLM2-135M LoRA (r 16, all linear layers, random weights: speed does not depend on what was
+learnt) on the HF conversion of the embedded GGUF, as a DPO job makes one. It plays two ways, each in the same
+battle as its parent (the embedded Q4_1 GGUF on llama.cpp), both streams started together as the arena starts
+them:
+
+- ``after``: the child converted by ``training.gguf_export`` to GGUF at the parent's quantization, on llama.cpp
+  (what publishing does now);
+- ``before``: the child on the transformers engine (base + merged LoRA, fp32), as it played before.
+
+Printed: each side's median decode tokens/s over ``--reps`` battles and the ratio child / parent (the budget's
+floor is 0.9 for ``after``), and the seconds the conversion took.
+
+    python benchmarks/child_speed.py                 # 64 tokens, 3 battles each way
+    python benchmarks/child_speed.py --tokens 128 --reps 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PROMPTS = [
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    "Explain how a bicycle stays upright, for a ten-year-old.",
+    "Describe a rainy afternoon in a busy city.",
+    "Give three tips for learning a new language.",
+    "Tell me about the history of paper.",
+]
+
+
+def make_child(folder: Path) -> tuple[str, str]:
+    """(base ref, adapter folder) of a random SmolLM2 LoRA child."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from arena.registry import BUILTIN_HF, resolve_model_ref
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(resolve_model_ref(BUILTIN_HF), dtype=torch.float32)
+    cfg = LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", init_lora_weights=False)
+    peft = get_peft_model(model, cfg)
+    with torch.no_grad():  # small random LoRA weights: a child that answers sensibly, but not as its parent
+        for name, p in peft.named_parameters():
+            if "lora_B" in name:
+                p.mul_(0.01)
+    peft.save_pretrained(folder)
+    return BUILTIN_HF, str(folder)
+
+
+def battle(parent: Any, child: Any, prompt: str, tokens: int, seed: int) -> tuple[float, float]:
+    """Both sides stream the same prompt at once (two threads, as a battle does); each side's decode tokens/s."""
+    from arena.engines.base import Sampling
+
+    sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=tokens, seed=seed)
+    out: dict[str, float] = {}
+
+    def run(side: str, engine: Any) -> None:
+        stream = engine.stream_chat([{"role": "user", "content": prompt}], sampling)
+        try:
+            for _ in stream:
+                pass
+        finally:
+            stream.close()
+        out[side] = stream.stats.tokens_per_s or float("nan")
+
+    threads = [threading.Thread(target=run, args=(s, e)) for s, e in (("parent", parent), ("child", child))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out["parent"], out["child"]
+
+
+def measure(parent: Any, child: Any, tokens: int, reps: int) -> tuple[float, float]:
+    ps, cs = [], []
+    for i in range(reps):
+        p, c = battle(parent, child, PROMPTS[i % len(PROMPTS)], tokens, seed=i)
+        ps.append(p)
+        cs.append(c)
+    return statistics.median(ps), statistics.median(cs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--skip-before", action="store_true", help="Only the GGUF child (no transformers run).")
+    args = ap.parse_args()
+    os.environ.setdefault("VIBESTUDIO_HOME", tempfile.mkdtemp(prefix="child-speed-"))
+
+    from arena.default_model import default_gguf_path
+    from arena.engines.hf import TransformersEngine
+    from arena.engines.llamacpp import LlamaCppEngine
+    from arena.registry import resolve_model_ref
+    from training.gguf_export import child_gguf_path, convert, file_type_of
+
+    work = Path(tempfile.mkdtemp(prefix="child-"))
+    base, adapter = make_child(work / "output")
+    template = default_gguf_path()
+    done = convert(base, adapter, template, child_gguf_path(work / "output", file_type_of(template)))
+    print(
+        f"child converted to GGUF {done.file_type} in {done.seconds:.1f} s ({done.path.stat().st_size / 1e6:.0f} MB)"
+    )
+    parent = LlamaCppEngine(str(template))
+    measure(parent, parent, 8, 1)  # warm-up: both pools loaded and paged in
+    rows = []
+    after = LlamaCppEngine(str(done.path))
+    rows.append(("after (child on llama.cpp, GGUF)", *measure(parent, after, args.tokens, args.reps)))
+    del after
+    if not args.skip_before:
+        before = TransformersEngine(resolve_model_ref(base), adapter)
+        rows.append(("before (child on transformers)", *measure(parent, before, args.tokens, args.reps)))
+    print(f"{'':36} {'parent tok/s':>13} {'child tok/s':>12} {'child/parent':>13}")
+    for label, p, c in rows:
+        print(f"{label:36} {p:13.1f} {c:12.1f} {c / p:13.2f}")
+    print(f"ratio child/parent (after): {rows[0][2] / rows[0][1]:.2f}  (floor 0.9)")
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"total {time.perf_counter() - t0:.0f} s")

@@ -1,0 +1,108 @@
+"""Benchmark: the checkpoint report's seconds per answer, the child on the arena's engine against the child on the
+transformers engine, same run, same machine; prints the ratio.
+
+The child is a SmolLM2-135M LoRA (r 16, all linear layers, small random B) on the HF conversion of the embedded
+GGUF, with the ``smollm2-warm`` persona, as a DPO job publishes it. Both sides of the report answer the same
+held-out prompts through ``training.fair.answer_all`` (``fair_pair`` decides the engines):
+
+- ``before``: the child on the transformers engine, its parent as the fp32 HF conversion (batched ``generate``);
+- ``after``: the child as GGUF at its parent's quantization, both on llama.cpp (sequences decoded together,
+  ``arena.engines.llamacpp_batch``), as publishing now makes it.
+
+Printed: seconds per answer each way and the ratio before / after (the budget's floor: the ``after`` side is
+faster). ``--report`` also runs the whole report (``drift_report`` with the job defaults: 80 prompts x 64
+tokens, every eval item x 96 tokens) on the ``after`` child and prints its seconds by part.
+
+    python benchmarks/report_answers.py                   # 16 prompts x 64 tokens, both ways
+    python benchmarks/report_answers.py --prompts 32 --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--report", action="store_true", help="Also the whole report on the GGUF child.")
+    ap.add_argument("--eval-items", type=int, default=-1, help="With --report: eval items (-1 all).")
+    args = ap.parse_args()
+
+    from dataclasses import replace
+
+    from arena.default_model import default_gguf_path
+    from arena.registry import BUILTIN_HF, DEFAULT_PERSONAS, ContestantSpec, get_contestant, register
+    from benchmarks.child_speed import make_child
+    from db.session import Database
+    from training.drift import drift_report
+    from training.fair import answer_all, fair_pair, held_out
+    from training.gguf_export import child_gguf_path, convert, file_type_of
+
+    tmp = Path(tempfile.mkdtemp(prefix="report-answers-"))
+    db = Database(f"sqlite:///{tmp / 'bench.sqlite'}")
+    db.migrate()
+    warm = next(p for p in DEFAULT_PERSONAS if p.public_name == "smollm2-warm")
+    base, adapter = make_child(tmp / "output")
+    template = default_gguf_path()
+    gguf = convert(base, adapter, template, child_gguf_path(tmp / "output", file_type_of(template)))
+    print(f"child converted to GGUF {gguf.file_type} in {gguf.seconds:.1f} s")
+    look = {"system_prompt": warm.system_prompt, "prefill": warm.prefill, "sampling": dict(warm.sampling)}
+    with db.session() as s:
+        parent_id = register(s, replace(warm))
+        before_id = register(
+            s,
+            ContestantSpec(
+                "warm-child-hf",
+                engine="transformers",
+                model_ref=BUILTIN_HF,
+                adapter_ref=adapter,
+                parent_id=parent_id,
+                **look,
+            ),
+        )
+        after_id = register(
+            s,
+            ContestantSpec(
+                "warm-child-gguf", engine="llama_cpp", model_ref=str(gguf.path), parent_id=parent_id, **look
+            ),
+        )
+        parent = get_contestant(s, parent_id)
+        children = {"before": get_contestant(s, before_id), "after": get_contestant(s, after_id)}
+    prompts = held_out(args.prompts).prompts
+    per_answer = {}
+    for way, child in children.items():
+        p, c, setup = fair_pair(parent, child, args.tokens, 0)
+        answer_all(p, prompts[:2], 0), answer_all(c, prompts[:2], 0)  # warm-up: models loaded
+        t0 = time.perf_counter()
+        answers = answer_all(p, prompts, 0) + answer_all(c, prompts, 0)
+        seconds = time.perf_counter() - t0
+        per_answer[way] = seconds / len(answers)
+        tokens = sum(a.tokens for a in answers)
+        print(
+            f"{way:7} {setup.engine:13} {len(answers)} answers, {tokens} tokens in {seconds:.1f} s: "
+            f"{per_answer[way]:.2f} s per answer, {tokens / seconds:.0f} tok/s"
+        )
+    print(f"ratio before/after (seconds per answer): {per_answer['before'] / per_answer['after']:.2f}")
+    if args.report:
+        t0 = time.perf_counter()
+        report = drift_report(db, after_id, eval_items=args.eval_items)
+        print(report.summary())
+        print(
+            "report seconds:",
+            round(time.perf_counter() - t0, 1),
+            {k: round(v, 1) for k, v in report.timings.items()},
+        )
+        print((report.setup.get("power") or {}).get("line", ""))
+
+
+if __name__ == "__main__":
+    main()
