@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _fit
 from ._blas import single_threaded
-from ._board import RIDGE_SEPARATED, SCALE, _aggregate, _graph_warnings, prepare
+from ._board import _OUTCOME_LO, RIDGE_SEPARATED, SCALE, _aggregate, _graph_warnings, prepare, prepared
 from ._graph import weak_components
 from ._input import as_records
 
@@ -38,6 +38,11 @@ from ._input import as_records
 VOTE_FIELDS = ("battle_id", "vote_id", "judge", "tstamp", "question_id", "turn")
 #: Rounds of "take more votes, refit" before giving up on a pair.
 MAX_ROUNDS = 60
+#: A refitted gap within this many log-odds of zero is a dead heat, not a flip: far below any rating difference a
+#: board shows (4e-7 points), far above where the two refits (Newton, chord steps) disagree.
+TIE = 1e-9
+#: The searches `votes_to_flip` knows: "fast" (the default) and "refit" (the reference it is checked against).
+SEARCHES = ("fast", "refit")
 
 
 @dataclass
@@ -128,44 +133,79 @@ class _Groups:
     yl: np.ndarray  # score of the pair's lower-index model
     w: np.ndarray  # weight of one vote
     count: np.ndarray  # votes in the group
-    members: list[np.ndarray]  # record positions of the group's votes, newest first
+    of_vote: np.ndarray  # group of each prepared vote
+
+    def members(self, wanted: list[int]) -> dict[int, np.ndarray]:
+        """Positions (into the prepared votes) of the votes of each `wanted` group, newest first: one pass over the
+        votes for all of them (only the groups whose votes are listed are ever asked for)."""
+        want = np.unique(np.asarray(wanted, dtype=np.int64))
+        if not len(want):
+            return {}
+        mark = np.zeros(len(self.count), dtype=bool)
+        mark[want] = True
+        picked = np.flatnonzero(mark[self.of_vote])
+        picked = picked[np.argsort(self.of_vote[picked], kind="stable")]
+        bounds = np.searchsorted(self.of_vote[picked], want)
+        ends = np.r_[bounds[1:], len(picked)]
+        return {int(g): picked[s:e][::-1] for g, s, e in zip(want, bounds, ends, strict=True)}
 
 
 def _groups(prep: Any, design: _fit.Design) -> _Groups:
     m = design.n_models
-    lo = np.minimum(prep.a, prep.b).astype(np.int64)
-    hi = np.maximum(prep.a, prep.b).astype(np.int64)
-    pair_index = np.full(m * m, -1, dtype=np.int64) if m * m <= 4_000_000 else None
-    keys = design.a * m + design.b
-    if pair_index is not None:
-        pair_index[keys] = np.arange(len(keys))
-        pair = pair_index[lo * m + hi]
+    small = np.int32 if m <= 40_000 else np.int64
+    lo = np.minimum(prep.a, prep.b).astype(small)
+    key = lo * small(m)
+    key += np.maximum(prep.a, prep.b)
+    pairs = design.a * m + design.b
+    if m * m <= 4_000_000:
+        pair_index = np.full(m * m, -1, dtype=small)
+        pair_index[pairs] = np.arange(len(pairs), dtype=small)
+        pair = pair_index[key]
     else:
-        pair = np.searchsorted(keys, lo * m + hi)
-    yl = np.where(prep.a == lo, prep.y, 1.0 - prep.y)
-    outcome = np.rint(yl * 2).astype(np.int64)  # 0 lost, 1 tie, 2 won (from the lower index)
-    _, w_code = np.unique(prep.w, return_inverse=True)
-    key = (pair * 3 + outcome) * (int(w_code.max(initial=0)) + 1) + w_code.ravel()
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
-    counts = np.diff(np.r_[starts, len(key)])
-    first = order[starts]
-    members = [order[s : s + c][::-1] for s, c in zip(starts.tolist(), counts.tolist(), strict=True)]
-    return _Groups(pair[first], yl[first], prep.w[first], counts.astype(np.int64), members)
+        pair = np.searchsorted(pairs, key).astype(small)
+    # outcome from the lower index's side (the board's coding: 0 won, 1 lost, 2 tie), as 0 lost, 1 tie, 2 won
+    outcome = np.array([2, 0, 1], dtype=small)[_OUTCOME_LO[prep.winner.astype(np.int32) * 2 + (prep.a > prep.b)]]
+    if prep.weighted:
+        weights, w_code = np.unique(prep.w, return_inverse=True)
+        n_w = len(weights)
+        key = (pair.astype(np.int64) * 3 + outcome) * n_w + w_code.ravel()
+    else:  # every weight is 1: no sort of the weights
+        weights, n_w = np.ones(1), 1
+        key = pair * small(3)
+        key += outcome
+    if design.n_rows * 3 * n_w <= 4 * len(key) + 1_000_000:  # a dense count of the keys (no sort)
+        counts = np.bincount(key, minlength=design.n_rows * 3 * n_w)
+        present = np.flatnonzero(counts)
+        if len(present) == len(counts):
+            of_vote, count = key, counts
+        else:
+            index = np.zeros(len(counts), dtype=small)
+            index[present] = np.arange(len(present), dtype=small)
+            of_vote, count = index[key], counts[present]
+    else:
+        present, of_vote, count = np.unique(key, return_inverse=True, return_counts=True)
+        of_vote = of_vote.ravel()
+    g_pair, rest = np.divmod(present // n_w, 3)
+    return _Groups(g_pair, rest * 0.5, weights[present % n_w], count.astype(np.int64), of_vote)
 
 
 class _Problem:
-    """The board's data as per-pair sums, with removals applied as counts per group; refits on demand."""
+    """The board's data as per-pair sums, with removals applied as counts per group; refits on demand.
+
+    Two kinds of refit reach the same optimum: `fit` (damped Newton, a Hessian per iteration; the reference search)
+    and `chord_fit` (steps with the board's Hessian, which barely moves when a few votes in many go; the fast search).
+    """
 
     def __init__(self, design: _fit.Design, s: np.ndarray, n: np.ndarray, groups: _Groups, ridge: float):
         self.design, self.s0, self.n0, self.g, self.ridge = design, s, n, groups, ridge
         self.refits = 0
+        self.base: _fit.Fit | None = None
 
     def sums(self, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g = self.g
-        dn = np.bincount(g.pair, removed * g.w, self.design.n_rows)
-        ds = np.bincount(g.pair, removed * g.w * g.yl, self.design.n_rows)
+        idx = np.flatnonzero(removed)  # a few groups of many: sum only those
+        dn = np.bincount(g.pair[idx], removed[idx] * g.w[idx], self.design.n_rows)
+        ds = np.bincount(g.pair[idx], removed[idx] * g.w[idx] * g.yl[idx], self.design.n_rows)
         return self.s0 - ds, np.maximum(self.n0 - dn, 0.0)
 
     def fit(self, removed: np.ndarray, theta0: np.ndarray | None) -> _fit.Fit:
@@ -178,25 +218,88 @@ class _Problem:
     def influence(self, fit: _fit.Fit, u: int, v: int) -> np.ndarray:
         """Predicted change of theta_u - theta_v when one vote of each group is removed (one Newton step)."""
         h_inv = np.linalg.pinv(fit.hessian, hermitian=True)
-        row = h_inv[u] - h_inv[v]
-        d = self.design
+        return self._effects(h_inv[u] - h_inv[v], fit.theta)
+
+    def _effects(self, row: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        d, g = self.design, self.g
         c = row[d.a] - row[d.b]  # per pair: (H^+[u] - H^+[v]) . (e_lo - e_hi)
-        p = 1.0 / (1.0 + np.exp(-(fit.theta[d.a] - fit.theta[d.b])))
-        g = self.g
+        p = 1.0 / (1.0 + np.exp(-(theta[d.a] - theta[d.b])))
         return g.w * (p[g.pair] - g.yl) * c[g.pair]
+
+    # ------------------------------------------------------------------ the fast search's pieces
+
+    def start(self) -> _fit.Fit:
+        """The board's fit, its Hessian's pseudo-inverse and per-group residuals: computed once for every pair."""
+        base = self.fit(np.zeros(len(self.g.count), dtype=np.int64), None)
+        self.base = base
+        self._h_inv = np.linalg.pinv(base.hessian, hermitian=True)
+        d, g = self.design, self.g
+        p = 1.0 / (1.0 + np.exp(-(base.theta[d.a] - base.theta[d.b])))
+        self._residual = g.w * (p[g.pair] - g.yl)
+        self._chord = base.chord_inverse()
+        return base
+
+    def chord_fit(
+        self, removed: np.ndarray, pair: tuple[int, int] | None = None, tol: float = 1e-10, max_iter: int = 60
+    ) -> np.ndarray:
+        """Ratings refitted without the removed votes: chord steps from the board's fit with its Hessian (a pass
+        over the per-pair sums each), to a step below `tol`; Newton takes over if they contract slowly. With `pair`
+        = (u, v) it stops as soon as the sign of theta_u - theta_v is settled: the steps shrink geometrically (by
+        r each), so the rest of the way is at most step * r / (1 - r) per rating, and the gap is kept only when it
+        is ten times farther from zero than that."""
+        assert self.base is not None, "start() first"
+        self.refits += 1
+        s, n = self.sums(removed)
+        d, m = self.design, self.design.n_models
+        theta = self.base.theta.copy()
+        previous = np.inf
+        for _ in range(max_iter):
+            r = n * _fit._sigmoid(theta[d.a] - theta[d.b]) - s
+            grad = np.bincount(d.a, r, m) - np.bincount(d.b, r, m) + self.ridge * theta
+            step = self._chord @ grad
+            theta -= step
+            size = float(np.max(np.abs(step)))
+            if size < tol:
+                return theta
+            rate = size / previous
+            if rate > 0.5:
+                break
+            settled = 20.0 * size * rate / (1.0 - rate) + TIE  # rate is 0 after the first step: not yet known
+            if pair is not None and previous < np.inf and abs(theta[pair[0]] - theta[pair[1]]) > settled:
+                return theta
+            previous = size
+        y = np.clip(np.divide(s, n, out=np.full_like(s, 0.5), where=n > 1e-12), 0.0, 1.0)
+        return _fit.newton(self.design, y, n, ridge=self.ridge, theta0=theta, max_iter=100, tol=tol).theta
+
+
+def _flipped(gap: float) -> bool:
+    """A refitted gap (log-odds, higher minus lower) that reverses the order; within `TIE` of 0 is a dead heat."""
+    return gap < -TIE
 
 
 def _take(infl: np.ndarray, left: np.ndarray, gap: float) -> np.ndarray:
     """Counts per group to remove, most negative influence first, until `gap` + their effects < 0 (or all that
-    lower the gap are used)."""
+    lower the gap are used). Only the most negative groups are sorted (growing the share until the gap is crossed):
+    the same prefix as a stable sort of all of them, without sorting tens of thousands of groups per pair."""
     take = np.zeros(len(infl), dtype=np.int64)
     useful = np.flatnonzero((infl < 0) & (left > 0))
     if not len(useful):
         return take
-    order = useful[np.argsort(infl[useful], kind="stable")]
-    per = infl[order]
-    cum = gap + np.cumsum(per * left[order])
-    cross = np.flatnonzero(cum < 0)
+    values = infl[useful]
+    size = 64
+    while True:
+        if size < len(useful):
+            cut = np.partition(values, size - 1)[size - 1]
+            first = useful[values <= cut]  # every group at or below the cut, in index order
+        else:
+            first = useful
+        order = first[np.argsort(infl[first], kind="stable")]
+        per = infl[order]
+        cum = gap + np.cumsum(per * left[order])
+        cross = np.flatnonzero(cum < 0)
+        if len(cross) or len(first) == len(useful):
+            break
+        size *= 8
     if not len(cross):
         take[order] = left[order]
         return take
@@ -208,15 +311,23 @@ def _take(infl: np.ndarray, left: np.ndarray, gap: float) -> np.ndarray:
     return take
 
 
+def _extend(sequence: list[tuple[int, int]], take: np.ndarray, infl: np.ndarray) -> None:
+    """Append this round's removals to the sequence, most negative influence first."""
+    order = np.flatnonzero(take)
+    order = order[np.argsort(infl[order], kind="stable")]
+    sequence.extend((int(k), int(take[k])) for k in order)
+
+
 def _flip_pair(problem: _Problem, base: _fit.Fit, u: int, v: int) -> tuple[int | None, int | None, list[int]]:
-    """(checked count, first predicted count, removal sequence as group indices) for u above v."""
+    """The reference search: (checked count, first predicted count, removal sequence as group indices) for u above
+    v, with a Newton refit and a fresh pseudo-inverse each round and bisection over the whole sequence."""
     total = problem.g.count
     removed = np.zeros(len(total), dtype=np.int64)
     sequence: list[tuple[int, int]] = []  # (group, how many) in the order taken
     fit, predicted = base, None
     for _ in range(MAX_ROUNDS):
         gap = float(fit.theta[u] - fit.theta[v])
-        if gap < 0:
+        if _flipped(gap):
             break
         infl = problem.influence(fit, u, v)
         take = _take(infl, total - removed, gap)
@@ -224,14 +335,12 @@ def _flip_pair(problem: _Problem, base: _fit.Fit, u: int, v: int) -> tuple[int |
             predicted = int(take.sum())
         if not take.any():
             return None, predicted, []
-        order = np.flatnonzero(take)
-        order = order[np.argsort(infl[order], kind="stable")]
-        sequence.extend((int(k), int(take[k])) for k in order)
+        _extend(sequence, take, infl)
         removed += take
         fit = problem.fit(removed, fit.theta)
     else:
         return None, predicted, []
-    if fit.theta[u] - fit.theta[v] >= 0:
+    if not _flipped(fit.theta[u] - fit.theta[v]):
         return None, predicted, []
     flat = [k for k, c in sequence for _ in range(c)]
     return _shortest(problem, base, flat, u, v), predicted, flat
@@ -245,7 +354,7 @@ def _shortest(problem: _Problem, base: _fit.Fit, flat: list[int], u: int, v: int
     def flips(k: int) -> bool:
         removed = np.bincount(arr[:k], minlength=n_groups)
         fit = problem.fit(removed, base.theta)
-        return bool(fit.theta[u] - fit.theta[v] < 0)
+        return _flipped(fit.theta[u] - fit.theta[v])
 
     lo, hi = 0, len(flat)  # flips(hi) is known; flips(0) is not (the base order)
     while hi - lo > 1:
@@ -257,27 +366,88 @@ def _shortest(problem: _Problem, base: _fit.Fit, flat: list[int], u: int, v: int
     return hi
 
 
-def _vote_rows(records: Any, prep: Any, groups: _Groups, flat: list[int], k: int) -> list[dict[str, Any]]:
-    """The first `k` removed votes as plain dicts (newest vote of each group first)."""
+def _flip_pair_fast(problem: _Problem, u: int, v: int) -> tuple[int | None, int | None, list[int]]:
+    """The fast search, same rounds as `_flip_pair`: influences from the board's one pseudo-inverse (later rounds:
+    one solve at the refit), chord refits, and the shortest flipping prefix sought down from the end."""
+    assert problem.base is not None, "start() first"
+    total = problem.g.count
+    removed = np.zeros(len(total), dtype=np.int64)
+    sequence: list[tuple[int, int]] = []
+    theta, predicted = problem.base.theta, None
+    for step in range(MAX_ROUNDS):
+        gap = float(theta[u] - theta[v])
+        if _flipped(gap):
+            break
+        infl = problem.base_influence(u, v) if step == 0 else problem.influence_at(theta, removed, u, v)
+        take = _take(infl, total - removed, gap)
+        if predicted is None:
+            predicted = int(take.sum())
+        if not take.any():
+            return None, predicted, []
+        _extend(sequence, take, infl)
+        removed += take
+        theta = problem.chord_fit(removed, (u, v))
+    else:
+        return None, predicted, []
+    if not _flipped(theta[u] - theta[v]):
+        return None, predicted, []
+    flat = [k for k, c in sequence for _ in range(c)]
+    return _shortest_from_end(problem, flat, u, v), predicted, flat
+
+
+def _shortest_from_end(problem: _Problem, flat: list[int], u: int, v: int) -> int:
+    """`_shortest`'s answer, searched from the end: the one-step prediction stops within a few votes of the
+    shortest flipping prefix, so steps of 1, 2, 4, ... down from the end bracket it in two or three refits, then
+    bisection inside the bracket. (Removing more of the sequence only lowers the gap, so both searches find the
+    same boundary.)"""
+    arr = np.asarray(flat, dtype=np.int64)
+    n_groups = len(problem.g.count)
+
+    def flips(k: int) -> bool:
+        theta = problem.chord_fit(np.bincount(arr[:k], minlength=n_groups), (u, v))
+        return _flipped(theta[u] - theta[v])
+
+    lo, hi, stride = 0, len(flat), 1  # flips(hi) is known; flips(0) is not (the base order)
+    while hi - stride > 0:
+        if flips(hi - stride):
+            hi -= stride
+            stride *= 2
+        else:
+            lo = hi - stride
+            break
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if flips(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _attach_votes(records: Any, prep: Any, groups: _Groups, wanted: list[tuple[PairFlip, list[int], int]]) -> None:
+    """Give each pair its first `k` removed votes as plain dicts (newest vote of each group first): one pass over the
+    votes for every pair's groups, and each record field read once for all of them."""
     frame = records.frame
-    used: dict[int, int] = {}
-    out = []
-    columns = [c for c in VOTE_FIELDS if c in frame.columns]
-    for group in flat[:k]:
-        j = used.get(group, 0)
-        used[group] = j + 1
-        row = int(prep.rows[groups.members[group][j]])
-        item: dict[str, Any] = {
-            "row": row,
-            "model_a": str(frame["model_a"].iat[row]),
-            "model_b": str(frame["model_b"].iat[row]),
-            "winner": str(frame["winner"].iat[row]),
-        }
-        for c in columns:
-            value = frame[c].iat[row]
-            item[c] = None if _missing(value) else (value.item() if hasattr(value, "item") else value)
-        out.append(item)
-    return out
+    members = groups.members([g for _, flat, k in wanted for g in flat[:k]])
+    positions: list[int] = []
+    for _, flat, k in wanted:
+        used: dict[int, int] = {}
+        for group in flat[:k]:
+            j = used.get(group, 0)
+            used[group] = j + 1
+            positions.append(int(members[group][j]))
+    rows = prep.rows[np.asarray(positions, dtype=np.int64)]
+    columns = {"row": rows.tolist()}
+    for c in ("model_a", "model_b", "winner"):
+        columns[c] = [str(v) for v in frame[c].take(rows).tolist()]
+    for c in VOTE_FIELDS:
+        if c in frame.columns:
+            columns[c] = [None if _missing(v) else v for v in frame[c].take(rows).tolist()]
+    names = list(columns)
+    start = 0
+    for pf, _, k in wanted:
+        pf.removed = [{c: columns[c][i] for c in names} for i in range(start, start + k)]
+        start += k
 
 
 def _missing(value: Any) -> bool:
@@ -297,26 +467,29 @@ def votes_to_flip(
     pairs: str = "adjacent",
     between: tuple[str, str] | None = None,
     max_votes_listed: int = 200,
+    search: str = "fast",
 ) -> FlipReport:
     """Votes-to-flip for the top pair and each adjacent pair of the Bradley-Terry board (`pairs="top"`: only #1
     against #2; `between=(a, b)`: only those two, in their board order). Each count is checked by a refit without
-    those votes; None means "can't tell" (`note` says why)."""
+    those votes; None means "can't tell" (`note` says why). `search` "fast" (one pseudo-inverse for all pairs,
+    chord refits, the shortest prefix sought from the end) or "refit" (Newton refits, a pseudo-inverse per round,
+    bisection: the reference, many times slower on big boards)."""
     if pairs not in ("adjacent", "top"):
         raise ValueError(f"pairs must be 'adjacent' or 'top', got {pairs!r}")
+    if search not in SEARCHES:
+        raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
     start = time.perf_counter()
     recs = as_records(records)
-    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+    prep, agg, graph_notes, separated = prepared(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
     n_votes = len(prep.rows)
-    if len(prep.names) < 2:
+    if len(prep.names) < 2 or agg is None:
         why = "no votes" if n_votes == 0 else "fewer than two rated models"
         return FlipReport([], n_votes, time.perf_counter() - start, [f"can't tell: {why}"])
-    agg = _aggregate(prep)
-    graph_notes, separated = _graph_warnings(prep.names, agg)
     ridge = RIDGE_SEPARATED if separated else _fit.RIDGE
     design = agg.design
     groups = _groups(prep, design)
     problem = _Problem(design, agg.s, agg.n, groups, ridge)
-    base = problem.fit(np.zeros(len(groups.count), dtype=np.int64), None)
+    base = problem.start()
     _, component = weak_components(len(prep.names), design.a, design.b)
     order = sorted(range(len(prep.names)), key=lambda k: (-base.theta[k], prep.names[k]))
     warnings = list(graph_notes)
@@ -331,6 +504,7 @@ def votes_to_flip(
         i, j = (prep.names.index(n) for n in between)
         targets = [(i, j) if order.index(i) < order.index(j) else (j, i)]
     out: list[PairFlip] = []
+    listed: list[tuple[PairFlip, list[int], int]] = []
     for u, v in targets:
         pos = order.index(u)
         gap = float(SCALE * (base.theta[u] - base.theta[v]))
@@ -341,16 +515,20 @@ def votes_to_flip(
         elif gap <= 1e-9:
             pf.votes, pf.predicted, pf.note = 0, 0, "same rating: already a tie"
         else:
-            count, pf.predicted, flat = _flip_pair(problem, base, u, v)
+            if search == "fast":
+                count, pf.predicted, flat = _flip_pair_fast(problem, u, v)
+            else:
+                count, pf.predicted, flat = _flip_pair(problem, base, u, v)
             if count is None:
                 pf.note = "no set of votes found whose removal flips this pair"
             else:
                 pf.votes = count
-                pf.removed = _vote_rows(recs, prep, groups, flat, min(count, max_votes_listed))
+                listed.append((pf, flat, min(count, max_votes_listed)))
                 if count > max_votes_listed:
                     pf.note = f"the first {max_votes_listed} of the {count} votes are listed"
         pf.refits = problem.refits - before
         out.append(pf)
+    _attach_votes(recs, prep, groups, listed)
     return FlipReport(out, n_votes, time.perf_counter() - start, warnings)
 
 
