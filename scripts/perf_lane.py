@@ -123,7 +123,9 @@ def run(budget: Budget) -> Outcome:
     if budget.needs and not Path(os.path.expanduser(budget.needs)).exists():
         return Outcome(budget, None, "skip", 0.0, f"needs {budget.needs}")
     cmd = [sys.executable if c == "python" else c for c in budget.command]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    )
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -131,7 +133,9 @@ def run(budget: Budget) -> Outcome:
         )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
-        return Outcome(budget, None, "FAIL", time.perf_counter() - start, f"timed out ({budget.timeout:g} s)", out)
+        return Outcome(
+            budget, None, "FAIL", time.perf_counter() - start, f"timed out ({budget.timeout:g} s)", out
+        )
     seconds = time.perf_counter() - start
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
