@@ -20,7 +20,7 @@ After Huang, Shen, Wei and Broderick, "Dropping just a handful of preferences ca
 Refits are chord steps from the board's fit with its Hessian (a few passes over the per-pair sums; they stop
 once the sign of the gap is settled), and a pair's check costs about three of them. On a big board checking every
 pair would still cost more than the board's bootstrap, so the top pair and then the closest pairs (fewest
-estimated votes) are checked while a budget lasts (`CHECKED_ROWS`: every pair of a board up to about 80 models
+estimated votes) are checked while a budget lasts (`CHECKED_ROWS`: every pair of a board up to about 65 models
 with all pairs played); the others keep their one-step estimate, marked `checked=False`. `search="refit"` is the
 reference: Newton refits, a pseudo-inverse per round and bisection over the whole sequence (the former default,
 many times slower); the tests check that both searches give the same counts.
@@ -55,8 +55,8 @@ TIE = 1e-9
 #: The checking budget of `votes_to_flip` (checked=None): every pair is checked by refits while pairs x pair-rows
 #: stays within this; past it, the top pair and the closest pairs, as many as this pays for (a refit costs a few
 #: passes over the pair-rows), and at least `CHECKED_MIN`. On 150 models (11,175 pairs of models) that is the top
-#: pair and the 21 closest of 149: checking all of them would cost more than the board's whole bootstrap.
-CHECKED_ROWS = 250_000
+#: pair and the 12 closest of 149: checking all of them would cost more than the board's whole bootstrap.
+CHECKED_ROWS = 150_000
 CHECKED_MIN = 10
 #: The searches `votes_to_flip` knows: "fast" (the default) and "refit" (the reference it is checked against).
 SEARCHES = ("fast", "refit")
@@ -293,7 +293,9 @@ class _Problem:
         self._largest = float(np.max(np.abs(self._residual), initial=0.0))
         ends = np.concatenate([d.a[g.pair], d.b[g.pair]])
         order = np.argsort(ends, kind="stable") % len(g.pair)
-        self._groups_of = np.split(order, np.cumsum(np.bincount(ends, minlength=m))[:-1])
+        self._groups_of = [
+            np.sort(k) for k in np.split(order, np.cumsum(np.bincount(ends, minlength=m))[:-1])
+        ]
         return base
 
     def first_take(self, u: int, v: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -306,7 +308,9 @@ class _Problem:
         g, d = self.g, self.design
         row = self._h_inv[u] - self._h_inv[v]
         gap = float(self.base.theta[u] - self.base.theta[v])
-        cand = np.unique(np.concatenate([self._groups_of[u], self._groups_of[v]]))
+        cand = np.concatenate([self._groups_of[u], self._groups_of[v]])
+        cand.sort()
+        cand = cand[np.r_[True, cand[1:] != cand[:-1]]]  # the pair (u, v) itself is in both
         pair = g.pair[cand]
         values = self._residual[cand] * (row[d.a[pair]] - row[d.b[pair]])
         take = _take(values, g.count[cand], gap)
