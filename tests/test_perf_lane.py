@@ -34,7 +34,9 @@ def _write(tmp_path: Path, body: str) -> Path:
 
 
 def _entry(name: str, code: str, bound: str) -> str:
-    return f'[[budget]]\nname = "{name}"\ncommand = ["python", "-c", "{code}"]\n{bound}\nreason = "a test"\n\n'
+    return (
+        f'[[budget]]\nname = "{name}"\ncommand = ["python", "-c", "{code}"]\n{bound}\nreason = "a test"\n\n'
+    )
 
 
 def test_a_miss_or_a_missing_ratio_fails_the_lane(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
