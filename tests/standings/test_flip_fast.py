@@ -101,7 +101,8 @@ def test_the_budget_checks_the_top_pair_and_the_closest_first() -> None:
     closest = sorted(some.pairs[1:], key=lambda p: (p.predicted, p.position))[:2]
     assert {p.position for p in checked[1:]} == {p.position for p in closest}
     for p in estimated:  # the one-step estimate, said to be one, with the votes it names
-        assert p.votes == p.predicted and "estimated" in p.note and len(p.removed) == min(p.votes, 200)
+        assert p.votes is not None and p.votes == p.predicted and "estimated" in p.note
+        assert len(p.removed) == min(p.votes, 200)
     for p, q in zip(some.pairs, full.pairs, strict=True):
         assert (p.checked and p.votes == q.votes) or not p.checked
     summary = some.summary()
