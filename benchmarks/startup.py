@@ -3,12 +3,15 @@
 Times, as fresh processes (median of ``--repeat`` runs, the commands taking turns so that load hits all alike):
 
 - the raw baseline: ``python -c pass`` (the interpreter alone);
+- the CLI's floor: ``python -c "import typer"`` (what any Typer command pays before it does anything);
 - ``vibestudio --help``;
 - ``vibestudio ratings --battles F`` on a small battles file (``--battles`` FastChat-layout rows, 5 models).
 
-Prints each median, its ratio to the baseline, and the cost above the baseline. ``--importtime`` also prints the
-slowest imports of each command (``python -X importtime``), which is how to find what a command pays for.
-Run: ``python benchmarks/startup.py [--repeat 7] [--battles 500] [--importtime]``.
+Prints each median, its ratio to the baseline, and the cost above the baseline, then ``ratio:`` = ``vibestudio
+--help`` / ``import typer`` (goal <= 1.5; the performance lane's budget). ``--lane`` times only those two.
+``--importtime`` also prints the slowest imports of each command (``python -X importtime``), which is how to find
+what a command pays for.
+Run: ``python benchmarks/startup.py [--repeat 7] [--battles 500] [--importtime] [--lane]``.
 """
 
 from __future__ import annotations
@@ -79,6 +82,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7, help="Runs per command (the median is shown).")
     ap.add_argument("--battles", type=int, default=500, help="Battles in the small ratings file.")
     ap.add_argument("--importtime", action="store_true", help="Also show each command's slowest imports.")
+    ap.add_argument(
+        "--lane", action="store_true", help="Only `--help` against `import typer` (the lane's ratio)."
+    )
     args = ap.parse_args()
     env = {
         **os.environ,
@@ -89,6 +95,7 @@ def main() -> None:
         battles = battles_file(Path(tmp), args.battles)
         commands = {
             "python -c pass (baseline)": [sys.executable, "-c", "pass"],
+            "python -c 'import typer'": [sys.executable, "-c", "import typer"],
             "vibestudio --help": [*vibestudio(), "--help"],
             f"vibestudio ratings --battles F ({args.battles} battles)": [
                 *vibestudio(),
@@ -97,6 +104,8 @@ def main() -> None:
                 str(battles),
             ],
         }
+        if args.lane:
+            commands = {k: v for k, v in commands.items() if "typer" in k or k == "vibestudio --help"}
         for cmd in commands.values():  # warm the file cache and check that each command works
             run_once(cmd, env)
         times: dict[str, list[float]] = {name: [] for name in commands}
@@ -104,12 +113,17 @@ def main() -> None:
             for name, cmd in commands.items():
                 times[name].append(run_once(cmd, env))
         medians = {name: statistics.median(ts) for name, ts in times.items()}
-        base = medians["python -c pass (baseline)"]
+        base = medians.get("python -c pass (baseline)", medians["python -c 'import typer'"])
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"median of {args.repeat} fresh processes each (load average {load:.1f})")
         print(f"{'command':52s} {'median':>9s} {'ratio':>7s} {'above baseline':>15s}")
         for name, m in medians.items():
             print(f"{name:52s} {m * 1000:7.0f} ms {m / base:6.1f}x {1000 * (m - base):12.0f} ms")
+        typer_only = medians["python -c 'import typer'"]
+        print(
+            f"ratio: {medians['vibestudio --help'] / typer_only:.2f} (vibestudio --help / python -c 'import typer';"
+            " goal <= 1.5)"
+        )
         if args.importtime:
             for name, cmd in list(commands.items())[1:]:
                 print(f"\nslowest imports of {name}:")

@@ -1,12 +1,20 @@
-"""Votes-to-flip: the one-step-Newton search with a checking refit vs the raw baseline (greedy exact refits).
+"""Votes-to-flip: what it costs next to the board's fit, and the fast search against the slower exact ones.
 
-Baseline: remove one vote at a time, each time trying every kind of vote (pair x outcome) with an exact refit and
-keeping the one that lowers the gap most, until the pair flips (`standings.ratings._flip.greedy_refit_flip`). Ours:
-`votes_to_flip` (influence-ranked removals, refit to check, bisection to the shortest flipping prefix). Prints, per
-adjacent pair, both counts and the time ratio; with `--n` above `--baseline-limit` only ours runs (the cost at 1M).
+Three measurements, each printing a ratio from one run:
 
-    python benchmarks/votes_to_flip.py                    # 10k-vote simulated team arena, 8 models
-    python benchmarks/votes_to_flip.py --n 1000000 --models 150 --pairs top
+- ``--overhead`` (the performance lane's): the board's fit (`leaderboard`, 100-round bootstrap, what `vibestudio
+  ratings` fits) and `votes_to_flip` for every adjacent pair on the same loaded records; prints ``ratio:`` =
+  votes-to-flip seconds / board seconds (goal <= 0.25: it adds at most a quarter to the fit). Synthetic battles,
+  150 models, random pairs, 10% ties (`--n 1000000` is the headline size).
+- ``--search``: the fast search against the reference search (`search="refit"`: Newton refits, a pseudo-inverse
+  per round, bisection) on the same board: both counts per pair (they must agree) and the time ratio.
+- the default: the fast search against the raw baseline (remove one vote at a time, each time trying every kind of
+  vote (pair x outcome) with an exact refit: `standings.ratings._flip.greedy_refit_flip`) on the 10k-vote simulated
+  team arena: both counts per pair and the time ratio.
+
+    python benchmarks/votes_to_flip.py                                  # 10k votes, 8 models, vs greedy refits
+    python benchmarks/votes_to_flip.py --overhead --n 1000000 --models 150
+    python benchmarks/votes_to_flip.py --search --n 200000 --models 60
 """
 
 from __future__ import annotations
@@ -17,8 +25,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from standings.ratings import votes_to_flip
+from standings.ratings import leaderboard, votes_to_flip
 from standings.ratings._flip import greedy_refit_flip
+from standings.ratings._input import as_records
 from standings.ratings._simulate import simulate_arena
 
 
@@ -34,33 +43,57 @@ def synthetic(n: int, n_models: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": winner})
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=10_000, help="votes (10,000: the simulated team arena)")
-    parser.add_argument("--models", type=int, default=8)
-    parser.add_argument("--pairs", choices=["adjacent", "top"], default="adjacent")
-    parser.add_argument(
-        "--baseline-limit", type=int, default=20_000, help="run the baseline up to this many votes"
+def overhead(frame: pd.DataFrame, rounds: int, repeat: int) -> None:
+    """Board fit vs votes-to-flip on the same records, best of `repeat` each (taking turns)."""
+    records = as_records(frame)
+    votes_to_flip(frame.head(500))  # imports
+    t_board, t_flip, report = np.inf, np.inf, None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        leaderboard(records, bootstrap_rounds=rounds)
+        t_board = min(t_board, time.perf_counter() - start)
+        start = time.perf_counter()
+        report = votes_to_flip(records)
+        t_flip = min(t_flip, time.perf_counter() - start)
+    assert report is not None
+    refits = sum(p.refits for p in report.pairs)
+    checked = sum(p.checked for p in report.pairs)
+    print(f"board fit ({rounds}-round bootstrap): {t_board:.3f} s")
+    print(
+        f"votes-to-flip, {len(report.pairs)} adjacent pairs ({checked} checked by refits, the rest estimated; {refits} refits): "
+        f"{t_flip:.3f} s"
     )
-    parser.add_argument("--seed", type=int, default=4)
-    args = parser.parse_args()
-    if args.n == 10_000 and args.models == 8:
-        frame, _ = simulate_arena(n_honest=80, votes_per_honest=125, seed=args.seed)
-        what = "simulated team arena (simulate_arena: 80 annotators x 125 votes, 8 models, ties)"
-    else:
-        frame = synthetic(args.n, args.models, args.seed)
-        what = f"synthetic battles ({args.models} models, random pairs, 10% ties)"
-    print(f"{len(frame):,} votes, {what}")
+    print(f"ratio: {t_flip / t_board:.3f} (votes-to-flip / board fit; goal <= 0.25)")
+
+
+def against_reference(frame: pd.DataFrame, pairs: str) -> None:
+    """The fast search and the reference search on one board: the same counts, and the time ratio."""
+    records = as_records(frame)
+    votes_to_flip(frame.head(500))
+    start = time.perf_counter()
+    fast = votes_to_flip(records, pairs=pairs)
+    t_fast = time.perf_counter() - start
+    start = time.perf_counter()
+    slow = votes_to_flip(records, pairs=pairs, search="refit")
+    t_slow = time.perf_counter() - start
+    same = sum(f.votes == s.votes for f, s in zip(fast.pairs, slow.pairs, strict=True))
+    for f, s in zip(fast.pairs, slow.pairs, strict=True):
+        if f.votes != s.votes:
+            print(f"  differs: #{f.position} {f.higher} > {f.lower}: fast {f.votes}, refit {s.votes}")
+    print(
+        f"fast: {t_fast:.3f} s ({sum(p.refits for p in fast.pairs)} refits); reference: {t_slow:.3f} s "
+        f"({sum(p.refits for p in slow.pairs)} refits); same count on {same} of {len(fast.pairs)} pairs"
+    )
+    print(f"ratio: {t_slow / t_fast:.2f} (reference search / fast search)")
+
+
+def against_greedy(frame: pd.DataFrame, pairs: str) -> None:
     votes_to_flip(frame.head(500))  # imports
     start = time.perf_counter()
-    report = votes_to_flip(frame, pairs=args.pairs)
+    report = votes_to_flip(frame, pairs=pairs)
     ours = time.perf_counter() - start
     refits = sum(p.refits for p in report.pairs)
     print(f"ours: {ours:.3f} s for {len(report.pairs)} pairs ({refits} refits)")
-    if len(frame) > args.baseline_limit:
-        for p in report.pairs[:5]:
-            print(f"  #{p.position} {p.higher} > {p.lower}: gap {p.gap:.1f}, {p.votes} votes")
-        return
     print(f"{'pair':<16} {'gap':>6} {'ours':>6} {'baseline':>9} {'ours s':>8} {'base s':>8} {'ratio':>7}")
     total_base = 0.0
     for p in report.pairs:
@@ -73,7 +106,35 @@ def main() -> None:
             f"{p.higher + ' > ' + p.lower:<16} {p.gap:6.1f} {p.votes!s:>6} {base!s:>9} {per:8.3f} {t_base:8.2f} "
             f"{t_base / per:6.0f}x"
         )
-    print(f"all pairs: ours {ours:.3f} s, baseline {total_base:.2f} s, ratio {total_base / ours:.0f}x")
+    print(f"all pairs: ours {ours:.3f} s, baseline {total_base:.2f} s")
+    print(f"ratio: {total_base / ours:.0f} (greedy exact refits / ours)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10_000, help="votes (10,000: the simulated team arena)")
+    parser.add_argument("--models", type=int, default=8)
+    parser.add_argument("--pairs", choices=["adjacent", "top"], default="adjacent")
+    parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=100, help="bootstrap rounds of the board (--overhead)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each side, best counts (--overhead)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--overhead", action="store_true", help="votes-to-flip against the board's fit")
+    mode.add_argument("--search", action="store_true", help="the fast search against the reference search")
+    args = parser.parse_args()
+    if args.n == 10_000 and args.models == 8:
+        frame, _ = simulate_arena(n_honest=80, votes_per_honest=125, seed=args.seed)
+        what = "simulated team arena (simulate_arena: 80 annotators x 125 votes, 8 models, ties)"
+    else:
+        frame = synthetic(args.n, args.models, args.seed)
+        what = f"synthetic battles ({args.models} models, random pairs, 10% ties)"
+    print(f"{len(frame):,} votes, {what}")
+    if args.overhead:
+        overhead(frame, args.rounds, args.repeat)
+    elif args.search:
+        against_reference(frame, args.pairs)
+    else:
+        against_greedy(frame, args.pairs)
 
 
 if __name__ == "__main__":

@@ -280,6 +280,25 @@ def _aggregate(prep: Prepared) -> _Pairs:
     return _Pairs(design, n, s, counts, wsum, w2sum)
 
 
+def prepared(
+    recs: BattleRecords, *, both_good: str = "tie", both_bad: str = "tie", ipw: bool = True
+) -> tuple[Prepared, _Pairs | None, list[str], bool]:
+    """`prepare`, `_aggregate` and `_graph_warnings` of these records under one policy, memoised on the records
+    object (records are read-only), so the board and votes-to-flip of one `vibestudio ratings` run share one pass
+    over a million votes. Pairs are None when no vote is left. Callers must not modify what they get."""
+    memo: dict[tuple[Any, ...], Any] = recs.__dict__.setdefault("_prepared", {})
+    key = (both_good, both_bad, ipw, id(recs.frame), len(recs.frame))
+    if key not in memo:
+        prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+        if len(prep.rows) == 0:
+            memo[key] = (prep, None, [], False)
+        else:
+            pairs = _aggregate(prep)
+            memo[key] = (prep, pairs, *_graph_warnings(prep.names, pairs))
+    prep, pairs, notes, separated = memo[key]
+    return prep, pairs, list(notes), separated
+
+
 def _graph_warnings(names: list[str], pairs: _Pairs) -> tuple[list[str], bool]:
     """Disconnected comparison graph; perfect records (maximum-likelihood ratings that do not exist)."""
     m = len(names)
@@ -422,15 +441,20 @@ def leaderboard(
     """
     _check_options(method, style_control or vibe_control, ci_method, resample, bootstrap_rounds, ci_level)
     recs = as_records(records)
-    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw, vote_weights=vote_weights)
+    if vote_weights is None:
+        prep, pairs, graph_notes, separated = prepared(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+    else:
+        prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw, vote_weights=vote_weights)
     center = f"{anchor} = {anchor_rating:g}" if anchor else f"mean {anchor_rating:g}"
     board = _empty_board(prep, method, ci_method, ci_level, bootstrap_rounds, center)
     if len(prep.rows) == 0:
         board.warnings.append("no battles to rate")
         return board
     anchor_index = _anchor_index(prep.names, anchor)
-    pairs = _aggregate(prep)
-    graph_notes, separated = _graph_warnings(prep.names, pairs)
+    if vote_weights is not None:
+        pairs = _aggregate(prep)
+        graph_notes, separated = _graph_warnings(prep.names, pairs)
+    assert pairs is not None  # votes are left
     board.warnings.extend(graph_notes)
     est = _estimate(
         board,

@@ -7,13 +7,23 @@ After Huang, Shen, Wei and Broderick, "Dropping just a handful of preferences ca
    moves the ratings by about H^+ grad l_i = w_i (p_i - y_i) H^+ (e_a - e_b), so its effect on the gap theta_u -
    theta_v of the pair (u above v) is w_i (p_i - y_i) (H^+[u] - H^+[v]) . (e_a - e_b). Votes with the same pair,
    outcome and weight have the same effect, so they are handled as one group with a count. The most negative
-   effects are taken, greedily, until the predicted gap changes sign.
-2. **Check** by refitting without those votes (Newton on the per-pair sums, warm-started). If the order did not
-   flip, the influences are recomputed at the refitted ratings and more votes are taken (so k grows until a refit
-   flips). Once a refit flips, the shortest prefix of the removal sequence that still flips on refit is found by
-   bisection. The reported count is therefore always *checked*: refitting without exactly those votes flips the
-   pair. It is an upper bound on the true minimum (the search is greedy), which the tests compare with exhaustive
-   search on small arenas.
+   effects are taken, greedily, until the predicted gap changes sign. One pseudo-inverse of the board's Hessian
+   serves every pair, and only the groups of u's and v's pairs are ranked when no other group can reach the
+   prefix (a bound says when).
+2. **Check** by refitting without those votes. If the order did not flip, the influences are recomputed at the
+   refitted ratings and more votes are taken (so k grows until a refit flips). Once a refit flips, the shortest
+   prefix of the removal sequence that still flips on refit is found: refits where the influences put the
+   crossing, one vote to either side. The checked count flips on refit, one vote fewer does not. It is an upper
+   bound on the true minimum (the search is greedy), which the tests compare with exhaustive search on small
+   arenas.
+
+Refits are chord steps from the board's fit with its Hessian (a few passes over the per-pair sums; they stop
+once the sign of the gap is settled), and a pair's check costs about three of them. On a big board checking every
+pair would still cost more than the board's bootstrap, so the top pair and then the closest pairs (fewest
+estimated votes) are checked while a budget lasts (`CHECKED_ROWS`: every pair of a board up to about 65 models
+with all pairs played); the others keep their one-step estimate, marked `checked=False`. `search="refit"` is the
+reference: Newton refits, a pseudo-inverse per round and bisection over the whole sequence (the former default,
+many times slower); the tests check that both searches give the same counts.
 
 What it knows: plain Bradley-Terry with ties as half a win, both-good / both-bad as ties or dropped, inverse-
 probability weights. It knows nothing about tie models or style control (the pair's order is that of plain BT),
@@ -23,6 +33,7 @@ databases or UI. A pair whose models never met, directly or through others, cann
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +41,7 @@ import numpy as np
 
 from . import _fit
 from ._blas import single_threaded
-from ._board import RIDGE_SEPARATED, SCALE, _aggregate, _graph_warnings, prepare
+from ._board import _OUTCOME_LO, RIDGE_SEPARATED, SCALE, _aggregate, _graph_warnings, prepare, prepared
 from ._graph import weak_components
 from ._input import as_records
 
@@ -38,6 +49,17 @@ from ._input import as_records
 VOTE_FIELDS = ("battle_id", "vote_id", "judge", "tstamp", "question_id", "turn")
 #: Rounds of "take more votes, refit" before giving up on a pair.
 MAX_ROUNDS = 60
+#: A refitted gap within this many log-odds of zero is a dead heat, not a flip: far below any rating difference a
+#: board shows (4e-7 points), far above where the two refits (Newton, chord steps) disagree.
+TIE = 1e-9
+#: The checking budget of `votes_to_flip` (checked=None): every pair is checked by refits while pairs x pair-rows
+#: stays within this; past it, the top pair and the closest pairs, as many as this pays for (a refit costs a few
+#: passes over the pair-rows), and at least `CHECKED_MIN`. On 150 models (11,175 pairs of models) that is the top
+#: pair and the 12 closest of 149: checking all of them would cost more than the board's whole bootstrap.
+CHECKED_ROWS = 150_000
+CHECKED_MIN = 10
+#: The searches `votes_to_flip` knows: "fast" (the default) and "refit" (the reference it is checked against).
+SEARCHES = ("fast", "refit")
 
 
 @dataclass
@@ -56,6 +78,9 @@ class PairFlip:
     n_votes: int
     removed: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+    #: True: `votes` is checked by refits (those votes flip the pair, one fewer does not). False with a count: the
+    #: one-step estimate of a pair outside the checked budget (`votes == predicted`, `removed` the votes it names).
+    checked: bool = False
 
     def to_dict(self, with_votes: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -68,6 +93,7 @@ class PairFlip:
             "refits": self.refits,
             "n_votes": self.n_votes,
             "note": self.note,
+            "checked": self.checked,
         }
         if with_votes:
             out["removed"] = [dict(v) for v in self.removed]
@@ -128,44 +154,109 @@ class _Groups:
     yl: np.ndarray  # score of the pair's lower-index model
     w: np.ndarray  # weight of one vote
     count: np.ndarray  # votes in the group
-    members: list[np.ndarray]  # record positions of the group's votes, newest first
+    _of_vote: (
+        np.ndarray | Callable[[], np.ndarray]
+    )  # group of each prepared vote (computed when first listed)
+
+    @property
+    def of_vote(self) -> np.ndarray:
+        if callable(self._of_vote):
+            self._of_vote = self._of_vote()
+        return self._of_vote
+
+    def members(self, wanted: list[int]) -> dict[int, np.ndarray]:
+        """Positions (into the prepared votes) of the votes of each `wanted` group, newest first: one pass over the
+        votes for all of them (only the groups whose votes are listed are ever asked for)."""
+        want = np.unique(np.asarray(wanted, dtype=np.int64))
+        if not len(want):
+            return {}
+        mark = np.zeros(len(self.count), dtype=bool)
+        mark[want] = True
+        picked = np.flatnonzero(mark[self.of_vote])
+        picked = picked[np.argsort(self.of_vote[picked], kind="stable")]
+        bounds = np.searchsorted(self.of_vote[picked], want)
+        ends = np.r_[bounds[1:], len(picked)]
+        return {int(g): picked[s:e][::-1] for g, s, e in zip(want, bounds, ends, strict=True)}
 
 
-def _groups(prep: Any, design: _fit.Design) -> _Groups:
+def _groups(prep: Any, agg: Any) -> _Groups:
+    """The groups: unweighted votes straight from the board's per-pair cell counts (each vote's group is found only
+    when votes are listed); weighted votes by (pair, outcome, weight) in one pass."""
+    design = agg.design
+    if not prep.weighted:
+        cells = agg.cell_counts[
+            :, [1, 2, 0]
+        ].ravel()  # lost, tie, won (seen from the lower index): the key order
+        present = np.flatnonzero(cells)
+        return _Groups(
+            present // 3,
+            (present % 3) * 0.5,
+            np.ones(len(present)),
+            cells[present].astype(np.int64),
+            lambda: _vote_groups(prep, design, 1, np.zeros(1, dtype=np.int64), present)[0],
+        )
+    weights, w_code = np.unique(prep.w, return_inverse=True)
+    of_vote, present, count = _vote_groups(prep, design, len(weights), w_code.ravel(), None)
+    n_w = len(weights)
+    g_pair, rest = np.divmod(present // n_w, 3)
+    return _Groups(g_pair, rest * 0.5, weights[present % n_w], count.astype(np.int64), of_vote)
+
+
+def _vote_groups(
+    prep: Any, design: _fit.Design, n_w: int, w_code: np.ndarray, present: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group of each vote, group keys, votes per group) with key (pair * 3 + outcome) * n_w + weight code;
+    `present`: the keys already known (then only the votes' groups are computed)."""
     m = design.n_models
-    lo = np.minimum(prep.a, prep.b).astype(np.int64)
-    hi = np.maximum(prep.a, prep.b).astype(np.int64)
-    pair_index = np.full(m * m, -1, dtype=np.int64) if m * m <= 4_000_000 else None
-    keys = design.a * m + design.b
-    if pair_index is not None:
-        pair_index[keys] = np.arange(len(keys))
-        pair = pair_index[lo * m + hi]
+    small = np.int32 if m <= 40_000 else np.int64
+    key = np.minimum(prep.a, prep.b).astype(small)
+    key *= small(m)
+    key += np.maximum(prep.a, prep.b)
+    pairs = design.a * m + design.b
+    if m * m <= 4_000_000:
+        pair_index = np.full(m * m, -1, dtype=small)
+        pair_index[pairs] = np.arange(len(pairs), dtype=small)
+        pair = pair_index[key]
     else:
-        pair = np.searchsorted(keys, lo * m + hi)
-    yl = np.where(prep.a == lo, prep.y, 1.0 - prep.y)
-    outcome = np.rint(yl * 2).astype(np.int64)  # 0 lost, 1 tie, 2 won (from the lower index)
-    _, w_code = np.unique(prep.w, return_inverse=True)
-    key = (pair * 3 + outcome) * (int(w_code.max(initial=0)) + 1) + w_code.ravel()
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
-    counts = np.diff(np.r_[starts, len(key)])
-    first = order[starts]
-    members = [order[s : s + c][::-1] for s, c in zip(starts.tolist(), counts.tolist(), strict=True)]
-    return _Groups(pair[first], yl[first], prep.w[first], counts.astype(np.int64), members)
+        pair = np.searchsorted(pairs, key).astype(small)
+    # outcome from the lower index's side (the board's coding: 0 won, 1 lost, 2 tie), as 0 lost, 1 tie, 2 won
+    outcome = np.array([2, 0, 1], dtype=small)[
+        _OUTCOME_LO[prep.winner.astype(np.int32) * 2 + (prep.a > prep.b)]
+    ]
+    if n_w == 1:
+        key = pair * small(3)
+        key += outcome
+    else:
+        key = (pair.astype(np.int64) * 3 + outcome) * n_w + w_code
+    size = design.n_rows * 3 * n_w
+    if size <= 4 * len(key) + 1_000_000:  # a dense count of the keys (no sort)
+        counts = np.bincount(key, minlength=size)
+        if present is None:
+            present = np.flatnonzero(counts)
+        index = np.zeros(size, dtype=small)
+        index[present] = np.arange(len(present), dtype=small)
+        return index[key], present, counts[present]
+    found, of_vote, count = np.unique(key, return_inverse=True, return_counts=True)
+    return of_vote.ravel(), found, count
 
 
 class _Problem:
-    """The board's data as per-pair sums, with removals applied as counts per group; refits on demand."""
+    """The board's data as per-pair sums, with removals applied as counts per group; refits on demand.
+
+    Two kinds of refit reach the same optimum: `fit` (damped Newton, a Hessian per iteration; the reference search)
+    and `chord_fit` (steps with the board's Hessian, which barely moves when a few votes in many go; the fast search).
+    """
 
     def __init__(self, design: _fit.Design, s: np.ndarray, n: np.ndarray, groups: _Groups, ridge: float):
         self.design, self.s0, self.n0, self.g, self.ridge = design, s, n, groups, ridge
         self.refits = 0
+        self.base: _fit.Fit | None = None
 
     def sums(self, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g = self.g
-        dn = np.bincount(g.pair, removed * g.w, self.design.n_rows)
-        ds = np.bincount(g.pair, removed * g.w * g.yl, self.design.n_rows)
+        idx = np.flatnonzero(removed)  # a few groups of many: sum only those
+        dn = np.bincount(g.pair[idx], removed[idx] * g.w[idx], self.design.n_rows)
+        ds = np.bincount(g.pair[idx], removed[idx] * g.w[idx] * g.yl[idx], self.design.n_rows)
         return self.s0 - ds, np.maximum(self.n0 - dn, 0.0)
 
     def fit(self, removed: np.ndarray, theta0: np.ndarray | None) -> _fit.Fit:
@@ -178,25 +269,142 @@ class _Problem:
     def influence(self, fit: _fit.Fit, u: int, v: int) -> np.ndarray:
         """Predicted change of theta_u - theta_v when one vote of each group is removed (one Newton step)."""
         h_inv = np.linalg.pinv(fit.hessian, hermitian=True)
-        row = h_inv[u] - h_inv[v]
-        d = self.design
+        return self._effects(h_inv[u] - h_inv[v], fit.theta)
+
+    def _effects(self, row: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        d, g = self.design, self.g
         c = row[d.a] - row[d.b]  # per pair: (H^+[u] - H^+[v]) . (e_lo - e_hi)
-        p = 1.0 / (1.0 + np.exp(-(fit.theta[d.a] - fit.theta[d.b])))
-        g = self.g
+        p = 1.0 / (1.0 + np.exp(-(theta[d.a] - theta[d.b])))
         return g.w * (p[g.pair] - g.yl) * c[g.pair]
+
+    # ------------------------------------------------------------------ the fast search's pieces
+
+    def start(self) -> _fit.Fit:
+        """The board's fit, its Hessian's pseudo-inverse and per-group residuals: computed once for every pair."""
+        base = self.fit(np.zeros(len(self.g.count), dtype=np.int64), None)
+        self.base = base
+        self._h_inv = np.linalg.pinv(base.hessian, hermitian=True)
+        d, g = self.design, self.g
+        p = 1.0 / (1.0 + np.exp(-(base.theta[d.a] - base.theta[d.b])))
+        self._residual = g.w * (p[g.pair] - g.yl)
+        self._chord = base.chord_inverse()
+        # each model's groups (for `first_take`): groups by their pair's lower and higher model
+        m = d.n_models
+        self._largest = float(np.max(np.abs(self._residual), initial=0.0))
+        ends = np.concatenate([d.a[g.pair], d.b[g.pair]])
+        order = np.argsort(ends, kind="stable") % len(g.pair)
+        self._groups_of = [
+            np.sort(k) for k in np.split(order, np.cumsum(np.bincount(ends, minlength=m))[:-1])
+        ]
+        return base
+
+    def first_take(self, u: int, v: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Round one of the search at the board's fit (`base_influence` + `_take`) as (groups in the order taken,
+        votes taken of each, influence per vote). It works on the groups of u's and v's pairs only when that
+        provably gives the same answer: a group of any other pair moves the gap by at most the largest residual
+        times the spread of (H^+[u] - H^+[v]) over the other models, and when that is smaller than the effect of
+        the last vote taken, no such group could have come before it."""
+        assert self.base is not None, "start() first"
+        g, d = self.g, self.design
+        row = self._h_inv[u] - self._h_inv[v]
+        gap = float(self.base.theta[u] - self.base.theta[v])
+        cand = np.concatenate([self._groups_of[u], self._groups_of[v]])
+        cand.sort()
+        cand = cand[np.r_[True, cand[1:] != cand[:-1]]]  # the pair (u, v) itself is in both
+        pair = g.pair[cand]
+        values = self._residual[cand] * (row[d.a[pair]] - row[d.b[pair]])
+        take = _take(values, g.count[cand], gap)
+        others = np.delete(row, [u, v])
+        reach = self._largest * float(others.max() - others.min()) if len(others) else 0.0
+        taken = np.flatnonzero(take)
+        if not (len(taken) and gap + float(values[taken] @ take[taken]) < 0 and -reach > values[taken].max()):
+            cand, values = (
+                np.arange(len(g.count)),
+                self.base_influence(u, v),
+            )  # other pairs may count: all groups
+            take = _take(values, g.count, gap)
+            taken = np.flatnonzero(take)
+        taken = taken[np.argsort(values[taken], kind="stable")]
+        return cand[taken], take[taken], values[taken]
+
+    def base_influence(self, u: int, v: int) -> np.ndarray:
+        """`influence` at the board's fit, from the one pseudo-inverse (same numbers, no new factorisation)."""
+        row = self._h_inv[u] - self._h_inv[v]
+        d, g = self.design, self.g
+        return self._residual * (row[d.a] - row[d.b])[g.pair]
+
+    def influence_at(self, theta: np.ndarray, removed: np.ndarray, u: int, v: int) -> np.ndarray:
+        """`influence` at a refit: its Hessian assembled from the per-pair sums and one solve for the pair's row."""
+        _, n = self.sums(removed)
+        d, m = self.design, self.design.n_models
+        p = _fit._sigmoid(theta[d.a] - theta[d.b])
+        hess = d.assemble(n * p * (1.0 - p))
+        hess[np.arange(m), np.arange(m)] += self.ridge
+        rhs = np.zeros(m)
+        rhs[u], rhs[v] = 1.0, -1.0
+        return self._effects(np.linalg.solve(_fit._gauged(hess, m), rhs), theta)
+
+    def chord_fit(
+        self, removed: np.ndarray, pair: tuple[int, int] | None = None, tol: float = 1e-10, max_iter: int = 60
+    ) -> np.ndarray:
+        """Ratings refitted without the removed votes: chord steps from the board's fit with its Hessian (a pass
+        over the per-pair sums each), to a step below `tol`; Newton takes over if they contract slowly. With `pair`
+        = (u, v) it stops as soon as the sign of theta_u - theta_v is settled: the steps shrink geometrically (by
+        r each), so the rest of the way is at most step * r / (1 - r) per rating, and the gap is kept only when it
+        is ten times farther from zero than that."""
+        assert self.base is not None, "start() first"
+        self.refits += 1
+        s, n = self.sums(removed)
+        d, m = self.design, self.design.n_models
+        theta = self.base.theta.copy()
+        previous = np.inf
+        for _ in range(max_iter):
+            r = n * _fit._sigmoid(theta[d.a] - theta[d.b]) - s
+            grad = np.bincount(d.a, r, m) - np.bincount(d.b, r, m) + self.ridge * theta
+            step = self._chord @ grad
+            theta -= step
+            size = float(np.max(np.abs(step)))
+            if size < tol:
+                return theta
+            rate = size / previous
+            if rate > 0.5:
+                break
+            settled = 20.0 * size * rate / (1.0 - rate) + TIE  # rate is 0 after the first step: not yet known
+            if pair is not None and previous < np.inf and abs(theta[pair[0]] - theta[pair[1]]) > settled:
+                return theta
+            previous = size
+        y = np.clip(np.divide(s, n, out=np.full_like(s, 0.5), where=n > 1e-12), 0.0, 1.0)
+        return _fit.newton(self.design, y, n, ridge=self.ridge, theta0=theta, max_iter=100, tol=tol).theta
+
+
+def _flipped(gap: float) -> bool:
+    """A refitted gap (log-odds, higher minus lower) that reverses the order; within `TIE` of 0 is a dead heat."""
+    return gap < -TIE
 
 
 def _take(infl: np.ndarray, left: np.ndarray, gap: float) -> np.ndarray:
     """Counts per group to remove, most negative influence first, until `gap` + their effects < 0 (or all that
-    lower the gap are used)."""
+    lower the gap are used). Only the most negative groups are sorted (growing the share until the gap is crossed):
+    the same prefix as a stable sort of all of them, without sorting tens of thousands of groups per pair."""
     take = np.zeros(len(infl), dtype=np.int64)
     useful = np.flatnonzero((infl < 0) & (left > 0))
     if not len(useful):
         return take
-    order = useful[np.argsort(infl[useful], kind="stable")]
-    per = infl[order]
-    cum = gap + np.cumsum(per * left[order])
-    cross = np.flatnonzero(cum < 0)
+    values = infl[useful]
+    size = 64
+    while True:
+        if size < len(useful):
+            cut = np.partition(values, size - 1)[size - 1]
+            first = useful[values <= cut]  # every group at or below the cut, in index order
+        else:
+            first = useful
+        order = first[np.argsort(infl[first], kind="stable")]
+        per = infl[order]
+        cum = gap + np.cumsum(per * left[order])
+        cross = np.flatnonzero(cum < 0)
+        if len(cross) or len(first) == len(useful):
+            break
+        size *= 8
     if not len(cross):
         take[order] = left[order]
         return take
@@ -208,15 +416,23 @@ def _take(infl: np.ndarray, left: np.ndarray, gap: float) -> np.ndarray:
     return take
 
 
+def _extend(sequence: list[tuple[int, int]], take: np.ndarray, infl: np.ndarray) -> None:
+    """Append this round's removals to the sequence, most negative influence first."""
+    order = np.flatnonzero(take)
+    order = order[np.argsort(infl[order], kind="stable")]
+    sequence.extend((int(k), int(take[k])) for k in order)
+
+
 def _flip_pair(problem: _Problem, base: _fit.Fit, u: int, v: int) -> tuple[int | None, int | None, list[int]]:
-    """(checked count, first predicted count, removal sequence as group indices) for u above v."""
+    """The reference search: (checked count, first predicted count, removal sequence as group indices) for u above
+    v, with a Newton refit and a fresh pseudo-inverse each round and bisection over the whole sequence."""
     total = problem.g.count
     removed = np.zeros(len(total), dtype=np.int64)
     sequence: list[tuple[int, int]] = []  # (group, how many) in the order taken
     fit, predicted = base, None
     for _ in range(MAX_ROUNDS):
         gap = float(fit.theta[u] - fit.theta[v])
-        if gap < 0:
+        if _flipped(gap):
             break
         infl = problem.influence(fit, u, v)
         take = _take(infl, total - removed, gap)
@@ -224,14 +440,12 @@ def _flip_pair(problem: _Problem, base: _fit.Fit, u: int, v: int) -> tuple[int |
             predicted = int(take.sum())
         if not take.any():
             return None, predicted, []
-        order = np.flatnonzero(take)
-        order = order[np.argsort(infl[order], kind="stable")]
-        sequence.extend((int(k), int(take[k])) for k in order)
+        _extend(sequence, take, infl)
         removed += take
         fit = problem.fit(removed, fit.theta)
     else:
         return None, predicted, []
-    if fit.theta[u] - fit.theta[v] >= 0:
+    if not _flipped(fit.theta[u] - fit.theta[v]):
         return None, predicted, []
     flat = [k for k, c in sequence for _ in range(c)]
     return _shortest(problem, base, flat, u, v), predicted, flat
@@ -245,7 +459,7 @@ def _shortest(problem: _Problem, base: _fit.Fit, flat: list[int], u: int, v: int
     def flips(k: int) -> bool:
         removed = np.bincount(arr[:k], minlength=n_groups)
         fit = problem.fit(removed, base.theta)
-        return bool(fit.theta[u] - fit.theta[v] < 0)
+        return _flipped(fit.theta[u] - fit.theta[v])
 
     lo, hi = 0, len(flat)  # flips(hi) is known; flips(0) is not (the base order)
     while hi - lo > 1:
@@ -257,27 +471,134 @@ def _shortest(problem: _Problem, base: _fit.Fit, flat: list[int], u: int, v: int
     return hi
 
 
-def _vote_rows(records: Any, prep: Any, groups: _Groups, flat: list[int], k: int) -> list[dict[str, Any]]:
-    """The first `k` removed votes as plain dicts (newest vote of each group first)."""
+def _flip_pair_fast(
+    problem: _Problem, u: int, v: int, first: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> tuple[int | None, int | None, list[int]]:
+    """The fast search, same rounds as `_flip_pair`: influences from the board's one pseudo-inverse (later rounds:
+    one solve at the refit), chord refits, then the shortest flipping prefix found from where the influences put
+    it (`_shortest_near`)."""
+    assert problem.base is not None, "start() first"
+    total = problem.g.count
+    removed = np.zeros(len(total), dtype=np.int64)
+    sequence: list[tuple[int, int]] = []
+    effects: list[float] = []  # the predicted change of the gap per removed vote, in sequence order
+    theta, predicted = problem.base.theta, None
+    for step in range(MAX_ROUNDS):
+        gap = float(theta[u] - theta[v])
+        if _flipped(gap):
+            break
+        if step == 0:  # the estimate already made for this pair
+            taken, counts, values = first
+            take_any = len(taken) > 0
+            sequence.extend(zip(taken.tolist(), counts.tolist(), strict=True))
+            effects.extend(np.repeat(values, counts).tolist())
+            removed[taken] += counts
+        else:
+            infl = problem.influence_at(theta, removed, u, v)
+            take = _take(infl, total - removed, gap)
+            take_any = bool(take.any())
+            before = len(sequence)
+            _extend(sequence, take, infl)
+            effects.extend(float(infl[k]) for k, c in sequence[before:] for _ in range(c))
+            removed += take
+        if predicted is None:
+            predicted = int(removed.sum())
+        if not take_any:
+            return None, predicted, []
+        theta = problem.chord_fit(removed, (u, v))
+    else:
+        return None, predicted, []
+    end_gap = float(theta[u] - theta[v])
+    if not _flipped(end_gap):
+        return None, predicted, []
+    flat = [k for k, c in sequence for _ in range(c)]
+    start_gap = float(problem.base.theta[u] - problem.base.theta[v])
+    return _shortest_near(problem, flat, effects, start_gap, end_gap, u, v), predicted, flat
+
+
+def _shortest_near(
+    problem: _Problem, flat: list[int], effects: list[float], start_gap: float, end_gap: float, u: int, v: int
+) -> int:
+    """`_shortest`'s answer with two or three refits instead of log2(votes): the votes' predicted effects, scaled so
+    that they add up to the change the refit measured over the whole sequence, say where the gap crosses zero
+    (k); refits at k and k - 1 confirm it, and where they do not, steps of 1, 2, 4, ... from the known side
+    bracket the crossing for a bisection. Removing more of the sequence lowers the gap (each vote in it was
+    picked for that), so this finds the same prefix as bisecting the whole sequence; either way the count is
+    checked: that prefix flips on refit and one vote fewer does not."""
+    arr = np.asarray(flat, dtype=np.int64)
+    n_groups = len(problem.g.count)
+    hi = len(flat)
+
+    def flips(k: int) -> bool:
+        theta = problem.chord_fit(np.bincount(arr[:k], minlength=n_groups), (u, v))
+        return _flipped(theta[u] - theta[v])
+
+    # estimated gap after removing the first k votes: end_gap minus the scaled effects of votes k..hi-1
+    scale = (end_gap - start_gap) / min(sum(effects), -1e-300)
+    tail = np.concatenate([np.cumsum(np.asarray(effects[::-1]) * scale)[::-1], [0.0]])
+    estimate = end_gap - tail  # estimate[k] for k = 0..hi
+    below = np.flatnonzero(estimate < -TIE)
+    guess = int(below[0]) if len(below) else hi
+    guess = min(max(guess, 1), hi)
+    lo = 0  # flips(hi) is known; flips(0) is not (the base order)
+    if guess < hi:
+        if flips(guess):
+            hi = guess
+        else:
+            lo = guess
+    if lo == 0:  # step down from hi until a prefix does not flip
+        stride = 1
+        while hi - stride > lo:
+            if flips(hi - stride):
+                hi -= stride
+                stride *= 2
+            else:
+                lo = hi - stride
+                break
+    else:  # step up from lo until a prefix flips
+        stride = 1
+        while lo + stride < hi:
+            if flips(lo + stride):
+                hi = lo + stride
+                break
+            lo += stride
+            stride *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if flips(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _attach_votes(
+    records: Any, prep: Any, groups: _Groups, wanted: list[tuple[PairFlip, list[int], int]]
+) -> None:
+    """Give each pair its first `k` removed votes as plain dicts (newest vote of each group first): one pass over the
+    votes for every pair's groups, and each record field read once for all of them."""
     frame = records.frame
-    used: dict[int, int] = {}
-    out = []
-    columns = [c for c in VOTE_FIELDS if c in frame.columns]
-    for group in flat[:k]:
-        j = used.get(group, 0)
-        used[group] = j + 1
-        row = int(prep.rows[groups.members[group][j]])
-        item: dict[str, Any] = {
-            "row": row,
-            "model_a": str(frame["model_a"].iat[row]),
-            "model_b": str(frame["model_b"].iat[row]),
-            "winner": str(frame["winner"].iat[row]),
-        }
-        for c in columns:
-            value = frame[c].iat[row]
-            item[c] = None if _missing(value) else (value.item() if hasattr(value, "item") else value)
-        out.append(item)
-    return out
+    members = groups.members([g for _, flat, k in wanted for g in flat[:k]])
+    positions: list[int] = []
+    for _, flat, k in wanted:
+        used: dict[int, int] = {}
+        for group in flat[:k]:
+            j = used.get(group, 0)
+            used[group] = j + 1
+            positions.append(int(members[group][j]))
+    rows = prep.rows[np.asarray(positions, dtype=np.int64)]
+    columns = {"row": rows.tolist()}
+    for c in ("model_a", "model_b", "winner"):
+        columns[c] = [str(v) for v in frame[c].take(rows).tolist()]
+    for c in VOTE_FIELDS:
+        if c in frame.columns:
+            columns[c] = [None if _missing(v) else v for v in frame[c].take(rows).tolist()]
+    names = list(columns)
+    rows_out = [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+    start = 0
+    for pf, _, k in wanted:
+        pf.removed = rows_out[start : start + k]
+        start += k
 
 
 def _missing(value: Any) -> bool:
@@ -297,26 +618,34 @@ def votes_to_flip(
     pairs: str = "adjacent",
     between: tuple[str, str] | None = None,
     max_votes_listed: int = 200,
+    search: str = "fast",
+    checked: int | None = None,
 ) -> FlipReport:
     """Votes-to-flip for the top pair and each adjacent pair of the Bradley-Terry board (`pairs="top"`: only #1
     against #2; `between=(a, b)`: only those two, in their board order). Each count is checked by a refit without
-    those votes; None means "can't tell" (`note` says why)."""
+    those votes (`checked`), except where the checking budget runs out; None means "can't tell" (`note` says why).
+    `search` "fast" (one pseudo-inverse for all pairs, chord refits, the shortest prefix found near the influences'
+    estimate) or "refit" (Newton refits, a pseudo-inverse per round, bisection over the whole sequence: the
+    reference, many times slower on big boards). `checked`: how many pairs get refits, the top pair and then the
+    closest (fewest estimated votes) first; the rest keep the one-step estimate, marked unchecked. None: every
+    pair on a board of up to `CHECKED_ROWS` pair-rows x pairs, else as many as that budget pays for (at least
+    `CHECKED_MIN`)."""
     if pairs not in ("adjacent", "top"):
         raise ValueError(f"pairs must be 'adjacent' or 'top', got {pairs!r}")
+    if search not in SEARCHES:
+        raise ValueError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
     start = time.perf_counter()
     recs = as_records(records)
-    prep = prepare(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
+    prep, agg, graph_notes, separated = prepared(recs, both_good=both_good, both_bad=both_bad, ipw=ipw)
     n_votes = len(prep.rows)
-    if len(prep.names) < 2:
+    if len(prep.names) < 2 or agg is None:
         why = "no votes" if n_votes == 0 else "fewer than two rated models"
         return FlipReport([], n_votes, time.perf_counter() - start, [f"can't tell: {why}"])
-    agg = _aggregate(prep)
-    graph_notes, separated = _graph_warnings(prep.names, agg)
     ridge = RIDGE_SEPARATED if separated else _fit.RIDGE
     design = agg.design
-    groups = _groups(prep, design)
+    groups = _groups(prep, agg)
     problem = _Problem(design, agg.s, agg.n, groups, ridge)
-    base = problem.fit(np.zeros(len(groups.count), dtype=np.int64), None)
+    base = problem.start()
     _, component = weak_components(len(prep.names), design.a, design.b)
     order = sorted(range(len(prep.names)), key=lambda k: (-base.theta[k], prep.names[k]))
     warnings = list(graph_notes)
@@ -332,25 +661,51 @@ def votes_to_flip(
         targets = [(i, j) if order.index(i) < order.index(j) else (j, i)]
     out: list[PairFlip] = []
     for u, v in targets:
-        pos = order.index(u)
         gap = float(SCALE * (base.theta[u] - base.theta[v]))
-        pf = PairFlip(prep.names[u], prep.names[v], pos + 1, gap, None, None, 0, n_votes)
-        before = problem.refits
+        pf = PairFlip(prep.names[u], prep.names[v], order.index(u) + 1, gap, None, None, 0, n_votes)
         if component[u] != component[v]:
             pf.note = "these models were never compared, directly or through others"
         elif gap <= 1e-9:
-            pf.votes, pf.predicted, pf.note = 0, 0, "same rating: already a tie"
+            pf.votes, pf.predicted, pf.note, pf.checked = 0, 0, "same rating: already a tie", True
+        out.append(pf)
+    open_pairs = [k for k, pf in enumerate(out) if pf.votes is None and not pf.note]
+    first: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for k in open_pairs:  # one-step estimates for every pair: the closest are checked first
+        first[k] = problem.first_take(*targets[k])
+        out[k].predicted = int(first[k][1].sum())
+    open_pairs.sort(key=lambda k: (k > 0, out[k].predicted or np.inf, k))
+    budget = (
+        len(open_pairs) if checked is None and len(open_pairs) * design.n_rows <= CHECKED_ROWS else checked
+    )
+    if budget is None:
+        budget = max(CHECKED_MIN, CHECKED_ROWS // max(design.n_rows, 1))
+    listed: list[tuple[PairFlip, list[int], int]] = []
+    for rank, k in enumerate(open_pairs):
+        u, v = targets[k]
+        pf = out[k]
+        before = problem.refits
+        if rank >= budget:  # past the budget: the one-step estimate, unchecked
+            taken, counts, _ = first[k]
+            count: int | None = pf.predicted if len(taken) else None
+            flat = np.repeat(taken, counts).tolist()
+            pf.note = "estimated by one Newton step (not checked by a refit: past the checking budget)"
+        elif search == "fast":
+            count, pf.predicted, flat = _flip_pair_fast(problem, u, v, first[k])
+            pf.checked = count is not None
         else:
             count, pf.predicted, flat = _flip_pair(problem, base, u, v)
-            if count is None:
-                pf.note = "no set of votes found whose removal flips this pair"
-            else:
-                pf.votes = count
-                pf.removed = _vote_rows(recs, prep, groups, flat, min(count, max_votes_listed))
-                if count > max_votes_listed:
-                    pf.note = f"the first {max_votes_listed} of the {count} votes are listed"
+            pf.checked = count is not None
+        if count is None:
+            pf.note = "no set of votes found whose removal flips this pair"
+        else:
+            pf.votes = count
+            listed.append((pf, flat, min(count, max_votes_listed)))
+            if count > max_votes_listed:
+                pf.note = "; ".join(
+                    filter(None, [pf.note, f"the first {max_votes_listed} of the {count} votes are listed"])
+                )
         pf.refits = problem.refits - before
-        out.append(pf)
+    _attach_votes(recs, prep, groups, listed)
     return FlipReport(out, n_votes, time.perf_counter() - start, warnings)
 
 
@@ -380,7 +735,7 @@ def greedy_refit_flip(
     prep = prepare(recs, **options)
     agg = _aggregate(prep)
     _, separated = _graph_warnings(prep.names, agg)
-    groups = _groups(prep, agg.design)
+    groups = _groups(prep, agg)
     problem = _Problem(agg.design, agg.s, agg.n, groups, RIDGE_SEPARATED if separated else _fit.RIDGE)
     u, v = prep.names.index(higher), prep.names.index(lower)
     removed = np.zeros(len(groups.count), dtype=np.int64)

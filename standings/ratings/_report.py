@@ -87,15 +87,24 @@ def ratings_report(
 
 
 def format_flips(report: Any) -> str:
-    """The votes-to-flip table under a board: per adjacent pair, the checked count and the gap it closes."""
+    """The votes-to-flip table under a board: per adjacent pair, the checked (or, past the checking budget,
+    estimated) count and the gap it closes."""
     from ._flip import headline
 
+    estimated = any(p.votes is not None and not p.checked for p in report.pairs)
     lines = [
-        "Votes to flip (plain Bradley-Terry order; each count checked by refitting without those votes):",
+        "Votes to flip (plain Bradley-Terry order; each count checked by refitting without those votes"
+        + ("; ~: estimated by one Newton step, past the checking budget):" if estimated else "):"),
         f"  {headline(report)}",
     ]
     for p in report.pairs:
-        count = "can't tell: " + p.note if p.votes is None else counted(p.votes, "vote")
+        count = (
+            "can't tell: " + p.note
+            if p.votes is None
+            else counted(p.votes, "vote")
+            if p.checked
+            else f"~{counted(p.votes, 'vote')} (estimated)"
+        )
         lines.append(f"  #{p.position} {p.higher} > {p.lower}: gap {p.gap:.1f} points, {count}")
     lines += [f"  warning: {w}" for w in report.warnings]
     lines.append(f"  ({report.seconds:.2f} s)")

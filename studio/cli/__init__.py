@@ -26,8 +26,6 @@ writes ``docs/cli.md`` from the help texts.
 
 from __future__ import annotations
 
-import typer
-
 from studio.cli import (
     annotate,
     arena,
@@ -46,8 +44,9 @@ from studio.cli import (
     users,
     worker,
 )
+from studio.cli._common import group
 
-app = typer.Typer(
+app = group(
     help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
     no_args_is_help=True,
     add_completion=False,

@@ -14,18 +14,16 @@ from typing import Any, TypeVar
 
 import typer
 
-from studio.cli._common import fail, open_db, progress_bar
+from studio.cli._common import fail, group, open_db, progress_bar
 
 T = TypeVar("T")
 
-queue_app = typer.Typer(
-    help="Annotation queues: on-policy generation, progress, checklists.", no_args_is_help=True
-)
-judge_app = typer.Typer(
+queue_app = group(help="Annotation queues: on-policy generation, progress, checklists.", no_args_is_help=True)
+judge_app = group(
     help="AI judges: pairwise (positions swapped) and rubric grading; bias report.", no_args_is_help=True
 )
-rubric_app = typer.Typer(help="Rubrics (YAML model specs).", no_args_is_help=True)
-argilla_app = typer.Typer(help="Argilla connector (optional extra 'argilla').", no_args_is_help=True)
+rubric_app = group(help="Rubrics (YAML model specs).", no_args_is_help=True)
+argilla_app = group(help="Argilla connector (optional extra 'argilla').", no_args_is_help=True)
 
 
 def _num(x: float | None) -> str:

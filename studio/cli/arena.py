@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import fail, open_context, open_db
+from studio.cli._common import fail, group, open_context, open_db
 
-prompts_app = typer.Typer(help="Prompt sets for the arena.", no_args_is_help=True)
+prompts_app = group(help="Prompt sets for the arena.", no_args_is_help=True)
 
 
 def battle(

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import failing_on, open_db
+from studio.cli._common import failing_on, group, open_db
 
-db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+db_app = group(help="Database maintenance.", no_args_is_help=True)
 
 
 @db_app.command("migrate")

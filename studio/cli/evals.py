@@ -6,9 +6,9 @@ import json
 
 import typer
 
-from studio.cli._common import fail, open_db, progress_bar
+from studio.cli._common import fail, group, open_db, progress_bar
 
-evals_app = typer.Typer(help="The verifiable eval set (format and arithmetic checks).", no_args_is_help=True)
+evals_app = group(help="The verifiable eval set (format and arithmetic checks).", no_args_is_help=True)
 
 
 @evals_app.command("run")

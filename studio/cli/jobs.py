@@ -11,9 +11,9 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import echo_json, fail, open_db
+from studio.cli._common import echo_json, fail, group, open_db
 
-jobs_app = typer.Typer(help="Training jobs: list, inspect, cancel, resume, logs.", no_args_is_help=True)
+jobs_app = group(help="Training jobs: list, inspect, cancel, resume, logs.", no_args_is_help=True)
 
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON (progress bars go to stderr).")
 WAIT_OPTION = typer.Option(True, "--wait/--no-wait", help="Follow the job with a progress bar until it ends.")

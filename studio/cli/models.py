@@ -17,9 +17,9 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import fail, failing_on, open_db
+from studio.cli._common import fail, failing_on, group, open_db
 
-models_app = typer.Typer(help="Contestants in the arena.", no_args_is_help=True)
+models_app = group(help="Contestants in the arena.", no_args_is_help=True)
 
 
 @models_app.command("list")

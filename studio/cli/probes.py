@@ -11,9 +11,9 @@ import json
 
 import typer
 
-from studio.cli._common import fail, open_db, progress_bar
+from studio.cli._common import fail, group, open_db, progress_bar
 
-probes_app = typer.Typer(
+probes_app = group(
     help="Sycophancy probes: pushback flips and stated views, with intervals.", no_args_is_help=True
 )
 

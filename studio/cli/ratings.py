@@ -14,9 +14,9 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import fail, open_db
+from studio.cli._common import fail, group, open_db
 
-ratings_app = typer.Typer(
+ratings_app = group(
     help="Ratings (Bradley-Terry with CIs, tie models, Elo) from a battles file or the studio database; "
     "'predict' compares the methods on held-out votes, 'annotators' checks for rigged votes, 'methods' shows "
     "how much the tie models change the board.",

@@ -13,9 +13,9 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import echo_json, fail, open_db
+from studio.cli._common import echo_json, fail, group, open_db
 
-tasks_app = typer.Typer(
+tasks_app = group(
     help="Task sets with checkable answers (RLVR): import, generate, list, show.", no_args_is_help=True
 )
 _JSON = typer.Option(False, "--json", help="Print JSON.")

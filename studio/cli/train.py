@@ -13,11 +13,11 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import echo_json, fail, open_db
+from studio.cli._common import echo_json, fail, group, open_db
 from studio.cli.health import train_health
 from studio.cli.jobs import JSON_OPTION, TIMEOUT_OPTION, WAIT_OPTION, follow, job_dict
 
-train_app = typer.Typer(
+train_app = group(
     help="Launch training jobs (run out of process; see `vibestudio jobs`).", no_args_is_help=True
 )
 

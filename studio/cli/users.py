@@ -11,13 +11,13 @@ import sys
 
 import typer
 
-from studio.cli._common import fail, open_db
+from studio.cli._common import fail, group, open_db
 
 #: The roles `accounts.ROLES` defines, spelled here for the help text so that `vibestudio --help` does not
 #: import the accounts code (SQLAlchemy, argon2); tests/test_ratings_cli.py keeps the two equal.
 ROLES = ("annotator", "researcher", "admin")
 
-users_app = typer.Typer(
+users_app = group(
     help="User accounts and roles (admin, researcher, annotator). Adding the first user turns login on.",
     no_args_is_help=True,
 )
