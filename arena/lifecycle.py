@@ -8,12 +8,15 @@ States::
     held      out of anonymous battles: its verdict held it (regress; unknown, a failed or skipped report by
               default; the rules file decides), a person held it, or the sweep found its report gone
     hidden    a person retired it (named mode and self-play refuse it too); ``restore`` brings it back to the
-              state it had, so a restore never lets a held checkpoint play
+              state it had, so a restore never lets a held checkpoint play (and a pending one whose report
+              job ended meanwhile without a verdict comes back held, with why: never pending for good)
 
 Every change goes through ``change`` (a compare-and-set UPDATE on the state, so two processes cannot both move
 it) and writes one event: action, from and to state, who (a user's name, or ``rules``, ``publish``, ``sweep``),
 why, when (events are ordered by id, not by clock, so a clock jump cannot reorder them). Votes and ratings
 stay whatever the state. There is no other switch: ``Contestant.active`` is read-only (``state == released``).
+
+``WAYS_OUT`` lists a person's actions out of each state (every state has one).
 
 A verdict (``apply_verdict``) moves a pending contestant to released or held; it also holds a released one
 (probes stored later) unless a person released it over the same reasons, and releases one the rules (or the
@@ -28,7 +31,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from db.models import Contestant, ContestantEvent, User, VerdictEvent
+from db.models import Contestant, ContestantEvent, Job, User, VerdictEvent
 
 STATES = ("pending", "released", "held", "hidden")
 BADGES = {
@@ -41,6 +44,14 @@ BADGES = {
 PERSON_ACTIONS = ("release", "hold", "hide", "restore")
 #: States a researcher (not an annotator) may still play in named mode or self-play, to inspect them.
 INSPECT_STATES = ("pending", "held")
+#: A person's ways out of each state: no state is a dead end (a pending one also leaves by its verdict, or is
+#: held with the reason when its report job ends without one, ``training.pending``).
+WAYS_OUT = {
+    "pending": ("release", "hold", "hide"),
+    "released": ("hold", "hide"),
+    "held": ("release", "hide"),
+    "hidden": ("restore",),
+}
 
 
 class LifecycleError(ValueError):
@@ -235,8 +246,34 @@ def restore_target(session: Session, row: Contestant) -> tuple[str, str]:
             return "held", f"the verdict recorded while it was hidden ({verdict}) holds it"
         return "released", f"the verdict recorded while it was hidden ({verdict}) releases it"
     if before == "pending":
-        return "pending", "its report has not recorded a verdict yet"
+        job_id, status, _ = report_job(session, row.id)
+        if status in ACTIVE_JOB:
+            return "pending", "its report has not recorded a verdict yet"
+        what = f"job {job_id} is {status}" if job_id and status else "no job runs its report"
+        return "held", f"its report ended without a verdict while it was hidden ({what}): rerun the report"
     return before, f"it was {before} when it was hidden"
+
+
+#: Job statuses with a verdict still to come from them.
+ACTIVE_JOB = ("queued", "running")
+
+
+def report_job(session: Session, contestant_id: int) -> tuple[int | None, str | None, str | None]:
+    """(job id, status, error) of the job that records this contestant's verdict: the report job of its newest
+    publish event, else the training job that published it (its worker runs the report before it ends)."""
+    event = session.scalar(
+        select(ContestantEvent)
+        .where(ContestantEvent.contestant_id == contestant_id, ContestantEvent.action == "publish")
+        .order_by(ContestantEvent.id.desc())
+        .limit(1)
+    )
+    job_id = (event.details or {}).get("report_job") if event is not None else None
+    if job_id is None:
+        job_id = session.scalar(select(Contestant.job_id).where(Contestant.id == contestant_id))
+    job = session.get(Job, job_id) if job_id else None
+    if job is None:
+        return job_id, None, None
+    return job.id, job.status, job.error
 
 
 def restore(
@@ -402,5 +439,19 @@ def describe(session: Session, ident: int | str) -> str:
     text = badge(row.state)
     if last is None:
         return text
-    who = f"by {last['by']} (a person)" if last["action"] in PERSON_ACTIONS else f"by {last['by']}"
-    return f"{text}: {last['action']} {who}, {last['at']}: {last['reason']}"
+    if last["action"] in PERSON_ACTIONS:
+        what = f"{last['action']} by {last['by']} (a person)"
+    else:  # the system's actor is named for its action ("publish by publish" said nothing)
+        what = SYSTEM_WORDS.get(last["action"], last["action"])
+        if last["by"] not in (last["action"], "rules", "sweep"):
+            what += f" (by {last['by']})"
+    return f"{text}: {what}, {last['at']}: {last['reason']}"
+
+
+#: The system's actions in words for ``describe`` (who did it is the action itself, or the rules).
+SYSTEM_WORDS = {
+    "publish": "published",
+    "verdict": "verdict recorded by the rules",
+    "sweep": "held: no verdict is coming",
+    "migrate": "set when the lifecycle was introduced",
+}

@@ -439,6 +439,10 @@ def help_table(cls: type[JobConfig]) -> list[tuple[str, Any, str]]:
     return out
 
 
+#: A number in exponent form that YAML 1.1 (PyYAML) leaves a string: ``1e-9``, ``5E-7``, ``+2e3`` (no inf, no nan).
+_YAML11_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def _check_type(kind: str, name: str, value: Any, annotation: Any) -> Any:
     """Accept ``value`` for ``annotation`` (int for float, None for optionals); raise ConfigError otherwise."""
     origin = typing.get_origin(annotation)
@@ -467,6 +471,8 @@ def _check_type(kind: str, name: str, value: Any, annotation: Any) -> Any:
         return value
     if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
+    if annotation is float and isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
+        return float(value)  # YAML 1.1 reads ``1e-9`` (no dot in the mantissa) as a string
     if annotation is str and isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # a contestant id written as a number
     if annotation is bool and not isinstance(value, bool):

@@ -80,7 +80,9 @@ Progress = Callable[[str], None]
 
 @dataclass
 class FeatureDrift:
-    """A feature's paired change (``Change`` fields) and whether it is flagged."""
+    """A feature's paired change (``Change`` fields), whether it is significant and past its practical
+    threshold (``past_threshold``, the drift's own test), and whether it is flagged: the report's one decision on
+    it (``training.decisions``: past its threshold or named by a verdict rule), which every view shows."""
 
     parent: float
     child: float
@@ -91,6 +93,11 @@ class FeatureDrift:
     n: int
     q: float | None
     flagged: bool
+    past_threshold: bool | None = None  # None: a report saved before decisions (its ``flagged`` was this)
+
+    def __post_init__(self) -> None:
+        if self.past_threshold is None:
+            self.past_threshold = self.flagged
 
 
 @dataclass
@@ -138,14 +145,16 @@ class CheckpointReport:
     def summary(self) -> str:
         """One line: verdict, flags with intervals, accuracy change, top discovered phrase, gaps."""
         parts = [f"verdict {self.verdict_name} on {self.n_prompts} held-out prompts"]
+        said = set()
         for a in (self.tone or {}).get("axes", []):
-            if a.get("significant") and a.get("direction"):
+            if a.get("flagged") and a.get("direction"):  # the one decision (``apply_decisions``)
+                said.add(a["axis"])
                 parts.append(
                     f"{'more' if a['direction'] == 'up' else 'less'} {a['axis']} ({a['label']}) "
                     f"{a['parent_rate']:.0%}->{a['child_rate']:.0%} of answers [{a['low']:+.2g}, {a['high']:+.2g}] "
                     f"sentences per answer, q={a['q']:.2g}"
                 )
-        for n in self.flagged:
+        for n in [n for n in self.flagged if n not in said]:
             f = self.features[n]
             parts.append(f"{n} {f.parent:.2g}->{f.child:.2g} [{f.low:+.2g}, {f.high:+.2g}]")
         if self.evals.get("n"):
@@ -253,8 +262,13 @@ def compare(
     limits = merged_thresholds(thresholds)
     changes = _feature_changes(parent_answers, child_answers, limits, seed, prompts)
     adjust(changes)
-    out = {n: FeatureDrift(**c.to_dict(), flagged=is_flagged(n, c, limits)) for n, c in changes.items()}
+    out = {n: _drift(c, is_flagged(n, c, limits)) for n, c in changes.items()}
     return out, [n for n, f in out.items() if f.flagged]
+
+
+def _drift(change: Change, past: bool) -> FeatureDrift:
+    """A feature's drift before the verdict: flagged when past its threshold (a rule may flag it too, later)."""
+    return FeatureDrift(**change.to_dict(), flagged=past, past_threshold=past)
 
 
 def _unusable(answers: list[Answer]) -> str | None:
@@ -573,7 +587,7 @@ def _flag_family(
     }
     adjust(family)
     for name, c in changes.items():
-        report.features[name] = FeatureDrift(**c.to_dict(), flagged=is_flagged(name, c, limits))
+        report.features[name] = _drift(c, is_flagged(name, c, limits))
     report.flagged = [n for n, f in report.features.items() if f.flagged]
     report.degeneration = {k: v.to_dict() for k, v in degen.items()}
     t = time.perf_counter()
@@ -778,8 +792,25 @@ def _finish(
     if not report.setup.get("fair", True):
         report.unmeasured["fairness"] = "; ".join(report.setup.get("caveats", []))
     report.verdict = _decide(report, rules_path).to_dict()
+    apply_decisions(report)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def apply_decisions(report: CheckpointReport) -> None:
+    """Write the verdict's one decision per measure back onto the features, the flagged list and the tone axes,
+    so that a reader of any of them reads the same decision (``training.decisions``)."""
+    from training.decisions import Decision
+
+    found = {k: Decision(**v) for k, v in (report.verdict.get("decisions") or {}).items()}
+    for name, f in report.features.items():
+        d = found.get(f"drift/{name}")
+        f.flagged = bool(d and d.flagged)
+    report.flagged = [n for n, f in report.features.items() if f.flagged]
+    for a in (report.tone or {}).get("axes", []):
+        d = found.get(f"drift/{a['axis']}")
+        a["flagged"] = bool(d and d.flagged)
+        a["state"] = d.state if d else "no_change"
 
 
 def _decide(report: CheckpointReport, rules_path: str | Path | None) -> verdicts.Verdict:
@@ -908,7 +939,19 @@ def load_report(db: Database, contestant: int | str) -> CheckpointReport | None:
     data = json.loads((folder / "drift.json").read_text(encoding="utf-8"))
     if "verdict" not in data:  # a report from before verdicts: not comparable, treat as absent
         return None
-    return CheckpointReport.from_dict(data)
+    return from_saved(data)
+
+
+def from_saved(data: dict[str, Any]) -> CheckpointReport:
+    """A saved report; one saved before decisions gets them from what it has (its verdict's reasons, its
+    measures), written onto its flags as a new report's are, so no reader of it sees a second decision."""
+    from training.decisions import of_report
+
+    report = CheckpointReport.from_dict(data)
+    if not report.verdict.get("decisions"):
+        report.verdict["decisions"] = {k: d.to_dict() for k, d in of_report(data).items()}
+    apply_decisions(report)
+    return report
 
 
 def drift_flags(db: Database, contestant: int | str) -> list[str]:

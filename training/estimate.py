@@ -10,6 +10,16 @@ sequences are counted at ``max_length``, while real batches are padded only to t
 Time: training FLOPs (6·N per token for a full fine-tune, 4·N for LoRA, which still back-propagates through the
 frozen weights, + 2·N for a reference forward) over a device throughput. Measured ``step_seconds`` of earlier jobs
 with the same kind, base and LoRA setting replace the FLOP model (scaled by tokens per step) once there are some.
+The checkpoint report that follows every job is part of the time: both sides answer ``drift_prompts`` held-out
+prompts and the eval items, at a generation speed per device (``REPORT_TOKENS_PER_S``).
+
+Calibration (the estimate learns): every job this studio already ran left its timings in the database (started,
+ended, and ``drift_seconds``, the report's own time). ``training.preflight.past_timings`` reads them with what the formula above
+would have said for each job's config; ``calibrate`` scales the formula's training and report parts by the median
+ratio measured / formula of the past jobs most like this one (same kind, base model and LoRA setting; else the
+same kind). Without any, the formula stands with a stated uncertainty (``UNCALIBRATED``: a 1-step job the
+formula put at 17 s took 155 s). ``past_error`` says how far off the estimate was on the last jobs, each
+estimated only from the jobs before it, as the form shows it ("last 10 jobs: median error x1.3").
 """
 
 from __future__ import annotations
@@ -28,6 +38,15 @@ GIB = 1024**3
 FRAMEWORK_BYTES = int(0.8 * GIB)  # torch + transformers + TRL loaded, allocator slack
 CPU_FLOPS_PER_CORE = 60e9  # effective fp32 training throughput per core (measured on the 2-core CI machine)
 GPU_FLOPS = 100e12  # effective bf16 training throughput of one modern GPU on small models
+START_SECONDS_CPU = (
+    60.0  # worker start on CPU: torch + transformers + TRL imports, model load, save at the end
+)
+START_SECONDS_GPU = 40.0
+#: Report answers per second of generation, both sides in turn (transformers fp32 on the 2-core machine ~17).
+REPORT_TOKENS_PER_S = {"cpu": 17.0, "gpu": 300.0}
+REPORT_START_SECONDS = 30.0  # parent and child loaded for the report
+UNCALIBRATED = 3.0  # the formula alone, before any job of this studio measured it
+CALIBRATE_ON = 10  # the newest past jobs like this one that calibration reads
 
 # SmolLM2-135M's shape, for estimates before its HF conversion exists on this machine.
 SMOLLM2_135M = {
@@ -83,8 +102,13 @@ class Estimate:
     available_bytes: int | None
     seconds_per_step: float
     total_seconds: float
-    basis: str  # "flops" or "measured (n jobs)"
+    basis: str  # "FLOP model", "measured on n earlier step(s)" or "calibrated on n past job(s)"
     breakdown: dict[str, int] = field(default_factory=dict)
+    train_seconds: float = 0.0  # worker start, model load and the steps
+    report_seconds: float = 0.0  # the checkpoint report that follows (0: drift_prompts 0 and no evals)
+    report_prompts: int = 0
+    uncertainty: str = ""  # how far off it may be, in words ("" when calibrated: ``error`` says it)
+    error: PastError | None = None  # the estimate's error on the last jobs of this studio
 
     @property
     def fits(self) -> bool:
@@ -92,11 +116,50 @@ class Estimate:
 
     def summary(self) -> str:
         avail = f" of {self.available_bytes / GIB:.1f} GiB available" if self.available_bytes else ""
+        report = (
+            f" (training ~{_duration(self.train_seconds)}, then the checkpoint report on {self.report_prompts} "
+            f"prompts ~{_duration(self.report_seconds)})"
+            if self.report_seconds
+            else " (no checkpoint report)"
+        )
         return (
             f"~{self.peak_bytes / GIB:.1f} GiB peak{avail} on {self.device}; ~{self.seconds_per_step:.1f} s/step, "
-            f"~{_duration(self.total_seconds)} in all ({self.basis}); {self.trainable_params / 1e6:.2f}M of "
-            f"{self.params / 1e6:.0f}M parameters train"
+            f"~{_duration(self.total_seconds)} in all{report}, {self.basis}"
+            + (f", {self.uncertainty}" if self.uncertainty else "")
+            + f"; {self.error.line() if self.error else 'no past jobs to check it against'}; "
+            f"{self.trainable_params / 1e6:.2f}M of {self.params / 1e6:.0f}M parameters train"
         )
+
+
+@dataclass
+class PastError:
+    """How far off the estimate was on past jobs: per job max(estimate/took, took/estimate) (1.0 = exact)."""
+
+    n: int
+    median: float
+    worst: float
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # {"job", "estimate_s", "took_s", "error"}
+
+    def line(self) -> str:
+        return f"last {self.n} job{'s' if self.n != 1 else ''}: median error x{self.median:.1f} (worst x{self.worst:.1f})"
+
+
+@dataclass
+class Timing:
+    """One past job's measured times beside what the formula alone says for its config."""
+
+    job_id: int
+    kind: str
+    model_ref: str | None
+    lora: bool
+    formula_train: float
+    formula_report: float
+    took: float  # ended - started: the worker's whole run, its report included
+    report: float | None  # the report's own seconds (``drift_seconds``), when it recorded them
+
+    @property
+    def train(self) -> float:
+        return max(self.took - (self.report or 0.0), 1.0)
 
 
 def _duration(seconds: float) -> str:
@@ -185,9 +248,14 @@ def tokens_per_step(cfg: JobConfig) -> tuple[int, int]:
 
 
 def estimate(
-    cfg: JobConfig, model_ref: str, history: list[float] | None = None, history_tokens: int = 0
+    cfg: JobConfig,
+    model_ref: str,
+    history: list[float] | None = None,
+    history_tokens: int = 0,
+    past: list[Timing] | None = None,
 ) -> Estimate:
-    """Peak memory and time for ``cfg`` on base ``model_ref``; ``history``: measured s/step of similar jobs."""
+    """Peak memory and time (training and its report) for ``cfg`` on base ``model_ref``; ``history``: measured
+    s/step of similar jobs; ``past``: the timings of the jobs this studio ran (``past_timings``) to calibrate on."""
     shape = model_shape(model_ref)
     gpu = _gpu_visible(cfg)
     wbytes = 2 if gpu else 4
@@ -220,9 +288,21 @@ def estimate(
     # about 25 ms per layer per DPO step with LoRA and 15 ms without.
     floor = shape.layers * (0.025 if cfg.lora else 0.015) if gpu else 0.05
     per_step, basis = max(flops / throughput, floor), "FLOP model"
+    uncertainty = f"uncalibrated: could be x{UNCALIBRATED:g} off either way"
     if history:
         scale = (seqs * seq_len) / history_tokens if history_tokens else 1.0
         per_step, basis = statistics.median(history) * scale, f"measured on {len(history)} earlier step(s)"
+        uncertainty = "steps measured, start-up and report from the formula"
+    train = per_step * cfg.max_steps + (START_SECONDS_GPU if gpu else START_SECONDS_CPU)
+    report = report_seconds(cfg, gpu)
+    if past:
+        factors = calibrate(past, cfg.kind, model_ref, cfg.lora)
+        if factors is not None:
+            f_train, f_report, used = factors
+            formula_train = formula_seconds(cfg, model_ref)[0]
+            train, report = formula_train * f_train, report * f_report
+            per_step = max((train - (START_SECONDS_GPU if gpu else START_SECONDS_CPU)) / cfg.max_steps, 0.0)
+            basis, uncertainty = f"calibrated on {used} past job(s) like it", ""
     return Estimate(
         device="GPU" if gpu else f"CPU ({_cores()} cores)",
         params=n,
@@ -230,10 +310,89 @@ def estimate(
         peak_bytes=peak,
         available_bytes=available_memory(gpu),
         seconds_per_step=per_step,
-        total_seconds=per_step * cfg.max_steps + 10.0,  # + worker start and model load
+        total_seconds=train + report,
         basis=basis,
         breakdown=breakdown,
+        train_seconds=train,
+        report_seconds=report,
+        report_prompts=cfg.drift_prompts,
+        uncertainty=uncertainty,
+        error=past_error(past or []),
     )
+
+
+def report_seconds(cfg: JobConfig, gpu: bool) -> float:
+    """The checkpoint report's time from its settings: both sides answer the held-out prompts and the eval items
+    (each answer counted at its cap), plus two model loads. 0 when it is skipped (``drift_prompts: 0``)."""
+    if cfg.drift_prompts <= 0:
+        return 0.0
+    items = cfg.eval_items if cfg.eval_items >= 0 else _eval_set_size()
+    tokens = 2 * cfg.drift_prompts * cfg.drift_max_tokens + 2 * items * cfg.eval_max_tokens
+    speed = REPORT_TOKENS_PER_S["gpu" if gpu else "cpu"]
+    return REPORT_START_SECONDS + tokens / speed
+
+
+def _eval_set_size() -> int:
+    try:
+        from standings.evals import load_items
+
+        return len(load_items()[1])
+    except (OSError, ValueError):
+        return 0
+
+
+def formula_seconds(cfg: JobConfig, model_ref: str) -> tuple[float, float]:
+    """(training, report) seconds by the formula alone, no measurement: what calibration scales."""
+    est = estimate(cfg, model_ref)
+    return est.train_seconds, est.report_seconds
+
+
+def _alike(past: list[Timing], kind: str, model_ref: str | None, lora: bool) -> list[Timing]:
+    """The past jobs most like this one: same kind, base and LoRA setting; else the same kind."""
+    same = [t for t in past if t.kind == kind and t.model_ref == model_ref and t.lora == lora]
+    return same or [t for t in past if t.kind == kind]
+
+
+def calibrate(
+    past: list[Timing], kind: str, model_ref: str | None, lora: bool
+) -> tuple[float, float, int] | None:
+    """(training factor, report factor, jobs used): the median measured / formula ratio of the past jobs most
+    like this one (the newest ``CALIBRATE_ON``). None when there are none."""
+    alike = _alike(past, kind, model_ref, lora)[-CALIBRATE_ON:]
+    if not alike:
+        return None
+    f_train = statistics.median(t.train / max(t.formula_train, 1e-6) for t in alike)
+    with_report = [t for t in alike if t.report is not None and t.formula_report > 0]
+    f_report = (
+        statistics.median((t.report or 0.0) / t.formula_report for t in with_report)
+        if with_report
+        else f_train
+    )
+    return f_train, f_report, len(alike)
+
+
+def predicted(t: Timing, before: list[Timing]) -> float:
+    """What the estimate would have said for past job ``t`` knowing only the jobs ``before`` it."""
+    factors = calibrate(before, t.kind, t.model_ref, t.lora)
+    f_train, f_report = (factors[0], factors[1]) if factors else (1.0, 1.0)
+    return t.formula_train * f_train + t.formula_report * f_report
+
+
+def past_error(past: list[Timing], last: int = 10) -> PastError | None:
+    """The estimate's error on the ``last`` past jobs (oldest first in ``past``), each estimated from the jobs
+    before it only: max(estimate/took, took/estimate) per job, the median and the worst."""
+    rows = []
+    for i in range(max(0, len(past) - last), len(past)):
+        t = past[i]
+        guess = predicted(t, past[:i])
+        took = max(t.took, 1e-6)
+        rows.append(
+            {"job": t.job_id, "estimate_s": guess, "took_s": t.took, "error": max(guess / took, took / guess)}
+        )
+    if not rows:
+        return None
+    errors = [r["error"] for r in rows]
+    return PastError(len(rows), statistics.median(errors), max(errors), rows)
 
 
 def _cores() -> int:

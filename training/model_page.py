@@ -69,7 +69,7 @@ def _snapshot(s: Any, snapshot_hash: str | None) -> dict[str, Any] | None:
     try:
         from annotation.snapshots import load_snapshot
 
-        for row in load_snapshot(snap.path, snap.hash):
+        for row in load_snapshot(snap.path, snap.hash, provenance=True):
             sources[str((row.get("provenance") or {}).get("source", "unknown"))] += 1
     except Exception as exc:  # the file moved or changed: say so, keep the rest of the page
         sources[f"(file unreadable: {type(exc).__name__})"] += 1

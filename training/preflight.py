@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session
 
 from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot, vote_pairs
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
-from db.models import Contestant
-from training.config import FieldError, GRPOJobConfig, JobConfig
+from db.models import Checkpoint, Contestant, Job, JobMetric
+from training.config import ConfigError, FieldError, GRPOJobConfig, JobConfig, config_from_dict
 from training.errors import JobError
-from training.estimate import GIB, Estimate, estimate, history_for
+from training.estimate import GIB, Estimate, Timing, estimate, formula_seconds, history_for
 from training.pairmix import filter_rows, pair_mix
 
 T = TypeVar("T")
@@ -266,11 +266,56 @@ def judge_unreachable(judge: ContestantInfo, timeout: float = 3.0) -> str | None
     return None
 
 
+def past_timings(session: Session, limit: int = 50) -> list[Timing]:
+    """The measured times of the training jobs this studio ran to the end (oldest first): started and ended,
+    the report's own seconds (``drift_seconds``), and the formula's figures for each job's config on the base it
+    trained (its checkpoint's manifest, else the base its parent gives), for ``estimate`` to calibrate on."""
+    from training.artifacts import read_manifest
+
+    jobs = session.execute(
+        select(Job.id, Job.kind, Job.config, Job.started_at, Job.ended_at, Job.parent_contestant_id)
+        .where(Job.status == "succeeded", Job.kind != "report", Job.started_at.is_not(None))
+        .where(Job.ended_at.is_not(None))
+        .order_by(Job.id.desc())
+        .limit(limit)
+    ).all()
+    out = []
+    for job_id, kind, config, started, ended, parent_id in reversed(jobs):
+        try:
+            cfg = config_from_dict(dict(config or {}))
+        except (ConfigError, TypeError, ValueError):
+            continue  # a config this code no longer reads: nothing to compare it with
+        path = session.scalar(select(Checkpoint.path).where(Checkpoint.job_id == job_id).limit(1))
+        model_ref = read_manifest(path).get("base_model_ref") if path else None
+        if model_ref is None:
+            try:
+                parent = get_contestant(session, parent_id) if parent_id is not None else None
+                model_ref = choose_base(parent, cfg.base_model).model_ref
+            except (RegistryError, JobError):
+                continue
+        try:
+            f_train, f_report = formula_seconds(cfg, str(model_ref))
+        except (ValueError, OSError):
+            continue  # a base whose shape cannot be read here
+        report = session.scalar(
+            select(JobMetric.value)
+            .where(JobMetric.job_id == job_id, JobMetric.name == "drift_seconds")
+            .limit(1)
+        )
+        took = (ended - started).total_seconds()
+        out.append(Timing(job_id, kind, str(model_ref), cfg.lora, f_train, f_report, took, _seconds(report)))
+    return out
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def check_resources(session: Session, cfg: JobConfig, base: BaseChoice) -> Estimate | None:
     """The memory/time estimate; JobError when the job cannot fit (and ``cfg.check_memory``)."""
     try:
         seconds, tokens = history_for(session, cfg, base.model_ref)
-        est = estimate(cfg, base.model_ref, seconds, tokens)
+        est = estimate(cfg, base.model_ref, seconds, tokens, past_timings(session))
     except (ValueError, OSError):
         return None  # unknown shape (e.g. a hub id): no estimate, no refusal
     if cfg.check_memory and not est.fits:

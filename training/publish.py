@@ -41,11 +41,12 @@ from sqlalchemy import select
 
 from arena import lifecycle
 from arena.registry import ContestantInfo, ContestantSpec, RegistryError, register
-from db.models import Checkpoint, Contestant, ContestantEvent, Job, utcnow
+from db.models import Checkpoint, Contestant, Job, utcnow
 from db.session import Database
 from training.config import DPOJobConfig, GRPOJobConfig
 from training.context import JobContext, TrainResult
 from training.errors import JobError
+from training.pending import hold_orphans, report_running
 
 #: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
 REPORT_FIELDS = (
@@ -67,7 +68,6 @@ REPORT_FIELDS = (
     "heldout_tasks",
     "rewards",
 )
-ACTIVE_JOB = ("queued", "running")
 
 
 @dataclass
@@ -131,8 +131,17 @@ def describe(ctx: JobContext, result: TrainResult) -> str:
     parent = ctx.checked.parent.public_name if ctx.checked.parent else ctx.checked.base.model_ref
     return (
         f"{cfg.kind.upper()} ({how}{extra}, {result.step} steps, lr {cfg.effective_learning_rate():g}) of "
-        f"{parent} on snapshot {ctx.checked.snapshot_hash[:12]} ({ctx.checked.n_pairs} pairs), job {ctx.job_id}."
+        f"{parent} on {trained_on(getattr(cfg, 'tasks', ''), ctx.checked.snapshot_hash, ctx.checked.n_pairs)}, "
+        f"job {ctx.job_id}."
     )
+
+
+def trained_on(tasks: str, snapshot_hash: str, n_pairs: int | None = None) -> str:
+    """What a child learned from, in words: a task set (RLVR) by its name, a snapshot by hash and pairs."""
+    if tasks:
+        return f"task set {tasks}"
+    pairs = f" ({n_pairs} pairs)" if n_pairs is not None else ""
+    return f"snapshot {snapshot_hash[:12]}{pairs}" if snapshot_hash else "no snapshot"
 
 
 def _spec(t: Target) -> ContestantSpec:
@@ -198,7 +207,7 @@ def _publish(db: Database, t: Target, *, contestant: bool, queue_report: bool) -
         if cid is not None:
             row = s.get_one(Contestant, cid)
             # the worker republishing its own final checkpoint (resume) always reruns a missing verdict
-            stuck = row.state == "pending" and (not queue_report or not _report_running(s, cid))
+            stuck = row.state == "pending" and (not queue_report or not report_running(s, cid))
             retry = already and (stuck or (row.state == "held" and lifecycle.without_verdict(s, cid)))
             if not already or retry:
                 report_job = _queue_report(s, t, cid) if queue_report else None
@@ -312,7 +321,8 @@ def publish_checkpoint(
         name=name or f"{stem}-{job.kind}-j{job_id}-s{step}",
         description=(
             f"{job.kind.upper()} checkpoint at step {step} of job {job_id} "
-            f"({'LoRA' if adapter else 'full'}) of {stem} on snapshot {snapshot_hash[:12]}."
+            f"({'LoRA' if adapter else 'full'}) of {stem} on "
+            f"{trained_on(str(cfg.get('tasks') or ''), snapshot_hash)}."
         ),
         parent=parent,
         base_ref=base.model_ref,
@@ -328,29 +338,6 @@ def publish_checkpoint(
 
 
 # ---- the report job ----------------------------------------------------------------------------------------
-def _report_running(s: Any, contestant_id: int) -> bool:
-    """True when the job that will record this contestant's verdict is queued or running."""
-    return _report_job_status(s, contestant_id)[1] in ACTIVE_JOB
-
-
-def _report_job_status(s: Any, contestant_id: int) -> tuple[int | None, str | None, str | None]:
-    """(job id, status, error) of the job that runs this contestant's report: the report job of its newest
-    publish event, else the training job that published it (its worker runs the report before it ends)."""
-    event = s.scalar(
-        select(ContestantEvent)
-        .where(ContestantEvent.contestant_id == contestant_id, ContestantEvent.action == "publish")
-        .order_by(ContestantEvent.id.desc())
-        .limit(1)
-    )
-    job_id = (event.details or {}).get("report_job") if event is not None else None
-    if job_id is None:
-        job_id = s.scalar(select(Contestant.job_id).where(Contestant.id == contestant_id))
-    job = s.get(Job, job_id) if job_id else None
-    if job is None:
-        return job_id, None, None
-    return job.id, job.status, job.error
-
-
 def _queue_report(s: Any, t: Target, contestant_id: int) -> int:
     """A queued ``report`` job for ``contestant_id`` with the source job's report settings (same transaction
     as the publish, so no sweep can see the contestant pending with no report to come)."""
@@ -384,36 +371,9 @@ def _queue_report(s: Any, t: Target, contestant_id: int) -> int:
 
 def sweep_pending(db: Database) -> list[dict[str, Any]]:
     """Hold every pending contestant whose report is not queued or running any more (its worker was killed
-    or crashed between publish and verdict), saying why. Never releases anything. Returns what it held."""
-    held = []
-    with db.session() as s:
-        pending = list(s.scalars(select(Contestant.id).where(Contestant.state == "pending")))
-    for cid in pending:
-        with db.session() as s:
-            job_id, status, error = _report_job_status(s, cid)
-            if status in ACTIVE_JOB:
-                continue
-            what = (
-                f"job {job_id} is {status}" + (f" ({(error or '').splitlines()[0]})" if error else "")
-                if job_id and status
-                else "no job runs its report"
-            )
-            try:
-                done = lifecycle.change(
-                    s,
-                    cid,
-                    "held",
-                    action="sweep",
-                    by="sweep",
-                    reason=f"no verdict was recorded and none is coming: {what}; rerun the report "
-                    "(`vibestudio drift NAME --record`) or resume the job",
-                    details={"job": job_id, "status": status},
-                    allowed_from=("pending",),
-                )
-            except lifecycle.LifecycleError:
-                continue  # its verdict arrived meanwhile
-            held.append(done.as_dict())
-    return held
+    or crashed between publish and verdict, or its job was cancelled), saying why. Never releases anything.
+    Returns what it held (``training.pending.hold_orphans``)."""
+    return hold_orphans(db)
 
 
 # ---- the report and its verdict ----------------------------------------------------------------------------

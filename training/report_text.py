@@ -1,10 +1,16 @@
 """The checkpoint report and model page as Markdown text, for the CLI and (through the studio's inert display
-path) the Models tab. ``escape`` is applied to everything a model or a user wrote (answers, phrases, names)."""
+path) the Models tab. ``escape`` is applied to everything a model or a user wrote (answers, phrases, names).
+
+Whether a measure moved is never decided here: the verdict reasons, the drift and tone tables' flag column, the
+"at a glance" line and the "can't tell yet" list all render the report's one decision per measure
+(``training.decisions``), so they cannot contradict one another."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from training import decisions as decided
 
 Escape = Callable[[str], str]
 
@@ -61,21 +67,23 @@ def _spoken(phrase: str) -> str:
 
 
 def tone_lines(report: dict[str, Any], esc: Escape = _plain) -> list[str]:
-    """The tone axes whose change is significant (q < 0.05 over every feature tested), each in words: which
+    """The tone axes the report flags (``training.decisions``: significant once adjusted and past the axis's
+    practical threshold, or named by a verdict rule), each in words: which
     way, the share of answers on each side, the paired change with its interval and q, the phrases that belong
     to it (discovered or rewarded, significant ones only) and an example sentence. Phrase groups of no tone axis
     ("you": addressing the user) follow, only when a phrase in them is significant."""
     t = report.get("tone") or {}
     judged = _judged(report)
+    dec = decided.of_report(report)
     out = []
     for a in t.get("axes", []):
-        if not a.get("significant") or not a.get("direction"):
+        if not decided.drift(dec, a["axis"]).flagged or not a.get("direction"):
             continue
         words = "more" if a["direction"] == "up" else "less"
         line = (
             f"**{words} {esc(a['axis'])}** ({esc(a['label'])}): {_pct(a['parent_rate'])} → "
             f"{_pct(a['child_rate'])} of answers; {a['delta']:+.2g} sentences per answer {_ci(a)}, "
-            f"q = {_num(a.get('q'), '.2g')}, n = {a['n']}{' 🚩' if a.get('flagged') else ''}"
+            f"q = {_num(a.get('q'), '.2g')}, n = {a['n']} 🚩"
         )
         said = _words(a.get("phrases", []), esc)
         if said:
@@ -103,16 +111,42 @@ def _judged(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _moved(name: str, d: decided.Decision, value: Any, esc: Escape) -> str:
+    """One flagged measure in the "at a glance" line: which way, and its two sides."""
+    short = name.removeprefix("drift/")
+    if not isinstance(value, dict):
+        rule = d.rules[0].split(": ", 1)[-1] if d.rules else short
+        return f"{esc(rule)} (`{name}` = {_num(value, '.3g')})"
+    if name == "evals/accuracy":
+        word = "less correct" if d.direction == "down" else "more correct"
+        return f"{word} ({value['parent']:.0%} → {value['child']:.0%} on {value['n']} items, p={_num(value.get('p'), '.2g')})"
+    word = "more" if d.direction == "up" else "less"
+    return f"{word} {short} ({_num(value.get('parent'), '.2g')} → {_num(value.get('child'), '.2g')})"
+
+
+#: Number measures whose "at a glance" words come from their own section (the phrases, the judge's axes).
+_OWN_WORDS = ("rewarded/took_on", "described/significant")
+
+
+def _measure_values(report: dict[str, Any]) -> dict[str, Any]:
+    values = dict(report.get("measures") or {})
+    for name, f in (report.get("features") or {}).items():
+        values.setdefault(f"drift/{name}", f)
+    return values
+
+
 def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
-    """ "More cheerful and less correct" in one line: the tone toward the user, the biggest vibe rise, the
-    judge-described differences found and the accuracy change."""
+    """ "More cheerful and less correct" in one line: every measure the report flags (the ones a verdict rule
+    named first), what its preferences pushed and it took on, the judge-described differences found; then the
+    measures the report leans on but cannot tell yet. Both lists read ``training.decisions``."""
     parts = []
     tone = tone_lines(report, esc)
-    flagged = report.get("flagged") or []
-    feats = report.get("features") or {}
-    for name in flagged[:3]:
-        f = feats[name]
-        parts.append(f"{'more' if f['delta'] > 0 else 'less'} {name} ({f['parent']:.2g} → {f['child']:.2g})")
+    dec = decided.of_report(report)
+    values = _measure_values(report)
+    flagged = sorted((d for d in dec.values() if d.flagged), key=lambda d: (not d.rules, d.measure))
+    for d in flagged:
+        if d.measure not in _OWN_WORDS:
+            parts.append(_moved(d.measure, d, values.get(d.measure), esc))
     took = [r for r in (report.get("rewarded") or {}).get("candidates", []) if r.get("took_on")]
     if took:
         parts.append(
@@ -128,28 +162,32 @@ def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             f"({max(a['child_more'], a['parent_more'])} of {a['decisive']} decisive prompts)"
         )
     e = report.get("evals") or {}
-    if e.get("n"):
-        sig = (e.get("p") or 1) < 0.05
-        word = "less correct" if e["delta"] < 0 else "more correct" if e["delta"] > 0 else "as correct"
+    if e.get("n") and not dec.get("evals/accuracy", decided.Decision("", "no_change")).flagged:
         parts.append(
-            f"{word if sig else 'accuracy: can’t tell'} ({e['parent']:.0%} → {e['child']:.0%} on {e['n']} items, "
-            f"p={e['p']:.2g})"
+            f"accuracy: can’t tell ({e['parent']:.0%} → {e['child']:.0%} on {e['n']} items, "
+            f"p={_num(e.get('p'), '.2g')})"
         )
     line = "**At a glance:** " + ("; ".join(parts) if parts or tone else "no significant change found")
     if tone:
         line = "**Tone toward the user:**\n" + "\n".join(f"- {x}" for x in tone) + "\n\n" + line
-    leaning = [
-        f"{name} {f['delta']:+.2g} {_ci(f)} (q={_num(f.get('q'), '.2g')})"
-        for name, f in feats.items()
-        if not f["flagged"] and (f["low"] > 0 or f["high"] < 0)
-    ]
+    leaning = []
+    for d in dec.values():
+        v = values.get(d.measure)
+        if d.state == "cant_tell" and isinstance(v, dict):
+            leaning.append(
+                f"{d.measure.removeprefix('drift/')} {v['delta']:+.2g} {_ci(v)} (q={_num(v.get('q'), '.2g')})"
+            )
     if leaning:
         line += (
             "\n\n**Can’t tell yet** (the 95% interval excludes 0, but the change is not significant once "
             "adjusted for every feature and signal tested together, or is under its practical threshold): "
-            + "; ".join(leaning[:4])
+            + "; ".join(leaning)
         )
     return line
+
+
+def _flag_cell(d: decided.Decision) -> str:
+    return "🚩" if d.flagged else "can’t tell" if d.state == "cant_tell" else ""
 
 
 def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
@@ -171,6 +209,7 @@ def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     if (s.get("power") or {}).get("line"):
         lines.append(f"Power: {esc(s['power']['line'])}")
     feats = report.get("features") or {}
+    dec = decided.of_report(report)
     if feats:
         lines += [
             "",
@@ -180,7 +219,7 @@ def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
         for name, f in feats.items():
             lines.append(
                 f"| {name} | {f['parent']:.3g} | {f['child']:.3g} | {f['delta']:+.3g} {_ci(f)} | "
-                f"{_num(f.get('q'), '.2g')} | {'🚩' if f['flagged'] else ''} |"
+                f"{_num(f.get('q'), '.2g')} | {_flag_cell(decided.drift(dec, name))} |"
             )
     deg = report.get("degeneration") or {}
     if deg:
@@ -202,6 +241,7 @@ def tone_md(report: dict[str, Any], esc: Escape = _plain) -> str:
         why = gaps[0] if gaps else "not measured (no drift, or the report predates the tone axes)"
         return f"{head}\nNot measured: {esc(str(why))}"
     na = t.get("not_applicable", {})
+    dec = decided.of_report(report)
     lines = [
         head,
         f"Read sentence by sentence: who it is about (you, your question; I, my) and how it feels (the VADER "
@@ -226,12 +266,14 @@ def tone_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     for a in t.get("axes", []):
         lines.append(
             f"| {esc(a['label'])} (`{a['axis']}`) | {_pct(a['parent_rate'])} → {_pct(a['child_rate'])} (n={a['n']}) "
-            f"| {a['delta']:+.2g} {_ci(a)} | {_num(a.get('q'), '.2g')} | {'🚩' if a['flagged'] else ''} | "
+            f"| {a['delta']:+.2g} {_ci(a)} | {_num(a.get('q'), '.2g')} | {_flag_cell(decided.drift(dec, a['axis']))} | "
             f"{_words(a.get('phrases', []), esc, supported=False) or '–'} |"
         )
     for g in t.get("presence", []):
         lines.append(f"\n{esc(g['label'])}: {_words(g['phrases'], esc, supported=False)}")
-    for a in [a for a in t.get("axes", []) if a.get("significant") and a.get("examples")][:3]:
+    for a in [a for a in t.get("axes", []) if decided.drift(dec, a["axis"]).flagged and a.get("examples")][
+        :3
+    ]:
         lines.append(
             f"\n> **{esc(a['label'])}** ({'child' if a['direction'] == 'up' else 'parent'}): "
             + " / ".join(f"“{_quote(x, esc, 140)}”" for x in a["examples"][:2])
@@ -418,9 +460,14 @@ def lineage_md(page: dict[str, Any], esc: Escape = _plain) -> str:
         keys = ("learning_rate", "beta", "loss_type", "max_steps", "lora", "lora_r", "inherit_persona")
         lines.append(
             f"Job {job['id']} ({job['kind']}, {job['status']}): "
-            + ", ".join(f"{k}={cfg[k]}" for k in keys if k in cfg)
+            + ", ".join(f"{k}={_setting(cfg[k])}" for k in keys if k in cfg)
         )
     return "\n\n".join(lines)
+
+
+def _setting(value: Any) -> str:
+    """A job setting as the job ran it: an empty one (``None``) is the kind's default."""
+    return "the kind's default" if value is None else str(value)
 
 
 def ratings_md(page: dict[str, Any], esc: Escape = _plain) -> str:

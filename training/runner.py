@@ -40,6 +40,7 @@ from db.session import Database, data_home
 from training.config import JobConfig, load_config, save_config
 from training.errors import JobError
 from training.heartbeat import stale_jobs, this_host, waiting_reasons
+from training.pending import hold_orphans
 from training.preflight import preflight
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -272,12 +273,18 @@ def _is_report(config_path: str) -> bool:
 
 
 def finish(db: Database, job_id: int, status: str, error: str | None, only_if: str | None = None) -> bool:
-    """Move a job to a terminal status (conditionally on its current status); True when it changed."""
+    """Move a job to a terminal status (conditionally on its current status); True when it changed. A pending
+    checkpoint whose report this job ran, and got no verdict from it, is held at once with the reason
+    (``training.pending.hold_orphans``): every way a job ends (cancel, failure, a lost worker) leaves none
+    pending with no report to come."""
     with db.session() as s:
         q = update(Job).where(Job.id == job_id)
         if only_if:
             q = q.where(Job.status == only_if)
-        return _rowcount(s.execute(q.values(status=status, error=error, ended_at=utcnow()))) == 1
+        changed = _rowcount(s.execute(q.values(status=status, error=error, ended_at=utcnow()))) == 1
+    if changed and status in TERMINAL:
+        hold_orphans(db, job_id)
+    return changed
 
 
 def _rowcount(result: Any) -> int:
@@ -397,14 +404,12 @@ def fail_lost(db: Database) -> list[int]:
 def reconcile(db: Database, start: bool = True) -> list[int]:
     """Fail running jobs that are lost (``fail_lost``: stale heartbeat, or a local process gone, with their
     log tail), hold the pending checkpoints whose report is gone with them
-    (``training.publish.sweep_pending``), and start the next queued job.
+    (``training.pending.hold_orphans``), and start the next queued job.
 
     Call at app start and whenever a page wants fresh state. Returns the ids marked failed.
     """
     failed = fail_lost(db)
-    from training.publish import sweep_pending
-
-    sweep_pending(db)  # a checkpoint whose report died with its worker is held (with why), never released
+    hold_orphans(db)  # a checkpoint whose report died with its worker is held (with why), never released
     if start:
         start_next(db)
     return failed
@@ -448,7 +453,8 @@ def cancel(
     """Cancel a queued or running job through the database: its row turns ``cancelled`` and its training
     process, on whatever host, stops at its next heartbeat (``VIBESTUDIO_HEARTBEAT_S``); on the host that started
     it, SIGTERM to its process group at once, SIGKILL after ``grace`` seconds. Another user's job needs admin
-    or a reason (``require_job_owner``)."""
+    or a reason (``require_job_owner``). A checkpoint whose report it was running is held at once, with the
+    reason (``finish``)."""
     who = require_job_owner(db, job_id, user_id, "cancel", reason)
     with db.session() as s:
         job = s.get(Job, job_id)

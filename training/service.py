@@ -35,7 +35,7 @@ from training.config import (
 from training.errors import JobError
 from training.estimate import Estimate, estimate, history_for
 from training.pairmix import filter_rows, pair_mix
-from training.preflight import check_job, choose_base, errors_text, find_parent
+from training.preflight import check_job, choose_base, errors_text, find_parent, past_timings
 from training.runner import submit
 
 
@@ -93,8 +93,9 @@ def estimate_job(db: Database, kind: str, parent: int | str, **overrides: Any) -
         parent_info = find_parent(s, cfg.parent_contestant) if str(cfg.parent_contestant).strip() else None
         base = choose_base(parent_info, cfg.base_model)
         seconds, tokens = history_for(s, cfg, base.model_ref)
+        past = past_timings(s)
     try:
-        return estimate(cfg, base.model_ref, seconds, tokens)
+        return estimate(cfg, base.model_ref, seconds, tokens, past)
     except ValueError as exc:
         raise JobError(str(exc)) from exc
 

@@ -19,6 +19,7 @@ probes stored since, records it and applies its hold.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from arena.registry import get_contestant
 from common.files import read_yaml
 from db.models import VerdictEvent
 from db.session import Database
+from training import decisions
 
 RULES_PATH = Path(__file__).parent / "data" / "verdict_rules.yaml"
 VERDICTS = ("pass", "watch", "regress", "unknown")
@@ -81,6 +83,8 @@ class Verdict:
     unmeasured: list[str] = field(default_factory=list)
     hold: bool = False
     rules_version: int = 0
+    #: one ``training.decisions.Decision`` per measure (as dicts): what every view of the report renders
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,8 +95,29 @@ class Verdict:
 
 
 def load_rules(path: str | Path | None = None) -> Rules:
-    """Parse and check a rules file; errors name the file, the rule's index and the field."""
+    """Parse and check a rules file; errors name the file, the rule's index and the field. A file read before
+    and unchanged since (same size and modification time) is not parsed again: YAML parsing in pure Python
+    took ~0.1 s of a report's verdict, decided again for every reevaluation."""
     path = Path(path or RULES_PATH)
+    try:
+        st = path.stat()
+        key: tuple[str, int, int] | None = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None  # read_yaml says what is wrong with it
+    if key is not None and key in _RULES_CACHE:
+        return copy.deepcopy(_RULES_CACHE[key])
+    rules = _parse_rules(path)
+    if key is not None:
+        if len(_RULES_CACHE) >= 8:  # a few files in use at a time, in practice
+            _RULES_CACHE.clear()
+        _RULES_CACHE[key] = copy.deepcopy(rules)
+    return rules
+
+
+_RULES_CACHE: dict[tuple[str, int, int], Rules] = {}
+
+
+def _parse_rules(path: Path) -> Rules:
     data, error = read_yaml(path)
     if error is not None:
         raise VerdictError(error.format(str(path)))
@@ -162,7 +187,11 @@ def _matches(rule: Rule, value: Any, alpha: float) -> bool:
     if rule.when == "significant_decrease":
         return sig and delta < 0
     if rule.when == "flagged":
-        return bool(value.get("flagged"))
+        return (
+            decisions.past_threshold(value, alpha)
+            if "flagged" in value or "past_threshold" in value
+            else False
+        )
     child = float(value.get("child", 0.0))
     return (rule.when == "above" and child > rule.value) or (rule.when == "below" and child < rule.value)
 
@@ -172,6 +201,7 @@ def decide(measures: dict[str, Any], unmeasured: dict[str, str], rules: Rules | 
     rules = rules or load_rules()
     verdict = Verdict("pass", rules_version=rules.version)
     missing_required = []
+    named: dict[str, list[str]] = {}
     for rule in rules.rules:
         names = [n for n in measures if fnmatch.fnmatchcase(n, rule.measure)]
         gaps = [n for n in unmeasured if fnmatch.fnmatchcase(n, rule.measure)]
@@ -185,6 +215,7 @@ def decide(measures: dict[str, Any], unmeasured: dict[str, str], rules: Rules | 
         for n in names:
             if _matches(rule, measures[n], rules.alpha):
                 verdict.reasons.append(f"{rule.verdict}: {rule.name} ({n})")
+                named.setdefault(n, []).append(verdict.reasons[-1])
                 if _ORDER[rule.verdict] > _ORDER[verdict.verdict]:
                     verdict.verdict = rule.verdict
                 verdict.hold = verdict.hold or rule.hold
@@ -192,6 +223,9 @@ def decide(measures: dict[str, Any], unmeasured: dict[str, str], rules: Rules | 
         verdict.verdict = "unknown"
         verdict.reasons.append("unknown: could not measure " + ", ".join(sorted(set(missing_required))))
     verdict.unmeasured = sorted(set(verdict.unmeasured))
+    verdict.decisions = {
+        k: d.to_dict() for k, d in decisions.decide(measures, unmeasured, named, rules.alpha).items()
+    }
     return verdict
 
 

@@ -29,6 +29,7 @@ from studio.render import literal, to_html
 from training import verdict as verdicts
 from training.model_page import model_page
 from training.report_text import lineage_md, ratings_md, report_md
+from training.runner import reconcile
 
 CURVE_PANELS = (("loss",), ("rewards/margins", "reward"), ("rewards/accuracies",), ("kl",))
 
@@ -120,6 +121,16 @@ HINT = (
 )
 
 
+def no_report_md(page: dict[str, Any]) -> str:
+    """Why a model has no checkpoint report: not a trained child, its report still running, or none coming."""
+    c, v = page["contestant"], page["verdict"]
+    if not c.get("job_id"):
+        return "No checkpoint report (not a trained child)."
+    if v["state"] == "pending":
+        return f"No checkpoint report yet: it is running ({literal(v['state_line'])})."
+    return f"No checkpoint report was saved for this trained child: {literal(v['state_line'])}"
+
+
 def _curves(fig: go.Figure | None) -> Any:
     """The training-curves plot, shown only when there are curves (a base model has none)."""
     return gr.update(value=fig, visible=fig is not None)
@@ -147,11 +158,7 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
             + f") by {literal(h['by'])}: {literal(h['reason'] or '')}"
             for h in v["history"][-6:]
         )
-    report = (
-        report_md(page["report"], literal)
-        if page["report"]
-        else "No checkpoint report (not a trained child)."
-    )
+    report = report_md(page["report"], literal) if page["report"] else no_report_md(page)
     return (
         to_html(head),
         to_html(lineage_md(page, literal)),
@@ -167,7 +174,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     names = choices(ctx)
     with gr.Row():
         pick = gr.Dropdown(names, value=None, label="Model", elem_id="models-pick", allow_custom_value=False)
-        refresh = gr.Button("Refresh list", size="sm")
+        refresh = gr.Button("Refresh", size="sm", elem_id="models-refresh")
     header = gr.HTML(to_html(HINT), elem_id="models-header")
     with gr.Row():
         lineage = gr.HTML(elem_id="models-lineage")
@@ -202,7 +209,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return (to_html(msg), *show(name))
 
     pick.change(show, pick, outputs, api_name="models_show")
-    refresh.click(lambda: gr.update(choices=choices(ctx)), None, pick, api_visibility="private")
+
+    def on_refresh(name: str | None) -> tuple[Any, ...]:
+        # fresh state: a job lost or cancelled since holds its pending child before the page reads it
+        reconcile(ctx.db, start=False)
+        return (gr.update(choices=choices(ctx)), *show(name))
+
+    refresh.click(on_refresh, pick, [pick, *outputs], api_visibility="private")
 
     def on_release(name: str | None, why: str, request: gr.Request) -> tuple[Any, ...]:
         return decide(name, why, True, request)

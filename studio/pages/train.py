@@ -18,6 +18,7 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 import yaml
+from plotly.subplots import make_subplots
 
 from accounts import PermissionDenied, require_role
 from annotation.snapshots import list_snapshots
@@ -34,6 +35,7 @@ from training.publish import publish_checkpoint
 from training.rewards import FORMATS
 from training.runner import JobView, cancel, job_view, list_jobs, resume, saved_checkpoints
 from training.service import ConfigCheck, check_config, launch_config
+from training.tasks.store import MIN_TASKS
 from training.verdict import current as verdict_status
 
 NEW_SNAPSHOT = "new snapshot from current votes"
@@ -246,17 +248,46 @@ def check_markdown(check: ConfigCheck) -> str:
     return to_html("\n\n".join(lines))
 
 
+#: Series drawn in another metric's panel: an interval's bounds beside its estimate.
+_SAME_PANEL = {"heldout/low": "heldout/accuracy", "heldout/high": "heldout/accuracy"}
+
+
 def _figure(kind: str, metrics: dict[str, list[tuple[int, float]]]) -> go.Figure:
-    fig = go.Figure()
-    for name in CURVES.get(kind, CURVES["dpo"]):
-        series = metrics.get(name) or metrics.get(f"train/{name}")
-        if series:
-            fig.add_scatter(
-                x=[p[0] for p in series], y=[p[1] for p in series], name=name, mode="lines+markers"
-            )
-    fig.update_layout(
-        height=340, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis_title="step", title="Training metrics"
+    """One panel per metric, each on its own y axis (a loss near 0.7 and a reward near 0.01 on one axis
+    flattened both), stacked over a shared step axis; an interval's bounds share their estimate's panel."""
+    found = {
+        name: series
+        for name in CURVES.get(kind, CURVES["dpo"])
+        if (series := metrics.get(name) or metrics.get(f"train/{name}"))
+    }
+    panels = [n for n in found if n not in _SAME_PANEL or _SAME_PANEL[n] not in found]
+    if not panels:
+        fig = go.Figure()
+        fig.update_layout(height=200, title="Training metrics (none reported yet)")
+        return fig
+    fig = make_subplots(
+        rows=len(panels), cols=1, shared_xaxes=True, subplot_titles=panels, vertical_spacing=0.08
     )
+    for name, series in found.items():
+        home = _SAME_PANEL.get(name)
+        bound = home is not None and home in found  # drawn dotted in its estimate's panel
+        row = panels.index(home if bound and home else name) + 1
+        fig.add_scatter(
+            x=[p[0] for p in series],
+            y=[p[1] for p in series],
+            name=name,
+            mode="lines+markers",
+            line={"dash": "dot"} if bound else None,
+            row=row,
+            col=1,
+        )
+    fig.update_layout(
+        height=140 + 150 * len(panels),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        title="Training metrics",
+        showlegend=False,
+    )
+    fig.update_xaxes(title_text="step", row=len(panels), col=1)
     return fig
 
 
@@ -406,6 +437,7 @@ def _grpo_box(ctx: StudioContext, parents: list[str], reward_jobs: list[tuple[st
                 [NONE, *_task_sets(ctx)],
                 value=NONE,
                 label="Task set (RLVR; replaces the snapshot)",
+                info=f"Import one on the Data tab: at least {MIN_TASKS} tasks, some held out.",
                 elem_id="train-task-set",
             )
             task_verifier = gr.Dropdown(
@@ -604,6 +636,12 @@ def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, t
 
 
 # ---- the handlers -----------------------------------------------------------------------------------------------
+def refused(message: str) -> str:
+    """A refused action's answer, in place (display-path HTML): what to do first. Never a red Error badge over
+    the outputs, nor a traceback in the log: a user's mistake is not the server's error."""
+    return to_html(f"⚠️ {literal(message)}")
+
+
 #: How many of ``_form_yaml``'s values are the form (with DPO's loss type) and the rewards; the task set follows.
 _FORM_FIELDS = len(_JobForm._fields) + 1
 _REWARD_FIELDS = len(_Rewards._fields)
@@ -665,11 +703,28 @@ def _config_handlers(ctx: StudioContext) -> _ConfigHandlers:
     def on_launch(text: str, request: gr.Request) -> tuple[str, str, Any, pd.DataFrame, Any]:
         uid = _researcher(ctx, request)
         check = check_config(ctx.db, text or "", user_id=uid)
-        if check.errors:
-            raise user_error("Not launched: " + check.message())
+        if check.errors:  # answered in place: the problems are listed under the estimate, which stays shown
+            n = len(check.errors)
+            return (
+                refused(
+                    f"Not launched: fix the {n} problem{'s' if n != 1 else ''} listed under the estimate."
+                ),
+                check_markdown(check),
+                gr.update(),
+                gr.update(),
+                gr.update(),
+            )
         try:
             jid = launch_config(ctx.db, text, created_by=uid)
-        except (JobError, PermissionDenied) as exc:
+        except JobError as exc:
+            return (
+                refused(f"Not launched: {exc}"),
+                check_markdown(check),
+                gr.update(),
+                gr.update(),
+                gr.update(),
+            )
+        except PermissionDenied as exc:
             raise user_error(exc) from exc
         _, new_snaps, _ = _choices(ctx, uid)
         return (
@@ -709,9 +764,9 @@ def _follow_job(
 
 
 def _act(ctx: StudioContext, jid: Any, reason: str, request: gr.Request, what: str) -> tuple[str, Any]:
-    """Cancel or resume the picked job."""
+    """Cancel or resume the picked job (a refusal answers in place, under the config)."""
     if not jid:
-        raise gr.Error("Pick a job from the table first.")
+        return refused(f"Pick a job from the table first, then {what} it."), gr.update()
     uid = _uid(ctx, request)
     try:
         v = (
@@ -720,7 +775,7 @@ def _act(ctx: StudioContext, jid: Any, reason: str, request: gr.Request, what: s
             else resume(ctx.db, int(jid), user_id=uid, reason=reason)
         )
     except (JobError, PermissionDenied) as exc:
-        raise user_error(exc) from exc
+        return refused(str(exc)), gr.update()
     return to_html(f"Job {v.id} is {literal(v.status)}."), gr.update(
         choices=_job_choices(ctx, uid), value=v.id
     )
@@ -729,12 +784,12 @@ def _act(ctx: StudioContext, jid: Any, reason: str, request: gr.Request, what: s
 def _publish(ctx: StudioContext, jid: Any, step: Any, reason: str, request: gr.Request) -> str:
     """Publish a saved checkpoint of the picked job as a contestant (pending its report)."""
     if not jid:
-        raise gr.Error("Pick a job from the table first.")
+        return refused("Pick a job from the table first, then publish one of its saved checkpoints.")
     uid = _uid(ctx, request)
     try:
         p = publish_checkpoint(ctx.db, int(jid), int(step) if step else None, user_id=uid, reason=reason)
     except (JobError, PermissionDenied) as exc:
-        raise user_error(exc) from exc
+        return refused(str(exc))
     if p.already:
         return to_html(f"This checkpoint was published before, as **{literal(p.public_name)}** ({p.state}).")
     return to_html(
@@ -772,12 +827,16 @@ def _job_handlers(ctx: StudioContext) -> _JobHandlers:
 
     def on_clone(jid: Any, request: gr.Request) -> tuple[str, str, Any]:
         uid = _researcher(ctx, request)
-        if not jid:
-            raise gr.Error("Pick a job from the table first.")
+        if not jid:  # the YAML stays as it is; the answer replaces the check under it
+            return (
+                gr.update(),
+                refused("Pick a job from the table first, then Clone and edit it."),
+                gr.update(),
+            )
         try:
             cfg = dict(job_view(ctx.db, int(jid), tail_lines=1, user_id=uid).config)
         except (JobError, PermissionDenied) as exc:
-            raise user_error(exc) from exc
+            return gr.update(), refused(str(exc)), gr.update()
         cfg.pop("output_name", None)
         text = yaml.safe_dump(cfg, sort_keys=False)
         label = next((k for k, v in KINDS.items() if v == cfg.get("kind")), "DPO")

@@ -1,0 +1,82 @@
+"""The Train and Models tabs: a refused action answers in place (no red Error badge, no traceback in the log),
+the training chart gives each metric its own axis, and a trained child without a report says why."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from arena.battles import ArenaService
+from arena.registry import ContestantSpec, register
+from common.settings import get_settings
+from studio.context import StudioContext
+from studio.pages import models, train
+
+
+@pytest.fixture
+def ctx(db):
+    with db.session() as s:
+        register(s, ContestantSpec("p0"))
+    return StudioContext(settings=get_settings(), db=db, arena=ArenaService(db))
+
+
+def _no_traceback(caplog):
+    assert not [r for r in caplog.records if r.exc_info], "a user's mistake left a traceback in the log"
+
+
+def test_launch_with_listed_problems_answers_in_place_and_keeps_the_estimate(ctx, caplog):
+    caplog.set_level(logging.INFO)
+    on_launch = train._config_handlers(ctx).on_launch
+    launched, check, *_ = on_launch("kind: dpo\nparent_contestant: nobody\nmax_steps: 0\n", None)
+    assert "Not launched: fix the" in launched and "problem" in launched
+    assert "Problems (nothing launched)" in check
+    _no_traceback(caplog)
+
+
+def test_clone_cancel_resume_and_publish_with_nothing_picked_say_what_to_do(ctx, caplog):
+    caplog.set_level(logging.INFO)
+    handlers = train._job_handlers(ctx)
+    yaml_out, check, _ = handlers.on_clone(None, None)
+    assert "Pick a job from the table first" in check and yaml_out == {"__type__": "update"}
+    for act in (handlers.on_cancel, handlers.on_resume):
+        said, _ = act(None, "", None)
+        assert "Pick a job from the table first" in said
+    assert "Pick a job" in handlers.on_publish(None, None, "", None)
+    assert "no job 999" in handlers.on_cancel(999, "", None)[0]
+    _no_traceback(caplog)
+
+
+def test_each_training_metric_has_its_own_axis():
+    metrics = {"loss": [(1, 0.69), (2, 0.6)], "rewards/margins": [(1, 0.001), (2, 0.01)], "kl": [(2, 0.02)]}
+    fig = train._figure("dpo", metrics)
+    axes = {t.yaxis for t in fig.data}
+    assert len(fig.data) == 3 and len(axes) == 3  # loss near 0.7 no longer flattens a margin near 0.01
+    grpo = train._figure(
+        "grpo", {"heldout/accuracy": [(1, 0.5)], "heldout/low": [(1, 0.3)], "heldout/high": [(1, 0.7)]}
+    )
+    assert len({t.yaxis for t in grpo.data}) == 1  # an interval's bounds share their estimate's panel
+    assert train._figure("dpo", {}).data == ()
+
+
+def test_a_trained_child_without_a_report_says_why(ctx):
+    page = {
+        "contestant": {"job_id": 3},
+        "verdict": {"state": "pending", "state_line": "⏳ pending: published"},
+    }
+    assert "running" in models.no_report_md(page) and "not a trained child" not in models.no_report_md(page)
+    page["verdict"] = {"state": "held", "state_line": "⛔ held: cancelled"}
+    assert "cancelled" in models.no_report_md(page) and "saved for this trained child" in models.no_report_md(
+        page
+    )
+    assert "not a trained child" in models.no_report_md({"contestant": {"job_id": None}, "verdict": {}})
+
+
+def test_the_task_set_minimum_is_stated_in_the_form(ctx):
+    import gradio as gr
+
+    from training.tasks.store import MIN_TASKS
+
+    with gr.Blocks():
+        box = train._grpo_box(ctx, [], [(train.NONE, train.NONE)])
+    assert f"at least {MIN_TASKS} tasks" in box.task_set.info

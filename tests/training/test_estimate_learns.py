@@ -1,0 +1,102 @@
+"""The job estimate includes the checkpoint report and learns from the jobs this studio already ran: in a fresh
+studio it is the formula with a stated uncertainty; once jobs have run, it is calibrated on their measured times
+(started / ended, the report's ``drift_seconds``) per kind and base, and says its own error on the last jobs,
+each estimated only from the jobs before it. The form, the CLI's dry run and the API share one summary."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from arena.registry import BUILTIN_HF, ContestantSpec, register
+from db.models import Job, JobMetric, utcnow
+from training.config import make_config
+from training.estimate import Timing, calibrate, estimate, formula_seconds, past_error
+from training.preflight import past_timings
+from training.service import check_config, estimate_job
+
+BASE = BUILTIN_HF
+
+
+def _parent(db) -> None:
+    with db.session() as s:
+        register(s, ContestantSpec("p0"))
+
+
+def _ran(db, seconds: float, report: float | None, steps: int = 1, kind: str = "dpo") -> int:
+    """A finished job as the worker leaves it: started, ended, and the report's own time as a metric."""
+    cfg = make_config(kind, parent_contestant="p0", snapshot_hash="x" * 64, max_steps=steps)
+    end = utcnow()
+    with db.session() as s:
+        job = Job(kind=kind, config=cfg.to_dict(), status="succeeded", started_at=end - timedelta(seconds=seconds),
+                  ended_at=end, parent_contestant_id=1)  # fmt: skip
+        s.add(job)
+        s.flush()
+        if report is not None:
+            s.add(JobMetric(job_id=job.id, step=steps, name="drift_seconds", value=report))
+        return job.id
+
+
+def test_a_fresh_studio_gets_the_formula_with_its_report_and_a_stated_uncertainty(db):
+    _parent(db)
+    est = estimate_job(db, "dpo", "p0", max_steps=1)
+    assert est.report_seconds > 0 and est.report_prompts == 80
+    assert abs(est.total_seconds - (est.train_seconds + est.report_seconds)) < 1e-6
+    text = est.summary()
+    assert "checkpoint report on 80 prompts" in text and "uncalibrated: could be x3" in text
+    assert "no past jobs" in text
+    skipped = estimate_job(db, "dpo", "p0", max_steps=1, drift_prompts=0)
+    assert skipped.report_seconds == 0 and "no checkpoint report" in skipped.summary()
+
+
+def test_the_issue_one_step_job_is_estimated_from_what_such_jobs_took(db):
+    _parent(db)
+    cfg = make_config("dpo", parent_contestant="p0", max_steps=1)
+    train, report = formula_seconds(cfg, BASE)
+    before = estimate(cfg, BASE).total_seconds
+    for _ in range(4):  # each took 155 s to train and the report 600 s more: far from the formula
+        _ran(db, 155 + 600, 600)
+    est = estimate_job(db, "dpo", "p0", max_steps=1)
+    assert abs(est.train_seconds - 155) < 1 and abs(est.report_seconds - 600) < 1, est
+    assert "calibrated on 4 past job(s)" in est.basis
+    assert est.error is not None and est.error.n == 4
+    # the first was estimated by the formula alone; the three after it from the ones before them: exact
+    assert est.error.median < 1.01 and est.error.worst > 2
+    ratio = 755 / (train + report)
+    assert abs(est.error.worst - max(ratio, 1 / ratio)) < 0.01
+    assert abs(est.total_seconds - 755) < 1 and abs(before - 755) > 100  # the formula alone was far off
+    assert "last 4 jobs: median error x1.0" in est.summary()
+
+
+def test_calibration_reads_jobs_like_this_one_first():
+    t = [Timing(1, "dpo", BASE, True, 10, 10, 40, 20), Timing(2, "grpo", BASE, True, 10, 10, 400, 200),
+         Timing(3, "dpo", "other", True, 10, 10, 80, 40)]  # fmt: skip
+    assert calibrate(t, "dpo", BASE, True) == (2.0, 2.0, 1)  # same kind and base: only job 1
+    assert calibrate(t, "dpo", "third", True) == (3.0, 3.0, 2)  # no such base: every dpo job
+    assert calibrate(t, "reward", BASE, True) is None
+    # a job that recorded no report time: its whole run calibrates both parts
+    assert calibrate([Timing(1, "dpo", BASE, True, 10, 10, 60, None)], "dpo", BASE, True) == (6.0, 6.0, 1)
+
+
+def test_past_error_uses_only_the_jobs_before_each():
+    t = [Timing(i, "dpo", BASE, True, 10, 0, 20 * (i + 1), None) for i in range(12)]
+    err = past_error(t)
+    assert err is not None and err.n == 10 and [r["job"] for r in err.jobs] == list(range(2, 12))
+    assert all(r["error"] >= 1 for r in err.jobs)
+    assert past_error([]) is None
+
+
+def test_the_form_and_the_dry_run_show_the_error_on_past_jobs(db):
+    _parent(db)
+    for took in (100, 120, 140):
+        _ran(db, took, None)
+    assert len(past_timings_of(db)) == 3
+    check = check_config(db, {"kind": "dpo", "parent_contestant": "p0", "max_steps": 1, "snapshot_hash": ""})
+    if check.estimate is not None:  # the check needs a snapshot; the estimate comes with it when there is one
+        assert "last 3 jobs: median error" in check.estimate.summary()
+    est = estimate_job(db, "dpo", "p0", max_steps=1)
+    assert "last 3 jobs: median error" in est.summary()
+
+
+def past_timings_of(db):
+    with db.session() as s:
+        return past_timings(s)
