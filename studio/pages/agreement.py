@@ -19,7 +19,7 @@ from annotation.judges import JudgeError, bias_report, judge_names
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.vibe_agreement import VibeAgreementError, vibe_agreement
 from studio.context import StudioContext
-from studio.errors import user_error
+from studio.errors import refuse, user_error, wire
 from studio.render import literal, to_html
 
 
@@ -78,13 +78,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         "the paired difference (judge − people) with a 95% bootstrap interval."
     )
     run_vibes = gr.Button("Compare by vibe", elem_id="agreement-vibes-run")
+    vibes_note = gr.HTML(elem_id="agreement-vibes-note")
     vibes = gr.Dataframe(headers=VIBE_COLUMNS, interactive=False, elem_id="agreement-vibes")
 
     def on_compute(queue_name: str | None, chosen: list[str], as_interval: bool):
         if not queue_name:
-            raise gr.Error("Pick a queue.")
+            raise refuse("Pick a queue first (the Annotate tab makes one).")
         if not chosen:
-            raise gr.Error("Pick at least one kind of label.")
+            raise refuse("Pick at least one kind of label.")
         try:
             with ctx.db.session() as s:
                 rep = agreement_report(s, queue_name, tuple(chosen), as_interval)
@@ -113,7 +114,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_bias(queue_name: str | None, judge_name: str | None, fam: str):
         if not queue_name or not judge_name:
-            raise gr.Error("Pick a queue and a judge (run a judge on the Annotate tab first).")
+            raise refuse("Pick a queue and a judge first (run a judge on the Annotate tab).")
         try:
             rep = bias_report(ctx.db, queue_name, judge_name, fam.strip() or None)
         except (JudgeError, QueueError) as exc:
@@ -131,25 +132,24 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_vibes(queue_name: str | None, judge_name: str | None):
         if not queue_name or not judge_name:
-            raise gr.Error("Pick a queue and a judge (run a judge on the Annotate tab first).")
+            raise refuse("Pick a queue and a judge first (run a judge on the Annotate tab).")
         try:
             rep = vibe_agreement(ctx.db, queue_name, judge_name)
         except (VibeAgreementError, QueueError) as exc:
             raise user_error(exc) from exc
-        return pd.DataFrame([_vibe_row(c) for c in rep.cells], columns=VIBE_COLUMNS)
+        n = len(rep.cells)
+        note = to_html(f"{n} {'feature' if n == 1 else 'features'} compared.")
+        return note, pd.DataFrame([_vibe_row(c) for c in rep.cells], columns=VIBE_COLUMNS)
 
     def refresh(current: str | None):
         with ctx.db.session() as s:
             names = [q.name for q in list_queues(s)]
         return gr.update(choices=names, value=current if current in names else (names[0] if names else None))
 
-    compute.click(
-        on_compute,
-        [queue, kinds, interval],
-        [summary, criteria, pairs, majority, judge],
-        api_name="agreement",
-    )
-    run_bias.click(on_bias, [queue, judge, family], [bias], api_name="judge_bias")
-    run_vibes.click(on_vibes, [queue, judge], [vibes], api_name="judge_vibes")
+    # refusals (nothing picked, no labels yet) answer in the text under each button; the tables stay as they were
+    outs = [summary, criteria, pairs, majority, judge]
+    wire(compute.click, on_compute, [queue, kinds, interval], outs, summary, api_name="agreement")
+    wire(run_bias.click, on_bias, [queue, judge, family], [bias], bias, api_name="judge_bias")
+    wire(run_vibes.click, on_vibes, [queue, judge], [vibes_note, vibes], vibes_note, api_name="judge_vibes")
     demo.load(refresh, [queue], [queue], api_visibility="private")
     queue.focus(refresh, [queue], [queue], api_visibility="private")

@@ -19,7 +19,7 @@ from arena.prompts import PromptImportError, import_prompt_set
 from db.models import Battle, Vote
 from standings.records import UNCOUNTED
 from studio.context import StudioContext
-from studio.errors import require, user_error
+from studio.errors import refuse, require, user_error, wire
 from studio.render import literal, to_html
 from studio.uploads import discard_upload
 from training.pairmix import pair_mix
@@ -104,9 +104,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
             if not name or not name.strip():
-                raise gr.Error("Give the prompt set a name.")
+                raise refuse("Give the prompt set a name.")
             if not file:
-                raise gr.Error("Choose a file to import.")
+                raise refuse("Choose a file to import.")
             path = Path(file)
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)
@@ -117,8 +117,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             discard_upload(file)  # read once; the user's file does not stay in the upload cache
         return to_html(f"Imported **{n}** prompts into **{literal(name.strip())}**.")
 
-    freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")
-    do_import.click(on_import, [set_name, upload], [import_result], api_name="data_import_prompts")
+    # a refusal (no decisive votes yet, no file, a file that does not parse) answers under its button
+    wire(freeze.click, on_freeze, None, [result, table, counts], result, api_name="data_freeze")
+    wire(do_import.click, on_import, [set_name, upload], [import_result], import_result, api_name="data_import_prompts")
     task_table = _task_section(ctx)
     demo.load(
         lambda: (_counts(ctx), _snapshots(ctx), _task_sets(ctx)),
@@ -165,9 +166,9 @@ def _task_section(ctx: StudioContext) -> gr.Dataframe:
         try:
             require(ctx, request, "researcher")  # the role before any work on the upload
             if not set_name or not set_name.strip():
-                raise gr.Error("Give the task set a name.")
+                raise refuse("Give the task set a name.")
             if not file:
-                raise gr.Error("Choose a file to import.")
+                raise refuse("Choose a file to import.")
             done = import_task_file(ctx.db, file, set_name.strip(), user_id=ctx.access.user_id(request))
         except (TaskError, PermissionDenied) as exc:
             raise user_error(exc) from exc
@@ -175,5 +176,5 @@ def _task_section(ctx: StudioContext) -> gr.Dataframe:
             discard_upload(file)  # read once; the user's file does not stay in the upload cache
         return to_html(literal(done.summary())), _task_sets(ctx)
 
-    do_import.click(on_import, [name, upload], [result, table], api_name="data_import_tasks")
+    wire(do_import.click, on_import, [name, upload], [result, table], result, api_name="data_import_tasks")
     return table

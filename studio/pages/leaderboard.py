@@ -27,7 +27,7 @@ from standings.evals import EvalError, run_evals
 from standings.goldilocks import goldilocks
 from standings.leaderboard import BoardOptions, compare_contestants, vibe_profile
 from studio.context import StudioContext
-from studio.errors import require, user_error
+from studio.errors import refuse, require, user_error, wire
 from studio.pages import families, identifiability
 from studio.render import literal, plot_label, to_html
 from training.verdict import badges_by_name
@@ -598,7 +598,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
 
     def on_vibes(a: str | None, b: str | None):
         if not a:
-            raise gr.Error("Pick a contestant.")
+            raise refuse("Pick a contestant first.")
         try:
             with ctx.db.session() as s:
                 if b and b != a:
@@ -626,14 +626,13 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     def on_run_evals(who: str | None, limit, request: gr.Request, progress=gr.Progress()):
         require(ctx, request, "researcher")
         if not who:
-            raise gr.Error("Pick a contestant.")
+            raise refuse("Pick a contestant first.")
 
         def report(done: int, total: int, item: str) -> None:
             progress((done, total), desc=f"{who}: {item or 'starting'}")
 
         text = str(limit or "").strip()
         if text and not (text.isdigit() and int(text) > 0):
-            gr.Warning("Only the first N items takes a whole number above 0; leave it empty for all items.")
             return to_html("Not run: type a whole number of items above 0, or leave the box empty for all.")
         try:
             run = run_evals(
@@ -698,10 +697,12 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     demo.load(contestant_choices, None, [vibe_a, vibe_b, eval_who], api_visibility="private")
     matrices_btn.click(on_matrices, filters, [win_plot, count_plot], api_visibility="private")
     over_btn.click(on_over_time, [freq, *filters], [over_plot], api_visibility="private")
-    vibe_btn.click(on_vibes, [vibe_a, vibe_b], [vibe_text, vibe_table, vibe_plot], api_visibility="private")
+    # refusals (nothing picked, a name with no answers) answer in the text next to the button
+    vibe_outs = [vibe_text, vibe_table, vibe_plot]
+    wire(vibe_btn.click, on_vibes, [vibe_a, vibe_b], vibe_outs, vibe_text, api_visibility="private")
     gold_outputs = [gold_plot, gold_table, gold_note]
     gold_btn.click(on_goldilocks, filters, gold_outputs, api_visibility="private")
-    eval_btn.click(on_run_evals, [eval_who, eval_limit], [eval_status], api_visibility="private").then(
+    wire(eval_btn.click, on_run_evals, [eval_who, eval_limit], [eval_status], eval_status, api_visibility="private").then(
         on_goldilocks, filters, gold_outputs, api_visibility="private"
     )
     wire_fragility(ctx, fragile_tab, filters, options)
@@ -883,7 +884,7 @@ def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any],
 
     def on_lc(baseline, ci_method, chosen, board_name, with_named, method_name):  # type: ignore[no-untyped-def]
         if not baseline:
-            raise gr.Error("Pick a baseline.")
+            raise refuse("Pick a baseline first.")
         try:
             out = service.win_rates(baseline, options(ci_method, chosen, board_name, with_named, method_name))
         except ValueError as exc:
@@ -894,7 +895,7 @@ def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any],
         with ctx.db.session() as s:
             return gr.update(choices=[c.public_name for c in list_contestants(s)])
 
-    tab.button.click(on_lc, [tab.baseline, *filters], [tab.text, tab.table], api_name="lc_win_rates")
+    wire(tab.button.click, on_lc, [tab.baseline, *filters], [tab.text, tab.table], tab.text, api_name="lc_win_rates")
     demo.load(names, None, [tab.baseline], api_visibility="private")
 
 
@@ -931,7 +932,7 @@ def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_card(a: str | None, b: str | None, price: float | None) -> str:
         if not a or not b:
-            raise gr.Error("Pick two contestants.")
+            raise refuse("Pick two contestants first.")
         try:
             # an empty number box arrives as 0 or None: both mean "the studio's setting"
             card = decision_card(ctx.db, a, b, service=ctx.leaderboard, price_per_hour=price or None)
@@ -944,7 +945,7 @@ def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
             choices = [c.public_name for c in list_contestants(s)]
         return gr.update(choices=choices), gr.update(choices=choices)
 
-    tab.button.click(on_card, [tab.a, tab.b, tab.price], [tab.card], api_name="decision_card")
+    wire(tab.button.click, on_card, [tab.a, tab.b, tab.price], [tab.card], tab.card, api_name="decision_card")
     demo.load(names, None, [tab.a, tab.b], api_visibility="private")
 
 
@@ -1064,9 +1065,6 @@ def wire_judges(ctx: StudioContext, tab: JudgeTab) -> None:
         worth, vibes_df = judge_tables(out)
         return judge_text(out), worth, vibes_df, board_table(out["board"])
 
-    tab.button.click(
-        on_judges,
-        [tab.source, tab.by_vibe],
-        [tab.text, tab.worth, tab.vibes, tab.board],
-        api_name="judge_board",
-    )
+    outs = [tab.text, tab.worth, tab.vibes, tab.board]
+    # no votes or labels yet: the reason shows in the summary, the tables stay as they were
+    wire(tab.button.click, on_judges, [tab.source, tab.by_vibe], outs, tab.text, api_name="judge_board")
