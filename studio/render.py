@@ -17,6 +17,7 @@ only as the HTML this module returns, which the page shows as HTML (``gr.HTML``,
 
 ``sanitize_html`` is the last step for every ``gr.HTML`` value in the app: ``studio.app`` wraps each HTML
 component's output with it, so even a handler that forgot ``to_html`` shows no markup it did not allow.
+``count`` and ``noun`` make a number and its word agree ("1 vote", "2 votes").
 ``literal`` makes untrusted text (a contestant name, a cell) a Markdown literal so it can sit inside a Markdown
 template that is then rendered by ``to_html``; ``error_text`` is the plain-text path for error toasts.
 Why these libraries: markdown-it-py is the CommonMark reference port that Gradio itself depends on, and nh3 is
@@ -222,3 +223,20 @@ def plot_label(text: Any, limit: int = 200) -> str:
     ``<span style>``, ``<br>``), so the angle brackets and ampersands are escaped (Plotly shows the entities as the
     characters) and invisible characters are shown."""
     return html.escape(clean_text(text, strict=True, limit=limit).replace("\n", " "), quote=False)
+
+
+#: Nouns whose plural is not the singular plus "s".
+_PLURALS = {"reply": "replies", "family": "families", "person": "people", "query": "queries"}
+
+
+def noun(n: float, singular: str, plural: str | None = None) -> str:
+    """The word that agrees with ``n``: ``noun(1, "vote")`` is "vote", ``noun(0, "vote")`` "votes"."""
+    if n == 1:
+        return singular
+    return plural or _PLURALS.get(singular) or f"{singular}s"
+
+
+def count(n: float, singular: str, plural: str | None = None, bold: bool = False) -> str:
+    """A count with the word that agrees with it: "1 vote", "2,480 votes", "**0** pairs" with ``bold``."""
+    shown = f"{n:,}" if isinstance(n, int) else f"{n:g}"
+    return f"{'**' + shown + '**' if bold else shown} {noun(n, singular, plural)}"

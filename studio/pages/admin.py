@@ -19,7 +19,7 @@ from accounts import set_role as _set_role
 from standings.annotator_checks import annotator_checks
 from studio.context import StudioContext
 from studio.errors import user_error, wire
-from studio.render import literal, to_html
+from studio.render import count, literal, to_html
 
 COLUMNS = ["name", "role", "status", "created", "last login"]
 CHECK_COLUMNS = [
@@ -156,7 +156,7 @@ def checks_table(out: dict) -> pd.DataFrame:  # type: ignore[type-arg]
 def checks_summary(out: dict) -> str:  # type: ignore[type-arg]
     """The checks' headline as display-path HTML (annotator and contestant names are untrusted)."""
     flagged = [literal(name) for name in out["flagged"]]
-    text = f"**{out['n_votes']}** rated votes. "
+    text = f"{count(out['n_votes'], 'rated vote', bold=True)}. "
     text += (
         f"⚠️ **Flagged: {', '.join(flagged)}.** Their votes are kept; the robust board below down-weights them."
         if flagged

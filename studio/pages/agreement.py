@@ -20,7 +20,7 @@ from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.vibe_agreement import VibeAgreementError, vibe_agreement
 from studio.context import StudioContext
 from studio.errors import refuse, user_error, wire
-from studio.render import literal, to_html
+from studio.render import count, literal, to_html
 
 
 def _r(x: float | None) -> float | None:
@@ -92,10 +92,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except QueueError as exc:
             raise user_error(exc) from exc
         text = to_html(
-            f"**{rep.n_labels}** labels on **{rep.n_items}** items by **{len(rep.annotators)}** annotators · "
+            f"{count(rep.n_labels, 'label', bold=True)} on {count(rep.n_items, 'item', bold=True)} by "
+            f"{count(len(rep.annotators), 'annotator', bold=True)} · "
             f"verdict alpha (nominal) **{_fmt(rep.outcome_alpha)}** · with the three ties merged "
             f"**{_fmt(rep.outcome_alpha_merged)}** · Fleiss' kappa **{_fmt(rep.fleiss)}** "
-            f"({rep.fleiss_items} items with 2+ labels)"
+            f"({count(rep.fleiss_items, 'item')} with 2+ labels)"
         )
         crit = pd.DataFrame(
             [[c.criterion, c.level, _r(c.alpha), c.n_units] for c in rep.criteria],
@@ -120,7 +121,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except (JudgeError, QueueError) as exc:
             raise user_error(exc) from exc
         return to_html(
-            f"**{literal(rep.judge)}** on **{literal(rep.queue)}**: {rep.n_items} items, "
+            f"**{literal(rep.judge)}** on **{literal(rep.queue)}**: {count(rep.n_items, 'item')}, "
             f"verdicts {literal(rep.outcomes)}\n\n"
             f"| measure | judge | humans on the same items |\n|---|---|---|\n"
             f"| consistent when the answers swap places | {rep.consistency} | |\n"

@@ -20,7 +20,7 @@ from db.models import Battle, Vote
 from standings.records import UNCOUNTED
 from studio.context import StudioContext
 from studio.errors import refuse, require, user_error, wire
-from studio.render import literal, to_html
+from studio.render import count, literal, to_html
 from studio.uploads import discard_upload
 from training.pairmix import pair_mix
 
@@ -32,7 +32,10 @@ def _counts(ctx: StudioContext) -> str:
         votes_q = select(func.count(Vote.id)).join(Battle, Vote.battle_id == Battle.id).where(ended)
         votes = s.scalar(votes_q) or 0
         decisive = s.scalar(votes_q.where(Vote.outcome.in_(["a", "b"]))) or 0
-    return f"**{battles}** ended battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
+    return (
+        f"{count(battles, 'ended battle', bold=True)} · {count(votes, 'vote', bold=True)} · "
+        f"{count(decisive, 'decisive vote', bold=True)} (A or B better)"
+    )
 
 
 def _on_policy(path: str, digest: str) -> str:
@@ -96,7 +99,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
-        text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
+        text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, 'pair', bold=True)}"
         text += _on_policy(snap.path, snap.hash)
         return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 
@@ -115,7 +118,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         finally:
             discard_upload(file)  # read once; the user's file does not stay in the upload cache
-        return to_html(f"Imported **{n}** prompts into **{literal(name.strip())}**.")
+        return to_html(f"Imported {count(n, 'prompt', bold=True)} into **{literal(name.strip())}**.")
 
     # a refusal (no decisive votes yet, no file, a file that does not parse) answers under its button
     wire(freeze.click, on_freeze, None, [result, table, counts], result, api_name="data_freeze")

@@ -11,7 +11,7 @@ import pandas as pd
 
 from arena.identifiability import RECOGNISABLE_AUC, IdentifiabilityReport, contestant_identifiability
 from studio.context import StudioContext
-from studio.render import literal, to_html
+from studio.render import count, literal, to_html
 
 COLUMNS = ["contestant", "answers", "others", "AUC", "95% interval", "top-1", "chance", "verdict"]
 
@@ -62,7 +62,7 @@ def build_section(ctx: StudioContext) -> None:
 
     def on_measure(strip_prefill: bool):
         rep = report(ctx, bool(strip_prefill))
-        lines = [f"{rep.n_answers} answers; {literal(rep.method)}, {rep.folds} folds."]
+        lines = [f"{count(rep.n_answers, 'answer')}; {literal(rep.method)}, {count(rep.folds, 'fold')}."]
         lines += [f"⚠️ {literal(w)}" for w in rep.warnings()]
         lines += [literal(n) for n in rep.notes]
         return table(rep), to_html("\n\n".join(lines))

@@ -19,7 +19,7 @@ from annotation.rubrics import Criterion, rubric_from_dict
 from common import outcomes
 from studio.context import StudioContext
 from studio.errors import refuse, require, user_error, wire
-from studio.render import CUT_NOTE, literal, to_html
+from studio.render import CUT_NOTE, count, literal, to_html
 
 MAX_CRITERIA = 8
 CHOICES = list(
@@ -85,8 +85,8 @@ def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask
     done = mine.done if mine else 0
     left = (task.remaining + 1) if task else 0
     return to_html(
-        f"**{literal(annotator)}**: {done} done · {left} left for you · queue {p.labels}/{p.target} labels "
-        f"({p.items_complete}/{p.n_items} items complete)"
+        f"**{literal(annotator)}**: {done} done · {left} left for you · queue {p.labels}/{count(p.target, 'label')} "
+        f"({p.items_complete}/{count(p.n_items, 'item')} complete)"
     )
 
 

@@ -29,7 +29,7 @@ from standings.leaderboard import BoardOptions, compare_contestants, vibe_profil
 from studio.context import StudioContext
 from studio.errors import refuse, require, user_error, wire
 from studio.pages import families, identifiability
-from studio.render import literal, plot_label, to_html
+from studio.render import count, literal, plot_label, to_html
 from training.verdict import badges_by_name
 
 COLUMNS = [
@@ -366,7 +366,7 @@ def goldilocks_note(rows: list[dict[str, Any]]) -> str:
 
 def summary_text(board: dict[str, Any], extra: str = "") -> str:
     """The board's summary line as display-path HTML; ``extra`` is Markdown whose names are already literals."""
-    text = f"**{board['n_votes']}** rated votes."
+    text = f"{count(board['n_votes'], 'rated vote', bold=True)}."
     refresh = board.get("refresh")
     if refresh:
         text += f" Refreshed in {refresh['seconds'] * 1000:.0f} ms ({refresh['new_votes']} new)."
@@ -438,7 +438,7 @@ def predict_text(out: dict[str, Any]) -> str:
         return "No rated votes yet: nothing to compare."
     parts = []
     for check in out["checks"]:
-        line = f"**{check['split']} split**: fitted on {check['n_train']} votes, scored on {check['n_test']} held-out votes."
+        line = f"**{check['split']} split**: fitted on {count(check['n_train'], 'vote')}, scored on {count(check['n_test'], 'held-out vote')}."
         if check["best"]:
             line += f" Best: **{check['best']}**" + (
                 " (clearly)."
@@ -604,15 +604,15 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
                 if b and b != a:
                     cmp = compare_contestants(s, a, b)
                     text = to_html(
-                        f"**{literal(cmp['a'])}**: {cmp['n_answers_a']} answers · "
-                        f"**{literal(cmp['b'])}**: {cmp['n_answers_b']} answers"
+                        f"**{literal(cmp['a'])}**: {count(cmp['n_answers_a'], 'answer')} · "
+                        f"**{literal(cmp['b'])}**: {count(cmp['n_answers_b'], 'answer')}"
                     )
                     return text, compare_table(cmp), compare_chart(cmp)
                 prof = vibe_profile(s, a)
         except ValueError as exc:
             raise user_error(exc) from exc
         return (
-            to_html(f"**{literal(prof['name'])}**: {prof['n_answers']} answers"),
+            to_html(f"**{literal(prof['name'])}**: {count(prof['n_answers'], 'answer')}"),
             profile_table(prof),
             profile_chart(prof),
         )
@@ -647,7 +647,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         s = run.summary()
         score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
         text = (
-            f"**{literal(s['contestant'])}**: {s['passed']} of {s['answered']} answers passed ({score}) "
+            f"**{literal(s['contestant'])}**: {s['passed']} of {count(s['answered'], 'answer')} passed ({score}) "
             f"in {s['seconds']:.0f} s."
         )
         if s["stopped"]:
@@ -779,7 +779,7 @@ def flip_votes_table(out: dict[str, Any], position: int | None, show_voters: boo
 
 
 def flip_text(out: dict[str, Any]) -> str:
-    text = f"{literal(out['headline'])}\n\nFound in {out['seconds']:.2f} s over {out['n_votes']:,} votes. "
+    text = f"{literal(out['headline'])}\n\nFound in {out['seconds']:.2f} s over {count(out['n_votes'], 'vote')}. "
     text += (
         "Each count is found by ranking votes by their influence on the pair's rating gap (one Newton step of the "
         "Bradley-Terry fit) and then **checked by refitting without them**; it is an upper bound on the fewest."
@@ -1020,15 +1020,15 @@ def judge_tables(out: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def judge_text(out: dict[str, Any]) -> str:
     c = out.get("counts") or {}
     text = (
-        f"{c.get('arena', 0)} arena votes and {c.get('queue_human', 0)} people's labels on queue items, pooled "
-        f"with {c.get('queue_judge', 0)} judge labels. The judge weight is chosen by how well the pooled board "
+        f"{count(c.get('arena', 0), 'arena vote')} and {count(c.get('queue_human', 0), 'label')} by people on queue "
+        f"items, pooled with {count(c.get('queue_judge', 0), 'judge label')}. The judge weight is chosen by how well the pooled board "
         "predicts held-out *human* votes (5-fold), its interval by a bootstrap."
     )
     text += "".join(f"\n\n- {literal(line)}" for line in out["sentences"] + out.get("vibe_sentences", []))
     text += "".join(f"\n\n⚠️ {literal(n)}" for n in out["notes"])
     skipped = {k: v for k, v in (out.get("skipped") or {}).items() if v}
     if skipped:
-        text += "\n\nLeft out: " + ", ".join(f"{v} labels ({k})" for k, v in skipped.items()) + "."
+        text += "\n\nLeft out: " + ", ".join(f"{count(v, 'label')} ({k})" for k, v in skipped.items()) + "."
     return to_html(text)
 
 

@@ -36,7 +36,7 @@ from common.paths import file_stem, under
 from db.session import data_home
 from studio.context import StudioContext
 from studio.errors import refuse, require, user_error, wire
-from studio.render import error_text, literal, to_html
+from studio.render import count, error_text, literal, to_html
 from studio.uploads import discard_upload
 
 QUEUE_COLUMNS = ["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
@@ -200,9 +200,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         errs = "".join(f"\n- ⚠️ {literal(e)}" for e in res.errors[:10])
         return to_html(
-            f"Queue **{literal(res.queue)}**: {res.n_items} pairs from {res.n_prompts} prompts "
-            f"({res.tokens} tokens in {res.seconds:.1f} s, {res.tokens_per_s:.1f} tok/s; "
-            f"{res.resumed} prompts already done, {res.identical} identical pairs dropped){errs}"
+            f"Queue **{literal(res.queue)}**: {count(res.n_items, 'pair')} from {count(res.n_prompts, 'prompt')} "
+            f"({count(res.tokens, 'token')} in {res.seconds:.1f} s, {res.tokens_per_s:.1f} tok/s; "
+            f"{count(res.resumed, 'prompt')} already done, {count(res.identical, 'identical pair')} dropped){errs}"
         ), _table(ctx)
 
     def on_import(file: str | None, layout: str, qname: str, skip: bool, request: gr.Request):
@@ -241,7 +241,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except (JudgeError, QueueError, RegistryError, RubricError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         return to_html(
-            f"**{literal(res.judge)}** judged {res.n_items} items in {res.seconds:.1f} s: {literal(res.verdicts)} "
+            f"**{literal(res.judge)}** judged {count(res.n_items, 'item')} in {res.seconds:.1f} s: {literal(res.verdicts)} "
             f"(scores: {res.n_scores}, unparsed scores: {res.unparsed_scores}). "
             "See the Agreement tab for its bias report."
         ), _table(ctx)
@@ -256,7 +256,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except (QueueError, RegistryError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         return to_html(
-            f"Checklists written for **{len(out)}** prompts (edit them on the Label tab)."
+            f"Checklists written for {count(len(out), 'prompt', bold=True)} (edit them on the Label tab)."
         ), _table(ctx)
 
     def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:
@@ -286,7 +286,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
             path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
         skipped = skip_reason_text(res.skipped)
-        text = f"**{res.n_rows}** rows → {literal(res.path)}" + (
+        text = f"{count(res.n_rows, 'row', bold=True)} → {literal(res.path)}" + (
             f" (left out: {literal(skipped)})" if skipped else ""
         )
         return to_html(text), str(path)
@@ -300,7 +300,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         return to_html(
-            f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
+            f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, 'pair', bold=True)}"
         ), None
 
     pickers = [prompt_set, policy, opponent, rubric, j_queue, judge, e_queues]

@@ -15,25 +15,11 @@ from datetime import datetime, timedelta
 import pytest
 
 from db.session import Database
-from tests.helpers.crawler import crawl
+from tests.helpers.crawler import LONG_WORK, crawl
 from tests.helpers.servers import seed_tiny_parent, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
-#: Buttons that start long work with a model or a training process (each would run for minutes on the embedded
-#: model, or start a job the embedded worker then trains); everything else is clicked.
-LONG_WORK = {
-    "arena-send",  # two streamed answers from the embedded model (a prompt may be filled by *Random prompt*)
-    "arena-regenerate",  # two more streamed answers
-    "queues-create",  # generates a whole on-policy queue
-    "queues-judge",  # a judge model over every item
-    "queues-checklists",  # a model writes a checklist per prompt
-    "probes-run",  # sycophancy probes: 20 items per probe and contestant
-    "evals-run",  # verifiable evals over a contestant
-    "train-launch",  # a training job
-    "train-resume",  # the failed job queued again: a training job
-    "train-publish",  # a checkpoint report over 80 prompts
-}
 T0 = datetime(2026, 3, 2, 9, 30)
 
 

@@ -15,6 +15,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Buttons that start long work with a model or a training process (each would run for minutes on the embedded
+#: model, or start a job the embedded worker then trains); everything else is clicked.
+LONG_WORK = {
+    "arena-send",  # two streamed answers from the embedded model (a prompt may be filled by *Random prompt*)
+    "arena-regenerate",  # two more streamed answers
+    "queues-create",  # generates a whole on-policy queue
+    "queues-judge",  # a judge model over every item
+    "queues-checklists",  # a model writes a checklist per prompt
+    "probes-run",  # sycophancy probes: 20 items per probe and contestant
+    "evals-run",  # verifiable evals over a contestant
+    "train-launch",  # a training job
+    "train-resume",  # the failed job queued again: a training job
+    "train-publish",  # a checkpoint report over 80 prompts
+}
 IDLE_MS = 90_000  # the longest one click may keep the page busy (a loaded 2-core machine is slow, not wrong)
 
 #: Tag the visible, enabled gr.Buttons that have no crawl id yet; return [id, name] for each in page order.
