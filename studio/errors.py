@@ -113,8 +113,14 @@ def in_place(outputs: Sequence[Any], status: Any) -> Callable[[F], F]:
     return wrap
 
 
-def wire(trigger: Callable[..., Any], fn: Callable[..., Any], inputs: Any, outputs: Sequence[Any], status: Any,
-         **kwargs: Any) -> Any:
+def wire(
+    trigger: Callable[..., Any],
+    fn: Callable[..., Any],
+    inputs: Any,
+    outputs: Sequence[Any],
+    status: Any,
+    **kwargs: Any,
+) -> Any:
     """``trigger(fn, inputs, outputs, **kwargs)`` with ``fn`` wrapped by ``in_place(outputs, status)``:
     ``wire(button.click, on_save, [name], [note, table], note, api_name="save")``."""
     return trigger(in_place(outputs, status)(fn), inputs, list(outputs), **kwargs)

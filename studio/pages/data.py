@@ -122,7 +122,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     # a refusal (no decisive votes yet, no file, a file that does not parse) answers under its button
     wire(freeze.click, on_freeze, None, [result, table, counts], result, api_name="data_freeze")
-    wire(do_import.click, on_import, [set_name, upload], [import_result], import_result, api_name="data_import_prompts")
+    wire(
+        do_import.click,
+        on_import,
+        [set_name, upload],
+        [import_result],
+        import_result,
+        api_name="data_import_prompts",
+    )
     task_table = _task_section(ctx)
     demo.load(
         lambda: (_counts(ctx), _snapshots(ctx), _task_sets(ctx)),

@@ -257,7 +257,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 lines = edit_checklist(s, item_id, (text or "").splitlines(), user_id=uid)
         except (QueueError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        return _checklist_html(lines), to_html(f"Saved: {len(lines)} {'line' if len(lines) == 1 else 'lines'}.")
+        return _checklist_html(lines), to_html(
+            f"Saved: {len(lines)} {'line' if len(lines) == 1 else 'lines'}."
+        )
 
     def fill_user(request: gr.Request):
         name = getattr(request, "username", None)

@@ -702,9 +702,14 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     wire(vibe_btn.click, on_vibes, [vibe_a, vibe_b], vibe_outs, vibe_text, api_visibility="private")
     gold_outputs = [gold_plot, gold_table, gold_note]
     gold_btn.click(on_goldilocks, filters, gold_outputs, api_visibility="private")
-    wire(eval_btn.click, on_run_evals, [eval_who, eval_limit], [eval_status], eval_status, api_visibility="private").then(
-        on_goldilocks, filters, gold_outputs, api_visibility="private"
-    )
+    wire(
+        eval_btn.click,
+        on_run_evals,
+        [eval_who, eval_limit],
+        [eval_status],
+        eval_status,
+        api_visibility="private",
+    ).then(on_goldilocks, filters, gold_outputs, api_visibility="private")
     wire_fragility(ctx, fragile_tab, filters, options)
     wire_lc(ctx, demo, lc_tab, filters, options)
     wire_judges(ctx, judge_tab)
@@ -895,7 +900,14 @@ def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any],
         with ctx.db.session() as s:
             return gr.update(choices=[c.public_name for c in list_contestants(s)])
 
-    wire(tab.button.click, on_lc, [tab.baseline, *filters], [tab.text, tab.table], tab.text, api_name="lc_win_rates")
+    wire(
+        tab.button.click,
+        on_lc,
+        [tab.baseline, *filters],
+        [tab.text, tab.table],
+        tab.text,
+        api_name="lc_win_rates",
+    )
     demo.load(names, None, [tab.baseline], api_visibility="private")
 
 

@@ -316,9 +316,25 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         api_name="queue_create",
     )
     imp_outs = [imported, table]
-    wire(do_import.click, on_import, [upload, fmt, imp_queue, skip_bad], imp_outs, imported, api_name="queue_import")
-    wire(run.click, on_judge, [j_queue, judge, absolute, j_max], [judged, table], judged, api_name="judge_run")
-    wire(write_checklists.click, on_checklists, [j_queue, judge], [judged, table], judged, api_name="queue_checklists")
+    wire(
+        do_import.click,
+        on_import,
+        [upload, fmt, imp_queue, skip_bad],
+        imp_outs,
+        imported,
+        api_name="queue_import",
+    )
+    wire(
+        run.click, on_judge, [j_queue, judge, absolute, j_max], [judged, table], judged, api_name="judge_run"
+    )
+    wire(
+        write_checklists.click,
+        on_checklists,
+        [j_queue, judge],
+        [judged, table],
+        judged,
+        api_name="queue_checklists",
+    )
     wire(
         do_export.click,
         on_export,
@@ -327,4 +343,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         exported,
         api_name="labels_export",
     )
-    wire(freeze.click, on_freeze, [e_queues, e_kinds, e_agg], [exported, download], exported, api_name="labels_freeze")
+    wire(
+        freeze.click,
+        on_freeze,
+        [e_queues, e_kinds, e_agg],
+        [exported, download],
+        exported,
+        api_name="labels_freeze",
+    )

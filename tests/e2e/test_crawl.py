@@ -29,14 +29,23 @@ def _votes(db: Database) -> None:
     from db.models import Battle, Turn, Vote
 
     with db.session() as s:
-        ids = {n: register(s, ContestantSpec(n, description=f"crawl {n}")) for n in ("crawl-a", "crawl-b", "crawl-c")}
+        ids = {
+            n: register(s, ContestantSpec(n, description=f"crawl {n}"))
+            for n in ("crawl-a", "crawl-b", "crawl-c")
+        }
         games = [("crawl-a", "crawl-b", "a"), ("crawl-b", "crawl-c", "b"), ("crawl-a", "crawl-c", "tie")]
-        games += [("crawl-c", "crawl-a", "both_bad"), ("crawl-b", "crawl-a", "both_good"), ("crawl-a", "crawl-b", "a")]
+        games += [
+            ("crawl-c", "crawl-a", "both_bad"),
+            ("crawl-b", "crawl-a", "both_good"),
+            ("crawl-a", "crawl-b", "a"),
+        ]
         for k, (a, b, outcome) in enumerate(games):
             when = T0 + timedelta(minutes=5 * k)
             battle = Battle(a_id=ids[a], b_id=ids[b], left_is_a=k % 2 == 0, mode="anonymous", status="voted",
                             created_at=when)  # fmt: skip
-            battle.turns.append(Turn(idx=0, user_msg=f"crawl q{k}", answer_a=f"answer {k}", answer_b=f"reply {k}"))
+            battle.turns.append(
+                Turn(idx=0, user_msg=f"crawl q{k}", answer_a=f"answer {k}", answer_b=f"reply {k}")
+            )
             battle.votes.append(Vote(turn_idx=0, outcome=outcome, created_at=when + timedelta(minutes=1)))
             s.add(battle)
 
@@ -47,7 +56,9 @@ def _queue(db: Database, tmp) -> None:  # type: ignore[no-untyped-def]
     from tests.helpers.training import pair_rows
 
     path = tmp / "crawl-prefs.jsonl"
-    path.write_text("".join(json.dumps({k: r[k] for k in ("prompt", "chosen", "rejected")}) + "\n" for r in pair_rows(6)))
+    path.write_text(
+        "".join(json.dumps({k: r[k] for k in ("prompt", "chosen", "rejected")}) + "\n" for r in pair_rows(6))
+    )
     with db.session() as s:
         import_file(s, path, "trl", "crawl-queue")
 
