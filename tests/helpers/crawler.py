@@ -11,6 +11,7 @@ left unclicked. Skipped buttons are named by their element id (or their text whe
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,9 +75,15 @@ TOP_JS = """() => {
     return '0';
 }"""
 
-#: The tab names of a tab list (those in its overflow menu too).
-TABS_JS = """id => [...document.querySelectorAll(`[data-crawl-tabs="${id}"] [role=tab]`)]
-    .filter(b => !b.disabled).map(b => b.innerText.trim())"""
+#: The tab names of a tab list, in order: Gradio 6 keeps every name in a hidden copy of the row; the tabs that do not
+#: fit sit in an overflow menu ("More tabs"), the others in the row (``role=tab``).
+TABS_JS = """id => {
+    const wrap = document.querySelector(`[data-crawl-tabs="${id}"]`);
+    const names = b => b.innerText.trim();
+    const shown = [...wrap.querySelectorAll('[role=tablist] [role=tab]')].filter(b => !b.disabled).map(names);
+    const more = [...wrap.querySelectorAll('.overflow-dropdown button')].map(names);
+    return [...shown, ...more];
+}"""
 
 #: Open every closed, visible accordion (Gradio's ``.label-wrap`` toggles); return how many.
 ACCORDIONS_JS = """() => {
@@ -102,9 +109,11 @@ BADGES_JS = """() => {
     return out;
 }"""
 
-#: True while any output shows Gradio's progress (pending or generating).
-BUSY_JS = """() => [...document.querySelectorAll('[data-testid=status-tracker]')].some(
-    e => e.offsetParent !== null && (e.querySelector('.progress-text, .eta-bar') || e.classList.contains('generating')))"""
+#: The elements that show Gradio's progress (pending or generating) now.
+BUSY_JS = """() => [...document.querySelectorAll('[data-testid=status-tracker]')].filter(
+    e => e.offsetParent !== null && !e.classList.contains('hide')  // a timer's quiet refresh hides its progress
+        && (e.querySelector('.progress-text, .eta-bar') || e.classList.contains('generating'))
+).map(e => (e.closest('[id]') || {}).id || '?')"""
 
 
 @dataclass
@@ -113,6 +122,10 @@ class Crawl:
 
     clicked: list[str] = field(default_factory=list)
     views: list[str] = field(default_factory=list)
+    overflow: list[str] = field(default_factory=list)  # tabs opened through the overflow menu
+    seconds: dict[str, float] = field(
+        default_factory=dict
+    )  # per click and per view opened, until the page settled
     skipped: list[str] = field(default_factory=list)
     problems: dict[str, list[str]] = field(default_factory=dict)
 
@@ -123,9 +136,14 @@ class Crawl:
         """One line per offending button (or view): what it left behind."""
         return "\n".join(f"- {where}: {'; '.join(found)}" for where, found in self.problems.items())
 
+    def slowest(self, n: int = 8) -> str:
+        top = sorted(self.seconds.items(), key=lambda kv: -kv[1])[:n]
+        return ", ".join(f"{k} {v} s" for k, v in top)
+
     def summary(self) -> str:
         return (
-            f"{len(self.clicked)} buttons clicked, {len(self.views)} views visited, "
+            f"{len(self.clicked)} buttons clicked, {len(self.views)} views visited "
+            f"({len(self.overflow)} through an overflow menu), "
             f"{len(self.skipped)} skipped ({', '.join(sorted(set(self.skipped))) or 'none'}), "
             f"{len(self.problems)} with problems"
         )
@@ -195,10 +213,15 @@ class _Crawler:
                 if self.watch.in_flight <= 0 and not self.page.evaluate(BUSY_JS):
                     return
             self.page.wait_for_timeout(200)
-        raise AssertionError(f"the page was still busy {IDLE_MS} ms after a click")
+        busy = self.page.evaluate(BUSY_JS)
+        raise AssertionError(
+            f"the page was still busy {IDLE_MS} ms after a click: {self.watch.in_flight} events in flight, "
+            f"progress shown on {busy}"
+        )
 
-    def check(self, where: str) -> None:
+    def check(self, where: str, t0: float) -> None:
         self.settle()
+        self.out.seconds[where] = round(time.monotonic() - t0, 1)
         for problem in [*self.page.evaluate(BADGES_JS), *self.watch.take(), *self._log_news()]:
             self.out.add(where, problem)
         for close in self.page.locator("[data-testid=toast-close]").all():  # a toast must not ride on
@@ -208,15 +231,21 @@ class _Crawler:
                 pass
 
     def open_tab(self, tablist: str, name: str) -> None:
-        tab = self.page.locator(f'[data-crawl-tabs="{tablist}"] [role=tab]').filter(has_text=name).first
-        if not tab.is_visible():  # it sits in the overflow menu: open the menu first, as a person would
-            self.page.locator(f'[data-crawl-tabs="{tablist}"] .overflow-menu > button').click()
-        tab.click()
+        """Open the tab ``name``: in its row, or (when it does not fit) through the "More tabs" menu, as a person
+        would."""
+        wrap = self.page.locator(f'[data-crawl-tabs="{tablist}"]')
+        exact = re.compile(f"^{re.escape(name)}$")
+        tab = wrap.locator("[role=tablist] [role=tab]").filter(has_text=exact)
+        if not tab.count():
+            wrap.locator(".overflow-menu > button").click()
+            tab = wrap.locator(".overflow-dropdown button").filter(has_text=exact)
+            self.out.overflow.append(name)
+        tab.first.click()
 
-    def view(self, path: list[str]) -> None:
+    def view(self, path: list[str], t0: float) -> None:
         where = " > ".join(path)
         self.out.views.append(where)
-        self.check(f"open {where}")
+        self.check(f"open {where}", t0)
         self.page.evaluate(ACCORDIONS_JS)
         self.settle()
         while True:
@@ -228,21 +257,24 @@ class _Crawler:
             if name in self.skip:
                 self.out.skipped.append(name)
                 continue
+            t0 = time.monotonic()
             self.page.locator(f'[data-crawl="{crawl_id}"]').click()
             self.out.clicked.append(f"{where} / {name}")
-            self.check(f"{where} / {name}")
+            self.check(f"{where} / {name}", t0)
         for tablist in self.page.evaluate(TABLISTS_JS):
             for name in self.page.evaluate(TABS_JS, tablist):
+                t0 = time.monotonic()
                 self.open_tab(tablist, name)
-                self.view([*path, name])
+                self.view([*path, name], t0)
 
 
 def crawl(page, log: Path, skip: set[str]) -> Crawl:
     """Crawl the studio open in ``page`` (its top-level tabs are the first tab list); ``log`` is the server's."""
     c = _Crawler(page, log, skip)
-    c.check("page load")
+    c.check("page load", time.monotonic())
     top = page.evaluate(TOP_JS)
     for name in page.evaluate(TABS_JS, top):
+        t0 = time.monotonic()
         c.open_tab(top, name)
-        c.view([name])
+        c.view([name], t0)
     return c.out
