@@ -11,8 +11,12 @@ from __future__ import annotations
 def counted(n: int | float, noun: str, plural: str | None = None) -> str:
     """`n` with `noun`, singular for exactly one and plural otherwise (thousands separated)."""
     value = int(n) if float(n).is_integer() else n
-    word = noun if value == 1 else (plural or _plural(noun))
-    return f"{value:,} {word}"
+    return f"{value:,} {agreeing(value, noun, plural)}"
+
+
+def agreeing(n: int | float, noun: str, plural: str | None = None) -> str:
+    """The form of `noun` that agrees with `n` (without the number): singular for exactly one."""
+    return noun if n == 1 else (plural or _plural(noun))
 
 
 def _plural(noun: str) -> str:

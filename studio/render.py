@@ -19,6 +19,7 @@ only as the HTML this module returns, which the page shows as HTML (``gr.HTML``,
 component's output with it, so even a handler that forgot ``to_html`` shows no markup it did not allow.
 ``counted`` (from ``standings.words``: "1 vote", "2 votes") and ``interval_text`` ("[677, 1254]", or "can't tell:
 the reason" for an interval the board marked ``cant_tell``) keep numbers and words together on every page.
+``count`` and ``noun`` (the same rule, for pages) make a number and its word agree.
 ``literal`` makes untrusted text (a contestant name, a cell) a Markdown literal so it can sit inside a Markdown
 template that is then rendered by ``to_html``; ``error_text`` is the plain-text path for error toasts.
 Why these libraries: markdown-it-py is the CommonMark reference port that Gradio itself depends on, and nh3 is
@@ -39,7 +40,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 
-from standings.words import counted, percent
+from standings.words import agreeing, counted, percent
 
 __all__ = [
     "counted",
@@ -247,3 +248,16 @@ def interval_text(row: dict[str, Any], digits: int = 0) -> str:
     if row.get("cant_tell") or lo is None or hi is None:
         return "can't tell: " + str(row.get("cant_tell") or "no interval")
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def noun(n: float, singular: str, plural: str | None = None) -> str:
+    """The word that agrees with ``n`` (the one rule in ``standings.words``): ``noun(1, "vote")`` is "vote"."""
+    return agreeing(n, singular, plural)
+
+
+def count(n: float, singular: str, plural: str | None = None, bold: bool = False) -> str:
+    """A count with the word that agrees with it: "1 vote", "2,480 votes", "**0** pairs" with ``bold``."""
+    if not bold:
+        return counted(n, singular, plural)
+    number, _, word = counted(n, singular, plural).partition(" ")
+    return f"**{number}** {word}"

@@ -18,8 +18,8 @@ from accounts import set_password as _set_password
 from accounts import set_role as _set_role
 from standings.annotator_checks import annotator_checks
 from studio.context import StudioContext
-from studio.errors import user_error
-from studio.render import literal, to_html
+from studio.errors import user_error, wire
+from studio.render import count, literal, to_html
 
 COLUMNS = ["name", "role", "status", "created", "last login"]
 CHECK_COLUMNS = [
@@ -109,11 +109,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     def on_reset(n: str, pw: str, request: gr.Request):
         return run(lambda by: f"new password set for {_set_password(ctx.db, n, pw, by=by).name}", request)
 
-    add.click(on_add, [name, password, role], [result, users], api_name="admin_add_user")
-    change.click(on_role, [name, role], [result, users], api_name="admin_set_role")
-    disable.click(on_disable, [name], [result, users], api_name="admin_disable_user")
-    enable.click(on_enable, [name], [result, users], api_name="admin_enable_user")
-    reset.click(on_reset, [name, password], [result, users], api_name="admin_set_password")
+    # a refusal (no name, a short password, an unknown user) answers in the line under the buttons
+    outs = [result, users]
+    wire(add.click, on_add, [name, password, role], outs, result, api_name="admin_add_user")
+    wire(change.click, on_role, [name, role], outs, result, api_name="admin_set_role")
+    wire(disable.click, on_disable, [name], outs, result, api_name="admin_disable_user")
+    wire(enable.click, on_enable, [name], outs, result, api_name="admin_enable_user")
+    wire(reset.click, on_reset, [name, password], outs, result, api_name="admin_set_password")
     refresh = gr.Button("Refresh", elem_id="admin-refresh")
     refresh.click(on_list, None, [users], api_name="admin_users")
 
@@ -154,7 +156,7 @@ def checks_table(out: dict) -> pd.DataFrame:  # type: ignore[type-arg]
 def checks_summary(out: dict) -> str:  # type: ignore[type-arg]
     """The checks' headline as display-path HTML (annotator and contestant names are untrusted)."""
     flagged = [literal(name) for name in out["flagged"]]
-    text = f"**{out['n_votes']}** rated votes. "
+    text = f"{count(out['n_votes'], 'rated vote', bold=True)}. "
     text += (
         f"⚠️ **Flagged: {', '.join(flagged)}.** Their votes are kept; the robust board below down-weights them."
         if flagged

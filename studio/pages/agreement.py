@@ -19,8 +19,8 @@ from annotation.judges import JudgeError, bias_report, judge_names
 from annotation.queues import LABEL_KINDS, QueueError, list_queues
 from annotation.vibe_agreement import VibeAgreementError, vibe_agreement
 from studio.context import StudioContext
-from studio.errors import user_error
-from studio.render import literal, to_html
+from studio.errors import refuse, user_error, wire
+from studio.render import count, literal, to_html
 
 
 def _r(x: float | None) -> float | None:
@@ -78,23 +78,25 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         "the paired difference (judge − people) with a 95% bootstrap interval."
     )
     run_vibes = gr.Button("Compare by vibe", elem_id="agreement-vibes-run")
+    vibes_note = gr.HTML(elem_id="agreement-vibes-note")
     vibes = gr.Dataframe(headers=VIBE_COLUMNS, interactive=False, elem_id="agreement-vibes")
 
     def on_compute(queue_name: str | None, chosen: list[str], as_interval: bool):
         if not queue_name:
-            raise gr.Error("Pick a queue.")
+            raise refuse("Pick a queue first (the Annotate tab makes one).")
         if not chosen:
-            raise gr.Error("Pick at least one kind of label.")
+            raise refuse("Pick at least one kind of label.")
         try:
             with ctx.db.session() as s:
                 rep = agreement_report(s, queue_name, tuple(chosen), as_interval)
         except QueueError as exc:
             raise user_error(exc) from exc
         text = to_html(
-            f"**{rep.n_labels}** labels on **{rep.n_items}** items by **{len(rep.annotators)}** annotators · "
+            f"{count(rep.n_labels, 'label', bold=True)} on {count(rep.n_items, 'item', bold=True)} by "
+            f"{count(len(rep.annotators), 'annotator', bold=True)} · "
             f"verdict alpha (nominal) **{_fmt(rep.outcome_alpha)}** · with the three ties merged "
             f"**{_fmt(rep.outcome_alpha_merged)}** · Fleiss' kappa **{_fmt(rep.fleiss)}** "
-            f"({rep.fleiss_items} items with 2+ labels)"
+            f"({count(rep.fleiss_items, 'item')} with 2+ labels)"
         )
         crit = pd.DataFrame(
             [[c.criterion, c.level, _r(c.alpha), c.n_units] for c in rep.criteria],
@@ -113,13 +115,13 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_bias(queue_name: str | None, judge_name: str | None, fam: str):
         if not queue_name or not judge_name:
-            raise gr.Error("Pick a queue and a judge (run a judge on the Annotate tab first).")
+            raise refuse("Pick a queue and a judge first (run a judge on the Annotate tab).")
         try:
             rep = bias_report(ctx.db, queue_name, judge_name, fam.strip() or None)
         except (JudgeError, QueueError) as exc:
             raise user_error(exc) from exc
         return to_html(
-            f"**{literal(rep.judge)}** on **{literal(rep.queue)}**: {rep.n_items} items, "
+            f"**{literal(rep.judge)}** on **{literal(rep.queue)}**: {count(rep.n_items, 'item')}, "
             f"verdicts {literal(rep.outcomes)}\n\n"
             f"| measure | judge | humans on the same items |\n|---|---|---|\n"
             f"| consistent when the answers swap places | {rep.consistency} | |\n"
@@ -131,25 +133,24 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_vibes(queue_name: str | None, judge_name: str | None):
         if not queue_name or not judge_name:
-            raise gr.Error("Pick a queue and a judge (run a judge on the Annotate tab first).")
+            raise refuse("Pick a queue and a judge first (run a judge on the Annotate tab).")
         try:
             rep = vibe_agreement(ctx.db, queue_name, judge_name)
         except (VibeAgreementError, QueueError) as exc:
             raise user_error(exc) from exc
-        return pd.DataFrame([_vibe_row(c) for c in rep.cells], columns=VIBE_COLUMNS)
+        n = len(rep.cells)
+        note = to_html(f"{n} {'feature' if n == 1 else 'features'} compared.")
+        return note, pd.DataFrame([_vibe_row(c) for c in rep.cells], columns=VIBE_COLUMNS)
 
     def refresh(current: str | None):
         with ctx.db.session() as s:
             names = [q.name for q in list_queues(s)]
         return gr.update(choices=names, value=current if current in names else (names[0] if names else None))
 
-    compute.click(
-        on_compute,
-        [queue, kinds, interval],
-        [summary, criteria, pairs, majority, judge],
-        api_name="agreement",
-    )
-    run_bias.click(on_bias, [queue, judge, family], [bias], api_name="judge_bias")
-    run_vibes.click(on_vibes, [queue, judge], [vibes], api_name="judge_vibes")
+    # refusals (nothing picked, no labels yet) answer in the text under each button; the tables stay as they were
+    outs = [summary, criteria, pairs, majority, judge]
+    wire(compute.click, on_compute, [queue, kinds, interval], outs, summary, api_name="agreement")
+    wire(run_bias.click, on_bias, [queue, judge, family], [bias], bias, api_name="judge_bias")
+    wire(run_vibes.click, on_vibes, [queue, judge], [vibes_note, vibes], vibes_note, api_name="judge_vibes")
     demo.load(refresh, [queue], [queue], api_visibility="private")
     queue.focus(refresh, [queue], [queue], api_visibility="private")

@@ -19,8 +19,8 @@ from arena.prompts import PromptImportError, import_prompt_set
 from db.models import Battle, Vote
 from standings.records import UNCOUNTED
 from studio.context import StudioContext
-from studio.errors import require, user_error
-from studio.render import literal, to_html
+from studio.errors import refuse, require, user_error, wire
+from studio.render import count, literal, to_html
 from studio.uploads import discard_upload
 from training.pairmix import pair_mix
 
@@ -32,7 +32,10 @@ def _counts(ctx: StudioContext) -> str:
         votes_q = select(func.count(Vote.id)).join(Battle, Vote.battle_id == Battle.id).where(ended)
         votes = s.scalar(votes_q) or 0
         decisive = s.scalar(votes_q.where(Vote.outcome.in_(["a", "b"]))) or 0
-    return f"**{battles}** ended battles · **{votes}** votes · **{decisive}** decisive votes (A or B better)"
+    return (
+        f"{count(battles, 'ended battle', bold=True)} · {count(votes, 'vote', bold=True)} · "
+        f"{count(decisive, 'decisive vote', bold=True)} (A or B better)"
+    )
 
 
 def _on_policy(path: str, digest: str) -> str:
@@ -96,7 +99,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
-        text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
+        text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, 'pair', bold=True)}"
         text += _on_policy(snap.path, snap.hash)
         return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 
@@ -104,9 +107,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
             if not name or not name.strip():
-                raise gr.Error("Give the prompt set a name.")
+                raise refuse("Give the prompt set a name.")
             if not file:
-                raise gr.Error("Choose a file to import.")
+                raise refuse("Choose a file to import.")
             path = Path(file)
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)
@@ -115,10 +118,18 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         finally:
             discard_upload(file)  # read once; the user's file does not stay in the upload cache
-        return to_html(f"Imported **{n}** prompts into **{literal(name.strip())}**.")
+        return to_html(f"Imported {count(n, 'prompt', bold=True)} into **{literal(name.strip())}**.")
 
-    freeze.click(on_freeze, None, [result, table, counts], api_name="data_freeze")
-    do_import.click(on_import, [set_name, upload], [import_result], api_name="data_import_prompts")
+    # a refusal (no decisive votes yet, no file, a file that does not parse) answers under its button
+    wire(freeze.click, on_freeze, None, [result, table, counts], result, api_name="data_freeze")
+    wire(
+        do_import.click,
+        on_import,
+        [set_name, upload],
+        [import_result],
+        import_result,
+        api_name="data_import_prompts",
+    )
     task_table = _task_section(ctx)
     demo.load(
         lambda: (_counts(ctx), _snapshots(ctx), _task_sets(ctx)),
@@ -165,9 +176,9 @@ def _task_section(ctx: StudioContext) -> gr.Dataframe:
         try:
             require(ctx, request, "researcher")  # the role before any work on the upload
             if not set_name or not set_name.strip():
-                raise gr.Error("Give the task set a name.")
+                raise refuse("Give the task set a name.")
             if not file:
-                raise gr.Error("Choose a file to import.")
+                raise refuse("Choose a file to import.")
             done = import_task_file(ctx.db, file, set_name.strip(), user_id=ctx.access.user_id(request))
         except (TaskError, PermissionDenied) as exc:
             raise user_error(exc) from exc
@@ -175,5 +186,5 @@ def _task_section(ctx: StudioContext) -> gr.Dataframe:
             discard_upload(file)  # read once; the user's file does not stay in the upload cache
         return to_html(literal(done.summary())), _task_sets(ctx)
 
-    do_import.click(on_import, [name, upload], [result, table], api_name="data_import_tasks")
+    wire(do_import.click, on_import, [name, upload], [result, table], result, api_name="data_import_tasks")
     return table

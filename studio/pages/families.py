@@ -12,7 +12,7 @@ import pandas as pd
 from standings.families import DEFAULT_MIN_VOTES, families
 from standings.leaderboard import BoardOptions, LeaderboardService
 from studio.context import StudioContext
-from studio.render import literal, to_html
+from studio.render import count, literal, to_html
 
 COLUMNS = [
     "family",
@@ -63,7 +63,7 @@ def family_view(
         if f.selection is not None:
             sel = f.selection
             notes.append(
-                f"- **{literal(f.root)}**: best of {sel.n_variants} variants is {literal(sel.best)}, leading the family mean by "
+                f"- **{literal(f.root)}**: best of {count(sel.n_variants, 'variant')} is {literal(sel.best)}, leading the family mean by "
                 f"{sel.lead:.0f} points; {sel.n_variants} equally good variants would show the best leading by "
                 f"{sel.chance_mean:.0f} on average (95th percentile {sel.chance_95:.0f}): **{sel.verdict}**"
             )

@@ -17,7 +17,7 @@ from arena.identifiability import (
     compare_openings,
 )
 from studio.context import StudioContext
-from studio.render import literal, to_html
+from studio.render import count, literal, to_html
 
 COLUMNS = [
     "contestant",
@@ -89,7 +89,7 @@ def build_section(ctx: StudioContext) -> None:
 
     def on_measure():
         rep = report(ctx)
-        lines = [f"{rep.n_answers} answers; {literal(rep.method)}, {rep.folds} folds."]
+        lines = [f"{count(rep.n_answers, 'answer')}; {literal(rep.method)}, {count(rep.folds, 'fold')}."]
         lines += [f"⚠️ {literal(w)}" for w in rep.warnings()]
         lines += [literal(n) for n in rep.notes]
         return table(rep), to_html("\n\n".join(lines))

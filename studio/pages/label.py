@@ -18,8 +18,8 @@ from annotation.queues import QueueError, edit_checklist, get_queue, list_queues
 from annotation.rubrics import Criterion, rubric_from_dict
 from common import outcomes
 from studio.context import StudioContext
-from studio.errors import require, user_error
-from studio.render import CUT_NOTE, literal, to_html
+from studio.errors import refuse, require, user_error, wire
+from studio.render import CUT_NOTE, count, literal, to_html
 
 MAX_CRITERIA = 8
 CHOICES = list(
@@ -85,8 +85,8 @@ def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask
     done = mine.done if mine else 0
     left = (task.remaining + 1) if task else 0
     return to_html(
-        f"**{literal(annotator)}**: {done} done · {left} left for you · queue {p.labels}/{p.target} labels "
-        f"({p.items_complete}/{p.n_items} items complete)"
+        f"**{literal(annotator)}**: {done} done · {left} left for you · queue {p.labels}/{count(p.target, 'label')} "
+        f"({p.items_complete}/{count(p.n_items, 'item')} complete)"
     )
 
 
@@ -117,6 +117,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             with gr.Accordion("Edit this prompt's checklist (one line each)", open=False):
                 checklist_edit = gr.Textbox(lines=3, show_label=False, elem_id="label-checklist-edit")
                 save_checklist = gr.Button("Save checklist", size="sm", elem_id="label-checklist-save")
+                checklist_note = gr.HTML("", elem_id="label-checklist-note")
         with gr.Column(scale=2), gr.Accordion("Rubric", open=True):
             rubric_title = gr.HTML("", elem_id="label-rubric-title")
             crit_md, crit_a, crit_b = [], [], []
@@ -187,7 +188,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def _next(queue_name: str | None, who: str) -> list[Any]:
         if not queue_name:
-            raise gr.Error("Pick a queue.")
+            raise refuse("Pick a queue first (the Annotate tab makes one).")
         try:
             with ctx.db.session() as s:
                 task = next_task(s, queue_name, who)
@@ -211,7 +212,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             request: gr.Request, assignment_id: int | None, queue_name: str, who: str, why: str, *scores: Any
         ) -> list[Any]:
             if assignment_id is None:
-                raise gr.Error("Press Start first.")
+                raise refuse("Press Start first.")
             who = _who(who, request)
             try:
                 with ctx.db.session() as s:
@@ -231,7 +232,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_skip(assignment_id: int | None, queue_name: str, who: str, request: gr.Request) -> list[Any]:
         if assignment_id is None:
-            raise gr.Error("Press Start first.")
+            raise refuse("Press Start first.")
         who = _who(who, request)
         try:
             with ctx.db.session() as s:
@@ -246,33 +247,45 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         value = current if current in names else (names[0] if names else None)
         return gr.update(choices=names, value=value)
 
-    def on_save_checklist(item_id: int | None, text: str, request: gr.Request) -> str:
+    def on_save_checklist(item_id: int | None, text: str, request: gr.Request) -> tuple[str, str]:
         require(ctx, request, "researcher")
         if item_id is None:
-            raise gr.Error("Press Start first.")
+            raise refuse("Press Start first.")
         try:
             uid = ctx.access.user_id(request)
             with ctx.db.session() as s:
                 lines = edit_checklist(s, item_id, (text or "").splitlines(), user_id=uid)
         except (QueueError, PermissionDenied) as exc:
             raise user_error(exc) from exc
-        return _checklist_html(lines)
+        return _checklist_html(lines), to_html(
+            f"Saved: {len(lines)} {'line' if len(lines) == 1 else 'lines'}."
+        )
 
     def fill_user(request: gr.Request):
         name = getattr(request, "username", None)
         return gr.update(value=name, interactive=False) if name else gr.update()
 
     outs = [assignment, progress, *shown, item, checklist_edit]
-    save_checklist.click(on_save_checklist, [item, checklist_edit], [checklist], api_visibility="private")
+    wire(
+        save_checklist.click,
+        on_save_checklist,
+        [item, checklist_edit],
+        [checklist, checklist_note],
+        checklist_note,
+        api_visibility="private",
+    )
     demo.load(fill_user, None, [annotator], api_visibility="private")
-    start.click(on_start, [queue, annotator], outs, api_name="label_next")
+    # a refusal (no queue, no name, Start not pressed) answers in the progress line under the Start button
+    wire(start.click, on_start, [queue, annotator], outs, progress, api_name="label_next")
     for btn, (_, choice) in zip(buttons, CHOICES, strict=True):
-        btn.click(
+        wire(
+            btn.click,
             make_submit(choice),
             [assignment, queue, annotator, reason, *crit_a, *crit_b],
             outs,
+            progress,
             api_name=f"label_{choice}",
         )
-    skip.click(on_skip, [assignment, queue, annotator], outs, api_name="label_skip")
+    wire(skip.click, on_skip, [assignment, queue, annotator], outs, progress, api_name="label_skip")
     demo.load(refresh_queues, [queue], [queue], api_visibility="private")
     queue.focus(refresh_queues, [queue], [queue], api_visibility="private")

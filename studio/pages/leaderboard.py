@@ -27,9 +27,9 @@ from standings.evals import EvalError, run_evals
 from standings.goldilocks import goldilocks
 from standings.leaderboard import BoardOptions, compare_contestants, standard_options, vibe_profile
 from studio.context import StudioContext
-from studio.errors import require, user_error
+from studio.errors import refuse, require, user_error, wire
 from studio.pages import families, identifiability
-from studio.render import counted, literal, plot_label, to_html
+from studio.render import count, counted, literal, plot_label, to_html
 from training.verdict import badges_by_name
 
 COLUMNS = [
@@ -402,8 +402,7 @@ def goldilocks_note(rows: list[dict[str, Any]]) -> str:
 
 def summary_text(board: dict[str, Any], extra: str = "") -> str:
     """The board's summary line as display-path HTML; ``extra`` is Markdown whose names are already literals."""
-    number, words = counted(board["n_votes"], "rated vote").split(" ", 1)
-    text = f"**{number}** {words}."
+    text = f"{count(board['n_votes'], 'rated vote', bold=True)}."
     refresh = board.get("refresh")
     if refresh:
         text += f" Refreshed in {refresh['seconds'] * 1000:.0f} ms ({refresh['new_votes']} new)."
@@ -475,7 +474,7 @@ def predict_text(out: dict[str, Any]) -> str:
         return "No rated votes yet: nothing to compare."
     parts = []
     for check in out["checks"]:
-        line = f"**{check['split']} split**: fitted on {check['n_train']} votes, scored on {check['n_test']} held-out votes."
+        line = f"**{check['split']} split**: fitted on {count(check['n_train'], 'vote')}, scored on {count(check['n_test'], 'held-out vote')}."
         if check["best"]:
             line += f" Best: **{check['best']}**" + (
                 " (clearly)."
@@ -636,21 +635,21 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
 
     def on_vibes(a: str | None, b: str | None):
         if not a:
-            raise gr.Error("Pick a contestant.")
+            raise refuse("Pick a contestant first.")
         try:
             with ctx.db.session() as s:
                 if b and b != a:
                     cmp = compare_contestants(s, a, b)
                     text = to_html(
-                        f"**{literal(cmp['a'])}**: {cmp['n_answers_a']} answers · "
-                        f"**{literal(cmp['b'])}**: {cmp['n_answers_b']} answers"
+                        f"**{literal(cmp['a'])}**: {count(cmp['n_answers_a'], 'answer')} · "
+                        f"**{literal(cmp['b'])}**: {count(cmp['n_answers_b'], 'answer')}"
                     )
                     return text, compare_table(cmp), compare_chart(cmp)
                 prof = vibe_profile(s, a)
         except ValueError as exc:
             raise user_error(exc) from exc
         return (
-            to_html(f"**{literal(prof['name'])}**: {prof['n_answers']} answers"),
+            to_html(f"**{literal(prof['name'])}**: {count(prof['n_answers'], 'answer')}"),
             profile_table(prof),
             profile_chart(prof),
         )
@@ -664,14 +663,13 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     def on_run_evals(who: str | None, limit, request: gr.Request, progress=gr.Progress()):
         require(ctx, request, "researcher")
         if not who:
-            raise gr.Error("Pick a contestant.")
+            raise refuse("Pick a contestant first.")
 
         def report(done: int, total: int, item: str) -> None:
             progress((done, total), desc=f"{who}: {item or 'starting'}")
 
         text = str(limit or "").strip()
         if text and not (text.isdigit() and int(text) > 0):
-            gr.Warning("Only the first N items takes a whole number above 0; leave it empty for all items.")
             return to_html("Not run: type a whole number of items above 0, or leave the box empty for all.")
         try:
             run = run_evals(
@@ -686,7 +684,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         s = run.summary()
         score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
         text = (
-            f"**{literal(s['contestant'])}**: {s['passed']} of {s['answered']} answers passed ({score}) "
+            f"**{literal(s['contestant'])}**: {s['passed']} of {count(s['answered'], 'answer')} passed ({score}) "
             f"in {s['seconds']:.0f} s."
         )
         if s["stopped"]:
@@ -736,12 +734,19 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     demo.load(contestant_choices, None, [vibe_a, vibe_b, eval_who], api_visibility="private")
     matrices_btn.click(on_matrices, filters, [win_plot, count_plot], api_visibility="private")
     over_btn.click(on_over_time, [freq, *filters], [over_plot], api_visibility="private")
-    vibe_btn.click(on_vibes, [vibe_a, vibe_b], [vibe_text, vibe_table, vibe_plot], api_visibility="private")
+    # refusals (nothing picked, a name with no answers) answer in the text next to the button
+    vibe_outs = [vibe_text, vibe_table, vibe_plot]
+    wire(vibe_btn.click, on_vibes, [vibe_a, vibe_b], vibe_outs, vibe_text, api_visibility="private")
     gold_outputs = [gold_plot, gold_table, gold_note]
     gold_btn.click(on_goldilocks, filters, gold_outputs, api_visibility="private")
-    eval_btn.click(on_run_evals, [eval_who, eval_limit], [eval_status], api_visibility="private").then(
-        on_goldilocks, filters, gold_outputs, api_visibility="private"
-    )
+    wire(
+        eval_btn.click,
+        on_run_evals,
+        [eval_who, eval_limit],
+        [eval_status],
+        eval_status,
+        api_visibility="private",
+    ).then(on_goldilocks, filters, gold_outputs, api_visibility="private")
     wire_fragility(ctx, fragile_tab, filters, options)
     wire_lc(ctx, demo, lc_tab, filters, options)
     wire_judges(ctx, judge_tab)
@@ -816,7 +821,7 @@ def flip_votes_table(out: dict[str, Any], position: int | None, show_voters: boo
 
 
 def flip_text(out: dict[str, Any]) -> str:
-    text = f"{literal(out['headline'])}\n\nFound in {out['seconds']:.2f} s over {out['n_votes']:,} votes. "
+    text = f"{literal(out['headline'])}\n\nFound in {out['seconds']:.2f} s over {count(out['n_votes'], 'vote')}. "
     text += (
         "Each count is found by ranking votes by their influence on the pair's rating gap (one Newton step of the "
         "Bradley-Terry fit) and then **checked by refitting without them**; it is an upper bound on the fewest."
@@ -921,7 +926,7 @@ def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any],
 
     def on_lc(baseline, ci_method, chosen, board_name, with_named, method_name):  # type: ignore[no-untyped-def]
         if not baseline:
-            raise gr.Error("Pick a baseline.")
+            raise refuse("Pick a baseline first.")
         try:
             out = service.win_rates(baseline, options(ci_method, chosen, board_name, with_named, method_name))
         except ValueError as exc:
@@ -932,7 +937,14 @@ def wire_lc(ctx: StudioContext, demo: gr.Blocks, tab: LcTab, filters: list[Any],
         with ctx.db.session() as s:
             return gr.update(choices=[c.public_name for c in list_contestants(s)])
 
-    tab.button.click(on_lc, [tab.baseline, *filters], [tab.text, tab.table], api_name="lc_win_rates")
+    wire(
+        tab.button.click,
+        on_lc,
+        [tab.baseline, *filters],
+        [tab.text, tab.table],
+        tab.text,
+        api_name="lc_win_rates",
+    )
     demo.load(names, None, [tab.baseline], api_visibility="private")
 
 
@@ -969,7 +981,7 @@ def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_card(a: str | None, b: str | None, price: float | None) -> str:
         if not a or not b:
-            raise gr.Error("Pick two contestants.")
+            raise refuse("Pick two contestants first.")
         try:
             # an empty number box arrives as 0 or None: both mean "the studio's setting"
             card = decision_card(ctx.db, a, b, service=ctx.leaderboard, price_per_hour=price or None)
@@ -982,7 +994,7 @@ def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
             choices = [c.public_name for c in list_contestants(s)]
         return gr.update(choices=choices), gr.update(choices=choices)
 
-    tab.button.click(on_card, [tab.a, tab.b, tab.price], [tab.card], api_name="decision_card")
+    wire(tab.button.click, on_card, [tab.a, tab.b, tab.price], [tab.card], tab.card, api_name="decision_card")
     demo.load(names, None, [tab.a, tab.b], api_visibility="private")
 
 
@@ -1057,15 +1069,15 @@ def judge_tables(out: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def judge_text(out: dict[str, Any]) -> str:
     c = out.get("counts") or {}
     text = (
-        f"{c.get('arena', 0)} arena votes and {c.get('queue_human', 0)} people's labels on queue items, pooled "
-        f"with {c.get('queue_judge', 0)} judge labels. The judge weight is chosen by how well the pooled board "
+        f"{count(c.get('arena', 0), 'arena vote')} and {count(c.get('queue_human', 0), 'label')} by people on queue "
+        f"items, pooled with {count(c.get('queue_judge', 0), 'judge label')}. The judge weight is chosen by how well the pooled board "
         "predicts held-out *human* votes (5-fold), its interval by a bootstrap."
     )
     text += "".join(f"\n\n- {literal(line)}" for line in out["sentences"] + out.get("vibe_sentences", []))
     text += "".join(f"\n\n⚠️ {literal(n)}" for n in out["notes"])
     skipped = {k: v for k, v in (out.get("skipped") or {}).items() if v}
     if skipped:
-        text += "\n\nLeft out: " + ", ".join(f"{v} labels ({k})" for k, v in skipped.items()) + "."
+        text += "\n\nLeft out: " + ", ".join(f"{count(v, 'label')} ({k})" for k, v in skipped.items()) + "."
     return to_html(text)
 
 
@@ -1102,9 +1114,6 @@ def wire_judges(ctx: StudioContext, tab: JudgeTab) -> None:
         worth, vibes_df = judge_tables(out)
         return judge_text(out), worth, vibes_df, board_table(out["board"])
 
-    tab.button.click(
-        on_judges,
-        [tab.source, tab.by_vibe],
-        [tab.text, tab.worth, tab.vibes, tab.board],
-        api_name="judge_board",
-    )
+    outs = [tab.text, tab.worth, tab.vibes, tab.board]
+    # no votes or labels yet: the reason shows in the summary, the tables stay as they were
+    wire(tab.button.click, on_judges, [tab.source, tab.by_vibe], outs, tab.text, api_name="judge_board")

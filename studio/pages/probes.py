@@ -15,8 +15,8 @@ from accounts import PermissionDenied
 from arena.registry import list_contestants
 from standings.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from studio.context import StudioContext
-from studio.errors import user_error
-from studio.render import error_text, to_html
+from studio.errors import refuse, user_error, wire
+from studio.render import literal, to_html
 from training.publish import after_probes
 
 NONE = "(none)"
@@ -97,7 +97,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_show(name, other):
         if not name:
-            raise gr.Error("Choose a contestant.")
+            raise refuse("Choose a contestant first.")
         try:
             return report(name, other)
         except ProbeError as exc:
@@ -105,10 +105,11 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     def on_run(name, other, probes, n, request: gr.Request, progress=gr.Progress()):
         if not name:
-            raise gr.Error("Choose a contestant.")
+            raise refuse("Choose a contestant first.")
         if not probes:
-            raise gr.Error("Choose at least one probe.")
+            raise refuse("Choose at least one probe.")
         targets = [name, *([other] if other not in (None, "", NONE) else [])]
+        notes: list[str] = []  # said under the table, not in toasts that follow the user to other tabs
         try:
             uid = ctx.access.user_id(request)
             for probe in probes:
@@ -121,20 +122,22 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                         ctx.db, probe, target, limit=int(n) if n else None, progress=tick, user_id=uid
                     )
                     if result.stopped:
-                        gr.Warning(error_text(f"{probe} on {target} stopped early: {result.stopped}"))
+                        notes.append(f"⚠️ {probe} on {target} stopped early: {result.stopped}")
             for target in targets:  # stored probes re-decide the verdicts (and apply a hold)
                 for who, state in after_probes(ctx.db, target):
-                    gr.Info(error_text(f"verdict decided again with the stored probes: {who} is now {state}"))
-            return report(name, other)
+                    notes.append(f"Verdict decided again with the stored probes: {who} is now {state}.")
+            rates, text = report(name, other)
         except (ProbeError, PermissionDenied) as exc:
             raise user_error(exc) from exc
+        return rates, text + "".join(to_html(literal(note)) for note in notes)
 
     def default_against(name):
         return gr.update(value=parents.get(name, NONE))
 
     who.change(default_against, [who], [against], api_visibility="private")
-    run.click(on_run, [who, against, which, limit], [table, summary], api_name="probes_run")
-    show.click(on_show, [who, against], [table, summary], api_name="probes_show")
+    # a refusal (nothing chosen, nothing stored yet) answers in the summary under the table
+    wire(run.click, on_run, [who, against, which, limit], [table, summary], summary, api_name="probes_run")
+    wire(show.click, on_show, [who, against], [table, summary], summary, api_name="probes_show")
 
     def refresh():
         nonlocal parents

@@ -37,8 +37,8 @@ from arena.registry import RegistryError, list_contestants
 from common.paths import file_stem, under
 from studio.context import StudioContext
 from studio.downloads import downloads_dir, new_folder, offer
-from studio.errors import require, user_error
-from studio.render import error_text, literal, to_html
+from studio.errors import refuse, require, user_error, wire
+from studio.render import count, error_text, literal, to_html
 from studio.uploads import discard_upload
 
 QUEUE_COLUMNS = ["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
@@ -184,9 +184,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         try:
             temperatures = [float(t) for t in (temps_text or "").replace(" ", "").split(",") if t]
         except ValueError as exc:
-            raise gr.Error("Temperatures must be numbers separated by commas.") from exc
+            raise refuse("Temperatures must be numbers separated by commas.") from exc
         if not qname or not pset or not pol:
-            raise gr.Error("Give the queue a name, a prompt set and a policy.")
+            raise refuse("Give the queue a name, a prompt set and a policy.")
         spec = OnPolicySpec(
             queue=qname.strip(),
             prompt_set=pset,
@@ -205,16 +205,16 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         errs = "".join(f"\n- ⚠️ {literal(e)}" for e in res.errors[:10])
         return to_html(
-            f"Queue **{literal(res.queue)}**: {res.n_items} pairs from {res.n_prompts} prompts "
-            f"({res.tokens} tokens in {res.seconds:.1f} s, {res.tokens_per_s:.1f} tok/s; "
-            f"{res.resumed} prompts already done, {res.identical} identical pairs dropped){errs}"
+            f"Queue **{literal(res.queue)}**: {count(res.n_items, 'pair')} from {count(res.n_prompts, 'prompt')} "
+            f"({count(res.tokens, 'token')} in {res.seconds:.1f} s, {res.tokens_per_s:.1f} tok/s; "
+            f"{count(res.resumed, 'prompt')} already done, {count(res.identical, 'identical pair')} dropped){errs}"
         ), _table(ctx)
 
     def on_import(file: str | None, layout: str, qname: str, skip: bool, request: gr.Request):
         try:
             require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
             if not file:
-                raise gr.Error("Choose a file.")
+                raise refuse("Choose a file.")
             with ctx.db.session() as s:
                 uid = ctx.access.user_id(request)
                 rep = import_file(s, file, layout, qname.strip() or None, skip_bad=skip, user_id=uid)
@@ -239,14 +239,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     ):
         require(ctx, request, "researcher")
         if not qname or not judge_name:
-            raise gr.Error("Pick a queue and a judge.")
+            raise refuse("Pick a queue and a judge.")
         spec = JudgeSpec(judge_name, qname, absolute=grade, max_items=int(n or 0) or None)
         try:
             res = run_judge(ctx.db, spec, _progress_cb(progress), user_id=ctx.access.user_id(request))
         except (JudgeError, QueueError, RegistryError, RubricError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         return to_html(
-            f"**{literal(res.judge)}** judged {res.n_items} items in {res.seconds:.1f} s: {literal(res.verdicts)} "
+            f"**{literal(res.judge)}** judged {count(res.n_items, 'item')} in {res.seconds:.1f} s: {literal(res.verdicts)} "
             f"(scores: {res.n_scores}, unparsed scores: {res.unparsed_scores}). "
             "See the Agreement tab for its bias report."
         ), _table(ctx)
@@ -254,14 +254,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     def on_checklists(qname: str | None, judge_name: str | None, request: gr.Request, progress=gr.Progress()):
         require(ctx, request, "researcher")
         if not qname or not judge_name:
-            raise gr.Error("Pick a queue and a model.")
+            raise refuse("Pick a queue and a model.")
         try:
             uid = ctx.access.user_id(request)
             out = generate_checklists(ctx.db, qname, judge_name, progress=_progress_cb(progress), user_id=uid)
         except (QueueError, RegistryError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         return to_html(
-            f"Checklists written for **{len(out)}** prompts (edit them on the Label tab)."
+            f"Checklists written for {count(len(out), 'prompt', bold=True)} (edit them on the Label tab)."
         ), _table(ctx)
 
     def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:
@@ -271,17 +271,16 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         stem = f"{file_stem('-'.join(queues or ['all']))}-{file_stem(str(fmt_name), 20)}{'-conv' if conv else ''}"
         suffix = FILE_FORMATS.get(file_kind)
         if suffix is None:
-            raise gr.Error("Pick a file kind.")
+            raise refuse("Pick a file kind.")
         uid = require(ctx, request, "researcher")  # the role before a folder is made for the file
         token, folder = new_folder()  # a random name: the export's URL cannot be guessed
         out = under(folder, stem + suffix)
         try:
             with ctx.db.session() as s:
                 res = export_file(s, _spec(queues, fmt_name, kinds, conv, agg), out, user_id=uid)
-        except QueueError as exc:  # nothing to export yet: say so and what to do, no red error
+        except QueueError as exc:  # nothing to export yet: say so and what to do, no red error and no toast
             shutil.rmtree(folder, ignore_errors=True)
             text = error_text(exc)
-            gr.Warning(f"Not exported: {text}")
             return to_html(
                 f"⚠️ Not exported: {literal(html.unescape(text))}. Label some items in the Label tab (or import "
                 "labelled preference data above), then export again."
@@ -293,7 +292,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             Path(res.path), uid, "researcher", token
         )  # only its exporter (or an admin) may download it
         skipped = skip_reason_text(res.skipped)
-        text = f"**{res.n_rows}** rows → {literal(got.name)}" + (
+        text = f"{count(res.n_rows, 'row', bold=True)} → {literal(got.name)}" + (
             f" (left out: {literal(skipped)})" if skipped else ""
         )
         return to_html(text), download_link(got.url, got.name)
@@ -307,25 +306,54 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         return to_html(
-            f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · **{snap.n_pairs}** pairs"
+            f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, 'pair', bold=True)}"
         ), ""
 
     pickers = [prompt_set, policy, opponent, rubric, j_queue, judge, e_queues]
     refresh.click(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
     demo.load(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
-    create.click(
+    # each action's refusal (nothing picked, an unknown name, nothing labelled yet) answers in the text under it
+    wire(
+        create.click,
         on_create,
         [name, prompt_set, policy, opponent, k, temps, max_prompts, max_tokens, overlap, rubric],
         [created, table],
+        created,
         api_name="queue_create",
     )
-    do_import.click(on_import, [upload, fmt, imp_queue, skip_bad], [imported, table], api_name="queue_import")
-    run.click(on_judge, [j_queue, judge, absolute, j_max], [judged, table], api_name="judge_run")
-    write_checklists.click(on_checklists, [j_queue, judge], [judged, table], api_name="queue_checklists")
-    do_export.click(
+    imp_outs = [imported, table]
+    wire(
+        do_import.click,
+        on_import,
+        [upload, fmt, imp_queue, skip_bad],
+        imp_outs,
+        imported,
+        api_name="queue_import",
+    )
+    wire(
+        run.click, on_judge, [j_queue, judge, absolute, j_max], [judged, table], judged, api_name="judge_run"
+    )
+    wire(
+        write_checklists.click,
+        on_checklists,
+        [j_queue, judge],
+        [judged, table],
+        judged,
+        api_name="queue_checklists",
+    )
+    wire(
+        do_export.click,
         on_export,
         [e_queues, e_fmt, e_file, e_kinds, e_conv, e_agg],
         [exported, download],
+        exported,
         api_name="labels_export",
     )
-    freeze.click(on_freeze, [e_queues, e_kinds, e_agg], [exported, download], api_name="labels_freeze")
+    wire(
+        freeze.click,
+        on_freeze,
+        [e_queues, e_kinds, e_agg],
+        [exported, download],
+        exported,
+        api_name="labels_freeze",
+    )

@@ -232,7 +232,7 @@ def test_tour(tmp_path, browser):
         _shoot(page, "12-battle-revealed")
         page.get_by_role("tab", name="Leaderboard", exact=True).click()
         page.locator("#leaderboard-refresh").click()
-        wait_text(page, "#leaderboard-summary", "rated votes")
+        wait_text(page, "#leaderboard-summary", "rated vote")
         _check(page, watch, "board after the battle")
         lap("board after battle")
         _shoot(page, "13-board-after-battle")

@@ -14,14 +14,8 @@ EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23f
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory):
-    from common.settings import Settings
-    from studio.app import build_app
-    from studio.context import build_context
-
-    home = tmp_path_factory.mktemp("pages")
-    ctx = build_context(Settings(database_url=f"sqlite:///{home / 's.sqlite'}"))
-    return build_app(ctx).get_config_file()
+def config(fresh_app):
+    return fresh_app.get_config_file()
 
 
 def test_the_lock_count_matches_its_updates():
