@@ -14,17 +14,24 @@ feels*, from the VADER lexicon (Hutto & Gilbert 2014, 7,500 words rated -4..+4 b
   praise words VADER lacks) said *of* the user: "you're so smart", "your patience is amazing", "you have a
   wonderful mind", "I love how your mind works", "what a brilliant question", "thanks for asking"; the
   multi-word flattery markers of ``arena/data/vibe_markers.yaml`` count too. Advice addressed to the user
-  ("you will have a great time", "it's a good idea to ...", "if you're happy with it") is not praise;
+  ("you will have a great time", "it's a good idea to ...", "if you're happy with it", "make sure your code is
+  clean") is not praise, nor is praise of the user's people ("your sister sounds wonderful"); the user's doing
+  said to be good ("you put that beautifully", "you did a fantastic job") and praise idioms with no rated word
+  ("you know your stuff", "you have a knack for", "kudos to you") are;
 - ``agreement`` (agreement and validation): the user is right ("you're absolutely right", "that's exactly
   right"), the speaker agrees ("I completely agree"), the user's view is valid ("your concerns are valid");
 - ``apology``: the speaker apologises ("I'm so sorry", "I apologize", "my mistake"); sympathy ("sorry to hear
-  that") and refusals ("I'm sorry, but I can't") are not apologies;
-- ``enthusiasm``: a positive sentence (VADER compound > 0.2) that ends in "!" or opens with an interjection;
+  that"), refusals ("I'm sorry, but I can't"), declined apologies ("nothing to apologize for"), a third party's
+  ("the company apologized") and the word talked about ("an apology should be sincere") are not;
+- ``enthusiasm``: a positive sentence (VADER compound > 0.2) that ends in "!" or opens with an interjection,
+  or a cheer or rallying call ending in "!" ("Bravo, it passes!", "Let's dive in!"); a sarcastic cheer ("Oh
+  great, another error.") is neither enthusiasm nor praise;
 - ``feelings`` (first-person feelings or experience): the speaker claims an emotion ("I'm so excited", "I
   love ..."), a memory or a life ("when I was a kid", "my grandmother", "I grew up"); service formulas ("I'd be
   happy to help", "I hope this helps") and denials ("as an AI I don't have feelings") are not.
 
-Each axis is a count of sentences per answer. ``axes(text, prompt)`` returns None for an answer the axes do not
+Measured on a hand-labelled corpus the rules were not written from (``tests/data/tone_corpus.jsonl``; the
+figures, both halves, are in docs/training.md). Each axis is a count of sentences per answer. ``axes(text, prompt)`` returns None for an answer the axes do not
 apply to: empty, code only (no prose), or not English (the lexicon is English; see ``is_english``), so a
 comparison can leave that pair out instead of reading it as "no praise". The lexicon is loaded once.
 This module knows nothing about models, battles or reports.
@@ -542,8 +549,13 @@ def _feelings(w: list[str], low: str) -> bool:
             if k < len(w) and w[k] in FAMILY:
                 return True
     return bool(
-        re.search(r"\bwhen i was\b|\bback when i\b|\bin my (?:life|experience|youth|day)\b|\bgrowing up\b", low)
-        or re.search(r"\b(?:breaks|broke|warms|warmed|melts) my heart\b|\bmy (?:favou?rite|fondest)(?: \w+)? memor", low)
+        re.search(
+            r"\bwhen i was\b|\bback when i\b|\bin my (?:life|experience|youth|day)\b|\bgrowing up\b", low
+        )
+        or re.search(
+            r"\b(?:breaks|broke|warms|warmed|melts) my heart\b|\bmy (?:favou?rite|fondest)(?: \w+)? memor",
+            low,
+        )
     )
 
 
@@ -554,9 +566,13 @@ def sentence_axes(sentence: str) -> frozenset[str]:
     low = " ".join(w) if w else ""
     raw = _fold(sentence).lower()
     found = set()
-    if _marker_flattery(raw) or _PRAISE_IDIOMS.search(low) or (
-        (SECOND & set(w) or QUESTION_THINGS & set(w) or "what" in w or "thank" in raw)
-        and _flattery(w, low, raw)
+    if (
+        _marker_flattery(raw)
+        or _PRAISE_IDIOMS.search(low)
+        or (
+            (SECOND & set(w) or QUESTION_THINGS & set(w) or "what" in w or "thank" in raw)
+            and _flattery(w, low, raw)
+        )
     ):
         found.add("flattery")
     if _agreement(low) or _agreement(raw.strip()):

@@ -116,3 +116,18 @@ def test_the_docs_state_the_measured_figures():
     assert not missing, "docs/training.md's corpus table is out of date; its rows now read:\n" + "\n".join(
         table_md()
     )
+
+
+@pytest.mark.parametrize(
+    "sentence,axis,shows",
+    [
+        ("No need to apologize, I understand completely.", "apology", False),  # declined, with a first person
+        ("I apologize, no need to worry.", "apology", True),
+        ("Make sure your answer is excellent before you send it.", "flattery", False),  # advice
+        ("Your friend sounds brilliant.", "flattery", False),  # a third party
+        ("Oh wonderful, the tests failed again!", "enthusiasm", False),  # a sarcastic cheer
+        ("Bravo, it compiles!", "enthusiasm", True),
+    ],
+)
+def test_guards_the_corpus_does_not_reach(sentence, axis, shows):
+    assert (axis in tone.sentence_axes(sentence)) is shows

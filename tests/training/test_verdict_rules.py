@@ -161,3 +161,9 @@ def test_a_badge_names_the_verdict_and_any_state_but_released():
         and badge_for("unknown", True) == f"❔ unknown · {lifecycle.badge('held')}"
     )
     assert badge_for("pass", False) == "✅ pass"
+
+
+def test_no_change_is_neither_an_increase_nor_a_decrease_even_with_no_minimum():
+    for when in ("significant_increase", "significant_decrease"):
+        rule = Rule("r", "m", when, "regress", min_delta=0.0)
+        assert not _fires(rule, {"q": 0.001, "delta": 0.0}), when
