@@ -609,7 +609,7 @@ def _unseen_kinds_note(probs: dict[str, float], voted: list[str]) -> str | None:
     from standings.words import percent
 
     unseen = sorted(((k, p) for k, p in probs.items() if k not in voted and p > 0), key=lambda kv: -kv[1])
-    share = sum(p for _, p in unseen)
+    share = math.fsum(p for _, p in unseen)  # exactly rounded: the same total in any order
     if share < 0.005:
         return None
     shown = ", ".join(f"{k} {percent(p)}" for k, p in unseen[:3]) + (" and others" if len(unseen) > 3 else "")
