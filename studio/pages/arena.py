@@ -837,12 +837,17 @@ def _vote_handler(ctx: StudioContext, choice: str) -> Callable[..., Any]:
 def _pane_text(message: Any) -> str:
     """The visible text of one Chatbot message as the browser sends it back (a string, or a list of parts)."""
     content = message.get("content") if isinstance(message, dict) else message
-    if isinstance(content, list | tuple):
-        content = " ".join(_pane_text({"content": c}) for c in content)
-    elif isinstance(content, dict):
-        content = content.get("text") or content.get("value") or ""
-    text = html.unescape(_TAGS.sub(" ", str(content or "")))
+    text = html.unescape(_TAGS.sub(" ", _raw(content)))  # tags out first, then entities: once, never twice
     return " ".join(text.split())
+
+
+def _raw(content: Any) -> str:
+    """A message's content as one HTML string (Gradio sends text back as a list of ``{"text": ...}`` parts)."""
+    if isinstance(content, list | tuple):
+        return "".join(_raw(c) for c in content)
+    if isinstance(content, dict):
+        return str(content.get("text") or content.get("value") or "")
+    return str(content or "")
 
 
 _TAGS = re.compile(r"<[^>]*>")

@@ -135,3 +135,24 @@ def test_a_turn_with_an_empty_pane_leaves_the_votes_off(ctx):
     assert "empty answer" in str(out[4])
     assert all(u.get("interactive") is False for u in out[6:11])  # the five votes
     assert out[-1].get("choices") == []  # the picker lists no turn
+
+
+def test_the_pane_check_reads_hostile_answers_as_gradio_sends_them_back(ctx):
+    """Escaped markup must compare as text once: a check that unescaped twice refused every vote on an answer
+    that shows ``<script>`` as text (seen with the hostile-text browser test)."""
+    from db.models import Turn
+    from tests.e2e.test_xss import PAYLOAD
+
+    bid = ctx.arena.start_battle().battle_id
+
+    with ctx.db.session() as s:
+        s.add(Turn(battle_id=bid, idx=0, user_msg="hi", answer_a=PAYLOAD, answer_b=PAYLOAD + " x"))
+    pane = gr.Chatbot(render_markdown=False, sanitize_html=True, **page.PANE_CONTROLS_OFF)
+    _, (left, right) = ctx.arena.shown_answers(bid, 0)
+    sent = [
+        pane.preprocess(
+            pane.postprocess([{"role": "user", "content": "hi"}, {"role": "assistant", "content": m}])
+        )
+        for m in (page._pane(left, None, cut=True), page._pane(right, None))
+    ]  # the server's message, as Gradio sends it to the page and the page sends it back
+    page._check_panes(ctx.arena, bid, 0, *sent)  # accepted: no BattleError
