@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from standings.words import counted
+
 from . import _fit
 from ._blas import single_threaded
 from ._board import _OUTCOME_LO, RIDGE_SEPARATED, SCALE, _aggregate, _graph_warnings, prepare, prepared
@@ -142,7 +144,7 @@ def headline(report: FlipReport) -> str:
     plural = "vote goes" if top.votes == 1 else "votes go"
     return (
         f"#1 {top.higher} holds over {top.lower} unless {top.votes} {plural} "
-        f"({share:.2g}% of {report.n_votes:,} votes; checked by refitting without them)"
+        f"({share:.2g}% of {counted(report.n_votes, 'vote')}; checked by refitting without them)"
     )
 
 
@@ -702,7 +704,10 @@ def votes_to_flip(
             listed.append((pf, flat, min(count, max_votes_listed)))
             if count > max_votes_listed:
                 pf.note = "; ".join(
-                    filter(None, [pf.note, f"the first {max_votes_listed} of the {count} votes are listed"])
+                    filter(
+                        None,
+                        [pf.note, f"the first {max_votes_listed} of the {counted(count, 'vote')} are listed"],
+                    )
                 )
         pf.refits = problem.refits - before
     _attach_votes(recs, prep, groups, listed)

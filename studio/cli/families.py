@@ -10,6 +10,7 @@ import json
 
 import typer
 
+from standings.words import counted
 from studio.cli._common import open_db
 
 
@@ -40,7 +41,7 @@ def families_cmd(
             )
             flags = [x for x, on in (("hidden", m.hidden), ("provisional", m.provisional)) if on]
             typer.echo(
-                f"  {'  ' * m.depth}{m.name}: {rating}, {m.votes_after_publish} votes since publish {flags or ''}"
+                f"  {'  ' * m.depth}{m.name}: {rating}, {counted(m.votes_after_publish, 'vote')} since publish {flags or ''}"
             )
         if f.selection:
             sel = f.selection

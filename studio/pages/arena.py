@@ -37,7 +37,7 @@ from arena.self_play import SELF_PLAY, default_temperatures
 from common import outcomes
 from studio.context import StudioContext
 from studio.errors import log, require, user_error
-from studio.render import CUT_NOTE, error_text, literal, to_html
+from studio.render import CUT_NOTE, counted, error_text, literal, to_html
 from studio.uploads import discard_upload
 from training.verdict import badges_by_name
 
@@ -934,7 +934,7 @@ def for_prompt_view(out: dict[str, Any]) -> tuple[str, list[list[Any]]]:
     kinds = ", ".join(f"{literal(k)} {p:.0%}" for k, p in list(out["kinds"].items())[:3]) or "unknown"
     text = (
         f"Prompt kind: {kinds}. Ratings for this kind of prompt (per-kind offsets shrunk to the global board, "
-        f"shrinkage {out['board']['shrink']:g}, {out['board']['n_votes']} votes), 95% intervals."
+        f"shrinkage {out['board']['shrink']:g}, {counted(out['board']['n_votes'], 'vote')}), 95% intervals."
     )
     text += "".join(f"\n\n- {literal(n)}" for n in out["notes"])
     rows = [

@@ -25,7 +25,7 @@ from arena.registry import RegistryError, list_contestants
 from standings.leaderboard import LeaderboardService
 from studio.context import StudioContext
 from studio.errors import require, user_error
-from studio.render import literal, to_html
+from studio.render import counted, literal, to_html
 from training import verdict as verdicts
 from training.model_page import model_page
 from training.report_text import lineage_md, ratings_md, report_md
@@ -104,7 +104,7 @@ def flip_md(service: LeaderboardService, name: str) -> str:
             continue
         other = p["lower"] if p["higher"] == name else p["higher"]
         where = "above" if p["higher"] == name else "below"
-        count = "can’t tell" if p["votes"] is None else f"{p['votes']} of {out['n_votes']} votes"
+        count = "can’t tell" if p["votes"] is None else f"{p['votes']} of {counted(out['n_votes'], 'vote')}"
         lines.append(
             f"- {where} {literal(other)} (#{p['position'] + (where == 'above')}): swapped if {count} go"
         )
