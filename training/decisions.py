@@ -44,13 +44,16 @@ class Decision:
         return asdict(self)
 
 
-def _finite(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+def _number(x: Any) -> float | None:
+    """``x`` as a finite number, or None (missing, not a number, NaN, infinite)."""
+    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
+        return float(x)
+    return None
 
 
 def _significant(value: dict[str, Any], alpha: float) -> bool:
-    q = value.get("q") if value.get("q") is not None else value.get("p")
-    return _finite(q) and q < alpha
+    q = _number(value.get("q") if value.get("q") is not None else value.get("p"))
+    return q is not None and q < alpha
 
 
 def past_threshold(value: dict[str, Any], alpha: float) -> bool:
@@ -67,18 +70,18 @@ def _one(name: str, value: Any, rules: list[str], alpha: float) -> Decision:
         if rules:
             return Decision(name, "flagged", "", f"a verdict rule matched ({value})", list(rules))
         return Decision(name, "no_change", "", f"no verdict rule matched ({value})")
-    delta = value.get("delta")
-    direction = "up" if _finite(delta) and delta > 0 else "down" if _finite(delta) and delta < 0 else ""
-    q = value.get("q") if value.get("q") is not None else value.get("p")
-    qtext = f"q = {q:.2g}" if _finite(q) else "no p-value"
+    delta = _number(value.get("delta"))
+    direction = "up" if delta is not None and delta > 0 else "down" if delta is not None and delta < 0 else ""
+    q = _number(value.get("q") if value.get("q") is not None else value.get("p"))
+    qtext = f"q = {q:.2g}" if q is not None else "no p-value"
     if rules:
         return Decision(name, "flagged", direction, f"a verdict rule matched ({qtext})", list(rules))
     if past_threshold(value, alpha):
         return Decision(name, "flagged", direction, f"significant and past its practical threshold ({qtext})")
-    low, high = value.get("low"), value.get("high")
-    excludes_zero = _finite(low) and _finite(high) and (low > 0 or high < 0)
-    p = value.get("p")
-    if excludes_zero or _significant(value, alpha) or (_finite(p) and p < alpha):
+    low, high = _number(value.get("low")), _number(value.get("high"))
+    excludes_zero = low is not None and high is not None and (low > 0 or high < 0)
+    p = _number(value.get("p"))
+    if excludes_zero or _significant(value, alpha) or (p is not None and p < alpha):
         why = (
             "under its practical threshold"
             if _significant(value, alpha)

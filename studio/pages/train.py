@@ -825,7 +825,7 @@ def _job_handlers(ctx: StudioContext) -> _JobHandlers:
     def on_resume(jid: Any, reason: str, request: gr.Request) -> tuple[str, Any]:
         return _act(ctx, jid, reason, request, "resume")
 
-    def on_clone(jid: Any, request: gr.Request) -> tuple[str, str, Any]:
+    def on_clone(jid: Any, request: gr.Request) -> tuple[Any, str, Any]:
         uid = _researcher(ctx, request)
         if not jid:  # the YAML stays as it is; the answer replaces the check under it
             return (
