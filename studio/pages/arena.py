@@ -36,7 +36,7 @@ from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
 from arena.self_play import SELF_PLAY, default_temperatures
 from common import outcomes
 from studio.context import StudioContext
-from studio.errors import log, require, user_error
+from studio.errors import log, refuse, require, user_error, wire
 from studio.render import CUT_NOTE, counted, error_text, literal, to_html
 from studio.uploads import discard_upload
 from training.verdict import badges_by_name
@@ -1023,7 +1023,7 @@ def _persona_form(ctx: StudioContext) -> None:
         try:
             require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
             if path is None:
-                raise gr.Error("Choose a YAML file first.")
+                raise refuse("Choose a YAML file first, then Import YAML.")
             with ctx.db.session() as s:  # the service checks the role before it reads the file
                 specs = import_persona_file(s, path, user_id=ctx.access.user_id(request))
         except (PersonaError, PermissionDenied) as exc:
@@ -1034,10 +1034,12 @@ def _persona_form(ctx: StudioContext) -> None:
             f"✅ Added {len(specs)} persona(s): " + ", ".join(f"**{literal(x.public_name)}**" for x in specs)
         )
 
-    add.click(
+    wire(  # a form or file the user can fix answers in place, under the buttons; a role denial stays an error
+        add.click,
         on_add,
         [name, engine, model, system_prompt, prefill, temperature, max_tokens, aliases, base_url, key_env],
         [result],
+        result,
         api_name="arena_add_persona",
     )
-    add_yaml.click(on_yaml, [upload], [result], api_name="arena_import_personas")
+    wire(add_yaml.click, on_yaml, [upload], [result], result, api_name="arena_import_personas")

@@ -32,13 +32,7 @@ LONG_WORK = {
 }
 #: Buttons on pages whose refusals are being fixed in other work for #35 (arena.py, train.py, models.py): what they
 #: leave behind is printed, not failed. Remove a button here when its page answers in place.
-ELSEWHERE = {
-    "arena-for-prompt-run": "arena: 'type a prompt to rank the models for' as a red badge",
-    "persona-add": "arena: an empty persona form as a red badge",
-    "persona-import": "arena: 'Choose a YAML file first.' as a red badge",
-    "train-cancel": "train: 'Pick a job from the table first.' as a red badge",
-    "train-clone": "train: 'Pick a job from the table first.' as a red badge",
-}
+ELSEWHERE: dict[str, str] = {}
 IDLE_MS = 90_000  # the longest one click may keep the page busy (a loaded 2-core machine is slow, not wrong)
 
 #: Tag the visible, enabled gr.Buttons that have no crawl id yet; return [id, name] for each in page order.
