@@ -90,7 +90,7 @@ class RawRecord:
     value: Any
 
 
-def _encoding_hint(enc: str, raw: bytes, pos: int, choose: bool = True) -> str:
+def _encoding_hint(enc: str, raw: bytes | bytearray, pos: int, choose: bool = True) -> str:
     byte = raw[pos : pos + 1].hex() if pos < len(raw) else "?"
     how = " or give its encoding (e.g. --encoding cp1252)" if choose else ""
     return (
@@ -143,7 +143,7 @@ class Budget:
             )
 
 
-def json_values(text: bytes | str) -> int:
+def json_values(text: bytes | bytearray | str) -> int:
     """An upper bound on the values a JSON text parses to, counted before parsing: every value but the first
     follows a ``,`` ``:`` ``[`` or ``{`` (inside strings these overcount, which only errs on the safe side)."""
     if isinstance(text, str):

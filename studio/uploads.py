@@ -47,10 +47,10 @@ def claim_upload_folder(base: Path | None = None) -> Path:
     """This process's upload folder (made, locked and set as ``GRADIO_TEMP_DIR``), after removing the folders
     of processes that are gone. Idempotent within a process."""
     base = Path(base or tempfile.gettempdir())
-    for folder, fh in _held.items():
-        if Path(folder).parent == base and not fh.closed:
-            os.environ["GRADIO_TEMP_DIR"] = folder
-            return Path(folder)
+    for held, fh in _held.items():
+        if Path(held).parent == base and not fh.closed:
+            os.environ["GRADIO_TEMP_DIR"] = held
+            return Path(held)
     sweep_leftovers(base)
     folder = base / f"{PREFIX}{secrets.token_hex(8)}"
     folder.mkdir(mode=0o700, parents=True)

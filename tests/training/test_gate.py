@@ -20,6 +20,7 @@ from db.models import Battle, Contestant, ContestantEvent, Job
 from training import drift, runner
 from training.config import make_config
 from training.context import JobContext, TrainResult
+from training.heartbeat import this_host
 from training.metrics import MetricWriter
 from training.preflight import preflight
 from training.publish import ReportOptions, publish, run_report, sweep_pending
@@ -35,7 +36,8 @@ def _publish(db, tiny_parent, make_snapshot, tmp_path: Path, name="tiny-child", 
     )
     with db.session() as s:
         checked = preflight(s, cfg)
-        job = Job(kind="dpo", config=cfg.to_dict(), status=status, pid=pid)
+        # a pid is this process's runner's: the job records this process's identity (training.heartbeat.this_host)
+        job = Job(kind="dpo", config=cfg.to_dict(), status=status, pid=pid, host=this_host() if pid else None)
         s.add(job)
         s.flush()
         job_id = job.id
