@@ -99,7 +99,8 @@ class LlamaCppEngine(Engine):
             gate.acquire()
             llm = self._pool.get()
             try:
-                prompts, stops = [], []
+                prompts: list[tuple[str, Sampling, str]] = []
+                stops: list[str] = []
                 for r in chunk:
                     text, stops = self._prompt(llm, r.messages, r.prefill)
                     prompts.append((text, r.sampling, r.prefill))
