@@ -122,7 +122,8 @@ def main() -> None:
     print(f"{'':36} {'parent tok/s':>13} {'child tok/s':>12} {'child/parent':>13}")
     for label, p, c in rows:
         print(f"{label:36} {p:13.1f} {c:12.1f} {c / p:13.2f}")
-    print(f"ratio child/parent (after): {rows[0][2] / rows[0][1]:.2f}  (floor 0.9)")
+    print(f"child/parent (after): {rows[0][2] / rows[0][1]:.2f}  (goal >= 0.9)")
+    print(f"ratio: {rows[0][2] / rows[0][1]:.3f}")  # the performance lane's line
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ renders (the one display path for untrusted text).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -237,32 +236,34 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
             fmt = gr.Radio(["gguf", "merged"], value="gguf", label="Format", elem_id="models-export-format")
             go_export = gr.Button("Export", elem_id="models-export")
         said = gr.HTML(elem_id="models-exported")
-        download = gr.File(label="Download", interactive=False, elem_id="models-export-file")
+        download = gr.HTML(elem_id="models-export-file")  # a link to the checked download route
 
     def on_export(name: str | None, how: str, request: gr.Request) -> tuple[Any, Any]:
         import shutil
-        import tempfile
 
-        from studio.pages.queues import export_dir
+        from studio.downloads import downloads_dir, new_folder, offer
+        from studio.pages.queues import download_link
         from training.gguf_export import ConversionError, export
 
         uid = require(ctx, request, "researcher")
         if not name:
-            return to_html("⚠️ pick a model first"), None
-        folder = Path(tempfile.mkdtemp(prefix="models-", dir=export_dir()))
+            return to_html("⚠️ Pick a model first, then Export."), ""
+        token, folder = new_folder()  # a random name: the download's URL cannot be guessed
         try:
             done = export(ctx.db, name, how, folder, uid)
         except PermissionDenied as exc:
+            shutil.rmtree(folder, ignore_errors=True)
             raise user_error(exc) from exc
         except (ConversionError, RegistryError, OSError) as exc:
             shutil.rmtree(folder, ignore_errors=True)
-            return to_html(f"⚠️ Not exported: {literal(str(exc))}"), None
-        path = done.path
-        if done.format == "merged":  # a folder: one zip to download
-            path = Path(shutil.make_archive(str(done.path), "zip", done.path.parent, done.path.name))
+            return to_html(f"⚠️ Not exported: {literal(str(exc))}"), ""
+        got = offer(done.path, uid, "researcher", token)  # a merged folder is zipped beside itself
+        if done.path.is_dir():
             shutil.rmtree(done.path, ignore_errors=True)
-        size = path.stat().st_size / 1e6
+        size = (downloads_dir() / got.token / got.name).stat().st_size / 1e6
         msg = f"{literal(done.name)}: {done.format}, {size:.0f} MB, from {literal(done.source)} ({done.seconds:.1f} s)"
-        return to_html(msg), str(path)
+        return to_html(msg), download_link(
+            got.url, got.name
+        )  # only its exporter (or an admin) may download it
 
     go_export.click(on_export, [pick, fmt], [said, download], api_name="models_export")
