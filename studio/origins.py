@@ -99,7 +99,9 @@ class OriginPolicy:
                     f"(got {o[:80]!r})"
                 )
             self.origins.add(key)
-        self.hosts = {h.lower().rstrip(".") for h in (*allowed_hosts, *_machine_names()) if h} | LOOPBACK_NAMES
+        self.hosts = {
+            h.lower().rstrip(".") for h in (*allowed_hosts, *_machine_names()) if h
+        } | LOOPBACK_NAMES
         self.hosts |= {h for _, h, _ in self.origins}
 
     def host_ok(self, host: str | None, scheme: str) -> bool:

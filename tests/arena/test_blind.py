@@ -55,7 +55,9 @@ def test_anonymous_sides_share_one_cap_and_named_mode_keeps_the_personas(db, fak
     named = svc.start_battle(pair=pair, mode="named").battle_id
     last = list(svc.generate_turn(named, "Tell me a story."))[-1]
     assert _caps(fake) == {"terse": 3, "chatty": 50}  # named mode: the names are known, each keeps its own
-    assert last.left_cut != last.right_cut  # and there the note does tell them apart (3 tokens: the cap of 3 is hit)
+    assert (
+        last.left_cut != last.right_cut
+    )  # and there the note does tell them apart (3 tokens: the cap of 3 is hit)
 
 
 def test_the_shared_cap_never_exceeds_the_arena_cap():

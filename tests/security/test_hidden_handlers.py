@@ -97,7 +97,8 @@ LEAST_ROLE: dict[str, str] = {
     P + "train._load_handler.<locals>.on_load": RESEARCHER,
     P + "models.build.<locals>.show": ANY,
     P + "models.build.<locals>.<lambda>": ANY,
-    P + "models.build.<locals>.on_refresh": ANY,  # re-reads the page; the sweep it runs only holds dead-report children
+    P
+    + "models.build.<locals>.on_refresh": ANY,  # re-reads the page; the sweep it runs only holds dead-report children
     P + "models.export_section.<locals>.on_export": RESEARCHER,
     P + "models.build.<locals>.on_release": RESEARCHER,
     P + "models.build.<locals>.on_hold": RESEARCHER,
