@@ -319,8 +319,8 @@ def write_gguf(model: Any, tok: Any, template: Path, out: Path, f32: bool = Fals
             continue
         kind = gguf.GGUFValueType(vtype)
         writer.add_key_value(key, value, kind, sub_type=gguf.GGUFValueType(sub) if sub is not None else None)
-    for key, (value, vtype) in arch_values.items():
-        writer.add_key_value(f"llama.{key}", value, gguf.GGUFValueType[vtype])
+    for arch_key, (arch_value, arch_type) in arch_values.items():
+        writer.add_key_value(f"llama.{arch_key}", arch_value, gguf.GGUFValueType[str(arch_type)])
     writer.add_file_type(int(gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_F16))
     for name, data in _tensors(model, cfg, f32):
         writer.add_tensor(name, data)
