@@ -156,11 +156,13 @@ def _task_sets(ctx: StudioContext) -> pd.DataFrame:
 def _task_section(ctx: StudioContext) -> gr.Dataframe:
     """Task sets (RLVR): the list with counts and split, and an import (``vibestudio tasks import`` does the same)."""
     from training.tasks import TaskError, import_task_file
+    from training.tasks.store import MIN_TASKS
 
     gr.Markdown(
         "### Task sets (RLVR)\nPrompts with checkable answers for GRPO: JSONL / JSON / Parquet / Arrow with `prompt` + "
         "`answer`, GSM8K's `question` + `#### N`, MATH's `\\boxed{}` or `choices` + a letter. Every row is checked "
-        "first; each task is held out or not by its content hash, and jobs never train on held-out tasks. "
+        f"first; a set needs at least {MIN_TASKS} usable tasks with some in each split: each task is held out or not "
+        "by its content hash, and jobs never train on held-out tasks. "
         "Generate fresh ones with `vibestudio tasks generate`."
     )
     with gr.Row():
