@@ -774,7 +774,9 @@ def _act(ctx: StudioContext, jid: Any, reason: str, request: gr.Request, what: s
             if what == "cancel"
             else resume(ctx.db, int(jid), user_id=uid, reason=reason)
         )
-    except (JobError, PermissionDenied) as exc:
+    except PermissionDenied as exc:  # a denial stays an error (studio.errors): what a lower role must get
+        raise user_error(exc) from exc
+    except JobError as exc:
         return refused(str(exc)), gr.update()
     return to_html(f"Job {v.id} is {literal(v.status)}."), gr.update(
         choices=_job_choices(ctx, uid), value=v.id
@@ -788,7 +790,9 @@ def _publish(ctx: StudioContext, jid: Any, step: Any, reason: str, request: gr.R
     uid = _uid(ctx, request)
     try:
         p = publish_checkpoint(ctx.db, int(jid), int(step) if step else None, user_id=uid, reason=reason)
-    except (JobError, PermissionDenied) as exc:
+    except PermissionDenied as exc:  # a denial stays an error (studio.errors)
+        raise user_error(exc) from exc
+    except JobError as exc:
         return refused(str(exc))
     if p.already:
         return to_html(f"This checkpoint was published before, as **{literal(p.public_name)}** ({p.state}).")
@@ -835,7 +839,9 @@ def _job_handlers(ctx: StudioContext) -> _JobHandlers:
             )
         try:
             cfg = dict(job_view(ctx.db, int(jid), tail_lines=1, user_id=uid).config)
-        except (JobError, PermissionDenied) as exc:
+        except PermissionDenied as exc:  # a denial stays an error (studio.errors)
+            raise user_error(exc) from exc
+        except JobError as exc:
             return gr.update(), refused(str(exc)), gr.update()
         cfg.pop("output_name", None)
         text = yaml.safe_dump(cfg, sort_keys=False)

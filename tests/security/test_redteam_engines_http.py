@@ -9,6 +9,7 @@ limit) are set per test, as the server reads them at each request."""
 from __future__ import annotations
 
 import gzip
+import html
 import json
 from pathlib import Path
 
@@ -58,10 +59,15 @@ def studio(studio_app, traps, monkeypatch):
 
 
 def _refusal(client, endpoint: str, *args) -> str:
+    """The refusal's text: an error (a role denial, or an unwired refusal) or the message a handler wired with
+    ``studio.errors.wire`` answers in place (a "⚠️" line in its status output)."""
     try:
-        client.predict(*args, api_name=endpoint)
+        out = client.predict(*args, api_name=endpoint)
     except Exception as exc:  # gradio_client raises AppError with the server's message
         return str(exc)
+    said = [str(v) for v in (out if isinstance(out, (list, tuple)) else [out]) if "⚠️" in str(v)]
+    if said:
+        return html.unescape(" ".join(said))
     raise AssertionError(f"{endpoint} accepted the attack")
 
 

@@ -59,4 +59,4 @@ def test_some_votes_named_some_not() -> None:
     ]
     report = annotator_diagnostics(rows)
     assert [a.annotator for a in report.annotators] == ["bob"]
-    assert any("1 votes have no annotator id" in n for n in report.notes)
+    assert any("1 vote has no annotator id" in n for n in report.notes)
