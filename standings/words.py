@@ -19,8 +19,15 @@ def agreeing(n: int | float, noun: str, plural: str | None = None) -> str:
     return noun if n == 1 else (plural or _plural(noun))
 
 
+#: Irregular plurals of the nouns the studio counts.
+_IRREGULAR = {"person": "people", "child": "children"}
+
+
 def _plural(noun: str) -> str:
-    """The regular English plural of the last word of `noun` ("rated vote" -> "rated votes")."""
+    """The English plural of the last word of `noun` ("rated vote" -> "rated votes", "person" -> "people")."""
+    head, _, last = noun.rpartition(" ")
+    if last in _IRREGULAR:
+        return f"{head} {_IRREGULAR[last]}".lstrip()
     if noun.endswith(("s", "x", "ch", "sh")):
         return noun + "es"
     if noun.endswith("y") and len(noun) > 1 and noun[-2] not in "aeiou":

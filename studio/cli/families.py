@@ -10,7 +10,6 @@ import json
 
 import typer
 
-from standings.words import counted
 from studio.cli._common import open_db
 
 
@@ -21,6 +20,7 @@ def families_cmd(
     """Checkpoints grouped by common ancestor, the best-of-N selection effect, provisional flags, removal log."""
     from standings.families import families
     from standings.leaderboard import LeaderboardService, standard_options
+    from standings.words import counted
 
     db = open_db()
     board = LeaderboardService(db).board(standard_options())  # the board every view shows
