@@ -14,7 +14,13 @@ import pandas as pd
 from sqlalchemy import func, select
 
 from accounts import PermissionDenied
-from annotation.snapshots import SnapshotError, list_snapshots, load_snapshot, snapshot_from_votes
+from annotation.snapshots import (
+    SnapshotError,
+    list_snapshots,
+    load_snapshot,
+    skip_reason_text,
+    snapshot_from_votes,
+)
 from arena.prompts import PromptImportError, import_prompt_set
 from db.models import Battle, Vote
 from standings.records import UNCOUNTED
@@ -98,10 +104,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         except (SnapshotError, PermissionDenied) as exc:
             raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
-        skipped = ", ".join(f"{k} {v}" for k, v in snap.skipped.items() if v)
+        skipped = literal(skip_reason_text(snap.skipped))  # each reason in words, not its stored key
         text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, 'pair', bold=True)}"
         text += _on_policy(snap.path, snap.hash)
-        return text + (f" (skipped: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
+        return text + (f" (left out: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 
     def on_import(name: str, file: str | None, request: gr.Request):
         try:
