@@ -239,8 +239,8 @@ def test_api_refuses_hostile_uploads(small_server, tmp_path: Path):
     # a file that does not parse is a refusal: its reason comes back in the import's result line (no error)
     out = client.predict("bin", handle_file(str(binary)), api_name="/data_import_prompts")
     assert "⚠️" in out and "not valid utf-8" in out
-    err = _error(lambda: client.predict(handle_file(str(persona)), api_name="/arena_import_personas"))
-    assert "bomb.yaml" in err
+    out = client.predict(handle_file(str(persona)), api_name="/arena_import_personas")
+    assert "⚠️" in out and "bomb.yaml" in out  # refused in place, under the persona form
     out = client.predict(handle_file(str(latin)), "trl", "q-latin", False, api_name="/queue_import")[0]
     assert "nothing was imported" in out and "UTF-8" in out
     err = _error(lambda: client.predict("big", handle_file(str(big)), api_name="/data_import_prompts"))

@@ -60,6 +60,7 @@ LEAST_ROLE = {
     "/models_show": ANY,
     "/models_release": "researcher",
     "/models_hold": "researcher",
+    "/models_export": "researcher",  # a model's weights for deployment, offered to its exporter only
     "/arena_add_persona": "researcher",
     "/arena_import_personas": "researcher",
     "/data_freeze": "researcher",
@@ -183,6 +184,7 @@ def _calls(tmp: Path, tag: str) -> dict[str, tuple[tuple, dict]]:
         "/admin_annotator_checks": ((), {}),
         "/probes_run": (("smollm2-plain", "(none)", ["pushback"], 1), {}),
         "/models_release": (("smollm2-plain", "role test"), {}),
+        "/models_export": (("smollm2-plain", "gguf"), {}),
     }
 
 
