@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from standings.words import counted
 from training.config import DPOJobConfig, GRPOJobConfig, JobConfig, RewardJobConfig
 
 GIB = 1024**3
@@ -102,7 +103,7 @@ class Estimate:
     available_bytes: int | None
     seconds_per_step: float
     total_seconds: float
-    basis: str  # "FLOP model", "measured on n earlier step(s)" or "calibrated on n past job(s)"
+    basis: str  # "FLOP model", "measured on n earlier steps" or "calibrated on n past jobs like it"
     breakdown: dict[str, int] = field(default_factory=dict)
     train_seconds: float = 0.0  # worker start, model load and the steps
     report_seconds: float = 0.0  # the checkpoint report that follows (0: drift_prompts 0 and no evals)
@@ -291,7 +292,10 @@ def estimate(
     uncertainty = f"uncalibrated: could be x{UNCALIBRATED:g} off either way"
     if history:
         scale = (seqs * seq_len) / history_tokens if history_tokens else 1.0
-        per_step, basis = statistics.median(history) * scale, f"measured on {len(history)} earlier step(s)"
+        per_step, basis = (
+            statistics.median(history) * scale,
+            f"measured on {counted(len(history), 'earlier step')}",
+        )
         uncertainty = "steps measured, start-up and report from the formula"
     train = per_step * cfg.max_steps + (START_SECONDS_GPU if gpu else START_SECONDS_CPU)
     report = report_seconds(cfg, gpu)
@@ -302,7 +306,7 @@ def estimate(
             formula_train = formula_seconds(cfg, model_ref)[0]
             train, report = formula_train * f_train, report * f_report
             per_step = max((train - (START_SECONDS_GPU if gpu else START_SECONDS_CPU)) / cfg.max_steps, 0.0)
-            basis, uncertainty = f"calibrated on {used} past job(s) like it", ""
+            basis, uncertainty = f"calibrated on {counted(used, 'past job')} like it", ""
     return Estimate(
         device="GPU" if gpu else f"CPU ({_cores()} cores)",
         params=n,

@@ -148,7 +148,11 @@ def test_a_checkpoint_report_and_a_verdict_follow_the_publish(run):
 
 def test_the_next_estimate_uses_this_jobs_measured_step_time(run):
     est = estimate_job(run.db, "dpo", "tiny-parent", **FAST)
-    assert est.basis.startswith("measured") and est.fits and est.trainable_params < est.params
+    assert (
+        est.basis.startswith(("measured", "calibrated on 1 past job like it"))
+        and est.fits
+        and est.trainable_params < est.params
+    )
 
 
 @pytest.mark.slow

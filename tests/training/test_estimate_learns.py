@@ -57,7 +57,7 @@ def test_the_issue_one_step_job_is_estimated_from_what_such_jobs_took(db):
         _ran(db, 155 + 600, 600)
     est = estimate_job(db, "dpo", "p0", max_steps=1)
     assert abs(est.train_seconds - 155) < 1 and abs(est.report_seconds - 600) < 1, est
-    assert "calibrated on 4 past job(s)" in est.basis
+    assert "calibrated on 4 past jobs" in est.basis
     assert est.error is not None and est.error.n == 4
     # the first was estimated by the formula alone; the three after it from the ones before them: exact
     assert est.error.median < 1.01 and est.error.worst > 2

@@ -30,8 +30,16 @@ def test_smollm2_child_gguf_matches_transformers_and_its_parents_speed(tmp_path)
     child = LlamaCppEngine(str(done.path))
     ours = [r.text for r in child.generate_batch(asks)]
     theirs = [r.text for r in TransformersEngine(resolve_model_ref(BUILTIN_HF), adapter).generate_batch(asks)]
-    # Q4_1 against fp32: the first words agree (the quantization moves later tokens at most)
-    assert all(a.split()[:2] == b.split()[:2] for a, b in zip(ours, theirs, strict=True)), (ours, theirs)
+    # Q4_1 against fp32: greedy decoding flips at near-ties, so the parent's own GGUF and its fp32 conversion do
+    # not agree on every prompt either. The child's GGUF must agree with its fp32 self about as often as the
+    # parent's does (a wrong tensor name or q/k permutation agrees on none; the tiny-model tests check exactness).
+    parent_ours = [r.text for r in LlamaCppEngine(str(template)).generate_batch(asks)]
+    parent_theirs = [r.text for r in TransformersEngine(resolve_model_ref(BUILTIN_HF)).generate_batch(asks)]
+
+    def agree(xs: list[str], ys: list[str]) -> int:
+        return sum(a.split()[:2] == b.split()[:2] for a, b in zip(xs, ys, strict=True))
+
+    assert agree(ours, theirs) >= max(1, agree(parent_ours, parent_theirs) - 1), (ours, theirs, parent_ours)
     parent = LlamaCppEngine(str(template))
     measure(parent, child, 8, 1)  # warm-up
     p, c = measure(parent, child, 48, 3)
