@@ -97,7 +97,7 @@ def _read_everything(page, url: str) -> dict[str, str]:
     page.goto(url)
     page.wait_for_selector("#arena-prompt textarea")
     page.get_by_role("tab", name="Data").click()
-    page.wait_for_function("document.querySelector('#data-counts').innerText.includes('battles')")
+    page.wait_for_function("document.querySelector('#data-counts').innerText.includes('battle')")
     seen = {"data": page.locator("#data-counts").inner_text()}
     page.get_by_role("tab", name="Leaderboard").click()
     _click_and_settle(page, "#leaderboard-refresh")
