@@ -124,9 +124,13 @@ def _crawl(browser, url: str, home) -> None:  # type: ignore[no-untyped-def]
     )
 
 
+# ~4 minutes on two loaded cores; the default 900 s cap is too close under heavy load
+@pytest.mark.timeout(1500)
 def test_fresh_studio_has_no_dead_ends(browser, fresh):
     _crawl(browser, *fresh)
 
 
+# its set-up (server, tiny model) plus the crawl took 856 s at load 10-12
+@pytest.mark.timeout(1500)
 def test_populated_studio_has_no_dead_ends(browser, populated):
     _crawl(browser, *populated)
