@@ -464,13 +464,7 @@ def _shortest(problem: _Problem, base: _fit.Fit, flat: list[int], u: int, v: int
         return _flipped(fit.theta[u] - fit.theta[v])
 
     lo, hi = 0, len(flat)  # flips(hi) is known; flips(0) is not (the base order)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if flips(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _first_flip(flips, lo, hi)
 
 
 def _flip_pair_fast(
@@ -565,6 +559,11 @@ def _shortest_near(
                 break
             lo += stride
             stride *= 2
+    return _first_flip(flips, lo, hi)
+
+
+def _first_flip(flips: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The smallest k in (lo, hi] with ``flips(k)``, by bisection: ``flips(hi)`` is known true, ``flips(lo)`` false."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if flips(mid):
