@@ -29,6 +29,7 @@ from typing import Any
 from accounts import PermissionDenied, get_user, require_role
 from common.paths import OutsideRoot, under
 from db.session import Database, data_home
+from studio.origins import send_refusal
 
 ROUTE = "/studio/download"
 RECORD = ".offer.json"
@@ -122,20 +123,9 @@ class FileRouteGuard:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = re.sub(r"/+", "/", str(scope.get("path", "")))
         if scope["type"] == "http" and path.startswith(FILE_ROUTES):
-            body = json.dumps(
-                {"detail": "refused: files are served only through the studio's checked download links"}
-            ).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 403,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
+            await send_refusal(
+                send, 403, "refused: files are served only through the studio's checked download links"
             )
-            await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, send)
 

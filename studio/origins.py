@@ -154,6 +154,16 @@ def wrap(app: Any, policy: OriginPolicy) -> None:
     app.middleware_stack = None
 
 
+async def send_refusal(
+    send: Callable[[MutableMapping[str, Any]], Awaitable[None]], status: int, message: str
+) -> None:
+    """Answer an ASGI HTTP request with ``status`` and ``{"detail": message}`` as JSON (the guards' one refusal)."""
+    body = json.dumps({"detail": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class OriginGuard:
     """ASGI middleware applying an ``OriginPolicy`` to HTTP requests and WebSocket handshakes."""
 
@@ -171,18 +181,7 @@ class OriginGuard:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return
-            body = json.dumps({"detail": message}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await send_refusal(send, status, message)
             return
 
         await self.app(scope, receive, send)
