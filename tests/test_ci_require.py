@@ -32,6 +32,14 @@ def test_needs_chromium():
 def test_skips_for_its_own_reason():
     pytest.skip("argilla not installed")
 
+@pytest.mark.postgres
+def test_postgres_variant_that_needs_argilla():
+    pytest.skip("ARGILLA_API_URL not set (no Argilla server)")
+
+@pytest.mark.postgres
+def test_postgres_variant_that_skips_for_no_named_reason():
+    pytest.skip("connection refused")
+
 @pytest.mark.xfail(reason="postgres is not here yet")
 def test_expected_failure():
     assert False
@@ -77,6 +85,10 @@ def test_a_skip_fails_only_for_a_service_the_run_provides(suite, monkeypatch):
     )
     assert got["test_needs_chromium"].startswith("failed: ")  # its marker says it needs Chromium
     assert got["test_skips_for_its_own_reason"] == "skipped"  # argilla is no service CI provides
+    assert (
+        got["test_postgres_variant_that_needs_argilla"] == "skipped"
+    )  # its reason is Argilla, not PostgreSQL
+    assert got["test_postgres_variant_that_skips_for_no_named_reason"].startswith("failed: ")  # by its marker
     assert got["test_expected_failure"] == "xfailed"  # an expected failure naming a service is not a skip
 
     monkeypatch.delenv("VIBESTUDIO_CI_REQUIRE")  # unset: everything skips as before

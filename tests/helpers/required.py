@@ -2,8 +2,10 @@
 (comma-separated: postgres, redis, chromium, vllm; CI's ``.ci/run`` sets it for what it started or found).
 
 A test "needs" a service when it carries the service's marker (``postgres``, ``e2e`` for Chromium, ``vllm``) or
-when its skip reason names the service (the PostgreSQL URL variable, Redis, Chromium, vLLM). Unset, nothing
-changes: a developer's machine without PostgreSQL still skips those tests."""
+when its skip reason names the service (the PostgreSQL URL variable, Redis, Chromium, vLLM). A skip whose reason
+names only a dependency the run does not promise (an Argilla server, say) stays a skip, whatever the test's markers:
+a PostgreSQL variant of a test that needs Argilla skips for Argilla, not for PostgreSQL. Unset, nothing changes: a
+developer's machine without PostgreSQL still skips those tests."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ SERVICES: dict[str, tuple[tuple[str, ...], re.Pattern[str]]] = {
     "chromium": (("e2e",), re.compile(r"chromium|playwright", re.I)),
     "vllm": (("vllm",), re.compile(r"vllm", re.I)),
 }
+#: Dependencies no run promises: a skip that names one of them (and no required service) is a plain skip.
+OPTIONAL = re.compile(r"argilla|ARGILLA_API_URL|\bGPU\b|CUDA", re.I)
 
 
 def required_services(value: str | None = None) -> frozenset[str]:
@@ -45,9 +49,13 @@ def skipped_for(item: pytest.Item, report: pytest.TestReport, required: frozense
     if not required or not report.skipped or hasattr(report, "wasxfail"):
         return None
     reason = skip_reason(report)
+    for service in sorted(required):
+        if SERVICES[service][1].search(reason):
+            return service
+    if OPTIONAL.search(reason):
+        return None
     marks = {m.name for m in item.iter_markers()}
     for service in sorted(required):
-        markers, words = SERVICES[service]
-        if marks & set(markers) or words.search(reason):
+        if marks & set(SERVICES[service][0]):
             return service
     return None
