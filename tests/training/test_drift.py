@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import pair_rows
 from training.drift import drift_flags, load_report
 from training.runner import wait
@@ -12,6 +13,7 @@ from training.service import launch_dpo
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 def test_checkpoint_trained_to_answer_much_shorter_is_flagged(db, tiny_parent, make_snapshot):
     """A real planted change: the tiny model is fine-tuned (SFT loss on the chosen answers) to say 'Yes.'."""
     snap = make_snapshot(rows=pair_rows(8, chosen="short"))

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import FAST
 from training.config import ConfigError, make_config
 from training.gold import make_gold_callback
@@ -84,6 +85,7 @@ def test_config_checks_the_gold_options():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 def test_a_real_job_records_gold_against_kl(db, tiny_parent, make_snapshot):
     job_id = launch_dpo(
         db,

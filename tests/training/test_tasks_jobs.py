@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.helpers.postgres import ONE_KIND
 from training.config import ConfigError, make_config
 from training.errors import JobError
 from training.lineage import lineage, overoptimisation_alerts
@@ -142,6 +143,7 @@ def test_hack_signals_and_the_rules_that_flag_them(db):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 def test_tiny_grpo_on_a_task_set(db, tiny_parent):
     from training.runner import wait
 

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import FAST
 from training import runner
 from training.runner import wait
@@ -27,6 +28,7 @@ def _ranks(log: str) -> dict[int, tuple[int, int, int]]:
     return {r: (*batches[r], steps[r]) for r in batches if r in steps}
 
 
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 @pytest.mark.parametrize("kind", ["dpo", "grpo"])
 def test_two_cpu_processes_train_and_publish(db, tiny_parent, make_snapshot, kind):
     extra = (
