@@ -45,6 +45,30 @@ class ScoreRule:
             )
 
 
+def criterion_scale(criterion: str, rubric: str = "") -> tuple[float, float]:
+    """(lowest, highest) score of a numeric rubric criterion (``rubric`` empty = the default rubric); a
+    ValueError naming ``score_criterion`` when the rubric lacks it or it is categorical."""
+    from annotation.rubrics import RubricError, get_rubric
+
+    try:
+        crit = get_rubric(rubric or None).criterion(criterion)
+    except (RubricError, KeyError) as exc:
+        raise ValueError(f"score_criterion {criterion!r}: {exc}") from exc
+    if crit.scale == "categorical":
+        raise ValueError(f"score_criterion {criterion!r} is categorical: it has no threshold")
+    return float(min(crit.levels)), float(max(crit.levels))
+
+
+def score_rule(criterion: str, threshold: float | None, rubric: str = "") -> ScoreRule | None:
+    """The rule for ``criterion`` (None when empty); ``threshold`` None = the middle of its scale."""
+    if not criterion:
+        if threshold is not None:
+            raise ValueError("desirable_threshold needs score_criterion (which scores it applies to)")
+        return None
+    lo, hi = criterion_scale(criterion, rubric)
+    return ScoreRule(criterion, (lo + hi) / 2 if threshold is None else float(threshold), (lo, hi))
+
+
 @dataclass
 class Unpaired:
     """The rows, how many answers each reason left out, and the votes that gave at least one row."""
@@ -209,6 +233,8 @@ __all__ = [
     "ScoreRule",
     "Unpaired",
     "balance",
+    "criterion_scale",
+    "score_rule",
     "coverage",
     "describe_balance",
     "from_pairs",

@@ -465,32 +465,17 @@ class KTOJobConfig(JobConfig):
             raise ConfigError("desirable_weight and undesirable_weight must be > 0")
         if self.pairs != "all":
             raise ConfigError("pairs must be 'all' for KTO: its rows are single answers, not pairs")
-        if self.desirable_threshold is not None and not self.score_criterion:
-            raise ConfigError("desirable_threshold needs score_criterion (which scores it applies to)")
-        if self.score_criterion:
-            self.score_scale()  # raises naming the field
+        self.score_scale()  # raises naming the field (desirable_threshold or score_criterion)
 
     def score_scale(self) -> tuple[float, float] | None:
         """(lowest, highest) score of ``score_criterion`` on its rubric, checking the threshold lies within."""
-        if not self.score_criterion:
-            return None
-        from annotation.rubrics import RubricError, get_rubric
+        from annotation.unpaired import score_rule
 
         try:
-            rubric = get_rubric(self.score_rubric or None)
-            crit = rubric.criterion(self.score_criterion)
-        except (RubricError, KeyError, ValueError) as exc:
-            raise ConfigError(f"score_criterion {self.score_criterion!r}: {exc}") from exc
-        if crit.scale == "categorical":
-            raise ConfigError(f"score_criterion {self.score_criterion!r} is categorical: it has no threshold")
-        levels = crit.levels
-        lo, hi = float(min(levels)), float(max(levels))
-        if self.desirable_threshold is not None and not lo <= self.desirable_threshold <= hi:
-            raise ConfigError(
-                f"desirable_threshold {self.desirable_threshold:g} is outside {self.score_criterion!r}'s scale "
-                f"{lo:g}..{hi:g}"
-            )
-        return lo, hi
+            rule = score_rule(self.score_criterion, self.desirable_threshold, self.score_rubric)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        return rule.scale if rule is not None else None
 
     def threshold(self) -> float | None:
         """The threshold in force: the configured one, else the middle of the scale (None: no scores used)."""

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot, vote_pairs, vote_unpaired
 from annotation.unpaired import ScoreRule, balance, from_pairs, is_unpaired
+from annotation.unpaired import score_rule as unpaired_score_rule
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from db.models import Checkpoint, Contestant, Job, JobMetric
 from training.config import (
@@ -227,12 +228,12 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
 
 def score_rule(cfg: JobConfig) -> ScoreRule | None:
     """The rule that labels scored answers for a KTO job (None: the votes alone); ConfigError naming the field."""
-    if not isinstance(cfg, KTOJobConfig) or not cfg.score_criterion:
+    if not isinstance(cfg, KTOJobConfig):
         return None
-    scale = cfg.score_scale()
-    threshold = cfg.threshold()
-    assert scale is not None and threshold is not None
-    return ScoreRule(cfg.score_criterion, threshold, scale)
+    try:
+        return unpaired_score_rule(cfg.score_criterion, cfg.desirable_threshold, cfg.score_rubric)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _check_unpaired(
