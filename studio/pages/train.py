@@ -1,4 +1,4 @@
-"""Train tab: the whole training API in one page. Set up a job (DPO with its loss types, reward model, GRPO with
+"""Train tab: the whole training API in one page. Set up a job (DPO with its loss types, KTO with its class balance, ORPO, SimPO, reward model, GRPO with
 verifiable, learned and AI-judge rewards, or on a task set: RLVR with its held-out accuracy curve), see the exact YAML that will run (editable, checked field by field),
 the memory/time estimate and the on-policy mix before launch; then pick a job from the table to watch its curves
 and log, cancel, resume, clone-and-edit, or publish a checkpoint saved on the way.
