@@ -465,24 +465,17 @@ class KTOJobConfig(JobConfig):
             raise ConfigError("desirable_weight and undesirable_weight must be > 0")
         if self.pairs != "all":
             raise ConfigError("pairs must be 'all' for KTO: its rows are single answers, not pairs")
-        self.score_scale()  # raises naming the field (desirable_threshold or score_criterion)
+        self.score_rule()  # raises naming the field (desirable_threshold or score_criterion)
 
-    def score_scale(self) -> tuple[float, float] | None:
-        """(lowest, highest) score of ``score_criterion`` on its rubric, checking the threshold lies within."""
+    def score_rule(self) -> Any:
+        """The ``annotation.unpaired.ScoreRule`` that labels scored answers (None: the votes alone; the
+        threshold defaults to the middle of the criterion's scale); ConfigError naming the field."""
         from annotation.unpaired import score_rule
 
         try:
-            rule = score_rule(self.score_criterion, self.desirable_threshold, self.score_rubric)
+            return score_rule(self.score_criterion, self.desirable_threshold, self.score_rubric)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
-        return rule.scale if rule is not None else None
-
-    def threshold(self) -> float | None:
-        """The threshold in force: the configured one, else the middle of the scale (None: no scores used)."""
-        scale = self.score_scale()
-        if scale is None:
-            return None
-        return self.desirable_threshold if self.desirable_threshold is not None else sum(scale) / 2
 
 
 @dataclass
@@ -545,10 +538,6 @@ JOB_KINDS: dict[str, JobKind] = {
     "grpo": JobKind(GRPOJobConfig, "training.grpo:run_grpo", "GRPO", rows="prompts"),
 }
 CONFIG_KINDS: dict[str, type[JobConfig]] = {kind: k.config for kind, k in JOB_KINDS.items()}
-#: Job kinds whose rows are preference pairs or unpaired labels from votes (DPO and its reference-free kin).
-PREFERENCE_KINDS: tuple[str, ...] = tuple(
-    k for k, v in JOB_KINDS.items() if v.rows in ("pairs", "unpaired") and v.publishes
-)
 
 
 def help_table(cls: type[JobConfig]) -> list[tuple[str, Any, str]]:

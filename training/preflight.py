@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session
 
 from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot, vote_pairs, vote_unpaired
 from annotation.unpaired import ScoreRule, balance, from_pairs, is_unpaired
-from annotation.unpaired import score_rule as unpaired_score_rule
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from db.models import Checkpoint, Contestant, Job, JobMetric
 from training.config import (
@@ -228,12 +227,8 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
 
 def score_rule(cfg: JobConfig) -> ScoreRule | None:
     """The rule that labels scored answers for a KTO job (None: the votes alone); ConfigError naming the field."""
-    if not isinstance(cfg, KTOJobConfig):
-        return None
-    try:
-        return unpaired_score_rule(cfg.score_criterion, cfg.desirable_threshold, cfg.score_rubric)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+    rule: ScoreRule | None = cfg.score_rule() if isinstance(cfg, KTOJobConfig) else None
+    return rule
 
 
 def _check_unpaired(

@@ -89,7 +89,9 @@ def test_a_threshold_outside_the_scale_is_refused_by_field(threshold):
 
 
 def test_kto_config_fields_are_checked():
-    assert make_config("kto", score_criterion="helpfulness").threshold() == 3.0  # mid-scale by default
+    assert (
+        make_config("kto", score_criterion="helpfulness").score_rule().threshold == 3.0
+    )  # mid-scale by default
     for bad, field in (
         ({"desirable_threshold": 3.0}, "desirable_threshold"),  # no criterion to apply it to
         ({"score_criterion": "no_such"}, "score_criterion"),
