@@ -25,11 +25,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from accounts import require_role
+from annotation.unpaired import ScoreRule, coverage, is_unpaired, unpaired_rows
 from arena.self_play import SELF_PLAY
 from common.filelocks import atomic_write_bytes
 from common.files import records_from_bytes
 from common.outcomes import FASTCHAT_WINNERS
-from db.models import DatasetSnapshot
+from db.models import DatasetSnapshot, RubricScore
 from db.session import data_home
 from standings.records import battle_records
 
@@ -110,7 +111,9 @@ def write_snapshot(
     path = folder / f"{digest}.jsonl"
     if not path.exists():  # each writer its own temporary file; the rename is atomic (same bytes either way)
         atomic_write_bytes(path, body, mode=0o444)
-    vote_ids = [r["provenance"].get("vote_id") for r in rows if r.get("provenance", {}).get("vote_id")]
+    vote_ids = list(  # an unpaired snapshot has up to two rows per vote
+        dict.fromkeys(r["provenance"].get("vote_id") for r in rows if r.get("provenance", {}).get("vote_id"))
+    )
     snap = DatasetSnapshot(
         hash=digest, filter=filt, n_pairs=len(rows), path=str(path), source_vote_ids=vote_ids
     )
@@ -137,6 +140,8 @@ SKIP_REASONS = {
     "outcome_tie": "a tie",
     "outcome_both_good": "both good",
     "outcome_both_bad": "both bad",
+    "tie_without_score": "a plain tie with no score to label the answer",
+    "unknown_outcome": "an outcome that labels no answer",
 }
 
 
@@ -163,6 +168,37 @@ def vote_pairs(
     return rows, skipped, len(records)
 
 
+def vote_scores(session: Session, vote_ids: list[int]) -> dict[int, dict[str, dict[str, float]]]:
+    """The rubric scores given with these votes: vote id -> side ("a" / "b") -> criterion -> value."""
+    out: dict[int, dict[str, dict[str, float]]] = {}
+    for chunk in range(0, len(vote_ids), 500):
+        ids = vote_ids[chunk : chunk + 500]
+        for sc in session.scalars(select(RubricScore).where(RubricScore.vote_id.in_(ids))):
+            if sc.vote_id is not None and sc.side in ("a", "b"):
+                out.setdefault(sc.vote_id, {}).setdefault(sc.side, {})[sc.criterion] = float(sc.value)
+    return out
+
+
+def vote_unpaired(
+    session: Session,
+    rule: ScoreRule | None = None,
+    include_named: bool = False,
+    include_revealed: bool = False,
+    include_self_play: bool = True,
+) -> tuple[list[dict[str, Any]], dict[str, int], int]:
+    """The unpaired (KTO) rows a snapshot of the current votes would freeze (``annotation.unpaired``), the
+    answers left out by reason and the number of votes read; writes nothing."""
+    records = battle_records(
+        session,
+        include_named=include_named,
+        include_revealed=include_revealed,
+        include_self_play=include_self_play,
+    )
+    ids = [int(r["vote_id"]) for r in records if r.get("vote_id") is not None]
+    made = unpaired_rows(records, vote_scores(session, ids) if rule else None, rule)
+    return made.rows, made.skipped, len(records)
+
+
 def snapshot_from_votes(
     session: Session,
     include_named: bool = False,
@@ -170,24 +206,50 @@ def snapshot_from_votes(
     min_pairs: int = 1,
     user_id: int | None = None,
     include_self_play: bool = True,
+    unpaired: bool = False,
+    rule: ScoreRule | None = None,
 ) -> SnapshotInfo:
-    """Freeze the decisive votes of ended battles: anonymous ones, self-play ones (unless ``include_self_play``
-    is off), named ones and ones flagged ``revealed_before_vote`` when asked."""
+    """Freeze the votes of ended battles: anonymous ones, self-play ones (unless ``include_self_play`` is off),
+    named ones and ones flagged ``revealed_before_vote`` when asked. Decisive votes as preference pairs, or
+    (``unpaired``, for KTO) every judged answer as a desirable / undesirable row, labelled by ``rule``'s scores
+    where given. The snapshot's filter records, per objective, the votes it could use and why others were left
+    out (``annotation.unpaired.coverage``)."""
     require_role(session, user_id, "researcher")
-    rows, skipped, n_votes = vote_pairs(session, include_named, include_revealed, include_self_play)
+    records = battle_records(
+        session,
+        include_named=include_named,
+        include_revealed=include_revealed,
+        include_self_play=include_self_play,
+    )
+    pairs, pair_skipped = preference_pairs(records)
+    ids = [int(r["vote_id"]) for r in records if r.get("vote_id") is not None]
+    single = unpaired_rows(records, vote_scores(session, ids) if rule else None, rule)
+    rows, skipped = (single.rows, single.skipped) if unpaired else (pairs, pair_skipped)
+    what = "unpaired row(s)" if unpaired else "preference pair(s)"
     if len(rows) < min_pairs:
         why = skip_reason_text(skipped)
         raise SnapshotError(
-            f"only {len(rows)} preference pair(s) from {n_votes} vote(s)"
+            f"only {len(rows)} {what} from {len(records)} vote(s)"
             + (f" (left out: {why})" if why else "")
-            + f"; at least {min_pairs} needed: vote A or B on more battles (ended by Reveal or New round)"
+            + f"; at least {min_pairs} needed: "
+            + ("vote on more battles" if unpaired else "vote A or B on more battles")
+            + " (ended by Reveal or New round)"
         )
-    filt = {
+    filt: dict[str, Any] = {
         "source": "arena_votes",
         "include_named": include_named,
         "include_revealed": include_revealed,
         "include_self_play": include_self_play,
+        "objectives": coverage(records, pair_skipped, len(pairs), single),
     }
+    if unpaired:
+        filt["layout"] = "unpaired"
+        if rule is not None:
+            filt["score_rule"] = {
+                "criterion": rule.criterion,
+                "threshold": rule.threshold,
+                "scale": list(rule.scale),
+            }
     return write_snapshot(session, rows, filt, skipped)
 
 
@@ -212,14 +274,18 @@ def load_snapshot(
         r, lineno = rec.value, rec.line
         if not isinstance(r, dict):
             raise SnapshotError(f"{p.name}:{lineno}: expected a JSON object")
-        for key in ("prompt", "chosen", "rejected"):
+        unpaired = is_unpaired(r)
+        answers = ("completion",) if unpaired else ("chosen", "rejected")
+        for key in ("prompt", *answers):
             if not r.get(key):
                 raise SnapshotError(f"{p.name}:{lineno}: field {key!r} is empty")
-        if not r["chosen"][-1]["content"].strip() or not r["rejected"][-1]["content"].strip():
+        if any(not r[key][-1]["content"].strip() for key in answers):
             raise SnapshotError(f"{p.name}:{lineno}: an answer is empty")
-        keys = (
-            ("prompt", "chosen", "rejected", "provenance") if provenance else ("prompt", "chosen", "rejected")
-        )
+        if unpaired and not isinstance(r["label"], bool):
+            raise SnapshotError(f"{p.name}:{lineno}: field 'label' must be true or false")
+        keys: tuple[str, ...] = ("prompt", *answers, *(("label",) if unpaired else ()))
+        if provenance:
+            keys = (*keys, "provenance")
         rows.append({k: r.get(k) or {} if k == "provenance" else r[k] for k in keys})
     return rows
 

@@ -7,7 +7,7 @@ folder -> a checkpoint published back into the arena as a new contestant with it
 Public API (plain functions returning dataclasses; the UI and CLI call these):
 - ``training.service.launch_dpo(db, parent, snapshot=None, **overrides) -> job_id`` (and ``launch(db, kind, ...)``)
 - ``training.runner``: ``submit``, ``job_view``, ``list_jobs``, ``cancel``, ``reconcile``, ``wait``
-- ``training.config``: ``DPOJobConfig`` (and the other kinds), ``load_config`` / ``save_config``, ``help_table``
+- ``training.config``: ``JOB_KINDS`` (dpo, kto, orpo, simpo, reward, grpo), ``DPOJobConfig`` (and the other kinds), ``load_config`` / ``save_config``, ``help_table``
 
 Nothing here imports gradio; torch, transformers and TRL are imported only inside the worker's code paths, so
 importing ``training`` from the app is cheap.

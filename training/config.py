@@ -51,6 +51,10 @@ RM_LORA_LR = 1e-4  # TRL's RewardConfig default
 RM_FULL_LR = 1e-5  # InstructGPT's reward models: 9e-6
 GRPO_LORA_LR = 1e-5
 GRPO_FULL_LR = 1e-6  # DeepSeekMath GRPO and TRL's default
+ORPO_LORA_LR = 8e-5  # ORPO paper (Hong et al. 2024): 8e-6 full; x10 for LoRA as above
+ORPO_FULL_LR = 8e-6
+SIMPO_LORA_LR = 1e-5  # SimPO paper (Meng et al. 2024): 3e-7..1e-6 full, small models tolerate more
+SIMPO_FULL_LR = 1e-6
 
 
 class ConfigError(ValueError):
@@ -101,7 +105,8 @@ class JobConfig:
         None,
         "Peak AdamW learning rate. null = the kind's default for LoRA / full fine-tuning "
         f"(DPO {LORA_LR:g} / {FULL_LR:g}, reward model {RM_LORA_LR:g} / {RM_FULL_LR:g}, "
-        f"GRPO {GRPO_LORA_LR:g} / {GRPO_FULL_LR:g}).",
+        f"GRPO {GRPO_LORA_LR:g} / {GRPO_FULL_LR:g}, KTO as DPO, ORPO {ORPO_LORA_LR:g} / {ORPO_FULL_LR:g}, "
+        f"SimPO {SIMPO_LORA_LR:g} / {SIMPO_FULL_LR:g}).",
     )
     lr_scheduler_type: str = _f("linear", "Learning-rate schedule (any transformers scheduler name).")
     warmup_ratio: float = _f(0.0, "Fraction of max_steps spent warming the learning rate up from 0.")
@@ -413,19 +418,124 @@ class GRPOJobConfig(JobConfig):
             raise ConfigError(f"scale_rewards {self.scale_rewards!r} unknown; choose group, batch or none")
 
 
+@dataclass
+class KTOJobConfig(JobConfig):
+    """KTO (Ethayarajh et al. 2024) on unpaired desirable / undesirable answers (TRL KTOTrainer).
+
+    Rows come from the arena's own votes (``annotation.unpaired``): a decisive vote gives its winner as desirable
+    and its loser as undesirable, *both good* two desirable answers, *both bad* two undesirable ones; with
+    ``score_criterion`` set, an answer scored on that rubric criterion is desirable when its score is at least
+    ``desirable_threshold`` (a plain tie counts through its scores only). A paired snapshot also works: each
+    pair gives one row of each class.
+    """
+
+    kind: ClassVar[str] = "kto"
+
+    min_pairs: int = _f(4, "Refuse to launch with fewer unpaired rows (desirable + undesirable) than this.")
+    beta: float = _f(0.1, "KTO temperature: higher keeps the policy closer to the reference (paper: 0.1).")
+    loss_type: str = _f("kto", "TRL KTO loss: kto or apo_zero_unpaired.")
+    desirable_weight: float = _f(
+        1.0,
+        "Weight of the desirable losses; with more undesirable than desirable rows the paper asks for "
+        "weight x desirable between 1 and 1.33 x undesirable (the check before launch shows the range).",
+    )
+    undesirable_weight: float = _f(1.0, "Weight of the undesirable losses (the other side of that balance).")
+    score_criterion: str = _f(
+        "",
+        "A rubric criterion whose scores label answers desirable / undesirable (empty = the votes alone).",
+    )
+    desirable_threshold: float | None = _f(
+        None,
+        "With score_criterion: a score at or above this is desirable, below undesirable; it must lie within "
+        "the criterion's scale (e.g. 1..5). null = the middle of the scale.",
+    )
+    score_rubric: str = _f(
+        "", "The rubric that defines score_criterion's scale (empty = the default rubric)."
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+        if self.loss_type not in ("kto", "apo_zero_unpaired"):
+            raise ConfigError(
+                f"loss_type {self.loss_type!r} unknown for KTO; choose kto or apo_zero_unpaired"
+            )
+        if self.desirable_weight <= 0 or self.undesirable_weight <= 0:
+            raise ConfigError("desirable_weight and undesirable_weight must be > 0")
+        if self.pairs != "all":
+            raise ConfigError("pairs must be 'all' for KTO: its rows are single answers, not pairs")
+        self.score_rule()  # raises naming the field (desirable_threshold or score_criterion)
+
+    def score_rule(self) -> Any:
+        """The ``annotation.unpaired.ScoreRule`` that labels scored answers (None: the votes alone; the
+        threshold defaults to the middle of the criterion's scale); ConfigError naming the field."""
+        from annotation.unpaired import score_rule
+
+        try:
+            return score_rule(self.score_criterion, self.desirable_threshold, self.score_rubric)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+
+
+@dataclass
+class ORPOJobConfig(JobConfig):
+    """ORPO (Hong et al. 2024): supervised loss on the chosen answer plus an odds-ratio penalty on the rejected
+    one, reference-free (TRL ORPOTrainer), on the same preference snapshots as DPO."""
+
+    kind: ClassVar[str] = "orpo"
+    default_lr: ClassVar[tuple[float, float]] = (ORPO_LORA_LR, ORPO_FULL_LR)
+
+    beta: float = _f(0.1, "Weight of the odds-ratio term (the paper's lambda, 0.1).")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+
+
+@dataclass
+class SimPOJobConfig(JobConfig):
+    """SimPO (Meng et al. 2024): a length-normalised margin between chosen and rejected log-probabilities,
+    reference-free (TRL CPOTrainer with loss_type simpo and cpo_alpha 0), on the same snapshots as DPO."""
+
+    kind: ClassVar[str] = "simpo"
+    default_lr: ClassVar[tuple[float, float]] = (SIMPO_LORA_LR, SIMPO_FULL_LR)
+
+    beta: float = _f(2.0, "Reward scale (the paper's beta: 2.0-2.5).")
+    simpo_gamma: float = _f(0.5, "Target reward margin gamma (the paper: gamma / beta about 0.5 .. 1.5).")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+        if self.simpo_gamma < 0:
+            raise ConfigError(f"simpo_gamma must be >= 0 (got {self.simpo_gamma})")
+
+
 @dataclass(frozen=True)
 class JobKind:
     """A job kind, registered once: its config class, and the trainer the worker runs ("module:function",
-    imported only in the worker, since trainers import torch and TRL)."""
+    imported only in the worker, since trainers import torch and TRL). ``rows``: what it trains on ("pairs":
+    chosen / rejected, "unpaired": single answers labelled desirable or not, "prompts": prompts only);
+    ``reference``: whether it keeps a frozen reference model; ``label``: its name on the Train tab;
+    ``publishes``: whether its checkpoint can play in the arena."""
 
     config: type[JobConfig]
     trainer: str
+    label: str = ""
+    rows: str = "pairs"
+    reference: bool = True
+    publishes: bool = True
 
 
 JOB_KINDS: dict[str, JobKind] = {
-    "dpo": JobKind(DPOJobConfig, "training.dpo:run_dpo"),
-    "reward": JobKind(RewardJobConfig, "training.reward_model:run_reward"),
-    "grpo": JobKind(GRPOJobConfig, "training.grpo:run_grpo"),
+    "dpo": JobKind(DPOJobConfig, "training.dpo:run_dpo", "DPO"),
+    "kto": JobKind(KTOJobConfig, "training.objectives:run_kto", "KTO", rows="unpaired"),
+    "orpo": JobKind(ORPOJobConfig, "training.objectives:run_orpo", "ORPO", reference=False),
+    "simpo": JobKind(SimPOJobConfig, "training.objectives:run_simpo", "SimPO", reference=False),
+    "reward": JobKind(RewardJobConfig, "training.reward_model:run_reward", "Reward model", publishes=False),
+    "grpo": JobKind(GRPOJobConfig, "training.grpo:run_grpo", "GRPO", rows="prompts"),
 }
 CONFIG_KINDS: dict[str, type[JobConfig]] = {kind: k.config for kind, k in JOB_KINDS.items()}
 

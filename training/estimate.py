@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from standings.words import counted
-from training.config import DPOJobConfig, GRPOJobConfig, JobConfig, RewardJobConfig
+from training.config import JOB_KINDS, GRPOJobConfig, JobConfig, RewardJobConfig
 
 GIB = 1024**3
 FRAMEWORK_BYTES = int(0.8 * GIB)  # torch + transformers + TRL loaded, allocator slack
@@ -238,13 +238,23 @@ def _gpu_visible(cfg: JobConfig) -> bool:
         return False
 
 
+def _reference_forward(cfg: JobConfig) -> bool:
+    """Whether the job runs a frozen reference model (DPO, KTO; GRPO with a KL penalty); ORPO, SimPO and reward
+    models do not."""
+    if isinstance(cfg, GRPOJobConfig):
+        return cfg.beta > 0
+    return JOB_KINDS[cfg.kind].reference and not isinstance(cfg, RewardJobConfig)
+
+
 def tokens_per_step(cfg: JobConfig) -> tuple[int, int]:
     """(sequences, tokens per sequence) one optimizer step processes, counted at the configured maxima."""
     batch = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
     if isinstance(cfg, GRPOJobConfig):
         return batch, 64 + cfg.max_completion_length
-    if isinstance(cfg, DPOJobConfig | RewardJobConfig):
+    if JOB_KINDS[cfg.kind].rows == "pairs":
         return 2 * batch, cfg.max_length  # chosen + rejected
+    if JOB_KINDS[cfg.kind].rows == "unpaired":
+        return 2 * batch, cfg.max_length  # KTO: each answer and a mismatched one for its KL term
     return batch, cfg.max_length
 
 
@@ -262,9 +272,8 @@ def estimate(
     wbytes = 2 if gpu else 4
     n = shape.params
     trainable = shape.lora_params(cfg.lora_r) if cfg.lora else n
-    needs_ref = not cfg.lora and (
-        isinstance(cfg, DPOJobConfig) or (isinstance(cfg, GRPOJobConfig) and cfg.beta > 0)
-    )
+    with_ref = _reference_forward(cfg)
+    needs_ref = not cfg.lora and with_ref
     seqs, seq_len = tokens_per_step(cfg)
     micro_seqs = seqs // cfg.gradient_accumulation_steps
     tokens = micro_seqs * seq_len
@@ -280,7 +289,9 @@ def estimate(
         "framework": 0 if gpu else FRAMEWORK_BYTES,  # host memory; the GPU figure is what tensors take
     }
     peak = int(sum(breakdown.values()) * 1.1)
-    flops_per_token = (4 if cfg.lora else 6) * n + (2 * n if isinstance(cfg, DPOJobConfig) else 0)
+    flops_per_token = (4 if cfg.lora else 6) * n + (
+        2 * n if with_ref and not isinstance(cfg, GRPOJobConfig) else 0
+    )
     flops = flops_per_token * seqs * seq_len
     if isinstance(cfg, GRPOJobConfig):
         flops += 2 * n * seqs * cfg.max_completion_length * 8  # token-by-token generation runs far below peak

@@ -20,10 +20,19 @@ from typing import Any, TypeVar
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot, vote_pairs
+from annotation.snapshots import SnapshotError, get_snapshot, load_snapshot, vote_pairs, vote_unpaired
+from annotation.unpaired import ScoreRule, balance, from_pairs, is_unpaired
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from db.models import Checkpoint, Contestant, Job, JobMetric
-from training.config import ConfigError, FieldError, GRPOJobConfig, JobConfig, config_from_dict
+from training.config import (
+    JOB_KINDS,
+    ConfigError,
+    FieldError,
+    GRPOJobConfig,
+    JobConfig,
+    KTOJobConfig,
+    config_from_dict,
+)
 from training.errors import JobError
 from training.estimate import GIB, Estimate, Timing, estimate, formula_seconds, history_for
 from training.pairmix import filter_rows, pair_mix
@@ -114,6 +123,7 @@ class Findings:
     mix: dict[str, int] | None = None  # on / half / off / unknown pairs for the parent
     estimate: Estimate | None = None
     task_set: str | None = None
+    balance: dict[str, Any] | None = None  # KTO: desirable / undesirable counts and TRL's weights
 
     def problem(self, name: str, call: Callable[[], T]) -> T | None:
         """``call()``, or None with its error recorded against field ``name``."""
@@ -178,13 +188,25 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
             rows = found.problem(
                 "snapshot_hash", lambda: load_snapshot(snap.path, snap.hash, provenance=True)
             )
-    elif fresh_from_votes:
-        rows = vote_pairs(session)[0]
+    elif fresh_from_votes:  # an unpaired kind reads the votes its own way (_check_unpaired)
+        rows = [] if JOB_KINDS[cfg.kind].rows == "unpaired" else vote_pairs(session)[0]
     else:
         found.errors.append(
             FieldError("snapshot_hash", "no dataset snapshot given (it is empty); make one from votes first")
         )
     if rows is None:
+        return
+    if JOB_KINDS[cfg.kind].rows == "unpaired":
+        _check_unpaired(session, cfg, found, rows, fresh_from_votes)
+        return
+    if any(is_unpaired(r) for r in rows):
+        found.errors.append(
+            FieldError(
+                "snapshot_hash",
+                f"this snapshot holds unpaired (KTO) rows, {len(rows)} single answers; a {cfg.kind} job needs "
+                "preference pairs: pick a snapshot of pairs",
+            )
+        )
         return
     kept = len(rows)
     if found.parent is not None:
@@ -200,6 +222,54 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
                 f"{source} {kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed"
                 + (": vote A or B on more arena battles, or pick a frozen snapshot" if fresh else ""),
             )
+        )
+
+
+def score_rule(cfg: JobConfig) -> ScoreRule | None:
+    """The rule that labels scored answers for a KTO job (None: the votes alone); ConfigError naming the field."""
+    rule: ScoreRule | None = cfg.score_rule() if isinstance(cfg, KTOJobConfig) else None
+    return rule
+
+
+def _check_unpaired(
+    session: Session, cfg: JobConfig, found: Findings, rows: list[dict[str, Any]], fresh_from_votes: bool
+) -> None:
+    """KTO: count desirable and undesirable answers (a frozen snapshot of either layout, or the current votes
+    under the job's score rule); refuse a class with none, or fewer rows than ``min_pairs``, naming the counts."""
+    assert isinstance(cfg, KTOJobConfig)
+    fresh = fresh_from_votes and not cfg.snapshot_hash
+    if fresh:
+        try:
+            rule = score_rule(cfg)
+        except ConfigError as exc:
+            found.errors.append(FieldError("desirable_threshold", str(exc)))
+            return
+        rows, skipped, n_votes = vote_unpaired(session, rule)
+    else:
+        rows = rows if all(is_unpaired(r) for r in rows) else from_pairs(rows)
+        skipped, n_votes = {}, None
+    good = sum(1 for r in rows if r["label"])
+    bad = len(rows) - good
+    found.n_pairs = len(rows)
+    found.balance = balance(good, bad, cfg.desirable_weight, cfg.undesirable_weight)
+    if skipped:
+        found.balance["left_out"] = skipped
+    source = "the current votes make" if fresh else "this snapshot has"
+    counts = f"{source} {good} desirable and {bad} undesirable answer(s)" + (
+        f" from {n_votes} vote(s)" if n_votes is not None else ""
+    )
+    if not good or not bad:
+        missing = (
+            "desirable (a winner, both good, a high score)"
+            if not good
+            else "undesirable (a loser, both bad, a low score)"
+        )
+        found.errors.append(
+            FieldError("snapshot_hash", f"{counts}: KTO needs both kinds, and there are no {missing} answers")
+        )
+    elif len(rows) < cfg.min_pairs:
+        found.errors.append(
+            FieldError("snapshot_hash", f"{counts}; at least {cfg.min_pairs} rows are needed")
         )
 
 

@@ -43,7 +43,14 @@ from arena import lifecycle
 from arena.registry import ContestantInfo, ContestantSpec, RegistryError, register
 from db.models import Checkpoint, Contestant, Job, utcnow
 from db.session import Database
-from training.config import DPOJobConfig, GRPOJobConfig
+from training.config import (
+    JOB_KINDS,
+    DPOJobConfig,
+    GRPOJobConfig,
+    KTOJobConfig,
+    ORPOJobConfig,
+    SimPOJobConfig,
+)
 from training.context import JobContext, TrainResult
 from training.errors import JobError
 from training.pending import hold_orphans, report_running
@@ -126,11 +133,15 @@ def describe(ctx: JobContext, result: TrainResult) -> str:
     extra = ""
     if isinstance(cfg, DPOJobConfig):
         extra = f", beta {cfg.beta}, {cfg.loss_type} loss"
+    elif isinstance(cfg, KTOJobConfig):
+        extra = f", beta {cfg.beta}, weights {cfg.desirable_weight:g} / {cfg.undesirable_weight:g}"
+    elif isinstance(cfg, ORPOJobConfig | SimPOJobConfig):
+        extra = f", beta {cfg.beta}, reference-free"
     elif isinstance(cfg, GRPOJobConfig):
         extra = ", rewards " + "+".join(str(r.get("name") or r.get("type")) for r in cfg.rewards)
     parent = ctx.checked.parent.public_name if ctx.checked.parent else ctx.checked.base.model_ref
     return (
-        f"{cfg.kind.upper()} ({how}{extra}, {result.step} steps, lr {cfg.effective_learning_rate():g}) of "
+        f"{JOB_KINDS[cfg.kind].label or cfg.kind.upper()} ({how}{extra}, {result.step} steps, lr {cfg.effective_learning_rate():g}) of "
         f"{parent} on {trained_on(getattr(cfg, 'tasks', ''), ctx.checked.snapshot_hash, ctx.checked.n_pairs)}, "
         f"job {ctx.job_id}."
     )
@@ -286,7 +297,7 @@ def publish_checkpoint(
         job = s.get(Job, job_id)
         if job is None:
             raise JobError(f"no job {job_id}")
-        if job.kind == "reward":
+        if job.kind in JOB_KINDS and not JOB_KINDS[job.kind].publishes:
             raise JobError(
                 f"job {job_id} trains a reward model; it scores answers and cannot play in the arena"
             )

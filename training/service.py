@@ -23,6 +23,7 @@ from annotation.snapshots import (
 )
 from db.session import Database
 from training.config import (
+    JOB_KINDS,
     ConfigError,
     FieldError,
     GRPOJobConfig,
@@ -35,7 +36,7 @@ from training.config import (
 from training.errors import JobError
 from training.estimate import Estimate, estimate, history_for
 from training.pairmix import filter_rows, pair_mix
-from training.preflight import check_job, choose_base, errors_text, find_parent, past_timings
+from training.preflight import check_job, choose_base, errors_text, find_parent, past_timings, score_rule
 from training.runner import submit
 
 
@@ -49,6 +50,7 @@ class ConfigCheck:
     mix: dict[str, int] | None = (
         None  # on / half / off / unknown pairs for the parent (None: no snapshot yet)
     )
+    balance: dict[str, Any] | None = None  # KTO: desirable / undesirable answers and TRL's weights
 
     @property
     def ok(self) -> bool:
@@ -75,7 +77,8 @@ def build_config(
 
 
 def resolve_snapshot(db: Database, snapshot: int | str | None, min_pairs: int = 1, **vote_filter: Any) -> str:
-    """The hash of snapshot ``snapshot`` (id, hash or prefix), or of a fresh snapshot of the current votes."""
+    """The hash of snapshot ``snapshot`` (id, hash or prefix), or of a fresh snapshot of the current votes
+    (``unpaired=True, rule=...`` in ``vote_filter``: KTO's unpaired rows)."""
     with db.session() as s:
         try:
             if snapshot is None or snapshot == "":
@@ -146,7 +149,7 @@ def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
     """The one pre-launch check (``training.preflight.check_job``), an empty snapshot meaning the votes' one."""
     with db.session() as s:
         found = check_job(s, cfg, fresh_from_votes=True)
-    return ConfigCheck(cfg, found.errors, found.estimate, found.mix)
+    return ConfigCheck(cfg, found.errors, found.estimate, found.mix, found.balance)
 
 
 def _apply_pairs_filter(db: Database, cfg: JobConfig) -> None:
@@ -193,7 +196,7 @@ def launch_config(
         raise JobError(str(exc)) from exc
     if getattr(cfg, "tasks", ""):
         return submit(db, cfg.kind, _with_tasks_hash(db, cfg), created_by=created_by)
-    cfg.snapshot_hash = resolve_snapshot(db, cfg.snapshot_hash, min_pairs=cfg.min_pairs)
+    cfg.snapshot_hash = resolve_snapshot(db, cfg.snapshot_hash, min_pairs=cfg.min_pairs, **_vote_layout(cfg))
     try:
         _apply_pairs_filter(db, cfg)
     except SnapshotError as exc:
@@ -213,8 +216,19 @@ def launch(
     require_role(db, created_by, "researcher")
     cfg = build_config(kind, parent, None, **overrides)
     if not getattr(cfg, "tasks", ""):
-        cfg.snapshot_hash = resolve_snapshot(db, snapshot, min_pairs=cfg.min_pairs)
+        cfg.snapshot_hash = resolve_snapshot(db, snapshot, min_pairs=cfg.min_pairs, **_vote_layout(cfg))
     return launch_config(db, cfg, created_by=created_by)
+
+
+def _vote_layout(cfg: JobConfig) -> dict[str, Any]:
+    """How a fresh snapshot of the votes is laid out for ``cfg``'s kind: pairs, or KTO's unpaired rows under
+    its score rule."""
+    if JOB_KINDS[cfg.kind].rows != "unpaired":
+        return {}
+    try:
+        return {"unpaired": True, "rule": score_rule(cfg)}
+    except ConfigError as exc:
+        raise JobError(str(exc)) from exc
 
 
 def _with_tasks_hash(db: Database, cfg: JobConfig) -> JobConfig:

@@ -34,10 +34,11 @@ from common.settings import get_settings
 from db.models import Contestant, DatasetSnapshot, Job, utcnow
 from db.session import Database
 from training import runner
+from training.config import JOB_KINDS
 from training.heartbeat import PROCESS_TOKEN, beat, db_now, register_worker, stale_jobs, touch_worker
 
 #: Job kinds a worker can serve; ``report`` (a checkpoint report queued by a publish) comes with any training kind.
-KINDS = ("dpo", "reward", "grpo", "report")
+KINDS = (*JOB_KINDS, "report")
 
 
 def default_name() -> str:

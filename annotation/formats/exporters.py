@@ -31,6 +31,7 @@ from annotation.agreement import plurality
 from annotation.formats.importers import HELPSTEER_ATTRS
 from annotation.queues import LABEL_KINDS, QueueError, n_answers, stamps
 from annotation.snapshots import SnapshotInfo, write_snapshot
+from annotation.unpaired import ScoreRule
 from common.outcomes import (
     ALPACA_PREFERENCE,
     DESIRABLE,
@@ -54,6 +55,7 @@ class ExportSpec:
     queues: list[str] | None = None
     kinds: tuple[str, ...] = LABEL_KINDS
     aggregate: str = "each"
+    score_rule: ScoreRule | None = None  # KTO: scores of its criterion label answers by its threshold
 
 
 @dataclass
@@ -263,12 +265,34 @@ def _pair_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> lis
     return rows
 
 
+def _kto_sides(
+    item: ItemView, outcome: str, labs: list[LabelView], rule: ScoreRule | None
+) -> dict[str, bool]:
+    """Which answers a label (or a majority) calls desirable: its outcome, or with ``rule`` the mean score each
+    answer got on the rule's criterion from those labels (an answer without one keeps the outcome's word)."""
+    sides = dict(DESIRABLE.get(outcome) or {})
+    if sides and (len(item.answers) == 1) != (outcome in SINGLE_OUTCOMES):
+        sides = {}
+    if rule is None:
+        return sides
+    for side in ("1", "2")[: len(item.answers)]:
+        values = [
+            s["value"]
+            for lab in labs
+            for s in lab.scores
+            if s["criterion"] == rule.criterion and s["side"] == side
+        ]
+        if values:
+            sides[side] = sum(values) / len(values) >= rule.threshold
+    return dict(sorted(sides.items()))
+
+
 def _kto_rows(items: list[ItemView], spec: ExportSpec, skipped: Counter) -> list[dict[str, Any]]:
     rows = []
     for item in items:
         for outcome, labs in _groups(item, spec.aggregate, skipped):
-            sides = DESIRABLE.get(outcome)
-            if sides is None or (len(item.answers) == 1) != (outcome in SINGLE_OUTCOMES):
+            sides = _kto_sides(item, outcome, labs, spec.score_rule)
+            if not sides:
                 skipped[f"outcome_{outcome}"] += 1
                 continue
             if "prompt_2" in item.meta:
@@ -488,20 +512,33 @@ def export_file(
 def snapshot_from_labels(
     session: Session, spec: ExportSpec | None = None, min_pairs: int = 1, user_id: int | None = None
 ) -> SnapshotInfo:
-    """Freeze conversational TRL rows from labels into a content-hashed snapshot (what training reads)."""
+    """Freeze conversational rows from labels into a content-hashed snapshot (what training reads): TRL
+    preference pairs, or with ``spec.fmt == "kto"`` unpaired desirable / undesirable answers (human labels and
+    judge verdicts alike, scores by ``spec.score_rule`` when given) that a KTO job trains on."""
     require_role(session, user_id, "researcher")
     spec = spec or ExportSpec()
-    spec = ExportSpec("trl", True, spec.queues, spec.kinds, spec.aggregate)
+    unpaired = spec.fmt == "kto"
+    spec = ExportSpec(
+        "kto" if unpaired else "trl", True, spec.queues, spec.kinds, spec.aggregate, spec.score_rule
+    )
     rows, skipped = export_rows(session, spec)
     if len(rows) < min_pairs:
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(skipped.items())) or "no labels"
-        raise QueueError(
-            f"only {len(rows)} preference pair(s) (skipped: {reasons}); at least {min_pairs} needed"
-        )
-    filt = {
+        what = "unpaired row(s)" if unpaired else "preference pair(s)"
+        raise QueueError(f"only {len(rows)} {what} (skipped: {reasons}); at least {min_pairs} needed")
+    filt: dict[str, Any] = {
         "source": "annotation",
         "queues": spec.queues,
         "kinds": list(spec.kinds),
         "aggregate": spec.aggregate,
     }
+    if unpaired:
+        filt["layout"] = "unpaired"
+        if spec.score_rule is not None:
+            rule = spec.score_rule
+            filt["score_rule"] = {
+                "criterion": rule.criterion,
+                "threshold": rule.threshold,
+                "scale": list(rule.scale),
+            }
     return write_snapshot(session, rows, filt, skipped)

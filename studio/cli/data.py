@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from studio.cli._common import fail, open_db
+
+if TYPE_CHECKING:
+    from annotation.unpaired import ScoreRule
 
 
 def import_cmd(
@@ -85,15 +88,42 @@ def export(
     file_format: str = typer.Option(
         None, help="With --format: jsonl, json, parquet or datasets (default: from --out)."
     ),
-    snapshot: bool = typer.Option(False, help="With --format: freeze labels as a hashed training snapshot."),
+    snapshot: bool = typer.Option(
+        False,
+        help="With --format: freeze labels as a hashed training snapshot (--format kto: unpaired rows a KTO job "
+        "trains on).",
+    ),
+    score_criterion: str = typer.Option(
+        None, help="With --format kto: label answers by this rubric criterion's scores (human or judge)."
+    ),
+    desirable_threshold: float = typer.Option(
+        None, help="With --score-criterion: scores at or above this are desirable (default: mid-scale)."
+    ),
 ) -> None:
     """Freeze the current decisive votes into a hashed preference snapshot (TRL conversational rows);
     with --format, export annotation labels (with provenance) instead."""
     from annotation.snapshots import SnapshotError, snapshot_from_votes
 
     if fmt or snapshot:
+        from annotation.unpaired import score_rule
+
+        if (score_criterion or desirable_threshold is not None) and fmt != "kto":
+            fail("--score-criterion and --desirable-threshold need --format kto")
+        try:
+            rule = score_rule(score_criterion or "", desirable_threshold)
+        except ValueError as exc:
+            fail(str(exc))
         export_labels(
-            fmt or "trl", out, queue, source, aggregate, conversational, file_format, snapshot, min_pairs
+            fmt or "trl",
+            out,
+            queue,
+            source,
+            aggregate,
+            conversational,
+            file_format,
+            snapshot,
+            min_pairs,
+            rule,
         )
         return
     try:
@@ -129,6 +159,7 @@ def export_labels(
     file_format: str | None,
     snapshot: bool,
     min_rows: int,
+    rule: ScoreRule | None = None,
 ) -> None:
     """``vibestudio export --format ...``: labels to TRL / KTO / third-party layouts, or a frozen snapshot."""
     from annotation.formats import ExportSpec, export_file, snapshot_from_labels
@@ -136,7 +167,7 @@ def export_labels(
     from annotation.snapshots import SnapshotError
 
     kinds = tuple(k.strip() for k in source.split(",")) if source else LABEL_KINDS
-    spec = ExportSpec(fmt, conversational, queues or None, kinds, aggregate)
+    spec = ExportSpec(fmt, conversational, queues or None, kinds, aggregate, rule)
     db = open_db()
     try:
         with db.session() as s:

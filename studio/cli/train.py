@@ -1,4 +1,4 @@
-"""``vibestudio train dpo|reward|grpo|health``: launch training jobs, and read a job's over-optimisation health.
+"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo|health``: launch training jobs, and read a job's over-optimisation health.
 
 A thin layer over ``training.service``: flags (and an optional YAML config, and ``--set field=value``) become one
 config mapping, which is checked field by field before anything is written or started; then the job is queued,
@@ -72,6 +72,7 @@ def launch_from_cli(
     as_json: bool,
 ) -> None:
     """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
+    from annotation.unpaired import describe_balance
     from common.files import read_yaml
     from training.errors import JobError
     from training.pairmix import describe_mix
@@ -101,6 +102,7 @@ def launch_from_cli(
             "estimate": check.estimate.summary() if check.estimate else None,
             "fits": check.estimate.fits if check.estimate else None,
             "pair_mix": check.mix,
+            "balance": check.balance,
         }
         if as_json:
             echo_json(out)
@@ -111,6 +113,8 @@ def launch_from_cli(
                 typer.echo(f"# estimate: {check.estimate.summary()}")
             if check.mix:
                 typer.echo(f"# pairs for the parent: {describe_mix(check.mix)}")
+            if check.balance:
+                typer.echo(f"# KTO classes: {describe_balance(check.balance)}")
             for e in check.errors:
                 typer.secho(f"{e.field or 'config'}: {e.message}", fg=typer.colors.RED, err=True)
         if check.errors:
@@ -201,6 +205,96 @@ def train_dpo(
     flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
     flags.update(beta=beta, loss_type=loss_type, kl_every=kl_every)
     launch_from_cli("dpo", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+@train_app.command("kto")
+def train_kto(
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    output_name: str = _NAME,
+    beta: float = typer.Option(None, help="KTO beta (0.1)."),
+    desirable_weight: float = typer.Option(None, help="Weight of the desirable losses (1.0)."),
+    undesirable_weight: float = typer.Option(None, help="Weight of the undesirable losses (1.0)."),
+    score_criterion: str = typer.Option(
+        None, help="A rubric criterion whose scores label answers (empty = the votes alone)."
+    ),
+    desirable_threshold: float = typer.Option(
+        None, help="With --score-criterion: scores at or above this are desirable (default: mid-scale)."
+    ),
+    dry_run: bool = _DRY,
+    wait: bool = WAIT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """KTO on unpaired answers: both-good and both-bad votes train too (no snapshot = the current votes as
+    desirable / undesirable rows); --dry-run shows the class balance and the weights."""
+    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, None, output_name)
+    flags.update(
+        beta=beta,
+        desirable_weight=desirable_weight,
+        undesirable_weight=undesirable_weight,
+        score_criterion=score_criterion,
+        desirable_threshold=desirable_threshold,
+    )
+    launch_from_cli("kto", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+@train_app.command("orpo")
+def train_orpo(
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    output_name: str = _NAME,
+    beta: float = typer.Option(None, help="Weight of the odds-ratio term (0.1)."),
+    dry_run: bool = _DRY,
+    wait: bool = WAIT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """ORPO (reference-free) on a preference snapshot; the checkpoint joins the arena as a contestant."""
+    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
+    flags.update(beta=beta)
+    launch_from_cli("orpo", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+@train_app.command("simpo")
+def train_simpo(
+    parent: str = _PARENT,
+    snapshot: str = _SNAPSHOT,
+    config: Path = _CONFIG,
+    set_: list[str] = _SET,
+    steps: int = _STEPS,
+    lr: float = _LR,
+    lora: bool = _LORA,
+    batch_size: int = _BATCH,
+    save_steps: int = _SAVE,
+    pairs: str = _PAIRS,
+    output_name: str = _NAME,
+    beta: float = typer.Option(None, help="SimPO reward scale beta (2.0)."),
+    simpo_gamma: float = typer.Option(None, help="Target reward margin gamma (0.5)."),
+    dry_run: bool = _DRY,
+    wait: bool = WAIT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """SimPO (reference-free, length-normalised) on a preference snapshot; the checkpoint joins the arena."""
+    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
+    flags.update(beta=beta, simpo_gamma=simpo_gamma)
+    launch_from_cli("simpo", config, flags, set_, dry_run, wait, timeout, as_json)
 
 
 @train_app.command("reward")

@@ -21,7 +21,7 @@ def worker(
     ),
     kinds: str = typer.Option(
         None,
-        help="Job kinds to claim, e.g. dpo,grpo (checkpoint reports come with any); default: dpo,reward,grpo.",
+        help="Job kinds to claim, e.g. dpo,grpo (checkpoint reports come with any); default: every kind.",
     ),
     max_jobs: int = typer.Option(1, min=1, help="Jobs this worker runs at once."),
     host_name: str = typer.Option(

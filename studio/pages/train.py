@@ -1,4 +1,4 @@
-"""Train tab: the whole training API in one page. Set up a job (DPO with its loss types, reward model, GRPO with
+"""Train tab: the whole training API in one page. Set up a job (DPO with its loss types, KTO with its class balance, ORPO, SimPO, reward model, GRPO with
 verifiable, learned and AI-judge rewards, or on a task set: RLVR with its held-out accuracy curve), see the exact YAML that will run (editable, checked field by field),
 the memory/time estimate and the on-policy mix before launch; then pick a job from the table to watch its curves
 and log, cancel, resume, clone-and-edit, or publish a checkpoint saved on the way.
@@ -22,12 +22,13 @@ from plotly.subplots import make_subplots
 
 from accounts import PermissionDenied, require_role
 from annotation.snapshots import list_snapshots
+from annotation.unpaired import describe_balance
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
 from studio.pages.gold import gold_figure, gold_markdown
 from studio.render import literal, to_html
-from training.config import DPO_LOSS_TYPES
+from training.config import CONFIG_KINDS, DPO_LOSS_TYPES, JOB_KINDS, help_table
 from training.errors import JobError
 from training.lineage import job_alerts
 from training.pairmix import describe_mix
@@ -40,9 +41,12 @@ from training.verdict import current as verdict_status
 
 NEW_SNAPSHOT = "new snapshot from current votes"
 NONE = "(none)"
-KINDS = {"DPO": "dpo", "Reward model": "reward", "GRPO": "grpo"}
+KINDS = {k.label: kind for kind, k in JOB_KINDS.items()}  # the one registry: DPO, KTO, ORPO, SimPO, ...
 CURVES = {
     "dpo": ["loss", "rewards/margins", "rewards/accuracies", "kl"],
+    "kto": ["loss", "rewards/chosen", "rewards/rejected", "kl"],
+    "orpo": ["loss", "nll_loss", "rewards/margins", "rewards/accuracies"],
+    "simpo": ["loss", "rewards/margins", "rewards/accuracies"],
     "reward": ["loss", "accuracy", "margin"],
     "grpo": [
         "reward",
@@ -167,7 +171,14 @@ def form_config(
         if beta is not None and beta != "":
             data["beta"] = float(beta)
         data["rewards"] = rewards
+    elif _default_beta(kind) is not None and beta:
+        data["beta"] = float(beta)  # KTO, ORPO, SimPO: their other fields are in the YAML editor
     return data
+
+
+def _default_beta(kind: str) -> float | None:
+    """The kind's default beta (None for a kind without one)."""
+    return next((d for name, d, _ in help_table(CONFIG_KINDS[kind]) if name == "beta"), None)
 
 
 TASK_VERIFIERS = {
@@ -240,6 +251,8 @@ def check_markdown(check: ConfigCheck) -> str:
             f"**Pairs for the parent{source}:** {describe_mix(check.mix)} (on = both answers its own, "
             "half = one of them, off = neither)"
         )
+    if check.balance is not None:
+        lines.append(f"**KTO classes:** {literal(describe_balance(check.balance))}")
     if check.errors:
         lines.append("**Problems (nothing launched):**")
         lines += [f"- {literal(e.field or 'config')}: {literal(e.message)}" for e in check.errors]
@@ -680,7 +693,7 @@ def _form_yaml(ctx: StudioContext, *values: Any, uid: int | None = None) -> tupl
 def on_kind(label: str) -> tuple[Any, Any, Any]:
     """Show the picked kind's fields (DPO's or GRPO's) and its default beta; reads nothing."""
     k = KINDS.get(label, "dpo")
-    default_beta = {"dpo": 0.1, "grpo": 0.04}.get(k)
+    default_beta = _default_beta(k)
     return gr.update(visible=k == "dpo"), gr.update(visible=k == "grpo"), gr.update(value=default_beta)
 
 

@@ -38,6 +38,22 @@ def test_export_formats_agreement_and_queue_listing(tmp_path, fastchat_rows):
     assert res.exit_code == 0 and json.loads(res.output)["rows"] == 6
     snap = runner.invoke(app, ["export", "--snapshot", "--queue", "fc"])
     assert snap.exit_code == 0 and json.loads(snap.output)["n_pairs"] == 2
+    kto = runner.invoke(app, ["export", "--format", "kto", "--snapshot", "--queue", "fc"])
+    assert kto.exit_code == 0 and json.loads(kto.output)["n_pairs"] == 6  # both-good / both-bad labels count
+    off = [
+        "export",
+        "--format",
+        "kto",
+        "--snapshot",
+        "--score-criterion",
+        "helpfulness",
+        "--desirable-threshold",
+        "9",
+    ]
+    res = runner.invoke(app, off)
+    assert res.exit_code == 1 and "desirable_threshold 9 is outside 'helpfulness'" in res.output
+    res = runner.invoke(app, ["export", "--format", "trl", "--score-criterion", "helpfulness"])
+    assert res.exit_code == 1 and "need --format kto" in res.output
     agree = runner.invoke(app, ["agreement", "fc", "--json"])
     assert agree.exit_code == 0
     rep = json.loads(agree.output)

@@ -205,3 +205,34 @@ def test_snapshot_from_labels_is_content_hashed_and_loads_for_training(db, tmp_p
         "chosen": [{"role": "assistant", "content": "Paris"}],
         "rejected": [{"role": "assistant", "content": "Lyon"}],
     }
+
+
+def test_kto_labels_by_a_score_threshold_and_freeze_as_an_unpaired_snapshot(db, tmp_path, helpsteer_rows):
+    from annotation.unpaired import ScoreRule, is_unpaired
+
+    src = write_json(tmp_path / "helpsteer2.jsonl", helpsteer_rows, lines=True)
+    with db.session() as s:
+        import_file(s, src, "helpsteer2")
+        by_vote, _ = export_rows(s, ExportSpec("kto"))
+        strict = ScoreRule("helpfulness", 4.0, (0.0, 4.0))
+        by_score, _ = export_rows(s, ExportSpec("kto", score_rule=strict))
+        snap = snapshot_from_labels(s, ExportSpec("kto", score_rule=strict))
+    assert [r["label"] for r in by_vote] == [True, False, True, True, False]
+    # the haiku pair was "both good" at helpfulness 3: below a threshold of 4 both answers are undesirable
+    assert [r["label"] for r in by_score] == [True, False, False, False, False]
+    rows = load_snapshot(snap.path, snap.hash)
+    assert all(is_unpaired(r) for r in rows) and [r["label"] for r in rows] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    with db.session() as s:
+        from annotation.snapshots import get_snapshot
+
+        assert get_snapshot(s, snap.hash).filter["score_rule"] == {
+            "criterion": "helpfulness",
+            "threshold": 4.0,
+            "scale": [0.0, 4.0],
+        }

@@ -1,4 +1,4 @@
-"""``vibestudio train dpo|reward|grpo`` and ``vibestudio jobs ...`` on real worker processes (tiny model)."""
+"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo`` and ``vibestudio jobs ...`` on real worker processes (tiny model)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ def test_help_for_every_command():
         ["train", "dpo"],
         ["train", "reward"],
         ["train", "grpo"],
+        ["train", "kto"],
+        ["train", "orpo"],
+        ["train", "simpo"],
         ["jobs", "list"],
         ["jobs", "show"],
         ["jobs", "cancel"],
@@ -74,6 +77,25 @@ def test_bad_input_is_refused_before_anything_starts(home_db):
     out = json.loads(r.stdout)
     assert out["ok"] and out["fits"] and out["config"]["snapshot_hash"] == snap[:8]
     assert "GiB" in out["estimate"] and out["pair_mix"]["unknown"] == 8
+    assert runner.list_jobs(db) == []
+
+
+def test_kto_dry_run_shows_the_classes_and_refuses_a_threshold_off_the_scale(home_db):
+    db, snap = home_db
+    r = _run("train", "kto", "--parent", "tiny-parent", "--snapshot", snap, "--dry-run", "--json")
+    assert r.exit_code == 0, r.output
+    balance = json.loads(r.stdout)["balance"]
+    assert (balance["desirable"], balance["undesirable"], balance["in_range"]) == (8, 8, True)
+    r = _run("train", "kto", "--parent", "tiny-parent", "--snapshot", snap, "--dry-run")
+    assert "# KTO classes: 8 desirable / 8 undesirable answers" in r.output
+    args = ("--score-criterion", "helpfulness", "--desirable-threshold", "6", "--json")
+    r = _run("train", "kto", "--parent", "tiny-parent", "--snapshot", snap, *args)
+    assert r.exit_code == 1
+    assert [e["field"] for e in json.loads(r.stdout)["errors"]] == ["desirable_threshold"]
+    r = _run(
+        "train", "simpo", "--parent", "tiny-parent", "--snapshot", snap, "--simpo-gamma", "0.8", "--dry-run"
+    )
+    assert r.exit_code == 0 and "simpo_gamma: 0.8" in r.output
     assert runner.list_jobs(db) == []
 
 

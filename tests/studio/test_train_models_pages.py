@@ -80,3 +80,28 @@ def test_the_task_set_minimum_is_stated_in_the_form(ctx):
     with gr.Blocks():
         box = train._grpo_box(ctx, [], [(train.NONE, train.NONE)])
     assert f"at least {MIN_TASKS} tasks" in box.task_set.info
+
+
+def test_the_form_offers_every_registered_kind_with_its_beta_and_shows_kto_classes():
+    from training.config import JOB_KINDS
+    from training.service import ConfigCheck
+
+    assert set(train.KINDS.values()) == set(JOB_KINDS)
+
+    def form(label: str, beta: float | None) -> dict:
+        return train.form_config(label, "p0", None, "all", 4, None, beta, True, 0, 0, None, [])
+
+    assert form("SimPO", 2.5)["beta"] == 2.5 and form("KTO", 0.2)["kind"] == "kto"
+    assert "beta" not in form("KTO", None)
+    assert train.on_kind("SimPO")[2]["value"] == 2.0 and train.on_kind("ORPO")[2]["value"] == 0.1
+    balance = {
+        "desirable": 2,
+        "undesirable": 6,
+        "desirable_weight": 1.0,
+        "undesirable_weight": 1.0,
+        "desirable_weight_range": (3.0, 3.99),
+        "undesirable_weight_range": (0.25, 0.33),
+        "in_range": False,
+    }
+    text = train.check_markdown(ConfigCheck(None, [], None, None, balance))
+    assert "2 desirable / 6 undesirable" in text and "desirable_weight in [3, 3.99]" in text

@@ -168,7 +168,7 @@ def test_a_worker_that_cannot_see_the_snapshot_fails_the_job_saying_where(db, tm
 
 def test_worker_options_are_checked():
     assert parse_kinds("dpo,grpo") == ["dpo", "grpo", "report"]
-    assert parse_kinds(None) == ["dpo", "reward", "grpo", "report"]
+    assert parse_kinds(None) == ["dpo", "kto", "orpo", "simpo", "reward", "grpo", "report"]
     assert parse_gpus("0, 1") == "0,1" and parse_gpus(None) is None
     with pytest.raises(ValueError, match="unknown job kind"):
         parse_kinds("dpo,ppo")

@@ -1,0 +1,122 @@
+"""DPO's kin as job kinds: KTO (TRL ``KTOTrainer``) on unpaired desirable / undesirable answers, and the
+reference-free ORPO (TRL ``ORPOTrainer``) and SimPO (TRL ``CPOTrainer`` with ``loss_type="simpo"`` and
+``cpo_alpha=0``) on the same preference snapshots as DPO.
+
+Each reads its snapshot, loads the model the way every trainer does (``training.context``), and hands the worker
+a ``TrainResult``; curves, checkpoints, resume, publishing and the report are the worker's, as for DPO. A KTO job
+on a paired snapshot trains on each pair's chosen answer as desirable and its rejected one as undesirable
+(``annotation.unpaired.from_pairs``). ORPO and CPO live in ``trl.experimental`` in the installed TRL; KTO is
+stable there. TRL logs ``loss``, ``rewards/chosen|rejected|margins`` (KTO: ``kl`` as well) and ``logps/*``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotation.snapshots import load_snapshot
+from annotation.unpaired import from_pairs, is_unpaired
+from training.config import KTOJobConfig, ORPOJobConfig, SimPOJobConfig
+from training.context import JobContext, TrainResult, common_args, load_model, run_trainer
+from training.metrics import make_callback
+
+
+def kto_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The TRL columns of a KTO dataset (prompt, completion, label) from either snapshot layout."""
+    single = rows if all(is_unpaired(r) for r in rows) else from_pairs(rows)
+    return [{"prompt": r["prompt"], "completion": r["completion"], "label": bool(r["label"])} for r in single]
+
+
+def _say(ctx: JobContext, what: str) -> None:
+    base = ctx.checked.base
+    print(
+        f"[{ctx.cfg.kind}] {what} from snapshot {ctx.checked.snapshot_hash[:12]}; base {base.model_ref}"
+        + (f" + adapter {base.adapter_ref}" if base.adapter_ref else ""),
+        flush=True,
+    )
+
+
+def run_kto(ctx: JobContext) -> TrainResult:
+    from datasets import Dataset
+    from trl import KTOConfig, KTOTrainer
+
+    cfg = ctx.cfg
+    assert isinstance(cfg, KTOJobConfig)
+    rows = kto_rows(load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash))
+    good = sum(r["label"] for r in rows)
+    _say(ctx, f"{good} desirable + {len(rows) - good} undesirable answers")
+    loaded = load_model(ctx)
+    args = KTOConfig(
+        **common_args(ctx),
+        beta=cfg.beta,
+        loss_type=cfg.loss_type,
+        desirable_weight=cfg.desirable_weight,
+        undesirable_weight=cfg.undesirable_weight,
+        max_length=cfg.max_length,
+    )
+    trainer = KTOTrainer(
+        model=loaded.model,
+        ref_model=loaded.ref_model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=loaded.tokenizer,
+        peft_config=loaded.peft_config,
+        callbacks=[make_callback(ctx.metrics)],
+    )
+    return run_trainer(ctx, trainer)
+
+
+def _pairs(ctx: JobContext) -> list[dict[str, Any]]:
+    rows = load_snapshot(ctx.checked.snapshot_path, ctx.checked.snapshot_hash)
+    if any(is_unpaired(r) for r in rows):
+        raise ValueError(
+            f"snapshot {ctx.checked.snapshot_hash[:12]} holds unpaired rows; {ctx.cfg.kind} needs pairs"
+        )
+    _say(ctx, f"{len(rows)} pairs")
+    return rows
+
+
+def run_orpo(ctx: JobContext) -> TrainResult:
+    from datasets import Dataset
+    from trl.experimental.orpo import ORPOConfig, ORPOTrainer
+
+    cfg = ctx.cfg
+    assert isinstance(cfg, ORPOJobConfig)
+    rows = _pairs(ctx)
+    loaded = load_model(ctx)
+    args = ORPOConfig(**common_args(ctx), beta=cfg.beta, max_length=cfg.max_length)
+    trainer = ORPOTrainer(
+        model=loaded.model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=loaded.tokenizer,
+        peft_config=loaded.peft_config,
+        callbacks=[make_callback(ctx.metrics)],
+    )
+    return run_trainer(ctx, trainer)
+
+
+def run_simpo(ctx: JobContext) -> TrainResult:
+    from datasets import Dataset
+    from trl.experimental.cpo import CPOConfig, CPOTrainer
+
+    cfg = ctx.cfg
+    assert isinstance(cfg, SimPOJobConfig)
+    rows = _pairs(ctx)
+    loaded = load_model(ctx)
+    args = CPOConfig(
+        **common_args(ctx),
+        loss_type="simpo",
+        cpo_alpha=0.0,
+        beta=cfg.beta,
+        simpo_gamma=cfg.simpo_gamma,
+        max_length=cfg.max_length,
+    )
+    trainer = CPOTrainer(
+        model=loaded.model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=loaded.tokenizer,
+        peft_config=loaded.peft_config,
+        callbacks=[make_callback(ctx.metrics)],
+    )
+    return run_trainer(ctx, trainer)
