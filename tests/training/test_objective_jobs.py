@@ -9,6 +9,7 @@ import pytest
 from safetensors.torch import load_file
 
 from arena.registry import get_contestant
+from tests.helpers.postgres import ONE_KIND
 from training.runner import wait
 from training.service import launch
 
@@ -25,6 +26,7 @@ CURVES = {"kto": "rewards/chosen", "orpo": "nll_loss", "simpo": "rewards/margins
 
 
 @pytest.mark.slow  # three real jobs, about 15-25 s each on a CPU
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 def test_each_objective_trains_records_curves_and_publishes(db, tiny_parent, make_snapshot):
     snap = make_snapshot(8)
     for kind, curve in CURVES.items():
