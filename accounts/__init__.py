@@ -1,4 +1,5 @@
-"""Accounts and roles: users with argon2 password hashes, role checks for services, per-user rate limits.
+"""Accounts and roles: users with argon2 password hashes, role checks for services, login sessions and
+throttles, per-user rate limits shared across processes, and users signed in by an authenticating proxy.
 
 Roles, lowest first: ``annotator`` (arena battles and votes, labelling), ``researcher`` (also contestants,
 imports, snapshots and exports, training jobs), ``admin`` (also user management). ``require_role`` is the one
@@ -8,7 +9,8 @@ account takes effect on the next request, not the next login.
 ``user_id=None`` means the local operator: the CLI, the Python API and the open single-user mode of the web app.
 The web app in login mode always passes the id of the signed-in user, never None.
 
-This module knows nothing about the web app or HTTP; it stores no plain passwords and never logs one.
+This package knows nothing about the web app or HTTP; it stores no plain passwords and never logs one. Imports
+db only.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Contestants and battles: engines, personas, registry, pair sampling, leak checks, probes, families, ratings
-and vibe features.
+"""Contestants and battles: engines behind one protocol and the one way to ask them, personas, the registry
+and lifecycle, battles and their end, pair sampling, leak and identifiability checks, self-play, and the text
+features (markers, tone axes) that the layers above all read.
 
-Imports db and accounts only. Everything here returns plain data; no UI code.
+Imports common, db and accounts. Everything here returns plain data; no UI code.
 """

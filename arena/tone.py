@@ -44,6 +44,8 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
+from arena.text_parts import load_markers, prose
+
 #: The tone axes counted here (the hedging and refusal axes are the marker counts of ``arena.vibes``).
 AXES: tuple[str, ...] = ("flattery", "agreement", "apology", "enthusiasm", "feelings")
 #: Every tone axis a report names, with the words a person uses for it.
@@ -288,8 +290,6 @@ def _copied_spans(text: str, prompt: str, n: int = 4) -> str:
 
 def own_prose(text: str, prompt: str | None = None) -> str:
     """What the speaker says in its own voice: prose without code, quotes, block quotes or copied prompt text."""
-    from arena.vibes import prose
-
     body = _fold(prose(text or ""))
     body = _BLOCKQUOTE.sub("", body)
     body = _QUOTED.sub(" … ", body)
@@ -464,8 +464,6 @@ def _thing_praised(w: list[str], k: int, lo: int) -> bool:
 
 @cache
 def _marker_pattern() -> re.Pattern[str]:
-    from arena.vibes import load_markers
-
     phrases = sorted(
         {_fold(p).lower().strip() for p in load_markers()["flattery"] if " " in p.strip()}, key=len
     )

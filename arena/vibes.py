@@ -28,7 +28,8 @@ cache), vibe profiles, the GRPO format rewards (``training.rewards``) and the ve
 ``apology``, ``enthusiasm``, ``feelings`` = first-person feelings or experience, each read from who a sentence is
 about and the VADER lexicon, not from a phrase list), the sycophancy and hedging markers and refusal, and
 `profile(texts)` summarises many answers. The marker phrase lists live in the versioned file
-`arena/data/vibe_markers.yaml`, loaded once; since features version 3 the multi-word flattery markers are one of
+`arena/data/vibe_markers.yaml`, loaded once (``arena.text_parts``, with ``prose``: the primitives this module and
+``arena.tone`` both read, so neither imports the other's half); since features version 3 the multi-word flattery markers are one of
 the ways a sentence counts as praise (``arena.tone``), no longer a count of their own. ``FEATURES_VERSION`` changes whenever a definition here changes, so
 counts stored with an older definition are recomputed. This module knows nothing about battles, models or ratings.
 """
@@ -38,14 +39,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from arena import tone
+from arena.text_parts import (  # noqa: F401  (MARKERS_PATH, markers_version: read from here by callers)
+    _INLINE_CODE,
+    MARKER_CATEGORIES,
+    MARKERS_PATH,
+    _closes,
+    _fence_open,
+    _split_code,
+    load_markers,
+    markers_version,
+    prose,
+)
 
-MARKERS_PATH = Path(__file__).parent / "data" / "vibe_markers.yaml"
 #: Version of the counting rules below (stored next to cached counts together with the markers' version).
 FEATURES_VERSION = 4
 
@@ -66,7 +74,6 @@ VIBE_FEATURES: tuple[str, ...] = (
 )
 #: Every key `features()` returns, in order.
 FEATURE_NAMES: tuple[str, ...] = STYLE_FEATURES + ("code_blocks",) + VIBE_FEATURES
-MARKER_CATEGORIES: tuple[str, ...] = ("flattery", "sycophancy", "hedging", "refusal")
 
 # -- the text features --------------------------------------------------------------------------------------------
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -75,9 +82,6 @@ HEADER_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+\S", re.MULTILINE)
 BULLET_RE = re.compile(r"^[ \t]*[-*+\u2022][ \t]+\S", re.MULTILINE)
 NUMBERED_RE = re.compile(r"^[ \t]*\d{1,3}[.)][ \t]+\S", re.MULTILINE)
 BOLD_RE = re.compile(r"\*\*(?=\S)[^*\n]+?\*\*|__(?=\S)[^_\n]+?__")
-_FENCE_OPEN = re.compile(r"[ ]{0,3}(`{3,}|~{3,})([^\n]*)")
-_FENCE_CLOSE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})[ \t]*")
-_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 
 
 def token_count(text: str) -> int:
@@ -88,50 +92,6 @@ def token_count(text: str) -> int:
 def word_count(text: str) -> int:
     """Words over the whole text; an apostrophe or hyphen inside a word keeps it one word."""
     return len(WORD_RE.findall(text or ""))
-
-
-def _fence_open(line: str) -> str | None:
-    m = _FENCE_OPEN.fullmatch(line)
-    if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):  # a backtick fence's info has no backtick
-        return None
-    return m.group(1)
-
-
-def _closes(line: str, fence: str) -> bool:
-    m = _FENCE_CLOSE.fullmatch(line)
-    return m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
-
-
-def _split_code(text: str) -> tuple[str, int]:
-    """(the text with fenced code blocks blanked out line by line, number of fenced blocks).
-
-    A fence is three or more backticks or tildes (indented at most three spaces) and is closed by a run of the
-    same character at least as long; a fence never closed runs to the end of the text (as in CommonMark).
-    """
-    if "```" not in text and "~~~" not in text:
-        return text, 0
-    out: list[str] = []
-    blocks = 0
-    fence: str | None = None
-    for line in text.split("\n"):
-        if fence is None:
-            fence = _fence_open(line)
-            if fence is not None:
-                blocks += 1
-                out.append("")
-                continue
-            out.append(line)
-        else:
-            if _closes(line, fence):
-                fence = None
-            out.append("")
-    return "\n".join(out), blocks
-
-
-def prose(text: str) -> str:
-    """The text without its fenced code blocks and inline code spans (lines are kept, emptied)."""
-    body, _ = _split_code(text or "")
-    return _INLINE_CODE.sub("", body) if "`" in body else body
 
 
 def code_block_count(text: str) -> int:
@@ -214,24 +174,6 @@ def has_markdown(text: str) -> bool:
         return True
     body = _INLINE_CODE.sub("", body) if "`" in body else body
     return any(rx.search(body) for rx in (HEADER_RE, BULLET_RE, NUMBERED_RE, BOLD_RE))
-
-
-@cache
-def load_markers() -> dict[str, Any]:
-    """The marker file as a dict: `version` plus one list of phrases per category (read once, cached)."""
-    data = yaml.safe_load(MARKERS_PATH.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or "version" not in data:
-        raise ValueError(f"{MARKERS_PATH}: expected a mapping with a 'version' key")
-    for category in MARKER_CATEGORIES:
-        phrases = data.get(category)
-        if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
-            raise ValueError(f"{MARKERS_PATH}: '{category}' must be a list of non-empty phrases")
-    return data
-
-
-def markers_version() -> int:
-    """Version of the marker lists, to be stored next to anything computed with them."""
-    return int(load_markers()["version"])
 
 
 @cache

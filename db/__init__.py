@@ -1,7 +1,8 @@
-"""Persistence for Vibe Studio: SQLAlchemy models, engine/session factory and Alembic migrations.
+"""Persistence for Vibe Studio: SQLAlchemy models, engine/session factory, Alembic migrations (one chain) and
+backups.
 
-This package knows tables and connections, and holds the one reader of untrusted files (``common.files``) because
-every layer above reads them; it imports nothing from arena, annotation, training or studio.
+This package knows tables and connections, nothing about contestants, votes' meaning or pages. Imports common
+only (its settings, for the database URL and the data home).
 """
 
 from __future__ import annotations
@@ -9,9 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-if (
-    TYPE_CHECKING
-):  # the names below load SQLAlchemy; they are imported when first used (``common.files`` needs none)
+if TYPE_CHECKING:  # the names below load SQLAlchemy; they are imported when first used
     from db.models import (
         Base,
         Battle,
@@ -35,7 +34,7 @@ _SESSION = {"Database", "data_home", "default_database_url", "get_database"}
 
 
 def __getattr__(name: str) -> Any:
-    """Load ``db.models`` or ``db.session`` on first use, so that ``common.files`` alone stays light to import."""
+    """Load ``db.models`` or ``db.session`` on first use, so that importing ``db`` alone stays light."""
     if name in _SESSION:
         return getattr(import_module("db.session"), name)
     if name in __all__:

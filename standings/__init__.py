@@ -1,5 +1,7 @@
-"""Where each contestant stands: votes read out as battle records, the leaderboard and the vote cache behind it,
-the verifiable evals, the Goldilocks board (rating x correctness x cost) and the annotator checks.
+"""Where each contestant stands: votes read out as battle records, the ratings maths, the leaderboard and the
+vote cache behind it, the verifiable evals, sycophancy probes, families, judge votes, the Goldilocks board
+(rating x correctness x cost), the decision card and the annotator checks.
 
-Imports db, accounts and arena (ratings, registry, engines). Everything here returns plain data; no UI code.
+Imports common, db, accounts and arena (the registry, engines and text features). Everything here returns
+plain data; no UI code.
 """

@@ -1,4 +1,5 @@
-"""The shell: Gradio app (one module per tab + a small composer), Typer CLI, settings and wiring.
+"""The shell: Gradio app (one module per tab + a small composer), Typer CLI, login, headers and wiring.
 
-The only package that imports gradio. Handlers convert inputs, call a domain service, map results to outputs.
+Imports common, db, accounts, arena, standings, annotation and training. The only package that imports gradio.
+Handlers convert inputs, call a domain service, map results to outputs.
 """

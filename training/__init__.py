@@ -9,6 +9,6 @@ Public API (plain functions returning dataclasses; the UI and CLI call these):
 - ``training.runner``: ``submit``, ``job_view``, ``list_jobs``, ``cancel``, ``reconcile``, ``wait``
 - ``training.config``: ``JOB_KINDS`` (dpo, kto, orpo, simpo, reward, grpo), ``DPOJobConfig`` (and the other kinds), ``load_config`` / ``save_config``, ``help_table``
 
-Nothing here imports gradio; torch, transformers and TRL are imported only inside the worker's code paths, so
-importing ``training`` from the app is cheap.
+Imports common, db, accounts, arena, standings and annotation. Nothing here imports gradio; torch, transformers
+and TRL are imported only inside the worker's code paths, so importing ``training`` from the app is cheap.
 """

@@ -28,6 +28,11 @@ Types and their parameters:
   task's own (dataset columns ``answer``, ``verifier``, ``choices``, as a GRPO job on a task set provides them)
   unless ``verifier`` names another one for every task. 1.0 or 0.0; ``None`` (left out, counted in ``skipped``)
   when the verifier raises, times out or is switched off.
+
+A deliberate recursion with ``training.tasks.verifiers``: the two modules are one spec language, in which a
+``task`` reward holds a verifier and a ``reward`` verifier holds a reward spec, nested to any depth. Each side
+imports the other only inside the function that descends (``make_reward``'s ``task`` branch, ``TaskScorer``), so
+importing either module alone imports nothing of the other.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ same first-come line as the arena's battles instead of jumping it; it always clo
 engine or the caller raises, so a llama.cpp instance or a transformers lock is never left held; and it returns a
 plain ``Reply`` (text with the prefill, generated tokens, cut at the token cap or not, seconds).
 
-``ask_batch`` answers a list of ``Request``s in order through the engine's ``generate_batch``: the transformers
-and llama.cpp engines batch natively (one gate slot per chunk), any other engine gets ``ask_each``, one ``ask`` per request
-on up to ``concurrency`` threads (at most ``MAX_WORKERS``), which a vLLM or OpenAI-compatible server batches
+``ask_batch`` answers a list of ``Request``s in order and is the one place that decides how: through the engine's
+own ``generate_batch`` when it has one (the transformers and llama.cpp engines batch natively, one gate slot per
+chunk; the protocol gives no default), else through ``ask_each``, one ``ask`` per request on up to ``concurrency`` threads (at most ``MAX_WORKERS``), which a vLLM or OpenAI-compatible server batches
 itself. The live arena streams deltas to a page and keeps its own loop (``arena.streaming``), through the same
 gate. Engine errors (``EngineError``) pass through unchanged; the caller decides what a failed answer means.
 """

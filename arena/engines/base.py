@@ -4,10 +4,11 @@ An engine knows how to turn messages + sampling parameters into text. It knows n
 contestants or the database. ``prefill`` is an answer opening the model continues (and that is part of the
 answer), which is how personas get visible vibes out of small models that follow system prompts weakly.
 
-Besides ``stream_chat`` an engine answers a list of requests with ``generate_batch``; the default asks them one
-stream each through the engine's gate (``arena.engines.ask``); the transformers engine overrides it with
-batched ``generate`` calls, the llama.cpp engine with sequences decoded together in one context. Callers outside the live arena go through ``arena.engines.ask`` rather than calling
-either method themselves.
+An engine that batches natively also answers a list of requests with ``generate_batch``: the transformers
+engine with batched ``generate`` calls, the llama.cpp engine with sequences decoded together in one context.
+The protocol gives no default for it: ``arena.engines.ask.ask_batch`` is the one place that decides, taking an
+engine's own ``generate_batch`` when it has one and otherwise asking one gated stream per request (``ask_each``).
+Callers outside the live arena go through ``arena.engines.ask`` rather than calling either method themselves.
 
 Errors carry a ``kind`` (down, timeout, garbage, too_long, config, failed). The message may name files, URLs or
 model references and is for logs and the database only; ``public_message`` is what a browser may see before a
@@ -17,7 +18,7 @@ vote: it says what went wrong without saying which model or engine it was.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -125,12 +126,6 @@ class Engine(Protocol):
     def stream_chat(
         self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = ""
     ) -> Stream: ...
-
-    def generate_batch(self, requests: Sequence[Request]) -> list[Reply]:
-        """Answers in request order. Default: one gated stream per request, up to ``concurrency`` at once."""
-        from arena.engines.ask import ask_each
-
-        return ask_each(self, requests)
 
 
 def timed(

@@ -42,7 +42,7 @@ _EXPORTS = {
     "win_rates": "_winrate",
     "METHODS": "_ties",
     "TIE_METHODS": "_ties",
-    "method_changes": "_ties",
+    "method_changes": "_views",
     "PREDICT_METHODS": "_predict",
     "PredictiveCheck": "_predict",
     "predictive_check": "_predict",
@@ -139,12 +139,13 @@ if TYPE_CHECKING:
     from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
     from ._prompt_board import PromptBoard, prompt_board
     from ._report import format_board, ratings_report
-    from ._ties import METHODS, TIE_METHODS, method_changes
+    from ._ties import METHODS, TIE_METHODS
     from ._views import (
         BoardGroup,
         PairwiseMatrices,
         group_boards,
         leaderboard_by,
+        method_changes,
         pairwise_matrices,
         rating_over_time,
         vibe_profiles,

@@ -19,7 +19,6 @@ each round refitted from the full-data fit).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -250,47 +249,3 @@ def predict(method: str, theta: np.ndarray, eta: np.ndarray, a: np.ndarray, b: n
     logp = _logp(method, theta[a] - theta[b], eta)
     p = np.exp(logp)
     return np.column_stack([p[:, 0], p[:, 1], p[:, 2:].sum(axis=1)])
-
-
-def method_changes(records: Any, methods: tuple[str, ...] = METHODS, **options: Any) -> dict[str, Any]:
-    """How much the tie models change the board: each model's rating and rank under every method (sandwich
-    intervals, mean 1000), and per method the largest rating change and rank change against plain Bradley-Terry.
-
-    Returns {"models": [{"name", "<method>": {"rating", "rank"}...}], "summary": {method: {"max_rating_change",
-    "max_rank_change", "moved": [names whose rank changed]}}, "warnings": [...]}."""
-    from ._board import leaderboard
-
-    boards = {
-        meth: leaderboard(records, method=meth, ci_method="sandwich", elo_k=None, **options)
-        for meth in methods
-    }
-    base = boards[methods[0]]
-    ranks = {meth: _point_ranks(b.ratings()) for meth, b in boards.items()}
-    rows = []
-    for model in base.models:
-        row: dict[str, Any] = {"name": model.name, "n_battles": model.n_battles}
-        for meth, b in boards.items():
-            r = b.ratings().get(model.name)
-            row[meth] = {"rating": r, "rank": ranks[meth].get(model.name)}
-        rows.append(row)
-    summary = {}
-    for meth in methods[1:]:
-        diffs = [
-            abs(r[meth]["rating"] - r[methods[0]]["rating"]) for r in rows if r[meth]["rating"] is not None
-        ]
-        moved = [r["name"] for r in rows if r[meth]["rank"] != r[methods[0]]["rank"]]
-        summary[meth] = {
-            "max_rating_change": max(diffs, default=0.0),
-            "max_rank_change": max(
-                (abs(r[meth]["rank"] - r[methods[0]]["rank"]) for r in rows if r[meth]["rank"]), default=0
-            ),
-            "moved": moved,
-            "tie_parameters": boards[meth].tie_parameters,
-        }
-    warnings = sorted({w for b in boards.values() for w in b.warnings})
-    return {"models": rows, "summary": summary, "warnings": warnings}
-
-
-def _point_ranks(ratings: dict[str, float]) -> dict[str, int]:
-    order = sorted(ratings, key=lambda n: (-ratings[n], n))
-    return {name: k + 1 for k, name in enumerate(order)}

@@ -1,4 +1,5 @@
-"""Views on top of the leaderboard as plain data: category boards, pairwise matrices, rating over time, vibe profiles.
+"""Views on top of the leaderboard as plain data: category boards, pairwise matrices, rating over time, vibe profiles,
+and how much the tie models change the board (`method_changes`).
 
 Each function takes the same battle records as `leaderboard` and returns dicts or pandas DataFrames ready for a
 table or a plotly heatmap / line chart; nothing here draws.
@@ -21,6 +22,7 @@ from ._blas import single_threaded
 from ._board import Leaderboard, _aggregate, leaderboard, prepare
 from ._features import assistant_text, user_turns
 from ._input import BattleRecords, _is_missing_cell, as_records
+from ._ties import METHODS
 
 
 @dataclass
@@ -235,3 +237,45 @@ def vibe_profiles(records: Any, models: list[str] | None = None) -> dict[str, di
             if text is not None:
                 texts.setdefault(name, []).append(text)
     return {name: vibes.profile(items) for name, items in sorted(texts.items())}
+
+
+def method_changes(records: Any, methods: tuple[str, ...] = METHODS, **options: Any) -> dict[str, Any]:
+    """How much the tie models change the board: each model's rating and rank under every method (sandwich
+    intervals, mean 1000), and per method the largest rating change and rank change against plain Bradley-Terry.
+
+    Returns {"models": [{"name", "<method>": {"rating", "rank"}...}], "summary": {method: {"max_rating_change",
+    "max_rank_change", "moved": [names whose rank changed]}}, "warnings": [...]}."""
+    boards = {
+        meth: leaderboard(records, method=meth, ci_method="sandwich", elo_k=None, **options)
+        for meth in methods
+    }
+    base = boards[methods[0]]
+    ranks = {meth: _point_ranks(b.ratings()) for meth, b in boards.items()}
+    rows = []
+    for model in base.models:
+        row: dict[str, Any] = {"name": model.name, "n_battles": model.n_battles}
+        for meth, b in boards.items():
+            r = b.ratings().get(model.name)
+            row[meth] = {"rating": r, "rank": ranks[meth].get(model.name)}
+        rows.append(row)
+    summary = {}
+    for meth in methods[1:]:
+        diffs = [
+            abs(r[meth]["rating"] - r[methods[0]]["rating"]) for r in rows if r[meth]["rating"] is not None
+        ]
+        moved = [r["name"] for r in rows if r[meth]["rank"] != r[methods[0]]["rank"]]
+        summary[meth] = {
+            "max_rating_change": max(diffs, default=0.0),
+            "max_rank_change": max(
+                (abs(r[meth]["rank"] - r[methods[0]]["rank"]) for r in rows if r[meth]["rank"]), default=0
+            ),
+            "moved": moved,
+            "tie_parameters": boards[meth].tie_parameters,
+        }
+    warnings = sorted({w for b in boards.values() for w in b.warnings})
+    return {"models": rows, "summary": summary, "warnings": warnings}
+
+
+def _point_ranks(ratings: dict[str, float]) -> dict[str, int]:
+    order = sorted(ratings, key=lambda n: (-ratings[n], n))
+    return {name: k + 1 for k, name in enumerate(order)}

@@ -110,6 +110,22 @@ def test_ask_batch_takes_the_engines_own_batching_when_it_has_one():
     assert [r.text for r in ask_batch(plain, [Request(_user("x y"), Sampling())])] == ["x y "]
 
 
+def test_an_engine_on_the_protocol_without_a_native_batch_is_asked_one_gated_stream_each():
+    """The protocol gives no ``generate_batch`` default (the OpenAI-compatible engine's case): ``ask_batch`` alone
+    decides, so a subclass of ``Engine`` that only streams still answers, through the gate, every stream closed."""
+    from arena.engines.base import Engine
+    from arena.engines.openai_http import OpenAIEngine
+
+    class Streaming(Scripted, Engine):
+        pass
+
+    assert not hasattr(Engine, "generate_batch") and not hasattr(OpenAIEngine, "generate_batch")
+    engine = Streaming(concurrency=2)
+    replies = ask_batch(engine, [Request(_user(f"w{i} x"), Sampling()) for i in range(4)])
+    assert [r.text for r in replies] == [f"w{i} x " for i in range(4)]
+    assert engine.closed == 4 and gate_for(engine).active == 0
+
+
 def test_transformers_batches_natively_in_chunks_that_share_their_decoding(tiny_model_dir):
     from dataclasses import replace
 

@@ -30,6 +30,11 @@ the verifier itself failed: it raised, it timed out, or it is switched off). Typ
 Every verifier runs under a wall-clock limit (``timeout_s``, default 2 s) on the main thread (SIGALRM); a
 verifier that raises or overruns gives ``Check(passed=False, error=...)``, which a job counts as a skip, never as a
 wrong answer. This module knows nothing about the database or jobs.
+
+A deliberate recursion with ``training.rewards``: a ``reward`` verifier holds a reward spec and a ``task`` reward
+holds a verifier, so the two modules are one spec language nested to any depth. Each side imports the other only
+inside the function that descends (``check_spec``'s and ``_reward``'s ``reward`` branch), so importing either
+module alone imports nothing of the other.
 """
 
 from __future__ import annotations

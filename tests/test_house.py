@@ -1,0 +1,256 @@
+"""The house, checked from its imports (``scripts/house.py`` draws the graph): no import circle among the studio's
+own modules unless a member's module docstring explains it as a deliberate recursion, and every package's front
+door (its ``__init__.py`` docstring) tells the truth.
+
+A front door says what the package imports in one sentence, ``Imports common, db and accounts.`` (or ``Imports no
+other package of the studio.``): the packages named must be exactly those its modules import (lazy imports and
+``TYPE_CHECKING`` ones included) and all of them below it in the README's layer line. What the door says the
+package holds (its first paragraph, and any sentence with "holds") must not name a module that lives in another
+package and not in this one (``arena`` claiming ``probes`` after they moved to ``standings``), and every dotted
+name it cites (``training.runner``) must exist.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_layers import LAYERS
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("house", ROOT / "scripts" / "house.py")
+assert _spec is not None and _spec.loader is not None
+house = importlib.util.module_from_spec(_spec)
+sys.modules["house"] = house
+_spec.loader.exec_module(house)
+
+MARK = "deliberate recursion"
+
+
+def unexplained_circles(h: house.House) -> list[str]:
+    """Each import circle none of whose members' module docstrings says it is a deliberate recursion."""
+    found = []
+    for component in house.circles(h.graph()):
+        if not any(MARK in (ast.get_docstring(h.trees[m]) or "").lower() for m in component):
+            edges = "; ".join(
+                f"{e.source}:{e.line} -> {e.target} ({e.kind})" for e in house.circle_edges(h, component)
+            )
+            found.append(f"{' <-> '.join(component)}: {edges}")
+    return found
+
+
+def readme_layers() -> list[str]:
+    """The layer line of the README: ``common/`` <- ``db/`` <- ... (lowest first)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines() if ln.startswith("`common/`") and "←" in ln)
+    return [part.strip().strip("`").rstrip("/") for part in line.split("←")]
+
+
+def claimed_imports(doc: str, layers: list[str]) -> set[str] | None:
+    """The packages a front door says its package imports, or None when it has no ``Imports ...`` sentence."""
+    match = re.search(r"(?:^|[.:]\s+|\n)Imports\s+([^.]*)\.", doc)
+    if match is None:
+        return None
+    sentence = match.group(1)
+    if re.match(r"no other package|nothing", sentence):
+        return set()
+    return {name for name in layers if re.search(rf"\b{name}\b", sentence)}
+
+
+def actual_imports(h: house.House, package: str) -> set[str]:
+    return {
+        e.target.split(".")[0]
+        for e in h.edges
+        if e.source.split(".")[0] == package and e.target.split(".")[0] != package
+    }
+
+
+def held_text(doc: str) -> str:
+    """What a front door says its package holds: the first paragraph and every sentence with "holds", with the
+    ``Imports`` sentence and backticked names left out (those are checked on their own)."""
+    paragraphs = doc.split("\n\n")
+    sentences = re.split(r"(?<=\.)\s+", " ".join(paragraphs[1:]))
+    text = " ".join([paragraphs[0], *(s for s in sentences if "holds" in s)])
+    text = re.sub(r"``[^`]*``|`[^`]*`", " ", text)
+    return re.sub(r"Imports\s+[^.]*\.", " ", text)
+
+
+def stale_holdings(h: house.House, package: str, doc: str) -> list[str]:
+    """Words of what a front door says its package holds that name a module (or sub-package) directly inside
+    another package and nowhere in this one: ``probes`` in arena's door, ``standings.probes`` in the tree."""
+    own = {m.split(".")[-1] for m in h.files if m.startswith(f"{package}.")}
+    elsewhere = {
+        m.split(".")[-1]: m for m in sorted(h.files) if m.count(".") == 1 and not m.startswith(f"{package}.")
+    }
+    words = set(re.findall(r"[a-z_]+", held_text(doc)))
+    return sorted(f"{w} (that is {elsewhere[w]})" for w in words if w in elsewhere and w not in own)
+
+
+def missing_names(h: house.House, doc: str, layers: list[str]) -> list[str]:
+    """Dotted names of the studio a front door cites (``training.runner``, ``common.files``) that do not exist."""
+    missing = []
+    for dotted in sorted(set(re.findall(rf"\b(?:{'|'.join(layers)})(?:\.\w+)+", doc))):
+        parts = dotted.split(".")
+        cut = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in h.files)
+        rest = parts[cut:]
+        if len(rest) > 1 or (rest and rest[0] not in _top_level_names(h.trees[".".join(parts[:cut])])):
+            missing.append(dotted)
+    return missing
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def front_door_problems(h: house.House, layers: list[str]) -> list[str]:
+    problems = []
+    for package in layers:
+        doc = ast.get_docstring(h.trees[package]) or ""
+        where = f"{package}/__init__.py"
+        claimed = claimed_imports(doc, layers)
+        actual = actual_imports(h, package) & set(layers)
+        if claimed is None:
+            problems.append(f"{where}: no 'Imports ...' sentence (it imports {sorted(actual) or 'nothing'})")
+        else:
+            if claimed != actual:
+                problems.append(
+                    f"{where}: says it imports {sorted(claimed)}, its modules import {sorted(actual)}"
+                )
+            above = sorted(c for c in claimed if layers.index(c) >= layers.index(package))
+            if above:
+                problems.append(f"{where}: claims imports at or above its layer: {above}")
+        problems += [f"{where}: says it holds {w}" for w in stale_holdings(h, package, doc)]
+        problems += [f"{where}: cites {n}, which does not exist" for n in missing_names(h, doc, layers)]
+    return problems
+
+
+@pytest.fixture(scope="module")
+def the_house() -> house.House:
+    return house.read_house(ROOT, LAYERS)
+
+
+def test_no_import_circle_unless_it_is_a_deliberate_recursion(the_house: house.House) -> None:
+    assert unexplained_circles(the_house) == []
+
+
+def test_the_readme_layer_line_is_the_layer_table(the_house: house.House) -> None:
+    assert readme_layers() == LAYERS
+
+
+def test_every_front_door_tells_the_truth(the_house: house.House) -> None:
+    assert front_door_problems(the_house, readme_layers()) == []
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> house.House:
+    for rel, source in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    return house.read_house(tmp_path, ["low", "high"])
+
+
+def test_a_lazy_or_type_checking_circle_is_caught_and_a_docstring_can_explain_it(tmp_path: Path) -> None:
+    h = _tree(
+        tmp_path,
+        {
+            "low/__init__.py": '"""Low. Imports no other package of the studio."""\n',
+            "low/a.py": "from low import b\n",
+            "low/b.py": "def f():\n    from . import a\n",
+            "low/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from low.d import X\n",
+            "low/d.py": "import low.c\nX = 1\n",
+            "high/__init__.py": '"""High. Imports low."""\n',
+        },
+    )
+    assert house.circles(h.graph()) == [["low.a", "low.b"], ["low.c", "low.d"]]
+    kinds = {(e.source, e.kind) for e in h.edges}
+    assert ("low.b", "lazy") in kinds and ("low.c", "typing") in kinds
+    assert len(unexplained_circles(h)) == 2
+    (tmp_path / "low" / "b.py").write_text(
+        '"""A deliberate recursion with low.a."""\ndef f():\n    from . import a\n'
+    )
+    h = house.read_house(tmp_path, ["low", "high"])
+    assert [c.split(":")[0] for c in unexplained_circles(h)] == ["low.c <-> low.d"]
+
+
+def test_a_longer_circle_is_one_component(tmp_path: Path) -> None:
+    h = _tree(
+        tmp_path,
+        {
+            "low/__init__.py": "",
+            "low/a.py": "import low.b\n",
+            "low/b.py": "from .c import x\n",
+            "low/c.py": "x = 1\ndef g():\n    from low import a\n",
+            "low/d.py": "from low import a\n",
+            "high/__init__.py": "",
+        },
+    )
+    assert house.circles(h.graph()) == [["low.a", "low.b", "low.c"]]
+
+
+@pytest.mark.parametrize(
+    ("low_doc", "high_doc", "high_source", "expected"),
+    [
+        ("Low.", "High. Imports low.", "import low.a\n", "low/__init__.py: no 'Imports ...' sentence"),
+        ("Low. Imports no other package of the studio.", "High. Imports low.", "", "says it imports ['low']"),
+        (
+            "Low. Imports high.",
+            "High. Imports low.",
+            "import low.a\n",
+            "claims imports at or above its layer",
+        ),
+        ("Low. Imports nothing.", "High: routes and a. Imports low.", "import low.a\n", "says it holds a"),
+        (
+            "Low. Imports nothing.",
+            "High. Imports low. See ``low.a.missing``.",
+            "import low.a\n",
+            "cites low.a.missing",
+        ),
+        (
+            "Low. Imports nothing.",
+            "High. Imports low. It holds the a of low.",
+            "import low.a\n",
+            "says it holds a",
+        ),
+    ],
+)
+def test_the_front_door_check_catches_stale_doors(
+    tmp_path: Path, low_doc: str, high_doc: str, high_source: str, expected: str
+) -> None:
+    h = _tree(
+        tmp_path,
+        {
+            "low/__init__.py": f'"""{low_doc}"""\n',
+            "low/a.py": "present = 1\n",
+            "high/__init__.py": f'"""{high_doc}"""\n',
+            "high/b.py": high_source,
+        },
+    )
+    problems = front_door_problems(h, ["low", "high"])
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_truthful_front_door_passes(tmp_path: Path) -> None:
+    h = _tree(
+        tmp_path,
+        {
+            "low/__init__.py": '"""Low: the a. Imports no other package of the studio."""\n',
+            "low/a.py": "present = 1\n",
+            "high/__init__.py": '"""High: the b, reading ``low.a.present``.\n\nImports low."""\n',
+            "high/b.py": "def f():\n    from low.a import present\n",
+        },
+    )
+    assert front_door_problems(h, ["low", "high"]) == []
