@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--json", type=Path, help="also write the table and the error line here")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds one job may take (default 600)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary studio (its folder is printed)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
@@ -148,7 +150,13 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.pop("VIBESTUDIO_DATABASE_URL", None)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     started = time.monotonic()
-    result = run(args.jobs, work, args.timeout)
+    try:
+        result = run(args.jobs, work, args.timeout)
+    finally:
+        if args.keep:
+            print(f"the studio is kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     result["wall_s"] = round(time.monotonic() - started, 1)
     print(table(result["jobs"]))
     print(f"studio's own figure: {result['past_error']}")
