@@ -160,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
     result["wall_s"] = round(time.monotonic() - started, 1)
     print(table(result["jobs"]))
     print(f"studio's own figure: {result['past_error']}")
-    print(f"{args.jobs} jobs in {result['wall_s']:.0f} s; load average {os.getloadavg()[0]:.1f} at the end")
+    print(
+        f"{args.jobs} job{'s' if args.jobs != 1 else ''} in {result['wall_s']:.0f} s; load average {os.getloadavg()[0]:.1f} at the end"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 
