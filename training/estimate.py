@@ -17,7 +17,7 @@ Calibration (the estimate learns): every job this studio already ran left its ti
 ended, and ``drift_seconds``, the report's own time). ``training.preflight.past_timings`` reads them with what the formula above
 would have said for each job's config; ``calibrate`` scales the formula's training and report parts by the median
 ratio measured / formula of the past jobs most like this one (same kind, base model and LoRA setting; else the
-same kind). Without any, the formula stands with a stated uncertainty (``UNCALIBRATED``: a 1-step job the
+same kind; else the same base). A reward model publishes no contestant, so it has no report to estimate. Without any, the formula stands with a stated uncertainty (``UNCALIBRATED``: a 1-step job the
 formula put at 17 s took 155 s). ``past_error`` says how far off the estimate was on the last jobs, each
 estimated only from the jobs before it, as the form shows it ("last 10 jobs: median error x1.3").
 """
@@ -318,6 +318,8 @@ def estimate(
             train, report = formula_train * f_train, report * f_report
             per_step = max((train - (START_SECONDS_GPU if gpu else START_SECONDS_CPU)) / cfg.max_steps, 0.0)
             basis, uncertainty = f"calibrated on {counted(used, 'past job')} like it", ""
+            if not any(t.kind == cfg.kind for t in past):
+                basis = f"calibrated on {counted(used, 'past job')} on this base (none of this kind yet)"
     return Estimate(
         device="GPU" if gpu else f"CPU ({_cores()} cores)",
         params=n,
@@ -338,8 +340,9 @@ def estimate(
 
 def report_seconds(cfg: JobConfig, gpu: bool) -> float:
     """The checkpoint report's time from its settings: both sides answer the held-out prompts and the eval items
-    (each answer counted at its cap), plus two model loads. 0 when it is skipped (``drift_prompts: 0``)."""
-    if cfg.drift_prompts <= 0:
+    (each answer counted at its cap), plus two model loads. 0 when it is skipped (``drift_prompts: 0``) and for a
+    reward model, which publishes no contestant and so gets no report."""
+    if cfg.drift_prompts <= 0 or isinstance(cfg, RewardJobConfig):
         return 0.0
     items = cfg.eval_items if cfg.eval_items >= 0 else _eval_set_size()
     tokens = 2 * cfg.drift_prompts * cfg.drift_max_tokens + 2 * items * cfg.eval_max_tokens
@@ -363,9 +366,15 @@ def formula_seconds(cfg: JobConfig, model_ref: str) -> tuple[float, float]:
 
 
 def _alike(past: list[Timing], kind: str, model_ref: str | None, lora: bool) -> list[Timing]:
-    """The past jobs most like this one: same kind, base and LoRA setting; else the same kind."""
+    """The past jobs most like this one: same kind, base and LoRA setting; else the same kind; else the same base
+    (a first job of a new kind: on a small model the worker's start and model load, which the base and the machine
+    set, weigh more than the kind's steps, and the formula already tells the kinds' steps apart)."""
     same = [t for t in past if t.kind == kind and t.model_ref == model_ref and t.lora == lora]
-    return same or [t for t in past if t.kind == kind]
+    return (
+        same
+        or [t for t in past if t.kind == kind]
+        or [t for t in past if model_ref is not None and t.model_ref == model_ref]
+    )
 
 
 def calibrate(

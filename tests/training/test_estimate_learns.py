@@ -72,7 +72,8 @@ def test_calibration_reads_jobs_like_this_one_first():
          Timing(3, "dpo", "other", True, 10, 10, 80, 40)]  # fmt: skip
     assert calibrate(t, "dpo", BASE, True) == (2.0, 2.0, 1)  # same kind and base: only job 1
     assert calibrate(t, "dpo", "third", True) == (3.0, 3.0, 2)  # no such base: every dpo job
-    assert calibrate(t, "reward", BASE, True) is None
+    assert calibrate(t, "reward", BASE, True) == (11.0, 11.0, 2)  # a new kind: every job on this base
+    assert calibrate(t, "reward", "third", True) is None  # a new kind on a new base: nothing to go by
     # a job that recorded no report time: its whole run calibrates both parts
     assert calibrate([Timing(1, "dpo", BASE, True, 10, 10, 60, None)], "dpo", BASE, True) == (6.0, 6.0, 1)
 
@@ -100,3 +101,19 @@ def test_the_form_and_the_dry_run_show_the_error_on_past_jobs(db):
 def past_timings_of(db):
     with db.session() as s:
         return past_timings(s)
+
+
+def test_a_reward_model_has_no_report_and_a_first_one_calibrates_on_the_jobs_of_its_base(db):
+    """A reward job publishes no contestant, so no report follows it: none is estimated (the estimate once added
+    a 36 s report to an 8 s reward job, x11.7 off); the first one borrows the calibration of the base's DPO jobs."""
+    _parent(db)
+    assert estimate_job(db, "reward", "p0", max_steps=4, drift_prompts=4).report_seconds == 0
+    fresh = estimate_job(db, "reward", "p0", max_steps=4)
+    assert "uncalibrated" in fresh.summary()
+    dpo = make_config("dpo", parent_contestant="p0", max_steps=1)
+    train, report = formula_seconds(dpo, BASE)
+    for _ in range(3):  # DPO jobs that ran in a quarter of the formula's time, report included
+        _ran(db, (train + report) / 4, report / 4)
+    est = estimate_job(db, "reward", "p0", max_steps=4)
+    assert "on this base (none of this kind yet)" in est.basis and est.report_seconds == 0
+    assert abs(est.total_seconds - fresh.total_seconds / 4) < 1, (est.total_seconds, fresh.total_seconds)
