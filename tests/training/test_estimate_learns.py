@@ -42,7 +42,7 @@ def test_a_fresh_studio_gets_the_formula_with_its_report_and_a_stated_uncertaint
     assert est.report_seconds > 0 and est.report_prompts == 80
     assert abs(est.total_seconds - (est.train_seconds + est.report_seconds)) < 1e-6
     text = est.summary()
-    assert "checkpoint report on 80 prompts" in text and "uncalibrated: could be x3" in text
+    assert "checkpoint report on 80 prompts" in text and "uncalibrated: could be x10" in text
     assert "no past jobs" in text
     skipped = estimate_job(db, "dpo", "p0", max_steps=1, drift_prompts=0)
     assert skipped.report_seconds == 0 and "no checkpoint report" in skipped.summary()
