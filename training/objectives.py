@@ -36,7 +36,6 @@ def _say(ctx: JobContext, what: str) -> None:
 
 
 def run_kto(ctx: JobContext) -> TrainResult:
-    from datasets import Dataset
     from trl import KTOConfig, KTOTrainer
 
     cfg = ctx.cfg
@@ -53,14 +52,24 @@ def run_kto(ctx: JobContext) -> TrainResult:
         undesirable_weight=cfg.undesirable_weight,
         max_length=cfg.max_length,
     )
-    trainer = KTOTrainer(
+    return _fit(ctx, KTOTrainer, args, rows, loaded, ref_model=loaded.ref_model)
+
+
+def _fit(
+    ctx: JobContext, trainer_cls: Any, args: Any, rows: list[dict[str, Any]], loaded: Any, **extra: Any
+) -> TrainResult:
+    """One TRL trainer of ``trainer_cls`` over ``rows`` with the loaded model, its tokenizer, LoRA and the metrics
+    callback, run to the end (``run_trainer``): what every objective here shares."""
+    from datasets import Dataset
+
+    trainer = trainer_cls(
         model=loaded.model,
-        ref_model=loaded.ref_model,
         args=args,
         train_dataset=Dataset.from_list(rows),
         processing_class=loaded.tokenizer,
         peft_config=loaded.peft_config,
         callbacks=[make_callback(ctx.metrics)],
+        **extra,
     )
     return run_trainer(ctx, trainer)
 
@@ -76,7 +85,6 @@ def _pairs(ctx: JobContext) -> list[dict[str, Any]]:
 
 
 def run_orpo(ctx: JobContext) -> TrainResult:
-    from datasets import Dataset
     from trl.experimental.orpo import ORPOConfig, ORPOTrainer
 
     cfg = ctx.cfg
@@ -84,19 +92,10 @@ def run_orpo(ctx: JobContext) -> TrainResult:
     rows = _pairs(ctx)
     loaded = load_model(ctx)
     args = ORPOConfig(**common_args(ctx), beta=cfg.beta, max_length=cfg.max_length)
-    trainer = ORPOTrainer(
-        model=loaded.model,
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=loaded.tokenizer,
-        peft_config=loaded.peft_config,
-        callbacks=[make_callback(ctx.metrics)],
-    )
-    return run_trainer(ctx, trainer)
+    return _fit(ctx, ORPOTrainer, args, rows, loaded)
 
 
 def run_simpo(ctx: JobContext) -> TrainResult:
-    from datasets import Dataset
     from trl.experimental.cpo import CPOConfig, CPOTrainer
 
     cfg = ctx.cfg
@@ -111,12 +110,4 @@ def run_simpo(ctx: JobContext) -> TrainResult:
         simpo_gamma=cfg.simpo_gamma,
         max_length=cfg.max_length,
     )
-    trainer = CPOTrainer(
-        model=loaded.model,
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=loaded.tokenizer,
-        peft_config=loaded.peft_config,
-        callbacks=[make_callback(ctx.metrics)],
-    )
-    return run_trainer(ctx, trainer)
+    return _fit(ctx, CPOTrainer, args, rows, loaded)
