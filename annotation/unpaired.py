@@ -88,7 +88,7 @@ class Unpaired:
 
 def vote_labels(winner: str) -> dict[str, bool]:
     """Which of a vote's answers ("a", "b") its outcome calls desirable; a plain tie labels neither."""
-    item = item_from_fastchat(winner)  # model_a -> "1", "tie (bothgood)" -> both_good, ...
+    item = item_from_fastchat(winner)  # FastChat's winner as a queue item (common.outcomes)
     sides = DESIRABLE.get(item, {})
     return {"a" if k == "1" else "b": v for k, v in sides.items()}
 
