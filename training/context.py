@@ -14,7 +14,7 @@ from typing import Any
 
 from training.artifacts import write_manifest
 from training.config import JobConfig
-from training.metrics import MetricWriter
+from training.metrics import MetricWriter, make_callback
 from training.preflight import Checked
 
 
@@ -231,3 +231,22 @@ def save_result(trainer, ctx: JobContext, step: int, seconds: float, ended: floa
         snapshot_hash=ctx.checked.snapshot_hash,
     )
     return TrainResult(out, adapter, step, seconds, ended)
+
+
+def fit(
+    ctx: JobContext, trainer_cls: Any, args: Any, rows: list[dict[str, Any]], loaded: Any, **extra: Any
+) -> TrainResult:
+    """One TRL trainer of ``trainer_cls`` over ``rows`` with the loaded model, its tokenizer, LoRA and the metrics
+    callback, run to the end (``run_trainer``): what DPO-family objectives and the reward model share."""
+    from datasets import Dataset
+
+    trainer = trainer_cls(
+        model=loaded.model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=loaded.tokenizer,
+        peft_config=loaded.peft_config,
+        callbacks=[make_callback(ctx.metrics)],
+        **extra,
+    )
+    return run_trainer(ctx, trainer)

@@ -16,8 +16,7 @@ from typing import Any
 from annotation.snapshots import load_snapshot
 from annotation.unpaired import from_pairs, is_unpaired
 from training.config import KTOJobConfig, ORPOJobConfig, SimPOJobConfig
-from training.context import JobContext, TrainResult, common_args, load_model, run_trainer
-from training.metrics import make_callback
+from training.context import JobContext, TrainResult, common_args, fit, load_model
 
 
 def kto_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -52,26 +51,7 @@ def run_kto(ctx: JobContext) -> TrainResult:
         undesirable_weight=cfg.undesirable_weight,
         max_length=cfg.max_length,
     )
-    return _fit(ctx, KTOTrainer, args, rows, loaded, ref_model=loaded.ref_model)
-
-
-def _fit(
-    ctx: JobContext, trainer_cls: Any, args: Any, rows: list[dict[str, Any]], loaded: Any, **extra: Any
-) -> TrainResult:
-    """One TRL trainer of ``trainer_cls`` over ``rows`` with the loaded model, its tokenizer, LoRA and the metrics
-    callback, run to the end (``run_trainer``): what every objective here shares."""
-    from datasets import Dataset
-
-    trainer = trainer_cls(
-        model=loaded.model,
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=loaded.tokenizer,
-        peft_config=loaded.peft_config,
-        callbacks=[make_callback(ctx.metrics)],
-        **extra,
-    )
-    return run_trainer(ctx, trainer)
+    return fit(ctx, KTOTrainer, args, rows, loaded, ref_model=loaded.ref_model)
 
 
 def _pairs(ctx: JobContext) -> list[dict[str, Any]]:
@@ -92,7 +72,7 @@ def run_orpo(ctx: JobContext) -> TrainResult:
     rows = _pairs(ctx)
     loaded = load_model(ctx)
     args = ORPOConfig(**common_args(ctx), beta=cfg.beta, max_length=cfg.max_length)
-    return _fit(ctx, ORPOTrainer, args, rows, loaded)
+    return fit(ctx, ORPOTrainer, args, rows, loaded)
 
 
 def run_simpo(ctx: JobContext) -> TrainResult:
@@ -110,4 +90,4 @@ def run_simpo(ctx: JobContext) -> TrainResult:
         simpo_gamma=cfg.simpo_gamma,
         max_length=cfg.max_length,
     )
-    return _fit(ctx, CPOTrainer, args, rows, loaded)
+    return fit(ctx, CPOTrainer, args, rows, loaded)

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from annotation.snapshots import load_snapshot
 from training.config import RewardJobConfig
-from training.context import JobContext, TrainResult, common_args, load_model, run_trainer
-from training.metrics import make_callback
+from training.context import JobContext, TrainResult, common_args, fit, load_model
 
 
 def run_reward(ctx: JobContext) -> TrainResult:
-    from datasets import Dataset
     from transformers import AutoModelForSequenceClassification
     from trl import RewardConfig, RewardTrainer
 
@@ -33,12 +31,4 @@ def run_reward(ctx: JobContext) -> TrainResult:
         max_length=cfg.max_length,
         center_rewards_coefficient=cfg.center_rewards_coefficient,
     )
-    trainer = RewardTrainer(
-        model=loaded.model,
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=loaded.tokenizer,
-        peft_config=loaded.peft_config,
-        callbacks=[make_callback(ctx.metrics)],
-    )
-    return run_trainer(ctx, trainer)
+    return fit(ctx, RewardTrainer, args, rows, loaded)
