@@ -534,7 +534,9 @@ JOB_KINDS: dict[str, JobKind] = {
     "kto": JobKind(KTOJobConfig, "training.objectives:run_kto", "KTO", rows="unpaired"),
     "orpo": JobKind(ORPOJobConfig, "training.objectives:run_orpo", "ORPO", reference=False),
     "simpo": JobKind(SimPOJobConfig, "training.objectives:run_simpo", "SimPO", reference=False),
-    "reward": JobKind(RewardJobConfig, "training.reward_model:run_reward", "Reward model", publishes=False),
+    "reward": JobKind(
+        RewardJobConfig, "training.reward_model:run_reward", "Reward model", reference=False, publishes=False
+    ),
     "grpo": JobKind(GRPOJobConfig, "training.grpo:run_grpo", "GRPO", rows="prompts"),
 }
 CONFIG_KINDS: dict[str, type[JobConfig]] = {kind: k.config for kind, k in JOB_KINDS.items()}

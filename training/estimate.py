@@ -46,10 +46,9 @@ START_SECONDS_GPU = 40.0
 #: Report answers per second of generation, both sides in turn (transformers fp32 on the 2-core machine ~17).
 REPORT_TOKENS_PER_S = {"cpu": 17.0, "gpu": 300.0}
 REPORT_START_SECONDS = 30.0  # parent and child loaded for the report
-UNCALIBRATED = (
-    10.0  # the formula alone, before any job of this studio measured it: x8.6 and x9.4 seen on a tiny model
-)
-# (scripts/estimate_error.py), x9 on SmolLM2 before start-up was counted
+# The formula alone, before any job of this studio measured it: x8.6 and x9.4 seen on a tiny model's first job
+# (scripts/estimate_error.py), x9 on SmolLM2 before start-up was counted.
+UNCALIBRATED = 10.0
 CALIBRATE_ON = 10  # the newest past jobs like this one that calibration reads
 
 # SmolLM2-135M's shape, for estimates before its HF conversion exists on this machine.
@@ -246,7 +245,7 @@ def _reference_forward(cfg: JobConfig) -> bool:
     models do not."""
     if isinstance(cfg, GRPOJobConfig):
         return cfg.beta > 0
-    return JOB_KINDS[cfg.kind].reference and not isinstance(cfg, RewardJobConfig)
+    return JOB_KINDS[cfg.kind].reference
 
 
 def tokens_per_step(cfg: JobConfig) -> tuple[int, int]:
@@ -254,10 +253,9 @@ def tokens_per_step(cfg: JobConfig) -> tuple[int, int]:
     batch = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
     if isinstance(cfg, GRPOJobConfig):
         return batch, 64 + cfg.max_completion_length
-    if JOB_KINDS[cfg.kind].rows == "pairs":
-        return 2 * batch, cfg.max_length  # chosen + rejected
-    if JOB_KINDS[cfg.kind].rows == "unpaired":
-        return 2 * batch, cfg.max_length  # KTO: each answer and a mismatched one for its KL term
+    if JOB_KINDS[cfg.kind].rows in ("pairs", "unpaired"):
+        # pairs: chosen + rejected; unpaired (KTO): each answer and a mismatched one for its KL term
+        return 2 * batch, cfg.max_length
     return batch, cfg.max_length
 
 
@@ -345,7 +343,7 @@ def report_seconds(cfg: JobConfig, gpu: bool) -> float:
     """The checkpoint report's time from its settings: both sides answer the held-out prompts and the eval items
     (each answer counted at its cap), plus two model loads. 0 when it is skipped (``drift_prompts: 0``) and for a
     reward model, which publishes no contestant and so gets no report."""
-    if cfg.drift_prompts <= 0 or isinstance(cfg, RewardJobConfig):
+    if cfg.drift_prompts <= 0 or not JOB_KINDS[cfg.kind].publishes:
         return 0.0
     items = cfg.eval_items if cfg.eval_items >= 0 else _eval_set_size()
     tokens = 2 * cfg.drift_prompts * cfg.drift_max_tokens + 2 * items * cfg.eval_max_tokens
