@@ -45,7 +45,7 @@ OBJECTIVES: tuple[str, ...] = tuple(
 )
 DEFAULT_OBJECTIVES = ("dpo", "kto", "simpo")
 #: The drift features the view always shows (besides any a child's report flagged).
-HEADLINE_FEATURES = ("words", "list_items", "bold", "flattery", "hedging")
+HEADLINE_FEATURES = ("tokens", "list_items", "bold", "emoji", "flattery")
 MAX_OBJECTIVES = len(OBJECTIVES)
 
 

@@ -42,3 +42,29 @@ def test_each_objective_trains_records_curves_and_publishes(db, tiny_parent, mak
             info = get_contestant(s, view.contestant_id)
         assert info.public_name == f"tiny-parent-{kind}-j{job_id}"
         assert (info.parent_id, info.snapshot_hash) == (tiny_parent, snap)
+
+
+@pytest.mark.slow  # two real jobs, each cancelled after its first checkpoint and resumed: about a minute
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
+@pytest.mark.parametrize("kind", ["kto", "simpo"])
+def test_cancel_and_resume_continue_from_the_last_checkpoint(db, tiny_parent, make_snapshot, kind):
+    import time
+
+    from training import runner
+
+    job_id = launch(db, kind, "tiny-parent", make_snapshot(8), **{**STEPS, "max_steps": 6, "save_steps": 2})
+    state = runner.job_dir(job_id) / "checkpoints" / "checkpoint-2" / "trainer_state.json"
+    deadline = time.monotonic() + 300
+    while not state.exists() and time.monotonic() < deadline:
+        assert runner.job_view(db, job_id).status in ("queued", "running"), runner.job_view(db, job_id).error
+        time.sleep(0.2)
+    assert state.exists(), "no first checkpoint"
+    assert runner.cancel(db, job_id, grace=5.0).status == "cancelled"
+    assert runner.resume(db, job_id).status in ("queued", "running")
+    view = wait(db, job_id, timeout=300)
+    assert view.status == "succeeded", view.error or view.log_tail
+    assert "resuming from" in runner.log_tail(view.log_path, lines=300)
+    steps = [s for s, _ in view.metrics["loss"]]
+    assert steps == sorted(set(steps)) and steps[-1] == 6  # no step logged twice, none lost
+    # KL(child || parent) on held-out prompts once training ended, with its standard error
+    assert view.last("kl_heldout") is not None and view.last("kl_heldout_se") is not None
