@@ -32,7 +32,7 @@ from db.models import Battle, Turn
 from tests.helpers.training import pair_rows
 from training.runner import wait
 from training.service import launch_dpo
-from training.verdict import release
+from training.report.verdict import release
 
 pytestmark = [
     pytest.mark.vllm,
