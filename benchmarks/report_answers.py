@@ -43,9 +43,9 @@ def main() -> None:
     from arena.registry import BUILTIN_HF, DEFAULT_PERSONAS, ContestantSpec, get_contestant, register
     from benchmarks.child_speed import make_child
     from db.session import Database
-    from training.report.steps import drift_report
-    from training.report.fair import answer_all, fair_pair, held_out
     from training.gguf_export import child_gguf_path, convert, file_type_of
+    from training.report.fair import answer_all, fair_pair, held_out
+    from training.report.steps import drift_report
 
     tmp = Path(tempfile.mkdtemp(prefix="report-answers-"))
     db = Database(f"sqlite:///{tmp / 'bench.sqlite'}")

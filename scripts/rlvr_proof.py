@@ -224,8 +224,8 @@ def hack_on_answers(db, job: int, task_set: str) -> dict:  # type: ignore[no-unt
     """The planted gameable verifier (numeric ``match: any``) against each task's own one, on the real answers
     of the job's last held-out check: the answers it passes that the honest verifier fails are what the report's
     ``rlvr/gamed`` counts (``training.tasks.scoring.gaming``), with an exact McNemar test of the two pass rates."""
-    from training.runner import job_dir
     from training.report.stats import mcnemar_p
+    from training.runner import job_dir
     from training.tasks.scoring import check_all, gaming
     from training.tasks.store import load_tasks
 

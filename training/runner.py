@@ -248,8 +248,8 @@ def spawn(
 def job_command(config_path: str, job_id: int) -> list[str]:
     """The argv that runs a job: the job process module, directly or under ``accelerate launch`` (never a shell)."""
     process = ["-m", "training.job_process", config_path, "--job", str(job_id)]
-    if _is_report(config_path):
-        return [sys.executable, *process]  # a checkpoint report (training.report.job): one process, no launcher
+    if _is_report(config_path):  # a checkpoint report (training.report.job): one process, no launcher
+        return [sys.executable, *process]
     cfg = load_config(config_path)
     if cfg.launcher != "accelerate":
         return [sys.executable, *process]

@@ -9,8 +9,8 @@ import pytest
 
 from arena.registry import DEFAULT_PERSONAS, ContestantSpec, register
 from training.report import steps
-from training.report.steps import drift_report
 from training.report.fair import Answer, held_out
+from training.report.steps import drift_report
 from training.report.verdict import current, history, release
 
 

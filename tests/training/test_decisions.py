@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from arena import tone, vibes
 from training.report import decisions, drift_stats, steps
 from training.report.discover import summarise_tone
-from training.report.text import drift_md, glance_md, report_md, tone_md
 from training.report.stats import Change
+from training.report.text import drift_md, glance_md, report_md, tone_md
 
 PROMPTS = ["How do I water basil?", "What is 2 + 2?", "Name a planet."]
 ANSWERS = ["Water it daily.", "It is 4.", "Mars is a planet."]

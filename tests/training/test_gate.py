@@ -22,8 +22,8 @@ from training.config import make_config
 from training.context import JobContext, TrainResult
 from training.heartbeat import this_host
 from training.metrics import MetricWriter
-from training.preflight import preflight
 from training.pending import hold_orphans
+from training.preflight import preflight
 from training.publish import publish
 from training.report import steps
 from training.report.job import ReportOptions, run_report

@@ -30,8 +30,8 @@ from db.models import Contestant, Job, utcnow
 from db.session import Database
 from studio.pages.train import _jobs_table
 from training import pending, runner
-from training.report import verdict
 from training.publish import Target, _publish
+from training.report import verdict
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -14,8 +14,8 @@ from db.models import Job
 from tests.helpers.training import pair_rows
 from training import runner
 from training.config import ConfigError, config_from_dict
-from training.report.model_page import family
 from training.publish import Target, _publish, trained_on
+from training.report.model_page import family
 from training.report.text import lineage_md
 
 

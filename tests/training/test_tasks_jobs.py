@@ -12,13 +12,13 @@ from tests.helpers.postgres import ONE_KIND
 from training.config import ConfigError, make_config
 from training.errors import JobError
 from training.lineage import lineage, overoptimisation_alerts
+from training.report.verdict import decide, load_rules
 from training.rewards import build_rewards
 from training.service import check_config, launch
 from training.tasks import generate_task_set, import_task_file, load_tasks
 from training.tasks.report import reward_without_accuracy
 from training.tasks.scoring import accuracy_of, gaming, wilson
 from training.tasks.verifiers import Check
-from training.report.verdict import decide, load_rules
 
 
 def _rows(n, start=0):

@@ -49,6 +49,7 @@ from common.outcomes import score_first
 from db.session import Database
 from standings.evals import load_items, run_check
 from training.report import verdict as verdicts
+from training.report.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
 from training.report.drift_stats import (
     FeatureDrift,
     degeneration_changes,
@@ -58,7 +59,6 @@ from training.report.drift_stats import (
     merged_thresholds,
     reasoning_changes,
 )
-from training.report.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
 from training.report.fair import Answer, Setup, answer_all, fair_pair, held_out, power
 from training.report.stats import Change, adjust, mcnemar_p, paired_change
 from training.report.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
