@@ -329,6 +329,22 @@ class Job(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
 
+class Comparison(Base):
+    """Objectives side by side: N training jobs launched together on one parent and one freeze of the votes, with
+    matched budgets (``training.compare``). ``spec`` holds the objectives, the shared budget and the snapshots;
+    ``job_ids`` the jobs, in the order of ``spec["objectives"]``."""
+
+    __tablename__ = "comparisons"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    parent_contestant_id: Mapped[int | None] = mapped_column(
+        ForeignKey("contestants.id", ondelete="SET NULL"), nullable=True
+    )
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    job_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class Worker(Base):
     """A ``vibestudio worker`` process: the kinds it serves and when the database last heard from it."""
 

@@ -419,7 +419,28 @@ class GRPOJobConfig(JobConfig):
 
 
 @dataclass
-class KTOJobConfig(JobConfig):
+class EndKLConfig(JobConfig):
+    """DPO's kin (KTO, ORPO, SimPO): KL(child || parent) on held-out prompts, measured once when training ends
+    (``training.kl``) so objectives compare on how far each moved. The parent is the base with the new LoRA
+    adapter off, or KTO's frozen copy in a full fine-tune; a reference-free full fine-tune (ORPO, SimPO) keeps no
+    copy of the parent (that is its memory saving), and a LoRA continued from a parent's adapter has the
+    grandparent under it, so those log why KL was not measured instead."""
+
+    kl_prompts: int = _f(
+        8,
+        "Held-out prompts (MT-Bench, not in the snapshot) on which KL(child || parent) is measured at the end "
+        "by sampling from the child. 0 disables the measurement.",
+    )
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.kl_prompts < 0 or self.kl_max_new_tokens < 1:
+            raise ConfigError("kl_prompts must be >= 0 and kl_max_new_tokens >= 1")
+
+
+@dataclass
+class KTOJobConfig(EndKLConfig):
     """KTO (Ethayarajh et al. 2024) on unpaired desirable / undesirable answers (TRL KTOTrainer).
 
     Rows come from the arena's own votes (``annotation.unpaired``): a decisive vote gives its winner as desirable
@@ -479,7 +500,7 @@ class KTOJobConfig(JobConfig):
 
 
 @dataclass
-class ORPOJobConfig(JobConfig):
+class ORPOJobConfig(EndKLConfig):
     """ORPO (Hong et al. 2024): supervised loss on the chosen answer plus an odds-ratio penalty on the rejected
     one, reference-free (TRL ORPOTrainer), on the same preference snapshots as DPO."""
 
@@ -495,7 +516,7 @@ class ORPOJobConfig(JobConfig):
 
 
 @dataclass
-class SimPOJobConfig(JobConfig):
+class SimPOJobConfig(EndKLConfig):
     """SimPO (Meng et al. 2024): a length-normalised margin between chosen and rejected log-probabilities,
     reference-free (TRL CPOTrainer with loss_type simpo and cpo_alpha 0), on the same snapshots as DPO."""
 

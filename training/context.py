@@ -234,10 +234,17 @@ def save_result(trainer, ctx: JobContext, step: int, seconds: float, ended: floa
 
 
 def fit(
-    ctx: JobContext, trainer_cls: Any, args: Any, rows: list[dict[str, Any]], loaded: Any, **extra: Any
+    ctx: JobContext,
+    trainer_cls: Any,
+    args: Any,
+    rows: list[dict[str, Any]],
+    loaded: Any,
+    end: Any = None,
+    **extra: Any,
 ) -> TrainResult:
     """One TRL trainer of ``trainer_cls`` over ``rows`` with the loaded model, its tokenizer, LoRA and the metrics
-    callback, run to the end (``run_trainer``): what DPO-family objectives and the reward model share."""
+    callback, run to the end (``run_trainer``): what DPO-family objectives and the reward model share.
+    ``end(trainer, step)``, when given, is the final evaluation: it runs once training ends."""
     from datasets import Dataset
 
     trainer = trainer_cls(
@@ -249,4 +256,4 @@ def fit(
         callbacks=[make_callback(ctx.metrics)],
         **extra,
     )
-    return run_trainer(ctx, trainer)
+    return run_trainer(ctx, trainer, None if end is None else lambda step: end(trainer, step))

@@ -129,8 +129,11 @@ class KLProbe:
                 ref = sequence_logps(ref_model, out, attention, start, mask)
         diff = pol - ref
         tokens = float(mask.sum().clamp(min=1))
+        n = len(self.prompts)
         return {
             "kl": float(diff.mean()),
+            # the spread over prompts: each prompt's sampled answer is one draw of log pi - log pi_ref
+            "kl_se": float(diff.std(unbiased=True)) / n**0.5 if n > 1 else float("nan"),
             "kl_per_token": float(diff.sum()) / tokens,
             "kl_sample_tokens": tokens / len(self.prompts),
         }

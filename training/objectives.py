@@ -6,7 +6,10 @@ Each reads its snapshot, loads the model the way every trainer does (``training.
 a ``TrainResult``; curves, checkpoints, resume, publishing and the report are the worker's, as for DPO. A KTO job
 on a paired snapshot trains on each pair's chosen answer as desirable and its rejected one as undesirable
 (``annotation.unpaired.from_pairs``). ORPO and CPO live in ``trl.experimental`` in the installed TRL; KTO is
-stable there. TRL logs ``loss``, ``rewards/chosen|rejected|margins`` (KTO: ``kl`` as well) and ``logps/*``.
+stable there. TRL logs ``loss``, ``rewards/chosen|rejected|margins`` (KTO: ``kl`` as well, its own batch
+estimate) and ``logps/*``. When training ends each job measures KL(child || parent) on held-out prompts
+(``training.kl``), filed as ``kl_heldout``, ``kl_heldout_se`` and ``kl_heldout_per_token`` so TRL's ``kl``
+keeps its meaning; ``kl_unmeasured`` says when there is no parent to measure against.
 """
 
 from __future__ import annotations
@@ -15,8 +18,39 @@ from typing import Any
 
 from annotation.snapshots import load_snapshot
 from annotation.unpaired import from_pairs, is_unpaired
-from training.config import KTOJobConfig, ORPOJobConfig, SimPOJobConfig
+from training.config import JOB_KINDS, JobConfig, KTOJobConfig, ORPOJobConfig, SimPOJobConfig
 from training.context import JobContext, TrainResult, common_args, fit, load_model
+
+
+def kl_unmeasured(cfg: JobConfig, parent_adapter: bool) -> str | None:
+    """Why the end-of-training KL to the parent cannot be measured for ``cfg`` (None: it can). Reference-free
+    objectives keep no frozen parent: with LoRA on a plain base, turning the adapter off gives the parent back;
+    a full fine-tune has nothing to turn off, and a LoRA continued from the parent's adapter has the
+    grandparent under it."""
+    if not getattr(cfg, "kl_prompts", 0):
+        return "kl_prompts is 0"
+    if JOB_KINDS[cfg.kind].reference:
+        return None
+    if not cfg.lora:
+        return f"{cfg.kind} keeps no copy of the parent in a full fine-tune (its memory saving)"
+    if parent_adapter:
+        return f"{cfg.kind} keeps no copy of the parent's adapter; under the trained one is the grandparent"
+    return None
+
+
+def _end_kl(ctx: JobContext, loaded: Any, exclude: list[dict[str, Any]]) -> Any:
+    """The final evaluation ``(trainer, step)`` that measures KL(child || parent) once training ends, or None
+    (saying why in the job's log)."""
+    why = kl_unmeasured(ctx.cfg, bool(ctx.checked.base.adapter_ref))
+    if why is not None:
+        print(f"[kl] not measured: {why}", flush=True)
+        return None
+    from training.kl import KLProbe
+    from training.tasks.probe import renamed_heldout
+
+    probe = KLProbe.for_job(ctx, loaded.tokenizer, exclude)
+    probe.metrics = renamed_heldout(ctx.metrics)
+    return probe.measure
 
 
 def kto_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,7 +85,7 @@ def run_kto(ctx: JobContext) -> TrainResult:
         undesirable_weight=cfg.undesirable_weight,
         max_length=cfg.max_length,
     )
-    return fit(ctx, KTOTrainer, args, rows, loaded, ref_model=loaded.ref_model)
+    return fit(ctx, KTOTrainer, args, rows, loaded, _end_kl(ctx, loaded, rows), ref_model=loaded.ref_model)
 
 
 def _pairs(ctx: JobContext) -> list[dict[str, Any]]:
@@ -72,7 +106,7 @@ def run_orpo(ctx: JobContext) -> TrainResult:
     rows = _pairs(ctx)
     loaded = load_model(ctx)
     args = ORPOConfig(**common_args(ctx), beta=cfg.beta, max_length=cfg.max_length)
-    return fit(ctx, ORPOTrainer, args, rows, loaded)
+    return fit(ctx, ORPOTrainer, args, rows, loaded, _end_kl(ctx, loaded, rows))
 
 
 def run_simpo(ctx: JobContext) -> TrainResult:
@@ -90,4 +124,4 @@ def run_simpo(ctx: JobContext) -> TrainResult:
         simpo_gamma=cfg.simpo_gamma,
         max_length=cfg.max_length,
     )
-    return fit(ctx, CPOTrainer, args, rows, loaded)
+    return fit(ctx, CPOTrainer, args, rows, loaded, _end_kl(ctx, loaded, rows))

@@ -1,4 +1,5 @@
-"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo|health``: launch training jobs, and read a job's over-optimisation health.
+"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo|compare|comparison|health``: launch training jobs (one, or
+several objectives side by side), and read a job's over-optimisation health or a comparison.
 
 A thin layer over ``training.service``: flags (and an optional YAML config, and ``--set field=value``) become one
 config mapping, which is checked field by field before anything is written or started; then the job is queued,
@@ -381,6 +382,126 @@ def train_grpo(
     elif config is None and not any(s.startswith("rewards=") for s in set_ or []):
         fail("a GRPO job needs at least one reward function: --reward length:max=60 (see --help)")
     launch_from_cli("grpo", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+@train_app.command("compare")
+def train_compare(
+    objectives: str = typer.Option(
+        "dpo,kto,simpo", help="Objectives to train side by side (comma-separated): dpo, kto, orpo, simpo."
+    ),
+    parent: str = typer.Option(
+        "smollm2-plain", help="Contestant (public name or id) every child starts from."
+    ),
+    snapshot: str = typer.Option(
+        None,
+        help="Snapshot hash for every objective; default: freeze the current votes once (pairs + KTO rows).",
+    ),
+    steps: int = _STEPS,
+    batch_size: int = typer.Option(
+        None, "--batch-size", help="Pairs per device per step (KTO gets twice as many answers)."
+    ),
+    lora: bool = _LORA,
+    set_: list[str] = _SET,
+    wait: bool = WAIT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Train several objectives on one parent and one freeze of the votes with matched budgets; then compare the
+    children (``vibestudio train comparison ID``). ``--set FIELD=VALUE`` applies to every objective,
+    ``--set kto.beta=0.2`` to one."""
+    from training.compare import comparison, launch_comparison
+    from training.errors import JobError
+
+    shared: dict[str, Any] = {
+        k: v
+        for k, v in {"max_steps": steps, "per_device_train_batch_size": batch_size, "lora": lora}.items()
+        if v is not None
+    }
+    per: dict[str, dict[str, Any]] = {}
+    for key, value in parse_set(set_).items():
+        kind, dot, name = key.partition(".")
+        if dot:
+            per.setdefault(kind, {})[name] = value
+        else:
+            shared[key] = value
+    db = open_db()
+    try:
+        cid = launch_comparison(db, parent, objectives, snapshot, per_objective=per, **shared)
+    except JobError as exc:
+        fail(str(exc))
+    view = comparison(db, cid)
+    if not as_json:
+        typer.echo(f"Comparison {cid}: jobs {', '.join(str(c.job_id) for c in view.children)} submitted.")
+    if wait:
+        view = _follow_comparison(db, cid, timeout)
+    _show_comparison(view, as_json)
+    if wait and any(c.status != "succeeded" for c in view.children):
+        raise typer.Exit(1)
+
+
+def _follow_comparison(db: Any, cid: int, timeout: float) -> Any:
+    """A progress bar over the children until each job and its report have ended (or ``timeout``)."""
+    import time
+
+    from tqdm import tqdm
+
+    from training.compare import comparison
+    from training.runner import fail_lost
+
+    view = comparison(db, cid)
+    bar = tqdm(total=len(view.children), desc=f"comparison {cid}", unit="child")
+    deadline = time.monotonic() + timeout
+    while not view.done and time.monotonic() < deadline:
+        fail_lost(db)
+        time.sleep(2.0)
+        view = comparison(db, cid)
+        bar.n = sum(
+            c.status in ("succeeded", "failed", "cancelled") and c.state != "pending" for c in view.children
+        )
+        bar.set_postfix(running=",".join(c.label for c in view.children if c.status == "running") or "-")
+        bar.refresh()
+    bar.close()
+    return view
+
+
+@train_app.command("comparison")
+def train_comparison(
+    comparison_id: int = typer.Argument(None, help="Comparison id; leave out to list them."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """A comparison's children side by side (verdicts, evals, drift and KL with intervals), or the list."""
+    from training.compare import comparison, list_comparisons
+    from training.errors import JobError
+
+    db = open_db()
+    if comparison_id is None:
+        rows = list_comparisons(db)
+        if as_json:
+            echo_json(
+                [
+                    {"id": r.id, "parent": r.parent, "objectives": r.objectives, "jobs": r.job_ids}
+                    for r in rows
+                ]
+            )
+        for r in [] if as_json else rows:
+            typer.echo(f"{r.id}\t{r.parent}\t{','.join(r.objectives)}\tjobs {','.join(map(str, r.job_ids))}")
+        return
+    try:
+        view = comparison(db, comparison_id)
+    except JobError as exc:
+        fail(str(exc))
+    _show_comparison(view, as_json)
+
+
+def _show_comparison(view: Any, as_json: bool) -> None:
+    from dataclasses import asdict
+
+    from training.compare import markdown
+
+    if as_json:
+        echo_json(asdict(view))
+    else:
+        typer.echo(markdown(view))
 
 
 train_app.command("health")(train_health)

@@ -1,7 +1,8 @@
 """Train tab: the whole training API in one page. Set up a job (DPO with its loss types, KTO with its class balance, ORPO, SimPO, reward model, GRPO with
 verifiable, learned and AI-judge rewards, or on a task set: RLVR with its held-out accuracy curve), see the exact YAML that will run (editable, checked field by field),
 the memory/time estimate and the on-policy mix before launch; then pick a job from the table to watch its curves
-and log, cancel, resume, clone-and-edit, or publish a checkpoint saved on the way.
+and log, cancel, resume, clone-and-edit, or publish a checkpoint saved on the way. Below, "Objectives side by side"
+(``studio.pages.objectives``) trains several objectives on the same votes and compares their children.
 
 The job runs in its own process; this page only reads its state and metrics from the database, so closing the
 browser loses nothing and reopening the tab re-attaches (the newest running or queued job is selected).
@@ -26,6 +27,7 @@ from annotation.unpaired import describe_balance
 from arena.registry import list_contestants
 from studio.context import StudioContext
 from studio.errors import user_error
+from studio.pages import objectives
 from studio.pages.gold import gold_figure, gold_markdown
 from studio.render import literal, to_html
 from training.config import CONFIG_KINDS, DPO_LOSS_TYPES, JOB_KINDS, help_table
@@ -44,9 +46,9 @@ NONE = "(none)"
 KINDS = {k.label: kind for kind, k in JOB_KINDS.items()}  # the one registry: DPO, KTO, ORPO, SimPO, ...
 CURVES = {
     "dpo": ["loss", "rewards/margins", "rewards/accuracies", "kl"],
-    "kto": ["loss", "rewards/chosen", "rewards/rejected", "kl"],
-    "orpo": ["loss", "nll_loss", "rewards/margins", "rewards/accuracies"],
-    "simpo": ["loss", "rewards/margins", "rewards/accuracies"],
+    "kto": ["loss", "rewards/chosen", "rewards/rejected", "kl", "kl_heldout"],
+    "orpo": ["loss", "nll_loss", "rewards/margins", "rewards/accuracies", "kl_heldout"],
+    "simpo": ["loss", "rewards/margins", "rewards/accuracies", "kl_heldout"],
     "reward": ["loss", "accuracy", "margin"],
     "grpo": [
         "reward",
@@ -586,6 +588,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     config = _config_panel()
     jobs = _jobs_panel(ctx, operator)
     _wire(ctx, _TrainPage(form, dpo, grpo, config, jobs), demo, timer, tab)
+    objectives.build(ctx)  # after the tab's own events, which keep their order
 
 
 def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None) -> None:

@@ -248,3 +248,39 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
     resumed_from = Path(str(v.output_dir)).parent / "checkpoints" / f"checkpoint-{step}"
     assert f"resuming from {resumed_from} (step {step})" in v.log_tail
     db.dispose()
+
+
+@pytest.mark.timeout(900)
+def test_objectives_side_by_side_from_the_train_tab(tmp_path, browser, tiny_model_dir):
+    """The section's refusal answers next to its button (no Error toast); a launch queues one job per objective
+    on the given snapshot and the view lists them with the calls."""
+    proc, url, db, snap, home = _server(tmp_path, tiny_model_dir)
+    try:
+        page = _new_page(browser, url, home)
+        page.goto(url)
+        page.get_by_role("tab", name="Train").click()
+        page.get_by_text("Objectives side by side").click()
+        page.wait_for_selector("#objectives-launch")
+        section = page.locator("#objectives-section")
+        section.get_by_role("checkbox", name="KTO").uncheck()
+        section.get_by_role("checkbox", name="SimPO").uncheck()  # DPO alone: nothing to compare
+        page.locator("#objectives-launch").click()
+        _wait_text(page, "objectives-status", "at least two")
+        assert page.locator(".toast-body").count() == 0, "a refusal must answer in place, not as a toast"
+        section.get_by_role("checkbox", name="ORPO").check()
+        section.get_by_label("Parent (name or id)").fill("tiny-parent")
+        section.get_by_label("Snapshot (empty: freeze the current votes now)").fill(snap)
+        section.get_by_label("Steps (every objective)").fill("1")
+        page.locator("#objectives-launch").click()
+        _wait_text(page, "objectives-status", "Comparison 1 launched")
+        _wait_text(page, "objectives-view", "ORPO")
+        view = page.locator("#objectives-view").inner_text()
+        assert "DPO" in view and "can't tell" in view, view
+        from training.compare import comparison
+
+        assert [c.objective for c in comparison(db, 1).children] == ["dpo", "orpo"]
+        page.close()
+    finally:
+        _cancel_leftovers(db)
+        stop_server(proc)
+        db.dispose()

@@ -60,3 +60,31 @@ def register_tiny_parent(db: Database, model_dir: Path) -> int:
                 aliases=["TinyLlama"],
             ),
         )
+
+
+def add_votes(
+    db: Database, parent: int, other: int, outcomes: list[str], scores: dict[int, float] | None = None
+) -> None:
+    """One ended anonymous battle of ``parent`` (side A) against ``other`` per outcome, each with one voted turn
+    (prompt ``q<k>``); ``scores[k]`` adds a helpfulness score for side A of vote ``k``."""
+    from datetime import datetime
+
+    from db.models import Battle, RubricScore, Turn, Vote
+
+    with db.session() as s:
+        for k, outcome in enumerate(outcomes):
+            b = Battle(
+                a_id=parent,
+                b_id=other,
+                left_is_a=True,
+                mode="anonymous",
+                status="voted",
+                created_at=datetime(2026, 1, 1),
+            )
+            b.turns.append(Turn(idx=0, user_msg=f"q{k}", answer_a=f"mine {k}", answer_b=f"theirs {k}"))
+            vote = Vote(turn_idx=0, outcome=outcome, revealed_before_vote=False)
+            b.votes.append(vote)
+            s.add(b)
+            s.flush()
+            if scores and k in scores:
+                s.add(RubricScore(vote_id=vote.id, criterion="helpfulness", side="a", value=scores[k]))

@@ -3,14 +3,12 @@ config fields of KTO, ORPO and SimPO, all without training a model."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
 
 from annotation.snapshots import get_snapshot, snapshot_from_votes, vote_unpaired, write_snapshot
 from annotation.unpaired import ScoreRule, balance, from_pairs, unpaired_rows
 from arena.registry import ContestantSpec, register
-from db.models import Battle, RubricScore, Turn, Vote
+from tests.helpers.training import add_votes as _votes
 from tests.helpers.training import pair_rows
 from training.config import JOB_KINDS, ConfigError, config_errors, make_config
 from training.errors import JobError
@@ -131,26 +129,6 @@ def test_paired_rows_become_one_of_each_class_and_the_weights_range():
 
 
 # ---- through the database: votes -> rows -> the check before launch ----------------------------------------------
-def _votes(db, parent: int, other: int, outcomes: list[str], scores: dict[int, float] | None = None) -> None:
-    with db.session() as s:
-        for k, outcome in enumerate(outcomes):
-            b = Battle(
-                a_id=parent,
-                b_id=other,
-                left_is_a=True,
-                mode="anonymous",
-                status="voted",
-                created_at=datetime(2026, 1, 1),
-            )
-            b.turns.append(Turn(idx=0, user_msg=f"q{k}", answer_a=f"mine {k}", answer_b=f"theirs {k}"))
-            vote = Vote(turn_idx=0, outcome=outcome, revealed_before_vote=False)
-            b.votes.append(vote)
-            s.add(b)
-            s.flush()
-            if scores and k in scores:
-                s.add(RubricScore(vote_id=vote.id, criterion="helpfulness", side="a", value=scores[k]))
-
-
 @pytest.fixture
 def other(db) -> int:
     with db.session() as s:

@@ -56,6 +56,12 @@ def task_rows(ctx: Any) -> list[dict[str, Any]]:
     ]
 
 
+def renamed_heldout(inner: Any) -> _Renamed:
+    """``inner`` (a metric writer) filing KL values under ``kl_heldout*``: the name for KL measured on held-out
+    prompts in every job whose trainer logs a ``kl`` of its own (GRPO, KTO)."""
+    return _Renamed(inner)
+
+
 class _Renamed:
     """A metric writer that files the KL probe's values under ``kl_heldout*`` (TRL logs its own ``kl``)."""
 

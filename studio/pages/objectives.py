@@ -1,0 +1,117 @@
+"""Train tab, "Objectives side by side": train N objectives (DPO, KTO, ORPO, SimPO) from one parent on one freeze
+of the votes with matched budgets, then compare the children in one table (``training.compare``).
+
+The section launches through ``training.compare.launch_comparison`` (every config checked before any job is
+queued) and shows ``training.compare.comparison`` rendered by ``training.compare.markdown``: verdicts, eval
+change, drift and KL to the parent, each with its interval and n, and per measure the objective that stands out
+or "can't tell". A refusal (two objectives at least, too few undesirable answers for KTO) answers next to the
+button. Only ids live in the page; the jobs are rows a worker runs, so the view can be refreshed any time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+from accounts import PermissionDenied
+from studio.context import StudioContext
+from studio.errors import require, user_error, wire
+from studio.render import literal, to_html
+from training.compare import (
+    DEFAULT_OBJECTIVES,
+    OBJECTIVES,
+    comparison,
+    launch_comparison,
+    list_comparisons,
+    markdown,
+)
+from training.config import JOB_KINDS
+from training.errors import JobError
+
+LABELS = [(JOB_KINDS[k].label, k) for k in OBJECTIVES]
+INTRO = (
+    "Train several objectives from one parent on the same votes, with the same steps and answers per step, and "
+    "compare the children: verdicts, eval change, drift and KL to the parent with intervals. An objective is "
+    "named better only when its interval is apart from every other's; otherwise the table says *can't tell*."
+)
+
+
+class _Section(NamedTuple):
+    objectives: Any
+    parent: Any
+    snapshot: Any
+    steps: Any
+    batch: Any
+    launch: Any
+    status: Any
+    picker: Any
+    refresh: Any
+    view: Any
+
+
+def build(ctx: StudioContext) -> None:
+    """The section's layout (inside the Train tab) and its events."""
+    with gr.Accordion("Objectives side by side", open=False, elem_id="objectives-section"):
+        gr.Markdown(INTRO)
+        with gr.Row():
+            objectives = gr.CheckboxGroup(LABELS, value=list(DEFAULT_OBJECTIVES), label="Objectives")
+            parent = gr.Textbox("smollm2-plain", label="Parent (name or id)")
+            snapshot = gr.Textbox("", label="Snapshot (empty: freeze the current votes now)")
+        with gr.Row():
+            steps = gr.Number(16, label="Steps (every objective)", precision=0)
+            batch = gr.Number(4, label="Pairs per step (KTO: twice as many answers)", precision=0)
+            launch = gr.Button("Train side by side", variant="primary", elem_id="objectives-launch")
+        status = gr.HTML(elem_id="objectives-status")
+        with gr.Row():
+            picker = gr.Dropdown([], label="Comparison", interactive=True, elem_id="objectives-picker")
+            refresh = gr.Button("Refresh", elem_id="objectives-refresh")
+        view = gr.HTML(elem_id="objectives-view")
+    _wire(ctx, _Section(objectives, parent, snapshot, steps, batch, launch, status, picker, refresh, view))
+
+
+def _wire(ctx: StudioContext, p: _Section) -> None:
+    def on_launch(objectives, parent, snapshot, steps, batch, request: gr.Request):  # type: ignore[no-untyped-def]
+        uid = require(ctx, request, "researcher")
+        try:
+            cid = launch_comparison(
+                ctx.db,
+                str(parent or "").strip(),
+                list(objectives or []),
+                str(snapshot or "").strip() or None,
+                created_by=uid,
+                max_steps=int(steps or 0),
+                per_device_train_batch_size=int(batch or 0),
+            )
+            view = comparison(ctx.db, cid, user_id=uid)
+        except (JobError, PermissionDenied) as exc:
+            raise user_error(exc) from exc
+        jobs = ", ".join(str(c.job_id) for c in view.children)
+        note = to_html(literal(f"Comparison {cid} launched: jobs {jobs}. Refresh to follow it."))
+        return note, gr.update(choices=_choices(ctx, uid), value=cid), to_html(markdown(view))
+
+    def on_show(cid, request: gr.Request):  # type: ignore[no-untyped-def]
+        uid = require(ctx, request, "researcher")
+        choices = _choices(ctx, uid)
+        if cid in (None, ""):
+            if not choices:
+                return "", gr.update(choices=[]), to_html("No comparison yet: launch one above.")
+            cid = choices[0][1]
+        try:
+            text = to_html(markdown(comparison(ctx.db, int(cid), user_id=uid)))
+        except (JobError, PermissionDenied) as exc:
+            raise user_error(exc) from exc
+        return "", gr.update(choices=choices, value=int(cid)), text
+
+    inputs = [p.objectives, p.parent, p.snapshot, p.steps, p.batch]
+    outputs = [p.status, p.picker, p.view]
+    wire(p.launch.click, on_launch, inputs, outputs, p.status, api_name="objectives_launch")
+    wire(p.refresh.click, on_show, [p.picker], outputs, p.status, api_name="objectives_show")
+    wire(p.picker.input, on_show, [p.picker], outputs, p.status, api_visibility="private")
+
+
+def _choices(ctx: StudioContext, uid: int | None) -> list[tuple[str, int]]:
+    return [
+        (f"{c.id}: {', '.join(JOB_KINDS[o].label for o in c.objectives)} from {c.parent}", c.id)
+        for c in list_comparisons(ctx.db, user_id=uid)
+    ]
