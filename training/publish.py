@@ -8,7 +8,7 @@ section decides). The same persona inheritance, the same report and the same ver
 
 - end of job: the job process publishes and runs the report in its own process, then marks the job succeeded;
 - mid-run (or after the job): ``publish_checkpoint`` registers the contestant and queues a ``report`` job in
-  the same transaction; the job queue's worker process (``python -m training.job_process``) runs it when its turn
+  the same transaction; the job queue's job process (``python -m training.job_process``) runs it when its turn
   comes (after the training job that is running, on a one-job-at-a-time queue), so the request returns at once.
 
 The report itself, its settings and the ``report`` job are ``training.report.job``; publishing decides when it
