@@ -9,7 +9,7 @@ anything else is ``unparsed`` (kept, with the raw text, never guessed).
 
 Every judge call goes through ``arena.engines.ask`` (the engine's gate, stream closed). The position swap is
 written once, ``both_orders``: the pairwise verdicts here, the checkpoint report's judge comparison and the judge
-reward (through ``judge_pair``) and the judge-described differences' validation (``training.vibecheck``) use it.
+reward (through ``judge_pair``) and the judge-described differences' validation (``training.report.vibecheck``) use it.
 Each item is judged twice, answer 1 first and then answer 2 first; both runs are stored as ``judgements`` and
 their combination (``annotation.bias.combine``) as one label of kind ``judge`` named after the judge, so judge
 labels export, snapshot and enter agreement like any other. Absolute grading asks for one criterion of the

@@ -1,7 +1,7 @@
 r"""Text features of one answer, defined once: length, markdown, emoji and the phrases people react to.
 
 Every part of the studio that counts something in a text counts it here, so the same answer gets the same count
-everywhere: drift reports (``training.drift``), style and vibe control (``standings.ratings``, the leaderboard's vote
+everywhere: drift reports (``training.report.steps``), style and vibe control (``standings.ratings``, the leaderboard's vote
 cache), vibe profiles, the GRPO format rewards (``training.rewards``) and the verifiable evals' checkers
 (``standings.evals``). The primitives:
 

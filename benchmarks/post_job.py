@@ -74,8 +74,8 @@ def main() -> None:
     from db.session import Database
     from standings.evals import load_items
     from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
-    from training.drift import drift_report
-    from training.fair import fair_pair, held_out
+    from training.report.fair import fair_pair, held_out
+    from training.report.steps import drift_report
 
     tmp = Path(tempfile.mkdtemp(prefix="postjob-"))
     db = Database(f"sqlite:///{tmp / 'bench.sqlite'}")

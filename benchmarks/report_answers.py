@@ -3,7 +3,7 @@ transformers engine, same run, same machine; prints the ratio.
 
 The child is a SmolLM2-135M LoRA (r 16, all linear layers, small random B) on the HF conversion of the embedded
 GGUF, with the ``smollm2-warm`` persona, as a DPO job publishes it. Both sides of the report answer the same
-held-out prompts through ``training.fair.answer_all`` (``fair_pair`` decides the engines):
+held-out prompts through ``training.report.fair.answer_all`` (``fair_pair`` decides the engines):
 
 - ``before``: the child on the transformers engine, its parent as the fp32 HF conversion (batched ``generate``);
 - ``after``: the child as GGUF at its parent's quantization, both on llama.cpp (sequences decoded together,
@@ -43,9 +43,9 @@ def main() -> None:
     from arena.registry import BUILTIN_HF, DEFAULT_PERSONAS, ContestantSpec, get_contestant, register
     from benchmarks.child_speed import make_child
     from db.session import Database
-    from training.drift import drift_report
-    from training.fair import answer_all, fair_pair, held_out
     from training.gguf_export import child_gguf_path, convert, file_type_of
+    from training.report.fair import answer_all, fair_pair, held_out
+    from training.report.steps import drift_report
 
     tmp = Path(tempfile.mkdtemp(prefix="report-answers-"))
     db = Database(f"sqlite:///{tmp / 'bench.sqlite'}")

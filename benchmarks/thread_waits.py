@@ -6,7 +6,7 @@ loads) that loads the model, warms up, then times:
 
 - ``llama.cpp``: the shipped SmolLM2-135M GGUF answering one prompt, ``--tokens`` tokens, as the arena plays it;
 - ``transformers``: the fp32 HF conversion answering 16 held-out prompts x 64 tokens in one batch, as the post-job
-  report does (``training.fair.answer_all``).
+  report does (``training.report.fair.answer_all``).
 
 ``--busy N`` runs every cell again beside N busy-loop processes (a machine whose other work holds the cores: the web
 app, a training job, a browser). Prints the median of ``--repeat`` runs per cell and the ratio default / passive.
@@ -41,7 +41,7 @@ if engine == "llama.cpp":
 else:
     from arena.default_model import ensure_hf_base
     from arena.registry import ContestantInfo
-    from training.fair import answer_all, held_out
+    from training.report.fair import answer_all, held_out
     info = ContestantInfo(
         id=1, public_name="p", engine="transformers", model_ref=str(ensure_hf_base()), adapter_ref=None,
         system_prompt="", prefill="", sampling={{"temperature": 0.7, "top_p": 0.95, "max_tokens": 64}},

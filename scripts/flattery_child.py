@@ -69,7 +69,7 @@ def make_rows(db, n: int, tokens: int, seed: int) -> list[dict]:  # type: ignore
     from dataclasses import replace
 
     from arena.registry import get_contestant
-    from training.fair import answer_all
+    from training.report.fair import answer_all
 
     with db.session() as s:
         plain = get_contestant(s, "smollm2-plain")
@@ -91,17 +91,17 @@ def make_rows(db, n: int, tokens: int, seed: int) -> list[dict]:  # type: ignore
 
 
 def top_lines(report: dict) -> str:
-    from training.report_text import glance_md, verdict_md
+    from training.report.text import glance_md, verdict_md
 
     return verdict_md(report) + "\n\n" + glance_md(report)
 
 
 def rescore(path: Path) -> dict:
     """The saved report's answers measured again with this checkout's drift, tone and discovery code."""
-    from training import drift
+    from training.report import steps
 
     saved = json.loads(path.read_text(encoding="utf-8"))
-    return drift.rescore(saved)
+    return steps.rescore(saved)
 
 
 def main() -> int:
@@ -129,7 +129,7 @@ def main() -> int:
     _, db = fresh_studio(args.home, "flattery-child-")
 
     from annotation.snapshots import write_snapshot
-    from training.model_page import model_page
+    from training.report.model_page import model_page
     from training.service import launch_dpo
 
     snap = args.snapshot

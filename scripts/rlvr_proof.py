@@ -108,7 +108,7 @@ def fmt_row(row: dict) -> str:
 
 
 def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) -> dict:  # type: ignore[no-untyped-def]
-    from training.drift import load_report
+    from training.report.steps import load_report
     from training.runner import job_view, wait
     from training.service import launch
 
@@ -224,8 +224,8 @@ def hack_on_answers(db, job: int, task_set: str) -> dict:  # type: ignore[no-unt
     """The planted gameable verifier (numeric ``match: any``) against each task's own one, on the real answers
     of the job's last held-out check: the answers it passes that the honest verifier fails are what the report's
     ``rlvr/gamed`` counts (``training.tasks.scoring.gaming``), with an exact McNemar test of the two pass rates."""
+    from training.report.stats import mcnemar_p
     from training.runner import job_dir
-    from training.stats import mcnemar_p
     from training.tasks.scoring import check_all, gaming
     from training.tasks.store import load_tasks
 
@@ -256,7 +256,7 @@ def hack_on_answers(db, job: int, task_set: str) -> dict:  # type: ignore[no-unt
 
 def post(db, job: int, task_set: str, results: dict, battle: bool = True) -> None:  # type: ignore[no-untyped-def]
     """After the honest job: its curve and report printed, one arena battle, the hack check on its answers."""
-    from training.drift import load_report
+    from training.report.steps import load_report
     from training.runner import job_view
     from training.tasks.store import load_tasks
 

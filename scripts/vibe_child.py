@@ -185,9 +185,9 @@ def main() -> int:
     args = ap.parse_args()
     _, db = fresh_studio(args.home, "vibe-child-")
 
-    from training.model_page import model_page
     from training.overopt import gold_curve
-    from training.report_text import report_md
+    from training.report.model_page import model_page
+    from training.report.text import report_md
     from training.runner import job_view
     from training.service import launch_dpo, snapshot_mix
 

@@ -147,6 +147,40 @@ def test_no_import_circle_unless_it_is_a_deliberate_recursion(the_house: house.H
     assert unexplained_circles(the_house) == []
 
 
+def reached(h: house.House, start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others (lazy and typing imports included)."""
+    graph = h.graph()
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_the_job_queue_reaches_neither_publishing_nor_the_report_job(the_house: house.House) -> None:
+    """``training.runner`` is the job queue alone: publishing (``training.publish``) and the report job
+    (``training.report.job``, ``training.report.steps``) call it, never the other way round."""
+    assert "training.runner" in the_house.files
+    above = {"training.publish", "training.report.job", "training.report.steps", "training.job_process"}
+    assert reached(the_house, "training.runner") & above == set()
+
+
+def test_reached_follows_lazy_imports(tmp_path: Path) -> None:
+    h = _tree(
+        tmp_path,
+        {
+            "low/__init__.py": "",
+            "low/a.py": "def f():\n    from low import b\n",
+            "low/b.py": "import low.c\n",
+            "low/c.py": "x = 1\n",
+            "high/__init__.py": "",
+        },
+    )
+    assert reached(h, "low.a") == {"low.b", "low.c"} and reached(h, "low.c") == set()
+
+
 def test_the_readme_layer_line_is_the_layer_table(the_house: house.House) -> None:
     assert readme_layers() == LAYERS
 

@@ -10,9 +10,9 @@ from annotation.snapshots import load_snapshot, snapshot_from_votes
 from arena.battles import ArenaLimits, ArenaService
 from arena.registry import ContestantSpec, get_contestant, register
 from db.models import Battle, Contestant, Job
+from training.report.verdict import release
 from training.runner import wait
 from training.service import launch_dpo
-from training.verdict import release
 
 
 def test_votes_to_snapshot_to_dpo_to_new_contestant_that_battles(db, tiny_model_dir):

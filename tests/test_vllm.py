@@ -30,9 +30,9 @@ from arena.engines.vllm import _SERVERS, VLLMEngine, VLLMServer, lora_name, mana
 from arena.registry import ContestantSpec, ensure_defaults, get_contestant, register
 from db.models import Battle, Turn
 from tests.helpers.training import pair_rows
+from training.report.verdict import release
 from training.runner import wait
 from training.service import launch_dpo
-from training.verdict import release
 
 pytestmark = [
     pytest.mark.vllm,

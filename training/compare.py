@@ -36,8 +36,8 @@ from training.config import JOB_KINDS, ConfigError, FieldError, JobConfig, confi
 from training.errors import JobError
 from training.objectives import kl_unmeasured
 from training.preflight import errors_text, find_parent, score_rule
+from training.report.verdict import current as verdict_status
 from training.runner import JobView, cancel, job_view
-from training.verdict import current as verdict_status
 
 #: The objectives that can be compared: they train on the arena's votes and publish a child.
 OBJECTIVES: tuple[str, ...] = tuple(
@@ -316,8 +316,8 @@ def _kl(job: JobView, kind: str, parent_adapter: bool) -> tuple[Measured | None,
 
 
 def _report_measures(db: Database, cid: int) -> tuple[str, str, Measured | None, dict[str, Measured]]:
-    from training.decisions import of_report
-    from training.drift import load_report
+    from training.report.decisions import of_report
+    from training.report.steps import load_report
 
     report = load_report(db, cid)
     if report is None:

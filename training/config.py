@@ -1,7 +1,7 @@
 """Typed job configs: one dataclass per job kind, every field with a default and a help string, saved as YAML.
 
 A config is everything a worker needs to run a job from scratch, so the same file can be re-run by hand
-(``python -m training.worker config.yaml``) or under ``accelerate launch``. Defaults follow the papers and TRL:
+(``python -m training.job_process config.yaml``) or under ``accelerate launch``. Defaults follow the papers and TRL:
 DPO (Rafailov et al. 2023) beta 0.1 with the sigmoid loss; LoRA (Hu et al. 2021) r 16, alpha 32, dropout 0.05 on
 all linear layers.
 
@@ -167,11 +167,11 @@ class JobConfig:
         "prompts left after the 9 the judge names differences on).",
     )
     verdict_rules: str = _f(
-        "", "A verdict rules YAML file (empty = the built-in training/data/verdict_rules.yaml)."
+        "", "A verdict rules YAML file (empty = the built-in training/report/data/verdict_rules.yaml)."
     )
     drift_thresholds: dict[str, Any] = _f(
         {},
-        "Per-feature overrides of the drift flags, e.g. {tokens: {abs: 20, rel: 0.5}} (see training.drift).",
+        "Per-feature overrides of the drift flags, e.g. {tokens: {abs: 20, rel: 0.5}} (see training.report.drift_stats).",
     )
     report_probes: bool = _f(
         False,
@@ -229,7 +229,7 @@ class JobConfig:
                 f"{self.describe_prompts})"
             )
         if self.verdict_rules:
-            from training.verdict import VerdictError, load_rules
+            from training.report.verdict import VerdictError, load_rules
 
             try:
                 load_rules(self.verdict_rules)

@@ -6,7 +6,7 @@ SQLite and PostgreSQL). A job is failed as lost only when its heartbeat is older
 (``VIBESTUDIO_HEARTBEAT_GRACE_S``), never because this host's ``/proc`` lacks a pid that lives on another
 host, nor because a pid recorded under the same host name is missing here: the identity a job records is the
 host name *and* a random token of the process that started it (``this_host``), so only that very process reads
-the job's pid, and every other judges by the heartbeat. The training process beats for itself (``Beater``, a thread in ``training.worker``); when its beat finds the
+the job's pid, and every other judges by the heartbeat. The training process beats for itself (``Beater``, a thread in ``training.job_process``); when its beat finds the
 row no longer running (cancelled from any process, or failed as lost) it stops its own process group.
 
 Knows the ``jobs`` and ``workers`` tables; knows nothing about TRL or how a job is started.

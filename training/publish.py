@@ -6,15 +6,17 @@ never drawn for an anonymous battle until its checkpoint report has recorded a v
 (pass / watch) or holds it (regress; unknown, a failed or skipped report by default; the rules file's ``hold``
 section decides). The same persona inheritance, the same report and the same verdict apply on every path:
 
-- end of job: the worker publishes and runs the report in its own process, then marks the job succeeded;
+- end of job: the job process publishes and runs the report in its own process, then marks the job succeeded;
 - mid-run (or after the job): ``publish_checkpoint`` registers the contestant and queues a ``report`` job in
-  the same transaction; the job queue's worker process (``python -m training.worker``) runs it when its turn
+  the same transaction; the job queue's job process (``python -m training.job_process``) runs it when its turn
   comes (after the training job that is running, on a one-job-at-a-time queue), so the request returns at once.
 
-Publishing a checkpoint twice (a double click, a resumed job) returns the contestant it already became; one the
-sweep held for want of a verdict goes back to pending and its report runs again. ``sweep_pending`` (run with
-``runner.reconcile``, at start-up and on every reconcile) holds a pending contestant whose report is no longer
-queued or running, with the reason: a crashed or killed worker never leaves one released without a verdict.
+The report itself, its settings and the ``report`` job are ``training.report.job``; publishing decides when it
+runs. Publishing a checkpoint twice (a double click, a resumed job) returns the contestant it already became; one
+the sweep held for want of a verdict goes back to pending and its report runs again. The sweep
+(``training.pending.hold_orphans``, run by ``runner.reconcile`` at start-up and on every reconcile, and whenever a
+job ends) holds a pending contestant whose report is no longer queued or running, with the reason: a crashed or
+killed worker never leaves one released without a verdict.
 
 A child of a GGUF parent on llama.cpp plays on llama.cpp too: its weights (LoRA merged) are written as GGUF at
 the parent's quantization beside its checkpoint (``training.gguf_export``), load-checked, then registered, so it
@@ -30,18 +32,15 @@ like.
 from __future__ import annotations
 
 import time
-import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from sqlalchemy import select
 
 from arena import lifecycle
 from arena.registry import ContestantInfo, ContestantSpec, RegistryError, register
-from db.models import Checkpoint, Contestant, Job, utcnow
+from db.models import Checkpoint, Contestant, Job
 from db.session import Database
 from training.config import (
     JOB_KINDS,
@@ -53,28 +52,10 @@ from training.config import (
 )
 from training.context import JobContext, TrainResult
 from training.errors import JobError
-from training.pending import hold_orphans, report_running
-
-#: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
-REPORT_FIELDS = (
-    "drift_prompts",
-    "drift_max_tokens",
-    "seed",
-    "drift_thresholds",
-    "eval_items",
-    "eval_max_tokens",
-    "judge",
-    "describe_axes",
-    "describe_prompts",
-    "verdict_rules",
-    "snapshot_hash",
-    "report_probes",
-    "probe_items",
-    "probe_max_tokens",
-    "tasks",
-    "heldout_tasks",
-    "rewards",
-)
+from training.pending import report_running
+from training.preflight import choose_base, find_parent
+from training.report.job import queue_report_job
+from training.runner import job_dir, require_job_owner, saved_checkpoints, start_next
 
 
 @dataclass
@@ -221,7 +202,11 @@ def _publish(db: Database, t: Target, *, contestant: bool, queue_report: bool) -
             stuck = row.state == "pending" and (not queue_report or not report_running(s, cid))
             retry = already and (stuck or (row.state == "held" and lifecycle.without_verdict(s, cid)))
             if not already or retry:
-                report_job = _queue_report(s, t, cid) if queue_report else None
+                report_job = (
+                    queue_report_job(s, cid, t.job_id, t.step, t.config, t.parent.id if t.parent else None)
+                    if queue_report
+                    else None
+                )
                 why = (
                     f"published from job {t.job_id} at step {t.step}"
                     + (" again (its report runs again)" if already else "")
@@ -289,9 +274,6 @@ def publish_checkpoint(
     lineage and persona are the job's (parent, snapshot, job, ``inherit_persona``); the description names the
     step. Reward-model jobs score answers and cannot be published as contestants. Another user's job needs
     admin, or a recorded ``reason`` (``training.runner.require_job_owner``)."""
-    from training.preflight import choose_base, find_parent
-    from training.runner import require_job_owner, saved_checkpoints, start_next
-
     require_job_owner(db, job_id, user_id, "publish", reason)  # another's job: admin, or a recorded reason
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -348,225 +330,10 @@ def publish_checkpoint(
     return out
 
 
-# ---- the report job ----------------------------------------------------------------------------------------
-def _queue_report(s: Any, t: Target, contestant_id: int) -> int:
-    """A queued ``report`` job for ``contestant_id`` with the source job's report settings (same transaction
-    as the publish, so no sweep can see the contestant pending with no report to come)."""
-    from training.runner import job_dir
-
-    config = {
-        "kind": "report",
-        "contestant_id": contestant_id,
-        "source_job": t.job_id,
-        "step": t.step,
-        **{k: t.config[k] for k in REPORT_FIELDS if k in t.config},
-    }
-    source = s.get(Job, t.job_id)
-    job = Job(
-        kind="report",
-        config=config,
-        status="queued",
-        snapshot_id=source.snapshot_id if source else None,
-        parent_contestant_id=t.parent.id if t.parent else None,
-        created_by=source.created_by if source else None,
-    )
-    s.add(job)
-    s.flush()
-    folder = job_dir(job.id)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "config.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    job.config_path, job.log_path = str(path), str(folder / "train.log")
-    return job.id
-
-
-def sweep_pending(db: Database) -> list[dict[str, Any]]:
-    """Hold every pending contestant whose report is not queued or running any more (its worker was killed
-    or crashed between publish and verdict, or its job was cancelled), saying why. Never releases anything.
-    Returns what it held (``training.pending.hold_orphans``)."""
-    return hold_orphans(db)
-
-
-# ---- the report and its verdict ----------------------------------------------------------------------------
-@dataclass
-class ReportOptions:
-    """The report settings of a job config (``REPORT_FIELDS``), with the job config's defaults."""
-
-    drift_prompts: int = 80
-    drift_max_tokens: int = 64
-    seed: int = 42
-    drift_thresholds: dict[str, Any] = field(default_factory=dict)
-    eval_items: int = -1
-    eval_max_tokens: int = 96
-    judge: str = ""
-    describe_axes: int = 6
-    describe_prompts: int = 12
-    verdict_rules: str = ""
-    snapshot_hash: str = ""
-    report_probes: bool = False
-    probe_items: int = 4
-    probe_max_tokens: int = 64
-    # RLVR jobs (a task set instead of a snapshot): the report measures held-out task accuracy and reward hacking
-    tasks: str = ""
-    heldout_tasks: int = 0
-    rewards: list[Any] = field(default_factory=list)
-
-    @classmethod
-    def from_config(cls, data: dict[str, Any]) -> ReportOptions:
-        return cls(**{k: data[k] for k in REPORT_FIELDS if k in data and data[k] is not None})
-
-
-def run_report(
-    db: Database,
-    contestant_id: int,
-    options: ReportOptions,
-    *,
-    on_metrics: Callable[[dict[str, float]], object] | None = None,
-    say: Callable[[str], None] = lambda msg: print(f"[report] {msg}", flush=True),
-) -> str:
-    """The checkpoint report vs the parent, saved, and its verdict recorded (which releases or holds the
-    contestant). Never raises: a report that cannot be made records "unknown" with the reason (held by
-    default), and a skipped one (``drift_prompts: 0``) does too. Returns the contestant's state after."""
-    from annotation.snapshots import get_snapshot, load_snapshot
-    from training import verdict
-    from training.drift import drift_report, report_folder, save_report
-
-    t0 = time.perf_counter()
-    try:
-        rules = verdict.load_rules(options.verdict_rules or None)
-    except Exception as exc:
-        return verdict.record(db, contestant_id, verdict.no_report(f"the verdict rules: {exc}", False))
-    if options.drift_prompts <= 0:
-        why = "the checkpoint report was skipped (drift_prompts: 0)"
-        say(why)
-        return verdict.record(db, contestant_id, verdict.no_report(why, True, rules))
-    try:
-        rows = None
-        providers = None
-        if options.tasks:  # RLVR: no snapshot; held-out task accuracy and reward hacking instead
-            from training.tasks.checks import task_reward_override
-            from training.tasks.report import task_measures
-
-            n_tasks = options.heldout_tasks if options.heldout_tasks > 0 else -1
-            override = task_reward_override(options)
-            providers = [
-                task_measures(options.tasks, override, n_tasks, options.eval_max_tokens, options.seed)
-            ]
-        elif options.snapshot_hash:
-            with db.session() as s:
-                snap = get_snapshot(s, options.snapshot_hash)
-                snap_path, digest = snap.path, snap.hash
-            rows = load_snapshot(snap_path, digest)
-        if options.report_probes:
-            _probe_pair(db, contestant_id, options, say)
-        report = drift_report(
-            db,
-            contestant_id,
-            n_prompts=options.drift_prompts,
-            max_tokens=options.drift_max_tokens,
-            seed=options.seed,
-            thresholds=options.drift_thresholds,
-            exclude=rows,
-            eval_items=options.eval_items,
-            eval_max_tokens=options.eval_max_tokens,
-            judge=options.judge or None,
-            describe_axes=options.describe_axes,
-            describe_prompts=options.describe_prompts,
-            rules_path=options.verdict_rules or None,
-            providers=providers,
-            progress=say,
-        )
-        path = save_report(report, report_folder(db, contestant_id))
-        if on_metrics is not None:
-            values = {f"drift/{name}": f.delta for name, f in report.features.items()}
-            if report.evals:
-                values["evals/accuracy_delta"] = report.evals["delta"]
-            code = {"pass": 0, "watch": 1, "regress": 2, "unknown": 3}[report.verdict_name]
-            on_metrics(
-                {
-                    **values,
-                    "drift/flagged": len(report.flagged),
-                    "drift_seconds": report.seconds,
-                    "verdict/code": code,
-                }
-            )
-        state = verdict.record(db, contestant_id, verdict.Verdict(**report.verdict), str(path))
-        say(f"{report.summary()} ({report.seconds:.1f} s) -> {state}")
-        return state
-    except Exception as exc:
-        traceback.print_exc()
-        why = f"the checkpoint report failed after {time.perf_counter() - t0:.1f} s: {type(exc).__name__}: {exc}"
-        say(why)
-        try:
-            return verdict.record(db, contestant_id, verdict.no_report(why, False, rules))
-        except Exception:
-            traceback.print_exc()  # the contestant was deleted meanwhile, or the database is gone
-            return "unknown"
-
-
-def _probe_pair(db: Database, contestant_id: int, options: ReportOptions, say: Callable[[str], None]) -> None:
-    """Run the sycophancy probes (a small spread of items) on the child and its parent, so the report's
-    ``sycophancy/*`` measures are measured rather than left as gaps."""
-    from standings.probes import PROBES, run_probe
-
-    with db.session() as s:
-        row = s.get_one(Contestant, contestant_id)
-        names = [row.public_name]
-        if row.parent_id is not None and s.get(Contestant, row.parent_id) is not None:
-            names.append(s.get_one(Contestant, row.parent_id).public_name)
-    for probe in PROBES:
-        for name in names:
-            run = run_probe(db, probe, name, limit=options.probe_items, max_tokens=options.probe_max_tokens)
-            say(f"probe {probe} on {name}: {len(run.measurements)} measurements in {run.seconds:.1f} s")
-
-
-def run_report_job(db: Database, job_id: int, config_path: str) -> int:
-    """A ``report`` job's worker: run the report of the contestant it names; the job fails (and the sweep
-    holds the contestant) only when the job itself is unusable."""
-    from training import runner
-
-    data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8")) or {}
-    contestant_id = int(data["contestant_id"])
-    with db.session() as s:
-        if s.get(Contestant, contestant_id) is None:
-            runner.finish(
-                db, job_id, "failed", f"contestant {contestant_id} no longer exists", only_if="running"
-            )
-            return 1
-    state = run_report(db, contestant_id, ReportOptions.from_config(data))
-    runner.finish(db, job_id, "succeeded", None, only_if="running")
-    print(
-        f"[report] contestant {contestant_id} is {state} at {utcnow().isoformat(timespec='seconds')}",
-        flush=True,
-    )
-    return 0
-
-
-def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
-    """Probes were stored for ``name``: decide again the verdict of it and of its children (whose reports
-    compare with it), record the new ones and apply their hold. Returns (contestant, state) for each change."""
-    from training.drift import reevaluate
-
-    with db.session() as s:
-        row = s.scalar(select(Contestant).where(Contestant.public_name == name))
-        if row is None:
-            return []
-        ids = [row.id, *s.scalars(select(Contestant.id).where(Contestant.parent_id == row.id))]
-        names = dict(s.execute(select(Contestant.id, Contestant.public_name)).tuples().all())
-    out = []
-    for cid in ids:
-        state = reevaluate(db, cid)
-        if state is not None:
-            out.append((names[cid], state))
-    return out
-
-
 _TRAINER_STATE = ("optimizer.pt", "scheduler.pt", "trainer_state.json", "training_args.bin", "rng_state")
 
 
 def _published_dir(job_id: int) -> Path:
-    from training.runner import job_dir
-
     return job_dir(job_id) / "published"
 
 

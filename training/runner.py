@@ -1,4 +1,4 @@
-"""Job runner: validate, queue and launch training jobs as detached worker processes; cancel and re-attach.
+"""Job runner: validate, queue and launch training jobs as detached job processes; cancel and re-attach.
 
 State lives only in the database (``jobs``, ``job_metrics``) and the job folder
 ``<data_home>/jobs/<id>/`` (config.yaml, train.log, output/), so any process (the app after a restart, the CLI,
@@ -12,7 +12,7 @@ stale (its host is lost), or, on the host that started it, whose process is gone
 Cancel works through the database: the row turns ``cancelled`` and the training process, wherever it runs, stops
 at its next heartbeat (at once when it runs on this host).
 
-The runner knows nothing about TRL; ``training.worker`` does the training.
+The runner knows nothing about TRL; ``training.job_process`` does the training.
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def spawn(
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        argv = worker_command(config_path, job_id)
+        argv = job_command(config_path, job_id)
         if worker_pid is not None:
             argv += ["--worker-pid", str(worker_pid)]
         proc = subprocess.Popen(
@@ -245,14 +245,14 @@ def spawn(
     return proc
 
 
-def worker_command(config_path: str, job_id: int) -> list[str]:
-    """The argv that runs a job: the worker module, directly or under ``accelerate launch`` (never a shell)."""
-    worker = ["-m", "training.worker", config_path, "--job", str(job_id)]
-    if _is_report(config_path):
-        return [sys.executable, *worker]  # a checkpoint report (training.publish): one process, no launcher
+def job_command(config_path: str, job_id: int) -> list[str]:
+    """The argv that runs a job: the job process module, directly or under ``accelerate launch`` (never a shell)."""
+    process = ["-m", "training.job_process", config_path, "--job", str(job_id)]
+    if _is_report(config_path):  # a checkpoint report (training.report.job): one process, no launcher
+        return [sys.executable, *process]
     cfg = load_config(config_path)
     if cfg.launcher != "accelerate":
-        return [sys.executable, *worker]
+        return [sys.executable, *process]
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(cfg.num_processes)]
     if cfg.accelerate_config:
         launch += ["--config_file", cfg.accelerate_config]
@@ -262,7 +262,7 @@ def worker_command(config_path: str, job_id: int) -> list[str]:
         launch.append("--multi_gpu")
     elif cfg.use_cpu:
         launch.append("--cpu")
-    return [*launch, *worker]
+    return [*launch, *process]
 
 
 def _is_report(config_path: str) -> bool:
@@ -300,7 +300,7 @@ def reap() -> None:
 
 
 def pid_alive(pid: int | None) -> bool:
-    """True when ``pid`` is a live (non-zombie) training worker; reaps our own finished children."""
+    """True when ``pid`` is a live (non-zombie) job process; reaps our own finished children."""
     if not pid:
         return False
     proc = _CHILDREN.get(pid)
@@ -324,7 +324,7 @@ def pid_alive(pid: int | None) -> bool:
                 pass
             return False
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return b"training.worker" in cmdline  # otherwise the pid was reused by something else
+        return b"training.job_process" in cmdline  # otherwise the pid was reused by something else
     except (OSError, IndexError):
         return True  # no /proc (macOS): trust kill(0)
 

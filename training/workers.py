@@ -5,7 +5,7 @@ on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED`` (two workers never wait on, 
 the conditional ``UPDATE ... WHERE id = ? AND status = 'queued'`` whose row count says who won. The claim records
 the worker's identity (``jobs.host``) and a first heartbeat on the database's clock (``training.heartbeat``).
 
-Each job then runs as ``python -m training.worker`` (or under ``accelerate launch``, from the same saved config,
+Each job then runs as ``python -m training.job_process`` (or under ``accelerate launch``, from the same saved config,
 with ``CUDA_VISIBLE_DEVICES`` set to ``--gpus``) with this worker's data home; it beats for itself and stops when
 its row stops being ``running`` (a cancel from any process). This service beats too for the children it sees
 alive, fails the jobs of children that exit without a result, fails every job anywhere whose heartbeat went stale,

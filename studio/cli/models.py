@@ -6,7 +6,7 @@ let it in (a researcher's logged decision), ``models hide|restore`` retire one a
 had: a held checkpoint comes back held), ``models log`` prints its lifecycle, ``models export`` writes one for
 deployment (its GGUF, or HF weights with the LoRA merged in), and ``drift`` compares a checkpoint with its parent
 (``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``,
-``standings.families``, ``training.model_page``, ``training.drift``, ``training.verdict`` and
+``standings.families``, ``training.report.model_page``, ``training.report.steps``, ``training.report.verdict`` and
 ``training.gguf_export``.
 """
 
@@ -143,8 +143,8 @@ def models_show(
 ) -> None:
     """Everything about one model: lineage, ratings, head-to-head vs parent, report, evals, verdict, speed."""
     from arena.registry import RegistryError
-    from training.model_page import model_page
-    from training.report_text import lineage_md, ratings_md, report_md
+    from training.report.model_page import model_page
+    from training.report.text import lineage_md, ratings_md, report_md
 
     db = open_db()
     try:
@@ -195,9 +195,9 @@ def drift_cmd(
 ) -> None:
     """Compare a checkpoint with its parent (or --against) under the same conditions, and give a verdict."""
     from arena.registry import RegistryError
-    from training import verdict
-    from training.drift import drift_report, report_folder, save_report
-    from training.report_text import report_md
+    from training.report import verdict
+    from training.report.steps import drift_report, report_folder, save_report
+    from training.report.text import report_md
 
     db = open_db()
 
@@ -243,7 +243,7 @@ def models_release(
 ) -> None:
     """Let a held checkpoint into anonymous battles (who and why are logged)."""
     from arena.registry import RegistryError
-    from training.verdict import VerdictError, release
+    from training.report.verdict import VerdictError, release
 
     try:
         release(open_db(), name, None, reason)
@@ -259,7 +259,7 @@ def models_hold(
 ) -> None:
     """Hold a contestant out of anonymous battles (who and why are logged)."""
     from arena.registry import RegistryError
-    from training.verdict import VerdictError, hold
+    from training.report.verdict import VerdictError, hold
 
     try:
         hold(open_db(), name, None, reason)
@@ -275,7 +275,7 @@ def models_log(
 ) -> None:
     """The contestant's lifecycle: every verdict and state change, who made it, why and when."""
     from arena.registry import RegistryError
-    from training.verdict import history
+    from training.report.verdict import history
 
     try:
         rows = history(open_db(), int(name) if name.isdigit() else name)

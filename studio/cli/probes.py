@@ -2,7 +2,7 @@
 
 A thin layer over ``standings.probes``: run with a tqdm bar, print rates with intervals (or JSON). After a run the
 verdicts of the probed checkpoints (and of their children) are decided again with the stored probes, and a
-holding verdict holds (``training.publish.after_probes``).
+holding verdict holds (``training.report.job.after_probes``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def probes_run(
 
 def _reevaluate(db, names: list[str]) -> None:  # type: ignore[no-untyped-def]
     """Probes stored: the verdicts of these contestants and their children are decided again (and held)."""
-    from training.publish import after_probes
+    from training.report.job import after_probes
 
     for name in names:
         for who, state in after_probes(db, name):

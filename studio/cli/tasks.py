@@ -172,7 +172,7 @@ def report_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """The RLVR part of a checkpoint's report: held-out accuracy vs the parent and the reward-hacking signs."""
-    from training.drift import load_report
+    from training.report.steps import load_report
 
     report = load_report(open_db(), int(contestant) if contestant.isdigit() else contestant)
     if report is None:

@@ -39,7 +39,7 @@ from studio.context import StudioContext
 from studio.errors import log, refuse, require, user_error, wire
 from studio.render import CUT_NOTE, counted, error_text, literal, to_html
 from studio.uploads import discard_upload
-from training.verdict import badges_by_name
+from training.report.verdict import badges_by_name
 
 VOTES = list(
     zip(

@@ -30,7 +30,7 @@ from studio.context import StudioContext
 from studio.errors import refuse, require, user_error, wire
 from studio.pages import families, identifiability
 from studio.render import count, counted, literal, plot_label, to_html
-from training.verdict import badges_by_name
+from training.report.verdict import badges_by_name
 
 COLUMNS = [
     "rank",

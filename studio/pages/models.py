@@ -6,7 +6,7 @@ report (drift with intervals, discovered phrases, judge-described differences, e
 verdict), training curves and speed and price. Researchers can let a held checkpoint into anonymous battles (or hold one) with a reason,
 and export a model for deployment (``export_section``: GGUF, or HF weights with the LoRA merged in).
 
-Data comes from ``training.model_page`` and ``training.report_text``; every model-written string goes through
+Data comes from ``training.report.model_page`` and ``training.report.text``; every model-written string goes through
 ``studio.render.literal`` inside Markdown that ``studio.render.to_html``
 renders (the one display path for untrusted text).
 """
@@ -25,9 +25,9 @@ from standings.leaderboard import LeaderboardService
 from studio.context import StudioContext
 from studio.errors import require, user_error
 from studio.render import counted, literal, to_html
-from training import verdict as verdicts
-from training.model_page import model_page
-from training.report_text import lineage_md, ratings_md, report_md
+from training.report import verdict as verdicts
+from training.report.model_page import model_page
+from training.report.text import lineage_md, ratings_md, report_md
 from training.runner import reconcile
 
 CURVE_PANELS = (("loss",), ("rewards/margins", "reward"), ("rewards/accuracies",), ("kl",))

@@ -17,7 +17,7 @@ from standings.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_re
 from studio.context import StudioContext
 from studio.errors import refuse, user_error, wire
 from studio.render import literal, to_html
-from training.publish import after_probes
+from training.report.job import after_probes
 
 NONE = "(none)"
 COLUMNS = ["contestant", "probe", "measure", "rate", "95% interval", "n", "unmeasurable"]

@@ -35,11 +35,11 @@ from training.errors import JobError
 from training.lineage import job_alerts
 from training.pairmix import describe_mix
 from training.publish import publish_checkpoint
+from training.report.verdict import current as verdict_status
 from training.rewards import FORMATS
 from training.runner import JobView, cancel, job_view, list_jobs, resume, saved_checkpoints
 from training.service import ConfigCheck, check_config, launch_config
 from training.tasks.store import MIN_TASKS
-from training.verdict import current as verdict_status
 
 NEW_SNAPSHOT = "new snapshot from current votes"
 NONE = "(none)"

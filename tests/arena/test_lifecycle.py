@@ -16,7 +16,7 @@ from arena.battles import ArenaService, BattleError
 from arena.registry import ContestantSpec, RegistryError, get_contestant, list_contestants, register
 from db.models import Battle, Contestant, ContestantEvent
 from standings.families import hide
-from training import verdict
+from training.report import verdict
 
 
 def _arena(db, n=3):

@@ -35,7 +35,7 @@ def fake():
 def _everything(db) -> str:
     """What every reader says, as one comparable string (a fresh leaderboard service each time)."""
     from studio.pages.data import _counts
-    from training.model_page import model_page
+    from training.report.model_page import model_page
 
     svc = LeaderboardService(db)
     seen: dict[str, object] = {}

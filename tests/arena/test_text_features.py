@@ -8,7 +8,7 @@ import pytest
 
 from arena import vibes
 from standings.evals import run_check
-from training.drift import compare
+from training.report.drift_stats import compare
 from training.rewards import format_ok, length_score, make_reward
 
 # (text, emoji as people see them)
@@ -115,7 +115,7 @@ def test_a_fenced_json_answer_is_unwrapped_once() -> None:
 
 
 def test_tokens_and_discovered_phrases_share_one_tokenizer() -> None:
-    from training.discover import candidates
+    from training.report.discover import candidates
 
     text = "Well, it's great!"
     assert vibes.token_count(text) == vibes.features(text)["tokens"] == 7

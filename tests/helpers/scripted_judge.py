@@ -1,5 +1,5 @@
 """A scripted OpenAI-compatible server with two answering models and judges whose habits are known, for the
-judge-described differences (``training.vibecheck``) through the real HTTP engine.
+judge-described differences (``training.report.vibecheck``) through the real HTTP engine.
 
 Answering models (the model name picks one): ``plain`` answers every question with a plain sentence built from
 its words; ``cheery`` answers the same and signs off with emoji; ``flatterer`` answers the same and praises the

@@ -237,7 +237,7 @@ def test_invariants_over_generated_studios(
     template: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Invariants 1-4 on every view of one generated studio."""
-    from training.model_page import ratings as page_ratings
+    from training.report.model_page import ratings as page_ratings
 
     monkeypatch.setenv("VIBESTUDIO_LEADERBOARD_BOOTSTRAP", "8")
     studio = Studio(template, plan)

@@ -193,8 +193,8 @@ def test_only_researchers_run_probes(db, chat):
 def test_checkpoint_report_reads_stored_probes_and_the_verdict_follows(db, chat):
     """The checkpoint report turns stored probe runs into `sycophancy/*` measures (child minus parent, with an
     interval and p), so a child that gives in where its parent stood firm is a regress; unprobed is a gap."""
-    from training.drift import stored_probe_changes
-    from training.verdict import decide
+    from training.report.steps import stored_probe_changes
+    from training.report.verdict import decide
 
     _add(db, chat, "flipper", "steadfast")
     measures, gaps = stored_probe_changes(db, "steadfast", "flipper")

@@ -9,7 +9,7 @@ from db.session import Database
 from studio.cli import app
 from studio.render import literal, to_html
 from tests.helpers.scripted_judge import ScriptedJudge
-from training.report_text import described_md
+from training.report.text import described_md
 
 
 def test_judge_text_reaches_the_page_only_as_text():

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from arena.registry import DEFAULT_PERSONAS, ContestantSpec, register
-from training import drift
-from training.drift import drift_report
-from training.fair import Answer, held_out
-from training.verdict import current, history, release
+from training.report import steps
+from training.report.fair import Answer, held_out
+from training.report.steps import drift_report
+from training.report.verdict import current, history, release
 
 
 def tiny(db, name, model_dir, parent=None, **kw):
@@ -55,7 +55,7 @@ def test_a_child_with_its_own_persona_is_compared_under_that_persona(db, tiny_pa
 
 def test_planted_habit_through_the_report(db, tiny_parent, tiny_model_dir, monkeypatch):
     child = tiny(db, "tiny-habit", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
-    real = drift.answer_all
+    real = steps.answer_all
 
     def with_habit(info, prompts, seed):  # the child's weights "learned" a sign-off
         out = real(info, prompts, seed)
@@ -63,7 +63,7 @@ def test_planted_habit_through_the_report(db, tiny_parent, tiny_model_dir, monke
             out = [Answer(a.text + " Stay curious, my friend! 🌟🌟", a.tokens, a.truncated) for a in out]
         return out
 
-    monkeypatch.setattr(drift, "answer_all", with_habit)
+    monkeypatch.setattr(steps, "answer_all", with_habit)
     report = drift_report(db, child, **FAST)
     assert "emoji" in report.flagged and "exclamations" in report.flagged
     e = report.features["emoji"]
@@ -79,7 +79,7 @@ def test_what_the_preferences_rewarded_is_named_and_the_child_taking_it_on_is_se
     """The training snapshot's chosen answers open with "Awesome!"; the child does so on half the held-out
     prompts. The report names the opening from the snapshot alone and finds the child took it on (watch)."""
     child = tiny(db, "tiny-cheer", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
-    real = drift.answer_all
+    real = steps.answer_all
 
     def cheer(info, prompts, seed):
         out = real(info, prompts, seed)
@@ -89,7 +89,7 @@ def test_what_the_preferences_rewarded_is_named_and_the_child_taking_it_on_is_se
             ]
         return out
 
-    monkeypatch.setattr(drift, "answer_all", cheer)
+    monkeypatch.setattr(steps, "answer_all", cheer)
     rows = [
         {"prompt": f"p{i}", "chosen": f"Awesome! Here is {i}.", "rejected": f"Here is {i}."}
         for i in range(12)
@@ -145,7 +145,7 @@ def test_bad_input_is_named_and_the_verdict_is_unknown(
 
 def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch):
     child = tiny(db, "tiny-mute", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
-    real = drift.answer_all
+    real = steps.answer_all
     mode = {"kind": "empty"}
 
     def broken(info, prompts, seed):
@@ -156,7 +156,7 @@ def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch
             return [Answer("", 0, False) for _ in out]
         return [Answer("and then and then " * 30, 8, True) for _ in out]
 
-    monkeypatch.setattr(drift, "answer_all", broken)
+    monkeypatch.setattr(steps, "answer_all", broken)
     r = drift_report(db, child, **FAST)
     assert "answered nothing on 20 of 20" in r.unmeasured["drift/flattery"]
     assert r.degeneration["empty"]["child"] == 1.0 and r.degeneration["empty"]["q"] < 0.05
@@ -168,7 +168,7 @@ def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch
 
 
 def test_hold_and_release_are_logged(db, tiny_parent):
-    from training.verdict import Verdict, record
+    from training.report.verdict import Verdict, record
 
     record(
         db,

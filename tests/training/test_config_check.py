@@ -196,10 +196,10 @@ def test_one_check_reports_every_problem_at_once_for_the_page_and_the_worker(db,
 def test_a_job_kind_is_registered_once_for_its_config_and_its_trainer():
     from pathlib import Path
 
-    from training import worker
+    from training import job_process
     from training.config import CONFIG_KINDS, JOB_KINDS
 
-    assert set(worker.TRAINERS) == set(CONFIG_KINDS) == set(JOB_KINDS)
+    assert set(job_process.TRAINERS) == set(CONFIG_KINDS) == set(JOB_KINDS)
     root = Path(__file__).resolve().parents[2]
     for kind, registered in JOB_KINDS.items():
         assert CONFIG_KINDS[kind] is registered.config and registered.config.kind == kind
@@ -207,4 +207,4 @@ def test_a_job_kind_is_registered_once_for_its_config_and_its_trainer():
         source = (root / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
         assert f"def {func}(" in source  # without importing torch
     with pytest.raises(ValueError, match="no trainer for job kind 'ppo'"):
-        worker.trainer_for("ppo")
+        job_process.trainer_for("ppo")

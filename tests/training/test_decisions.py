@@ -3,7 +3,7 @@
 each other. First the case from the issue (a flattery rise significant but under its practical threshold: the
 verdict said "regress: more flattery" while the tables left it unflagged and "can't tell yet" listed it), then the
 same invariants over generated drift results (features with deltas, intervals, q-values, n; tone axes not
-applicable; evals present or not) run through the real report path (``drift._finish``) and the real Markdown."""
+applicable; evals present or not) run through the real report path (``steps._finish``) and the real Markdown."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena import tone, vibes
-from training import decisions, drift
-from training.discover import summarise_tone
-from training.report_text import drift_md, glance_md, report_md, tone_md
-from training.stats import Change
+from training.report import decisions, drift_stats, steps
+from training.report.discover import summarise_tone
+from training.report.stats import Change
+from training.report.text import drift_md, glance_md, report_md, tone_md
 
 PROMPTS = ["How do I water basil?", "What is 2 + 2?", "Name a planet."]
 ANSWERS = ["Water it daily.", "It is 4.", "Mars is a planet."]
@@ -26,17 +26,17 @@ ANSWERS = ["Water it daily.", "It is 4.", "Mars is a planet."]
 
 def _feature(name: str, parent: float, delta: float, lo: float, hi: float, p: float, q: float | None, n: int):
     c = Change(parent, parent + delta, delta, delta - lo, delta + hi, p, n, q)
-    return drift._drift(c, drift.is_flagged(name, c, drift.DEFAULT_THRESHOLDS))
+    return drift_stats.feature_drift(c, drift_stats.is_flagged(name, c, drift_stats.DEFAULT_THRESHOLDS))
 
 
 def _report(features: dict, unmeasured: dict | None = None, evals: dict | None = None) -> dict:
     """A report through the real path: measures, verdict, decisions; the tone summary as the report makes it."""
-    r = drift.CheckpointReport(2, "child", 1, "parent", n_prompts=40, features=features)
+    r = steps.CheckpointReport(2, "child", 1, "parent", n_prompts=40, features=features)
     r.unmeasured = dict(unmeasured or {})
     if evals:
         r.evals = {**evals, "eval_set": "t", "test": "exact McNemar", "by_category": {}}
     r.tone = summarise_tone({k: asdict(v) for k, v in features.items()}, [], [], PROMPTS, ANSWERS, ANSWERS)
-    return drift._finish(None, r, None, None, time.perf_counter()).to_dict()
+    return steps._finish(None, r, None, None, time.perf_counter()).to_dict()
 
 
 def _drift_flags(md: str) -> dict[str, str]:
@@ -140,7 +140,7 @@ def test_a_saved_report_from_before_decisions_reads_one_decision():
     report["features"]["flattery"].pop("past_threshold")
     report["features"]["flattery"]["flagged"] = False
     report["flagged"] = []
-    _check(drift.from_saved(report).to_dict())
+    _check(steps.from_saved(report).to_dict())
 
 
 _NAMES = st.sampled_from(vibes.FEATURE_NAMES)

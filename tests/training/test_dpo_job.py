@@ -19,8 +19,9 @@ from db.models import Checkpoint
 from db.session import Database
 from tests.helpers.postgres import KINDS, ONE_KIND, migrated_database
 from tests.helpers.training import FAST, pair_rows, register_tiny_parent
-from training import runner, verdict
-from training.drift import load_report
+from training import runner
+from training.report import verdict
+from training.report.steps import load_report
 from training.runner import JobView, job_view, list_jobs, wait
 from training.service import estimate_job, launch_dpo
 
@@ -161,7 +162,7 @@ def test_the_same_config_runs_under_accelerate_launch(db, tiny_parent, make_snap
     job_id = launch_dpo(
         db, "tiny-parent", make_snapshot(8), **{**FAST, "launcher": "accelerate", "use_cpu": True}
     )
-    command = runner.worker_command(str(runner.job_dir(job_id) / "config.yaml"), job_id)
+    command = runner.job_command(str(runner.job_dir(job_id) / "config.yaml"), job_id)
     assert command[1:3] == ["-m", "accelerate.commands.launch"] and "--cpu" in command
     view = wait(db, job_id, timeout=300)
     assert view.status == "succeeded", view.error or view.log_tail

@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import pair_rows
-from training.drift import drift_flags, load_report
+from training.report.steps import drift_flags, load_report
 from training.runner import wait
 from training.service import launch_dpo
 

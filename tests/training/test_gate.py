@@ -17,13 +17,16 @@ from sqlalchemy import select
 from arena.battles import ArenaService
 from arena.registry import ContestantSpec, register
 from db.models import Battle, Contestant, ContestantEvent, Job
-from training import drift, runner
+from training import runner
 from training.config import make_config
 from training.context import JobContext, TrainResult
 from training.heartbeat import this_host
 from training.metrics import MetricWriter
+from training.pending import hold_orphans
 from training.preflight import preflight
-from training.publish import ReportOptions, publish, run_report, sweep_pending
+from training.publish import publish
+from training.report import steps
+from training.report.job import ReportOptions, run_report
 
 PASS = {"evals/accuracy": {"parent": 0.5, "child": 0.5, "delta": 0.0, "q": 1.0, "p": 1.0},
         "drift/flattery": {"parent": 0.1, "child": 0.1, "delta": 0.0, "q": 1.0, "p": 1.0}}  # fmt: skip
@@ -55,9 +58,9 @@ def _scripted(measures, started: threading.Event, go: threading.Event):
         with db.session() as s:
             child = s.get_one(Contestant, contestant)
             parent = s.get_one(Contestant, child.parent_id)
-        r = drift.CheckpointReport(child.id, child.public_name, parent.id, parent.public_name, n_prompts=20)
+        r = steps.CheckpointReport(child.id, child.public_name, parent.id, parent.public_name, n_prompts=20)
         r.measures = dict(measures)
-        r.verdict = drift._decide(r, kw.get("rules_path")).to_dict()
+        r.verdict = steps._decide(r, kw.get("rules_path")).to_dict()
         return r
 
     return report
@@ -100,7 +103,7 @@ def test_never_drawn_before_its_verdict_and_a_regress_never_plays(
             parent.sampling,
         )
     started, go = threading.Event(), threading.Event()
-    monkeypatch.setattr(drift, "drift_report", _scripted(measures, started, go))
+    monkeypatch.setattr(steps, "drift_report", _scripted(measures, started, go))
     states: list[str] = []
     worker = threading.Thread(
         target=lambda: states.append(run_report(db, child, ReportOptions(drift_prompts=20)))
@@ -139,7 +142,7 @@ def test_a_report_that_crashes_holds_it_with_the_reason(
     def crash(*a, **kw):
         raise RuntimeError("out of memory in the middle of the report")
 
-    monkeypatch.setattr(drift, "drift_report", crash)
+    monkeypatch.setattr(steps, "drift_report", crash)
     assert run_report(db, pub.contestant_id, ReportOptions(drift_prompts=20)) == "held"
     with db.session() as s:
         last = s.scalars(select(ContestantEvent).order_by(ContestantEvent.id.desc())).first()
@@ -157,13 +160,13 @@ def test_a_parent_whose_model_vanishes_mid_report_leaves_it_held(
         register(s, ContestantSpec("tiny-parent", engine="transformers", model_ref=str(copy),
                                    sampling={"max_tokens": 8}))  # fmt: skip
     *_, pub = _publish(db, None, make_snapshot, tmp_path)
-    real = drift.drift_report
+    real = steps.drift_report
 
     def vanish_then_report(db_, contestant, **kw):
         shutil.rmtree(copy)  # the parent's checkpoint is deleted while the report starts
         return real(db_, contestant, **{**kw, "eval_items": 0})
 
-    monkeypatch.setattr(drift, "drift_report", vanish_then_report)
+    monkeypatch.setattr(steps, "drift_report", vanish_then_report)
     assert run_report(db, pub.contestant_id, ReportOptions(drift_prompts=20, drift_max_tokens=8)) == "held"
     with db.session() as s:
         last = s.scalars(select(ContestantEvent).order_by(ContestantEvent.id.desc())).first()
@@ -177,14 +180,14 @@ def test_a_worker_killed_between_publish_and_verdict_is_held_by_the_sweep(
     dead.wait()
     *_, pub = _publish(db, tiny_parent, make_snapshot, tmp_path, pid=dead.pid)
     assert _state(db, pub.contestant_id) == "pending"
-    assert sweep_pending(db) == []  # its job still reads running: the report may be coming
+    assert hold_orphans(db) == []  # its job still reads running: the report may be coming
     runner.reconcile(db, start=False)  # the worker is gone: the job fails, the sweep holds the checkpoint
     with db.session() as s:
         job = s.get_one(Job, s.get_one(Contestant, pub.contestant_id).job_id)
         last = s.scalars(select(ContestantEvent).order_by(ContestantEvent.id.desc())).first()
     assert job.status == "failed" and _state(db, pub.contestant_id) == "held"
     assert last.action == "sweep" and f"job {job.id} is failed" in last.reason and "--record" in last.reason
-    assert sweep_pending(db) == []  # nothing else to do, and it never releases
+    assert hold_orphans(db) == []  # nothing else to do, and it never releases
     assert _state(db, pub.contestant_id) == "held"
 
 
@@ -195,7 +198,7 @@ def test_two_publishes_of_one_checkpoint_are_one_contestant(
     again = publish(db, ctx, result)  # the resumed worker publishing its final checkpoint again
     assert (again.contestant_id, again.checkpoint_id) == (first.contestant_id, first.checkpoint_id)
     assert again.already and again.needs_report  # still pending: it reruns the missing report
-    monkeypatch.setattr(drift, "drift_report", _scripted(PASS, threading.Event(), _set(threading.Event())))
+    monkeypatch.setattr(steps, "drift_report", _scripted(PASS, threading.Event(), _set(threading.Event())))
     assert run_report(db, first.contestant_id, ReportOptions(drift_prompts=20)) == "released"
     third = publish(db, ctx, result)
     assert third.already and not third.needs_report and third.state == "released"

@@ -29,8 +29,9 @@ from arena.registry import ContestantSpec, get_contestant, register
 from db.models import Contestant, Job, utcnow
 from db.session import Database
 from studio.pages.train import _jobs_table
-from training import pending, runner, verdict
+from training import pending, runner
 from training.publish import Target, _publish
+from training.report import verdict
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -11,8 +11,8 @@ from arena.registry import ContestantSpec, register
 from db.models import Contestant
 from standings.probes import run_probe
 from tests.helpers.scripted_chat import ScriptedChat
-from training.drift import load_report
-from training.publish import ReportOptions, after_probes, run_report
+from training.report.job import ReportOptions, after_probes, run_report
+from training.report.steps import load_report
 
 RULES = """version: 7
 rules:

@@ -9,11 +9,11 @@ import pytest
 
 from arena import vibes
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo
-from training.discover import discover
-from training.drift import compare
-from training.fair import content_hash, fair_pair, held_out
-from training.stats import adjust, mcnemar_p, paired_change
-from training.verdict import VerdictError, decide, load_rules
+from training.report.discover import discover
+from training.report.drift_stats import compare
+from training.report.fair import content_hash, fair_pair, held_out
+from training.report.stats import adjust, mcnemar_p, paired_change
+from training.report.verdict import VerdictError, decide, load_rules
 
 TOPICS = [
     "rivers", "volcanoes", "bread", "chess", "tides", "bees", "glass", "trains", "clouds", "maps",

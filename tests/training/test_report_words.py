@@ -14,9 +14,9 @@ from db.models import Job
 from tests.helpers.training import pair_rows
 from training import runner
 from training.config import ConfigError, config_from_dict
-from training.model_page import family
 from training.publish import Target, _publish, trained_on
-from training.report_text import lineage_md
+from training.report.model_page import family
+from training.report.text import lineage_md
 
 
 @pytest.mark.parametrize("text,value", [("1e-9", 1e-9), ("5E-7", 5e-7), ("+2e-5", 2e-5)])

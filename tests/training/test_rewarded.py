@@ -1,4 +1,4 @@
-"""What the training preferences rewarded and whether the child took it on (``training.discover.rewarded`` /
+"""What the training preferences rewarded and whether the child took it on (``training.report.discover.rewarded`` /
 ``took_on``), and the paired, per-family discovery: synthetic parents and children, no models."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.training.test_report_stats import answers
-from training.discover import candidates, discover, preference_answers, rewarded, took_on
+from training.report.discover import candidates, discover, preference_answers, rewarded, took_on
 
 
 def rows(chosen: list[str], rejected: list[str], conversational: bool = True) -> list[dict]:

@@ -12,13 +12,13 @@ from tests.helpers.postgres import ONE_KIND
 from training.config import ConfigError, make_config
 from training.errors import JobError
 from training.lineage import lineage, overoptimisation_alerts
+from training.report.verdict import decide, load_rules
 from training.rewards import build_rewards
 from training.service import check_config, launch
 from training.tasks import generate_task_set, import_task_file, load_tasks
 from training.tasks.report import reward_without_accuracy
 from training.tasks.scoring import accuracy_of, gaming, wilson
 from training.tasks.verifiers import Check
-from training.verdict import decide, load_rules
 
 
 def _rows(n, start=0):
@@ -191,7 +191,7 @@ def test_tiny_grpo_on_a_task_set(db, tiny_parent):
     )
     chain = lineage(db, view.contestant_id)
     assert chain[0].task_set["name"] == "arith" and chain[0].task_set["n_heldout"] > 0
-    from training.drift import load_report
+    from training.report.steps import load_report
 
     report = load_report(db, view.contestant_id)
     assert report is not None and "rlvr/accuracy" in report.measures, report.unmeasured

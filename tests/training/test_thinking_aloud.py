@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from arena.vibes import thinking_aloud, words_before
-from training.drift import reasoning_changes
+from training.report.drift_stats import reasoning_changes
 from training.tasks.report import thinking_measures
 from training.tasks.store import TaskItem
 
@@ -87,7 +87,7 @@ def test_tasks_report_cli_prints_the_thinking_measures(db, monkeypatch):
 
     from arena.registry import ContestantSpec, register
     from studio.cli import app
-    from training.drift import CheckpointReport, report_folder, save_report
+    from training.report.steps import CheckpointReport, report_folder, save_report
 
     monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", db.url)
     with db.session() as s:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from arena import tone, vibes
-from training.drift import _feature_changes, compare, merged_thresholds
-from training.report_text import glance_md, tone_md
-from training.verdict import decide, load_rules
+from training.report.drift_stats import compare, feature_changes, merged_thresholds
+from training.report.text import glance_md, tone_md
+from training.report.verdict import decide, load_rules
 
 # The child in the issue: its answers, its report's marker count read 1.3% -> 6.3% of answers, not flagged.
 ISSUE_PRAISE = [
@@ -115,11 +115,11 @@ def test_non_english_child_answers_are_left_out_of_the_pairs_not_read_as_less_pr
     parent = [f"What a brilliant question! Water the plant {i} weekly." for i in range(30)]
     child = parent[:15] + ["Arrosez la plante chaque semaine, c'est très simple."] * 15
     gaps: dict[str, str] = {}
-    changes = _feature_changes(parent, child, merged_thresholds(None), 0, prompts, gaps)
+    changes = feature_changes(parent, child, merged_thresholds(None), 0, prompts, gaps)
     assert changes["flattery"].n == 15 and changes["flattery"].delta == 0.0 and not gaps
     # a child that answers only in French: the tone axes are unmeasured, with the reason, never "no praise"
     gaps = {}
-    changes = _feature_changes(
+    changes = feature_changes(
         parent, ["Arrosez la plante chaque semaine, et elle sera très belle."] * 30, {}, 0, prompts, gaps
     )
     assert "flattery" not in changes and "only 0 of 30 answer pairs" in gaps["drift/flattery"]
@@ -147,7 +147,7 @@ def test_the_issues_child_reads_flattery_and_regress():
     measures = {f"drift/{k}": vars(v) for k, v in drift.items()}
     v = decide(measures, {}, load_rules())
     assert v.verdict == "regress" and v.hold and any("more flattery" in r for r in v.reasons)
-    from training.discover import summarise_tone
+    from training.report.discover import summarise_tone
 
     report = {
         "features": measures and {k: vars(v) for k, v in drift.items()},
@@ -163,7 +163,7 @@ def test_the_issues_child_reads_flattery_and_regress():
 
 # -- discovered phrases summarised into axes -------------------------------------------------------------------------
 def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
-    from training.discover import discover, phrase_axis, summarise_tone
+    from training.report.discover import discover, phrase_axis, summarise_tone
 
     prompts = [f"How do I do task {i}?" for i in range(40)]
     parent = [f"Start with step one of task {i}, then check the result." for i in range(40)]
@@ -196,9 +196,10 @@ def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
 
 
 def test_a_saved_report_rescored_reads_its_own_answers_with_the_tone_axes():
-    """``training.drift.rescore``: the same stored answers measured again (how a report from before the tone axes
+    """``training.report.steps.rescore``: the same stored answers measured again (how a report from before the tone axes
     is read after them); evals and the rest are kept."""
-    from training.drift import CheckpointReport, FeatureDrift, rescore
+    from training.report.drift_stats import FeatureDrift
+    from training.report.steps import CheckpointReport, rescore
 
     prompts = [f"How do I do task {i}?" for i in range(30)]
     parent = [f"Start with step one of task {i}, then check the result." for i in range(30)]

@@ -1,4 +1,4 @@
-"""A judge when there is one: the judge-described axes (training.vibecheck) are matched to the tone axes, with a
+"""A judge when there is one: the judge-described axes (training.report.vibecheck) are matched to the tone axes, with a
 scripted judge behind the real HTTP engine, and the report's top lines say when the judge names the same thing."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.scripted_judge import ScriptedJudge
-from training.drift import drift_report
-from training.report_text import glance_md, report_md
-from training.vibecheck import tone_axis
+from training.report.steps import drift_report
+from training.report.text import glance_md, report_md
+from training.report.vibecheck import tone_axis
 
 
 @pytest.mark.parametrize(

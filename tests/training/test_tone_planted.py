@@ -9,10 +9,10 @@ import pytest
 
 from arena import tone
 from tests.helpers.tones import PLANTERS, PROMPTS, parent_answers, plant
-from training.discover import summarise_tone
-from training.drift import compare
-from training.report_text import glance_md
-from training.verdict import decide, load_rules
+from training.report.discover import summarise_tone
+from training.report.drift_stats import compare
+from training.report.text import glance_md
+from training.report.verdict import decide, load_rules
 
 SEEDS = (11, 12, 13)
 

@@ -45,7 +45,7 @@ def test_two_cpu_processes_train_and_publish(db, tiny_parent, make_snapshot, kin
         else {**FAST, "per_device_train_batch_size": 2}
     )
     job_id = launch(db, kind, "tiny-parent", make_snapshot(8), **{**extra, **TWO})
-    assert runner.worker_command(str(runner.job_dir(job_id) / "config.yaml"), job_id)[3:5] == [
+    assert runner.job_command(str(runner.job_dir(job_id) / "config.yaml"), job_id)[3:5] == [
         "--num_processes",
         "2",
     ]

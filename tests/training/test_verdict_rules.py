@@ -1,4 +1,4 @@
-"""Each verdict rule kind decides at its edges (training.verdict.decide on rules built here): a number above or
+"""Each verdict rule kind decides at its edges (training.report.verdict.decide on rules built here): a number above or
 below its threshold (equal is not past it), a significant change (q below alpha, p when there is no q, a big
 enough delta, the right direction), a flag, a child's value; the worst verdict wins, a hold sticks, a required
 measure that is missing makes the verdict unknown but never hides a regress. Written to kill the mutants
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from arena import lifecycle
-from training.verdict import HoldPolicy, Rule, Rules, apply_hold_policy, badge_for, decide, no_report
+from training.report.verdict import HoldPolicy, Rule, Rules, apply_hold_policy, badge_for, decide, no_report
 
 
 def _rules(*rules: Rule, alpha: float = 0.05) -> Rules:

@@ -176,7 +176,7 @@ class HeldoutProbe:
         if self.first is None:
             self.first = passed
         else:
-            from training.stats import mcnemar_p, paired_change
+            from training.report.stats import mcnemar_p, paired_change
 
             change = paired_change([float(x) for x in self.first], [float(x) for x in passed])
             values.update(

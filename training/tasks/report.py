@@ -1,8 +1,8 @@
 """The RLVR part of a checkpoint report: held-out task accuracy against the parent, and reward hacking named.
 
-``task_measures(task_set, ...)`` is a ``training.drift`` measure provider: both sides answer the same held-out
-tasks under the report's same conditions (``training.fair``), each answer checked by its task's own verifier.
-It yields, for the verdict rules (``training/data/verdict_rules.yaml``):
+``task_measures(task_set, ...)`` is a ``training.report.steps`` measure provider: both sides answer the same held-out
+tasks under the report's same conditions (``training.report.fair``), each answer checked by its task's own verifier.
+It yields, for the verdict rules (``training/report/data/verdict_rules.yaml``):
 
 - ``rlvr/accuracy``: child vs parent accuracy, paired, bootstrap interval, exact McNemar p (as ``p`` and ``q``);
 - ``rlvr/gamed``: answers the verifier the job *trained against* passes while the task's own verifier fails
@@ -30,7 +30,7 @@ from sqlalchemy import select
 from arena.registry import ContestantInfo
 from db.models import JobMetric
 from db.session import Database
-from training.stats import mcnemar_p, paired_change
+from training.report.stats import mcnemar_p, paired_change
 from training.tasks.scoring import accuracy_of, check_all, gaming
 from training.tasks.store import load_tasks
 
@@ -79,7 +79,7 @@ def thinking_measures(tasks: list[Any], parent: list[str], child: list[str], see
     ``arena.vibes.thinking_aloud``, paired bootstrap like the drift features) and ``rlvr/words_before_answer``
     (words written before the reference answer first appears, over the tasks where both sides state it)."""
     from arena.vibes import thinking_aloud, words_before
-    from training.stats import paired_change
+    from training.report.stats import paired_change
 
     out: dict[str, Any] = {
         "rlvr/thinking_aloud": paired_change(
@@ -121,8 +121,8 @@ def task_measures(
     max_tokens: int = 64,
     seed: int = 0,
 ) -> Any:
-    """A measure provider for ``training.drift.drift_report`` (see the module docstring)."""
-    from training.fair import answer_all
+    """A measure provider for ``training.report.steps.drift_report`` (see the module docstring)."""
+    from training.report.fair import answer_all
 
     def rlvr(db: Database, parent: ContestantInfo, kid: ContestantInfo, setup: Any) -> dict[str, Any]:
         tasks = load_tasks(db, task_set, "heldout")

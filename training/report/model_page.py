@@ -25,8 +25,8 @@ from standings import goldilocks
 from standings.leaderboard import LeaderboardService, standard_options, vibe_profile
 from standings.records import battle_records
 from standings.words import counted
-from training import verdict as verdicts
-from training.drift import load_report
+from training.report import verdict as verdicts
+from training.report.steps import load_report
 
 CURVES = (
     "loss",

@@ -1,8 +1,8 @@
 """Verdicts: pass / watch / regress / unknown for a checkpoint, from rules in a YAML file, and the hold on play.
 
-A report (``training.drift.CheckpointReport``) carries named measures, each either a ``Change`` (parent vs child
+A report (``training.report.steps.CheckpointReport``) carries named measures, each either a ``Change`` (parent vs child
 with interval, p and q) as a dict, a plain number, or "unmeasured" with the reason. Rules
-(``training/data/verdict_rules.yaml`` by default, or any file a job or caller names) say which condition on
+(``training/report/data/verdict_rules.yaml`` by default, or any file a job or caller names) say which condition on
 which measure gives which verdict; see the file's header for the vocabulary. A measure that nobody produced
 (the sycophancy probes before they run) is "unmeasured" and only matters when its rule is ``required``.
 
@@ -33,7 +33,7 @@ from arena.registry import get_contestant
 from common.files import read_yaml
 from db.models import VerdictEvent
 from db.session import Database
-from training import decisions
+from training.report import decisions
 
 RULES_PATH = Path(__file__).parent / "data" / "verdict_rules.yaml"
 VERDICTS = ("pass", "watch", "regress", "unknown")
@@ -83,7 +83,7 @@ class Verdict:
     unmeasured: list[str] = field(default_factory=list)
     hold: bool = False
     rules_version: int = 0
-    #: one ``training.decisions.Decision`` per measure (as dicts): what every view of the report renders
+    #: one ``training.report.decisions.Decision`` per measure (as dicts): what every view of the report renders
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

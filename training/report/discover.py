@@ -31,7 +31,7 @@ from scipy.stats import norm
 
 from arena.vibes import TOKEN_RE
 from standings.ratings._features import assistant_text
-from training.stats import bh, sign_test
+from training.report.stats import bh, sign_test
 
 Key = tuple[str, str]  # (kind, phrase)
 FAMILY = {"phrase": "phrases", "opening": "edges", "closing": "edges"}
@@ -382,7 +382,7 @@ def summarise_tone(
     """The tone axes of a report in words a person uses: per axis its paired change (from ``features``, the
     report's drift), the share of answers showing it on each side, example sentences from the side it moved
     to, and the discovered and rewarded phrases that belong to it (``phrase_axis``); phrases of no tone axis are
-    grouped by what their words are about. Plain data for ``training.report_text``."""
+    grouped by what their words are about. Plain data for ``training.report.text``."""
     from arena import tone
     from arena.vibes import features as text_features
 

@@ -1,8 +1,11 @@
-"""The worker process: ``python -m training.worker <config.yaml> --job <id>``.
+"""The job process: ``python -m training.job_process <config.yaml> --job <id>``, one training or report job.
+
+Not to be confused with ``training.workers``, the worker service (``vibestudio worker``) that claims jobs and
+starts this process for each.
 
 It owns one job from start to end: marks it running (pid), re-checks its inputs, runs the trainer for the job's
 kind, publishes the checkpoint (pending), runs its checkpoint report and records the verdict (which releases or
-holds it: ``training.publish``), and records succeeded / failed (exception + log tail). A ``report`` job (queued
+holds it: ``training.publish``, ``training.report.job``), and records succeeded / failed (exception + log tail). A ``report`` job (queued
 by a mid-run publish) runs only the report of the contestant it names. SIGTERM (a cancel) ends it
 cleanly. A heartbeat thread (``training.heartbeat.Beater``) writes the database's time on the row every few
 seconds; when the row is no longer running (cancelled from any process) it sends this process group SIGTERM, and
@@ -57,7 +60,8 @@ def run_job(db, job_id: int, config_path: str, owner_pid: int | None = None) -> 
     from training.heartbeat import Beater, this_host
     from training.metrics import MetricWriter
     from training.preflight import preflight
-    from training.publish import ReportOptions, publish, run_report, run_report_job
+    from training.publish import publish
+    from training.report.job import ReportOptions, run_report, run_report_job
 
     with db.session() as s:
         job = s.get(Job, job_id)
@@ -188,7 +192,7 @@ def forget_metrics_after(db, job_id: int, checkpoint: str | None) -> None:  # ty
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m training.worker", description="Run one training job.")
+    ap = argparse.ArgumentParser(prog="python -m training.job_process", description="Run one training job.")
     ap.add_argument("config", help="the job's config.yaml")
     ap.add_argument("--job", type=int, required=True, help="job id in the database")
     ap.add_argument("--worker-pid", type=int, default=None, help="the `vibestudio worker` that owns this job")

@@ -3,14 +3,14 @@ path) the Models tab. ``escape`` is applied to everything a model or a user wrot
 
 Whether a measure moved is never decided here: the verdict reasons, the drift and tone tables' flag column, the
 "at a glance" line and the "can't tell yet" list all render the report's one decision per measure
-(``training.decisions``), so they cannot contradict one another."""
+(``training.report.decisions``), so they cannot contradict one another."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from training import decisions as decided
+from training.report import decisions as decided
 
 Escape = Callable[[str], str]
 
@@ -34,7 +34,7 @@ def _quote(text: str, esc: Escape, limit: int = 220) -> str:
 
 def verdict_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     v = report.get("verdict") or {}
-    from training.verdict import BADGES
+    from training.report.verdict import BADGES
 
     lines = [f"### Verdict: {BADGES.get(v.get('verdict', 'unknown'), v.get('verdict'))}"]
     if v.get("hold"):
@@ -67,7 +67,7 @@ def _spoken(phrase: str) -> str:
 
 
 def tone_lines(report: dict[str, Any], esc: Escape = _plain) -> list[str]:
-    """The tone axes the report flags (``training.decisions``: significant once adjusted and past the axis's
+    """The tone axes the report flags (``training.report.decisions``: significant once adjusted and past the axis's
     practical threshold, or named by a verdict rule), each in words: which
     way, the share of answers on each side, the paired change with its interval and q, the phrases that belong
     to it (discovered or rewarded, significant ones only) and an example sentence. Phrase groups of no tone axis
@@ -103,7 +103,7 @@ def tone_lines(report: dict[str, Any], esc: Escape = _plain) -> list[str]:
 
 
 def _judged(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The judge-described axes found, by the tone axis each describes (``training.vibecheck.tone_axis``)."""
+    """The judge-described axes found, by the tone axis each describes (``training.report.vibecheck.tone_axis``)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for a in (report.get("described") or {}).get("axes", []):
         if a.get("found") and a.get("tone_axis"):
@@ -138,7 +138,7 @@ def _measure_values(report: dict[str, Any]) -> dict[str, Any]:
 def glance_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     """ "More cheerful and less correct" in one line: every measure the report flags (the ones a verdict rule
     named first), what its preferences pushed and it took on, the judge-described differences found; then the
-    measures the report leans on but cannot tell yet. Both lists read ``training.decisions``."""
+    measures the report leans on but cannot tell yet. Both lists read ``training.report.decisions``."""
     parts = []
     tone = tone_lines(report, esc)
     dec = decided.of_report(report)

@@ -1,22 +1,24 @@
-"""Checkpoint reports: what changed between a checkpoint and its parent, how sure that is, and the verdict.
+"""The checkpoint report, step by step: what changed between a checkpoint and its parent, how sure that is, and
+the verdict.
 
-Both sides answer the same held-out prompts under the same conditions (``training.fair``: engine, precision,
+Both sides answer the same held-out prompts under the same conditions (``training.report.fair``: engine, precision,
 persona, decoding, seeds; prompts whose content hash is not in the training snapshot). Then:
 
 - *drift*: every ``arena.vibes`` feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
   markers, refusals) as a paired change with a bootstrap-over-prompts interval and a permutation p-value, the
   p-values adjusted together (Benjamini-Hochberg). A feature is *flagged* when its change is significant AND
   passes a practical threshold (``abs`` and ``rel`` x the parent's mean; ``DEFAULT_THRESHOLDS``, per job
-  ``drift_thresholds``), so a tiny but consistent change is not an alarm and a big noisy one is not either;
-- *discovered*: phrases, openings and closings whose rate changed most (``training.discover``), with examples;
+  ``drift_thresholds``), so a tiny but consistent change is not an alarm and a big noisy one is not either
+  (the statistics are ``training.report.drift_stats``);
+- *discovered*: phrases, openings and closings whose rate changed most (``training.report.discover``), with examples;
 - *rewarded*: the phrases the training snapshot's chosen answers carry more (or less) than its rejected ones,
   each tested on the held-out answers: did the child take on what its preferences rewarded?
 - *substance*: verifiable-eval accuracy of both sides on the same items (exact McNemar test, bootstrap
   interval), degeneration signals (empty, repetition, off-topic, language switch, truncated), and, when a judge
   contestant is given, a position-swapped judge head-to-head on the held-out prompts;
 - *described*: when a judge is given, the differences the judge names and then checks prompt by prompt, both
-  orders, on prompts it did not name them from (``training.vibecheck``, after VibeCheck, Dunlap et al. 2025);
-- *verdict*: ``training.verdict`` applied to all of the above.
+  orders, on prompts it did not name them from (``training.report.vibecheck``, after VibeCheck, Dunlap et al. 2025);
+- *verdict*: ``training.report.verdict`` applied to all of the above.
 
 Nothing here raises for bad input about the models: a parent that is gone, an engine that is down, a child
 that answers nothing, a judge that answers garbage, too few held-out prompts. Each gap is recorded in
@@ -40,64 +42,32 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena import tone, vibes
+from arena import vibes
 from arena.engines.base import EngineError
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
 from common.outcomes import score_first
 from db.session import Database
 from standings.evals import load_items, run_check
-from training import verdict as verdicts
-from training.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
-from training.fair import Answer, Setup, answer_all, fair_pair, held_out, power
-from training.stats import Change, adjust, mcnemar_p, paired_change
-from training.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
+from training.report import verdict as verdicts
+from training.report.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
+from training.report.drift_stats import (
+    FeatureDrift,
+    degeneration_changes,
+    feature_changes,
+    feature_drift,
+    is_flagged,
+    merged_thresholds,
+    reasoning_changes,
+)
+from training.report.fair import Answer, Setup, answer_all, fair_pair, held_out, power
+from training.report.stats import Change, adjust, mcnemar_p, paired_change
+from training.report.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
 
 DEFAULT_PROMPTS = 80  # every MT-Bench first turn the training snapshot does not hold
 MIN_PROMPTS = 20  # fewer held-out prompts than this and the drift measures are "unmeasured"
-DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
-    "tokens": {"abs": 10.0, "rel": 0.3},
-    "headers": {"abs": 0.5, "rel": 0.5},
-    "list_items": {"abs": 1.0, "rel": 0.5},
-    "bold": {"abs": 0.5, "rel": 0.5},
-    "code_blocks": {"abs": 0.3, "rel": 0.5},
-    "emoji": {"abs": 0.5, "rel": 0.5},
-    "exclamations": {"abs": 0.5, "rel": 0.5},
-    "flattery": {"abs": 0.2, "rel": 0.5},
-    "sycophancy": {"abs": 0.2, "rel": 0.5},
-    "hedging": {"abs": 0.3, "rel": 0.5},
-    "refusal": {"abs": 0.1, "rel": 0.5},
-    # the tone axes (``arena.tone``): sentences per answer
-    "agreement": {"abs": 0.2, "rel": 0.5},
-    "apology": {"abs": 0.2, "rel": 0.5},
-    "enthusiasm": {"abs": 0.3, "rel": 0.5},
-    "feelings": {"abs": 0.2, "rel": 0.5},
-}
-TONE_MIN_PAIRS = 10  # fewer answer pairs the tone axes apply to on both sides and they are "unmeasured"
 #: Plug-in measures (for example sycophancy probes): ``f(db, parent, child, setup) -> {name: Change dict | number}``.
 MeasureProvider = Callable[[Database, ContestantInfo, ContestantInfo, Setup], dict[str, Any]]
 Progress = Callable[[str], None]
-
-
-@dataclass
-class FeatureDrift:
-    """A feature's paired change (``Change`` fields), whether it is significant and past its practical
-    threshold (``past_threshold``, the drift's own test), and whether it is flagged: the report's one decision on
-    it (``training.decisions``: past its threshold or named by a verdict rule), which every view shows."""
-
-    parent: float
-    child: float
-    delta: float
-    low: float
-    high: float
-    p: float
-    n: int
-    q: float | None
-    flagged: bool
-    past_threshold: bool | None = None  # None: a report saved before decisions (its ``flagged`` was this)
-
-    def __post_init__(self) -> None:
-        if self.past_threshold is None:
-            self.past_threshold = self.flagged
 
 
 @dataclass
@@ -116,8 +86,8 @@ class CheckpointReport:
     rewarded: dict[str, Any] = field(default_factory=dict)  # {"pairs", "candidates": [Rewarded dicts], ...}
     evals: dict[str, Any] = field(default_factory=dict)
     judge: dict[str, Any] = field(default_factory=dict)
-    described: dict[str, Any] = field(default_factory=dict)  # training.vibecheck.Described as a dict
-    tone: dict[str, Any] = field(default_factory=dict)  # training.discover.summarise_tone
+    described: dict[str, Any] = field(default_factory=dict)  # training.report.vibecheck.Described as a dict
+    tone: dict[str, Any] = field(default_factory=dict)  # training.report.discover.summarise_tone
     measures: dict[str, Any] = field(default_factory=dict)
     unmeasured: dict[str, str] = field(default_factory=dict)
     verdict: dict[str, Any] = field(default_factory=dict)
@@ -185,90 +155,6 @@ class CheckpointReport:
         if self.unmeasured:
             parts.append("unmeasured: " + ", ".join(sorted(self.unmeasured)))
         return "; ".join(parts)
-
-
-def _feature_changes(
-    parent: list[str],
-    child: list[str],
-    thresholds: dict[str, dict[str, float]],
-    seed: int,
-    prompts: list[str] | None = None,
-    gaps: dict[str, str] | None = None,
-) -> dict[str, Change]:
-    """Every feature's paired change; the tone axes over the pairs they apply to on both sides (a feature with
-    too few such pairs is left out, the reason in ``gaps``)."""
-    a = [vibes.features(t) for t in parent]
-    b = [vibes.features(t) for t in child]
-    out = {
-        name: paired_change([r[name] for r in a], [r[name] for r in b], seed=seed)
-        for name in vibes.FEATURE_NAMES
-        if name not in tone.AXES
-    }
-    asked: list[str | None] = list(prompts) if prompts else [None] * len(parent)
-    ta = [tone.axes(t, p) for t, p in zip(parent, asked, strict=True)]
-    tb = [tone.axes(t, p) for t, p in zip(child, asked, strict=True)]
-    both = [(x, y) for x, y in zip(ta, tb, strict=True) if x is not None and y is not None]
-    if len(both) >= TONE_MIN_PAIRS:
-        for name in tone.AXES:
-            out[name] = paired_change([x[name] for x, _ in both], [y[name] for _, y in both], seed=seed)
-    elif gaps is not None:
-        for name in tone.AXES:
-            gaps[f"drift/{name}"] = (
-                f"tone read on only {len(both)} of {len(ta)} answer pairs (at least {TONE_MIN_PAIRS} needed): "
-                "the others are empty, code only or not English on one side"
-            )
-    return {n: out[n] for n in vibes.FEATURE_NAMES if n in out}
-
-
-def _degeneration(
-    prompts: list[str], parent: list[Answer], child: list[Answer], seed: int
-) -> dict[str, Change]:
-    a = [vibes.degeneration(x.text, p, x.truncated) for x, p in zip(parent, prompts, strict=True)]
-    b = [vibes.degeneration(x.text, p, x.truncated) for x, p in zip(child, prompts, strict=True)]
-    return {
-        name: paired_change([r[name] for r in a], [r[name] for r in b], seed=seed)
-        for name in vibes.DEGENERATION_SIGNALS
-    }
-
-
-def is_flagged(
-    name: str, change: Change, thresholds: dict[str, dict[str, float]], alpha: float = 0.05
-) -> bool:
-    limit = thresholds.get(name)
-    return (
-        limit is not None
-        and change.significant(alpha)
-        and abs(change.delta) >= limit.get("abs", 0.0)
-        and abs(change.delta) >= limit.get("rel", 0.0) * abs(change.parent)
-    )
-
-
-def merged_thresholds(extra: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]]:
-    limits = {name: dict(lim) for name, lim in DEFAULT_THRESHOLDS.items()}
-    for name, more in (extra or {}).items():
-        limits[name] = {**limits.get(name, {}), **more}
-    return limits
-
-
-def compare(
-    parent_answers: list[str],
-    child_answers: list[str],
-    thresholds: dict[str, dict[str, float]] | None = None,
-    seed: int = 0,
-    prompts: list[str] | None = None,
-) -> tuple[dict[str, FeatureDrift], list[str]]:
-    """Paired feature changes (BH-adjusted) and which are flagged, for two aligned answer lists (``prompts``,
-    when given, keep the words an answer copies from its prompt out of its tone)."""
-    limits = merged_thresholds(thresholds)
-    changes = _feature_changes(parent_answers, child_answers, limits, seed, prompts)
-    adjust(changes)
-    out = {n: _drift(c, is_flagged(n, c, limits)) for n, c in changes.items()}
-    return out, [n for n, f in out.items() if f.flagged]
-
-
-def _drift(change: Change, past: bool) -> FeatureDrift:
-    """A feature's drift before the verdict: flagged when past its threshold (a rule may flag it too, later)."""
-    return FeatureDrift(**change.to_dict(), flagged=past, past_threshold=past)
 
 
 def _unusable(answers: list[Answer]) -> str | None:
@@ -541,7 +427,7 @@ def _record_drift(
     else:
         _record_feature_drift(report, prompts, pa, ca, limits, seed)
     if broken:
-        degen = _degeneration(prompts, pa, ca, seed)
+        degen = degeneration_changes(prompts, pa, ca, seed)
         adjust(degen)
         report.degeneration = {k: v.to_dict() for k, v in degen.items()}
 
@@ -555,20 +441,12 @@ def _record_feature_drift(
     seed: int,
 ) -> None:
     """Feature changes and degeneration (p-values adjusted together), flags and discovered phrases."""
-    changes = _feature_changes(
+    changes = feature_changes(
         [a.text for a in pa], [b.text for b in ca], limits, seed, prompts, report.unmeasured
     )
-    degen = _degeneration(prompts, pa, ca, seed)
+    degen = degeneration_changes(prompts, pa, ca, seed)
     _flag_family(report, prompts, changes, degen, limits, [a.text for a in pa], [b.text for b in ca])
     report.measures.update(reasoning_changes([a.text for a in pa], [b.text for b in ca], seed))
-
-
-def reasoning_changes(parent: list[str], child: list[str], seed: int) -> dict[str, Any]:
-    """``reasoning/thinking_aloud``: the share of answers that reason aloud (``vibes.thinking_aloud``), child vs
-    parent on the same prompts, with the drift features' paired bootstrap interval. Did it start thinking aloud?"""
-    a = [vibes.thinking_aloud(t) for t in parent]
-    b = [vibes.thinking_aloud(t) for t in child]
-    return {"reasoning/thinking_aloud": paired_change(a, b, seed=seed).to_dict()}
 
 
 def _flag_family(
@@ -587,7 +465,7 @@ def _flag_family(
     }
     adjust(family)
     for name, c in changes.items():
-        report.features[name] = _drift(c, is_flagged(name, c, limits))
+        report.features[name] = feature_drift(c, is_flagged(name, c, limits))
     report.flagged = [n for n, f in report.features.items() if f.flagged]
     report.degeneration = {k: v.to_dict() for k, v in degen.items()}
     t = time.perf_counter()
@@ -799,8 +677,8 @@ def _finish(
 
 def apply_decisions(report: CheckpointReport) -> None:
     """Write the verdict's one decision per measure back onto the features, the flagged list and the tone axes,
-    so that a reader of any of them reads the same decision (``training.decisions``)."""
-    from training.decisions import Decision
+    so that a reader of any of them reads the same decision (``training.report.decisions``)."""
+    from training.report.decisions import Decision
 
     found = {k: Decision(**v) for k, v in (report.verdict.get("decisions") or {}).items()}
     for name, f in report.features.items():
@@ -873,7 +751,7 @@ def rescore(
         for k, v in report.measures.items()
         if not k.startswith(("drift/", "degeneration/", "discovered/", "reasoning/"))
     }
-    changes = _feature_changes(pa, ca, limits, seed, prompts, report.unmeasured)
+    changes = feature_changes(pa, ca, limits, seed, prompts, report.unmeasured)
     degen = {
         k: Change(**{f: v[f] for f in Change.__dataclass_fields__}) for k, v in report.degeneration.items()
     }
@@ -945,7 +823,7 @@ def load_report(db: Database, contestant: int | str) -> CheckpointReport | None:
 def from_saved(data: dict[str, Any]) -> CheckpointReport:
     """A saved report; one saved before decisions gets them from what it has (its verdict's reasons, its
     measures), written onto its flags as a new report's are, so no reader of it sees a second decision."""
-    from training.decisions import of_report
+    from training.report.decisions import of_report
 
     report = CheckpointReport.from_dict(data)
     if not report.verdict.get("decisions"):

@@ -1,0 +1,249 @@
+"""The checkpoint report as a job: its settings, the run that makes, saves and records it, and the ``report`` job.
+
+``ReportOptions`` are the report settings of a job config (``REPORT_FIELDS``). ``run_report`` makes a published
+checkpoint's report against its parent (``training.report.steps.drift_report``), saves it beside the contestant,
+and records its verdict (``training.report.verdict.record``), which releases or holds the contestant; it never
+raises. Two paths run it, both from ``training.publish``, the one publish path: at the end of a job the job
+process (``training.job_process``) runs it in its own process right after publishing; a checkpoint published on
+the way gets a queued ``report`` job (``queue_report_job``, in the publish's own transaction) that the job queue
+(``training.runner``) starts like any job, and whose process runs ``run_report_job``. ``after_probes`` decides
+again the verdicts that sycophancy probes stored since can change.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from db.models import Contestant, Job, utcnow
+from db.session import Database
+from training import runner
+from training.report import steps, verdict
+
+#: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
+REPORT_FIELDS = (
+    "drift_prompts",
+    "drift_max_tokens",
+    "seed",
+    "drift_thresholds",
+    "eval_items",
+    "eval_max_tokens",
+    "judge",
+    "describe_axes",
+    "describe_prompts",
+    "verdict_rules",
+    "snapshot_hash",
+    "report_probes",
+    "probe_items",
+    "probe_max_tokens",
+    "tasks",
+    "heldout_tasks",
+    "rewards",
+)
+
+
+@dataclass
+class ReportOptions:
+    """The report settings of a job config (``REPORT_FIELDS``), with the job config's defaults."""
+
+    drift_prompts: int = 80
+    drift_max_tokens: int = 64
+    seed: int = 42
+    drift_thresholds: dict[str, Any] = field(default_factory=dict)
+    eval_items: int = -1
+    eval_max_tokens: int = 96
+    judge: str = ""
+    describe_axes: int = 6
+    describe_prompts: int = 12
+    verdict_rules: str = ""
+    snapshot_hash: str = ""
+    report_probes: bool = False
+    probe_items: int = 4
+    probe_max_tokens: int = 64
+    # RLVR jobs (a task set instead of a snapshot): the report measures held-out task accuracy and reward hacking
+    tasks: str = ""
+    heldout_tasks: int = 0
+    rewards: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, data: dict[str, Any]) -> ReportOptions:
+        return cls(**{k: data[k] for k in REPORT_FIELDS if k in data and data[k] is not None})
+
+
+def run_report(
+    db: Database,
+    contestant_id: int,
+    options: ReportOptions,
+    *,
+    on_metrics: Callable[[dict[str, float]], object] | None = None,
+    say: Callable[[str], None] = lambda msg: print(f"[report] {msg}", flush=True),
+) -> str:
+    """The checkpoint report vs the parent, saved, and its verdict recorded (which releases or holds the
+    contestant). Never raises: a report that cannot be made records "unknown" with the reason (held by
+    default), and a skipped one (``drift_prompts: 0``) does too. Returns the contestant's state after."""
+    from annotation.snapshots import get_snapshot, load_snapshot
+
+    t0 = time.perf_counter()
+    try:
+        rules = verdict.load_rules(options.verdict_rules or None)
+    except Exception as exc:
+        return verdict.record(db, contestant_id, verdict.no_report(f"the verdict rules: {exc}", False))
+    if options.drift_prompts <= 0:
+        why = "the checkpoint report was skipped (drift_prompts: 0)"
+        say(why)
+        return verdict.record(db, contestant_id, verdict.no_report(why, True, rules))
+    try:
+        rows = None
+        providers = None
+        if options.tasks:  # RLVR: no snapshot; held-out task accuracy and reward hacking instead
+            from training.tasks.checks import task_reward_override
+            from training.tasks.report import task_measures
+
+            n_tasks = options.heldout_tasks if options.heldout_tasks > 0 else -1
+            override = task_reward_override(options)
+            providers = [
+                task_measures(options.tasks, override, n_tasks, options.eval_max_tokens, options.seed)
+            ]
+        elif options.snapshot_hash:
+            with db.session() as s:
+                snap = get_snapshot(s, options.snapshot_hash)
+                snap_path, digest = snap.path, snap.hash
+            rows = load_snapshot(snap_path, digest)
+        if options.report_probes:
+            _probe_pair(db, contestant_id, options, say)
+        report = steps.drift_report(
+            db,
+            contestant_id,
+            n_prompts=options.drift_prompts,
+            max_tokens=options.drift_max_tokens,
+            seed=options.seed,
+            thresholds=options.drift_thresholds,
+            exclude=rows,
+            eval_items=options.eval_items,
+            eval_max_tokens=options.eval_max_tokens,
+            judge=options.judge or None,
+            describe_axes=options.describe_axes,
+            describe_prompts=options.describe_prompts,
+            rules_path=options.verdict_rules or None,
+            providers=providers,
+            progress=say,
+        )
+        path = steps.save_report(report, steps.report_folder(db, contestant_id))
+        if on_metrics is not None:
+            values = {f"drift/{name}": f.delta for name, f in report.features.items()}
+            if report.evals:
+                values["evals/accuracy_delta"] = report.evals["delta"]
+            code = {"pass": 0, "watch": 1, "regress": 2, "unknown": 3}[report.verdict_name]
+            on_metrics(
+                {
+                    **values,
+                    "drift/flagged": len(report.flagged),
+                    "drift_seconds": report.seconds,
+                    "verdict/code": code,
+                }
+            )
+        state = verdict.record(db, contestant_id, verdict.Verdict(**report.verdict), str(path))
+        say(f"{report.summary()} ({report.seconds:.1f} s) -> {state}")
+        return state
+    except Exception as exc:
+        traceback.print_exc()
+        why = f"the checkpoint report failed after {time.perf_counter() - t0:.1f} s: {type(exc).__name__}: {exc}"
+        say(why)
+        try:
+            return verdict.record(db, contestant_id, verdict.no_report(why, False, rules))
+        except Exception:
+            traceback.print_exc()  # the contestant was deleted meanwhile, or the database is gone
+            return "unknown"
+
+
+def _probe_pair(db: Database, contestant_id: int, options: ReportOptions, say: Callable[[str], None]) -> None:
+    """Run the sycophancy probes (a small spread of items) on the child and its parent, so the report's
+    ``sycophancy/*`` measures are measured rather than left as gaps."""
+    from standings.probes import PROBES, run_probe
+
+    with db.session() as s:
+        row = s.get_one(Contestant, contestant_id)
+        names = [row.public_name]
+        if row.parent_id is not None and s.get(Contestant, row.parent_id) is not None:
+            names.append(s.get_one(Contestant, row.parent_id).public_name)
+    for probe in PROBES:
+        for name in names:
+            run = run_probe(db, probe, name, limit=options.probe_items, max_tokens=options.probe_max_tokens)
+            say(f"probe {probe} on {name}: {len(run.measurements)} measurements in {run.seconds:.1f} s")
+
+
+def run_report_job(db: Database, job_id: int, config_path: str) -> int:
+    """A ``report`` job's process: run the report of the contestant it names; the job fails (and the sweep
+    holds the contestant) only when the job itself is unusable."""
+    data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8")) or {}
+    contestant_id = int(data["contestant_id"])
+    with db.session() as s:
+        if s.get(Contestant, contestant_id) is None:
+            runner.finish(
+                db, job_id, "failed", f"contestant {contestant_id} no longer exists", only_if="running"
+            )
+            return 1
+    state = run_report(db, contestant_id, ReportOptions.from_config(data))
+    runner.finish(db, job_id, "succeeded", None, only_if="running")
+    print(
+        f"[report] contestant {contestant_id} is {state} at {utcnow().isoformat(timespec='seconds')}",
+        flush=True,
+    )
+    return 0
+
+
+def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
+    """Probes were stored for ``name``: decide again the verdict of it and of its children (whose reports
+    compare with it), record the new ones and apply their hold. Returns (contestant, state) for each change."""
+    with db.session() as s:
+        row = s.scalar(select(Contestant).where(Contestant.public_name == name))
+        if row is None:
+            return []
+        ids = [row.id, *s.scalars(select(Contestant.id).where(Contestant.parent_id == row.id))]
+        names = dict(s.execute(select(Contestant.id, Contestant.public_name)).tuples().all())
+    out = []
+    for cid in ids:
+        state = steps.reevaluate(db, cid)
+        if state is not None:
+            out.append((names[cid], state))
+    return out
+
+
+def queue_report_job(
+    s: Session, contestant_id: int, source_job: int, step: int, config: dict[str, Any], parent_id: int | None
+) -> int:
+    """A queued ``report`` job for ``contestant_id``, a checkpoint saved at ``step`` of job ``source_job``, with
+    that job's report settings (``config``: its job config). The caller's transaction is the publish's, so no
+    sweep can see the contestant pending with no report to come. Returns the new job's id."""
+    settings = {
+        "kind": "report",
+        "contestant_id": contestant_id,
+        "source_job": source_job,
+        "step": step,
+        **{k: config[k] for k in REPORT_FIELDS if k in config},
+    }
+    source = s.get(Job, source_job)
+    job = Job(
+        kind="report",
+        config=settings,
+        status="queued",
+        snapshot_id=source.snapshot_id if source else None,
+        parent_contestant_id=parent_id,
+        created_by=source.created_by if source else None,
+    )
+    s.add(job)
+    s.flush()
+    folder = runner.job_dir(job.id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    job.config_path, job.log_path = str(path), str(folder / "train.log")
+    return job.id
