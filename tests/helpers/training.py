@@ -63,16 +63,22 @@ def register_tiny_parent(db: Database, model_dir: Path) -> int:
 
 
 def add_votes(
-    db: Database, parent: int, other: int, outcomes: list[str], scores: dict[int, float] | None = None
+    db: Database,
+    parent: int,
+    other: int,
+    outcomes: list[str],
+    scores: dict[int, float] | None = None,
+    start: int = 0,
 ) -> None:
     """One ended anonymous battle of ``parent`` (side A) against ``other`` per outcome, each with one voted turn
-    (prompt ``q<k>``); ``scores[k]`` adds a helpfulness score for side A of vote ``k``."""
+    (prompt ``q<start + k>``); ``scores[k]`` adds a helpfulness score for side A of vote ``k``."""
     from datetime import datetime
 
     from db.models import Battle, RubricScore, Turn, Vote
 
     with db.session() as s:
         for k, outcome in enumerate(outcomes):
+            i = start + k
             b = Battle(
                 a_id=parent,
                 b_id=other,
@@ -81,7 +87,7 @@ def add_votes(
                 status="voted",
                 created_at=datetime(2026, 1, 1),
             )
-            b.turns.append(Turn(idx=0, user_msg=f"q{k}", answer_a=f"mine {k}", answer_b=f"theirs {k}"))
+            b.turns.append(Turn(idx=0, user_msg=f"q{i}", answer_a=f"mine {i}", answer_b=f"theirs {i}"))
             vote = Vote(turn_idx=0, outcome=outcome, revealed_before_vote=False)
             b.votes.append(vote)
             s.add(b)

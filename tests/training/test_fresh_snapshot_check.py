@@ -3,32 +3,19 @@ same "at least min_pairs" refusal and the same on/half/off mix, so a config the 
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
 from sqlalchemy import func, select
 
 from annotation.snapshots import vote_pairs, write_snapshot
 from arena.registry import ContestantSpec, register
-from db.models import Battle, DatasetSnapshot, Turn, Vote
+from db.models import DatasetSnapshot
+from tests.helpers.training import add_votes
 from training.errors import JobError
 from training.service import check_config, launch_config
 
 
 def _votes(db, parent: int, other: int, n: int, start: int = 0) -> None:
-    with db.session() as s:
-        for k in range(start, start + n):
-            b = Battle(
-                a_id=parent,
-                b_id=other,
-                left_is_a=True,
-                mode="anonymous",
-                status="voted",
-                created_at=datetime(2026, 1, 1),
-            )
-            b.turns.append(Turn(idx=0, user_msg=f"q{k}", answer_a=f"mine {k}", answer_b=f"theirs {k}"))
-            b.votes.append(Vote(turn_idx=0, outcome="a" if k % 2 else "b", revealed_before_vote=False))
-            s.add(b)
+    add_votes(db, parent, other, ["a" if k % 2 else "b" for k in range(start, start + n)], start=start)
 
 
 def _snapshots(db) -> int:
