@@ -264,3 +264,27 @@ def test_an_unwired_refusing_handler_is_named_and_a_wired_one_is_not():
     assert unwired_refusals(demo, refusing) == [
         "studio.pages.sample:build.<locals>.direct (sample-plain.click)"
     ]
+
+
+def _fn_on(demo: gr.Blocks, elem_id: str, event: str):  # type: ignore[no-untyped-def]
+    for block_fn in demo.fns.values():
+        if any(
+            getattr(demo.blocks.get(i), "elem_id", None) == elem_id and e == event for i, e in block_fn.targets
+        ):
+            return block_fn
+    raise AssertionError(f"no handler on {elem_id}.{event}")
+
+
+def test_the_converted_refusals_answer_beside_their_control(fresh_app):
+    """A prompt set that does not exist, a self-play model the registry does not know, an eval run with no
+    contestant: each reason in the status element, every other output left as it was."""
+    request = gr.Request(username=None)
+    draw = _fn_on(fresh_app, "arena-random", "click")
+    prompt, drawn, status = draw.fn("no-such-set")
+    assert prompt == gr.skip() and drawn == gr.skip() and "⚠️" in status, status
+    model = _fn_on(fresh_app, "arena-self-play-model", "change")
+    first, second, note = model.fn("no-such-model")
+    assert first == gr.skip() and second == gr.skip() and "⚠️" in note, note
+    evals = _fn_on(fresh_app, "evals-run", "click")
+    said = evals.fn(None, "", request, gr.Progress())
+    assert "⚠️" in said and "Pick a contestant" in said, said
