@@ -672,13 +672,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     once. The decision card and the families board below the sub-tabs build and wire themselves."""
     filters, board = _filters(), _board_view()
     with gr.Tabs():
-        style, matrices, over_time, vibes, predict = (
-            _style_tab(),
-            _matrices_tab(),
-            _over_time_tab(),
-            _vibes_tab(),
-            _predict_tab(),
-        )
+        style, matrices, over_time = _style_tab(), _matrices_tab(), _over_time_tab()
+        vibes, predict = _vibes_tab(), _predict_tab()
         identifiability.build_section(ctx)
         goldilocks_tab = _goldilocks_tab()
         with gr.Tab("Votes to flip"):
@@ -693,9 +688,8 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     options = board_options(ctx)
     _wire(ctx, demo, timer, tab, page, options)
     wire_decision(ctx, demo)
-    families.build_section(
-        ctx, ctx.leaderboard, list(filters), options
-    )  # the same board, so the same intervals
+    # the families board reads the same board as the tab, so it shows the same intervals
+    families.build_section(ctx, ctx.leaderboard, list(filters), options)
 
 
 def _wire(
@@ -712,7 +706,7 @@ def _wire(
     filters, board_outputs = list(p.filters), p.board_outputs
     boards = _board_handlers(ctx, options)
     views = _view_handlers(ctx, options)
-    seen_version = gr.State(None)
+    seen_version = gr.State(None)  # the vote cache's version this page last drew (the timer's redraw test)
     p.board.refresh.click(boards.on_refresh, filters, board_outputs, api_name="leaderboard")
     demo.load(boards.on_refresh, filters, board_outputs, api_visibility="private")
     p.filters.method.change(boards.on_refresh, filters, board_outputs, api_visibility="private")
