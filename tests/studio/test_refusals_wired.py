@@ -198,7 +198,7 @@ def test_every_handler_that_can_refuse_is_wired(fresh_app):
     assert unwired_refusals(fresh_app, refusing) == []
 
 
-SAMPLE = '''
+SAMPLE = """
 from studio.errors import refuse, user_error, wire
 from accounts import PermissionDenied
 
@@ -232,7 +232,7 @@ def build(ctx):
     class Tab:
         def method(self):
             raise refuse("no")
-'''
+"""
 
 
 def test_the_reader_finds_refusals_direct_through_helpers_and_converted():
@@ -269,7 +269,8 @@ def test_an_unwired_refusing_handler_is_named_and_a_wired_one_is_not():
 def _fn_on(demo: gr.Blocks, elem_id: str, event: str):  # type: ignore[no-untyped-def]
     for block_fn in demo.fns.values():
         if any(
-            getattr(demo.blocks.get(i), "elem_id", None) == elem_id and e == event for i, e in block_fn.targets
+            getattr(demo.blocks.get(i), "elem_id", None) == elem_id and e == event
+            for i, e in block_fn.targets
         ):
             return block_fn
     raise AssertionError(f"no handler on {elem_id}.{event}")
