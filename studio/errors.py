@@ -78,7 +78,8 @@ def refusal_text(message: str, kind: Any = gr.HTML) -> str:
 def in_place(outputs: Sequence[Any], status: Any) -> Callable[[F], F]:
     """Wire a handler so that a ``Refusal`` it raises becomes its message in ``status`` (one of ``outputs``, the
     element next to the button) and ``gr.skip()`` for every other output. Works for plain handlers and
-    generators; Gradio still sees the handler's own signature (``gr.Request``, ``gr.Progress``)."""
+    generators; Gradio still sees the handler's own signature (``gr.Request``, ``gr.Progress``). The wrapper
+    carries ``refusals_in_place = True``: ``tests/studio/test_refusals_wired.py`` reads it from the built app."""
     outputs = list(outputs)
     at = next((i for i, o in enumerate(outputs) if o is status), None)
     if at is None:
@@ -99,6 +100,7 @@ def in_place(outputs: Sequence[Any], status: Any) -> Callable[[F], F]:
                 except Refusal as exc:
                     yield answer(exc)
 
+            gen.refusals_in_place = True  # type: ignore[attr-defined]
             return gen  # type: ignore[return-value]
 
         @functools.wraps(fn)
@@ -108,6 +110,7 @@ def in_place(outputs: Sequence[Any], status: Any) -> Callable[[F], F]:
             except Refusal as exc:
                 return answer(exc)
 
+        plain.refusals_in_place = True  # type: ignore[attr-defined]
         return plain  # type: ignore[return-value]
 
     return wrap

@@ -57,6 +57,7 @@ LEAST_ROLE = {
     "/judge_board": ANY,
     "/probes_show": ANY,
     "/probes_run": "researcher",
+    "/evals_run": "researcher",
     "/models_show": ANY,
     "/models_release": "researcher",
     "/models_hold": "researcher",
@@ -187,6 +188,7 @@ def _calls(tmp: Path, tag: str) -> dict[str, tuple[tuple, dict]]:
         "/admin_set_password": (("nobody-here", "another long password"), {}),
         "/admin_annotator_checks": ((), {}),
         "/probes_run": (("smollm2-plain", "(none)", ["pushback"], 1), {}),
+        "/evals_run": (("smollm2-plain", "1"), {}),
         "/models_release": (("smollm2-plain", "role test"), {}),
         "/models_export": (("smollm2-plain", "gguf"), {}),
     }

@@ -174,6 +174,7 @@ class _SelfPlay:
     model: Any
     first: Any
     second: Any
+    note: Any  # where a name the registry does not know is refused
 
     @property
     def inputs(self) -> list[Any]:
@@ -194,19 +195,21 @@ def _self_play_controls(ctx: StudioContext) -> _SelfPlay:
             "Each side samples at one of the two temperatures (a coin decides which); the reveal says which. "
             "Votes here make on-policy preference pairs for this model and never change the leaderboard."
         )
+        note = gr.HTML("", elem_id="arena-self-play-note")
 
     def on_model(name: str | None):
         if not name:
-            return gr.update(), gr.update()
+            return gr.update(), gr.update(), gr.update()
         try:
             with ctx.db.session() as s:
                 own = get_contestant(s, name).sampling.get("temperature")
         except RegistryError as exc:
             raise user_error(exc) from exc
-        return default_temperatures(own)
+        return (*default_temperatures(own), "")
 
-    model.change(on_model, [model], [first, second], api_visibility="private")
-    return _SelfPlay(row, model, first, second)
+    # a name the registry does not know (typed by an API client, or gone) answers under the row, not in a toast
+    wire(model.change, on_model, [model], [first, second, note], note, api_visibility="private")
+    return _SelfPlay(row, model, first, second, note)
 
 
 # ---- the page's sections: each builds its components and returns them by name --------------------------------
@@ -454,9 +457,15 @@ def _wire(ctx: StudioContext, p: _ArenaPage) -> None:
         [p.modes.pick_left, p.modes.pick_right, p.self_play.row, p.self_play.model, p.for_prompt],
         api_visibility="private",
     )
-    draw = _draw_handler(ctx)
-    p.actions.draw.click(
-        draw, [p.actions.prompt_set], [p.prompt.prompt, p.drawn], api_name="arena_random_prompt"
+    # a prompt set that cannot be drawn from (unknown, empty) answers in the status line, not in a toast
+    draw_outs = [p.prompt.prompt, p.drawn, p.panes.status]
+    wire(
+        p.actions.draw.click,
+        _draw_handler(ctx),
+        [p.actions.prompt_set],
+        draw_outs,
+        p.panes.status,
+        api_name="arena_random_prompt",
     )
     for btn, (_, choice) in zip(p.votes.buttons, VOTES, strict=True):
         btn.click(
@@ -761,7 +770,7 @@ def _draw_handler(ctx: StudioContext) -> Callable[..., Any]:
                 p = random_prompt(s, set_name or MT_BENCH)
         except PromptImportError as exc:
             raise user_error(exc) from exc
-        return p.turns[0], p.id
+        return p.turns[0], p.id, gr.update()  # the status line keeps what it says about the battle
 
     return on_draw
 

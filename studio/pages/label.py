@@ -8,7 +8,9 @@ verdicts live in the database (``annotation.labelling``), and no model names eve
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -90,101 +92,217 @@ def _progress_md(ctx: StudioContext, queue: str, annotator: str, task: LabelTask
     )
 
 
-def build(ctx: StudioContext, demo: gr.Blocks) -> None:
-    assignment = gr.State(None)  # the current assignment id
-    item = gr.State(None)  # its item id (for the checklist editor)
-    gr.HTML("", js_on_load=KEYS_JS, elem_id="label-keys", visible=True)
+# ---- the page's sections: each builds its components and returns them by name --------------------------------
+class _StartRow(NamedTuple):
+    annotator: Any
+    queue: Any
+    start: Any
+    progress: Any
+
+
+def _start_row() -> _StartRow:
+    """Who labels, which queue, Start / next, and the progress line (where refusals answer)."""
     with gr.Row():
         annotator = gr.Textbox(label="Annotator name", scale=2, elem_id="label-annotator")
         queue = gr.Dropdown([], label="Queue", scale=2, elem_id="label-queue", allow_custom_value=True)
         start = gr.Button("Start / next (N)", variant="primary", scale=1, elem_id="label-start")
     progress = gr.HTML("", elem_id="label-progress")
-    with gr.Row():
-        with gr.Column(scale=3):
-            prompt = gr.HTML(
-                to_html("Enter your name, pick a queue and press **Start**."), elem_id="label-prompt"
-            )
-            checklist = gr.HTML("", elem_id="label-checklist")
-            with gr.Row():
-                left = gr.HTML("", label="Answer A", elem_id="label-left", container=True)
-                right = gr.HTML("", label="Answer B", elem_id="label-right", container=True)
-            with gr.Row():
-                buttons = [
-                    gr.Button(text, elem_id=f"label-choice-{c}", interactive=False) for text, c in CHOICES
-                ]
-                skip = gr.Button("S · Skip", elem_id="label-skip", interactive=False)
-            reason = gr.Textbox(label="Why? (optional)", lines=2, elem_id="label-reason")
-            with gr.Accordion("Edit this prompt's checklist (one line each)", open=False):
-                checklist_edit = gr.Textbox(lines=3, show_label=False, elem_id="label-checklist-edit")
-                save_checklist = gr.Button("Save checklist", size="sm", elem_id="label-checklist-save")
-                checklist_note = gr.HTML("", elem_id="label-checklist-note")
-        with gr.Column(scale=2), gr.Accordion("Rubric", open=True):
-            rubric_title = gr.HTML("", elem_id="label-rubric-title")
-            crit_md, crit_a, crit_b = [], [], []
-            for i in range(MAX_CRITERIA):
-                crit_md.append(gr.HTML("", visible=False))
-                with gr.Row():
-                    crit_a.append(gr.Radio([], label="A", visible=False, elem_id=f"label-crit-{i}-a"))
-                    crit_b.append(gr.Radio([], label="B", visible=False, elem_id=f"label-crit-{i}-b"))
+    return _StartRow(annotator, queue, start, progress)
 
-    shown = [prompt, checklist, left, right, *buttons, skip, reason, rubric_title, *crit_md, *crit_a, *crit_b]
 
-    def view(task: LabelTask | None, queue_name: str, who: str) -> list[Any]:
-        if task is None:
-            off = [gr.update(interactive=False)] * (len(buttons) + 1)
-            blank = [gr.update(visible=False, value=None)] * (2 * MAX_CRITERIA)
-            return [
-                None,
-                _progress_md(ctx, queue_name, who, None),
-                to_html("🎉 Nothing left for you in this queue."),
-                "",
-                "",
-                "",
-                *off,
-                "",
-                "",
-                *[gr.update(visible=False)] * MAX_CRITERIA,
-                *blank,
-                None,
-                "",
-            ]
-        rubric = rubric_from_dict(task.rubric, queue_name) if task.rubric else None
-        crits = list(rubric.criteria[:MAX_CRITERIA]) if rubric else []
-        if task.single:
-            labels = ["1 · Good", "2 · Bad"]
-            btns = [gr.update(value=labels[i], interactive=True, visible=True) for i in range(2)]
-            btns += [gr.update(interactive=False, visible=False)] * (len(buttons) - 2)
-        else:
-            btns = [gr.update(value=t, interactive=True, visible=True) for t, _ in CHOICES]
-        md = [gr.update(value=_criterion_md(c), visible=True) for c in crits]
-        md += [gr.update(value="", visible=False)] * (MAX_CRITERIA - len(crits))
-        ra = [gr.update(choices=c.level_names, value=None, visible=True) for c in crits]
-        ra += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
-        rb = [gr.update(choices=c.level_names, value=None, visible=not task.single) for c in crits]
-        rb += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
-        check = _checklist_html(task.checklist)
-        title = to_html(
-            f"### {literal(rubric.name)} v{literal(rubric.version)}\n\n{literal(rubric.description)}"
-            if rubric
-            else "_No rubric on this queue._"
+class _TaskColumn(NamedTuple):
+    prompt: Any
+    checklist: Any
+    left: Any
+    right: Any
+    buttons: list[Any]  # one per CHOICES entry, in order
+    skip: Any
+    reason: Any
+    checklist_edit: Any
+    save_checklist: Any
+    checklist_note: Any
+
+
+def _task_column() -> _TaskColumn:
+    """The prompt, its checklist, the two answers, the verdict buttons, the reason and the checklist editor."""
+    with gr.Column(scale=3):
+        prompt = gr.HTML(
+            to_html("Enter your name, pick a queue and press **Start**."), elem_id="label-prompt"
         )
+        checklist = gr.HTML("", elem_id="label-checklist")
+        with gr.Row():
+            left = gr.HTML("", label="Answer A", elem_id="label-left", container=True)
+            right = gr.HTML("", label="Answer B", elem_id="label-right", container=True)
+        with gr.Row():
+            buttons = [gr.Button(text, elem_id=f"label-choice-{c}", interactive=False) for text, c in CHOICES]
+            skip = gr.Button("S · Skip", elem_id="label-skip", interactive=False)
+        reason = gr.Textbox(label="Why? (optional)", lines=2, elem_id="label-reason")
+        with gr.Accordion("Edit this prompt's checklist (one line each)", open=False):
+            checklist_edit = gr.Textbox(lines=3, show_label=False, elem_id="label-checklist-edit")
+            save_checklist = gr.Button("Save checklist", size="sm", elem_id="label-checklist-save")
+            checklist_note = gr.HTML("", elem_id="label-checklist-note")
+    return _TaskColumn(
+        prompt, checklist, left, right, buttons, skip, reason, checklist_edit, save_checklist, checklist_note
+    )
+
+
+class _RubricColumn(NamedTuple):
+    title: Any
+    texts: list[Any]  # one per criterion slot (MAX_CRITERIA)
+    scores_a: list[Any]
+    scores_b: list[Any]
+
+
+def _rubric_column() -> _RubricColumn:
+    """The queue's rubric: a title and MAX_CRITERIA criterion slots, each with a score radio per answer."""
+    with gr.Column(scale=2), gr.Accordion("Rubric", open=True):
+        title = gr.HTML("", elem_id="label-rubric-title")
+        texts, scores_a, scores_b = [], [], []
+        for i in range(MAX_CRITERIA):
+            texts.append(gr.HTML("", visible=False))
+            with gr.Row():
+                scores_a.append(gr.Radio([], label="A", visible=False, elem_id=f"label-crit-{i}-a"))
+                scores_b.append(gr.Radio([], label="B", visible=False, elem_id=f"label-crit-{i}-b"))
+    return _RubricColumn(title, texts, scores_a, scores_b)
+
+
+@dataclass
+class _LabelPage:
+    """Every component the tab's events read or write, by section."""
+
+    assignment: Any  # gr.State: the current assignment id
+    item: Any  # gr.State: its item id (for the checklist editor)
+    start: _StartRow
+    task: _TaskColumn
+    rubric: _RubricColumn
+
+    @property
+    def outputs(self) -> list[Any]:
+        """What Start, a verdict and Skip write (``_task_view``'s order)."""
+        t, r = self.task, self.rubric
+        shown = [t.prompt, t.checklist, t.left, t.right, *t.buttons, t.skip, t.reason, r.title]
+        shown += [*r.texts, *r.scores_a, *r.scores_b]
+        return [self.assignment, self.start.progress, *shown, self.item, t.checklist_edit]
+
+
+def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    """Lay out the tab section by section, then wire its events (``_wire``)."""
+    assignment = gr.State(None)
+    item = gr.State(None)
+    gr.HTML("", js_on_load=KEYS_JS, elem_id="label-keys", visible=True)
+    start = _start_row()
+    with gr.Row():
+        task = _task_column()
+        rubric = _rubric_column()
+    _wire(ctx, demo, _LabelPage(assignment, item, start, task, rubric))
+
+
+def _wire(ctx: StudioContext, demo: gr.Blocks, p: _LabelPage) -> None:
+    """The tab's events, in the order the app has always registered them: the checklist's save, the signed-in
+    name, Start, the verdicts, Skip and the queue picker's refresh. A refusal (no queue, no name, Start not
+    pressed) answers in the progress line under the Start button."""
+    s, t = p.start, p.task
+    labelling = _label_handlers(ctx)
+    wire(
+        t.save_checklist.click,
+        _checklist_handler(ctx),
+        [p.item, t.checklist_edit],
+        [t.checklist, t.checklist_note],
+        t.checklist_note,
+        api_visibility="private",
+    )
+    demo.load(fill_user, None, [s.annotator], api_visibility="private")
+    outs = p.outputs
+    wire(s.start.click, labelling.on_start, [s.queue, s.annotator], outs, s.progress, api_name="label_next")
+    scores = [*p.rubric.scores_a, *p.rubric.scores_b]
+    for btn, (_, choice) in zip(t.buttons, CHOICES, strict=True):
+        wire(
+            btn.click,
+            labelling.make_submit(choice),
+            [p.assignment, s.queue, s.annotator, t.reason, *scores],
+            outs,
+            s.progress,
+            api_name=f"label_{choice}",
+        )
+    skip_ins = [p.assignment, s.queue, s.annotator]
+    wire(t.skip.click, labelling.on_skip, skip_ins, outs, s.progress, api_name="label_skip")
+    refresh_queues = _queues_handler(ctx)
+    demo.load(refresh_queues, [s.queue], [s.queue], api_visibility="private")
+    s.queue.focus(refresh_queues, [s.queue], [s.queue], api_visibility="private")
+
+
+# ---- what the handlers send back --------------------------------------------------------------------------------
+N_BUTTONS = len(CHOICES)
+
+
+def _task_view(ctx: StudioContext, task: LabelTask | None, queue_name: str, who: str) -> list[Any]:
+    """One update of ``_LabelPage.outputs`` for ``task`` (None: the queue has nothing left for ``who``)."""
+    if task is None:
+        off = [gr.update(interactive=False)] * (N_BUTTONS + 1)
+        blank = [gr.update(visible=False, value=None)] * (2 * MAX_CRITERIA)
         return [
-            task.assignment_id,
-            _progress_md(ctx, queue_name, who, task),
-            _prompt_md(task),
-            check,
-            gr.update(value=_answer_html("Answer" if task.single else "Answer A", task.left, task.left_cut)),
-            gr.update(value=_answer_html("Answer B", task.right, task.right_cut), visible=not task.single),
-            *btns,
-            gr.update(interactive=True),
+            None,
+            _progress_md(ctx, queue_name, who, None),
+            to_html("🎉 Nothing left for you in this queue."),
             "",
-            title,
-            *md,
-            *ra,
-            *rb,
-            task.item_id,
-            "\n".join(task.checklist),
+            "",
+            "",
+            *off,
+            "",
+            "",
+            *[gr.update(visible=False)] * MAX_CRITERIA,
+            *blank,
+            None,
+            "",
         ]
+    rubric = rubric_from_dict(task.rubric, queue_name) if task.rubric else None
+    crits = list(rubric.criteria[:MAX_CRITERIA]) if rubric else []
+    if task.single:
+        labels = ["1 · Good", "2 · Bad"]
+        btns = [gr.update(value=labels[i], interactive=True, visible=True) for i in range(2)]
+        btns += [gr.update(interactive=False, visible=False)] * (N_BUTTONS - 2)
+    else:
+        btns = [gr.update(value=t, interactive=True, visible=True) for t, _ in CHOICES]
+    md = [gr.update(value=_criterion_md(c), visible=True) for c in crits]
+    md += [gr.update(value="", visible=False)] * (MAX_CRITERIA - len(crits))
+    ra = [gr.update(choices=c.level_names, value=None, visible=True) for c in crits]
+    ra += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
+    rb = [gr.update(choices=c.level_names, value=None, visible=not task.single) for c in crits]
+    rb += [gr.update(visible=False, value=None)] * (MAX_CRITERIA - len(crits))
+    check = _checklist_html(task.checklist)
+    title = to_html(
+        f"### {literal(rubric.name)} v{literal(rubric.version)}\n\n{literal(rubric.description)}"
+        if rubric
+        else "_No rubric on this queue._"
+    )
+    return [
+        task.assignment_id,
+        _progress_md(ctx, queue_name, who, task),
+        _prompt_md(task),
+        check,
+        gr.update(value=_answer_html("Answer" if task.single else "Answer A", task.left, task.left_cut)),
+        gr.update(value=_answer_html("Answer B", task.right, task.right_cut), visible=not task.single),
+        *btns,
+        gr.update(interactive=True),
+        "",
+        title,
+        *md,
+        *ra,
+        *rb,
+        task.item_id,
+        "\n".join(task.checklist),
+    ]
+
+
+# ---- the handlers -----------------------------------------------------------------------------------------------
+class _LabelHandlers(NamedTuple):
+    on_start: Callable[..., Any]
+    make_submit: Callable[[str], Callable[..., Any]]
+    on_skip: Callable[..., Any]
+
+
+def _label_handlers(ctx: StudioContext) -> _LabelHandlers:
+    """Start / next, a verdict (one handler per choice) and Skip; each answers with the next task."""
 
     def _next(queue_name: str | None, who: str) -> list[Any]:
         if not queue_name:
@@ -194,7 +312,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                 task = next_task(s, queue_name, who)
         except (LabelError, QueueError) as exc:
             raise user_error(exc) from exc
-        return view(task, queue_name, who.strip())
+        return _task_view(ctx, task, queue_name, who.strip())
 
     def _who(typed: str, request: gr.Request) -> str:
         """The annotator: the signed-in user when login is on (typing another name changes nothing)."""
@@ -207,7 +325,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     def on_start(queue_name: str | None, who: str, request: gr.Request) -> list[Any]:
         return _next(queue_name, _who(who, request))
 
-    def make_submit(choice: str):
+    def make_submit(choice: str):  # type: ignore[no-untyped-def]
         def on_submit(
             request: gr.Request, assignment_id: int | None, queue_name: str, who: str, why: str, *scores: Any
         ) -> list[Any]:
@@ -241,11 +359,23 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         return _next(queue_name, who)
 
-    def refresh_queues(current: str | None):
+    return _LabelHandlers(on_start, make_submit, on_skip)
+
+
+def _queues_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """The queue picker's choices, keeping the picked queue while it exists."""
+
+    def refresh_queues(current: str | None):  # type: ignore[no-untyped-def]
         with ctx.db.session() as s:
             names = [q.name for q in list_queues(s)]
         value = current if current in names else (names[0] if names else None)
         return gr.update(choices=names, value=value)
+
+    return refresh_queues
+
+
+def _checklist_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """Save the edited checklist of the item on screen (researchers)."""
 
     def on_save_checklist(item_id: int | None, text: str, request: gr.Request) -> tuple[str, str]:
         require(ctx, request, "researcher")
@@ -261,31 +391,10 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             f"Saved: {len(lines)} {'line' if len(lines) == 1 else 'lines'}."
         )
 
-    def fill_user(request: gr.Request):
-        name = getattr(request, "username", None)
-        return gr.update(value=name, interactive=False) if name else gr.update()
+    return on_save_checklist
 
-    outs = [assignment, progress, *shown, item, checklist_edit]
-    wire(
-        save_checklist.click,
-        on_save_checklist,
-        [item, checklist_edit],
-        [checklist, checklist_note],
-        checklist_note,
-        api_visibility="private",
-    )
-    demo.load(fill_user, None, [annotator], api_visibility="private")
-    # a refusal (no queue, no name, Start not pressed) answers in the progress line under the Start button
-    wire(start.click, on_start, [queue, annotator], outs, progress, api_name="label_next")
-    for btn, (_, choice) in zip(buttons, CHOICES, strict=True):
-        wire(
-            btn.click,
-            make_submit(choice),
-            [assignment, queue, annotator, reason, *crit_a, *crit_b],
-            outs,
-            progress,
-            api_name=f"label_{choice}",
-        )
-    wire(skip.click, on_skip, [assignment, queue, annotator], outs, progress, api_name="label_skip")
-    demo.load(refresh_queues, [queue], [queue], api_visibility="private")
-    queue.focus(refresh_queues, [queue], [queue], api_visibility="private")
+
+def fill_user(request: gr.Request):  # type: ignore[no-untyped-def]
+    """With sign-in on, the annotator box shows the signed-in name and cannot be changed."""
+    name = getattr(request, "username", None)
+    return gr.update(value=name, interactive=False) if name else gr.update()

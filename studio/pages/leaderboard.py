@@ -1,9 +1,13 @@
 """Leaderboard tab: the board with intervals, style/vibe control, category boards, matrices, rating over time, vibe
-profiles and the Goldilocks board (rating vs evals vs speed and price), with a button that runs the eval set; what a
-judge vote is worth (the board on people's votes, judges' or both pooled, `standings.judges`); the rating method
-(Bradley-Terry or a tie model; by default the one that predicts held-out votes best) and the *Predictive check*
-sub-tab (which method predicts best). The board refreshes when the tab is opened and on a short timer while it is open (only
-new votes are read; nothing is redrawn when nothing changed).
+profiles and the Goldilocks board (rating vs evals vs speed and price); what a judge vote is worth (the board on
+people's votes, judges' or both pooled, `standings.judges`); the rating method (Bradley-Terry or a tie model; by
+default the one that predicts held-out votes best) and the *Predictive check* sub-tab (which method predicts best).
+The board refreshes when the tab is opened and on a short timer while it is open (only new votes are read; nothing
+is redrawn when nothing changed).
+
+Every view here only reads: nothing on this tab starts work (a model's answers, an eval run). Goldilocks reads the
+stored eval runs; the Probes tab starts them (`studio.pages.evals`), as do ``vibestudio evals run`` and the
+``/evals_run`` endpoint.
 
 Data comes from `standings.leaderboard.LeaderboardService` (`ctx.leaderboard`, one per app and shared with the
 arena's pair sampler: an incremental copy of the votes, so a refresh reads only new votes), `standings.goldilocks`
@@ -13,8 +17,9 @@ and `standings.evals`; this module turns options into calls and plain data into 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 import gradio as gr
 import pandas as pd
@@ -23,11 +28,10 @@ from plotly.subplots import make_subplots
 
 from accounts import PermissionDenied
 from arena.registry import list_contestants
-from standings.evals import EvalError, run_evals
 from standings.goldilocks import goldilocks
 from standings.leaderboard import BoardOptions, compare_contestants, standard_options, vibe_profile
 from studio.context import StudioContext
-from studio.errors import refuse, require, user_error, wire
+from studio.errors import refuse, user_error, wire
 from studio.pages import families, identifiability
 from studio.render import count, counted, literal, plot_label, to_html
 from training.report.verdict import badges_by_name
@@ -386,8 +390,9 @@ def goldilocks_note(rows: list[dict[str, Any]]) -> str:
         )
     if not any(r["eval_score"] is not None for r in rows):
         notes.append(
-            "The eval panel is empty: no verifiable evals have run yet. Pick a contestant under *Run the "
-            "verifiable evals for* below and press **Run evals** (a few items first: *Only the first N items*)."
+            "The eval panel is empty: no verifiable evals have run yet. On the Probes tab, pick a contestant "
+            "under *Run the verifiable evals for* and press **Run evals** (a few items first: *Only the first N "
+            "items*), then show this board again."
         )
     if rows and all(not r["cost_per_answer"] for r in rows):
         notes.append(
@@ -491,12 +496,19 @@ def predict_text(out: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-# -- the tab ---------------------------------------------------------------------------------------------------------
-def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
-    """Build the tab and wire its refresh ``timer`` (made by the app outside the tabs, which runs it only while
-    ``tab`` is open); opening ``tab`` refreshes the board at once."""
-    service = ctx.leaderboard
+# -- the tab's sections: each builds its components and returns them by name --------------------------------------
+class _Filters(NamedTuple):
+    """The options every view of the board reads, in ``board_options``'s order."""
 
+    ci: Any
+    controls: Any
+    board: Any
+    named: Any
+    method: Any
+
+
+def _filters() -> _Filters:
+    """Intervals, controls, the board (all votes or a category) and named-mode votes; the rating method."""
     with gr.Row():
         ci = gr.Radio(["bootstrap", "sandwich"], value="bootstrap", label="Intervals", scale=1)
         controls = gr.CheckboxGroup(CONTROLS, value=[], label="Control for", scale=2)
@@ -505,78 +517,229 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
         )
         named = gr.Checkbox(False, label="Include named-mode votes", scale=1)
     method = gr.Radio(METHOD_CHOICES, value="auto", label="Method", elem_id="leaderboard-method")
+    return _Filters(ci, controls, board, named, method)
+
+
+class _BoardView(NamedTuple):
+    refresh: Any
+    summary: Any
+    table: Any
+    chart: Any
+
+
+def _board_view() -> _BoardView:
+    """Refresh, the summary line, the table and the chart of ratings with their intervals."""
     refresh = gr.Button("Refresh", elem_id="leaderboard-refresh")
     summary = gr.HTML(elem_id="leaderboard-summary")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
     chart = gr.Plot()
+    return _BoardView(refresh, summary, table, chart)
+
+
+class _StyleTab(NamedTuple):
+    table: Any
+    chart: Any
+
+
+def _style_tab() -> _StyleTab:
+    with gr.Tab("Style control"):
+        gr.Markdown(
+            "Tick a control above and refresh: each feature's coefficient says how many rating points one "
+            "standard deviation of it buys, with the ratings adjusted for it."
+        )
+        table = gr.Dataframe(headers=STYLE_COLUMNS, interactive=False, elem_id="leaderboard-style")
+        chart = gr.Plot()
+    return _StyleTab(table, chart)
+
+
+class _MatricesTab(NamedTuple):
+    button: Any
+    win: Any
+    counts: Any
+
+
+def _matrices_tab() -> _MatricesTab:
+    with gr.Tab("Matrices"):
+        button = gr.Button("Show win-rate and battle-count matrices", elem_id="leaderboard-matrices")
+        win, counts = gr.Plot(), gr.Plot()
+    return _MatricesTab(button, win, counts)
+
+
+class _OverTimeTab(NamedTuple):
+    period: Any
+    button: Any
+    plot: Any
+
+
+def _over_time_tab() -> _OverTimeTab:
+    with gr.Tab("Over time"):
+        with gr.Row():
+            period = gr.Radio(FREQS, value="W", label="Period")
+            button = gr.Button("Show rating over time", elem_id="leaderboard-over-time")
+        plot = gr.Plot(elem_id="leaderboard-over-time-plot")
+    return _OverTimeTab(period, button, plot)
+
+
+class _VibesTab(NamedTuple):
+    a: Any
+    b: Any
+    button: Any
+    text: Any
+    table: Any
+    plot: Any
+
+
+def _vibes_tab() -> _VibesTab:
+    """One contestant's vibe profile, or two compared."""
+    with gr.Tab("Vibe profiles"):
+        with gr.Row():
+            a = gr.Dropdown([], label="Contestant", allow_custom_value=True, elem_id="leaderboard-vibe-a")
+            b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
+            button = gr.Button("Show vibes", elem_id="leaderboard-vibes")
+        text = gr.HTML(elem_id="leaderboard-vibe-text")
+        table = gr.Dataframe(headers=PROFILE_COLUMNS, interactive=False, elem_id="leaderboard-vibe-table")
+        plot = gr.Plot()
+    return _VibesTab(a, b, button, text, table, plot)
+
+
+class _PredictTab(NamedTuple):
+    button: Any
+    summary: Any
+    table: Any
+
+
+def _predict_tab() -> _PredictTab:
+    with gr.Tab("Predictive check"):
+        gr.Markdown(
+            "Each method is fitted on earlier votes and scored on the later ones (time split), and on a random "
+            "share (random split): log-loss and Brier score of a/b/tie, lower is better, 95% intervals by a "
+            "bootstrap over the held-out votes."
+        )
+        button = gr.Button("Compare the methods on held-out votes", elem_id="leaderboard-predict")
+        summary = gr.Markdown(elem_id="leaderboard-predict-summary")
+        table = gr.Dataframe(headers=PREDICT_COLUMNS, interactive=False, elem_id="leaderboard-predict-table")
+    return _PredictTab(button, summary, table)
+
+
+class _GoldilocksTab(NamedTuple):
+    button: Any
+    note: Any
+    plot: Any
+    table: Any
+
+    @property
+    def outputs(self) -> list[Any]:
+        """What ``on_goldilocks`` writes, in its order."""
+        return [self.plot, self.table, self.note]
+
+
+def _goldilocks_tab() -> _GoldilocksTab:
+    """Rating against evals, speed and price. It reads stored eval runs; they are started on the Probes tab."""
+    with gr.Tab("Goldilocks"):
+        button = gr.Button("Show the Goldilocks board", elem_id="leaderboard-goldilocks")
+        note = gr.HTML(elem_id="goldilocks-note")
+        plot = gr.Plot()
+        table = gr.Dataframe(headers=GOLDILOCKS_COLUMNS, interactive=False, elem_id="goldilocks-table")
+    return _GoldilocksTab(button, note, plot, table)
+
+
+@dataclass
+class _LeaderboardPage:
+    """Every component the tab's events read or write, by section."""
+
+    filters: _Filters
+    board: _BoardView
+    style: _StyleTab
+    matrices: _MatricesTab
+    over_time: _OverTimeTab
+    vibes: _VibesTab
+    predict: _PredictTab
+    goldilocks: _GoldilocksTab
+    fragility: FragilityTab
+    lc: LcTab
+    judges: JudgeTab
+
+    @property
+    def board_outputs(self) -> list[Any]:
+        """What a refresh writes (``on_refresh``'s order): the board, the board picker's choices, style control."""
+        b = self.board
+        return [b.summary, b.table, b.chart, self.filters.board, self.style.table, self.style.chart]
+
+
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
+    """Lay out the tab section by section and wire its events (``_wire``), among them the refresh ``timer`` (made
+    by the app outside the tabs, which runs it only while ``tab`` is open); opening ``tab`` refreshes the board at
+    once. The decision card and the families board below the sub-tabs build and wire themselves."""
+    filters, board = _filters(), _board_view()
     with gr.Tabs():
-        with gr.Tab("Style control"):
-            gr.Markdown(
-                "Tick a control above and refresh: each feature's coefficient says how many rating points one "
-                "standard deviation of it buys, with the ratings adjusted for it."
-            )
-            coef_table = gr.Dataframe(headers=STYLE_COLUMNS, interactive=False, elem_id="leaderboard-style")
-            coef_chart = gr.Plot()
-        with gr.Tab("Matrices"):
-            matrices_btn = gr.Button(
-                "Show win-rate and battle-count matrices", elem_id="leaderboard-matrices"
-            )
-            win_plot, count_plot = gr.Plot(), gr.Plot()
-        with gr.Tab("Over time"):
-            with gr.Row():
-                freq = gr.Radio(FREQS, value="W", label="Period")
-                over_btn = gr.Button("Show rating over time", elem_id="leaderboard-over-time")
-            over_plot = gr.Plot(elem_id="leaderboard-over-time-plot")
-        with gr.Tab("Vibe profiles"):
-            with gr.Row():
-                vibe_a = gr.Dropdown(
-                    [], label="Contestant", allow_custom_value=True, elem_id="leaderboard-vibe-a"
-                )
-                vibe_b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
-                vibe_btn = gr.Button("Show vibes", elem_id="leaderboard-vibes")
-            vibe_text = gr.HTML(elem_id="leaderboard-vibe-text")
-            vibe_table = gr.Dataframe(
-                headers=PROFILE_COLUMNS, interactive=False, elem_id="leaderboard-vibe-table"
-            )
-            vibe_plot = gr.Plot()
-        with gr.Tab("Predictive check"):
-            gr.Markdown(
-                "Each method is fitted on earlier votes and scored on the later ones (time split), and on a random "
-                "share (random split): log-loss and Brier score of a/b/tie, lower is better, 95% intervals by a "
-                "bootstrap over the held-out votes."
-            )
-            predict_btn = gr.Button("Compare the methods on held-out votes", elem_id="leaderboard-predict")
-            predict_md = gr.Markdown(elem_id="leaderboard-predict-summary")
-            predict_df = gr.Dataframe(
-                headers=PREDICT_COLUMNS, interactive=False, elem_id="leaderboard-predict-table"
-            )
+        style, matrices, over_time = _style_tab(), _matrices_tab(), _over_time_tab()
+        vibes, predict = _vibes_tab(), _predict_tab()
         identifiability.build_section(ctx)
-        with gr.Tab("Goldilocks"):
-            gold_btn = gr.Button("Show the Goldilocks board", elem_id="leaderboard-goldilocks")
-            gold_note = gr.HTML(elem_id="goldilocks-note")
-            gold_plot = gr.Plot()
-            gold_table = gr.Dataframe(
-                headers=GOLDILOCKS_COLUMNS, interactive=False, elem_id="goldilocks-table"
-            )
-            with gr.Row():
-                eval_who = gr.Dropdown(
-                    [], label="Run the verifiable evals for", allow_custom_value=True, scale=2
-                )
-                eval_limit = gr.Textbox(  # a Number would show "empty" as 0
-                    "",
-                    label="Only the first N items (empty: all)",
-                    placeholder="all items",
-                    scale=1,
-                    elem_id="evals-limit",
-                )
-                eval_btn = gr.Button("Run evals", variant="primary", elem_id="evals-run", scale=1)
-            eval_status = gr.HTML(elem_id="evals-status")
+        goldilocks_tab = _goldilocks_tab()
         with gr.Tab("Votes to flip"):
-            fragile_tab = fragility_components()
+            fragile = fragility_components()
         with gr.Tab("LC win rate"):
-            lc_tab = lc_components()
+            lc = lc_components()
         with gr.Tab("Judge votes"):
-            judge_tab = JudgeTab()
+            judges = JudgeTab()
+    page = _LeaderboardPage(
+        filters, board, style, matrices, over_time, vibes, predict, goldilocks_tab, fragile, lc, judges
+    )
+    options = board_options(ctx)
+    _wire(ctx, demo, timer, tab, page, options)
+    wire_decision(ctx, demo)
+    # the families board reads the same board as the tab, so it shows the same intervals
+    families.build_section(ctx, ctx.leaderboard, list(filters), options)
+
+
+def _wire(
+    ctx: StudioContext,
+    demo: gr.Blocks,
+    timer: gr.Timer,
+    tab: gr.Tab | None,
+    p: _LeaderboardPage,
+    options: Any,
+) -> None:
+    """The tab's events, in the order the app has always registered them (the tests address the private ones by
+    index): the board's refresh (button, load, method, filters), the predictive check, the timer and the tab's
+    opening, the contestant pickers, matrices, over time, vibes, Goldilocks, then each sub-tab's own."""
+    filters, board_outputs = list(p.filters), p.board_outputs
+    boards = _board_handlers(ctx, options)
+    views = _view_handlers(ctx, options)
+    seen_version = gr.State(None)  # the vote cache's version this page last drew (the timer's redraw test)
+    p.board.refresh.click(boards.on_refresh, filters, board_outputs, api_name="leaderboard")
+    demo.load(boards.on_refresh, filters, board_outputs, api_visibility="private")
+    p.filters.method.change(boards.on_refresh, filters, board_outputs, api_visibility="private")
+    # picking a board, the intervals, a control or named votes redraws at once (the timer redraws only on new votes)
+    f = p.filters
+    picks = [f.ci.input, f.controls.input, f.board.input, f.named.input]
+    gr.on(picks, boards.on_refresh, filters, board_outputs, api_visibility="private")
+    predict = p.predict
+    predict.button.click(
+        views.on_predict, filters, [predict.summary, predict.table], api_name="leaderboard_predict"
+    )
+    follow = [*board_outputs, seen_version]
+    timer.tick(boards.on_tick, [*filters, seen_version], follow, api_visibility="private")
+    if tab is not None:
+        tab.select(boards.on_open, filters, follow, api_visibility="private")
+    demo.load(views.contestant_choices, None, [p.vibes.a, p.vibes.b], api_visibility="private")
+    m, o = p.matrices, p.over_time
+    m.button.click(views.on_matrices, filters, [m.win, m.counts], api_visibility="private")
+    o.button.click(views.on_over_time, [o.period, *filters], [o.plot], api_visibility="private")
+    # refusals (nothing picked, a name with no answers) answer in the text next to the button
+    v = p.vibes
+    vibe_outs = [v.text, v.table, v.plot]
+    wire(v.button.click, views.on_vibes, [v.a, v.b], vibe_outs, v.text, api_visibility="private")
+    g = p.goldilocks
+    g.button.click(views.on_goldilocks, filters, g.outputs, api_visibility="private")
+    wire_fragility(ctx, p.fragility, filters, options)
+    wire_lc(ctx, demo, p.lc, filters, options)
+    wire_judges(ctx, p.judges)
+
+
+# -- the handlers ----------------------------------------------------------------------------------------------------
+def board_options(ctx: StudioContext) -> Callable[..., BoardOptions]:
+    """The filters' values (``_Filters``' order) as the board's options, with the studio's bootstrap rounds."""
 
     def options(
         ci_method: str,
@@ -596,6 +759,23 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             board=board_name or "all",
             include_named=bool(with_named),
         )
+
+    return options
+
+
+#: How many outputs a board refresh writes (``_LeaderboardPage.board_outputs``).
+BOARD_OUTPUTS = 6
+
+
+class _BoardHandlers(NamedTuple):
+    on_refresh: Callable[..., Any]
+    on_open: Callable[..., Any]
+    on_tick: Callable[..., Any]
+
+
+def _board_handlers(ctx: StudioContext, options: Callable[..., BoardOptions]) -> _BoardHandlers:
+    """The board's refresh; the tab's opening and the timer, which redraw only when the votes changed."""
+    service = ctx.leaderboard
 
     def on_refresh(
         ci_method="bootstrap", chosen=None, board_name="all", with_named=False, method_name="auto"
@@ -621,6 +801,44 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             style_table(out),
             style_chart(out),
         )
+
+    def on_open(*values):  # type: ignore[no-untyped-def]
+        """Tab opened: refresh now (the app starts the timer)."""
+        return (*on_refresh(*values), service.cache.version)
+
+    def on_tick(*values):  # type: ignore[no-untyped-def]
+        """Timer: read new votes; redraw only when something changed since this page last drew."""
+        *filter_values, seen = values
+        service.refresh()
+        if seen is not None and seen == service.cache.version:
+            return (*[gr.skip()] * BOARD_OUTPUTS, seen)
+        return (*on_refresh(*filter_values), service.cache.version)
+
+    return _BoardHandlers(on_refresh, on_open, on_tick)
+
+
+class _ViewHandlers(NamedTuple):
+    on_predict: Callable[..., Any]
+    contestant_choices: Callable[..., Any]
+    on_matrices: Callable[..., Any]
+    on_over_time: Callable[..., Any]
+    on_vibes: Callable[..., Any]
+    on_goldilocks: Callable[..., Any]
+
+
+def _view_handlers(ctx: StudioContext, options: Callable[..., BoardOptions]) -> _ViewHandlers:
+    """The sub-tabs' reads: the predictive check, matrices, rating over time, vibe profiles, Goldilocks."""
+    service = ctx.leaderboard
+
+    def on_predict(ci_method, chosen, board_name, with_named, method_name, progress=gr.Progress()):
+        progress(0.1, desc="fitting each method on earlier votes")
+        out = service.predict(options(ci_method, chosen, board_name, with_named, method_name))
+        return predict_text(out), predict_table(out)
+
+    def contestant_choices():
+        with ctx.db.session() as s:
+            names = [c.public_name for c in list_contestants(s)]
+        return gr.update(choices=names), gr.update(choices=names)
 
     def on_matrices(ci_method, chosen, board_name, with_named, method_name="auto"):
         m = service.matrices(options(ci_method, chosen, board_name, with_named, method_name))
@@ -660,98 +878,7 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
             rows = goldilocks(s, out["models"])
         return goldilocks_chart(rows), goldilocks_table(rows), goldilocks_note(rows)
 
-    def on_run_evals(who: str | None, limit, request: gr.Request, progress=gr.Progress()):
-        require(ctx, request, "researcher")
-        if not who:
-            raise refuse("Pick a contestant first.")
-
-        def report(done: int, total: int, item: str) -> None:
-            progress((done, total), desc=f"{who}: {item or 'starting'}")
-
-        text = str(limit or "").strip()
-        if text and not (text.isdigit() and int(text) > 0):
-            return to_html("Not run: type a whole number of items above 0, or leave the box empty for all.")
-        try:
-            run = run_evals(
-                ctx.db,
-                who,
-                limit=int(text) if text else None,
-                progress=report,
-                user_id=ctx.access.user_id(request),
-            )
-        except (EvalError, PermissionDenied) as exc:
-            raise user_error(exc) from exc
-        s = run.summary()
-        score = "n/a" if s["score"] is None else f"{100 * s['score']:.0f}%"
-        text = (
-            f"**{literal(s['contestant'])}**: {s['passed']} of {count(s['answered'], 'answer')} passed ({score}) "
-            f"in {s['seconds']:.0f} s."
-        )
-        if s["stopped"]:
-            text += f"\n\n⚠️ Stopped early: {literal(s['stopped'])}"
-        return to_html(text)
-
-    def contestant_choices():
-        with ctx.db.session() as s:
-            names = [c.public_name for c in list_contestants(s)]
-        return gr.update(choices=names), gr.update(choices=names), gr.update(choices=names)
-
-    def on_predict(ci_method, chosen, board_name, with_named, method_name, progress=gr.Progress()):
-        progress(0.1, desc="fitting each method on earlier votes")
-        out = service.predict(options(ci_method, chosen, board_name, with_named, method_name))
-        return predict_text(out), predict_table(out)
-
-    def on_open(*values):  # type: ignore[no-untyped-def]
-        """Tab opened: refresh now (the app starts the timer)."""
-        return (*on_refresh(*values), service.cache.version)
-
-    def on_tick(*values):  # type: ignore[no-untyped-def]
-        """Timer: read new votes; redraw only when something changed since this page last drew."""
-        *filter_values, seen = values
-        service.refresh()
-        if seen is not None and seen == service.cache.version:
-            return (*[gr.skip()] * len(board_outputs), seen)
-        return (*on_refresh(*filter_values), service.cache.version)
-
-    filters = [ci, controls, board, named, method]
-    board_outputs = [summary, table, chart, board, coef_table, coef_chart]
-    seen_version = gr.State(None)
-    refresh.click(on_refresh, filters, board_outputs, api_name="leaderboard")
-    demo.load(on_refresh, filters, board_outputs, api_visibility="private")
-    method.change(on_refresh, filters, board_outputs, api_visibility="private")
-    # picking a board, the intervals, a control or named votes redraws at once (the timer redraws only on new votes)
-    gr.on(
-        [ci.input, controls.input, board.input, named.input],
-        on_refresh,
-        filters,
-        board_outputs,
-        api_visibility="private",
-    )
-    predict_btn.click(on_predict, filters, [predict_md, predict_df], api_name="leaderboard_predict")
-    timer.tick(on_tick, [*filters, seen_version], [*board_outputs, seen_version], api_visibility="private")
-    if tab is not None:
-        tab.select(on_open, filters, [*board_outputs, seen_version], api_visibility="private")
-    demo.load(contestant_choices, None, [vibe_a, vibe_b, eval_who], api_visibility="private")
-    matrices_btn.click(on_matrices, filters, [win_plot, count_plot], api_visibility="private")
-    over_btn.click(on_over_time, [freq, *filters], [over_plot], api_visibility="private")
-    # refusals (nothing picked, a name with no answers) answer in the text next to the button
-    vibe_outs = [vibe_text, vibe_table, vibe_plot]
-    wire(vibe_btn.click, on_vibes, [vibe_a, vibe_b], vibe_outs, vibe_text, api_visibility="private")
-    gold_outputs = [gold_plot, gold_table, gold_note]
-    gold_btn.click(on_goldilocks, filters, gold_outputs, api_visibility="private")
-    wire(
-        eval_btn.click,
-        on_run_evals,
-        [eval_who, eval_limit],
-        [eval_status],
-        eval_status,
-        api_visibility="private",
-    ).then(on_goldilocks, filters, gold_outputs, api_visibility="private")
-    wire_fragility(ctx, fragile_tab, filters, options)
-    wire_lc(ctx, demo, lc_tab, filters, options)
-    wire_judges(ctx, judge_tab)
-    wire_decision(ctx, demo)
-    families.build_section(ctx, service, filters, options)  # the same board, so the same intervals
+    return _ViewHandlers(on_predict, contestant_choices, on_matrices, on_over_time, on_vibes, on_goldilocks)
 
 
 # -- how fragile is the order; LC win rate (votes-to-flip, #31) ----------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Probes tab: run the sycophancy probes on a contestant (optionally against its parent) and read the results.
+"""Probes tab: run the sycophancy probes on a contestant (optionally against its parent) and read the results;
+below them, run the verifiable evals (``studio.pages.evals``).
 
 Thin: the handlers call ``standings.probes`` and turn its plain report into a table (rates with 95% intervals and n,
 unmeasurable counts with reasons) and the paired difference against the other contestant.
@@ -16,6 +17,7 @@ from arena.registry import list_contestants
 from standings.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
 from studio.context import StudioContext
 from studio.errors import refuse, user_error, wire
+from studio.pages import evals
 from studio.render import literal, to_html
 from training.report.job import after_probes
 
@@ -145,3 +147,4 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         return gr.update(choices=new_names), gr.update(choices=[NONE, *new_names])
 
     demo.load(refresh, None, [who, against], api_visibility="private")
+    evals.build_section(ctx, demo)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import html
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 import pandas as pd
@@ -91,10 +93,41 @@ def _choices(ctx: StudioContext) -> tuple[list[str], list[str], list[str], list[
     return sets, people, queues, [r.name for r in list_rubrics()]
 
 
-def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+# ---- the page's sections: each builds its components and returns them by name --------------------------------
+class _Board(NamedTuple):
+    table: Any
+    refresh: Any
+
+
+def _board() -> _Board:
+    """The queues table and its Refresh button."""
     table = gr.Dataframe(headers=QUEUE_COLUMNS, interactive=False, elem_id="queues-table")
     refresh = gr.Button("Refresh", elem_id="queues-refresh")
+    return _Board(table, refresh)
 
+
+class _CreateForm(NamedTuple):
+    name: Any
+    prompt_set: Any
+    policy: Any
+    opponent: Any
+    k: Any
+    temps: Any
+    max_prompts: Any
+    max_tokens: Any
+    overlap: Any
+    rubric: Any
+    button: Any
+    status: Any
+
+    @property
+    def inputs(self) -> list[Any]:
+        """What ``on_create`` reads, in its order: every field before the button."""
+        return list(self[:10])
+
+
+def _create_form() -> _CreateForm:
+    """A new on-policy queue: prompts, a policy (and an opponent), k answers each, the rubric."""
     with gr.Accordion("New on-policy queue", open=True):
         with gr.Row():
             name = gr.Textbox(label="Queue name", elem_id="queues-name")
@@ -114,42 +147,172 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             rubric = gr.Dropdown([], label="Rubric", allow_custom_value=True)
         create = gr.Button("Generate queue", variant="primary", elem_id="queues-create")
         created = gr.HTML(elem_id="queues-created")
+    return _CreateForm(
+        name,
+        prompt_set,
+        policy,
+        opponent,
+        k,
+        temps,
+        max_prompts,
+        max_tokens,
+        overlap,
+        rubric,
+        create,
+        created,
+    )
 
+
+class _ImportForm(NamedTuple):
+    upload: Any
+    layout: Any
+    queue: Any
+    skip_bad: Any
+    button: Any
+    status: Any
+
+
+def _import_form() -> _ImportForm:
+    """Preference data from a file, validated row by row."""
     with gr.Accordion("Import preference data", open=False):
         with gr.Row():
             upload = gr.File(label="File (JSON, JSONL, Parquet, .gz)", elem_id="queues-file")
-            fmt = gr.Dropdown(["auto", *FORMATS], value="auto", label="Layout")
-            imp_queue = gr.Textbox(label="Queue (optional)")
+            layout = gr.Dropdown(["auto", *FORMATS], value="auto", label="Layout")
+            queue = gr.Textbox(label="Queue (optional)")
             skip_bad = gr.Checkbox(False, label="Skip bad rows (and list them)")
-        do_import = gr.Button("Validate and import", elem_id="queues-import")
-        imported = gr.HTML(elem_id="queues-imported")
+        button = gr.Button("Validate and import", elem_id="queues-import")
+        status = gr.HTML(elem_id="queues-imported")
+    return _ImportForm(upload, layout, queue, skip_bad, button, status)
 
+
+class _JudgeForm(NamedTuple):
+    queue: Any
+    judge: Any
+    absolute: Any
+    max_items: Any
+    run: Any
+    checklists: Any
+    status: Any
+
+
+def _judge_form() -> _JudgeForm:
+    """An AI judge over a queue (positions swapped), or a model writing per-prompt checklists."""
     with gr.Accordion("AI judge", open=False):
         with gr.Row():
-            j_queue = gr.Dropdown([], label="Queue", allow_custom_value=True, elem_id="queues-judge-queue")
+            queue = gr.Dropdown([], label="Queue", allow_custom_value=True, elem_id="queues-judge-queue")
             judge = gr.Dropdown([], label="Judge (any contestant)", allow_custom_value=True)
             absolute = gr.Checkbox(False, label="Also grade each answer on the rubric")
-            j_max = gr.Number(value=20, precision=0, label="Items (0 = all)")
+            max_items = gr.Number(value=20, precision=0, label="Items (0 = all)")
         with gr.Row():
             run = gr.Button("Run judge (positions swapped)", elem_id="queues-judge")
-            write_checklists = gr.Button(
-                "Write per-prompt checklists with this model", elem_id="queues-checklists"
-            )
-        judged = gr.HTML(elem_id="queues-judged")
+            checklists = gr.Button("Write per-prompt checklists with this model", elem_id="queues-checklists")
+        status = gr.HTML(elem_id="queues-judged")
+    return _JudgeForm(queue, judge, absolute, max_items, run, checklists, status)
 
+
+class _ExportForm(NamedTuple):
+    queues: Any
+    fmt: Any
+    file: Any
+    kinds: Any
+    conversational: Any
+    rows_per: Any
+    export: Any
+    freeze: Any
+    status: Any
+    download: Any  # a link to the checked download route
+
+    @property
+    def inputs(self) -> list[Any]:
+        """What ``on_export`` reads, in its order."""
+        return [self.queues, self.fmt, self.file, self.kinds, self.conversational, self.rows_per]
+
+
+def _export_form() -> _ExportForm:
+    """Labels out as a file (a format and a file kind), or frozen as a training snapshot."""
     with gr.Accordion("Export labels", open=False):
         with gr.Row():
-            e_queues = gr.Dropdown([], multiselect=True, label="Queues (none = all)", allow_custom_value=True)
-            e_fmt = gr.Dropdown(list(EXPORT_FORMATS), value="trl", label="Format")
-            e_file = gr.Dropdown(list(FILE_FORMATS), value="JSONL", label="File")
-            e_kinds = gr.CheckboxGroup(list(LABEL_KINDS), value=list(LABEL_KINDS), label="Labels from")
-            e_conv = gr.Checkbox(False, label="Conversational (message lists)")
-            e_agg = gr.Radio(["each", "majority"], value="each", label="Rows per")
+            queues = gr.Dropdown([], multiselect=True, label="Queues (none = all)", allow_custom_value=True)
+            fmt = gr.Dropdown(list(EXPORT_FORMATS), value="trl", label="Format")
+            file = gr.Dropdown(list(FILE_FORMATS), value="JSONL", label="File")
+            kinds = gr.CheckboxGroup(list(LABEL_KINDS), value=list(LABEL_KINDS), label="Labels from")
+            conversational = gr.Checkbox(False, label="Conversational (message lists)")
+            rows_per = gr.Radio(["each", "majority"], value="each", label="Rows per")
         with gr.Row():
-            do_export = gr.Button("Export", elem_id="queues-export")
+            export = gr.Button("Export", elem_id="queues-export")
             freeze = gr.Button("Freeze as training snapshot", elem_id="queues-freeze")
-        exported = gr.HTML(elem_id="queues-exported")
-        download = gr.HTML(elem_id="queues-download")  # a link to the checked download route
+        status = gr.HTML(elem_id="queues-exported")
+        download = gr.HTML(elem_id="queues-download")
+    return _ExportForm(queues, fmt, file, kinds, conversational, rows_per, export, freeze, status, download)
+
+
+@dataclass
+class _QueuesPage:
+    """Every component the tab's events read or write, by section."""
+
+    board: _Board
+    create: _CreateForm
+    imports: _ImportForm
+    judge: _JudgeForm
+    export: _ExportForm
+
+    @property
+    def pickers(self) -> list[Any]:
+        """The pickers a refresh fills, in ``on_refresh``'s order (it reads the first six)."""
+        c, j = self.create, self.judge
+        return [c.prompt_set, c.policy, c.opponent, c.rubric, j.queue, j.judge, self.export.queues]
+
+
+def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+    """Lay out the tab section by section, then wire its events (``_wire``)."""
+    page = _QueuesPage(_board(), _create_form(), _import_form(), _judge_form(), _export_form())
+    _wire(ctx, demo, page)
+
+
+def _wire(ctx: StudioContext, demo: gr.Blocks, p: _QueuesPage) -> None:
+    """The tab's events, in the order the app has always registered them: Refresh and the page load, then each
+    action, whose refusal (nothing picked, an unknown name, nothing labelled yet) answers in the text under it."""
+    table, pickers = p.board.table, p.pickers
+    on_refresh = _refresh_handler(ctx)
+    p.board.refresh.click(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
+    demo.load(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
+    c, i, j, e = p.create, p.imports, p.judge, p.export
+    wire(c.button.click, _create_handler(ctx), c.inputs, [c.status, table], c.status, api_name="queue_create")
+    wire(
+        i.button.click,
+        _import_handler(ctx),
+        [i.upload, i.layout, i.queue, i.skip_bad],
+        [i.status, table],
+        i.status,
+        api_name="queue_import",
+    )
+    judging = _judge_handlers(ctx)
+    judge_ins = [j.queue, j.judge, j.absolute, j.max_items]
+    wire(j.run.click, judging.on_judge, judge_ins, [j.status, table], j.status, api_name="judge_run")
+    wire(
+        j.checklists.click,
+        judging.on_checklists,
+        [j.queue, j.judge],
+        [j.status, table],
+        j.status,
+        api_name="queue_checklists",
+    )
+    exporting = _export_handlers(ctx)
+    export_outs = [e.status, e.download]
+    wire(e.export.click, exporting.on_export, e.inputs, export_outs, e.status, api_name="labels_export")
+    wire(
+        e.freeze.click,
+        exporting.on_freeze,
+        [e.queues, e.kinds, e.rows_per],
+        export_outs,
+        e.status,
+        api_name="labels_freeze",
+    )
+
+
+# ---- the handlers -----------------------------------------------------------------------------------------------
+def _refresh_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """The table and every picker, each keeping its value where it still exists."""
 
     def on_refresh(*current: Any):
         sets, people, queues, rubrics = _choices(ctx)
@@ -165,6 +328,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             gr.update(choices=people, value=current[5] or (people[0] if people else None)),
             gr.update(choices=queues),
         )
+
+    return on_refresh
+
+
+def _create_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """Generate an on-policy queue (``annotation.onpolicy``), with a progress bar."""
 
     def on_create(
         qname,
@@ -210,6 +379,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             f"{count(res.resumed, 'prompt')} already done, {count(res.identical, 'identical pair')} dropped){errs}"
         ), _table(ctx)
 
+    return on_create
+
+
+def _import_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """Validate and import a preference file; a file with bad rows is listed, row by row, in place."""
+
     def on_import(file: str | None, layout: str, qname: str, skip: bool, request: gr.Request):
         try:
             require(ctx, request, "researcher")  # refused: the upload is still discarded (finally)
@@ -228,6 +403,17 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             discard_upload(file)  # read once; the user's file does not stay in the upload cache
         skipped = "\n".join(f"- skipped {literal(line)}" for line in rep.lines(30)) if rep.skipped else ""
         return to_html(f"✅ {literal(rep.summary())}\n\n{skipped}"), _table(ctx)
+
+    return on_import
+
+
+class _JudgeHandlers(NamedTuple):
+    on_judge: Callable[..., Any]
+    on_checklists: Callable[..., Any]
+
+
+def _judge_handlers(ctx: StudioContext) -> _JudgeHandlers:
+    """Run a judge over a queue (``annotation.judges.run_judge``) or write its checklists."""
 
     def on_judge(
         qname: str | None,
@@ -264,8 +450,20 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             f"Checklists written for {count(len(out), 'prompt', bold=True)} (edit them on the Label tab)."
         ), _table(ctx)
 
-    def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:
-        return ExportSpec(fmt_name, bool(conv), list(queues or []) or None, tuple(kinds or LABEL_KINDS), agg)
+    return _JudgeHandlers(on_judge, on_checklists)
+
+
+class _ExportHandlers(NamedTuple):
+    on_export: Callable[..., Any]
+    on_freeze: Callable[..., Any]
+
+
+def _spec(queues, fmt_name, kinds, conv, agg) -> ExportSpec:  # type: ignore[no-untyped-def]
+    return ExportSpec(fmt_name, bool(conv), list(queues or []) or None, tuple(kinds or LABEL_KINDS), agg)
+
+
+def _export_handlers(ctx: StudioContext) -> _ExportHandlers:
+    """Export labels as a file offered through the checked download route, or freeze them as a snapshot."""
 
     def on_export(queues, fmt_name, file_kind, kinds, conv, agg, request: gr.Request):
         stem = f"{file_stem('-'.join(queues or ['all']))}-{file_stem(str(fmt_name), 20)}{'-conv' if conv else ''}"
@@ -309,51 +507,4 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, 'pair', bold=True)}"
         ), ""
 
-    pickers = [prompt_set, policy, opponent, rubric, j_queue, judge, e_queues]
-    refresh.click(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
-    demo.load(on_refresh, pickers[:6], [table, *pickers], api_visibility="private")
-    # each action's refusal (nothing picked, an unknown name, nothing labelled yet) answers in the text under it
-    wire(
-        create.click,
-        on_create,
-        [name, prompt_set, policy, opponent, k, temps, max_prompts, max_tokens, overlap, rubric],
-        [created, table],
-        created,
-        api_name="queue_create",
-    )
-    imp_outs = [imported, table]
-    wire(
-        do_import.click,
-        on_import,
-        [upload, fmt, imp_queue, skip_bad],
-        imp_outs,
-        imported,
-        api_name="queue_import",
-    )
-    wire(
-        run.click, on_judge, [j_queue, judge, absolute, j_max], [judged, table], judged, api_name="judge_run"
-    )
-    wire(
-        write_checklists.click,
-        on_checklists,
-        [j_queue, judge],
-        [judged, table],
-        judged,
-        api_name="queue_checklists",
-    )
-    wire(
-        do_export.click,
-        on_export,
-        [e_queues, e_fmt, e_file, e_kinds, e_conv, e_agg],
-        [exported, download],
-        exported,
-        api_name="labels_export",
-    )
-    wire(
-        freeze.click,
-        on_freeze,
-        [e_queues, e_kinds, e_agg],
-        [exported, download],
-        exported,
-        api_name="labels_freeze",
-    )
+    return _ExportHandlers(on_export, on_freeze)

@@ -348,11 +348,10 @@ def test_empty_default_fields_are_empty(page):
     lr.wait_for()
     assert lr.input_value() == "" and "default" in (lr.get_attribute("placeholder") or "")
     shot(page, "07-train-lr")
-    tab(page, "Leaderboard")
-    page.get_by_role("tab", name="Goldilocks").click()
+    tab(page, "Probes")  # the eval run starts where work is started; the Goldilocks board only reads
     limit = page.locator("#evals-limit textarea")
     assert limit.input_value() == "" and "all" in (limit.get_attribute("placeholder") or "")
-    shot(page, "07-goldilocks-limit")
+    shot(page, "07-evals-limit")
 
 
 # -- 8. An empty Send says what to do, in words, and the next good action clears it ---------------------------------

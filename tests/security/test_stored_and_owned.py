@@ -44,7 +44,7 @@ def _queue(db, name: str, n: int = 1) -> list[int]:
 def test_a_saved_checklist_is_shown_through_the_display_path_and_needs_researcher(studio_app):
     [item] = _queue(studio_app.db, "sec-checklist")
     start = studio_app.fn_index("label_next")
-    save = studio_app.fn_index("studio.pages.label.build.<locals>.on_save_checklist")
+    save = studio_app.fn_index("studio.pages.label._checklist_handler.<locals>.on_save_checklist")
 
     ann = studio_app.http("ann")
     assert studio_app.call(ann, start, ["sec-checklist", "typed-name"], session="s-ann").ok
