@@ -95,6 +95,8 @@ LEAST_ROLE: dict[str, str] = {
     P + "train._job_handlers.<locals>.on_resume": RESEARCHER,
     P + "train._job_handlers.<locals>.on_clone": RESEARCHER,
     P + "train._job_handlers.<locals>.on_publish": RESEARCHER,
+    P + "objectives._wire.<locals>.on_launch": RESEARCHER,
+    P + "objectives._wire.<locals>.on_show": RESEARCHER,
     P + "train._load_handler.<locals>.on_load": RESEARCHER,
     P + "models.build.<locals>.show": ANY,
     P + "models.build.<locals>.<lambda>": ANY,
