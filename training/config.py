@@ -151,6 +151,18 @@ class JobConfig:
     )
     eval_items: int = _f(-1, "Verifiable eval items in the checkpoint report (-1 = all, 0 = none).")
     eval_max_tokens: int = _f(96, "Answer length cap for the report's verifiable evals.")
+    detect_drift_sd: float | None = _f(
+        None,
+        "Choose the report's prompts by power instead of drift_prompts: the smallest drift, in standard "
+        "deviations of the per-prompt change, it must find 80% of the time at 5% two-sided (0.4 -> 50 prompts; "
+        "at most the held-out pool). null = drift_prompts.",
+    )
+    detect_eval_change: float | None = _f(
+        None,
+        "Choose the report's eval items by power instead of eval_items: the smallest change in pass rate it "
+        "must find 80% of the time at 5% (assuming 20% of items change; 0.15 -> 70 items, at most the set). "
+        "null = eval_items.",
+    )
     judge: str = _f(
         "",
         "A judge contestant for a position-swapped head-to-head in the report, and for the differences it "
@@ -190,6 +202,23 @@ class JobConfig:
             return float(self.learning_rate)
         return self.default_lr[0] if self.lora else self.default_lr[1]
 
+    def report_prompts(self) -> int:
+        """The report's held-out prompts: ``drift_prompts``, or the count ``detect_drift_sd`` needs (0 stays 0:
+        no report)."""
+        if self.detect_drift_sd is None or self.drift_prompts == 0:
+            return self.drift_prompts
+        from training.report.fair import prompts_for
+
+        return prompts_for(self.detect_drift_sd)
+
+    def report_items(self) -> int:
+        """The report's eval items: ``eval_items`` (-1 = all), or the count ``detect_eval_change`` needs."""
+        if self.detect_eval_change is None or self.eval_items == 0:
+            return self.eval_items
+        from training.report.fair import items_for
+
+        return items_for(self.detect_eval_change)
+
     def validate(self) -> None:
         """Range checks; raises ConfigError naming the field."""
         _positive(
@@ -223,6 +252,12 @@ class JobConfig:
             raise ConfigError("probe_items and probe_max_tokens must be >= 1")
         if self.drift_prompts < 0 or self.drift_max_tokens < 1 or self.eval_max_tokens < 1:
             raise ConfigError("drift_prompts must be >= 0, drift_max_tokens and eval_max_tokens >= 1")
+        if self.detect_drift_sd is not None and not 0.05 <= self.detect_drift_sd <= 3:
+            raise ConfigError(
+                f"detect_drift_sd must be in [0.05, 3] standard deviations (got {self.detect_drift_sd})"
+            )
+        if self.detect_eval_change is not None and not 0.01 <= self.detect_eval_change < 1:
+            raise ConfigError(f"detect_eval_change must be in [0.01, 1) (got {self.detect_eval_change})")
         if self.describe_axes < 0 or self.describe_prompts < 8:
             raise ConfigError(
                 f"describe_axes must be >= 0 and describe_prompts >= 8 (got {self.describe_axes}, "

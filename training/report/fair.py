@@ -189,6 +189,14 @@ def items_for(
     return max(2, math.ceil(_z_sum(alpha, power) ** 2 * discordant / rate**2))
 
 
+def prompts_for(shift: float, alpha: float = ALPHA, power: float = POWER) -> int:
+    """Paired prompts needed to detect a drift of ``shift`` standard deviations (the inverse of
+    ``detectable_shift``)."""
+    import math
+
+    return max(2, math.ceil((_z_sum(alpha, power) / shift) ** 2))
+
+
 def power(n_prompts: int, n_items: int, discordant: int | None = None) -> dict[str, Any]:
     """What a report with ``n_prompts`` paired answers and ``n_items`` paired eval items could have detected,
     with the sentence it says (``discordant``: the items that changed, when counted)."""

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from db.models import Contestant, Job, utcnow
 from db.session import Database
 from training import runner
-from training.report import steps, verdict
+from training.report import fair, steps, verdict
 
 #: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
 REPORT_FIELDS = (
@@ -36,6 +36,8 @@ REPORT_FIELDS = (
     "drift_thresholds",
     "eval_items",
     "eval_max_tokens",
+    "detect_drift_sd",
+    "detect_eval_change",
     "judge",
     "describe_axes",
     "describe_prompts",
@@ -60,6 +62,8 @@ class ReportOptions:
     drift_thresholds: dict[str, Any] = field(default_factory=dict)
     eval_items: int = -1
     eval_max_tokens: int = 96
+    detect_drift_sd: float | None = None
+    detect_eval_change: float | None = None
     judge: str = ""
     describe_axes: int = 6
     describe_prompts: int = 12
@@ -76,6 +80,18 @@ class ReportOptions:
     @classmethod
     def from_config(cls, data: dict[str, Any]) -> ReportOptions:
         return cls(**{k: data[k] for k in REPORT_FIELDS if k in data and data[k] is not None})
+
+    def prompts(self) -> int:
+        """``drift_prompts``, or the count ``detect_drift_sd`` asks for (``JobConfig.report_prompts``)."""
+        if self.detect_drift_sd is None or self.drift_prompts == 0:
+            return self.drift_prompts
+        return fair.prompts_for(self.detect_drift_sd)
+
+    def items(self) -> int:
+        """``eval_items``, or the count ``detect_eval_change`` asks for (``JobConfig.report_items``)."""
+        if self.detect_eval_change is None or self.eval_items == 0:
+            return self.eval_items
+        return fair.items_for(self.detect_eval_change)
 
 
 def run_report(
@@ -122,12 +138,12 @@ def run_report(
         report = steps.drift_report(
             db,
             contestant_id,
-            n_prompts=options.drift_prompts,
+            n_prompts=options.prompts(),
             max_tokens=options.drift_max_tokens,
             seed=options.seed,
             thresholds=options.drift_thresholds,
             exclude=rows,
-            eval_items=options.eval_items,
+            eval_items=options.items(),
             eval_max_tokens=options.eval_max_tokens,
             judge=options.judge or None,
             describe_axes=options.describe_axes,
@@ -136,6 +152,13 @@ def run_report(
             providers=providers,
             progress=say,
         )
+        if options.detect_drift_sd is not None or options.detect_eval_change is not None:
+            report.setup.setdefault("power", {})["chosen_for"] = {
+                "drift_sd": options.detect_drift_sd,
+                "eval_change": options.detect_eval_change,
+                "prompts": options.prompts(),
+                "items": options.items(),
+            }
         path = steps.save_report(report, steps.report_folder(db, contestant_id))
         if on_metrics is not None:
             values = {f"drift/{name}": f.delta for name, f in report.features.items()}

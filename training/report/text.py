@@ -208,6 +208,17 @@ def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
         lines.append(f"⚠️ {esc(c)}")
     if (s.get("power") or {}).get("line"):
         lines.append(f"Power: {esc(s['power']['line'])}")
+    chosen = (s.get("power") or {}).get("chosen_for") or {}
+    asked = [
+        f"{chosen['prompts']} prompts for a drift of {chosen['drift_sd']:g} SD"
+        if chosen.get("drift_sd")
+        else "",
+        f"{chosen['items']} eval items for a change of {chosen['eval_change']:.0%}"
+        if chosen.get("eval_change")
+        else "",
+    ]
+    if any(asked):
+        lines.append(f"Counts chosen for that power: {esc('; '.join(a for a in asked if a))}.")
     feats = report.get("features") or {}
     dec = decided.of_report(report)
     if feats:

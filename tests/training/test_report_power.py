@@ -1,0 +1,66 @@
+"""The report's item counts chosen for a stated power (#36): ``detect_drift_sd`` and ``detect_eval_change`` give
+the fewest prompts and eval items that detect that difference 80% of the time at 5%, the estimate and the report
+job read the same counts, and the report says what they were chosen for."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from training.config import ConfigError, make_config
+from training.estimate import report_seconds
+from training.report.fair import detectable_rate, detectable_shift, items_for, prompts_for
+from training.report.job import ReportOptions
+from training.report.text import drift_md
+
+
+@given(st.floats(0.05, 3.0))
+def test_prompts_for_is_the_fewest_that_detect_the_shift(shift):
+    n = prompts_for(shift)
+    assert detectable_shift(n) <= shift + 1e-12
+    if n > 2:
+        assert detectable_shift(n - 1) > shift
+
+
+@given(st.floats(0.01, 0.99))
+def test_items_for_is_the_fewest_that_detect_the_change(change):
+    n = items_for(change)
+    assert detectable_rate(n) <= change + 1e-12
+    if n > 2:
+        assert detectable_rate(n - 1) > change
+
+
+def test_the_config_chooses_the_counts_and_the_estimate_and_the_report_job_read_them():
+    cfg = make_config("dpo", parent_contestant="p", detect_drift_sd=0.4, detect_eval_change=0.15)
+    assert (cfg.report_prompts(), cfg.report_items()) == (50, 70)
+    explicit = make_config("dpo", parent_contestant="p", drift_prompts=50, eval_items=70)
+    assert report_seconds(cfg, gpu=False) == report_seconds(explicit, gpu=False)
+    options = ReportOptions.from_config(cfg.to_dict())
+    assert (options.prompts(), options.items()) == (50, 70)
+    off = make_config("dpo", parent_contestant="p", drift_prompts=0, detect_drift_sd=0.4, eval_items=0)
+    assert (off.report_prompts(), off.report_items(), report_seconds(off, gpu=False)) == (0, 0, 0.0)
+    plain = ReportOptions.from_config(make_config("dpo", parent_contestant="p").to_dict())
+    assert (plain.prompts(), plain.items()) == (80, -1)  # without a target: the counts as set
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("detect_drift_sd", 0.0), ("detect_drift_sd", 9), ("detect_eval_change", 1.0)]
+)
+def test_a_target_out_of_range_is_refused_by_field(field, value):
+    with pytest.raises(ConfigError, match=field):
+        make_config("dpo", parent_contestant="p", **{field: value})
+
+
+def test_the_report_says_what_the_counts_were_chosen_for():
+    setup = {
+        "power": {
+            "line": "With 80% power ...",
+            "chosen_for": {"drift_sd": 0.4, "eval_change": 0.15, "prompts": 50, "items": 70},
+        }
+    }
+    text = drift_md({"setup": setup, "n_prompts": 50})
+    assert (
+        "Counts chosen for that power: 50 prompts for a drift of 0.4 SD; 70 eval items for a change of 15%."
+        in text
+    )
