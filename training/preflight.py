@@ -213,13 +213,21 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
         found.mix = pair_mix(rows, found.parent.public_name)
         kept = len(filter_rows(rows, found.parent.public_name, cfg.pairs))
     found.n_pairs = kept
-    if kept < cfg.min_pairs:
+    if kept < cfg.min_pairs:  # the one minimum-pairs rule of a launch (the pairs filter's too)
         fresh = not cfg.snapshot_hash
         source = "the current votes make" if fresh else "this snapshot has"
+        what = f"{source} {kept} pair(s) to train on ({cfg.pairs})"
+        if cfg.pairs != "all" and found.mix is not None and found.parent is not None:
+            m = found.mix
+            what = (
+                f"{source} {kept} pair(s) to train on ({cfg.pairs} keeps {kept} of {len(rows)} pairs for "
+                f"{found.parent.public_name!r}: on {m['on']}, half {m['half']}, off {m['off']}, unknown "
+                f"{m['unknown']})"
+            )
         found.errors.append(
             FieldError(
                 "pairs" if cfg.pairs != "all" else "snapshot_hash",
-                f"{source} {kept} pair(s) to train on ({cfg.pairs}); at least {cfg.min_pairs} are needed"
+                f"{what}; at least {cfg.min_pairs} are needed"
                 + (": vote A or B on more arena battles, or pick a frozen snapshot" if fresh else ""),
             )
         )

@@ -113,9 +113,15 @@ def log_tail(path: str | Path | None, lines: int = 40, max_chars: int = 4000) ->
 
 # ---- submit --------------------------------------------------------------------------------------------------
 def submit(
-    db: Database, kind: str, config: JobConfig, created_by: int | None = None, start: bool = True
+    db: Database,
+    kind: str,
+    config: JobConfig,
+    created_by: int | None = None,
+    start: bool = True,
+    validated: bool = False,
 ) -> int:
-    """Validate ``config``, record a queued job, save its config file and start it when nothing else runs.
+    """Validate ``config`` (unless the caller just did: ``validated``), record a queued job, save its config
+    file and start it when nothing else runs.
 
     Everything that can be checked before launch is (config ranges, parent contestant, snapshot exists and its
     file matches its hash, enough pairs, no empty answers, free output name); on any failure JobError is raised
@@ -124,7 +130,8 @@ def submit(
     if config.kind != kind:
         raise JobError(f"job kind {kind!r} does not match a {config.kind!r} config")
     try:
-        config.validate()
+        if not validated:
+            config.validate()
     except ValueError as exc:
         raise JobError(str(exc)) from exc
     with db.session() as s:

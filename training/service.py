@@ -157,16 +157,13 @@ def _apply_pairs_filter(db: Database, cfg: JobConfig) -> None:
     if cfg.pairs == "all":
         return
     with db.session() as s:
+        found = check_job(s, cfg)  # the one minimum-pairs rule, on the snapshot with the filter
+        if found.errors:
+            raise JobError(errors_text(found.errors))
         snap = get_snapshot(s, cfg.snapshot_hash)
         rows = load_snapshot(snap.path, snap.hash, provenance=True)
         parent = find_parent(s, cfg.parent_contestant).public_name
         kept = filter_rows(rows, parent, cfg.pairs)
-        if len(kept) < cfg.min_pairs:
-            mix = pair_mix(rows, parent)
-            raise JobError(
-                f"pairs: {cfg.pairs} keeps {len(kept)} of {len(rows)} pairs for {parent!r} (on {mix['on']}, half "
-                f"{mix['half']}, off {mix['off']}, unknown {mix['unknown']}); at least {cfg.min_pairs} are needed"
-            )
         if len(kept) < len(rows):
             filt = {"source": "pairs_filter", "from": snap.hash, "policy": parent, "pairs": cfg.pairs}
             cfg.snapshot_hash = write_snapshot(s, kept, filt).hash
@@ -184,24 +181,24 @@ def launch_config(
     if isinstance(config, JobConfig):
         cfg: JobConfig | None = config
         errors: list[FieldError] = []
-    elif isinstance(config, str):
+        try:
+            config.validate()
+        except ConfigError as exc:
+            raise JobError(str(exc)) from exc
+    elif isinstance(config, str):  # parsed and validated field by field
         cfg, errors = parse_config_text(config, kind)
     else:
         cfg, errors = config_errors(config, kind)
     if cfg is None:
         raise JobError(errors_text(errors))
-    try:
-        cfg.validate()
-    except ConfigError as exc:
-        raise JobError(str(exc)) from exc
     if getattr(cfg, "tasks", ""):
-        return submit(db, cfg.kind, _with_tasks_hash(db, cfg), created_by=created_by)
+        return submit(db, cfg.kind, _with_tasks_hash(db, cfg), created_by=created_by, validated=True)
     cfg.snapshot_hash = resolve_snapshot(db, cfg.snapshot_hash, min_pairs=cfg.min_pairs, **_vote_layout(cfg))
     try:
         _apply_pairs_filter(db, cfg)
     except SnapshotError as exc:
         raise JobError(str(exc)) from exc
-    return submit(db, cfg.kind, cfg, created_by=created_by)
+    return submit(db, cfg.kind, cfg, created_by=created_by, validated=True)
 
 
 def launch(

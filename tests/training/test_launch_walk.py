@@ -1,0 +1,47 @@
+"""The launch walk (#39): from the Train tab's YAML to the job row, which of the studio's functions a launch passes
+through, how often the config is validated and how often the minimum-pairs rule is applied. A walk that grows or
+checks a thing twice again fails here."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+from training import runner
+from training.service import launch_config
+
+PACKAGES = ("accounts", "annotation", "arena", "common", "db", "standings", "studio", "training")
+#: Distinct studio functions a launch from YAML text passes through (measured: see the closing notes of #39).
+WALK_BUDGET = 140
+
+
+def _walk(fn, *args, **kwargs) -> Counter:
+    seen: Counter = Counter()
+
+    def prof(frame, event, _arg):  # type: ignore[no-untyped-def]
+        if event == "call":
+            mod = frame.f_globals.get("__name__", "")
+            if mod.split(".")[0] in PACKAGES:
+                seen[f"{mod}:{frame.f_code.co_qualname}"] += 1
+
+    sys.setprofile(prof)
+    try:
+        fn(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_a_launch_validates_once_and_applies_the_pairs_rule_once(db, tiny_parent, make_snapshot, monkeypatch):
+    monkeypatch.setattr(runner, "start_next", lambda db: None)
+    snap = make_snapshot(8)
+    text = f"kind: dpo\nparent_contestant: tiny-parent\nsnapshot_hash: {snap}\nmax_steps: 2\n"
+    seen = _walk(launch_config, db, text)
+    validate = seen["training.config:DPOJobConfig.validate"]  # each kind's validate calls the shared one once
+    modules = {name.split(":")[0] for name in seen}
+    print(
+        f"launch walk: {len(seen)} distinct studio functions in {len(modules)} modules, "
+        f"{sum(seen.values())} calls; validate x{validate}"
+    )
+    assert validate == 1, "the config is validated more than once on one launch"
+    assert len(seen) <= WALK_BUDGET, sorted(seen)
