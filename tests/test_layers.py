@@ -1,7 +1,8 @@
 """The house rules, checked: imports only go down the layers, and gradio stays in studio/.
 
-Layers, lowest first: common <- db <- accounts <- arena <- standings <- annotation <- training <- studio. Every import
-counts, including the lazy ones inside functions, because a lazy upward import is still an upward dependency.
+Layers, lowest first: common <- textfeatures <- db <- accounts <- arena <- standings <- annotation <- training
+<- studio. Every import counts, including the lazy ones inside functions, because a lazy upward import is still an
+upward dependency.
 """
 
 from __future__ import annotations
@@ -12,7 +13,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["common", "db", "accounts", "arena", "standings", "annotation", "training", "studio"]
+LAYERS = [
+    "common",
+    "textfeatures",
+    "db",
+    "accounts",
+    "arena",
+    "standings",
+    "annotation",
+    "training",
+    "studio",
+]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 

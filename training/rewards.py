@@ -7,14 +7,14 @@ per-function metric ``rewards/<name>/mean``) and their weights. The functions ar
 ``reward_model`` loads a model. This module knows nothing about jobs or the database.
 
 Types and their parameters:
-- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default; counted by ``arena.vibes.word_count``)
+- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default; counted by ``textfeatures.vibes.word_count``)
   or ``chars``. 1.0 inside the bounds, falling linearly to 0 at twice the distance (so the policy gets a gradient
   towards the window).
 - ``regex``: ``pattern`` (Python ``re``), ``flags`` (e.g. ``"IMS"``), ``mode`` ``search`` (default) or
   ``fullmatch``; ``negate: true`` rewards *not* matching. 1.0 or 0.0.
 - ``format``: ``format`` one of ``json``, ``markdown_heading``, ``bullets``, ``no_markdown``, ``no_emoji``,
   ``single_paragraph``, ``ends_with_punctuation``. 1.0 or 0.0. Headers, bullets, markdown and emoji are the
-  definitions of ``arena.vibes`` (the ones drift reports, vibe control and the evals count with).
+  definitions of ``textfeatures.vibes`` (the ones drift reports, vibe control and the evals count with).
 - ``exact_match``: compares the answer (or the first group of ``extract``, a regex) with the dataset column
   ``column`` (default ``reference``), case- and space-normalised unless ``normalize: false``. 1.0 or 0.0.
 - ``contains``: ``keywords`` list, ``mode`` ``any`` (default) or ``all``; case-insensitive. 1.0 or 0.0.
@@ -42,8 +42,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from arena import vibes
 from common.outcomes import score_first
+from textfeatures import vibes
 
 RewardFn = Callable[..., list[float]]
 
