@@ -83,7 +83,7 @@ def test_imports_only_go_down() -> None:
     ],
 )
 def test_the_check_catches_upward_and_lazy_imports(own: str, source: str, expected: str) -> None:
-    found = violations([(Path(own) / "probe.py", source)])
+    found = violations([(Path(own) / "mod.py", source)])
     assert any(expected in v for v in found), found
 
 
@@ -91,4 +91,4 @@ def test_the_check_allows_downward_and_same_layer_imports() -> None:
     source = (
         "from db.models import Vote\nfrom accounts import require_role\nfrom . import sibling\nimport numpy\n"
     )
-    assert violations([(Path("arena") / "probe.py", source)]) == []
+    assert violations([(Path("arena") / "mod.py", source)]) == []
