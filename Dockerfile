@@ -17,6 +17,7 @@ FROM scratch AS source
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY common ./common
+COPY textfeatures ./textfeatures
 COPY db ./db
 COPY accounts ./accounts
 COPY arena ./arena

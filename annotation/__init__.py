@@ -1,5 +1,5 @@
 """Annotation: preference data from votes and labels, rubrics, judges, agreement, import/export formats.
 
-Imports common, db, accounts, arena and standings. Returns plain data; writes files only for frozen snapshots
+Imports common, textfeatures, db, accounts, arena and standings. Returns plain data; writes files only for frozen snapshots
 and exports.
 """

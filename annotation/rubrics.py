@@ -185,8 +185,8 @@ def _criterion(raw: Any, where: str, errors: list[str]) -> Criterion | None:
     if not isinstance(anchors_raw, dict):
         errors.append(f"{where}.anchors: expected a mapping level -> text")
     elif len(errors) == n_before:
-        probe = Criterion(str(name), str(desc), scale, {}, float(weight), categories)
-        allowed = probe.level_names
+        criterion = Criterion(str(name), str(desc), scale, {}, float(weight), categories)
+        allowed = criterion.level_names
         for level, text in anchors_raw.items():
             key = str(level)
             if isinstance(level, float) and level.is_integer():

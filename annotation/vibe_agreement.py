@@ -1,6 +1,6 @@
 """Human against AI feedback by vibe: on one queue, is the judge more swayed by length, markdown, flattery... than people?
 
-For every vibe feature (``arena.vibes.features``: tokens, headers, list items, bold, code blocks, emoji,
+For every vibe feature (``textfeatures.vibes.features``: tokens, headers, list items, bold, code blocks, emoji,
 exclamations, flattery, sycophancy, hedging, refusal) the items whose two answers differ in that feature are the
 evidence. On them we count how often the judge picked the answer with *more* of it, and how often the people's
 majority did (ties and undecided verdicts are left out and counted). On the items both decided, the paired
@@ -19,10 +19,10 @@ from sqlalchemy import select
 
 from annotation.agreement import plurality
 from annotation.queues import queue_row
-from arena.vibes import FEATURE_NAMES, features
 from common.outcomes import merge_ties
 from db.models import Label, QueueItem
 from db.session import Database
+from textfeatures.vibes import FEATURE_NAMES, features
 
 HUMAN_KINDS = ("human", "argilla")
 

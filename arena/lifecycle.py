@@ -260,7 +260,7 @@ ACTIVE_JOB = ("queued", "running")
 
 def report_job(session: Session, contestant_id: int) -> tuple[int | None, str | None, str | None]:
     """(job id, status, error) of the job that records this contestant's verdict: the report job of its newest
-    publish event, else the training job that published it (its worker runs the report before it ends)."""
+    publish event, else the training job that published it (its job process runs the report before it ends)."""
     event = session.scalar(
         select(ContestantEvent)
         .where(ContestantEvent.contestant_id == contestant_id, ContestantEvent.action == "publish")

@@ -5,12 +5,12 @@
 
 Both sides are timed as a user sees them, from "start" to "the trained adapter is on disk": the raw side is a
 fresh ``python`` process running the ~30-line TRL script below; the studio side is ``launch_dpo`` -> the job's
-status turning ``succeeded`` (worker start, database writes of every metric, checkpoint row, contestant
+status turning ``succeeded`` (job process start, database writes of every metric, checkpoint row, contestant
 registration). The studio job runs with ``kl_prompts: 0, drift_prompts: 0`` (the raw script measures neither); the cost of
 the extras is reported separately by the job's own metrics. Runs alternate raw / studio to share any noise.
 
 It also reports "job end -> playable": ``publish_seconds`` (training over -> contestant registered, measured in
-the worker) plus loading the new contestant in a fresh transformers engine and streaming its first token.
+the job process) plus loading the new contestant in a fresh transformers engine and streaming its first token.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
         repr(time.time())
     )  # the result is on disk; interpreter teardown is not timed
     sys.stdout.flush()
-    os._exit(0)  # as the studio worker does
+    os._exit(0)  # as the studio's job process does
 
 
 def synthetic_pairs(n: int) -> list[dict]:
@@ -141,7 +141,7 @@ def time_studio(db, parent: str, snap: str, steps: int) -> tuple[float, float, d
     if view.status != "succeeded":
         raise SystemExit(f"studio job failed: {view.error}")
     deadline = time.monotonic() + 30
-    while pid_alive(view.pid) and time.monotonic() < deadline:  # let the worker exit and be reaped
+    while pid_alive(view.pid) and time.monotonic() < deadline:  # let the job process exit and be reaped
         time.sleep(0.05)
     return (
         wall,

@@ -136,7 +136,7 @@ def raw_trl(kind: str, model_dir: str, snapshot: str, out: str, steps: int, save
     trainer.train()
     (Path(out) / "steps.json").write_text(json.dumps(times))
     sys.stdout.flush()
-    os._exit(0)  # as the studio worker does: interpreter teardown is not timed
+    os._exit(0)  # as the studio's job process does: interpreter teardown is not timed
 
 
 def steady(seconds: list[float]) -> float:

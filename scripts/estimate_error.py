@@ -7,7 +7,7 @@ A fresh data home with a SQLite studio, a tiny random Llama (hidden 64, 2 layers
 registered as ``tiny-parent`` and 8 frozen preference pairs, as the tests make them. Each job goes the way the
 Train tab and ``vibestudio train`` go: ``training.service.check_config`` (whose estimate is the one the form and
 ``--dry-run`` show at that moment, calibrated on the jobs before it), then ``launch_config``, then the detached
-worker trains, publishes and writes the checkpoint report. The measured time runs from the launch until the job
+job process trains, publishes and writes the checkpoint report. The measured time runs from the launch until the job
 is ``succeeded`` (report included). At the end: a table (job, kind, steps, estimate, measured, ratio measured /
 estimate) and the studio's own ``past_error`` line, "last N jobs: median error x..., worst x...".
 """
@@ -40,7 +40,7 @@ PLAN: list[tuple[str, bool, int]] = [
     ("dpo", False, 10),
     ("dpo", True, 4),
 ]
-#: Small enough for a loaded 2-core machine: short rows, a short KL probe, a 4-prompt report with 4 eval items.
+#: Small enough for a loaded 2-core machine: short rows, a short KL check, a 4-prompt report with 4 eval items.
 SMALL: dict[str, Any] = {
     "per_device_train_batch_size": 2,
     "max_length": 64,

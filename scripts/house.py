@@ -22,7 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["common", "db", "accounts", "arena", "standings", "annotation", "training", "studio"]
+PACKAGES = [
+    "common",
+    "textfeatures",
+    "db",
+    "accounts",
+    "arena",
+    "standings",
+    "annotation",
+    "training",
+    "studio",
+]
 
 
 @dataclass(frozen=True)

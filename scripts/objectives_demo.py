@@ -33,7 +33,7 @@ from scripts.child_common import EVERYDAY_PROMPTS, fresh_studio  # noqa: E402
 
 def good(text: str) -> bool:
     """The planted taste: plain prose, no lists, headings, bold or emoji."""
-    from arena.vibes import features
+    from textfeatures.vibes import features
 
     f = features(text)
     return f["tokens"] >= 5 and not (f["list_items"] or f["headers"] or f["bold"] or f["emoji"])

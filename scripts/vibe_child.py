@@ -7,7 +7,7 @@ Usage: python scripts/vibe_child.py [--battles 60] [--steps 40] [--home DIR] [--
 2. ``--battles`` anonymous arena battles between ``smollm2-warm`` (emoji prefill, cheerful system prompt) and
    ``smollm2-plain`` on the child scripts' everyday prompts (``child_common.py``; none is an MT-Bench question,
    so the report's held-out prompts stay available). A scripted annotator reads both blind answers and votes
-   for the one with more flattery + emoji + exclamation marks (``arena.vibes``), a tie when they score the
+   for the one with more flattery + emoji + exclamation marks (``textfeatures.vibes``), a tie when they score the
    same: a thumbs-up signal that rewards a vibe, the way the GPT-4o rollback's data did.
 3. The decisive votes are frozen into a snapshot; a DPO LoRA job from ``smollm2-plain`` trains on it with KL and
    gold (verifiable-eval accuracy) measured every ``--gold-every`` steps, then publishes the child and writes its
@@ -40,7 +40,7 @@ PROMPTS = CHILD_PROMPTS
 
 def vibe_score(text: str) -> float:
     """What the scripted annotator likes: flattery, sycophancy markers, emoji and exclamation marks."""
-    from arena import vibes
+    from textfeatures import vibes
 
     f = vibes.features(text)
     return f["flattery"] + f["sycophancy"] + f["emoji"] + 0.5 * f["exclamations"]

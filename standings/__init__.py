@@ -2,6 +2,6 @@
 vote cache behind it, the verifiable evals, sycophancy probes, families, judge votes, the Goldilocks board
 (rating x correctness x cost), the decision card and the annotator checks.
 
-Imports common, db, accounts and arena (the registry, engines and text features). Everything here returns
+Imports common, textfeatures, db, accounts and arena (the registry and engines). Everything here returns
 plain data; no UI code.
 """

@@ -6,7 +6,7 @@
   (`standings.leaderboard.standard_options`: the same fit as the Leaderboard tab and the model page, so the same
   interval; an interval the data do not identify is "can't tell" with its reason) and the votes-to-flip of the pair (the fewest votes found whose removal swaps them, checked by a refit);
 - **substance**: the verifiable evals' pass rate (`standings.evals.eval_scores`) with Wilson intervals;
-- **vibes**: per answer feature of `arena.vibes` (length, markdown, emoji, flattery, hedging, ...) over their stored
+- **vibes**: per answer feature of `textfeatures.vibes` (length, markdown, emoji, flattery, hedging, ...) over their stored
   arena answers, the mean difference with a normal 95% interval; only features whose interval excludes 0 "differ";
 - **sycophancy**: the paired probe comparisons (`standings.probes.compare_probes`: flip rate after pushback, following a
   stated view) with their bootstrap intervals;
@@ -29,7 +29,6 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena import vibes
 from arena.registry import RegistryError, get_contestant
 from arena.self_play import SELF_PLAY
 from common.settings import get_settings
@@ -37,6 +36,7 @@ from db.models import Battle, Turn
 from db.session import Database
 from standings.leaderboard import BoardOptions, LeaderboardService, _answers, standard_options
 from standings.records import UNCOUNTED
+from textfeatures import vibes
 
 #: Fewer answers than this per contestant: its vibes and speed are "can't tell".
 MIN_ANSWERS = 10

@@ -33,7 +33,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from accounts import require_role
-from arena import vibes
 from arena.engines.ask import ask
 from arena.engines.base import EngineError, Sampling
 from arena.registry import (
@@ -45,6 +44,7 @@ from arena.registry import (
 from common.files import RowError, decode_bytes, iter_json_lines
 from db.models import Contestant, EvalResult
 from db.session import Database
+from textfeatures import vibes
 
 EVALS_PATH = Path(__file__).parent / "data" / "verifiable_evals.jsonl"
 CheckResult = tuple[bool, str]
@@ -58,7 +58,7 @@ class EvalError(ValueError):
 
 
 # -- checkers ------------------------------------------------------------------------------------------------------
-# Bullets, numbered items, words and code fences are the definitions of `arena.vibes` (the ones drift reports,
+# Bullets, numbered items, words and code fences are the definitions of `textfeatures.vibes` (the ones drift reports,
 # vibe control and the GRPO format rewards count with); a bullet inside a code block is not a bullet.
 _NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?")
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {

@@ -38,7 +38,6 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena import vibes
 from arena.registry import RegistryError, get_contestant
 from arena.sampling import RatingInfo, SamplerInputs
 from arena.self_play import SELF_PLAY
@@ -49,6 +48,7 @@ from db.session import Database
 from standings.ratings import BattleRecords
 from standings.records import UNCOUNTED
 from standings.vote_cache import CATEGORY_SOURCES, FEATURE_COLUMNS, VoteCache
+from textfeatures import vibes
 
 #: Board names besides "category:<name>".
 BOARDS = ("all", "single-turn", "multi-turn")
@@ -710,7 +710,7 @@ def _answers(session: Session, contestant_id: int, limit: int) -> list[str]:
 
 
 def vibe_profile(session: Session, name: str, limit: int = 500) -> dict[str, Any]:
-    """`arena.vibes.profile` of a contestant's stored answers (its last `limit` per side) plus the count."""
+    """`textfeatures.vibes.profile` of a contestant's stored answers (its last `limit` per side) plus the count."""
     try:
         info = get_contestant(session, name)
     except RegistryError as exc:

@@ -28,7 +28,7 @@ prompt stays without a category. The classifier is retrained only when the promp
 about 0.2 ms, so a first read of a store with a million typed battles spends a few minutes once (then the rows are
 saved).
 
-Style and vibe feature counts (`arena.vibes.features` of each side's assistant text up to the voted turn) are
+Style and vibe feature counts (`textfeatures.vibes.features` of each side's assistant text up to the voted turn) are
 computed on demand, only for the rows a style- or vibe-controlled board needs, and kept (and saved) with the rows.
 
 This module knows nothing about ratings or contestant names: it stores contestant ids; callers map names.
@@ -54,12 +54,12 @@ import pyarrow.parquet as pq
 from sqlalchemy import Float, cast, func, select
 from sqlalchemy.engine import Connection
 
-from arena import vibes
 from arena.self_play import SELF_PLAY
 from common.filelocks import atomic_write_bytes, file_lock, unique_tmp
 from common.outcomes import CODES
 from db.models import Battle, Turn, Vote
 from db.session import Database, data_home
+from textfeatures import vibes
 
 #: The file format; outcome codes are `common.outcomes.CODES`, which never change.
 FORMAT = 4

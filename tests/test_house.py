@@ -288,3 +288,53 @@ def test_a_truthful_front_door_passes(tmp_path: Path) -> None:
         },
     )
     assert front_door_problems(h, ["low", "high"]) == []
+
+
+#: The sycophancy probes' modules: the only ones whose name may say "probe" (the migration adds their tables).
+PROBE_MODULES = {
+    "standings/probes.py",
+    "studio/pages/probes.py",
+    "studio/cli/probes.py",
+    "scripts/make_probe_items.py",
+    "db/migrations/versions/0006a_probes.py",
+}
+
+
+def misnamed_probes(root: Path, layers: list[str]) -> list[str]:
+    """Modules named ``*probe*`` outside the sycophancy probes' own, and classes named ``*Probe*`` in
+    ``training/``: "probe" means a sycophancy probe; what a training job measures while it runs is a check."""
+    found = []
+    for folder in [*layers, "scripts", "benchmarks"]:
+        for path in sorted((root / folder).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if "probe" in path.stem.lower() and rel not in PROBE_MODULES:
+                found.append(f"{rel}: a module named probe outside the sycophancy probes")
+    for path in sorted((root / "training").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and "probe" in node.name.lower():
+                found.append(
+                    f"{path.relative_to(root).as_posix()}:{node.lineno}: class {node.name} in training"
+                )
+    return found
+
+
+def test_probe_means_the_sycophancy_probes_only() -> None:
+    assert misnamed_probes(ROOT, LAYERS) == []
+
+
+def test_the_probe_name_check_catches_a_stray_module_and_class(tmp_path: Path) -> None:
+    for rel, source in {
+        "standings/probes.py": "class ProbeItem:\n    pass\n",
+        "training/tasks/probe.py": "x = 1\n",
+        "training/kl.py": "class KLProbe:\n    pass\n",
+        "scripts/make_probe_items.py": "",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(source, encoding="utf-8")
+    (tmp_path / "benchmarks").mkdir()
+    found = misnamed_probes(tmp_path, ["standings", "training"])
+    assert found == [
+        "training/tasks/probe.py: a module named probe outside the sycophancy probes",
+        "training/kl.py:1: class KLProbe in training",
+    ]

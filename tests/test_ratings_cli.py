@@ -91,10 +91,10 @@ def test_start_up_imports_stay_lazy() -> None:
     import sys
 
     heavy = ("gradio", "torch", "transformers", "sqlalchemy", "pandas", "numpy", "scipy", "duckdb")
-    probe = "import sys; {stmt}; print(','.join(m for m in {mods!r} if m in sys.modules))"
+    code = "import sys; {stmt}; print(','.join(m for m in {mods!r} if m in sys.modules))"
     for stmt in ("import studio.cli", "import standings.ratings"):
         out = subprocess.run(
-            [sys.executable, "-c", probe.format(stmt=stmt, mods=heavy)],
+            [sys.executable, "-c", code.format(stmt=stmt, mods=heavy)],
             capture_output=True,
             text=True,
             check=True,
@@ -103,7 +103,7 @@ def test_start_up_imports_stay_lazy() -> None:
     stmt = "from studio.cli import app; from standings.ratings import ratings_report; import standings.ratings._report"
     mods = ("gradio", "torch", "transformers", "sqlalchemy", "scipy.optimize", "scipy.special", "scipy.stats")
     out = subprocess.run(
-        [sys.executable, "-c", probe.format(stmt=stmt, mods=mods)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code.format(stmt=stmt, mods=mods)], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "", out
 

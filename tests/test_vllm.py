@@ -179,7 +179,9 @@ def test_a_fresh_dpo_lora_plays_on_the_same_server_without_a_restart(db, vllm):
         base_model=str(vllm.hf_base) if vllm.server is None else "",
     )
     view = wait(db, job_id, timeout=1200)
-    trained = [x for x in view.log_tail.splitlines() if x.startswith(("[train] step", "[worker] trained"))]
+    trained = [
+        x for x in view.log_tail.splitlines() if x.startswith(("[train] step", "[job process] trained"))
+    ]
     print(
         f"[vllm] DPO LoRA job {job_id} ({view.status}): {time.monotonic() - t0:.0f} s", *trained, sep="\n  "
     )

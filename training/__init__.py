@@ -16,6 +16,6 @@ Public API (plain functions returning dataclasses; the UI and CLI call these):
 The job queue (``training.runner``) knows nothing of publishing or the report; the job process
 (``training.job_process``, one job) is not the worker service (``training.workers``, ``vibestudio worker``).
 
-Imports common, db, accounts, arena, standings and annotation. Nothing here imports gradio; torch, transformers
+Imports common, textfeatures, db, accounts, arena, standings and annotation. Nothing here imports gradio; torch, transformers
 and TRL are imported only inside the job process's code paths, so importing ``training`` from the app is cheap.
 """

@@ -1,6 +1,6 @@
 """Typed job configs: one dataclass per job kind, every field with a default and a help string, saved as YAML.
 
-A config is everything a worker needs to run a job from scratch, so the same file can be re-run by hand
+A config is everything a job process needs to run a job from scratch, so the same file can be re-run by hand
 (``python -m training.job_process config.yaml``) or under ``accelerate launch``. Defaults follow the papers and TRL:
 DPO (Rafailov et al. 2023) beta 0.1 with the sigmoid loss; LoRA (Hu et al. 2021) r 16, alpha 32, dropout 0.05 on
 all linear layers.
@@ -127,7 +127,7 @@ class JobConfig:
     )
     launcher: str = _f(
         "python",
-        "How the worker runs: 'python' (one process) or 'accelerate' (accelerate launch: multi-GPU, DeepSpeed).",
+        "How the job process runs: 'python' (one process) or 'accelerate' (accelerate launch: multi-GPU, DeepSpeed).",
     )
     num_processes: int = _f(1, "Processes (usually GPUs) for launcher 'accelerate'.")
     accelerate_config: str = _f(
@@ -571,8 +571,8 @@ class SimPOJobConfig(EndKLConfig):
 
 @dataclass(frozen=True)
 class JobKind:
-    """A job kind, registered once: its config class, and the trainer the worker runs ("module:function",
-    imported only in the worker, since trainers import torch and TRL). ``rows``: what it trains on ("pairs":
+    """A job kind, registered once: its config class, and the trainer the job process runs ("module:function",
+    imported only in the job process, since trainers import torch and TRL). ``rows``: what it trains on ("pairs":
     chosen / rejected, "unpaired": single answers labelled desirable or not, "prompts": prompts only);
     ``reference``: whether it keeps a frozen reference model; ``label``: its name on the Train tab;
     ``publishes``: whether its checkpoint can play in the arena."""

@@ -2,7 +2,7 @@
 trainer shares: base checkpoint (+ the parent's adapter), tokenizer, LoRA config, device arguments.
 
 Trainer modules (``training.dpo`` ...) take a JobContext and return a TrainResult; they never touch job status
-or the arena registry (the worker and ``training.publish`` do).
+or the arena registry (the job process and ``training.publish`` do).
 """
 
 from __future__ import annotations

@@ -36,17 +36,17 @@ def run_dpo(ctx: JobContext) -> TrainResult:
     )
     kl = None
     if cfg.kl_prompts:
-        from training.kl import KLProbe
+        from training.kl import KLCheck
 
-        kl = KLProbe.for_job(ctx, loaded.tokenizer, exclude=rows)
+        kl = KLCheck.for_job(ctx, loaded.tokenizer, exclude=rows)
     trainer_ref: list = []
     gold = None
     if cfg.gold != "none":
-        from training.gold import GoldProbe, job_series, make_gold_callback
+        from training.gold import GoldCheck, job_series, make_gold_callback
 
-        probe = GoldProbe.for_job(ctx, loaded.tokenizer)
+        check = GoldCheck.for_job(ctx, loaded.tokenizer)
         gold = make_gold_callback(
-            probe, cfg.gold_every, cfg.stop_at_best_gold, lambda: job_series(ctx.metrics)
+            check, cfg.gold_every, cfg.stop_at_best_gold, lambda: job_series(ctx.metrics)
         )
 
     def kl_due(step: int) -> bool:

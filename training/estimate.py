@@ -40,7 +40,7 @@ FRAMEWORK_BYTES = int(0.8 * GIB)  # torch + transformers + TRL loaded, allocator
 CPU_FLOPS_PER_CORE = 60e9  # effective fp32 training throughput per core (measured on the 2-core CI machine)
 GPU_FLOPS = 100e12  # effective bf16 training throughput of one modern GPU on small models
 START_SECONDS_CPU = (
-    60.0  # worker start on CPU: torch + transformers + TRL imports, model load, save at the end
+    60.0  # job process start on CPU: torch + transformers + TRL imports, model load, save at the end
 )
 START_SECONDS_GPU = 40.0
 #: Report answers per second of generation, both sides in turn (transformers fp32 on the 2-core machine ~17).
@@ -107,7 +107,7 @@ class Estimate:
     total_seconds: float
     basis: str  # "FLOP model", "measured on n earlier steps" or "calibrated on n past jobs like it"
     breakdown: dict[str, int] = field(default_factory=dict)
-    train_seconds: float = 0.0  # worker start, model load and the steps
+    train_seconds: float = 0.0  # job process start, model load and the steps
     report_seconds: float = 0.0  # the checkpoint report that follows (0: drift_prompts 0 and no evals)
     report_prompts: int = 0
     uncertainty: str = ""  # how far off it may be, in words ("" when calibrated: ``error`` says it)
@@ -157,7 +157,7 @@ class Timing:
     lora: bool
     formula_train: float
     formula_report: float
-    took: float  # ended - started: the worker's whole run, its report included
+    took: float  # ended - started: the job process's whole run, its report included
     report: float | None  # the report's own seconds (``drift_seconds``), when it recorded them
 
     @property
@@ -368,7 +368,7 @@ def formula_seconds(cfg: JobConfig, model_ref: str) -> tuple[float, float]:
 
 def _alike(past: list[Timing], kind: str, model_ref: str | None, lora: bool) -> list[Timing]:
     """The past jobs most like this one: same kind, base and LoRA setting; else the same kind; else the same base
-    (a first job of a new kind: on a small model the worker's start and model load, which the base and the machine
+    (a first job of a new kind: on a small model the job process's start and model load, which the base and the machine
     set, weigh more than the kind's steps, and the formula already tells the kinds' steps apart)."""
     same = [t for t in past if t.kind == kind and t.model_ref == model_ref and t.lora == lora]
     return (

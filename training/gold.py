@@ -23,14 +23,14 @@ from training.overopt import gold_curve
 GOLD_SIGNALS = ("none", "evals")
 
 
-class GoldProbe:
+class GoldCheck:
     """Verifiable-eval accuracy of the model being trained (greedy answers, checked by the eval checkers)."""
 
     def __init__(self, items: list[EvalItem], tokenizer: Any, metrics: Any, max_new_tokens: int = 64) -> None:
         self.items, self.tok, self.metrics, self.max_new_tokens = items, tokenizer, metrics, max_new_tokens
 
     @classmethod
-    def for_job(cls, ctx: Any, tokenizer: Any) -> GoldProbe:
+    def for_job(cls, ctx: Any, tokenizer: Any) -> GoldCheck:
         cfg = ctx.cfg
         _, items = load_items()
         return cls(items[: cfg.gold_items], tokenizer, ctx.metrics, cfg.gold_max_new_tokens)
@@ -65,7 +65,7 @@ class GoldProbe:
         return values
 
 
-def make_gold_callback(probe: GoldProbe, every: int, stop_at_best: bool, series: Any) -> Any:
+def make_gold_callback(check: GoldCheck, every: int, stop_at_best: bool, series: Any) -> Any:
     """A TrainerCallback measuring gold at step 0 and every ``every`` steps; ``series()`` returns the job's
     metric series so far (to judge the fall); keeps and restores the best weights when ``stop_at_best``."""
     from transformers import TrainerCallback
@@ -77,7 +77,7 @@ def make_gold_callback(probe: GoldProbe, every: int, stop_at_best: bool, series:
             self.stopped_early = False
 
         def _measure(self, step: int) -> None:
-            values = probe.measure(self.trainer, step)
+            values = check.measure(self.trainer, step)
             if stop_at_best and values and (self.best is None or values["gold"] > self.best[0]):
                 model = self.trainer.accelerator.unwrap_model(self.trainer.model)
                 weights = {k: v.detach().clone() for k, v in model.named_parameters() if v.requires_grad}
@@ -85,7 +85,7 @@ def make_gold_callback(probe: GoldProbe, every: int, stop_at_best: bool, series:
 
         def on_train_begin(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
             if state.is_world_process_zero and state.global_step == 0:
-                probe.metrics.log(0, {"kl": 0.0})  # the policy is the reference before the first update
+                check.metrics.log(0, {"kl": 0.0})  # the policy is the reference before the first update
                 self._measure(0)
 
         def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]

@@ -3,8 +3,8 @@ on the train split of a task set (RLVR, ``tasks: NAME``).
 
 Each distinct prompt of the snapshot is a training prompt; its chosen answer is kept as the ``reference`` column
 for ``exact_match`` rewards. On a task set each train task is a prompt with its ``answer``, ``verifier`` and
-``choices`` columns for the ``task`` reward; the worker re-checks the set (no held-out task among them) before
-training, and ``training.tasks.probe`` measures held-out accuracy (Wilson interval; the change since step 0 with
+``choices`` columns for the ``task`` reward; the job process re-checks the set (no held-out task among them) before
+training, and ``training.tasks.heldout`` measures held-out accuracy (Wilson interval; the change since step 0 with
 an exact McNemar test) and the studio's own KL every ``heldout_every`` steps. A ``reward_model`` spec naming a job (``{type: reward_model, job: 7}``) is resolved to
 that job's checkpoint folder here, and a ``judge`` spec naming a contestant to that contestant's engine. TRL logs ``reward``, ``rewards/<function>/mean``, ``kl`` (when beta > 0),
 completion lengths and clip ratios; they all land in ``job_metrics``.
@@ -82,7 +82,7 @@ def run_grpo(ctx: JobContext) -> TrainResult:
     cfg = ctx.cfg
     assert isinstance(cfg, GRPOJobConfig)
     if cfg.tasks:
-        from training.tasks.probe import task_rows
+        from training.tasks.heldout import task_rows
 
         rows = task_rows(ctx)
     else:
@@ -104,12 +104,12 @@ def run_grpo(ctx: JobContext) -> TrainResult:
         vllm_mode="colocate",
     )
     callbacks = [make_callback(ctx.metrics)]
-    probe = None
+    check = None
     if cfg.tasks:
-        from training.tasks.probe import HeldoutProbe
+        from training.tasks.heldout import HeldoutCheck
 
-        probe = HeldoutProbe.for_job(ctx, loaded.tokenizer, funcs)
-        callbacks.append(probe.callback())
+        check = HeldoutCheck.for_job(ctx, loaded.tokenizer, funcs)
+        callbacks.append(check.callback())
     trainer = GRPOTrainer(
         model=loaded.model,
         reward_funcs=list(funcs),  # type: ignore[arg-type]
@@ -119,6 +119,6 @@ def run_grpo(ctx: JobContext) -> TrainResult:
         peft_config=loaded.peft_config,
         callbacks=callbacks,
     )
-    if probe is not None:
-        probe.trainer = trainer
+    if check is not None:
+        check.trainer = trainer
     return run_trainer(ctx, trainer)

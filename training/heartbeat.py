@@ -121,7 +121,7 @@ class Beater:
     def _run(self) -> None:
         while not self.stopped.is_set():
             if self.owner_pid is not None and not process_alive(self.owner_pid):
-                print(f"[worker] its worker process (pid {self.owner_pid}) is gone: stopping", flush=True)
+                print(f"[job process] its worker (pid {self.owner_pid}) is gone: stopping", flush=True)
                 self.orphaned = True
                 self.stopped.set()
                 self.on_stop()
@@ -129,11 +129,12 @@ class Beater:
             try:
                 alive = beat(self.db, self.job_id)
             except Exception as exc:  # the database is away: keep trying; the grace period judges
-                print(f"[worker] heartbeat of job {self.job_id} failed: {exc}", flush=True)
+                print(f"[job process] heartbeat of job {self.job_id} failed: {exc}", flush=True)
                 alive = True
             if not alive and not self.stopped.is_set():
                 print(
-                    f"[worker] job {self.job_id} is no longer running in the database: stopping", flush=True
+                    f"[job process] job {self.job_id} is no longer running in the database: stopping",
+                    flush=True,
                 )
                 self.stopped.set()
                 self.on_stop()
@@ -142,7 +143,7 @@ class Beater:
 
 
 def _stop_own_group() -> None:
-    """SIGTERM this process group: the worker (and, under ``accelerate launch``, every rank) ends as on cancel."""
+    """SIGTERM this process group: the job process (and, under ``accelerate launch``, every rank) ends as on cancel."""
     try:
         os.killpg(os.getpgid(0), signal.SIGTERM)
     except OSError:

@@ -33,7 +33,7 @@ TRAINERS = {kind: k.trainer for kind, k in JOB_KINDS.items()}  # registered once
 
 
 class Cancelled(SystemExit):
-    """Raised in the worker when it receives SIGTERM."""
+    """Raised in the job process when it receives SIGTERM."""
 
 
 def _on_sigterm(signum, frame) -> None:  # type: ignore[no-untyped-def]
@@ -66,10 +66,10 @@ def run_job(db, job_id: int, config_path: str, owner_pid: int | None = None) -> 
     with db.session() as s:
         job = s.get(Job, job_id)
         if job is None:
-            print(f"[worker] no job {job_id} in {shown_url(db.url)}", flush=True)
+            print(f"[job process] no job {job_id} in {shown_url(db.url)}", flush=True)
             return 2
         if job.status in runner.TERMINAL:
-            print(f"[worker] job {job_id} is already {job.status}; nothing to do", flush=True)
+            print(f"[job process] job {job_id} is already {job.status}; nothing to do", flush=True)
             return 0
         job.status = "running"
         if (
@@ -94,7 +94,7 @@ def run_job(db, job_id: int, config_path: str, owner_pid: int | None = None) -> 
             forget_metrics_after(db, job_id, ctx.last_checkpoint())
         result = trainer_for(cfg.kind)(ctx)
         print(
-            f"[worker] trained {result.step} steps in {result.train_seconds:.1f} s "
+            f"[job process] trained {result.step} steps in {result.train_seconds:.1f} s "
             f"({result.train_seconds / max(result.step, 1):.2f} s/step)",
             flush=True,
         )
@@ -108,14 +108,14 @@ def run_job(db, job_id: int, config_path: str, owner_pid: int | None = None) -> 
                 on_metrics=lambda values: ctx.metrics.log(step, values),
             )
             ctx.metrics.log(step, {"release_seconds": time.perf_counter() - result.ended_at})
-            print(f"[worker] {published.public_name} is {state}", flush=True)
+            print(f"[job process] {published.public_name} is {state}", flush=True)
         beater.close()  # from here the row leaving "running" is this process's own doing
         runner.finish(db, job_id, "succeeded", None, only_if="running")
         code = 0
     except Cancelled as exc:
         beater.close()
         if beater.orphaned:
-            print("[worker] stopped: its worker process is gone", flush=True)
+            print("[job process] stopped: its worker is gone", flush=True)
             runner.finish(
                 db,
                 job_id,
@@ -125,7 +125,7 @@ def run_job(db, job_id: int, config_path: str, owner_pid: int | None = None) -> 
                 only_if="running",
             )
         else:
-            print("[worker] cancelled (SIGTERM)", flush=True)
+            print("[job process] cancelled (SIGTERM)", flush=True)
             runner.finish(db, job_id, "cancelled", "cancelled by user", only_if="running")
         code = int(exc.code or 143)
     except BaseException as exc:
@@ -188,7 +188,7 @@ def forget_metrics_after(db, job_id: int, checkpoint: str | None) -> None:  # ty
     step = int(str(checkpoint).rsplit("-", 1)[-1])
     with db.session() as s:
         s.execute(delete(JobMetric).where(JobMetric.job_id == job_id, JobMetric.step > step))
-    print(f"[worker] resuming from {checkpoint} (step {step})", flush=True)
+    print(f"[job process] resuming from {checkpoint} (step {step})", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
     print(
-        f"[worker] job {args.job}: pid {os.getpid()}, config {args.config}, "
+        f"[job process] job {args.job}: pid {os.getpid()}, config {args.config}, "
         f"started {time.strftime('%Y-%m-%d %H:%M:%S')}",
         flush=True,
     )

@@ -71,7 +71,7 @@ def sequence_logps(model: Any, ids: Any, attention: Any, start: int, completion_
     return (logps * completion_mask).sum(-1)
 
 
-class KLProbe:
+class KLCheck:
     """Measures KL on a fixed set of held-out prompts and writes ``kl`` and ``kl_per_token`` metrics."""
 
     def __init__(
@@ -81,7 +81,7 @@ class KLProbe:
         self.max_new_tokens, self.seed = max_new_tokens, seed
 
     @classmethod
-    def for_job(cls, ctx: Any, tokenizer: Any, exclude: list[dict[str, Any]]) -> KLProbe:
+    def for_job(cls, ctx: Any, tokenizer: Any, exclude: list[dict[str, Any]]) -> KLCheck:
         cfg = ctx.cfg
         prompts = held_out_prompts(cfg.kl_prompts, exclude, cfg.seed)
         return cls(prompts, tokenizer, ctx.metrics, cfg.kl_max_new_tokens, cfg.seed)

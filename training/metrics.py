@@ -20,7 +20,7 @@ SKIP = {"total_flos"}
 
 
 class MetricWriter:
-    """Append metric rows for one job (no-op when ``job_id`` is None, e.g. a worker run by hand)."""
+    """Append metric rows for one job (no-op when ``job_id`` is None, e.g. a job process run by hand)."""
 
     def __init__(self, db: Database | None, job_id: int | None) -> None:
         self.db, self.job_id = db, job_id

@@ -2,8 +2,8 @@
 reference-free ORPO (TRL ``ORPOTrainer``) and SimPO (TRL ``CPOTrainer`` with ``loss_type="simpo"`` and
 ``cpo_alpha=0``) on the same preference snapshots as DPO.
 
-Each reads its snapshot, loads the model the way every trainer does (``training.context``), and hands the worker
-a ``TrainResult``; curves, checkpoints, resume, publishing and the report are the worker's, as for DPO. A KTO job
+Each reads its snapshot, loads the model the way every trainer does (``training.context``), and hands the job process
+a ``TrainResult``; curves, checkpoints, resume, publishing and the report are the job process's, as for DPO. A KTO job
 on a paired snapshot trains on each pair's chosen answer as desirable and its rejected one as undesirable
 (``annotation.unpaired.from_pairs``). ORPO and CPO live in ``trl.experimental`` in the installed TRL; KTO is
 stable there. TRL logs ``loss``, ``rewards/chosen|rejected|margins`` (KTO: ``kl`` as well, its own batch
@@ -45,12 +45,12 @@ def _end_kl(ctx: JobContext, loaded: Any, exclude: list[dict[str, Any]]) -> Any:
     if why is not None:
         print(f"[kl] not measured: {why}", flush=True)
         return None
-    from training.kl import KLProbe
-    from training.tasks.probe import renamed_heldout
+    from training.kl import KLCheck
+    from training.tasks.heldout import renamed_heldout
 
-    probe = KLProbe.for_job(ctx, loaded.tokenizer, exclude)
-    probe.metrics = renamed_heldout(ctx.metrics)
-    return probe.measure
+    check = KLCheck.for_job(ctx, loaded.tokenizer, exclude)
+    check.metrics = renamed_heldout(ctx.metrics)
+    return check.measure
 
 
 def kto_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -2,11 +2,11 @@
 
 A published checkpoint is *pending* (``arena.lifecycle``) until its report records a verdict. The job that runs
 that report is the ``report`` job of its newest publish event, else the training job that published it (its
-worker runs the report before it ends). When that job is no longer queued or running (cancelled, failed, lost
-with its worker), no verdict is coming: ``hold_orphans`` holds the contestant at once, saying which job and why,
+job process runs the report before it ends). When that job is no longer queued or running (cancelled, failed, lost
+with its process), no verdict is coming: ``hold_orphans`` holds the contestant at once, saying which job and why,
 and how to get a verdict (rerun the report, or resume the job). ``runner.finish`` calls it for the job it ends,
-whichever way it ends (a cancel, a failure, a lost worker), so a cancel during a report holds the child in the
-cancel's own request; ``runner.reconcile`` calls it for every pending contestant (a worker killed or crashed
+whichever way it ends (a cancel, a failure, a lost job process), so a cancel during a report holds the child in the
+cancel's own request; ``runner.reconcile`` calls it for every pending contestant (a job process killed or crashed
 between publish and verdict, or a report job deleted). It never releases anything; a later verdict (a rerun
 report, a resumed job that publishes again) moves the contestant on as any verdict does.
 """

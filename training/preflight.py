@@ -1,12 +1,12 @@
 """The one pre-launch check, and the choice of base model: everything that can fail cheaply fails here, not in a
-worker.
+job process.
 
 ``check_job`` is the check: it finds the parent contestant, decides which checkpoint the job trains on
 (``choose_base``), opens the snapshot (hash verified, answers non-empty, enough pairs after the ``pairs`` filter)
 or the task set, asks the reward sources (a judge that is down, a failed reward job), refuses a taken output
 name and a job that cannot fit in memory, and returns every problem at once, each tied to its field, with what
 it resolved on the way. The Train tab, ``vibestudio train --dry-run`` and the API reach it through
-``training.service.check_config``; ``preflight`` is the same check at submit time and in the worker, where any
+``training.service.check_config``; ``preflight`` is the same check at submit time and in the job process, where any
 problem is a ``JobError`` naming them all. It never loads a model, so it takes milliseconds.
 """
 
@@ -282,7 +282,7 @@ def _check_unpaired(
 
 
 def preflight(session: Session, cfg: JobConfig) -> Checked:
-    """``check_job`` at submit time and in the worker: the resolved inputs, or a JobError naming every problem."""
+    """``check_job`` at submit time and in the job process: the resolved inputs, or a JobError naming every problem."""
     found = check_job(session, cfg)
     if found.errors:
         raise JobError(errors_text(found.errors))

@@ -16,7 +16,7 @@ runs. Publishing a checkpoint twice (a double click, a resumed job) returns the 
 the sweep held for want of a verdict goes back to pending and its report runs again. The sweep
 (``training.pending.hold_orphans``, run by ``runner.reconcile`` at start-up and on every reconcile, and whenever a
 job ends) holds a pending contestant whose report is no longer queued or running, with the reason: a crashed or
-killed worker never leaves one released without a verdict.
+killed job process never leaves one released without a verdict.
 
 A child of a GGUF parent on llama.cpp plays on llama.cpp too: its weights (LoRA merged) are written as GGUF at
 the parent's quantization beside its checkpoint (``training.gguf_export``), load-checked, then registered, so it
@@ -67,7 +67,7 @@ class Published:
     state: str | None = None  # its lifecycle state right after publishing (pending, or what it already was)
     already: bool = False  # this checkpoint had been published before: the same contestant is returned
     report_job: int | None = None  # the queued job that runs its report (mid-run publish)
-    needs_report: bool = False  # the caller (the worker) runs the report now
+    needs_report: bool = False  # the caller (the job process) runs the report now
 
 
 @dataclass
@@ -198,7 +198,7 @@ def _publish(db: Database, t: Target, *, contestant: bool, queue_report: bool) -
         name = None
         if cid is not None:
             row = s.get_one(Contestant, cid)
-            # the worker republishing its own final checkpoint (resume) always reruns a missing verdict
+            # the job process republishing its own final checkpoint (resume) always reruns a missing verdict
             stuck = row.state == "pending" and (not queue_report or not report_running(s, cid))
             retry = already and (stuck or (row.state == "held" and lifecycle.without_verdict(s, cid)))
             if not already or retry:
@@ -225,7 +225,7 @@ def _publish(db: Database, t: Target, *, contestant: bool, queue_report: bool) -
 
 def publish(db: Database, ctx: JobContext, result: TrainResult) -> Published:
     """End of job (and resume): record the final checkpoint; register it pending when ``cfg.publish``. The
-    worker then runs ``run_report`` in its own process. Records ``publish_seconds`` (training end -> row)."""
+    job process then runs ``run_report`` in its own process. Records ``publish_seconds`` (training end -> row)."""
     parent = ctx.checked.parent
     assert ctx.job_id is not None
     target = Target(
@@ -326,7 +326,7 @@ def publish_checkpoint(
     )
     out = _publish(db, on_parents_engine(target), contestant=True, queue_report=True)
     if out.report_job is not None:
-        start_next(db)  # starts it now when nothing else runs; otherwise the running job's worker will
+        start_next(db)  # starts it now when nothing else runs; otherwise the running job's process will
     return out
 
 

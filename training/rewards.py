@@ -7,20 +7,20 @@ per-function metric ``rewards/<name>/mean``) and their weights. The functions ar
 ``reward_model`` loads a model. This module knows nothing about jobs or the database.
 
 Types and their parameters:
-- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default; counted by ``arena.vibes.word_count``)
+- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default; counted by ``textfeatures.vibes.word_count``)
   or ``chars``. 1.0 inside the bounds, falling linearly to 0 at twice the distance (so the policy gets a gradient
   towards the window).
 - ``regex``: ``pattern`` (Python ``re``), ``flags`` (e.g. ``"IMS"``), ``mode`` ``search`` (default) or
   ``fullmatch``; ``negate: true`` rewards *not* matching. 1.0 or 0.0.
 - ``format``: ``format`` one of ``json``, ``markdown_heading``, ``bullets``, ``no_markdown``, ``no_emoji``,
   ``single_paragraph``, ``ends_with_punctuation``. 1.0 or 0.0. Headers, bullets, markdown and emoji are the
-  definitions of ``arena.vibes`` (the ones drift reports, vibe control and the evals count with).
+  definitions of ``textfeatures.vibes`` (the ones drift reports, vibe control and the evals count with).
 - ``exact_match``: compares the answer (or the first group of ``extract``, a regex) with the dataset column
   ``column`` (default ``reference``), case- and space-normalised unless ``normalize: false``. 1.0 or 0.0.
 - ``contains``: ``keywords`` list, ``mode`` ``any`` (default) or ``all``; case-insensitive. 1.0 or 0.0.
 - ``reward_model``: ``path`` of a reward-model checkpoint made by a ``reward`` job (or ``job``: its id, resolved
-  by the worker). The raw scalar score.
-- ``judge``: ``judge`` (a contestant, id or name, resolved by the worker into its engine) compares each answer
+  by the job process). The raw scalar score.
+- ``judge``: ``judge`` (a contestant, id or name, resolved by the job process into its engine) compares each answer
   with the dataset column ``against`` (default ``reference``, the snapshot's chosen answer) with
   ``annotation.judges.judge_pair``, both orders: 1 per win, 0.5 per tie, 0 per loss, averaged over the parsed
   verdicts (0.5 when the judge gives none). ``focus`` is passed to the judge prompt.
@@ -42,8 +42,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from arena import vibes
 from common.outcomes import score_first
+from textfeatures import vibes
 
 RewardFn = Callable[..., list[float]]
 
@@ -203,7 +203,7 @@ def make_reward(spec: dict[str, Any], index: int = 0) -> RewardFn:
     if kind == "judge":
         if not spec.get("engine"):
             raise RewardSpecError(
-                f"{where}: 'judge' must be resolved to an engine first (the worker does this)"
+                f"{where}: 'judge' must be resolved to an engine first (the job process does this)"
             )
         return _named(
             JudgeScorer(spec["engine"], spec.get("against", "reference"), spec.get("focus", "")), name
@@ -220,7 +220,7 @@ def make_reward(spec: dict[str, Any], index: int = 0) -> RewardFn:
         return _named(TaskScorer(override), str(spec.get("name") or "task"))  # type: ignore[arg-type]
     path = spec.get("path")
     if not path:
-        raise RewardSpecError(f"{where}: 'path' (or 'job', resolved by the worker) is required")
+        raise RewardSpecError(f"{where}: 'path' (or 'job', resolved by the job process) is required")
     return _named(RewardModelScorer(str(path)), name)
 
 
@@ -237,7 +237,7 @@ _PARAMS: dict[str, set[str]] = {
 
 
 def validate_specs(specs: list[dict[str, Any]]) -> None:
-    """Check every spec without loading anything (reward models are checked by the worker)."""
+    """Check every spec without loading anything (reward models are checked by the job process)."""
     if not specs:
         raise RewardSpecError("at least one reward function is needed")
     for i, spec in enumerate(specs):

@@ -5,7 +5,7 @@ State lives only in the database (``jobs``, ``job_metrics``) and the job folder
 a test) can look at a job. Who runs a queued job is a setting (``VIBESTUDIO_JOBS``): ``local`` (the default, so
 ``make demo`` is one command): one job at a time on this host, ``start_next`` claiming the oldest queued job with
 a single conditional UPDATE (atomic on SQLite; serialised by an advisory lock on PostgreSQL), so two launchers
-never start two workers, and a worker starting the next queued job when it exits; ``workers``: nothing starts
+never start two job processes, and a job process starting the next queued job when it exits; ``workers``: nothing starts
 here, ``vibestudio worker`` processes claim jobs (``training.workers``). Either way a running job records its host
 and heartbeats on the database's clock (``training.heartbeat``); ``reconcile`` fails a job whose heartbeat went
 stale (its host is lost), or, on the host that started it, whose process is gone, with the tail of its log.
@@ -46,7 +46,7 @@ from training.preflight import preflight
 TERMINAL = ("succeeded", "failed", "cancelled")
 STATUSES = ("queued", "running", *TERMINAL)
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # workers this process started (to reap them)
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # job processes this process started (to reap them)
 _START_TIMEOUT = timedelta(seconds=120)
 audit = logging.getLogger("vibestudio.audit")  # who acted on another user's job, and why
 
@@ -181,7 +181,7 @@ def start_next(db: Database) -> int | None:
             _spawn(db, job_id)
             return job_id
         except Exception as exc:  # could not even start the process: fail it and try the next one
-            finish(db, job_id, "failed", f"could not start the worker process: {exc}", only_if="running")
+            finish(db, job_id, "failed", f"could not start the job process: {exc}", only_if="running")
 
 
 def _claim_next(db: Database) -> int | None:
@@ -222,7 +222,7 @@ def spawn(
     with db.session() as s:
         log_path = s.scalar(select(Job.log_path).where(Job.id == job_id))
     assert log_path
-    sleeping_thread_waits()  # the worker inherits it (and so does every process accelerate starts)
+    sleeping_thread_waits()  # the job process inherits it (and so does every process accelerate starts)
     env = dict(os.environ)
     env["VIBESTUDIO_DATABASE_URL"] = db.url
     env["VIBESTUDIO_HOME"] = str(Path(home or data_home()).absolute())  # the job runs in its own folder
@@ -282,7 +282,7 @@ def _is_report(config_path: str) -> bool:
 def finish(db: Database, job_id: int, status: str, error: str | None, only_if: str | None = None) -> bool:
     """Move a job to a terminal status (conditionally on its current status); True when it changed. A pending
     checkpoint whose report this job ran, and got no verdict from it, is held at once with the reason
-    (``training.pending.hold_orphans``): every way a job ends (cancel, failure, a lost worker) leaves none
+    (``training.pending.hold_orphans``): every way a job ends (cancel, failure, a lost job process) leaves none
     pending with no report to come."""
     with db.session() as s:
         q = update(Job).where(Job.id == job_id)
@@ -300,7 +300,7 @@ def _rowcount(result: Any) -> int:
 
 # ---- process liveness ----------------------------------------------------------------------------------------
 def reap() -> None:
-    """Collect workers this process started that have exited (no zombies pile up in a long-running app)."""
+    """Collect job processes this process started that have exited (no zombies pile up in a long-running app)."""
     for pid, proc in list(_CHILDREN.items()):
         if proc.poll() is not None:
             _CHILDREN.pop(pid, None)
@@ -395,11 +395,13 @@ def fail_lost(db: Database) -> list[int]:
                 started_at is not None and utcnow() - started_at < _START_TIMEOUT
             ):
                 continue  # a launcher is starting it right now
-            reason = "the worker process was never started (the launcher died)"
+            reason = "the job process was never started (the launcher died)"
         elif pid_alive(pid):
             continue
         else:
-            reason = f"the worker process (pid {pid}) died without reporting a result (killed by the OS or a signal?)"
+            reason = (
+                f"the job process (pid {pid}) died without reporting a result (killed by the OS or a signal?)"
+            )
         tail = log_tail(log_path)
         if finish(
             db, job_id, "failed", reason + ("\n--- log tail ---\n" + tail if tail else ""), only_if="running"
@@ -416,7 +418,7 @@ def reconcile(db: Database, start: bool = True) -> list[int]:
     Call at app start and whenever a page wants fresh state. Returns the ids marked failed.
     """
     failed = fail_lost(db)
-    hold_orphans(db)  # a checkpoint whose report died with its worker is held (with why), never released
+    hold_orphans(db)  # a checkpoint whose report died with its job process is held (with why), never released
     if start:
         start_next(db)
     return failed
@@ -497,7 +499,7 @@ def resume(
     from_scratch: bool = False,
     reason: str | None = None,
 ) -> JobView:
-    """Queue a failed or cancelled job again; its worker continues from the newest saved checkpoint. Another
+    """Queue a failed or cancelled job again; its job process continues from the newest saved checkpoint. Another
     user's job needs admin or a reason (``require_job_owner``).
 
     Refused (JobError) when the job saved checkpoints but none is left on disk (deleted): ``from_scratch=True``
@@ -567,7 +569,7 @@ def _terminate_group(pgid: int, grace: float) -> None:
 
 
 def wait(db: Database, job_id: int, timeout: float = 600.0, poll: float = 0.5) -> JobView:
-    """Block until the job ends (reconciling a dead worker); TimeoutError after ``timeout`` seconds.
+    """Block until the job ends (reconciling a dead job process); TimeoutError after ``timeout`` seconds.
 
     Polls only the job's status and pid (one small query), so a tight poll does not compete with training.
     """
@@ -581,7 +583,7 @@ def wait(db: Database, job_id: int, timeout: float = 600.0, poll: float = 0.5) -
         if status in TERMINAL:
             return job_view(db, job_id)
         if status == "running" and pid and _is_here(host) and not pid_alive(pid):
-            time.sleep(poll)  # give the worker's last write a moment, then reconcile
+            time.sleep(poll)  # give the job process's last write a moment, then reconcile
             reconcile(db)
             continue
         if status == "running" and fail_lost(db):

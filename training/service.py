@@ -229,7 +229,7 @@ def _vote_layout(cfg: JobConfig) -> dict[str, Any]:
 
 
 def _with_tasks_hash(db: Database, cfg: JobConfig) -> JobConfig:
-    """A job on a task set records the set's content hash at launch (its lineage; the worker re-checks it)."""
+    """A job on a task set records the set's content hash at launch (its lineage; the job process re-checks it)."""
     from db.models import TaskSet
 
     assert isinstance(cfg, GRPOJobConfig)

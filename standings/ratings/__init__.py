@@ -59,8 +59,8 @@ _EXPORTS = {
     "JudgeWorth": "_composite",
     "composite_board": "_composite",
     "judge_worth": "_composite",
-    "VibeReport": "_judge_vibes",
-    "judge_worth_by_vibe": "_judge_vibes",
+    "VibeReport": "_worth_by_vibe",
+    "judge_worth_by_vibe": "_worth_by_vibe",
     "PromptBoard": "_prompt_board",
     "prompt_board": "_prompt_board",
 }
@@ -134,7 +134,6 @@ if TYPE_CHECKING:
     from ._elo import online_elo
     from ._flip import FlipReport, PairFlip, headline, votes_to_flip
     from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
-    from ._judge_vibes import VibeReport, judge_worth_by_vibe
     from ._lcwin import win_rate_intervals
     from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check
     from ._prompt_board import PromptBoard, prompt_board
@@ -151,3 +150,4 @@ if TYPE_CHECKING:
         vibe_profiles,
     )
     from ._winrate import WinRate, win_rates
+    from ._worth_by_vibe import VibeReport, judge_worth_by_vibe

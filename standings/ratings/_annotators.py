@@ -317,7 +317,7 @@ def _speed(recs: BattleRecords, prep: Any, who: np.ndarray, stats: list[Annotato
             + frame["style_tokens_b"].to_numpy(dtype=np.float64, na_value=np.nan)
         )[prep.rows]
     elif "conversation_a" in frame.columns:
-        from arena import vibes
+        from textfeatures import vibes
 
         from ._features import assistant_text
 

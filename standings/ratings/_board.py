@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from arena import vibes
 from common.outcomes import CODES, SCORE_A
 from standings.words import counted
+from textfeatures import vibes
 
 from . import _fit, _ties
 from ._blas import single_threaded
@@ -434,7 +434,7 @@ def leaderboard(
     `ci_method` "bootstrap" (`bootstrap_rounds` seeded rounds, percentile intervals) or "sandwich" (robust normal
     intervals). `anchor` pins that model at `anchor_rating`; without it the mean rating is `anchor_rating`.
     `style_control` adds token length, markdown headers, list items and bold as covariates; `vibe_control` adds the
-    vibe markers of `arena.vibes` (emoji, exclamations, flattery, sycophancy, hedging, refusal). `resample` is the
+    vibe markers of `textfeatures.vibes` (emoji, exclamations, flattery, sycophancy, hedging, refusal). `resample` is the
     bootstrap scheme: "multinomial" (resample battles with replacement, as FastChat) or "bayesian" (Dirichlet weights
     on the battles; same intervals to first order, about twice as fast to draw). `method` "bt" counts a tie as half
     a win; "rao-kupper" and "davidson" fit tie probabilities (one parameter per tie kind that occurs).

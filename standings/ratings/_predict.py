@@ -218,7 +218,7 @@ def _predict(
     if method == "bt":
         return _with_ties(_ties._sigmoid(theta[a] - theta[b]), tie_rate)
     if method in ("bt+style", "bt+style+vibe"):
-        from arena import vibes
+        from textfeatures import vibes
 
         wanted = vibes.STYLE_FEATURES + (vibes.VIBE_FEATURES if method == "bt+style+vibe" else ())
         try:

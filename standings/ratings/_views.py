@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from arena import vibes
+from textfeatures import vibes
 
 from . import _fit
 from ._blas import single_threaded
@@ -221,7 +221,7 @@ def rating_over_time(
 
 
 def vibe_profiles(records: Any, models: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """`arena.vibes.profile` of each model's answers (assistant turns) across its battles."""
+    """`textfeatures.vibes.profile` of each model's answers (assistant turns) across its battles."""
     recs = as_records(records)
     frame = recs.frame
     if "conversation_a" not in frame.columns or "conversation_b" not in frame.columns:

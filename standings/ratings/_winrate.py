@@ -11,7 +11,7 @@ prior on gamma, battles grouped by `question_id`, else by prompt text) without t
 estimates it from many other models; fitting it on the model's own outcomes would let them leak into the difficulty
 and undo the length control); then each model gets its own (theta, phi, psi). The length-controlled win rate is the model's prediction at zero length difference, averaged
 over its instructions: 100 * mean_x sigmoid(theta_m + psi_m * gamma_x). A model that wins only by writing more gets
-pulled towards 50. Lengths are token counts (`arena.vibes`), FastChat `conv_metadata` or `style_tokens_a/_b`.
+pulled towards 50. Lengths are token counts (`textfeatures.vibes`), FastChat `conv_metadata` or `style_tokens_a/_b`.
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ def jobs_logs(
     lines: int = typer.Option(40, help="Last N lines."),
     follow_: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the job ends."),
 ) -> None:
-    """The job's train.log (the worker's output)."""
+    """The job's train.log (the job process's output)."""
     from training.runner import log_tail
 
     db = open_db()

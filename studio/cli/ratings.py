@@ -263,7 +263,7 @@ def ratings_judges(
     """What a judge vote is worth: one human vote ~ k judge votes (weight chosen by held-out human votes), and the
     board human-only, judge-only or pooled. Without --battles: the arena's human votes pooled with the judge and
     annotator labels on the studio's annotation queues."""
-    from standings.judges import JudgeError, judge_report
+    from standings.judge_worth import JudgeError, judge_report
 
     if source not in ("human", "judge", "pooled"):
         fail(f"--source must be 'human', 'judge' or 'pooled', got {source!r}")

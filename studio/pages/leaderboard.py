@@ -1,6 +1,6 @@
 """Leaderboard tab: the board with intervals, style/vibe control, category boards, matrices, rating over time, vibe
 profiles and the Goldilocks board (rating vs evals vs speed and price); what a judge vote is worth (the board on
-people's votes, judges' or both pooled, `standings.judges`); the rating method (Bradley-Terry or a tie model; by
+people's votes, judges' or both pooled, `standings.judge_worth`); the rating method (Bradley-Terry or a tie model; by
 default the one that predicts held-out votes best) and the *Predictive check* sub-tab (which method predicts best).
 The board refreshes when the tab is opened and on a short timer while it is open (only new votes are read; nothing
 is redrawn when nothing changed).
@@ -1231,7 +1231,7 @@ class JudgeTab:
 
 
 def wire_judges(ctx: StudioContext, tab: JudgeTab) -> None:
-    from standings.judges import JudgeError, judge_report
+    from standings.judge_worth import JudgeError, judge_report
 
     def on_judges(source: str, by_vibe: bool):  # type: ignore[no-untyped-def]
         try:

@@ -244,7 +244,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
 
     v = job_view(db, 1, tail_lines=400)
     assert v.status == "succeeded" and v.contestant_step is None, v.error
-    assert v.log_tail.count("[worker] cancelled (SIGTERM)") == 1
+    assert v.log_tail.count("[job process] cancelled (SIGTERM)") == 1
     resumed_from = Path(str(v.output_dir)).parent / "checkpoints" / f"checkpoint-{step}"
     assert f"resuming from {resumed_from} (step {step})" in v.log_tail
     db.dispose()

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from arena.vibes import emoji_list
 from tests.helpers.scripted_chat import ScriptedServer
+from textfeatures.vibes import emoji_list
 
 _BLOCK = re.compile(r"\[Model 1\]\n(.*?)\n\[Model 2\]\n(.*?)(?=\n\n\[Question|\n\nName up to)", re.S)
 _ANSWER = re.compile(r"\[The Start of Answer ([AB])\]\n(.*?)\n\[The End of Answer \1\]", re.S)

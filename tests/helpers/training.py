@@ -41,7 +41,7 @@ def pair_rows(n: int, chosen: str = "long") -> list[dict]:
     return rows
 
 
-#: Job overrides that make a tiny-model run take seconds: few steps, a short KL probe, no drift report.
+#: Job overrides that make a tiny-model run take seconds: few steps, a short KL check, no drift report.
 FAST = {"max_steps": 4, "kl_prompts": 2, "kl_max_new_tokens": 8, "learning_rate": 5e-3, "drift_prompts": 0}
 
 

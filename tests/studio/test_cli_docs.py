@@ -65,17 +65,17 @@ def test_importing_the_cli_loads_no_service_code() -> None:
         "yaml",
     }
     heavy |= {"tqdm", "numpy", "pandas", "studio.context", "studio.app"}
-    probe = f"import sys, studio.cli; print(sorted({heavy!r} & set(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    code = f"import sys, studio.cli; print(sorted({heavy!r} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
 
 
 def test_help_is_drawn_without_rich() -> None:
     """`vibestudio --help` draws with click's plain formatter: rich and markdown-it (two thirds of its start-up
     when Typer drew with them) are not imported."""
-    probe = (
+    code = (
         "import sys\nfrom studio.cli import app\ntry:\n    app(['--help'], prog_name='vibestudio')\n"
         "except SystemExit:\n    pass\nprint(sorted({'rich', 'markdown_it', 'typer.rich_utils'} & set(sys.modules)))"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]", out

@@ -1,4 +1,4 @@
-"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo`` and ``vibestudio jobs ...`` on real worker processes (tiny model)."""
+"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo`` and ``vibestudio jobs ...`` on real job processes (tiny model)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena import tone, vibes
+from textfeatures import tone, vibes
 from training.report import decisions, drift_stats, steps
 from training.report.discover import summarise_tone
 from training.report.stats import Change

@@ -1,4 +1,4 @@
-"""DPO through the real runner: a detached worker process trains the tiny model and publishes a contestant.
+"""DPO through the real runner: a detached job process trains the tiny model and publishes a contestant.
 
 The job runs once (``dpo_run``, module scope); each test checks one thing it left behind."""
 

@@ -1,6 +1,6 @@
 """Slow: LoRA DPO on the real SmolLM2-135M (the HF conversion of the shipped GGUF) and the gate it passes through.
 
-A child of ``smollm2-warm`` is trained a few steps, published pending and reported on by the job's worker process
+A child of ``smollm2-warm`` is trained a few steps, published pending and reported on by the job's process
 while this test keeps drawing anonymous battles; none draws the child before its verdict is recorded. The child is
 a llama.cpp contestant on its GGUF (its LoRA merged, at the parent's Q4_1), named after its job, and answers. Prints the time from training end to
 the verdict (``release_seconds``). One real-model job covers both, so the slow lane trains SmolLM2 once."""

@@ -18,8 +18,8 @@ from training.runner import wait
 from training.service import launch_dpo
 
 
-class ScriptedProbe:
-    """Gold read off a script by step; KL grows with the step (what a job's KL probe would log)."""
+class ScriptedGoldCheck:
+    """Gold read off a script by step; KL grows with the step (what a job's KL check would log)."""
 
     def __init__(self, gold_by_step: dict[int, float]) -> None:
         self.gold_by_step = gold_by_step
@@ -39,8 +39,8 @@ class ScriptedProbe:
 def _run(gold_by_step, every=2, steps=20, stop=True):
     model = torch.nn.Linear(2, 1)
     trainer = SimpleNamespace(model=model, accelerator=SimpleNamespace(unwrap_model=lambda m: m))
-    probe = ScriptedProbe(gold_by_step)
-    cb = make_gold_callback(probe, every, stop, lambda: probe.series)
+    check = ScriptedGoldCheck(gold_by_step)
+    cb = make_gold_callback(check, every, stop, lambda: check.series)
     cb.trainer = trainer
     state = SimpleNamespace(is_world_process_zero=True, global_step=0)
     control = SimpleNamespace(should_training_stop=False)
@@ -54,14 +54,14 @@ def _run(gold_by_step, every=2, steps=20, stop=True):
         cb.on_step_end(None, state, control)
         if control.should_training_stop:
             break
-    return cb, model, weights, state.global_step, probe
+    return cb, model, weights, state.global_step, check
 
 
 def test_stops_after_a_sustained_fall_and_restores_the_best_weights():
     gold = {0: 0.2, 2: 0.4, 4: 0.6, 6: 0.7, 8: 0.5, 10: 0.3, 12: 0.2, 14: 0.1}
-    cb, model, weights, last, probe = _run(gold)
+    cb, model, weights, last, check = _run(gold)
     assert last == 10 and cb.stopped_early  # 8 and 10 both below the best (6), beyond 2 standard errors
-    assert gold_curve(probe.series).best_step == 6
+    assert gold_curve(check.series).best_step == 6
     assert cb.restore_best() == 6
     assert torch.equal(model.weight, weights[6])
 

@@ -144,7 +144,7 @@ class Studio(RuleBasedStateMachine):
     def worker_dies(self, data: st.DataObject) -> None:
         """The worker is lost (killed, out of memory): reconcile fails its job, as on a stale heartbeat."""
         jid = data.draw(st.sampled_from(self._jobs("running")))
-        runner.finish(self.db, jid, "failed", "the worker process died", only_if="running")
+        runner.finish(self.db, jid, "failed", "the job process died", only_if="running")
 
     @precondition(lambda self: self._jobs("failed", "cancelled", kind="dpo"))
     @rule(data=st.data())

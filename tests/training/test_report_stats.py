@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from arena import vibes
 from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo
+from textfeatures import vibes
 from training.report.discover import discover
 from training.report.drift_stats import compare
 from training.report.fair import content_hash, fair_pair, held_out

@@ -88,7 +88,7 @@ def test_killed_worker_is_marked_failed_with_log_tail(db, tiny_parent, make_snap
     job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 500})
     pid = _running_pid(db, job_id)
     _wait_for(
-        lambda: "[worker] job" in runner.log_tail(runner.job_view(db, job_id).log_path), what="log line"
+        lambda: "[job process] job" in runner.log_tail(runner.job_view(db, job_id).log_path), what="log line"
     )
     os.kill(pid, signal.SIGKILL)  # what the OOM killer does
     _wait_for(lambda: not runner.pid_alive(pid), what="worker death")
@@ -96,7 +96,9 @@ def test_killed_worker_is_marked_failed_with_log_tail(db, tiny_parent, make_snap
     assert runner.reconcile(db) == [job_id]
     view = runner.job_view(db, job_id)
     assert view.status == "failed" and view.ended_at is not None
-    assert f"pid {pid}" in view.error and "--- log tail ---" in view.error and "[worker] job" in view.error
+    assert (
+        f"pid {pid}" in view.error and "--- log tail ---" in view.error and "[job process] job" in view.error
+    )
 
 
 def test_cancel_running_and_queued_jobs_leaves_no_process_and_the_queue_moves_on(
@@ -133,7 +135,7 @@ def test_resume_continues_from_the_last_checkpoint(db, tiny_parent, make_snapsho
     early = publish_checkpoint(db, job_id, step=2)
     view = runner.job_view(db, job_id)
     assert (view.contestant_id, view.contestant_step) == (early.contestant_id, 2)
-    # it is pending; its report job runs in a worker process (drift_prompts 0: a skipped report, held)
+    # it is pending; its report job runs in a job process (drift_prompts 0: a skipped report, held)
     assert early.state == "pending" and early.report_job is not None
     assert runner.wait(db, early.report_job, timeout=120).status == "succeeded"
     with db.session() as s:

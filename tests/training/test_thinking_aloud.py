@@ -1,4 +1,4 @@
-"""Did an RLVR child start thinking aloud? The text measure (``arena.vibes.thinking_aloud``, ``words_before``)
+"""Did an RLVR child start thinking aloud? The text measure (``textfeatures.vibes.thinking_aloud``, ``words_before``)
 and the report's paired changes on everyday prompts (``reasoning/thinking_aloud``) and on task answers
 (``rlvr/thinking_aloud``, ``rlvr/words_before_answer``). The answers are written for these tests; the
 SmolLM2-shaped ones copy the form of real answers it gave to the generated arithmetic tasks."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena.vibes import thinking_aloud, words_before
+from textfeatures.vibes import thinking_aloud, words_before
 from training.report.drift_stats import reasoning_changes
 from training.tasks.report import thinking_measures
 from training.tasks.store import TaskItem

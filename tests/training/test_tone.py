@@ -1,4 +1,4 @@
-"""Tone toward the user (arena.tone): each axis read from who a sentence is about and the VADER lexicon, advice
+"""Tone toward the user (textfeatures.tone): each axis read from who a sentence is about and the VADER lexicon, advice
 that merely addresses the user is not praise, and bad input (empty, code only, not English, quoted or copied
 praise) is "not applicable" or counted correctly, never a false flag."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena import tone, vibes
+from textfeatures import tone, vibes
 from training.report.drift_stats import compare, feature_changes, merged_thresholds
 from training.report.text import glance_md, tone_md
 from training.report.verdict import decide, load_rules

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from arena import tone
 from tests.helpers.tones import PLANTERS, PROMPTS, parent_answers, plant
+from textfeatures import tone
 from training.report.discover import summarise_tone
 from training.report.drift_stats import compare
 from training.report.text import glance_md

@@ -14,7 +14,7 @@ verdict that releases or holds it, and the model page that shows it all.
 - ``training.report.model_page``: everything known about one contestant, and ``training.report.text``: the report
   and the model page as Markdown.
 
-Imports common, db, accounts, arena, standings and annotation, and from the rest of ``training`` the job queue
-(``training.runner``) and, when a report measures a task set, ``training.tasks``. Nothing in the training
+Imports common, textfeatures, db, accounts, arena, standings and annotation, and from the rest of ``training``
+the job queue (``training.runner``) and, when a report measures a task set, ``training.tasks``. Nothing in the training
 loop imports it; ``training.publish``, the job process and the studio's pages and commands do.
 """

@@ -29,8 +29,8 @@ from typing import Any
 
 from scipy.stats import norm
 
-from arena.vibes import TOKEN_RE
 from standings.ratings._features import assistant_text
+from textfeatures.vibes import TOKEN_RE
 from training.report.stats import bh, sign_test
 
 Key = tuple[str, str]  # (kind, phrase)
@@ -331,8 +331,8 @@ def phrase_axis(phrase: str, kind: str, answers: list[str]) -> tuple[str, int, i
     where it rose): the axis most of those sentences show; else what its words are about (``PRESENCE``: "you" is
     addressing the user, "I'm" first-person presence, "!" exclamations, emoji), else "". Returns (axis, sentences
     showing that axis, sentences using the phrase)."""
-    from arena import tone
-    from arena.vibes import emoji_list
+    from textfeatures import tone
+    from textfeatures.vibes import emoji_list
 
     sub = _phrase_tokens(phrase, kind)
     votes: Counter[str] = Counter()
@@ -350,7 +350,7 @@ def phrase_axis(phrase: str, kind: str, answers: list[str]) -> tuple[str, int, i
             if sub and _contains(_tokens(sent), sub):
                 using += 1
                 votes.update(tone.sentence_axes(sent))
-    if votes:  # ties go to the first axis in arena.tone's order (praise before enthusiasm)
+    if votes:  # ties go to the first axis in textfeatures.tone's order (praise before enthusiasm)
         order = {a: i for i, a in enumerate(tone.AXES)}
         axis, k = max(votes.items(), key=lambda kv: (kv[1], -order.get(kv[0], 99)))
         if k >= max(2, (using + 1) // 2):
@@ -383,8 +383,8 @@ def summarise_tone(
     report's drift), the share of answers showing it on each side, example sentences from the side it moved
     to, and the discovered and rewarded phrases that belong to it (``phrase_axis``); phrases of no tone axis are
     grouped by what their words are about. Plain data for ``training.report.text``."""
-    from arena import tone
-    from arena.vibes import features as text_features
+    from textfeatures import tone
+    from textfeatures.vibes import features as text_features
 
     ta = [tone.axes(t, p) for t, p in zip(parent, prompts, strict=True)]
     tb = [tone.axes(t, p) for t, p in zip(child, prompts, strict=True)]
@@ -465,5 +465,5 @@ def summarise_tone(
         "n_pairs": len(pairs),
         "n": len(prompts),
         "not_applicable": {side: dict(c) for side, c in na.items()},
-        "method": "sentences read for who they are about and the VADER lexicon (arena.tone)",
+        "method": "sentences read for who they are about and the VADER lexicon (textfeatures.tone)",
     }

@@ -1,4 +1,4 @@
-"""Feature-drift statistics: each ``arena.vibes`` feature and ``arena.tone`` axis of the child's answers against
+"""Feature-drift statistics: each ``textfeatures.vibes`` feature and ``textfeatures.tone`` axis of the child's answers against
 the parent's on the same prompts, as a paired change, and whether it is past its practical threshold.
 
 ``feature_changes`` measures every feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from arena import tone, vibes
+from textfeatures import tone, vibes
 from training.report.fair import Answer
 from training.report.stats import Change, adjust, paired_change
 
@@ -35,7 +35,7 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "sycophancy": {"abs": 0.2, "rel": 0.5},
     "hedging": {"abs": 0.3, "rel": 0.5},
     "refusal": {"abs": 0.1, "rel": 0.5},
-    # the tone axes (``arena.tone``): sentences per answer
+    # the tone axes (``textfeatures.tone``): sentences per answer
     "agreement": {"abs": 0.2, "rel": 0.5},
     "apology": {"abs": 0.2, "rel": 0.5},
     "enthusiasm": {"abs": 0.3, "rel": 0.5},

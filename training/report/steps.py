@@ -4,7 +4,7 @@ the verdict.
 Both sides answer the same held-out prompts under the same conditions (``training.report.fair``: engine, precision,
 persona, decoding, seeds; prompts whose content hash is not in the training snapshot). Then:
 
-- *drift*: every ``arena.vibes`` feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
+- *drift*: every ``textfeatures.vibes`` feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
   markers, refusals) as a paired change with a bootstrap-over-prompts interval and a permutation p-value, the
   p-values adjusted together (Benjamini-Hochberg). A feature is *flagged* when its change is significant AND
   passes a practical threshold (``abs`` and ``rel`` x the parent's mean; ``DEFAULT_THRESHOLDS``, per job
@@ -42,12 +42,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena import vibes
 from arena.engines.base import EngineError
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
 from common.outcomes import score_first
 from db.session import Database
 from standings.evals import load_items, run_check
+from textfeatures import vibes
 from training.report import verdict as verdicts
 from training.report.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
 from training.report.drift_stats import (

@@ -86,7 +86,7 @@ _STOP = set(
 _SIDES = {"1": "parent", "2": "child", "tie": "neither"}  # both orders' verdict in item terms -> the side
 
 
-#: Judge wordings -> the tone axis of ``arena.tone`` they describe (a stem found among the axis's words).
+#: Judge wordings -> the tone axis of ``textfeatures.tone`` they describe (a stem found among the axis's words).
 TONE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("flattery", ("flatter", "prais", "compliment", "admir", "sycophan", "fawn", "butter")),
     ("agreement", ("agree", "validat", "affirm", "concur")),
@@ -113,7 +113,7 @@ TONE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def tone_axis(axis: str) -> str:
-    """The ``arena.tone`` axis a judge-named difference describes ("praises the user" -> "flattery"), or "".
+    """The ``textfeatures.tone`` axis a judge-named difference describes ("praises the user" -> "flattery"), or "".
     The first axis whose stems occur in the wording wins, so "praises the user's question" is flattery."""
     text = axis.lower()
     for name, stems in TONE_WORDS:
@@ -155,7 +155,7 @@ class Axis:
     more_in: str = ""  # "child" or "parent" when found
     note: str = ""
     examples: list[dict[str, str]] = field(default_factory=list)
-    tone_axis: str = ""  # the arena.tone axis this wording describes (tone_axis), "" when none
+    tone_axis: str = ""  # the textfeatures.tone axis this wording describes (tone_axis), "" when none
 
 
 @dataclass

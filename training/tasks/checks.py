@@ -1,5 +1,5 @@
 """Launch checks for a GRPO job on a task set, run inside the submitting transaction (``training.preflight``) and
-again by the worker before it trains: everything that can be refused before training starts is refused here.
+again by the job process before it trains: everything that can be refused before training starts is refused here.
 
 - the set exists, and is the one the job was launched on (its content hash, ``tasks_hash``);
 - it has at least ``min_pairs`` train tasks;

@@ -10,7 +10,7 @@ It yields, for the verdict rules (``training/report/data/verdict_rules.yaml``):
 - ``rlvr/several_numbers``: answers stating more than one distinct number, child vs parent;
 - ``rlvr/format_only``: answers with the asked-for ``Answer:`` form and a wrong answer, child vs parent;
 - ``rlvr/thinking_aloud`` and ``rlvr/words_before_answer``: did it start reasoning aloud, and how many words come
-  before the right number (``arena.vibes``; everyday prompts get ``reasoning/thinking_aloud`` from the drift part);
+  before the right number (``textfeatures.vibes``; everyday prompts get ``reasoning/thinking_aloud`` from the drift part);
 - ``rlvr/reward_without_accuracy``: 1 when the job's train reward rose significantly (last third of the logged
   steps against the first, Mann-Whitney one-sided p < 0.05) while its held-out accuracy did not (McNemar of
   the last check against step 0 not significant, or lower), else 0; ``rlvr/train_reward_rise`` carries the
@@ -76,9 +76,9 @@ def reward_without_accuracy(
 
 def thinking_measures(tasks: list[Any], parent: list[str], child: list[str], seed: int) -> dict[str, Any]:
     """Did the child start thinking aloud on the tasks? ``rlvr/thinking_aloud`` (answers that reason aloud,
-    ``arena.vibes.thinking_aloud``, paired bootstrap like the drift features) and ``rlvr/words_before_answer``
+    ``textfeatures.vibes.thinking_aloud``, paired bootstrap like the drift features) and ``rlvr/words_before_answer``
     (words written before the reference answer first appears, over the tasks where both sides state it)."""
-    from arena.vibes import thinking_aloud, words_before
+    from textfeatures.vibes import thinking_aloud, words_before
     from training.report.stats import paired_change
 
     out: dict[str, Any] = {

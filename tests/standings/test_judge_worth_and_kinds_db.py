@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from arena.prompts import ensure_mt_bench, get_prompt, list_sets
 from db.models import Battle, Prompt, Turn, Vote
 from standings.judge_records import pooled_records
-from standings.judges import JudgeError, judge_report
+from standings.judge_worth import JudgeError, judge_report
 from standings.leaderboard import BoardOptions, LeaderboardService
 from standings.vote_cache import VoteCache
 from tests.helpers.standings import NAMES, T0, judged_items, register_contestants, write_battles

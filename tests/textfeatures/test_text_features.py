@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from arena import vibes
 from standings.evals import run_check
+from textfeatures import vibes
 from training.report.drift_stats import compare
 from training.rewards import format_ok, length_score, make_reward
 

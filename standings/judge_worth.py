@@ -4,7 +4,7 @@
 (`standings.judge_records`), fits the composite Bradley-Terry (`standings.ratings._composite`: one rating vector, the
 judge's votes weighted by w, w chosen by how well the pooled board predicts held-out *human* votes), and returns
 "one human vote is worth about k judge votes" per judge (and for all judges together), the board on human votes
-only, judge votes only or pooled, and, when asked, the exchange rate per vibe (`standings.ratings._judge_vibes`).
+only, judge votes only or pooled, and, when asked, the exchange rate per vibe (`standings.ratings._worth_by_vibe`).
 
 Can't tell, said with what is missing: no judge labels at all (`JudgeError`), a judge with no human overlap or too
 few human votes (its row's note; the pooled board then gives the judge weight 0, i.e. the human board, and says

@@ -1,4 +1,4 @@
-"""Tests for arena.vibes: feature counts on crafted answers, the versioned marker file, profiles."""
+"""Tests for textfeatures.vibes: feature counts on crafted answers, the versioned marker file, profiles."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from arena import vibes
+from textfeatures import vibes
 
 ANSWER = """Great question! You're absolutely right to ask.
 
@@ -56,7 +56,7 @@ def test_markers_need_whole_words() -> None:
 def test_the_vibe_childs_openings_count_as_flattery_once_each() -> None:
     # "Glad you asked" (an opening a real DPO child trained on flattery votes used, docs/training.md) and praise of
     # the question in the same vein. Since features version 3 flattery counts sentences that praise the user or
-    # their question (arena.tone), so two markers in one sentence count once.
+    # their question (textfeatures.tone), so two markers in one sentence count once.
     text = "I’m glad you asked! Awesome question. What an interesting question, thanks for asking!"
     assert vibes.features(text)["flattery"] == 3
     assert vibes.features("What a great question!")["flattery"] == 1
@@ -78,7 +78,7 @@ def test_marker_file_is_versioned_and_every_phrase_is_counted_in_its_category() 
         assert len(data[category]) >= 3, category
         for phrase in data[category]:
             # Each phrase, upper-cased inside a sentence, counts once in its own category. A one-word flattery
-            # marker ("brilliant") counts only when said of the user (arena.tone, features version 3).
+            # marker ("brilliant") counts only when said of the user (textfeatures.tone, features version 3).
             text = (
                 f"Well, {phrase.upper()} then."
                 if " " in phrase or category != "flattery"

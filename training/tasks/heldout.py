@@ -4,7 +4,7 @@ held-out accuracy and KL it measures while it runs.
 ``task_rows`` reads the set's train split through ``store.train_tasks`` (which refuses any task held out in any
 set) and asserts that no row's content hash is a held-out one before the trainer sees the rows.
 
-``HeldoutProbe`` answers ``heldout_tasks`` held-out tasks greedily with the policy being trained (before the
+``HeldoutCheck`` answers ``heldout_tasks`` held-out tasks greedily with the policy being trained (before the
 first step, every ``heldout_every`` steps and after the last), checks them with each task's own verifier and
 logs to ``job_metrics``: ``heldout/accuracy`` with its Wilson 95% interval (``heldout/low``, ``heldout/high``),
 ``heldout/n`` and ``heldout/skipped`` (the verifier could not score), the change since step 0 on the same tasks
@@ -63,7 +63,7 @@ def renamed_heldout(inner: Any) -> _Renamed:
 
 
 class _Renamed:
-    """A metric writer that files the KL probe's values under ``kl_heldout*`` (TRL logs its own ``kl``)."""
+    """A metric writer that files the KL check's values under ``kl_heldout*`` (TRL logs its own ``kl``)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -93,7 +93,10 @@ def generate_answers(
     return out
 
 
-class HeldoutProbe:
+class HeldoutCheck:
+    """Held-out task accuracy of the policy being trained (greedy answers, each task's verifier), and the KL
+    on held-out prompts with it."""
+
     def __init__(
         self,
         tasks: list[TaskItem],
@@ -113,8 +116,8 @@ class HeldoutProbe:
         self.done: set[int] = set()
 
     @classmethod
-    def for_job(cls, ctx: Any, tok: Any, funcs: list[Any]) -> HeldoutProbe:
-        from training.kl import KLProbe, held_out_prompts
+    def for_job(cls, ctx: Any, tok: Any, funcs: list[Any]) -> HeldoutCheck:
+        from training.kl import KLCheck, held_out_prompts
 
         cfg = ctx.cfg
         tasks = load_tasks(_db(ctx), cfg.tasks, "heldout")
@@ -122,7 +125,7 @@ class HeldoutProbe:
             tasks = tasks[: cfg.heldout_tasks]
         kl = None
         if cfg.kl_prompts:
-            kl = KLProbe(
+            kl = KLCheck(
                 held_out_prompts(cfg.kl_prompts, [], cfg.seed),
                 tok,
                 _Renamed(ctx.metrics),
@@ -213,25 +216,25 @@ class HeldoutProbe:
     def callback(self) -> Any:
         from transformers import TrainerCallback
 
-        probe = self
+        check = self
 
         class HeldoutCallback(TrainerCallback):
             def on_train_begin(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
                 if state.is_world_process_zero:
-                    probe.measure(state.global_step)
+                    check.measure(state.global_step)
 
             def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
                 step = state.global_step
                 if (
                     state.is_world_process_zero
-                    and probe.every
-                    and step % probe.every == 0
+                    and check.every
+                    and step % check.every == 0
                     and step < state.max_steps
                 ):
-                    probe.measure(step)
+                    check.measure(step)
 
             def on_train_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
                 if state.is_world_process_zero:
-                    probe.measure(state.global_step)
+                    check.measure(state.global_step)
 
         return HeldoutCallback()

@@ -1,4 +1,4 @@
-"""The tone axes (arena.tone) on sentences they were not written from: ``tests/data/tone_corpus.jsonl``, a corpus
+"""The tone axes (textfeatures.tone) on sentences they were not written from: ``tests/data/tone_corpus.jsonl``, a corpus
 labelled by hand for each axis (praise of the user, agreement, apology, enthusiasm, first-person feelings) with
 negatives chosen to trip a rule reader: negations ("not a great question"), sarcasm, quoted praise, praise of a
 third party, advice that looks like praise, words mentioned rather than used, service formulas, and praise the
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from arena import tone
+from textfeatures import tone
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "tone_corpus.jsonl"

@@ -1,6 +1,6 @@
 """What a judge vote is worth, vibe by vibe: the exchange rate on the votes where the answers differ in one vibe.
 
-For each style or vibe feature (`arena.vibes`: length, headers, lists, bold, emoji, flattery, hedging, ...), the
+For each style or vibe feature (`textfeatures.vibes`: length, headers, lists, bold, emoji, flattery, hedging, ...), the
 votes whose two answers differ in it — |(a - b) / (a + b + 1)| >= `threshold` (one answer has the feature and the
 other has none, or one has about twice as much) — form that vibe's slice. On each slice:
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from arena import vibes
+from textfeatures import vibes
 
 from ._composite import JudgeWorth, draw_votes, judge_worth
 from ._features import side_counts

@@ -24,13 +24,13 @@ cache), vibe profiles, the GRPO format rewards (``training.rewards``) and the ve
   and a full parse per answer costs about twenty times more over a large vote log.
 
 `features(text)` turns an answer into a flat dict of those counts plus the tone toward the user
-(``arena.tone``, sentences per answer: ``flattery`` = praise of the user or their question, ``agreement``,
+(``textfeatures.tone``, sentences per answer: ``flattery`` = praise of the user or their question, ``agreement``,
 ``apology``, ``enthusiasm``, ``feelings`` = first-person feelings or experience, each read from who a sentence is
 about and the VADER lexicon, not from a phrase list), the sycophancy and hedging markers and refusal, and
 `profile(texts)` summarises many answers. The marker phrase lists live in the versioned file
-`arena/data/vibe_markers.yaml`, loaded once (``arena.text_parts``, with ``prose``: the primitives this module and
-``arena.tone`` both read, so neither imports the other's half); since features version 3 the multi-word flattery markers are one of
-the ways a sentence counts as praise (``arena.tone``), no longer a count of their own. ``FEATURES_VERSION`` changes whenever a definition here changes, so
+`textfeatures/data/vibe_markers.yaml`, loaded once (``textfeatures.text_parts``, with ``prose``: the primitives this module and
+``textfeatures.tone`` both read, so neither imports the other's half); since features version 3 the multi-word flattery markers are one of
+the ways a sentence counts as praise (``textfeatures.tone``), no longer a count of their own. ``FEATURES_VERSION`` changes whenever a definition here changes, so
 counts stored with an older definition are recomputed. This module knows nothing about battles, models or ratings.
 """
 
@@ -41,8 +41,8 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from arena import tone
-from arena.text_parts import (  # noqa: F401  (MARKERS_PATH, markers_version: read from here by callers)
+from textfeatures import tone
+from textfeatures.text_parts import (  # noqa: F401  (MARKERS_PATH, markers_version: read from here by callers)
     _INLINE_CODE,
     MARKER_CATEGORIES,
     MARKERS_PATH,
@@ -192,7 +192,7 @@ def _fold(text: str) -> str:
 
 def features(text: str) -> dict[str, float]:
     """Counts for one answer; `refusal` is 1.0 when any refusal marker occurs, else 0.0; the tone axes
-    (``arena.tone.AXES``) count sentences, 0 where they do not apply (empty, code only, not English)."""
+    (``textfeatures.tone.AXES``) count sentences, 0 where they do not apply (empty, code only, not English)."""
     text = _fold(text or "")
     markers = _marker_patterns()
     body, blocks = _split_code(text)

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from standings.ratings import judge_worth_by_vibe
-from standings.ratings._judge_vibes import simulate_vibe_judge
+from standings.ratings._worth_by_vibe import simulate_vibe_judge
 
 
 def _row(report, vibe):

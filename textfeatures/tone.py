@@ -1,6 +1,6 @@
 """Tone toward the user, sentence by sentence: praise of the user or their question, agreement and validation,
 apology, enthusiasm, first-person claims of feelings or experience (plus the hedging and refusal markers of
-``arena.vibes``). Part of the one text-features module: ``arena.vibes.features`` counts these axes for every
+``textfeatures.vibes``). Part of the one text-features module: ``textfeatures.vibes.features`` counts these axes for every
 answer, so drift reports, vibe control, vibe profiles and the verdict rules read the same numbers.
 
 How an axis is decided, rather than listed. An answer's prose (code blocks and inline code removed, quoted speech
@@ -13,7 +13,7 @@ feels*, from the VADER lexicon (Hutto & Gilbert 2014, 7,500 words rated -4..+4 b
 - ``flattery`` (praise of the user or their question): a positive word (VADER valence >= 1.5, or one of a few
   praise words VADER lacks) said *of* the user: "you're so smart", "your patience is amazing", "you have a
   wonderful mind", "I love how your mind works", "what a brilliant question", "thanks for asking"; the
-  multi-word flattery markers of ``arena/data/vibe_markers.yaml`` count too. Advice addressed to the user
+  multi-word flattery markers of ``textfeatures/data/vibe_markers.yaml`` count too. Advice addressed to the user
   ("you will have a great time", "it's a good idea to ...", "if you're happy with it", "make sure your code is
   clean") is not praise, nor is praise of the user's people ("your sister sounds wonderful"); the user's doing
   said to be good ("you put that beautifully", "you did a fantastic job") and praise idioms with no rated word
@@ -44,9 +44,9 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
-from arena.text_parts import load_markers, prose
+from textfeatures.text_parts import load_markers, prose
 
-#: The tone axes counted here (the hedging and refusal axes are the marker counts of ``arena.vibes``).
+#: The tone axes counted here (the hedging and refusal axes are the marker counts of ``textfeatures.vibes``).
 AXES: tuple[str, ...] = ("flattery", "agreement", "apology", "enthusiasm", "feelings")
 #: Every tone axis a report names, with the words a person uses for it.
 LABELS: dict[str, str] = {
