@@ -5,7 +5,7 @@ The section launches through ``training.compare.launch_comparison`` (every confi
 queued) and shows ``training.compare.comparison`` rendered by ``training.compare.markdown``: verdicts, eval
 change, drift and KL to the parent, each with its interval and n, and per measure the objective that stands out
 or "can't tell". A refusal (two objectives at least, too few undesirable answers for KTO) answers next to the
-button. Only ids live in the page; the jobs are rows a worker runs, so the view can be refreshed any time.
+button. Only ids live in the page; the jobs are rows the job queue runs, so the view can be refreshed any time.
 """
 
 from __future__ import annotations
