@@ -44,9 +44,9 @@ def test_each_objective_trains_records_curves_and_publishes(db, tiny_parent, mak
         assert (info.parent_id, info.snapshot_hash) == (tiny_parent, snap)
 
 
-@pytest.mark.slow  # two real jobs, each cancelled after its first checkpoint and resumed: about a minute
+@pytest.mark.slow  # a real job cancelled after its first checkpoint and resumed: about a minute
 @pytest.mark.parametrize("db", ONE_KIND, indirect=True)
-@pytest.mark.parametrize("kind", ["kto", "simpo"])
+@pytest.mark.parametrize("kind", ["kto"])  # KTO keeps TRL's "ref" adapter copy: the resume must restore both
 def test_cancel_and_resume_continue_from_the_last_checkpoint(db, tiny_parent, make_snapshot, kind):
     import time
 
