@@ -433,7 +433,9 @@ def calls(children: list[Child]) -> list[Call]:
             "eval accuracy change", "higher", [(c.objective, c.evals) for c in children], "reports pending"
         ),
         # KL is >= 0, but its Monte-Carlo estimate on a few prompts can read below 0: nearer 0 is nearer the parent
-        _call("KL to the parent", "closer to 0", [(c.objective, c.kl) for c in children], "not measured for all"),
+        _call(
+            "KL to the parent", "closer to 0", [(c.objective, c.kl) for c in children], "not measured for all"
+        ),
     ]
     features = []
     for c in children:
