@@ -1,7 +1,8 @@
 """Mutation check of the core rules: mutmut mutates each module of ``scripts/mutation_check.toml`` (the outcome
 mapping, lifecycle transitions, verdict rules, ratings fit) and runs only that module's own tests against each
 mutant; a mutant no test fails on "survived". Prints each module's score (killed / mutants tested) and its
-survivors, then the total.
+survivors, then the total. A target's ``equivalent`` table names the survivors that behave exactly like the
+original (with why); they are left out of the score, and a listed one that is no longer a survivor is reported.
 
 Usage: python scripts/mutation_check.py [--only NAME] [--max-children N] [--show] [--keep DIR]
 
@@ -95,6 +96,8 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
         if keep is None
         else keep / target["module"].replace("/", "_")
     )
+    if not (ROOT / target["module"]).is_file():
+        raise SystemExit(f"{target['module']} does not exist: update {CONFIG.relative_to(ROOT)}")
     work = base / "tree"
     if work.exists():
         shutil.rmtree(work)
@@ -123,14 +126,19 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
         wanted = tuple(f"{dotted}.x_{f}__mutmut_" for f in target["functions"])
         statuses = {n: s for n, s in statuses.items() if n.startswith(wanted)}
     killed = sum(s == "killed" for s in statuses.values())
-    survivors = sorted(n for n, s in statuses.items() if s == "survived")
+    equivalent = target.get("equivalent", {})
+    survivors = sorted(n for n, s in statuses.items() if s == "survived" and n not in equivalent)
+    same = sorted(n for n, s in statuses.items() if s == "survived" and n in equivalent)
     other = sorted(f"{n} ({s})" for n, s in statuses.items() if s not in ("killed", "survived"))
     tested = killed + len(survivors)
     print(
         f"== {target['name']} ({target['module']}): {killed}/{tested} killed"
-        f" ({100 * killed / max(tested, 1):.0f}%), {len(other)} not tested, {seconds:.0f} s",
+        f" ({100 * killed / max(tested, 1):.0f}%), {len(same)} equivalent (listed, not counted),"
+        f" {len(other)} not tested, {seconds:.0f} s",
         flush=True,
     )
+    for name in sorted(set(equivalent) - set(same)):
+        print(f"  listed as equivalent but not a survivor now (the source moved? update the list): {name}")
     for name in survivors:
         print(f"  survived: {name}")
         if show:

@@ -79,22 +79,23 @@ def answer_format_parent(db: Database, model_dir: Path, out: Path, prompts: list
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     model.train()
-    for _ in range(60):
-        texts = [
+    side, tok.padding_side = tok.padding_side, "right"
+    for _ in range(40):
+        heads = [
             tok.apply_chat_template(
-                [
-                    {"role": "user", "content": p},
-                    {"role": "assistant", "content": f"Answer: {rng.randint(0, 9)}"},
-                ],
-                tokenize=False,
+                [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
             )
             for p in rng.sample(prompts, min(16, len(prompts)))
         ]
+        texts = [f"{h}Answer: {rng.randint(0, 9)}<|im_end|>" for h in heads]
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
+        for i, h in enumerate(heads):  # the loss is on the answer only
+            labels[i, : len(tok(h, add_special_tokens=False)["input_ids"])] = -100
         model(**enc, labels=labels).loss.backward()
         opt.step()
         opt.zero_grad()
+    tok.padding_side = side
     model.save_pretrained(out)
     tok.save_pretrained(out)
     with db.session() as s:
