@@ -4,7 +4,7 @@ mutant; a mutant no test fails on "survived". Prints each module's score (killed
 survivors, then the total. A target's ``equivalent`` table names the survivors that behave exactly like the
 original (with why); they are left out of the score, and a listed one that is no longer a survivor is reported.
 
-Usage: python scripts/mutation_check.py [--only NAME] [--max-children N] [--show] [--keep DIR]
+Usage: python scripts/mutation_check.py [--only NAME] [--max-children N] [--show] [--keep DIR] [--recheck DIR]
 
 Each module runs in a fresh copy of the working tree (tracked and untracked, not ignored files) under a temporary
 folder with its own ``[tool.mutmut]`` table, so the tree is never touched and no ``mutants/`` folder is left in it.
@@ -89,8 +89,18 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
     return found
 
 
-def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -> tuple[int, int, list[str]]:
-    """(killed, tested, survivors) for one module."""
+def run_target(
+    target: dict, max_children: int, show: bool, keep: Path | None, recheck: Path | None = None
+) -> tuple[int, int, list[str]]:
+    """(killed, tested, survivors) for one module. With ``recheck`` (the ``--keep`` folder of an earlier run) only
+    that run's survivors are run again and its killed mutants count as killed: a test added since cannot make a
+    killed mutant survive, and the survivors are the slow ones (every test runs on them)."""
+    earlier: dict[str, str] = {}
+    if recheck is not None:
+        old = recheck / target["module"].replace("/", "_") / "tree"
+        earlier = _results(old, {**os.environ, "PYTHONPATH": str(old)}) if old.is_dir() else {}
+        if not earlier:
+            raise SystemExit(f"no earlier results for {target['module']} under {recheck}")
     base = (
         Path(tempfile.mkdtemp(prefix="mutation-"))
         if keep is None
@@ -110,6 +120,11 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
     dotted = target["module"].removesuffix(".py").replace("/", ".")
     # mutmut names a mutant MODULE.x_FUNCTION__mutmut_N (a method: MODULE.xǁCLASSǁMETHOD__mutmut_N)
     patterns = [f"{dotted}.x_{f}__mutmut_*" for f in target.get("functions", [])]
+    if target.get("functions"):
+        wanted = tuple(f"{dotted}.x_{f}__mutmut_" for f in target["functions"])
+        earlier = {n: s for n, s in earlier.items() if n.startswith(wanted)}
+    if earlier:
+        patterns = sorted(n for n, s in earlier.items() if s == "survived") or [f"{dotted}.nothing_survived"]
     done = subprocess.run(
         [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *patterns],
         cwd=work,
@@ -125,6 +140,8 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
     if target.get("functions"):
         wanted = tuple(f"{dotted}.x_{f}__mutmut_" for f in target["functions"])
         statuses = {n: s for n, s in statuses.items() if n.startswith(wanted)}
+    if earlier:
+        statuses = {n: statuses.get(n, "not checked") if s == "survived" else s for n, s in earlier.items()}
     killed = sum(s == "killed" for s in statuses.values())
     equivalent = target.get("equivalent", {})
     survivors = sorted(n for n, s in statuses.items() if s == "survived" and n not in equivalent)
@@ -168,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--show", action="store_true", help="print each survivor's diff")
     ap.add_argument("--keep", type=Path, default=None, help="keep the work copies (and mutmut's state) here")
+    ap.add_argument(
+        "--recheck",
+        type=Path,
+        default=None,
+        help="the --keep folder of an earlier run: run only its survivors again (its killed ones stay killed)",
+    )
     args = ap.parse_args(argv)
     targets = tomllib.loads(CONFIG.read_text())["target"]
     if args.only:
@@ -176,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         targets = [{**t, "functions": args.functions.split(",")} for t in targets]
     total_killed = total_tested = 0
     for target in targets:
-        killed, tested, _ = run_target(target, args.max_children, args.show, args.keep)
+        killed, tested, _ = run_target(target, args.max_children, args.show, args.keep, args.recheck)
         total_killed += killed
         total_tested += tested
     score = 100 * total_killed / max(total_tested, 1)

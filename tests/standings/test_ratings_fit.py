@@ -160,3 +160,26 @@ def test_a_covariate_that_copies_a_player_is_unidentified_a_disconnected_graph_i
     y2 = np.tile([1.0, 0.0, 1.0, 1.0, 0.0], 4)
     assert not _fit.near_singular(newton(Design(a2, b2, 4), y2, np.ones(20)))
     assert not _fit.near_singular(newton(Design(a2, b2, 4, rng.normal(size=(20, 1))), y2, np.ones(20)))
+
+
+def test_the_sandwich_of_a_covariate_fit_uses_the_covariates_in_its_residuals():
+    rng = np.random.default_rng(5)
+    a = np.array([0, 1, 2, 0, 1, 2] * 8)
+    b = np.array([1, 2, 0, 2, 0, 1] * 8)
+    x = rng.normal(size=(len(a), 1)) + 1.0
+    y = (rng.random(len(a)) < _logistic(1.5 * x[:, 0] - 1.0)).astype(float)
+    d = Design(a, b, 3, x)
+    fit = newton(d, y, np.ones(len(a)))
+    assert abs(fit.beta[0]) > 0.3  # the covariate matters, so leaving it out of p would show
+    z = np.zeros((len(a), 4))
+    z[np.arange(len(a)), a] = 1.0
+    z[np.arange(len(a)), b] = -1.0
+    z[:, 3] = x[:, 0]
+    p = _logistic(z[:, :3] @ fit.theta + x @ fit.beta)
+    meat = (z.T * (y - p) ** 2) @ z
+    bread = np.linalg.pinv(fit.hessian)
+    centre = np.eye(4)
+    centre[:3, :3] -= 1.0 / 3
+    want = centre @ bread @ meat @ bread @ centre.T
+    got = centre @ _fit.sandwich(d, fit, y, np.ones(len(a))) @ centre.T
+    assert got == pytest.approx(want, rel=1e-4, abs=1e-7)  # rounding along the free shift, nothing more

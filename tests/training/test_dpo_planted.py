@@ -1,8 +1,9 @@
-"""A DPO child takes on a planted preference (slow lane): the snapshot's chosen answers open with "Awesome!" and its
-rejected ones do not, a real DPO job trains the tiny model on it, and the child's checkpoint report, on held-out
-prompts answered by both sides through the engine, names the opening from the snapshot and finds that the child
-took it on. The default lane's version (``test_checkpoint_report.py``) plants the answers; this one trains them.
-"""
+"""A DPO child takes on a planted preference (slow lane): every pair of the snapshot prefers "Yes." to "No.", a
+real DPO job trains the tiny model on it, and the child's checkpoint report, on held-out prompts answered by both
+sides through the engine, names "yes" from the snapshot alone and finds that the child took it on. The default
+lane's version (``test_checkpoint_report.py``) plants the child's answers; this one trains them. A one-token
+opening is what the tiny random model can take on in a few dozen steps (a longer one comes out as its tokens in
+any order)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,15 @@ from training.runner import wait
 from training.service import launch_dpo
 
 
-def awesome_rows() -> list[dict]:
+def yes_rows() -> list[dict]:
     rows = []
     for i in range(24):
         q = PROMPTS[i % len(PROMPTS)] + ("" if i < len(PROMPTS) else f" ({i})")
         rows.append(
             {
                 "prompt": [{"role": "user", "content": q}],
-                "chosen": [{"role": "assistant", "content": f"Awesome! Here is answer {i}."}],
-                "rejected": [{"role": "assistant", "content": f"Here is answer {i}."}],
+                "chosen": [{"role": "assistant", "content": "Yes."}],
+                "rejected": [{"role": "assistant", "content": "No."}],
                 "provenance": {"source": "test", "i": i},
             }
         )
@@ -39,10 +40,12 @@ def test_a_dpo_child_takes_on_the_planted_preference(db, tiny_parent, make_snaps
     job = launch_dpo(
         db,
         "tiny-parent",
-        make_snapshot(rows=awesome_rows()),
+        make_snapshot(rows=yes_rows()),
         lora=False,
-        learning_rate=5e-3,
-        max_steps=12,
+        learning_rate=1e-2,
+        lr_scheduler_type="constant",
+        beta=0.01,  # a low beta: the loss saturates later, so the preference keeps pushing the opening up
+        max_steps=24,
         kl_prompts=0,
         drift_prompts=20,
         drift_max_tokens=8,
@@ -53,7 +56,7 @@ def test_a_dpo_child_takes_on_the_planted_preference(db, tiny_parent, make_snaps
     assert view.status == "succeeded", view.error or view.log_tail
     report = load_report(db, view.contestant_id)
     assert report is not None
-    hit = next(c for c in report.rewarded["candidates"] if "awesome" in c["phrase"])
+    hit = next(c for c in report.rewarded["candidates"] if c["phrase"] == "yes")
     print(
         f"\n'{hit['phrase']}' ({hit['kind']}): parent {hit['parent_rate']:.2f} -> child {hit['child_rate']:.2f} of "
         f"{report.rewarded['n_prompts']} held-out prompts, p={hit['p']:.2g}; {time.monotonic() - t0:.0f} s"

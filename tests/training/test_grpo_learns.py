@@ -6,7 +6,8 @@ The parent is the tiny random model taught only the answer format (``Answer: <di
 model never writes a digit, so no reward would reach it. The family is ``strings`` at difficulty 3 (how many times
 a letter appears in a word); what a model this small learns in a few dozen steps is the answer the family's tasks
 mostly have, not counting, and that is enough to show that the task reward reaches the policy and carries over to
-tasks it never trained on. With a learning rate of 0 the same job's change is exactly 0 and the test fails.
+tasks it never trained on. With a learning rate of 1e-12 (a job refuses 0) the same job's change is 0 and the
+test fails.
 """
 
 from __future__ import annotations
