@@ -401,3 +401,48 @@ def test_who_may_play_a_contestant_in_each_mode(db):
             )
         assert lifecycle.playable(s, rita) == ["p-parent", "p", "r-parent", "r", "h-parent"]
         assert lifecycle.playable(s, ann) == ["p-parent", "r-parent", "r", "h-parent"]
+
+
+def test_a_persons_action_logs_the_user_who_took_it(db):
+    uid = _user(db, "rita", "researcher")
+    cid = _one(db)
+    with db.session() as s:
+        steps = [
+            lifecycle.hold(s, cid, "look", user_id=uid),
+            lifecycle.release(s, cid, "fine", user_id=uid),
+            lifecycle.hide(s, cid, "retire", user_id=uid),
+            lifecycle.restore(s, cid, "back", user_id=uid),
+        ]
+    assert [c.by for c in steps] == ["rita"] * 4
+    assert [e[5] for e in _events(db, cid)] == [uid] * 4
+    assert [e[3] for e in _events(db, cid)] == ["rita"] * 4
+
+
+def test_an_action_racing_another_change_is_refused_not_applied(db, monkeypatch):
+    """The state an action reads first can be stale (another process changed it since): the change itself
+    re-reads it and refuses, so a hidden contestant is never released or held, nor a restored one restored
+    again, on a stale read."""
+    from sqlalchemy.orm.attributes import set_committed_value
+
+    real = lifecycle._row
+    cases = [
+        ("release", "pending", "hidden", "pending or held"),
+        ("hold", "pending", "hidden", "pending or released or held"),
+        ("restore", "hidden", "held", "hidden"),
+    ]
+    for action, seen, now, allowed in cases:
+        cid = _one(db, name=f"c-{action}")
+        with db.session() as s:
+            lifecycle.change(s, cid, now, action="sweep", by="sweep", reason="meanwhile")
+
+        def stale(session, ident, seen=seen):  # what this process read before the other one's change
+            row = real(session, ident)
+            set_committed_value(row, "state", seen)
+            return row
+
+        monkeypatch.setattr(lifecycle, "_row", stale)
+        with db.session() as s:
+            with pytest.raises(LifecycleError, match=rf"^c-{action} is {now}; {action} needs it {allowed}$"):
+                getattr(lifecycle, action)(s, cid, "stale")
+        monkeypatch.setattr(lifecycle, "_row", real)
+        assert _state(db, cid) == now, action
