@@ -208,7 +208,11 @@ def test_a_verdict_recorded_while_hidden_decides_where_a_restore_goes(db):
         logged = lifecycle.apply_verdict(s, holds, "regress", True, ["regress: y"])
         assert logged is not None and (logged.from_state, logged.to_state) == ("hidden", "hidden")
         assert logged.details == {"verdict": "regress", "hold": True}
-        assert logged.reason == "verdict regress: regress: y"
+        assert (logged.reason, logged.by, logged.action) == (
+            "verdict regress: regress: y",
+            "rules",
+            "verdict",
+        )
         lifecycle.apply_verdict(s, frees, "pass", False, [])
     with db.session() as s:
         a = lifecycle.restore(s, holds)
@@ -322,6 +326,10 @@ def test_a_verdict_on_a_pending_one_releases_or_holds_it_by_the_rules(db):
     with db.session() as s:
         done = lifecycle.apply_verdict(s, a, "pass", False, [])
         held = lifecycle.apply_verdict(s, b, "regress", True, ["r1", "r2"])
+    assert _events(db, a) == [
+        ("verdict", "pending", "released", "rules", "verdict pass: no rule matched", None, {})
+    ]
+    assert _events(db, b)[0][:5] == ("verdict", "pending", "held", "rules", "verdict regress: r1; r2")
     assert (done.to_state, done.by, done.action, done.reason) == (
         "released",
         "rules",
@@ -344,6 +352,8 @@ def test_a_verdict_holds_a_released_one_unless_a_person_released_it_over_exactly
         assert lifecycle.apply_verdict(s, cid, "pass", False, []) is None  # released stays released
         done = lifecycle.apply_verdict(s, cid, "regress", True, ["r1", "r3"])
     assert done is not None and (done.from_state, done.to_state) == ("released", "held")
+    assert (done.action, done.by, done.reason) == ("verdict", "rules", "verdict regress: r1; r3")
+    assert _events(db, cid)[-1][:5] == ("verdict", "released", "held", "rules", "verdict regress: r1; r3")
     other = _one(db, state="released", name="other")  # released by a person at registration: no release event
     with db.session() as s:
         assert lifecycle.apply_verdict(s, other, "regress", True, ["r"]).to_state == "held"
@@ -355,8 +365,10 @@ def test_a_passing_verdict_releases_what_the_rules_the_sweep_or_a_migration_held
         with db.session() as s:
             lifecycle.change(s, cid, "held", action=action, by="rules", reason="x")
             assert lifecycle.apply_verdict(s, cid, "regress", True, ["x"]) is None  # held stays held
-            done = lifecycle.apply_verdict(s, cid, "pass", False, [])
+            done = lifecycle.apply_verdict(s, cid, "pass", False, ["fine"])
         assert done is not None and done.to_state == "released", action
+        assert (done.action, done.by, done.reason) == ("verdict", "rules", "verdict pass: fine"), action
+        assert _events(db, cid)[-1][:5] == ("verdict", "held", "released", "rules", "verdict pass: fine")
     cid = _one(db, name="c-person")
     with db.session() as s:
         lifecycle.hold(s, cid, "mine")
@@ -446,3 +458,12 @@ def test_an_action_racing_another_change_is_refused_not_applied(db, monkeypatch)
                 getattr(lifecycle, action)(s, cid, "stale")
         monkeypatch.setattr(lifecycle, "_row", real)
         assert _state(db, cid) == now, action
+
+
+def test_a_user_whose_role_is_unknown_is_not_a_researcher(db):
+    odd = _user(db, "odd", "researcher")
+    with db.session() as s:
+        s.query(User).filter_by(id=odd).update({"role": "guest"})  # e.g. a role a newer version wrote
+    cid = _one(db)
+    with db.session() as s:
+        assert "only researchers may play it" in (lifecycle.may_play(s, cid, "named", odd) or "")
