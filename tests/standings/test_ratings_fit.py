@@ -183,3 +183,31 @@ def test_the_sandwich_of_a_covariate_fit_uses_the_covariates_in_its_residuals():
     want = centre @ bread @ meat @ bread @ centre.T
     got = centre @ _fit.sandwich(d, fit, y, np.ones(len(a))) @ centre.T
     assert got == pytest.approx(want, rel=1e-4, abs=1e-7)  # rounding along the free shift, nothing more
+
+
+def test_a_start_far_from_the_optimum_is_brought_back_by_backtracking():
+    # at a 10-point wrong start the curvature is almost 0 and a full Newton step would land thousands of
+    # log-odds away; halving the step until the loss falls brings the fit back to the record's log-odds (from
+    # much further out the halving gives up at t < 1e-6 first: fits start at 0 or at a converged fit)
+    d = Design(np.array([0, 0]), np.array([1, 1]), 2)
+    y, w = np.array([1.0, 0.0]), np.array([7.0, 3.0])
+    fit = newton(d, y, w, theta0=np.array([5.0, -5.0]))
+    assert fit.converged and fit.theta == pytest.approx([math.log(7 / 3) / 2, -math.log(7 / 3) / 2], abs=1e-7)
+    start = _fit._evaluate(d, y, w, np.array([5.0, -5.0]), np.zeros(0), _fit.RIDGE)[0]
+    one = newton(d, y, w, theta0=np.array([5.0, -5.0]), max_iter=1)
+    assert _fit._evaluate(d, y, w, one.theta, one.beta, _fit.RIDGE)[0] < start  # every step lowers the loss
+    assert newton(d, y, w, theta0=[1, -1]).theta == pytest.approx(fit.theta, abs=1e-7)  # integers start too
+
+
+def test_a_warm_start_of_the_covariates_reaches_the_same_optimum():
+    rng = np.random.default_rng(8)
+    a = np.array([0, 1, 2, 0, 1, 2] * 10)
+    b = np.array([1, 2, 0, 2, 0, 1] * 10)
+    x = rng.normal(size=(len(a), 1))
+    y = (rng.random(len(a)) < _logistic(x[:, 0])).astype(float)
+    d = Design(a, b, 3, x)
+    cold = newton(d, y, np.ones(len(a)))
+    warm = newton(d, y, np.ones(len(a)), theta0=cold.theta, beta0=cold.beta)
+    assert warm.iterations <= 2 and warm.beta == pytest.approx(cold.beta, abs=1e-7)
+    far = newton(d, y, np.ones(len(a)), beta0=np.array([25.0]))
+    assert far.converged and far.beta == pytest.approx(cold.beta, abs=1e-6)
