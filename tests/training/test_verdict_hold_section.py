@@ -96,3 +96,22 @@ def test_two_files_of_the_same_size_and_time_are_read_each_and_a_missing_one_is_
     assert (load_rules(a).alpha, load_rules(b).alpha) == (0.01, 0.02)
     with pytest.raises(VerdictError, match="missing.yaml"):
         load_rules(tmp_path / "missing.yaml")
+
+
+def test_each_measures_decision_names_the_rules_that_matched_on_it_at_the_files_alpha(tmp_path):
+    _, rules = _rules(tmp_path, "alpha: 0.01\n")
+    up = {"delta": 3.0, "low": 1.0, "high": 5.0, "p": 0.03, "q": 0.03, "parent": 10.0, "child": 13.0}
+    loose = verdict.decide({"drift/tokens": up}, {}, rules)
+    assert loose.verdict == "pass" and loose.reasons == []  # q 0.03 is not below this file's alpha 0.01
+    strict = {**up, "p": 0.001, "q": 0.001}
+    done = verdict.decide(
+        {"drift/tokens": strict, "drift/emoji": {**up, "q": 0.5}}, {"drift/x": "why"}, rules
+    )
+    assert done.verdict == "watch"
+    tokens = done.decisions["drift/tokens"]
+    assert tokens["measure"] == "drift/tokens" and tokens["rules"] == ["watch: drift/tokens (drift/tokens)"]
+    assert done.decisions["drift/emoji"]["rules"] == [] and done.decisions["drift/x"]["state"] == "unmeasured"
+    assert loose.decisions["drift/tokens"]["rules"] == []
+    assert (
+        loose.decisions["drift/tokens"]["state"] != tokens["state"]
+    )  # judged at 0.01, not at the default 0.05
