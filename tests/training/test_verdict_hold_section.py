@@ -115,3 +115,13 @@ def test_each_measures_decision_names_the_rules_that_matched_on_it_at_the_files_
     assert (
         loose.decisions["drift/tokens"]["state"] != tokens["state"]
     )  # judged at 0.01, not at the default 0.05
+
+
+def test_a_flagged_rule_reads_the_measures_own_flag_and_nothing_else(tmp_path):
+    path = tmp_path / "flag.yaml"
+    path.write_text("rules:\n  - {measure: drift/tokens, when: flagged, verdict: watch}\n", encoding="utf-8")
+    rules = load_rules(path)
+    own = verdict.decide({"drift/tokens": {"delta": 1.0, "q": 0.5, "past_threshold": True}}, {}, rules)
+    old = verdict.decide({"drift/tokens": {"delta": 1.0, "q": 0.5, "flagged": True}}, {}, rules)
+    bare = verdict.decide({"drift/tokens": {"delta": 3.0, "q": 0.001}}, {}, rules)  # significant, but no flag
+    assert (own.verdict, old.verdict, bare.verdict) == ("watch", "watch", "pass")
