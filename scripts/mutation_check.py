@@ -90,17 +90,24 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def run_target(
-    target: dict, max_children: int, show: bool, keep: Path | None, recheck: Path | None = None
+    target: dict, max_children: int, show: bool, keep: Path | None, recheck: list[Path] | None = None
 ) -> tuple[int, int, list[str]]:
-    """(killed, tested, survivors) for one module. With ``recheck`` (the ``--keep`` folder of an earlier run) only
-    that run's survivors are run again and its killed mutants count as killed: a test added since cannot make a
-    killed mutant survive, and the survivors are the slow ones (every test runs on them)."""
+    """(killed, tested, survivors) for one module. With ``recheck`` (the ``--keep`` folder of an earlier full run,
+    then of any rechecks since) only the survivors are run again and the killed mutants count as killed: a test
+    added since cannot make a killed mutant survive, and the survivors are the slow ones (every test runs on
+    them)."""
     earlier: dict[str, str] = {}
-    if recheck is not None:
-        old = recheck / target["module"].replace("/", "_") / "tree"
-        earlier = _results(old, {**os.environ, "PYTHONPATH": str(old)}) if old.is_dir() else {}
-        if not earlier:
-            raise SystemExit(f"no earlier results for {target['module']} under {recheck}")
+    for i, folder in enumerate(recheck or []):
+        old = folder / target["module"].replace("/", "_") / "tree"
+        found = _results(old, {**os.environ, "PYTHONPATH": str(old)}) if old.is_dir() else {}
+        if not found:
+            raise SystemExit(f"no earlier results for {target['module']} under {folder}")
+        if i == 0:
+            earlier = found
+        else:  # a later recheck (perhaps stopped part way) settles the survivors it got to
+            for n, s in earlier.items():
+                if s == "survived" and found.get(n) in ("killed", "survived"):
+                    earlier[n] = found[n]
     base = (
         Path(tempfile.mkdtemp(prefix="mutation-"))
         if keep is None
@@ -188,8 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--recheck",
         type=Path,
-        default=None,
-        help="the --keep folder of an earlier run: run only its survivors again (its killed ones stay killed)",
+        action="append",
+        default=[],
+        help="the --keep folder of an earlier full run: run only its survivors again (its killed ones stay "
+        "killed); repeat it with the folders of later rechecks, even unfinished ones, to go on from them",
     )
     args = ap.parse_args(argv)
     targets = tomllib.loads(CONFIG.read_text())["target"]

@@ -106,7 +106,12 @@ def test_release_is_refused_for_hidden_and_released_ones_and_keeps_the_reasons_i
         )
     with db.session() as s:
         done = lifecycle.release(s, cid, " read it ", by="rita")
-        assert (done.from_state, done.to_state, done.reason) == ("held", "released", "read it")
+        assert (done.from_state, done.to_state, done.reason, done.by) == (
+            "held",
+            "released",
+            "read it",
+            "rita",
+        )
         assert done.details == {"overrode": ["ra", "rb"], "verdict": "regress"}
         with pytest.raises(LifecycleError, match=r"^child is already released$"):
             lifecycle.release(s, cid, "again")
@@ -467,3 +472,29 @@ def test_a_user_whose_role_is_unknown_is_not_a_researcher(db):
     cid = _one(db)
     with db.session() as s:
         assert "only researchers may play it" in (lifecycle.may_play(s, cid, "named", odd) or "")
+
+
+def test_a_verdict_logged_without_details_while_hidden_holds_a_held_one_and_names_no_verdict(db):
+    """Verdict events logged before they carried details (an older row): a held contestant stays held, and the
+    reason for a released one says the verdict was not named."""
+    held, released = _hidden_from(db, "held", name="h"), _hidden_from(db, "released", name="r")
+    with db.session() as s:
+        for cid in (held, released):
+            s.add(ContestantEvent(contestant_id=cid, action="verdict", by_user="rules", reason="old",
+                                  from_state="hidden", to_state="hidden", details={}))  # fmt: skip
+    with db.session() as s:
+        assert lifecycle.restore_target(s, s.get_one(Contestant, held))[0] == "held"
+        assert lifecycle.restore_target(s, s.get_one(Contestant, released)) == (
+            "released",
+            "the verdict recorded while it was hidden (?) releases it",
+        )
+
+
+def test_a_held_one_with_no_event_into_the_hold_comes_back_held(db):
+    cid = _one(db)
+    with db.session() as s:
+        s.query(Contestant).filter_by(id=cid).update({"state": "held"})  # set by a migration, no event
+    with db.session() as s:
+        lifecycle.hide(s, cid, "retire")
+    with db.session() as s:
+        assert lifecycle.restore(s, cid).to_state == "held"
