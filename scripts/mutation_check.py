@@ -106,7 +106,7 @@ def run_target(
             earlier = found
         else:  # a later recheck (perhaps stopped part way) settles the survivors it got to
             for n, s in earlier.items():
-                if s == "survived" and found.get(n) in ("killed", "survived"):
+                if s == "survived" and found.get(n) in ("killed", "timeout", "survived"):
                     earlier[n] = found[n]
     base = (
         Path(tempfile.mkdtemp(prefix="mutation-"))
@@ -149,6 +149,8 @@ def run_target(
         statuses = {n: s for n, s in statuses.items() if n.startswith(wanted)}
     if earlier:
         statuses = {n: statuses.get(n, "not checked") if s == "survived" else s for n, s in earlier.items()}
+    # a mutant that makes the tests hang past mutmut's timeout is caught too (an endless loop, say)
+    statuses = {n: "killed" if s == "timeout" else s for n, s in statuses.items()}
     killed = sum(s == "killed" for s in statuses.values())
     equivalent = target.get("equivalent", {})
     survivors = sorted(n for n, s in statuses.items() if s == "survived" and n not in equivalent)
