@@ -1,9 +1,10 @@
 """Mutation check of the core rules: mutmut mutates each module of ``scripts/mutation_check.toml`` (the outcome
 mapping, lifecycle transitions, verdict rules, ratings fit) and runs only that module's own tests against each
 mutant; a mutant no test fails on "survived". Prints each module's score (killed / mutants tested) and its
-survivors, then the total.
+survivors, then the total. A target's ``equivalent`` table names the survivors that behave exactly like the
+original (with why); they are left out of the score, and a listed one that is no longer a survivor is reported.
 
-Usage: python scripts/mutation_check.py [--only NAME] [--max-children N] [--show] [--keep DIR]
+Usage: python scripts/mutation_check.py [--only NAME] [--max-children N] [--show] [--keep DIR] [--recheck DIR]
 
 Each module runs in a fresh copy of the working tree (tracked and untracked, not ignored files) under a temporary
 folder with its own ``[tool.mutmut]`` table, so the tree is never touched and no ``mutants/`` folder is left in it.
@@ -88,13 +89,32 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
     return found
 
 
-def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -> tuple[int, int, list[str]]:
-    """(killed, tested, survivors) for one module."""
+def run_target(
+    target: dict, max_children: int, show: bool, keep: Path | None, recheck: list[Path] | None = None
+) -> tuple[int, int, list[str]]:
+    """(killed, tested, survivors) for one module. With ``recheck`` (the ``--keep`` folder of an earlier full run,
+    then of any rechecks since) only the survivors are run again and the killed mutants count as killed: a test
+    added since cannot make a killed mutant survive, and the survivors are the slow ones (every test runs on
+    them)."""
+    earlier: dict[str, str] = {}
+    for i, folder in enumerate(recheck or []):
+        old = folder / target["module"].replace("/", "_") / "tree"
+        found = _results(old, {**os.environ, "PYTHONPATH": str(old)}) if old.is_dir() else {}
+        if not found:
+            raise SystemExit(f"no earlier results for {target['module']} under {folder}")
+        if i == 0:
+            earlier = found
+        else:  # a later recheck (perhaps stopped part way) settles the survivors it got to
+            for n, s in earlier.items():
+                if s == "survived" and found.get(n) in ("killed", "timeout", "survived"):
+                    earlier[n] = found[n]
     base = (
         Path(tempfile.mkdtemp(prefix="mutation-"))
         if keep is None
         else keep / target["module"].replace("/", "_")
     )
+    if not (ROOT / target["module"]).is_file():
+        raise SystemExit(f"{target['module']} does not exist: update {CONFIG.relative_to(ROOT)}")
     work = base / "tree"
     if work.exists():
         shutil.rmtree(work)
@@ -107,6 +127,11 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
     dotted = target["module"].removesuffix(".py").replace("/", ".")
     # mutmut names a mutant MODULE.x_FUNCTION__mutmut_N (a method: MODULE.xǁCLASSǁMETHOD__mutmut_N)
     patterns = [f"{dotted}.x_{f}__mutmut_*" for f in target.get("functions", [])]
+    if target.get("functions"):
+        wanted = tuple(f"{dotted}.x_{f}__mutmut_" for f in target["functions"])
+        earlier = {n: s for n, s in earlier.items() if n.startswith(wanted)}
+    if earlier:
+        patterns = sorted(n for n, s in earlier.items() if s == "survived") or [f"{dotted}.nothing_survived"]
     done = subprocess.run(
         [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *patterns],
         cwd=work,
@@ -122,15 +147,24 @@ def run_target(target: dict, max_children: int, show: bool, keep: Path | None) -
     if target.get("functions"):
         wanted = tuple(f"{dotted}.x_{f}__mutmut_" for f in target["functions"])
         statuses = {n: s for n, s in statuses.items() if n.startswith(wanted)}
+    if earlier:
+        statuses = {n: statuses.get(n, "not checked") if s == "survived" else s for n, s in earlier.items()}
+    # a mutant that makes the tests hang past mutmut's timeout is caught too (an endless loop, say)
+    statuses = {n: "killed" if s == "timeout" else s for n, s in statuses.items()}
     killed = sum(s == "killed" for s in statuses.values())
-    survivors = sorted(n for n, s in statuses.items() if s == "survived")
+    equivalent = target.get("equivalent", {})
+    survivors = sorted(n for n, s in statuses.items() if s == "survived" and n not in equivalent)
+    same = sorted(n for n, s in statuses.items() if s == "survived" and n in equivalent)
     other = sorted(f"{n} ({s})" for n, s in statuses.items() if s not in ("killed", "survived"))
     tested = killed + len(survivors)
     print(
         f"== {target['name']} ({target['module']}): {killed}/{tested} killed"
-        f" ({100 * killed / max(tested, 1):.0f}%), {len(other)} not tested, {seconds:.0f} s",
+        f" ({100 * killed / max(tested, 1):.0f}%), {len(same)} equivalent (listed, not counted),"
+        f" {len(other)} not tested, {seconds:.0f} s",
         flush=True,
     )
+    for name in sorted(set(equivalent) - set(same)):
+        print(f"  listed as equivalent but not a survivor now (the source moved? update the list): {name}")
     for name in survivors:
         print(f"  survived: {name}")
         if show:
@@ -160,6 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--show", action="store_true", help="print each survivor's diff")
     ap.add_argument("--keep", type=Path, default=None, help="keep the work copies (and mutmut's state) here")
+    ap.add_argument(
+        "--recheck",
+        type=Path,
+        action="append",
+        default=[],
+        help="the --keep folder of an earlier full run: run only its survivors again (its killed ones stay "
+        "killed); repeat it with the folders of later rechecks, even unfinished ones, to go on from them",
+    )
     args = ap.parse_args(argv)
     targets = tomllib.loads(CONFIG.read_text())["target"]
     if args.only:
@@ -168,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         targets = [{**t, "functions": args.functions.split(",")} for t in targets]
     total_killed = total_tested = 0
     for target in targets:
-        killed, tested, _ = run_target(target, args.max_children, args.show, args.keep)
+        killed, tested, _ = run_target(target, args.max_children, args.show, args.keep, args.recheck)
         total_killed += killed
         total_tested += tested
     score = 100 * total_killed / max(total_tested, 1)

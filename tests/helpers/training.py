@@ -94,3 +94,51 @@ def add_votes(
             s.flush()
             if scores and k in scores:
                 s.add(RubricScore(vote_id=vote.id, criterion="helpfulness", side="a", value=scores[k]))
+
+
+def answer_format_parent(db: Database, model_dir: Path, out: Path, prompts: list[str], seed: int = 0) -> int:
+    """Register ``tiny-format``: the tiny model taught only the answer format (``Answer: <digit>``, the digit
+    drawn at random for each example, so it knows no task's answer), by a short supervised loop on ``prompts``.
+    A random model never writes a digit, so a reward that checks an answer would never reach it."""
+    import random
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from arena.registry import ContestantSpec, register
+
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    side, tok.padding_side = tok.padding_side, "right"
+    for _ in range(40):
+        heads = [
+            tok.apply_chat_template(
+                [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
+            )
+            for p in rng.sample(prompts, min(16, len(prompts)))
+        ]
+        texts = [f"{h}Answer: {rng.randint(0, 9)}<|im_end|>" for h in heads]
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
+        for i, h in enumerate(heads):  # the loss is on the answer only
+            labels[i, : len(tok(h, add_special_tokens=False)["input_ids"])] = -100
+        model(**enc, labels=labels).loss.backward()
+        opt.step()
+        opt.zero_grad()
+    tok.padding_side = side
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    with db.session() as s:
+        return register(
+            s,
+            ContestantSpec(
+                "tiny-format",
+                engine="transformers",
+                model_ref=str(out),
+                sampling={"temperature": 0.7, "top_p": 0.95, "max_tokens": 6},
+            ),
+        )
