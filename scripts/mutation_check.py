@@ -27,18 +27,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "scripts" / "mutation_check.toml"
-PACKAGES = [
-    "common",
-    "db",
-    "accounts",
-    "arena",
-    "standings",
-    "annotation",
-    "training",
-    "studio",
-    "scripts",
-    "tests",
-]
+sys.path.insert(0, str(ROOT / "scripts"))
+from house import PACKAGES as STUDIO_PACKAGES  # noqa: E402  (the one list of the studio's packages)
+
+#: What a mutant's copy needs beside the mutated module: every studio package, the scripts and the tests.
+PACKAGES = [*STUDIO_PACKAGES, "scripts", "tests"]
 
 
 def _copy_tree(dest: Path) -> None:

@@ -13,21 +13,15 @@ name it cites (``training.runner``) must exist.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.house import house
 from tests.test_layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("house", ROOT / "scripts" / "house.py")
-assert _spec is not None and _spec.loader is not None
-house = importlib.util.module_from_spec(_spec)
-sys.modules["house"] = house
-_spec.loader.exec_module(house)
 
 MARK = "deliberate recursion"
 

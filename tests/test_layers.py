@@ -12,18 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.house import house
+
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = [
-    "common",
-    "textfeatures",
-    "db",
-    "accounts",
-    "arena",
-    "standings",
-    "annotation",
-    "training",
-    "studio",
-]
+LAYERS = list(house.PACKAGES)  # the layer order, lowest first: ``scripts/house.py`` holds the one list
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 

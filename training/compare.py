@@ -354,6 +354,7 @@ def _child(
     coverage: dict[str, Any],
     sizes: dict[str, int],
     parent_adapter: bool,
+    verdicts: dict[int, Any],
 ) -> Child:
     job = job_view(db, jid, user_id=uid)
     rows = _rows_used(kind, coverage, sizes)
@@ -369,7 +370,7 @@ def _child(
             child.contestant = c.public_name if c else None
         child.state = job.contestant_state
         child.verdict, child.verdict_note, child.evals, child.drift = _report_measures(db, job.contestant_id)
-        status = verdict_status(db).get(job.contestant_id)
+        status = verdicts.get(job.contestant_id)
         if (
             status is not None and status.verdict
         ):  # the recorded verdict is the one truth (a report may be gone)
@@ -474,8 +475,10 @@ def comparison(db: Database, comparison_id: int, user_id: int | None = None) -> 
             sizes[layout] = int(snap.n_pairs)
         created = row.created_at
     names = list(spec.get("objectives") or [])
+    verdicts = verdict_status(db)  # every contestant's newest verdict, read once for all the children
     children = [
-        _child(db, k, j, user_id, coverage, sizes, parent_adapter) for k, j in zip(names, jobs, strict=False)
+        _child(db, k, j, user_id, coverage, sizes, parent_adapter, verdicts)
+        for k, j in zip(names, jobs, strict=False)
     ]
     return ComparisonView(
         int(comparison_id),

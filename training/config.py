@@ -202,22 +202,14 @@ class JobConfig:
             return float(self.learning_rate)
         return self.default_lr[0] if self.lora else self.default_lr[1]
 
-    def report_prompts(self) -> int:
-        """The report's held-out prompts: ``drift_prompts``, or the count ``detect_drift_sd`` needs (0 stays 0:
-        no report)."""
-        if self.detect_drift_sd is None or self.drift_prompts == 0:
-            return self.drift_prompts
-        from training.report.fair import prompts_for
+    def report_counts(self) -> tuple[int, int]:
+        """The report's (held-out prompts, eval items): ``drift_prompts`` and ``eval_items`` (-1 = all), or the
+        counts ``detect_drift_sd`` and ``detect_eval_change`` need (``training.report.fair.chosen_counts``)."""
+        from training.report.fair import chosen_counts
 
-        return prompts_for(self.detect_drift_sd)
-
-    def report_items(self) -> int:
-        """The report's eval items: ``eval_items`` (-1 = all), or the count ``detect_eval_change`` needs."""
-        if self.detect_eval_change is None or self.eval_items == 0:
-            return self.eval_items
-        from training.report.fair import items_for
-
-        return items_for(self.detect_eval_change)
+        return chosen_counts(
+            self.drift_prompts, self.eval_items, self.detect_drift_sd, self.detect_eval_change
+        )
 
     def validate(self) -> None:
         """Range checks; raises ConfigError naming the field."""

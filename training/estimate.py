@@ -333,7 +333,7 @@ def estimate(
         breakdown=breakdown,
         train_seconds=train,
         report_seconds=report,
-        report_prompts=cfg.report_prompts(),
+        report_prompts=cfg.report_counts()[0],
         uncertainty=uncertainty,
         error=past_error(past or []),
     )
@@ -343,10 +343,11 @@ def report_seconds(cfg: JobConfig, gpu: bool) -> float:
     """The checkpoint report's time from its settings: both sides answer the held-out prompts and the eval items
     (each answer counted at its cap), plus two model loads. 0 when it is skipped (``drift_prompts: 0``) and for a
     reward model, which publishes no contestant and so gets no report."""
-    if cfg.report_prompts() <= 0 or not JOB_KINDS[cfg.kind].publishes:
+    prompts, items = cfg.report_counts()
+    if prompts <= 0 or not JOB_KINDS[cfg.kind].publishes:
         return 0.0
-    items = min(cfg.report_items(), _eval_set_size()) if cfg.report_items() >= 0 else _eval_set_size()
-    tokens = 2 * cfg.report_prompts() * cfg.drift_max_tokens + 2 * items * cfg.eval_max_tokens
+    items = min(items, _eval_set_size()) if items >= 0 else _eval_set_size()
+    tokens = 2 * prompts * cfg.drift_max_tokens + 2 * items * cfg.eval_max_tokens
     speed = REPORT_TOKENS_PER_S["gpu" if gpu else "cpu"]
     return REPORT_START_SECONDS + tokens / speed
 

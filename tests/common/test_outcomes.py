@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from common import outcomes as o
+from tests.test_layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYOUTS = (True, False)
@@ -227,17 +228,7 @@ def test_it_imports_nothing_heavy() -> None:
 def test_no_package_spells_fastchat_ties_or_the_tie_merge_itself() -> None:
     """The mappings live in common/outcomes.py; a second copy elsewhere would drift from it."""
     pattern = re.compile(r"""["']tie \(both(bad|good)\)["']|["']both_(good|bad)["']\s*:\s*["']tie["']""")
-    packages = (
-        "common",
-        "textfeatures",
-        "db",
-        "accounts",
-        "arena",
-        "standings",
-        "annotation",
-        "training",
-        "studio",
-    )
+    packages = LAYERS
     found = [
         f"{path.relative_to(ROOT)}:{n}"
         for package in packages

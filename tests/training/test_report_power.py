@@ -33,15 +33,15 @@ def test_items_for_is_the_fewest_that_detect_the_change(change):
 
 def test_the_config_chooses_the_counts_and_the_estimate_and_the_report_job_read_them():
     cfg = make_config("dpo", parent_contestant="p", detect_drift_sd=0.4, detect_eval_change=0.15)
-    assert (cfg.report_prompts(), cfg.report_items()) == (50, 70)
+    assert cfg.report_counts() == (50, 70)
     explicit = make_config("dpo", parent_contestant="p", drift_prompts=50, eval_items=70)
     assert report_seconds(cfg, gpu=False) == report_seconds(explicit, gpu=False)
     options = ReportOptions.from_config(cfg.to_dict())
-    assert (options.prompts(), options.items()) == (50, 70)
+    assert options.counts() == (50, 70)
     off = make_config("dpo", parent_contestant="p", drift_prompts=0, detect_drift_sd=0.4, eval_items=0)
-    assert (off.report_prompts(), off.report_items(), report_seconds(off, gpu=False)) == (0, 0, 0.0)
+    assert (off.report_counts(), report_seconds(off, gpu=False)) == ((0, 0), 0.0)
     plain = ReportOptions.from_config(make_config("dpo", parent_contestant="p").to_dict())
-    assert (plain.prompts(), plain.items()) == (80, -1)  # without a target: the counts as set
+    assert plain.counts() == (80, -1)  # without a target: the counts as set
 
 
 @pytest.mark.parametrize(

@@ -197,6 +197,16 @@ def prompts_for(shift: float, alpha: float = ALPHA, power: float = POWER) -> int
     return max(2, math.ceil((_z_sum(alpha, power) / shift) ** 2))
 
 
+def chosen_counts(
+    drift_prompts: int, eval_items: int, detect_drift_sd: float | None, detect_eval_change: float | None
+) -> tuple[int, int]:
+    """A report's (prompts, eval items): the counts as set, or the fewest that detect the stated drift and eval
+    change (``prompts_for``, ``items_for``); a count of 0 (that part off) stays 0."""
+    prompts = drift_prompts if detect_drift_sd is None or drift_prompts == 0 else prompts_for(detect_drift_sd)
+    items = eval_items if detect_eval_change is None or eval_items == 0 else items_for(detect_eval_change)
+    return prompts, items
+
+
 def power(n_prompts: int, n_items: int, discordant: int | None = None) -> dict[str, Any]:
     """What a report with ``n_prompts`` paired answers and ``n_items`` paired eval items could have detected,
     with the sentence it says (``discordant``: the items that changed, when counted)."""

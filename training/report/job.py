@@ -81,17 +81,11 @@ class ReportOptions:
     def from_config(cls, data: dict[str, Any]) -> ReportOptions:
         return cls(**{k: data[k] for k in REPORT_FIELDS if k in data and data[k] is not None})
 
-    def prompts(self) -> int:
-        """``drift_prompts``, or the count ``detect_drift_sd`` asks for (``JobConfig.report_prompts``)."""
-        if self.detect_drift_sd is None or self.drift_prompts == 0:
-            return self.drift_prompts
-        return fair.prompts_for(self.detect_drift_sd)
-
-    def items(self) -> int:
-        """``eval_items``, or the count ``detect_eval_change`` asks for (``JobConfig.report_items``)."""
-        if self.detect_eval_change is None or self.eval_items == 0:
-            return self.eval_items
-        return fair.items_for(self.detect_eval_change)
+    def counts(self) -> tuple[int, int]:
+        """(prompts, eval items) as ``JobConfig.report_counts`` gives them (``fair.chosen_counts``)."""
+        return fair.chosen_counts(
+            self.drift_prompts, self.eval_items, self.detect_drift_sd, self.detect_eval_change
+        )
 
 
 def run_report(
@@ -135,15 +129,16 @@ def run_report(
             rows = load_snapshot(snap_path, digest)
         if options.report_probes:
             _probe_pair(db, contestant_id, options, say)
+        n_prompts, n_items = options.counts()
         report = steps.drift_report(
             db,
             contestant_id,
-            n_prompts=options.prompts(),
+            n_prompts=n_prompts,
             max_tokens=options.drift_max_tokens,
             seed=options.seed,
             thresholds=options.drift_thresholds,
             exclude=rows,
-            eval_items=options.items(),
+            eval_items=n_items,
             eval_max_tokens=options.eval_max_tokens,
             judge=options.judge or None,
             describe_axes=options.describe_axes,
@@ -156,8 +151,8 @@ def run_report(
             report.setup.setdefault("power", {})["chosen_for"] = {
                 "drift_sd": options.detect_drift_sd,
                 "eval_change": options.detect_eval_change,
-                "prompts": options.prompts(),
-                "items": options.items(),
+                "prompts": n_prompts,
+                "items": n_items,
             }
         path = steps.save_report(report, steps.report_folder(db, contestant_id))
         if on_metrics is not None:
