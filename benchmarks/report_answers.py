@@ -81,9 +81,12 @@ def main() -> None:
     per_answer = {}
     for way, child in children.items():
         p, c, setup = fair_pair(parent, child, args.tokens, 0)
-        answer_all(p, prompts[:2], 0), answer_all(c, prompts[:2], 0)  # warm-up: models loaded
+        (
+            answer_all(p, prompts[:2], 0, reuse=False),
+            answer_all(c, prompts[:2], 0, reuse=False),
+        )  # warm-up: models loaded
         t0 = time.perf_counter()
-        answers = answer_all(p, prompts, 0) + answer_all(c, prompts, 0)
+        answers = answer_all(p, prompts, 0, reuse=False) + answer_all(c, prompts, 0, reuse=False)
         seconds = time.perf_counter() - t0
         per_answer[way] = seconds / len(answers)
         tokens = sum(a.tokens for a in answers)

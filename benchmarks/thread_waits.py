@@ -49,9 +49,9 @@ else:
         description="", engine_config={{}},
     )
     prompts = held_out(16).prompts
-    answer_all(info, prompts[:2], 0)
+    answer_all(info, prompts[:2], 0, reuse=False)
     t = time.perf_counter()
-    answers = answer_all(info, prompts, 0)
+    answers = answer_all(info, prompts, 0, reuse=False)
     print(json.dumps([time.perf_counter() - t, sum(a.tokens for a in answers)]))
 """
 

@@ -85,6 +85,8 @@ class Setup:
     fair: bool = True
     caveats: list[str] = field(default_factory=list)
     power: dict[str, Any] = field(default_factory=dict)  # what differences its n could detect (``power``)
+    #: answers an earlier report had decoded, per part and side: {"answers": {"parent": 80, "child": 0}, ...}
+    reused: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,16 +141,41 @@ def fair_pair(
 Answer = Reply  # one answer: text (prefill included), tokens, whether the token cap cut it, seconds
 
 
-def answer_all(info: ContestantInfo, prompts: list[str], seed: int) -> list[Answer]:
+def answer_all(info: ContestantInfo, prompts: list[str], seed: int, reuse: bool = True) -> list[Answer]:
     """Answers of ``info`` (persona and sampling as given) to every prompt, prompt ``i`` seeded ``seed + i``; the
-    prefill is part of each answer. One ``ask_batch``: batched ``generate`` calls on the transformers engine,
-    one gated request per prompt (in parallel up to the engine's concurrency) on any other."""
+    prefill is part of each answer (``answer_all_counted`` without the count of reused answers)."""
+    return answer_all_counted(info, prompts, seed, reuse)[0]
+
+
+def answer_all_counted(
+    info: ContestantInfo, prompts: list[str], seed: int, reuse: bool = True
+) -> tuple[list[Answer], int]:
+    """``answer_all`` and how many of the answers an earlier report had already decoded
+    (``training.report.answer_cache``: llama.cpp sides only; ``reuse=False`` decodes every one and keeps none,
+    for a benchmark that times decoding). The rest go in one ``ask_batch``: batched
+    ``generate`` calls on the transformers engine, sequences decoded together on llama.cpp, one gated request per
+    prompt (in parallel up to the engine's concurrency) on any other."""
+    from training.report import answer_cache
+
     base = dict(info.sampling)
-    requests = [
-        Request(messages_for(info, [], p), Sampling.from_dict({**base, "seed": seed + i}), info.prefill)
-        for i, p in enumerate(prompts)
+    samplings = [{**base, "seed": seed + i} for i in range(len(prompts))]
+    keys = [
+        answer_cache.answer_key(info, p, s) if reuse else None
+        for p, s in zip(prompts, samplings, strict=True)
     ]
-    return ask_batch(engine_for(info), requests)
+    kept: list[Answer | None] = [answer_cache.load(k) if k else None for k in keys]
+    todo = [i for i, a in enumerate(kept) if a is None]
+    if todo:
+        requests = [
+            Request(messages_for(info, [], prompts[i]), Sampling.from_dict(samplings[i]), info.prefill)
+            for i in todo
+        ]
+        for i, reply in zip(todo, ask_batch(engine_for(info), requests), strict=True):
+            kept[i] = reply
+            key = keys[i]
+            if key:
+                answer_cache.store(key, reply)
+    return [a for a in kept if a is not None], len(prompts) - len(todo)
 
 
 #: The power every report states its n against: a two-sided test at 5% that finds a true difference 80% of the time.

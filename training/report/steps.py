@@ -59,7 +59,7 @@ from training.report.drift_stats import (
     merged_thresholds,
     reasoning_changes,
 )
-from training.report.fair import Answer, Setup, answer_all, fair_pair, held_out, power
+from training.report.fair import Answer, Setup, answer_all_counted, fair_pair, held_out, power
 from training.report.stats import Change, adjust, mcnemar_p, paired_change
 from training.report.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
 
@@ -186,7 +186,10 @@ def _evals(
     }
     p, c = replace(parent, sampling=sampling), replace(child, sampling=sampling)
     prompts = [i.prompt for i in items]
-    pa, ca = answer_all(p, prompts, seed), answer_all(c, prompts, seed)
+    (pa, p_reused), (ca, c_reused) = (
+        answer_all_counted(p, prompts, seed),
+        answer_all_counted(c, prompts, seed),
+    )
     pp = [run_check(i.check, a.text)[0] for i, a in zip(items, pa, strict=True)]
     cp = [run_check(i.check, a.text)[0] for i, a in zip(items, ca, strict=True)]
     change = paired_change([float(x) for x in pp], [float(x) for x in cp], seed=seed)
@@ -209,6 +212,7 @@ def _evals(
             for k, v in sorted(by_cat.items())
         },
         "changed_items": changed[:12],
+        "reused": {"parent": p_reused, "child": c_reused},
     }
 
 
@@ -399,7 +403,12 @@ def _record_answers(
     t = time.perf_counter()
     say(f"answering {len(prompts)} held-out prompts (parent, then child)")
     try:
-        answers = (answer_all(parent, prompts, seed), answer_all(kid, prompts, seed))
+        (pa, p_reused), (ca, c_reused) = (
+            answer_all_counted(parent, prompts, seed),
+            answer_all_counted(kid, prompts, seed),
+        )
+        answers = (pa, ca)
+        report.setup.setdefault("reused", {})["answers"] = {"parent": p_reused, "child": c_reused}
     except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
         report.unmeasured["answers"] = f"could not get answers: {type(exc).__name__}: {exc}"
     report.timings["answers"] = time.perf_counter() - t
@@ -507,6 +516,7 @@ def _record_evals(
     say("verifiable evals (parent, then child)")
     try:
         report.evals = _evals(parent, kid, eval_items, eval_max_tokens, seed)
+        report.setup.setdefault("reused", {})["evals"] = report.evals.pop("reused")
     except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
         report.unmeasured["evals/accuracy"] = f"{type(exc).__name__}: {exc}"
     report.timings["evals"] = time.perf_counter() - t

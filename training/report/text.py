@@ -219,6 +219,9 @@ def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     ]
     if any(asked):
         lines.append(f"Counts chosen for that power: {esc('; '.join(a for a in asked if a))}.")
+    reused = reused_line(s.get("reused") or {})
+    if reused:
+        lines.append(reused)
     feats = report.get("features") or {}
     dec = decided.of_report(report)
     if feats:
@@ -506,3 +509,20 @@ def ratings_md(page: dict[str, Any], esc: Escape = _plain) -> str:
         f"(n={sp.get('n_answers', 0)} answers); price per 1k tokens: {_num(sp.get('price_per_1k'), '.4g')}"
     )
     return "\n".join(lines)
+
+
+def reused_line(reused: dict[str, dict[str, int]]) -> str:
+    """What the report took from earlier reports instead of decoding (``training.report.answer_cache``), or ""."""
+    parts = [
+        f"{n} {side} {what}"
+        for part, what in (("answers", "answers"), ("evals", "eval answers"))
+        for side, n in (reused.get(part) or {}).items()
+        if n
+    ]
+    if not parts:
+        return ""
+    return (
+        "Reused from an earlier report (same model file, persona, decoding and seeds, so the same draw): "
+        + ", ".join(parts)
+        + "."
+    )
