@@ -11,7 +11,10 @@ held-out prompts through ``training.report.fair.answer_all`` (``fair_pair`` deci
 
 Printed: seconds per answer each way and the ratio before / after (the budget's floor: the ``after`` side is
 faster). ``--report`` also runs the whole report (``drift_report`` with the job defaults: 80 prompts x 64
-tokens, every eval item x 96 tokens) on the ``after`` child and prints its seconds by part.
+tokens, 70 eval items x 96 tokens) on the ``after`` child and prints its seconds by part; ``--second`` then
+reports a second child of the same parent (a copy of the GGUF under another name), which reuses the parent's
+answers from the first report (``training.report.answer_cache``). The benchmark keeps its store in its own
+temporary folder, so the first report starts with nothing kept.
 
     python benchmarks/report_answers.py                   # 16 prompts x 64 tokens, both ways
     python benchmarks/report_answers.py --prompts 32 --report
@@ -34,9 +37,13 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=16)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--report", action="store_true", help="Also the whole report on the GGUF child.")
-    ap.add_argument("--eval-items", type=int, default=-1, help="With --report: eval items (-1 all).")
+    ap.add_argument(
+        "--eval-items", type=int, default=70, help="With --report: eval items (the job default 70; -1 all)."
+    )
+    ap.add_argument("--second", action="store_true", help="With --report: a second child of the same parent.")
     args = ap.parse_args()
-
+    import os
+    import shutil
     from dataclasses import replace
 
     from arena.default_model import default_gguf_path
@@ -48,6 +55,7 @@ def main() -> None:
     from training.report.steps import drift_report
 
     tmp = Path(tempfile.mkdtemp(prefix="report-answers-"))
+    os.environ["VIBESTUDIO_HOME"] = str(tmp / "home")  # the answer store starts empty
     db = Database(f"sqlite:///{tmp / 'bench.sqlite'}")
     db.migrate()
     warm = next(p for p in DEFAULT_PERSONAS if p.public_name == "smollm2-warm")
@@ -106,6 +114,26 @@ def main() -> None:
             {k: round(v, 1) for k, v in report.timings.items()},
         )
         print((report.setup.get("power") or {}).get("line", ""))
+    if args.report and args.second:
+        again = tmp / "second.gguf"
+        shutil.copyfile(gguf.path, again)
+        with db.session() as s:
+            second_id = register(
+                s,
+                ContestantSpec(
+                    "warm-child-2", engine="llama_cpp", model_ref=str(again), parent_id=parent_id, **look
+                ),
+            )
+        t0 = time.perf_counter()
+        report = drift_report(db, second_id, eval_items=args.eval_items)
+        print(report.summary())
+        print(
+            "second child's report seconds:",
+            round(time.perf_counter() - t0, 1),
+            {k: round(v, 1) for k, v in report.timings.items()},
+            "reused:",
+            report.setup.get("reused"),
+        )
 
 
 if __name__ == "__main__":

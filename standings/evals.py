@@ -265,6 +265,25 @@ def load_items(path: Path | None = None) -> tuple[str, list[EvalItem]]:
     return name, list(items)
 
 
+def spread(items: list[EvalItem], n: int) -> list[EvalItem]:
+    """``n`` of ``items`` taken in turn from each category (in the order categories first appear, file order within
+    one), so a report on part of the set still covers every kind of check; all of them when ``n`` < 0 or >= the
+    set."""
+    if n < 0 or n >= len(items):
+        return list(items)
+    groups: dict[str, list[EvalItem]] = {}
+    for item in items:
+        groups.setdefault(item.category, []).append(item)
+    out: list[EvalItem] = []
+    depth = 0
+    while len(out) < n:
+        for group in groups.values():
+            if depth < len(group) and len(out) < n:
+                out.append(group[depth])
+        depth += 1
+    return out
+
+
 # -- running -------------------------------------------------------------------------------------------------------
 @dataclass
 class ItemResult:

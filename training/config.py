@@ -149,7 +149,11 @@ class JobConfig:
     inherit_persona: bool = _f(
         True, "The published child plays with its parent's system prompt and prefill (false: none)."
     )
-    eval_items: int = _f(-1, "Verifiable eval items in the checkpoint report (-1 = all, 0 = none).")
+    eval_items: int = _f(
+        70,
+        "Verifiable eval items in the checkpoint report, spread over the categories (-1 = all 109, 0 = none). "
+        "70 detect a change of 15% in pass rate 80% of the time at 5% (assuming 20% of items change).",
+    )
     eval_max_tokens: int = _f(96, "Answer length cap for the report's verifiable evals.")
     detect_drift_sd: float | None = _f(
         None,

@@ -173,7 +173,9 @@ def drift_cmd(
     ),
     prompts: int = typer.Option(80, help="Held-out prompts to answer (at most the pool's 80)."),
     max_tokens: int = typer.Option(64, help="Answer length cap."),
-    eval_items: int = typer.Option(-1, help="Verifiable eval items (-1 all, 0 none)."),
+    eval_items: int = typer.Option(
+        70, help="Verifiable eval items, spread over the categories (-1 all, 0 none; 70 detect a 15% change)."
+    ),
     judge: str = typer.Option(
         None, help="A judge contestant: a position-swapped head-to-head, and the differences it describes."
     ),

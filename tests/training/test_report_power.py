@@ -41,7 +41,7 @@ def test_the_config_chooses_the_counts_and_the_estimate_and_the_report_job_read_
     off = make_config("dpo", parent_contestant="p", drift_prompts=0, detect_drift_sd=0.4, eval_items=0)
     assert (off.report_counts(), report_seconds(off, gpu=False)) == ((0, 0), 0.0)
     plain = ReportOptions.from_config(make_config("dpo", parent_contestant="p").to_dict())
-    assert plain.counts() == (80, -1)  # without a target: the counts as set
+    assert plain.counts() == (80, 70)  # without a target: the counts as set
 
 
 @pytest.mark.parametrize(
@@ -64,3 +64,56 @@ def test_the_report_says_what_the_counts_were_chosen_for():
         "Counts chosen for that power: 50 prompts for a drift of 0.4 SD; 70 eval items for a change of 15%."
         in text
     )
+
+
+def test_one_default_eval_count_chosen_for_a_stated_change():
+    """The job config, the report job, ``drift_report`` and ``vibestudio drift`` default to the same number of eval
+    items, the fewest that detect the default change."""
+    import inspect
+
+    from studio.cli.models import drift_cmd as drift
+    from training.report.fair import DEFAULT_EVAL_CHANGE, DEFAULT_EVAL_ITEMS
+    from training.report.steps import drift_report
+
+    assert items_for(DEFAULT_EVAL_CHANGE) == DEFAULT_EVAL_ITEMS
+    assert make_config("dpo", parent_contestant="p").eval_items == DEFAULT_EVAL_ITEMS
+    assert ReportOptions().eval_items == DEFAULT_EVAL_ITEMS
+    assert inspect.signature(drift_report).parameters["eval_items"].default == DEFAULT_EVAL_ITEMS
+    assert inspect.signature(drift).parameters["eval_items"].default.default == DEFAULT_EVAL_ITEMS
+
+
+def _item(i: int, category: str):
+    from standings.evals import EvalItem
+
+    return EvalItem(id=f"i{i}", category=category, prompt=f"p{i}", check={"type": "lowercase"})
+
+
+@given(st.lists(st.sampled_from("abcd"), max_size=40), st.integers(-1, 45))
+def test_part_of_the_eval_set_is_taken_in_turn_from_each_category(categories, n):
+    from collections import Counter
+
+    from standings.evals import spread
+
+    items = [_item(i, c) for i, c in enumerate(categories)]
+    part = spread(items, n)
+    want = len(items) if n < 0 else min(n, len(items))
+    assert len(part) == want and len({x.id for x in part}) == want
+    assert {x.id for x in part} <= {x.id for x in items}
+    have, total = Counter(x.category for x in part), Counter(categories)
+    for a in total:
+        for b in total:
+            # a category with two fewer than another has given all it has
+            assert have[a] >= have[b] - 1 or have[a] == total[a]
+    for c in total:  # within a category, the set's own order
+        mine = [x.id for x in part if x.category == c]
+        assert mine == [x.id for x in items if x.category == c][: len(mine)]
+
+
+def test_the_default_part_of_the_built_in_set_asks_every_category():
+    from standings.evals import load_items, spread
+    from training.report.fair import DEFAULT_EVAL_ITEMS
+
+    _, items = load_items()
+    part = spread(items, DEFAULT_EVAL_ITEMS)
+    assert len(part) == DEFAULT_EVAL_ITEMS
+    assert {x.category for x in part} == {x.category for x in items}

@@ -182,6 +182,11 @@ def answer_all_counted(
 ALPHA, POWER = 0.05, 0.80
 #: The share of eval items assumed to change between parent and child when the report has not counted it.
 ASSUMED_DISCORDANT = 0.2
+#: The change in eval pass rate a report detects by default, and the items that takes (``items_for(0.15)``; the job
+#: config, the report job and ``vibestudio drift`` default to the same number, which a test checks): 70 of the 109
+#: items, spread over the categories, about a third less decoding than all of them.
+DEFAULT_EVAL_CHANGE = 0.15
+DEFAULT_EVAL_ITEMS = 70
 
 
 def _z_sum(alpha: float = ALPHA, power: float = POWER) -> float:

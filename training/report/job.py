@@ -60,7 +60,7 @@ class ReportOptions:
     drift_max_tokens: int = 64
     seed: int = 42
     drift_thresholds: dict[str, Any] = field(default_factory=dict)
-    eval_items: int = -1
+    eval_items: int = fair.DEFAULT_EVAL_ITEMS
     eval_max_tokens: int = 96
     detect_drift_sd: float | None = None
     detect_eval_change: float | None = None

@@ -46,7 +46,7 @@ from arena.engines.base import EngineError
 from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
 from common.outcomes import score_first
 from db.session import Database
-from standings.evals import load_items, run_check
+from standings.evals import load_items, run_check, spread
 from textfeatures import vibes
 from training.report import verdict as verdicts
 from training.report.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
@@ -59,7 +59,15 @@ from training.report.drift_stats import (
     merged_thresholds,
     reasoning_changes,
 )
-from training.report.fair import Answer, Setup, answer_all_counted, fair_pair, held_out, power
+from training.report.fair import (
+    DEFAULT_EVAL_ITEMS,
+    Answer,
+    Setup,
+    answer_all_counted,
+    fair_pair,
+    held_out,
+    power,
+)
 from training.report.stats import Change, adjust, mcnemar_p, paired_change
 from training.report.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
 
@@ -179,7 +187,7 @@ def _evals(
     from dataclasses import replace
 
     name, items = load_items()
-    items = items if n_items is None or n_items < 0 else items[:n_items]
+    items = items if n_items is None else spread(items, n_items)
     sampling = {
         **child.sampling,
         "max_tokens": min(int(child.sampling.get("max_tokens", max_tokens)), max_tokens),
@@ -254,7 +262,7 @@ def drift_report(
     seed: int = 0,
     thresholds: dict[str, dict[str, float]] | None = None,
     exclude: list[dict[str, Any]] | None = None,
-    eval_items: int | None = -1,
+    eval_items: int | None = DEFAULT_EVAL_ITEMS,
     eval_max_tokens: int = 96,
     judge: str | None = None,
     describe_axes: int = MAX_AXES,
