@@ -159,3 +159,10 @@ def test_the_report_says_what_it_reused():
     assert reused_line({"answers": {"parent": 0, "child": 0}}) == ""
     line = reused_line({"answers": {"parent": 80, "child": 0}, "evals": {"parent": 109, "child": 0}})
     assert "80 parent answers" in line and "109 parent eval answers" in line and "child" not in line
+
+
+def test_the_models_page_report_carries_the_reused_line():
+    from training.report.text import drift_md
+
+    text = drift_md({"setup": {"reused": {"answers": {"parent": 80, "child": 0}}}, "n_prompts": 80})
+    assert "Reused from an earlier report" in text and "80 parent answers" in text
