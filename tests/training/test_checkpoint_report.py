@@ -14,6 +14,19 @@ from training.report.steps import drift_report
 from training.report.verdict import current, history, release
 
 
+def _real_answers():
+    """The report's own answers, as a list (what a test wraps)."""
+    counted = steps.answer_all_counted
+    return lambda info, prompts, seed: counted(info, prompts, seed)[0]
+
+
+def _answer_with(monkeypatch, answers) -> None:
+    """Both sides of the report answer through ``answers(info, prompts, seed)`` (nothing reused)."""
+    monkeypatch.setattr(
+        steps, "answer_all_counted", lambda info, prompts, seed: (answers(info, prompts, seed), 0)
+    )
+
+
 def tiny(db, name, model_dir, parent=None, **kw):
     with db.session() as s:
         return register(
@@ -55,7 +68,7 @@ def test_a_child_with_its_own_persona_is_compared_under_that_persona(db, tiny_pa
 
 def test_planted_habit_through_the_report(db, tiny_parent, tiny_model_dir, monkeypatch):
     child = tiny(db, "tiny-habit", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
-    real = steps.answer_all
+    real = _real_answers()
 
     def with_habit(info, prompts, seed):  # the child's weights "learned" a sign-off
         out = real(info, prompts, seed)
@@ -63,7 +76,7 @@ def test_planted_habit_through_the_report(db, tiny_parent, tiny_model_dir, monke
             out = [Answer(a.text + " Stay curious, my friend! 🌟🌟", a.tokens, a.truncated) for a in out]
         return out
 
-    monkeypatch.setattr(steps, "answer_all", with_habit)
+    _answer_with(monkeypatch, with_habit)
     report = drift_report(db, child, **FAST)
     assert "emoji" in report.flagged and "exclamations" in report.flagged
     e = report.features["emoji"]
@@ -79,7 +92,7 @@ def test_what_the_preferences_rewarded_is_named_and_the_child_taking_it_on_is_se
     """The training snapshot's chosen answers open with "Awesome!"; the child does so on half the held-out
     prompts. The report names the opening from the snapshot alone and finds the child took it on (watch)."""
     child = tiny(db, "tiny-cheer", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
-    real = steps.answer_all
+    real = _real_answers()
 
     def cheer(info, prompts, seed):
         out = real(info, prompts, seed)
@@ -89,7 +102,7 @@ def test_what_the_preferences_rewarded_is_named_and_the_child_taking_it_on_is_se
             ]
         return out
 
-    monkeypatch.setattr(steps, "answer_all", cheer)
+    _answer_with(monkeypatch, cheer)
     rows = [
         {"prompt": f"p{i}", "chosen": f"Awesome! Here is {i}.", "rejected": f"Here is {i}."}
         for i in range(12)
@@ -145,7 +158,7 @@ def test_bad_input_is_named_and_the_verdict_is_unknown(
 
 def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch):
     child = tiny(db, "tiny-mute", tiny_model_dir, parent=tiny_parent, sampling={"max_tokens": 8})
-    real = steps.answer_all
+    real = _real_answers()
     mode = {"kind": "empty"}
 
     def broken(info, prompts, seed):
@@ -156,7 +169,7 @@ def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch
             return [Answer("", 0, False) for _ in out]
         return [Answer("and then and then " * 30, 8, True) for _ in out]
 
-    monkeypatch.setattr(steps, "answer_all", broken)
+    _answer_with(monkeypatch, broken)
     r = drift_report(db, child, **FAST)
     assert "answered nothing on 20 of 20" in r.unmeasured["drift/flattery"]
     assert r.degeneration["empty"]["child"] == 1.0 and r.degeneration["empty"]["q"] < 0.05
