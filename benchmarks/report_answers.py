@@ -104,16 +104,22 @@ def main() -> None:
         )
     print(f"before/after (seconds per answer): {per_answer['before'] / per_answer['after']:.2f}")
     print(f"ratio: {per_answer['before'] / per_answer['after']:.3f}")  # the performance lane's line
-    if args.report:
+
+    def timed_report(child_id: int, label: str) -> None:
         t0 = time.perf_counter()
-        report = drift_report(db, after_id, eval_items=args.eval_items)
+        report = drift_report(db, child_id, eval_items=args.eval_items)
         print(report.summary())
         print(
-            "report seconds:",
+            f"{label} seconds:",
             round(time.perf_counter() - t0, 1),
             {k: round(v, 1) for k, v in report.timings.items()},
+            "reused:",
+            report.setup.get("reused"),
         )
         print((report.setup.get("power") or {}).get("line", ""))
+
+    if args.report:
+        timed_report(after_id, "report")
     if args.report and args.second:
         again = tmp / "second.gguf"
         shutil.copyfile(gguf.path, again)
@@ -124,16 +130,7 @@ def main() -> None:
                     "warm-child-2", engine="llama_cpp", model_ref=str(again), parent_id=parent_id, **look
                 ),
             )
-        t0 = time.perf_counter()
-        report = drift_report(db, second_id, eval_items=args.eval_items)
-        print(report.summary())
-        print(
-            "second child's report seconds:",
-            round(time.perf_counter() - t0, 1),
-            {k: round(v, 1) for k, v in report.timings.items()},
-            "reused:",
-            report.setup.get("reused"),
-        )
+        timed_report(second_id, "second child's report")
 
 
 if __name__ == "__main__":
