@@ -20,11 +20,11 @@ This module builds the root app from one module per subject, one line per comman
 - ``tasks``: task sets with checkable answers for RLVR (``tasks.py``)
 
 Every module imports only typer at the top; services and their libraries load inside the command that runs, so
-``vibestudio --help`` stays fast (``benchmarks/startup.py``). Shared helpers are in ``_common.py``; ``docs.py``
+``vibestudio --help`` stays fast (``benchmarks/startup.py``). The command modules keep their annotations as objects
+(no ``from __future__ import annotations``): Typer reads every command's annotations to build ``--help``, and a
+string annotation costs a compile each (tests/studio/test_cli_docs.py holds the rule). Shared helpers are in ``_common.py``; ``docs.py``
 writes ``docs/cli.md`` from the help texts.
 """
-
-from __future__ import annotations
 
 from studio.cli import (
     annotate,

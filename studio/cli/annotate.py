@@ -4,8 +4,6 @@ A thin layer over ``annotation``: parse options, call the service, print a summa
 exporting preference data is in ``studio.cli.data``.
 """
 
-from __future__ import annotations
-
 import json
 import math
 from collections.abc import Callable

@@ -1,7 +1,5 @@
 """``vibestudio battle`` and ``vibestudio prompts import|list``: play the arena from the terminal, and its prompt sets."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import typer

@@ -1,7 +1,5 @@
 """``vibestudio db migrate|backup|restore``: database maintenance."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import typer

@@ -4,8 +4,6 @@ A thin layer over ``standings.decision``: quality (rating, interval, votes-to-fl
 vibes, sycophancy probes, speed and measured cost, and one plain sentence; "can't tell" lines name what is missing.
 """
 
-from __future__ import annotations
-
 import json
 
 import typer

@@ -1,7 +1,5 @@
 """``vibestudio evals run|scores``: the verifiable eval set (format and arithmetic checks)."""
 
-from __future__ import annotations
-
 import json
 
 import typer

@@ -4,8 +4,6 @@ A thin layer over ``standings.families`` (ratings from the leaderboard service's
 restoring a contestant (the removal log shown here) are ``vibestudio models hide|restore``.
 """
 
-from __future__ import annotations
-
 import json
 
 import typer

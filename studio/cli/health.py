@@ -3,8 +3,6 @@
 A thin layer over ``training.lineage`` and ``training.overopt``; registered on the ``train`` group.
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict
 

@@ -3,8 +3,6 @@
 A thin layer over ``training.runner``; ``job_dict`` is the JSON shape of a job that ``train`` and ``jobs`` print.
 """
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 from typing import Any

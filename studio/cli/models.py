@@ -10,8 +10,6 @@ deployment (its GGUF, or HF weights with the LoRA merged in), and ``drift`` comp
 ``training.gguf_export``.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

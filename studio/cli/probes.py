@@ -5,8 +5,6 @@ verdicts of the probed checkpoints (and of their children) are decided again wit
 holding verdict holds (``training.report.job.after_probes``).
 """
 
-from __future__ import annotations
-
 import json
 
 import typer

@@ -6,8 +6,6 @@ shows (``standings.leaderboard.standard_options`` through the leaderboard servic
 so a model's rating and interval here are the Leaderboard tab's, the decision card's and the model page's.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Any

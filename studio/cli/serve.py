@@ -1,7 +1,5 @@
 """``vibestudio serve``: the studio web app."""
 
-from __future__ import annotations
-
 import typer
 
 from studio.cli._common import fail

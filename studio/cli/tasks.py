@@ -6,8 +6,6 @@ task's content hash before any job sees the set. ``report`` reads a trained chil
 its RLVR measures (held-out accuracy against the parent, reward-hacking signs).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 

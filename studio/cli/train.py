@@ -7,8 +7,6 @@ followed with a progress bar (``studio.cli.jobs``), and reported as text or ``--
 Precedence: the config file, then the flags, then ``--set``.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 

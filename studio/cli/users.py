@@ -4,8 +4,6 @@ Passwords are read from a hidden prompt or, for scripts, one line on stdin (``--
 ``--password`` option, so a password never lands in shell history or the process list.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 

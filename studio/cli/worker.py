@@ -3,8 +3,6 @@
 A thin layer over ``training.workers.WorkerService``; ``jobs workers`` (in ``jobs.py``) lists the registered ones.
 """
 
-from __future__ import annotations
-
 import os
 import signal
 import threading
