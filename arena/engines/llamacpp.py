@@ -10,8 +10,10 @@ answers at several times the tokens per second of one stream each.
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -34,15 +36,31 @@ def _threads_per_instance(size: int) -> int:
     return max(1, (os.cpu_count() or 2) // size)
 
 
+#: Every ``Llama`` loaded here and still alive, closed at exit: left to the garbage collector at interpreter
+#: shutdown, its ``__del__`` runs after llama_cpp's own globals are gone and prints a TypeError per instance.
+_LOADED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_loaded() -> None:
+    for llm in list(_LOADED):
+        try:
+            llm.close()
+        except Exception:  # exiting anyway: a close that fails frees nothing more
+            pass
+
+
 def _load(path: str, n_ctx: int, threads: int) -> Any:
     from llama_cpp import Llama
 
     if not os.path.exists(path):
         raise EngineError(f"GGUF file not found: {path}", kind="down")
     try:
-        return Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=256, verbose=False)
+        llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=256, verbose=False)
     except Exception as exc:  # a corrupt or foreign file
         raise EngineError(f"llama.cpp could not load {path}: {exc}", kind="config") from exc
+    _LOADED.add(llm)
+    return llm
 
 
 def _pool(path: str, n_ctx: int, size: int) -> queue.Queue[Any]:

@@ -57,19 +57,29 @@ def _model_identity(info: ContestantInfo) -> dict[str, Any] | None:
 def answer_key(info: ContestantInfo, prompt: str, sampling: dict[str, Any]) -> str | None:
     """The key of ``info``'s answer to ``prompt`` under ``sampling`` (seed included), or None when it cannot be
     reused (not llama.cpp, or the model file cannot be read)."""
+    return answer_keys(info, [prompt], [sampling])[0]
+
+
+def answer_keys(
+    info: ContestantInfo, prompts: list[str], samplings: list[dict[str, Any]]
+) -> list[str | None]:
+    """``answer_key`` for each prompt and its sampling, the model file read once for all of them."""
     model = _model_identity(info)
     if model is None:
-        return None
-    spec = {
-        "decoder": DECODER_VERSION,
-        "engine": info.engine,
-        "engine_config": info.engine_config,
-        "model": model,
-        "messages": messages_for(info, [], prompt),
-        "prefill": info.prefill,
-        "sampling": {k: sampling[k] for k in sorted(sampling)},
-    }
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+        return [None] * len(prompts)
+    keys: list[str | None] = []
+    for prompt, sampling in zip(prompts, samplings, strict=True):
+        spec = {
+            "decoder": DECODER_VERSION,
+            "engine": info.engine,
+            "engine_config": info.engine_config,
+            "model": model,
+            "messages": messages_for(info, [], prompt),
+            "prefill": info.prefill,
+            "sampling": {k: sampling[k] for k in sorted(sampling)},
+        }
+        keys.append(hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest())
+    return keys
 
 
 def _path(key: str) -> Path:

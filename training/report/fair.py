@@ -159,10 +159,7 @@ def answer_all_counted(
 
     base = dict(info.sampling)
     samplings = [{**base, "seed": seed + i} for i in range(len(prompts))]
-    keys = [
-        answer_cache.answer_key(info, p, s) if reuse else None
-        for p, s in zip(prompts, samplings, strict=True)
-    ]
+    keys = answer_cache.answer_keys(info, prompts, samplings) if reuse else [None] * len(prompts)
     kept: list[Answer | None] = [answer_cache.load(k) if k else None for k in keys]
     todo = [i for i, a in enumerate(kept) if a is None]
     if todo:
