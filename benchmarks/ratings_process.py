@@ -4,7 +4,7 @@ Ours is the default run (votes-to-flip for every adjacent pair included); `--no-
 flip's whole-process overhead reads off the same run. The last line is `ratio:` = reference / ours (default run).
 
 Both sides run as fresh processes from the shell (interpreter start-up, imports and file reading included), which
-is what a user waits for; `benchmarks/ratings.py` part 2 times `ratings_report` inside a warm interpreter instead.
+is what a user waits for, and both load bytecode (``benchmarks/_bytecode.py``); `benchmarks/ratings.py` part 2 times `ratings_report` inside a warm interpreter instead.
 The battles file is the one `benchmarks/ratings.py` builds (synthetic, 150 models, known skills, 10% ties).
 The reference is `benchmarks/fastchat_reference.py` (pandas.read_json, FastChat's online Elo loop, scipy L-BFGS
 Bradley-Terry with a 100-round multinomial bootstrap). Goal: ours >= 4x faster.
@@ -79,6 +79,10 @@ def main() -> None:
     )  # this interpreter's console script, as a user runs it
     studio = str(script) if script.exists() else shutil.which("vibestudio")
     ours_cmd = [studio] if studio else [sys.executable, "-m", "studio.cli"]
+    sys.path.insert(0, str(HERE))
+    from _bytecode import compile_project
+
+    compile_project()  # ours from bytecode, as the reference's pandas and SciPy are
     with tempfile.TemporaryDirectory() as tmp:
         path = args.file or Path(tmp) / "battles.jsonl"
         if args.file is None:

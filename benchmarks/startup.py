@@ -7,10 +7,8 @@ Times, as fresh processes (median of ``--repeat`` runs, the commands taking turn
 - ``vibestudio --help``;
 - ``vibestudio ratings --battles F`` on a small battles file (``--battles`` FastChat-layout rows, 5 models).
 
-Both sides load bytecode: the project's packages are compiled first (``compileall``), as installing a wheel does.
-Without that, a checkout under ``PYTHONDONTWRITEBYTECODE=1`` (which some machines set) compiles every module of the
-CLI on each start while Typer's come compiled from its wheel, and the ratio measures the compiler: 1.8-2.3 against
-1.3-1.6 with bytecode, one tree on one machine.
+Both sides load bytecode: the project's packages are compiled first, as installing a wheel does
+(``benchmarks/_bytecode.py`` says why).
 
 Prints each median, its ratio to the baseline, and the cost above the baseline, then ``ratio:`` = ``vibestudio
 --help`` / ``import typer`` (goal <= 1.5; the performance lane's budget). ``--lane`` times only those two.
@@ -22,7 +20,6 @@ Run: ``python benchmarks/startup.py [--repeat 7] [--battles 500] [--importtime] 
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import random
@@ -35,6 +32,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _bytecode import compile_project  # noqa: E402
 
 
 def vibestudio() -> list[str]:
@@ -57,14 +56,6 @@ def battles_file(folder: Path, n: int, seed: int = 0) -> Path:
             winner = rng.choices(["model_a", "model_b", "tie", "tie (bothbad)"], [4, 4, 1, 1])[0]
             fh.write(json.dumps({"model_a": a, "model_b": b, "winner": winner, "tstamp": 1e9 + i}) + "\n")
     return path
-
-
-def compile_project() -> None:
-    """Bytecode for every top-level package of the repository (what a wheel install writes; quiet when current)."""
-    for init in sorted(ROOT.glob("*/__init__.py")):
-        if init.parent.name == "tests":
-            continue
-        compileall.compile_dir(init.parent, quiet=1, workers=0)
 
 
 def run_once(cmd: list[str], env: dict[str, str]) -> float:
