@@ -11,7 +11,9 @@ Time: training FLOPs (6·N per token for a full fine-tune, 4·N for LoRA, which 
 frozen weights, + 2·N for a reference forward) over a device throughput. Measured ``step_seconds`` of earlier jobs
 with the same kind, base and LoRA setting replace the FLOP model (scaled by tokens per step) once there are some.
 The checkpoint report that follows every job is part of the time: both sides answer ``drift_prompts`` held-out
-prompts and the eval items, at a generation speed per device (``REPORT_TOKENS_PER_S``).
+prompts and the eval items, at a generation speed per device (``REPORT_TOKENS_PER_S``). When an earlier report
+against the same parent, with the same report settings, kept the parent's answers (``training.report.answer_cache``:
+a llama.cpp parent), the parent's half is not decoded again and the estimate counts half the answers.
 
 Calibration (the estimate learns): every job this studio already ran left its timings in the database (started,
 ended, and ``drift_seconds``, the report's own time). ``training.preflight.past_timings`` reads them with what the formula above
@@ -110,6 +112,7 @@ class Estimate:
     train_seconds: float = 0.0  # job process start, model load and the steps
     report_seconds: float = 0.0  # the checkpoint report that follows (0: drift_prompts 0 and no evals)
     report_prompts: int = 0
+    report_reuses_parent: bool = False  # an earlier report kept the parent's answers: about half the report
     uncertainty: str = ""  # how far off it may be, in words ("" when calibrated: ``error`` says it)
     error: PastError | None = None  # the estimate's error on the last jobs of this studio
 
@@ -121,7 +124,9 @@ class Estimate:
         avail = f" of {self.available_bytes / GIB:.1f} GiB available" if self.available_bytes else ""
         report = (
             f" (training ~{_duration(self.train_seconds)}, then the checkpoint report on {self.report_prompts} "
-            f"prompts ~{_duration(self.report_seconds)})"
+            f"prompts ~{_duration(self.report_seconds)}"
+            + (", the parent's answers kept from an earlier report" if self.report_reuses_parent else "")
+            + ")"
             if self.report_seconds
             else " (no checkpoint report)"
         )
@@ -159,6 +164,10 @@ class Timing:
     formula_report: float
     took: float  # ended - started: the job process's whole run, its report included
     report: float | None  # the report's own seconds (``drift_seconds``), when it recorded them
+    decoded: float = 1.0  # the share of the report's answers it decoded (the rest an earlier report had)
+    parent: int | None = None  # the contestant the job trained from
+    report_key: str = ""  # the report's settings (``report_key``): the same key, the same prompts and seeds
+    parent_kept: bool = False  # the report kept the parent's answers for the next one (``answer_cache``)
 
     @property
     def train(self) -> float:
@@ -265,9 +274,12 @@ def estimate(
     history: list[float] | None = None,
     history_tokens: int = 0,
     past: list[Timing] | None = None,
+    parent: int | None = None,
 ) -> Estimate:
     """Peak memory and time (training and its report) for ``cfg`` on base ``model_ref``; ``history``: measured
-    s/step of similar jobs; ``past``: the timings of the jobs this studio ran (``past_timings``) to calibrate on."""
+    s/step of similar jobs; ``past``: the timings of the jobs this studio ran (``past_timings``) to calibrate on;
+    ``parent``: the contestant it trains from (a report against a parent whose answers an earlier report kept
+    decodes about half as much)."""
     shape = model_shape(model_ref)
     gpu = _gpu_visible(cfg)
     wbytes = 2 if gpu else 4
@@ -310,7 +322,8 @@ def estimate(
         )
         uncertainty = "steps measured, start-up and report from the formula"
     train = per_step * cfg.max_steps + (START_SECONDS_GPU if gpu else START_SECONDS_CPU)
-    report = report_seconds(cfg, gpu)
+    share = expected_share(past or [], parent, report_key(cfg))
+    report = at_share(report_seconds(cfg, gpu), share)
     if past:
         factors = calibrate(past, cfg.kind, model_ref, cfg.lora)
         if factors is not None:
@@ -334,6 +347,7 @@ def estimate(
         train_seconds=train,
         report_seconds=report,
         report_prompts=cfg.report_counts()[0],
+        report_reuses_parent=share < 1.0 and report > 0,
         uncertainty=uncertainty,
         error=past_error(past or []),
     )
@@ -350,6 +364,28 @@ def report_seconds(cfg: JobConfig, gpu: bool) -> float:
     tokens = 2 * prompts * cfg.drift_max_tokens + 2 * items * cfg.eval_max_tokens
     speed = REPORT_TOKENS_PER_S["gpu" if gpu else "cpu"]
     return REPORT_START_SECONDS + tokens / speed
+
+
+def report_key(cfg: JobConfig) -> str:
+    """The report settings that decide which prompts and seeds both sides answer: two jobs with the same key and
+    parent ask the parent the same questions (``training.report.answer_cache`` keeps its answers)."""
+    prompts, items = cfg.report_counts()
+    return json.dumps([prompts, items, cfg.drift_max_tokens, cfg.eval_max_tokens, cfg.seed])
+
+
+def expected_share(past: list[Timing], parent: int | None, key: str) -> float:
+    """The share of its answers a report is expected to decode: 0.5 when an earlier job from the same parent
+    with the same report settings kept the parent's answers (the parent's half comes from the store), else 1."""
+    if parent is None:
+        return 1.0
+    kept = any(t.parent == parent and t.report_key == key and t.parent_kept for t in past)
+    return 0.5 if kept else 1.0
+
+
+def at_share(report: float, share: float) -> float:
+    """A report's formula seconds when it decodes only ``share`` of its answers (the model loads stay)."""
+    start = min(REPORT_START_SECONDS, max(report, 0.0))
+    return start + (report - start) * share
 
 
 def _eval_set_size() -> int:
@@ -383,14 +419,15 @@ def calibrate(
     past: list[Timing], kind: str, model_ref: str | None, lora: bool
 ) -> tuple[float, float, int] | None:
     """(training factor, report factor, jobs used): the median measured / formula ratio of the past jobs most
-    like this one (the newest ``CALIBRATE_ON``). None when there are none."""
+    like this one (the newest ``CALIBRATE_ON``; a report's formula counts only the answers it decoded). None when
+    there are none."""
     alike = _alike(past, kind, model_ref, lora)[-CALIBRATE_ON:]
     if not alike:
         return None
     f_train = statistics.median(t.train / max(t.formula_train, 1e-6) for t in alike)
     with_report = [t for t in alike if t.report is not None and t.formula_report > 0]
     f_report = (
-        statistics.median((t.report or 0.0) / t.formula_report for t in with_report)
+        statistics.median((t.report or 0.0) / at_share(t.formula_report, t.decoded) for t in with_report)
         if with_report
         else f_train
     )
@@ -401,7 +438,8 @@ def predicted(t: Timing, before: list[Timing]) -> float:
     """What the estimate would have said for past job ``t`` knowing only the jobs ``before`` it."""
     factors = calibrate(before, t.kind, t.model_ref, t.lora)
     f_train, f_report = (factors[0], factors[1]) if factors else (1.0, 1.0)
-    return t.formula_train * f_train + t.formula_report * f_report
+    share = expected_share(before, t.parent, t.report_key)
+    return t.formula_train * f_train + at_share(t.formula_report, share) * f_report
 
 
 def past_error(past: list[Timing], last: int = 10) -> PastError | None:

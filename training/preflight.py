@@ -34,7 +34,7 @@ from training.config import (
     config_from_dict,
 )
 from training.errors import JobError
-from training.estimate import GIB, Estimate, Timing, estimate, formula_seconds, history_for
+from training.estimate import GIB, Estimate, Timing, estimate, formula_seconds, history_for, report_key
 from training.pairmix import filter_rows, pair_mix
 
 T = TypeVar("T")
@@ -172,7 +172,8 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
     base = found.base
     if base is not None:
         found.estimate = found.problem(
-            "per_device_train_batch_size", lambda: check_resources(session, cfg, base)
+            "per_device_train_batch_size",
+            lambda: check_resources(session, cfg, base, found.parent.id if found.parent else None),
         )
     return found
 
@@ -375,25 +376,46 @@ def past_timings(session: Session, limit: int = 50) -> list[Timing]:
             f_train, f_report = formula_seconds(cfg, str(model_ref))
         except (ValueError, OSError):
             continue  # a base whose shape cannot be read here
-        report = session.scalar(
-            select(JobMetric.value)
-            .where(JobMetric.job_id == job_id, JobMetric.name == "drift_seconds")
-            .limit(1)
-        )
+        report = _metric(session, job_id, "drift_seconds")
         took = (ended - started).total_seconds()
-        out.append(Timing(job_id, kind, str(model_ref), cfg.lora, f_train, f_report, took, _seconds(report)))
+        share = _seconds(_metric(session, job_id, "report_decoded_share"))
+        kept = bool(_metric(session, job_id, "report_parent_kept"))
+        out.append(
+            Timing(
+                job_id,
+                kind,
+                str(model_ref),
+                cfg.lora,
+                f_train,
+                f_report,
+                took,
+                _seconds(report),
+                decoded=1.0 if share is None else min(max(share, 0.0), 1.0),
+                parent=parent_id,
+                report_key=report_key(cfg),
+                parent_kept=kept,
+            )
+        )
     return out
+
+
+def _metric(session: Session, job_id: int, name: str) -> Any:
+    return session.scalar(
+        select(JobMetric.value).where(JobMetric.job_id == job_id, JobMetric.name == name).limit(1)
+    )
 
 
 def _seconds(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def check_resources(session: Session, cfg: JobConfig, base: BaseChoice) -> Estimate | None:
+def check_resources(
+    session: Session, cfg: JobConfig, base: BaseChoice, parent: int | None = None
+) -> Estimate | None:
     """The memory/time estimate; JobError when the job cannot fit (and ``cfg.check_memory``)."""
     try:
         seconds, tokens = history_for(session, cfg, base.model_ref)
-        est = estimate(cfg, base.model_ref, seconds, tokens, past_timings(session))
+        est = estimate(cfg, base.model_ref, seconds, tokens, past_timings(session), parent)
     except (ValueError, OSError):
         return None  # unknown shape (e.g. a hub id): no estimate, no refusal
     if cfg.check_memory and not est.fits:

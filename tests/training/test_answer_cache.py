@@ -166,3 +166,19 @@ def test_the_models_page_report_carries_the_reused_line():
 
     text = drift_md({"setup": {"reused": {"answers": {"parent": 80, "child": 0}}}, "n_prompts": 80})
     assert "Reused from an earlier report" in text and "80 parent answers" in text
+
+
+def test_the_report_counts_what_it_decoded_and_whether_the_parent_is_kept():
+    """What the next child's time estimate reads (``training.estimate.expected_share``): the share decoded, and
+    whether this parent's answers went to the store (llama.cpp without an adapter only)."""
+    from types import SimpleNamespace
+
+    from training.report.steps import _count_answered, decoded_share
+
+    report = SimpleNamespace(setup={})
+    assert decoded_share(report) == 1.0  # answered nothing: nothing reused
+    _count_answered(report, _info(engine="transformers"), 40, 0)
+    assert report.setup["answered"] == {"total": 40, "reused": 0, "parent_kept": False}
+    _count_answered(report, _info(), 24, 12)
+    assert report.setup["answered"] == {"total": 64, "reused": 12, "parent_kept": True}
+    assert decoded_share(report) == 1 - 12 / 64

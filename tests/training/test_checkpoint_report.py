@@ -48,6 +48,9 @@ def test_null_child_of_every_default_persona_gets_no_flag(db, tiny_model_dir, pe
     report = drift_report(db, child, **FAST)
     assert report.n_prompts == 20 and report.setup["fair"], report.setup
     assert "inherited" in report.setup["persona_source"]
+    # both sides, prompts and eval items, all decoded; a transformers parent's answers are not kept
+    assert report.setup["answered"] == {"total": 2 * 20 + 2 * 12, "reused": 0, "parent_kept": False}
+    assert steps.decoded_share(report) == 1.0
     assert report.flagged == [], report.summary()
     assert not [d for d in report.discovered if d["significant"]]
     assert report.evals["n"] == 12 and report.evals["delta"] == 0 and report.evals["p"] == 1.0

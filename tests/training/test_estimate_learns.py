@@ -10,7 +10,15 @@ from datetime import timedelta
 from arena.registry import BUILTIN_HF, ContestantSpec, register
 from db.models import Job, JobMetric, utcnow
 from training.config import make_config
-from training.estimate import Timing, calibrate, estimate, formula_seconds, past_error
+from training.estimate import (
+    Timing,
+    at_share,
+    calibrate,
+    estimate,
+    expected_share,
+    formula_seconds,
+    past_error,
+)
 from training.preflight import past_timings
 from training.service import check_config, estimate_job
 
@@ -22,17 +30,21 @@ def _parent(db) -> None:
         register(s, ContestantSpec("p0"))
 
 
-def _ran(db, seconds: float, report: float | None, steps: int = 1, kind: str = "dpo") -> int:
-    """A finished job as the worker leaves it: started, ended, and the report's own time as a metric."""
+def _ran(db, seconds: float, report: float | None, steps: int = 1, kind: str = "dpo", parent: int = 1,
+         **report_metrics: float) -> int:  # fmt: skip
+    """A finished job as the worker leaves it: started, ended, and the report's own time as a metric (with
+    ``report_decoded_share`` and ``report_parent_kept`` when given)."""
     cfg = make_config(kind, parent_contestant="p0", snapshot_hash="x" * 64, max_steps=steps)
     end = utcnow()
     with db.session() as s:
         job = Job(kind=kind, config=cfg.to_dict(), status="succeeded", started_at=end - timedelta(seconds=seconds),
-                  ended_at=end, parent_contestant_id=1)  # fmt: skip
+                  ended_at=end, parent_contestant_id=parent)  # fmt: skip
         s.add(job)
         s.flush()
         if report is not None:
             s.add(JobMetric(job_id=job.id, step=steps, name="drift_seconds", value=report))
+        for name, value in report_metrics.items():
+            s.add(JobMetric(job_id=job.id, step=steps, name=name, value=value))
         return job.id
 
 
@@ -117,3 +129,37 @@ def test_a_reward_model_has_no_report_and_a_first_one_calibrates_on_the_jobs_of_
     est = estimate_job(db, "reward", "p0", max_steps=4)
     assert "on this base (none of this kind yet)" in est.basis and est.report_seconds == 0
     assert abs(est.total_seconds - fresh.total_seconds / 4) < 1, (est.total_seconds, fresh.total_seconds)
+
+
+def test_a_report_against_a_parent_whose_answers_were_kept_is_estimated_at_half_the_decoding(db):
+    """The first child of a llama.cpp parent decodes both sides and keeps the parent's answers; the next child's
+    report with the same settings decodes only its own half. Calibration counts only what each report decoded, so
+    a fast second report does not make the estimate for a first child of another parent too short."""
+    _parent(db)
+    with db.session() as s:
+        register(s, ContestantSpec("q0"))
+    cfg = make_config("dpo", parent_contestant="p0", max_steps=1)
+    formula = formula_seconds(cfg, BASE)[1]
+    full, half = 600.0, 600.0 * at_share(formula, 0.5) / formula  # one speed per decoded answer
+    _ran(db, 100 + full, full, report_decoded_share=1.0, report_parent_kept=1.0)
+    _ran(db, 100 + half, half, report_decoded_share=0.5, report_parent_kept=1.0)
+    same = estimate_job(db, "dpo", "p0", max_steps=1)
+    assert abs(same.report_seconds - half) < 1, same
+    assert same.report_reuses_parent and "the parent's answers kept from an earlier report" in same.summary()
+    other = estimate_job(db, "dpo", "q0", max_steps=1)  # no report against q0 kept anything
+    assert abs(other.report_seconds - full) < 1 and not other.report_reuses_parent, other
+    assert "kept from an earlier report" not in other.summary()
+    # other report settings ask the parent other questions: nothing to reuse
+    longer = estimate_job(db, "dpo", "p0", max_steps=1, drift_max_tokens=128)
+    assert not longer.report_reuses_parent
+    # the estimate's own error on the second job knew the first had kept the parent's answers: exact
+    assert same.error is not None and same.error.jobs[-1]["error"] < 1.01
+
+
+def test_expected_share_needs_the_same_parent_settings_and_a_kept_parent():
+    t = [Timing(1, "dpo", BASE, True, 10, 100, 200, 100, 1.0, parent=7, report_key="k", parent_kept=True),
+         Timing(2, "dpo", BASE, True, 10, 100, 200, 100, 1.0, parent=8, report_key="k", parent_kept=False)]  # fmt: skip
+    assert expected_share(t, 7, "k") == 0.5
+    assert expected_share(t, 7, "other") == 1.0 and expected_share(t, 8, "k") == 1.0
+    assert expected_share(t, None, "k") == 1.0 and expected_share([], 7, "k") == 1.0
+    assert at_share(0.0, 0.5) == 0.0 and at_share(100.0, 1.0) == 100.0

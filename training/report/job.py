@@ -165,6 +165,10 @@ def run_report(
                     **values,
                     "drift/flagged": len(report.flagged),
                     "drift_seconds": report.seconds,
+                    "report_decoded_share": steps.decoded_share(report),
+                    "report_parent_kept": float(
+                        bool((report.setup.get("answered") or {}).get("parent_kept"))
+                    ),
                     "verdict/code": code,
                 }
             )

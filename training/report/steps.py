@@ -221,6 +221,7 @@ def _evals(
         },
         "changed_items": changed[:12],
         "reused": {"parent": p_reused, "child": c_reused},
+        "items_answered": len(items),
     }
 
 
@@ -417,10 +418,30 @@ def _record_answers(
         )
         answers = (pa, ca)
         report.setup.setdefault("reused", {})["answers"] = {"parent": p_reused, "child": c_reused}
+        _count_answered(report, parent, 2 * len(prompts), p_reused + c_reused)
     except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
         report.unmeasured["answers"] = f"could not get answers: {type(exc).__name__}: {exc}"
     report.timings["answers"] = time.perf_counter() - t
     return answers
+
+
+def _count_answered(report: CheckpointReport, parent: ContestantInfo, answers: int, reused: int) -> None:
+    """Add to ``setup["answered"]``: answers the report needed, how many an earlier report had decoded, and whether
+    the parent's answers are kept for the next report (a llama.cpp parent whose file reads): what the time
+    estimate of the next child of this parent reads (``training.estimate.expected_share``)."""
+    from training.report import answer_cache
+
+    done = report.setup.setdefault("answered", {"total": 0, "reused": 0, "parent_kept": False})
+    done["total"] += answers
+    done["reused"] += reused
+    done["parent_kept"] = bool(done["parent_kept"]) or answer_cache.answer_key(parent, "", {}) is not None
+
+
+def decoded_share(report: CheckpointReport) -> float:
+    """The share of the report's answers it decoded (1.0 when it reused none or answered nothing)."""
+    done = report.setup.get("answered") or {}
+    total = int(done.get("total") or 0)
+    return 1.0 - int(done.get("reused") or 0) / total if total else 1.0
 
 
 def _record_drift(
@@ -524,7 +545,8 @@ def _record_evals(
     say("verifiable evals (parent, then child)")
     try:
         report.evals = _evals(parent, kid, eval_items, eval_max_tokens, seed)
-        report.setup.setdefault("reused", {})["evals"] = report.evals.pop("reused")
+        reused = report.setup.setdefault("reused", {})["evals"] = report.evals.pop("reused")
+        _count_answered(report, parent, 2 * report.evals.pop("items_answered"), sum(reused.values()))
     except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
         report.unmeasured["evals/accuracy"] = f"{type(exc).__name__}: {exc}"
     report.timings["evals"] = time.perf_counter() - t
