@@ -174,7 +174,7 @@ def form_config(
             data["beta"] = float(beta)
         data["rewards"] = rewards
     elif _default_beta(kind) is not None and beta:
-        data["beta"] = float(beta)  # KTO, ORPO, SimPO: their other fields are in the YAML editor
+        data["beta"] = float(beta)  # KTO (its own fields: with_kto), ORPO, SimPO: the rest in the YAML editor
     return data
 
 
@@ -200,6 +200,29 @@ def with_task_set(data: dict[str, Any], task_set: str | None, verifier: str | No
     if TASK_VERIFIERS.get(verifier or ""):
         reward["verifier"] = TASK_VERIFIERS[verifier or ""]
     return {**data, "snapshot_hash": "", "tasks": task_set, "rewards": [reward, *data.get("rewards", [])]}
+
+
+def with_kto(
+    data: dict[str, Any],
+    desirable_weight: float | None = None,
+    undesirable_weight: float | None = None,
+    score_criterion: str | None = None,
+    desirable_threshold: float | str | None = None,
+) -> dict[str, Any]:
+    """KTO's own fields from the form (the class weights, and a rubric criterion whose scores label answers);
+    empty ones keep the kind's defaults. Other kinds are returned as they are."""
+    if data.get("kind") != "kto":
+        return data
+    out = dict(data)
+    if desirable_weight is not None and desirable_weight != "":
+        out["desirable_weight"] = float(desirable_weight)
+    if undesirable_weight is not None and undesirable_weight != "":
+        out["undesirable_weight"] = float(undesirable_weight)
+    if score_criterion and str(score_criterion).strip():
+        out["score_criterion"] = str(score_criterion).strip()
+    if desirable_threshold is not None and str(desirable_threshold).strip():
+        out["desirable_threshold"] = _number(desirable_threshold)
+    return out
 
 
 def _number(text: float | str) -> float | str:
@@ -415,6 +438,44 @@ def _dpo_box() -> _DpoBox:
     return _DpoBox(box, loss_type)
 
 
+class _KtoBox(NamedTuple):
+    """KTO's fields, in ``with_kto``'s argument order (hidden until that kind is picked)."""
+
+    box: Any
+    desirable_weight: Any
+    undesirable_weight: Any
+    score_criterion: Any
+    desirable_threshold: Any
+
+    @property
+    def fields(self) -> list[Any]:
+        return [
+            self.desirable_weight,
+            self.undesirable_weight,
+            self.score_criterion,
+            self.desirable_threshold,
+        ]
+
+
+def _kto_box() -> _KtoBox:
+    with gr.Group(visible=False) as box, gr.Row():
+        desirable = gr.Number(1.0, label="Desirable weight", elem_id="train-kto-desirable")
+        undesirable = gr.Number(1.0, label="Undesirable weight", elem_id="train-kto-undesirable")
+        # Textboxes: empty means "the votes alone" and "the middle of the scale" (a Number shows empty as 0)
+        criterion = gr.Textbox(
+            "",
+            label="Label by a rubric criterion (empty = the votes alone)",
+            placeholder="e.g. helpfulness",
+            elem_id="train-kto-criterion",
+        )
+        threshold = gr.Textbox(
+            "",
+            label="Desirable at or above (empty = middle of the scale)",
+            elem_id="train-kto-threshold",
+        )
+    return _KtoBox(box, desirable, undesirable, criterion, threshold)
+
+
 class _Rewards(NamedTuple):
     """GRPO's reward fields, in ``reward_specs``'s argument order."""
 
@@ -564,13 +625,15 @@ class _TrainPage:
     form: _JobForm
     dpo: _DpoBox
     grpo: _GrpoBox
+    kto: _KtoBox
     config: _ConfigPanel
     jobs: _JobsPanel
 
     @property
     def form_inputs(self) -> list[Any]:
-        """Everything the YAML is written from, in ``_form_yaml``'s order: the form, the rewards, the task set."""
-        return [*self.form, self.dpo.loss_type, *self.grpo.rewards, *self.grpo.tasks]
+        """Everything the YAML is written from, in ``_form_yaml``'s order: the form, the rewards, the task set,
+        KTO's fields."""
+        return [*self.form, self.dpo.loss_type, *self.grpo.rewards, *self.grpo.tasks, *self.kto.fields]
 
 
 def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None = None) -> None:
@@ -585,9 +648,10 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     form = _job_form(parents, snaps)
     dpo = _dpo_box()
     grpo = _grpo_box(ctx, parents, reward_jobs)
+    kto = _kto_box()
     config = _config_panel()
     jobs = _jobs_panel(ctx, operator)
-    _wire(ctx, _TrainPage(form, dpo, grpo, config, jobs), demo, timer, tab)
+    _wire(ctx, _TrainPage(form, dpo, grpo, kto, config, jobs), demo, timer, tab)
     objectives.build(ctx)  # after the tab's own events, which keep their order
 
 
@@ -597,7 +661,9 @@ def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, t
     cfg, jobs = p.config, p.jobs
     config_events = _config_handlers(ctx)
     job_events = _job_handlers(ctx)
-    p.form.kind.change(on_kind, [p.form.kind], [p.dpo.box, p.grpo.box, p.form.beta], api_visibility="private")
+    p.form.kind.change(
+        on_kind, [p.form.kind], [p.dpo.box, p.grpo.box, p.form.beta, p.kto.box], api_visibility="private"
+    )
     # Every change of the form rewrites the YAML through one event with many triggers, so the page runs it one at a
     # time and, when fields change while it runs, once more afterwards with the form as it is then. With an event
     # per field, each read the form when the page got to it: a loaded page could send an older reading (the beta
@@ -680,11 +746,13 @@ def _researcher(ctx: StudioContext, request: gr.Request | None) -> int | None:
 
 
 def _form_yaml(ctx: StudioContext, *values: Any, uid: int | None = None) -> tuple[str, str]:
-    """The YAML the form describes and its check (``_TrainPage.form_inputs``'s values; the task set may be left
-    out)."""
+    """The YAML the form describes and its check (``_TrainPage.form_inputs``'s values; the task set and KTO's
+    fields may be left out)."""
     n = _FORM_FIELDS + _REWARD_FIELDS
-    base, rw, tk = values[:_FORM_FIELDS], values[_FORM_FIELDS:n], (list(values[n:]) + [NONE, None])[:2]
+    base, rw, rest = values[:_FORM_FIELDS], values[_FORM_FIELDS:n], list(values[n:])
+    tk, kto = (rest[:2] + [NONE, None])[:2], rest[2:6]
     data = with_task_set(form_config(*base, reward_specs(*rw)), *tk)  # type: ignore[arg-type,call-arg]
+    data = with_kto(data, *kto)
     try:
         check = check_config(ctx.db, data, user_id=uid)
     except PermissionDenied as exc:
@@ -693,11 +761,16 @@ def _form_yaml(ctx: StudioContext, *values: Any, uid: int | None = None) -> tupl
     return text, check_markdown(check)
 
 
-def on_kind(label: str) -> tuple[Any, Any, Any]:
-    """Show the picked kind's fields (DPO's or GRPO's) and its default beta; reads nothing."""
+def on_kind(label: str) -> tuple[Any, Any, Any, Any]:
+    """Show the picked kind's fields (DPO's, GRPO's or KTO's) and its default beta; reads nothing."""
     k = KINDS.get(label, "dpo")
     default_beta = _default_beta(k)
-    return gr.update(visible=k == "dpo"), gr.update(visible=k == "grpo"), gr.update(value=default_beta)
+    return (
+        gr.update(visible=k == "dpo"),
+        gr.update(visible=k == "grpo"),
+        gr.update(value=default_beta),
+        gr.update(visible=k == "kto"),
+    )
 
 
 class _ConfigHandlers(NamedTuple):

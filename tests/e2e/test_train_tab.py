@@ -1,4 +1,4 @@
-"""Real Chromium on the Train tab: launch a GRPO job on the tiny model and meet its checkpoint in the arena;
+"""Real Chromium on the Train tab: KTO's own fields, then launch a GRPO job on the tiny model and meet its checkpoint in the arena;
 cancel a DPO job mid-way, publish its saved checkpoint, resume it and watch it finish."""
 
 from __future__ import annotations
@@ -122,7 +122,15 @@ def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_d
     try:
         page = _new_page(browser, url, home)
         _open_train(page, url, snap)
+        # KTO's own fields show for KTO and reach its YAML; they hide again for another kind
+        page.locator("#train-kind").get_by_text("KTO").click()
+        page.wait_for_selector("#train-kto-desirable input", state="visible", timeout=STEP_MS)
+        page.locator("#train-kto-desirable input").fill("1.25")
+        page.locator("#train-kto-desirable input").press("Tab")
+        _wait_text(page, "train-yaml", "desirable_weight: 1.25")
+        _wait_text(page, "train-yaml", "kind: kto")
         page.locator("#train-kind").get_by_text("GRPO").click()
+        page.wait_for_selector("#train-kto-desirable", state="hidden", timeout=STEP_MS)
         page.locator("#train-steps input").fill("2")
         page.locator("#train-steps input").press("Tab")
         _wait_text(page, "train-yaml", "kind: grpo")

@@ -94,6 +94,16 @@ def test_the_form_offers_every_registered_kind_with_its_beta_and_shows_kto_class
     assert form("SimPO", 2.5)["beta"] == 2.5 and form("KTO", 0.2)["kind"] == "kto"
     assert "beta" not in form("KTO", None)
     assert train.on_kind("SimPO")[2]["value"] == 2.0 and train.on_kind("ORPO")[2]["value"] == 0.1
+    # KTO's own box shows for KTO alone; its fields reach the config, empty ones keep the kind's defaults
+    assert [train.on_kind(k)[3]["visible"] for k in ("KTO", "DPO", "GRPO")] == [True, False, False]
+    kto = train.with_kto(form("KTO", None), 3.2, 1.0, " helpfulness ", "4")
+    assert kto["desirable_weight"] == 3.2 and kto["undesirable_weight"] == 1.0
+    assert kto["score_criterion"] == "helpfulness" and kto["desirable_threshold"] == 4.0
+    assert "score_criterion" not in train.with_kto(form("KTO", None), 1.0, 1.0, "", "")
+    assert train.with_kto(form("DPO", 0.1), 3.2, 1.0, "x", "4") == form("DPO", 0.1)  # other kinds untouched
+    assert (
+        train.with_kto(form("KTO", None), 1.0, 1.0, "c", "high")["desirable_threshold"] == "high"
+    )  # the check names it
     balance = {
         "desirable": 2,
         "undesirable": 6,
