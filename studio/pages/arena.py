@@ -427,7 +427,12 @@ def _wire(ctx: StudioContext, p: _ArenaPage) -> None:
     turns = _turn_handlers(ctx)
     buttons, send, regen = p.buttons, p.prompt.send, p.actions.regen
     stream_outs = [*p.stream_outputs, send, p.votes.turn_pick]
-    _lock_while_answering([send.click, p.prompt.prompt.submit, regen.click], [*buttons, send])
+    new_round = p.actions.new.click
+    # New round locks them too, until its answer is in: a prompt typed and sent while it still ran on a busy server
+    # was cleared, or its answer was overwritten, by the new round's late update (the turn's status never came).
+    _lock_while_answering([send.click, p.prompt.prompt.submit, regen.click, new_round], [*buttons, send])
+    # and it clears the prompt in the browser at once, so the late update leaves alone what was typed after it
+    gr.on([new_round], None, None, [p.prompt.prompt], js="() => ''", queue=False, api_visibility="private")
     runs = (
         send.click(turns.on_send, p.send_inputs, stream_outs, api_name="arena_send"),
         p.prompt.prompt.submit(turns.on_send, p.send_inputs, stream_outs, api_visibility="private"),
@@ -484,10 +489,10 @@ def _wire(ctx: StudioContext, p: _ArenaPage) -> None:
     p.actions.new.click(
         end.on_new,
         [p.battle],
-        [p.battle, p.drawn, p.panes.left, p.panes.right, p.prompt.prompt, p.reveal, p.panes.status]
-        + [*buttons, p.votes.turn_pick],
+        [p.battle, p.drawn, p.panes.left, p.panes.right, p.reveal, p.panes.status]
+        + [*buttons, p.votes.turn_pick, send],
         api_name="arena_new",
-    )
+    ).failure(turns.on_settle, [p.battle], [*buttons, send], api_visibility="private")
 
 
 # ---- what the handlers send back --------------------------------------------------------------------------------
@@ -925,11 +930,11 @@ def _end_handlers(ctx: StudioContext) -> _EndHandlers:
             gr.update(value=[], label="Model B"),
             "",
             "",
-            "",
             *_votes_off(),
             gr.update(interactive=False),
             gr.update(interactive=False),
             _no_pick(),
+            gr.update(interactive=True),  # Send, which the lock turned off at the click
         )
 
     return _EndHandlers(on_reveal, on_new)
