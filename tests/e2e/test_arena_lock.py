@@ -1,4 +1,4 @@
-"""Real Chromium: Send, Enter and Regenerate turn the vote, reveal, regenerate and send buttons off in the browser
+"""Real Chromium: Send, Enter, Regenerate and New round turn the vote, reveal, regenerate and send buttons off in the browser
 before the server has even received the request, the stream keeps them off, and the server's last update (or, for
 a refused request, its failure handler) turns the right ones back on.
 
@@ -163,17 +163,38 @@ def test_controls_lock_before_the_server_answers(tmp_path, browser):
         _wait_controls(page, {c: c not in ("arena-reveal-btn", "arena-send") for c in CONTROLS})
         page.locator("#arena-reveal-btn").click()
         wait_text(page, "#arena-reveal", "Model A was")
+
+        # New round, held: every control is off and the prompt emptied in the browser at once; a prompt typed
+        # while the round's request is still out survives its late answer, and Send comes back for it (on a busy
+        # server the late answer once cleared such a prompt, or overwrote the turn it started)
+        page.locator("#arena-prompt textarea").fill("left over")
+        held = _Held(page)
+        page.locator("#arena-new").click()
+        held.wait()
+        _wait_controls(page, dict.fromkeys(CONTROLS, True))
+        assert page.locator("#arena-prompt textarea").input_value() == ""
+        page.locator("#arena-prompt textarea").fill("Say hello again.")
+        held.release()
+        page.wait_for_function(
+            "() => !document.querySelector('#arena-reveal')?.innerText.includes('Model A was')"
+        )
+        _wait_controls(page, {c: c != "arena-send" for c in CONTROLS})  # Send alone, for the typed prompt
+        assert page.locator("#arena-prompt textarea").input_value() == "Say hello again."
+        page.locator("#arena-send").click()
+        _wait_status(page, "Turn 1 answered")
         page.close()
     finally:
         stop_server(proc)
         fake.gate.set()
         fake.close()
-    assert len(fake.requests) == 4  # two answers, each generated twice: no request was lost or repeated
+    assert len(fake.requests) == 6  # two answers twice, then the new round's two: none lost or repeated
     with db.session() as s:
-        battle = s.scalars(select(Battle)).one()
-        turn = s.scalars(select(Turn)).one()
+        battle, second = s.scalars(select(Battle).order_by(Battle.id)).all()
+        turn = s.scalars(select(Turn).where(Turn.battle_id == battle.id)).one()
         vote = s.scalars(select(Vote)).one()
         assert battle.status == "voted" and battle.revealed_at is not None
         assert len(turn.replaced) == 1 and vote.turn_idx == 0
         assert vote.outcome == ("a" if battle.left_is_a else "b")
+        (again,) = s.scalars(select(Turn).where(Turn.battle_id == second.id)).all()
+        assert again.user_msg == "Say hello again."
     db.dispose()
