@@ -100,6 +100,14 @@ def _follow(page, db: Database, elem_id: str, text: str, job: int = 1, timeout_s
         time.sleep(1.0)
 
 
+def _enter(page, elem_id: str, value: str, *shown: str) -> None:
+    """Type ``value`` into a form field and leave it, as a user does; then wait for each of ``shown`` in the YAML."""
+    page.locator(f"#{elem_id} input").fill(value)
+    page.locator(f"#{elem_id} input").press("Tab")
+    for text in shown:
+        _wait_text(page, "train-yaml", text)
+
+
 def _set_yaml(page, text: str) -> None:
     """Replace the config in the YAML editor, typing as a user would."""
     page.locator("#train-yaml .cm-content").click()
@@ -125,16 +133,10 @@ def test_grpo_from_the_train_tab_joins_the_arena(tmp_path, browser, tiny_model_d
         # KTO's own fields show for KTO and reach its YAML; they hide again for another kind
         page.locator("#train-kind").get_by_text("KTO").click()
         page.wait_for_selector("#train-kto-desirable input", state="visible", timeout=STEP_MS)
-        page.locator("#train-kto-desirable input").fill("1.25")
-        page.locator("#train-kto-desirable input").press("Tab")
-        _wait_text(page, "train-yaml", "desirable_weight: 1.25")
-        _wait_text(page, "train-yaml", "kind: kto")
+        _enter(page, "train-kto-desirable", "1.25", "desirable_weight: 1.25", "kind: kto")
         page.locator("#train-kind").get_by_text("GRPO").click()
         page.wait_for_selector("#train-kto-desirable", state="hidden", timeout=STEP_MS)
-        page.locator("#train-steps input").fill("2")
-        page.locator("#train-steps input").press("Tab")
-        _wait_text(page, "train-yaml", "kind: grpo")
-        _wait_text(page, "train-yaml", "max_steps: 2")
+        _enter(page, "train-steps", "2", "max_steps: 2", "kind: grpo")
         _wait_text(page, "train-check", "Estimate")
         # A nonsense edit is refused field by field, before anything starts.
         grpo = (
