@@ -376,10 +376,11 @@ def past_timings(session: Session, limit: int = 50) -> list[Timing]:
             f_train, f_report = formula_seconds(cfg, str(model_ref))
         except (ValueError, OSError):
             continue  # a base whose shape cannot be read here
-        report = _metric(session, job_id, "drift_seconds")
+        metrics = _report_metrics(session, job_id)
+        report = metrics.get("drift_seconds")
         took = (ended - started).total_seconds()
-        share = _seconds(_metric(session, job_id, "report_decoded_share"))
-        kept = bool(_metric(session, job_id, "report_parent_kept"))
+        share = _seconds(metrics.get("report_decoded_share"))
+        kept = bool(metrics.get("report_parent_kept"))
         out.append(
             Timing(
                 job_id,
@@ -399,10 +400,21 @@ def past_timings(session: Session, limit: int = 50) -> list[Timing]:
     return out
 
 
-def _metric(session: Session, job_id: int, name: str) -> Any:
-    return session.scalar(
-        select(JobMetric.value).where(JobMetric.job_id == job_id, JobMetric.name == name).limit(1)
-    )
+#: What a job's checkpoint report logs that the estimate calibrates on (``training.report.job``).
+REPORT_METRICS = ("drift_seconds", "report_decoded_share", "report_parent_kept")
+
+
+def _report_metrics(session: Session, job_id: int) -> dict[str, Any]:
+    """The job's ``REPORT_METRICS`` that it logged, in one query (each is logged once, at the report)."""
+    rows = session.execute(
+        select(JobMetric.name, JobMetric.value).where(
+            JobMetric.job_id == job_id, JobMetric.name.in_(REPORT_METRICS)
+        )
+    ).all()
+    found: dict[str, Any] = {}
+    for name, value in rows:
+        found.setdefault(name, value)
+    return found
 
 
 def _seconds(value: Any) -> float | None:

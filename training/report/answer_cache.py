@@ -54,6 +54,11 @@ def _model_identity(info: ContestantInfo) -> dict[str, Any] | None:
     return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "llama_cpp": version}
 
 
+def keeps(info: ContestantInfo) -> bool:
+    """Whether ``info``'s answers are kept for later reports (llama.cpp without an adapter, a file that reads)."""
+    return _model_identity(info) is not None
+
+
 def answer_key(info: ContestantInfo, prompt: str, sampling: dict[str, Any]) -> str | None:
     """The key of ``info``'s answer to ``prompt`` under ``sampling`` (seed included), or None when it cannot be
     reused (not llama.cpp, or the model file cannot be read)."""

@@ -166,9 +166,7 @@ def run_report(
                     "drift/flagged": len(report.flagged),
                     "drift_seconds": report.seconds,
                     "report_decoded_share": steps.decoded_share(report),
-                    "report_parent_kept": float(
-                        bool((report.setup.get("answered") or {}).get("parent_kept"))
-                    ),
+                    "report_parent_kept": float(steps.parent_kept(report)),
                     "verdict/code": code,
                 }
             )

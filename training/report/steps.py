@@ -434,7 +434,7 @@ def _count_answered(report: CheckpointReport, parent: ContestantInfo, answers: i
     done = report.setup.setdefault("answered", {"total": 0, "reused": 0, "parent_kept": False})
     done["total"] += answers
     done["reused"] += reused
-    done["parent_kept"] = bool(done["parent_kept"]) or answer_cache.answer_key(parent, "", {}) is not None
+    done["parent_kept"] = bool(done["parent_kept"]) or answer_cache.keeps(parent)
 
 
 def decoded_share(report: CheckpointReport) -> float:
@@ -442,6 +442,11 @@ def decoded_share(report: CheckpointReport) -> float:
     done = report.setup.get("answered") or {}
     total = int(done.get("total") or 0)
     return 1.0 - int(done.get("reused") or 0) / total if total else 1.0
+
+
+def parent_kept(report: CheckpointReport) -> bool:
+    """Whether the report kept the parent's answers for the next report against it."""
+    return bool((report.setup.get("answered") or {}).get("parent_kept"))
 
 
 def _record_drift(
