@@ -456,9 +456,10 @@ def weights_of(db: Database, name: int | str) -> tuple[str, str | None, str]:
                 info.adapter_ref,
                 f"{info.model_ref}" + (f" + LoRA {info.adapter_ref}" if info.adapter_ref else ""),
             )
-        if info.engine == "llama_cpp" and info.model_ref == BUILTIN_GGUF:
-            return BUILTIN_HF, None, f"{BUILTIN_HF} (the HF conversion of the embedded GGUF)"
+        # a checkpoint first: a child playing its parent's GGUF with a run-time adapter names the parent's file
         ckpt = s.scalar(select(Checkpoint).where(Checkpoint.contestant_id == info.id).limit(1))
+        if info.engine == "llama_cpp" and info.model_ref == BUILTIN_GGUF and ckpt is None:
+            return BUILTIN_HF, None, f"{BUILTIN_HF} (the HF conversion of the embedded GGUF)"
         if info.engine == "llama_cpp" and ckpt is not None:
             job = s.get(Job, ckpt.job_id)
             cfg = dict(job.config or {}) if job else {}
@@ -478,7 +479,9 @@ def export(
     db: Database, name: int | str, fmt: str, out_dir: Path | str, user_id: int | None = None
 ) -> Exported:
     """Write contestant ``name`` for deployment into ``out_dir``: ``gguf`` (``<name>.gguf``: the file it plays
-    with on llama.cpp, else its HF weights converted at F16 on the embedded tokenizer's template) or ``merged``
+    with on llama.cpp; ``<name>/`` with ``model.gguf`` and ``adapter.gguf`` for a child that plays its parent's
+    file with a run-time LoRA; else its HF weights converted at F16 on the embedded tokenizer's template; the
+    source says how much of the training the played form kept) or ``merged``
     (``<name>/``: an HF checkpoint with any LoRA merged in, tokenizer included). Researchers and up (``None``
     is the local operator). Nothing is left at the final name unless it was written whole (and, for GGUF,
     load-checked); an existing one is never written over."""
@@ -501,6 +504,8 @@ def export(
         target = out / f"{safe}.gguf"
         if target.exists():
             raise ConversionError(f"{target} exists; choose another folder")
+        if info.engine == "llama_cpp" and info.adapter_ref:
+            return _export_with_adapter(info, out / safe, t0, _fidelity_words(db, info.id))
         if info.engine == "llama_cpp":
             src = Path(resolve_model_ref(info.model_ref))
             tmp = unique_tmp(target)
@@ -510,10 +515,22 @@ def export(
                 tmp.rename(target)
             finally:
                 tmp.unlink(missing_ok=True)
-            return Exported(info.public_name, fmt, target, time.perf_counter() - t0, f"its GGUF {src.name}")
+            return Exported(
+                info.public_name,
+                fmt,
+                target,
+                time.perf_counter() - t0,
+                f"its GGUF {src.name}{_fidelity_words(db, info.id)}",
+            )
         model_ref, adapter_ref, words = weights_of(db, name)
         convert(model_ref, adapter_ref, default_gguf_path(), target, ftype=1)
-        return Exported(info.public_name, fmt, target, time.perf_counter() - t0, f"{words}, as F16")
+        return Exported(
+            info.public_name,
+            fmt,
+            target,
+            time.perf_counter() - t0,
+            f"{words}, as F16 (a conversion of the trained weights; its fidelity was not measured)",
+        )
     model_ref, adapter_ref, words = weights_of(db, name)
     target = out / safe
     if target.exists():
@@ -526,4 +543,41 @@ def export(
         tmp.rename(target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return Exported(info.public_name, fmt, target, time.perf_counter() - t0, words)
+    return Exported(
+        info.public_name, fmt, target, time.perf_counter() - t0, f"{words} (the trained weights themselves)"
+    )
+
+
+def _fidelity_words(db: Database, contestant_id: int) -> str:
+    """'; kept 98% [..] of the trained shift (..)' for a published checkpoint, from its fidelity record."""
+    from training import fidelity
+
+    is_child, record, _ = fidelity.record_for(db, contestant_id)
+    return f"; {fidelity.summary(record)}" if is_child else ""
+
+
+def _export_with_adapter(info: Any, target: Path, t0: float, words: str) -> Exported:
+    """A run-time-adapter child exported as it plays: a folder with the parent's GGUF and the child's llama.cpp
+    LoRA adapter (``llama-cli -m model.gguf --lora adapter.gguf``), both load-checked together."""
+    from arena.registry import resolve_model_ref
+    from training.gguf_adapter import adapter_check
+
+    if target.exists():
+        raise ConversionError(f"{target} exists; choose another folder")
+    tmp = unique_tmp(target)
+    try:
+        tmp.mkdir(parents=True)
+        shutil.copyfile(resolve_model_ref(info.model_ref), tmp / "model.gguf")
+        shutil.copyfile(info.adapter_ref, tmp / "adapter.gguf")
+        adapter_check(tmp / "model.gguf", tmp / "adapter.gguf")
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Exported(
+        info.public_name,
+        "gguf",
+        target,
+        time.perf_counter() - t0,
+        "its parent's GGUF (model.gguf) and its LoRA as a llama.cpp adapter (adapter.gguf), applied at run time "
+        f"as it plays (llama.cpp: -m model.gguf --lora adapter.gguf){words}",
+    )

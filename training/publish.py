@@ -18,10 +18,12 @@ the sweep held for want of a verdict goes back to pending and its report runs ag
 job ends) holds a pending contestant whose report is no longer queued or running, with the reason: a crashed or
 killed job process never leaves one released without a verdict.
 
-A child of a GGUF parent on llama.cpp plays on llama.cpp too: its weights (LoRA merged) are written as GGUF at
-the parent's quantization beside its checkpoint (``training.gguf_export``), load-checked, then registered, so it
-answers at its parent's speed; its description says so. When that conversion fails, and for every other parent,
-the contestant plays with the transformers engine (its description says why when a conversion failed): the base
+A child of a GGUF parent on llama.cpp plays as the fastest form that keeps its training (``training.fidelity``):
+each candidate (the merged weights at the parent's quantization, the parent's GGUF with the LoRA applied at run
+time, Q8_0, F16) is made beside the checkpoint, load-checked and measured against the trained model; the first
+that keeps the rules file's floor of the trained shift is registered, the rest are deleted, and every
+measurement goes into the checkpoint row (``Checkpoint.fidelity``) and the description. When none does, and for
+every other parent, the contestant plays with the transformers engine (the trained computation itself): the base
 model reference (``builtin:`` refs stay symbolic) plus the adapter folder, or the full checkpoint folder. A LoRA child of a vLLM-served parent plays on the parent's
 server (the vLLM engine registers the adapter on its first request). Lineage goes into the row: parent id, job
 id, snapshot hash. Sampling is inherited from the parent, and so is the persona (system prompt, prefill) unless
@@ -86,19 +88,34 @@ class Target:
     snapshot_hash: str | None
     inherit_persona: bool
     config: dict[str, Any] = field(default_factory=dict)
-    gguf: Path | None = None  # its GGUF at the parent's quantization (``training.gguf_export``), when made
+    engine: str | None = (
+        None  # the engine of the form chosen by ``training.fidelity`` (None: decided by _spec)
+    )
+    deployed_model: str | None = None  # that form's model file (or the parent's ref for a run-time adapter)
+    deployed_adapter: str | None = None  # that form's llama.cpp adapter, when it is one
+    fidelity: dict[str, Any] | None = None  # ``training.fidelity.Fidelity`` as a dict: every form measured
     engine_note: str = ""  # which engine it plays on and why, added to its description
 
 
 def on_parents_engine(t: Target, contestant: bool = True) -> Target:
-    """``t`` with its GGUF when its parent plays a GGUF on llama.cpp (converted at the parent's quantization),
-    else unchanged; a failed conversion leaves it on the transformers engine with the reason in its note."""
+    """``t`` with the form it plays as: for a child of a llama.cpp parent, the fastest form that keeps its
+    training (``training.fidelity.choose``: the merged weights at the parent's quantization, the parent's GGUF
+    with the LoRA at run time, Q8_0, F16, or the transformers engine), with every form's measurement in
+    ``t.fidelity``; other children are unchanged (they play their trained weights as they are)."""
     if not contestant or t.parent is None or t.parent.engine != "llama_cpp":
         return t
-    from training.gguf_export import child_engine
+    from training import fidelity
+    from training.report import verdict
 
-    base, adapter = (t.base_ref, str(t.folder)) if t.adapter else (str(t.folder), None)
-    t.gguf, t.engine_note = child_engine(t.parent, base, adapter, t.folder)
+    try:
+        policy = verdict.load_rules(t.config.get("verdict_rules") or None).fidelity
+    except Exception:  # the report says what is wrong with the rules file; the defaults choose the form
+        policy = fidelity.Policy()
+    choice = fidelity.choose(
+        t.parent.model_ref, t.base_ref, str(t.folder) if t.adapter else None, t.folder, policy
+    )
+    t.fidelity, t.engine_note = choice.fidelity.to_dict(), choice.note
+    t.engine, t.deployed_model, t.deployed_adapter = choice.engine, choice.model_ref, choice.adapter_ref
     return t
 
 
@@ -139,8 +156,8 @@ def trained_on(tasks: str, snapshot_hash: str, n_pairs: int | None = None) -> st
 def _spec(t: Target) -> ContestantSpec:
     parent = t.parent
     engine, engine_config = "transformers", {}
-    if t.gguf is not None:  # on its parent's engine at its parent's quantization
-        model_ref, adapter_ref, engine = str(t.gguf), None, "llama_cpp"
+    if t.engine == "llama_cpp" and t.deployed_model:  # the form ``training.fidelity`` chose
+        model_ref, adapter_ref, engine = t.deployed_model, t.deployed_adapter, "llama_cpp"
     elif t.adapter:
         model_ref, adapter_ref = t.base_ref, str(t.folder)
         if parent is not None and parent.engine == "vllm":
@@ -178,6 +195,8 @@ def _register(s: Any, t: Target, *, contestant: bool) -> tuple[Checkpoint, bool]
     if old is not None and (old.contestant_id is not None or not contestant):
         return old, True
     ckpt = old or Checkpoint(job_id=t.job_id, step=t.step, path=str(t.folder))
+    if t.fidelity is not None:
+        ckpt.fidelity = t.fidelity
     s.add(ckpt)
     s.flush()
     if contestant:

@@ -62,7 +62,7 @@ def _build(kind: str, model_ref: str, adapter_ref: str | None, config: dict[str,
     if kind == "llama_cpp":
         from arena.engines.llamacpp import LlamaCppEngine
 
-        engine = LlamaCppEngine(model_ref)
+        engine = LlamaCppEngine(model_ref, adapter_path=adapter_ref)
     elif kind == "transformers":
         from arena.engines.hf import TransformersEngine
 

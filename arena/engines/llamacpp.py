@@ -1,5 +1,8 @@
 """llama.cpp engine (GGUF on the CPU, the studio's default).
 
+A contestant's ``adapter_ref`` on this engine is a llama.cpp LoRA adapter in GGUF (``training.gguf_adapter``),
+applied at run time on its parent's file: how a LoRA child plays without losing its training to re-quantization.
+
 Each engine keeps a small pool of ``Llama`` instances of its GGUF file so both sides of a battle can stream at the
 same time (one llama.cpp context is not safe to share between threads); the engine cache
 (``arena.engines.factory``) shares one engine per file and unloads the least recently used beyond the memory budget. The chat prompt is rendered from the template
@@ -50,23 +53,26 @@ def _close_loaded() -> None:
             pass
 
 
-def _load(path: str, n_ctx: int, threads: int) -> Any:
+def _load(path: str, n_ctx: int, threads: int, adapter: str | None = None) -> Any:
     from llama_cpp import Llama
 
-    if not os.path.exists(path):
-        raise EngineError(f"GGUF file not found: {path}", kind="down")
+    for p in (path, adapter):
+        if p is not None and not os.path.exists(p):
+            raise EngineError(f"GGUF file not found: {p}", kind="down")
     try:
-        llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=256, verbose=False)
+        llm = Llama(
+            model_path=path, lora_path=adapter, n_ctx=n_ctx, n_threads=threads, n_batch=256, verbose=False
+        )
     except Exception as exc:  # a corrupt or foreign file
         raise EngineError(f"llama.cpp could not load {path}: {exc}", kind="config") from exc
     _LOADED.add(llm)
     return llm
 
 
-def _pool(path: str, n_ctx: int, size: int) -> queue.Queue[Any]:
+def _pool(path: str, n_ctx: int, size: int, adapter: str | None = None) -> queue.Queue[Any]:
     q: queue.Queue[Any] = queue.Queue()
     for _ in range(size):
-        q.put(_load(path, n_ctx, _threads_per_instance(size)))
+        q.put(_load(path, n_ctx, _threads_per_instance(size), adapter))
     return q
 
 
@@ -83,13 +89,17 @@ class LlamaCppEngine(Engine):
     name = "llama_cpp"
     batch_size = 16  # requests decoded together in generate_batch
 
-    def __init__(self, model_path: str, n_ctx: int | None = None) -> None:
+    def __init__(self, model_path: str, n_ctx: int | None = None, adapter_path: str | None = None) -> None:
         self.model_path = model_path
+        self.adapter_path = adapter_path
         self.n_ctx = n_ctx or default_n_ctx()
         self.concurrency = pool_size()
-        self._pool = _pool(model_path, self.n_ctx, self.concurrency)
-        # What the engine cache counts: the weights, mapped once and shared by the pool's instances.
-        self.memory_bytes = os.path.getsize(model_path)
+        self._pool = _pool(model_path, self.n_ctx, self.concurrency, adapter_path)
+        # What the engine cache counts: the weights, mapped once and shared by the pool's instances (an adapter
+        # is loaded once per instance).
+        self.memory_bytes = os.path.getsize(model_path) + (
+            self.concurrency * os.path.getsize(adapter_path) if adapter_path else 0
+        )
 
     def _prompt(self, llm: Any, messages: list[dict[str, str]], prefill: str) -> tuple[str, list[str]]:
         meta = llm.metadata or {}

@@ -142,7 +142,7 @@ def models_show(
     """Everything about one model: lineage, ratings, head-to-head vs parent, report, evals, verdict, speed."""
     from arena.registry import RegistryError
     from training.report.model_page import model_page
-    from training.report.text import lineage_md, ratings_md, report_md
+    from training.report.text import fidelity_md, lineage_md, ratings_md, report_md
 
     db = open_db()
     try:
@@ -156,6 +156,8 @@ def models_show(
     typer.echo(f"# {page['contestant']['public_name']}  {v['badge'] or '(no verdict)'}")
     typer.echo(v["state_line"])
     typer.echo(lineage_md(page))
+    if page["fidelity"]:
+        typer.echo(fidelity_md(page))
     typer.echo(ratings_md(page))
     typer.echo(report_md(page["report"]) if page["report"] else "No checkpoint report (not a trained child).")
     ident = page["identifiability"]

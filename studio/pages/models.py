@@ -27,7 +27,7 @@ from studio.errors import require, user_error
 from studio.render import counted, literal, to_html
 from training.report import verdict as verdicts
 from training.report.model_page import model_page
-from training.report.text import lineage_md, ratings_md, report_md
+from training.report.text import fidelity_md, lineage_md, ratings_md, report_md
 from training.runner import reconcile
 
 CURVE_PANELS = (("loss",), ("rewards/margins", "reward"), ("rewards/accuracies",), ("kl",))
@@ -135,13 +135,44 @@ def _curves(fig: go.Figure | None) -> Any:
     return gr.update(value=fig, visible=fig is not None)
 
 
-def render(ctx: StudioContext, service: LeaderboardService, name: str | None) -> tuple[Any, ...]:
+#: What of a contestant a page shows a viewer below researcher (``for_annotators``).
+PUBLIC_FIELDS = ("id", "public_name", "description", "engine", "state", "parent_id", "job_id", "created_at")
+HIDDEN = "shown to researchers"
+
+
+def for_annotators(page: dict[str, Any]) -> dict[str, Any]:
+    """A model page without what is reserved for researchers: the contestant's server paths and engine settings
+    (model, adapter, base URL, persona), the job's config, the snapshot, the deployed forms and the training
+    curves. The names, ratings, vibe profile, probes and the checkpoint report stay."""
+    contestant = {k: v for k, v in page["contestant"].items() if k in PUBLIC_FIELDS}
+    contestant["model_ref"] = HIDDEN
+    family = {**page["family"], "job": None, "snapshot": None}
+    return {**page, "contestant": contestant, "family": family, "curves": {}, "fidelity": None}
+
+
+def may_see_training(ctx: StudioContext, request: gr.Request | None) -> bool:
+    """Whether the viewer holds researcher (the local operator does): the page shows them paths, jobs, curves."""
+    from accounts import require_role
+
+    try:
+        require_role(ctx.db, ctx.access.user_id(request), "researcher")
+    except PermissionDenied:
+        return False
+    return True
+
+
+def render(
+    ctx: StudioContext, service: LeaderboardService, name: str | None, researcher: bool = True
+) -> tuple[Any, ...]:
+    """The page's sections for ``name``; ``researcher=False`` shapes it for a lower role (``for_annotators``)."""
     if not name:
         return (to_html(HINT), "", "", "", "", _curves(None))
     try:
         page = model_page(ctx.db, name, service)
     except RegistryError as exc:
         return (to_html(f"⚠️ {literal(str(exc))}"), "", "", "", "", _curves(None))
+    if not researcher:
+        page = for_annotators(page)
     v = page["verdict"]
     c = page["contestant"]
     head = f"## {literal(c['public_name'])} {v['badge']}\n{literal(c.get('description') or '')}"
@@ -160,7 +191,7 @@ def render(ctx: StudioContext, service: LeaderboardService, name: str | None) ->
     report = report_md(page["report"], literal) if page["report"] else no_report_md(page)
     return (
         to_html(head),
-        to_html(lineage_md(page, literal)),
+        to_html(lineage_md(page, literal) + "\n\n" + fidelity_md(page, literal)),
         to_html(ratings_md(page, literal) + flip_md(service, c["public_name"])),
         to_html(vibe_md(page) + "\n\n" + identifiability_md(page) + "\n\n" + probes_md(page)),
         to_html(report),
@@ -190,8 +221,8 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     outputs = [header, lineage, rating, vibe, report, curves]
     export_section(ctx, pick)
 
-    def show(name: str | None) -> tuple[Any, ...]:
-        return render(ctx, service, name)
+    def show(name: str | None, request: gr.Request) -> tuple[Any, ...]:
+        return render(ctx, service, name, may_see_training(ctx, request))
 
     def decide(name: str | None, why: str, active: bool, request: gr.Request) -> tuple[Any, ...]:
         require(ctx, request, "researcher")
@@ -205,14 +236,14 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         except (verdicts.VerdictError, RegistryError) as exc:
             msg = f"⚠️ {literal(str(exc))}"
-        return (to_html(msg), *show(name))
+        return (to_html(msg), *show(name, request))
 
     pick.change(show, pick, outputs, api_name="models_show")
 
-    def on_refresh(name: str | None) -> tuple[Any, ...]:
+    def on_refresh(name: str | None, request: gr.Request) -> tuple[Any, ...]:
         # fresh state: a job lost or cancelled since holds its pending child before the page reads it
         reconcile(ctx.db, start=False)
-        return (gr.update(choices=choices(ctx)), *show(name))
+        return (gr.update(choices=choices(ctx)), *show(name, request))
 
     refresh.click(on_refresh, pick, [pick, *outputs], api_visibility="private")
 

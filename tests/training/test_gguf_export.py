@@ -9,12 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from arena.default_model import default_gguf_path
 from arena.engines.base import Request, Sampling
 from arena.registry import ContestantSpec, get_contestant, register
-from db.models import Job
+from db.models import Checkpoint, Job
 from training import gguf_export
 from training.config import make_config
 from training.context import JobContext, TrainResult
@@ -151,23 +152,34 @@ def _publish_child(db, tiny_model_dir, lora_dir, parent_gguf: Path, tmp_path: Pa
         return out, get_contestant(s, out.contestant_id)
 
 
-def test_child_of_a_gguf_parent_plays_on_llama_cpp(
+def test_child_of_a_gguf_parent_plays_the_fastest_form_that_keeps_its_training(
     db, tiny_model_dir, lora_dir, parents, tmp_path, make_snapshot
 ):
     out, child = _publish_child(db, tiny_model_dir, lora_dir, parents["q4_1"], tmp_path, make_snapshot)
-    assert child.engine == "llama_cpp" and child.adapter_ref is None
-    assert child.model_ref == str(tmp_path / "output" / "model.q4_1.gguf")
-    assert "Plays on llama.cpp as GGUF Q4_1, its parent's quantization" in child.description
+    assert child.engine == "llama_cpp"
+    with db.session() as s:
+        record = s.scalar(select(Checkpoint.fidelity).where(Checkpoint.contestant_id == child.id))
+    assert record is not None and record["forms"], "every publish records what it measured"
+    chosen = next(f for f in record["forms"] if f["form"] == record["chosen"])
+    assert chosen["passed"] and chosen["kept"] >= record["floor"] and chosen["kept_interval"]
+    for f in record["forms"]:  # forms tried before the chosen one failed, and their files are gone
+        if f is not chosen:
+            assert not f["passed"] and not Path(f["model_path"] or "/nonexistent").exists()
+    if record["chosen"] == "adapter":
+        assert child.model_ref == str(parents["q4_1"]) and child.adapter_ref.endswith("adapter.f32.gguf")
+    else:
+        assert child.model_ref.endswith(".gguf") and child.adapter_ref is None
+    assert "Plays on llama.cpp as " in child.description and "of the trained shift" in child.description
     assert child.state == "pending" and out.needs_report  # its report and gate still decide
 
 
-def test_failed_conversion_publishes_on_transformers(db, tiny_model_dir, lora_dir, tmp_path, make_snapshot):
+def test_unmeasurable_forms_publish_on_transformers(db, tiny_model_dir, lora_dir, tmp_path, make_snapshot):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 60)  # a parent file no reader can read
     out, child = _publish_child(db, tiny_model_dir, lora_dir, broken, tmp_path, make_snapshot)
     assert child.engine == "transformers" and child.model_ref == str(tiny_model_dir)
     assert child.adapter_ref == str(tmp_path / "output")
-    assert "Plays on the transformers engine: its GGUF conversion failed (" in child.description
+    assert "Plays on the transformers engine: the other forms could not be measured (" in child.description
     assert child.state == "pending" and out.needs_report
     assert not list((tmp_path / "output").glob("*.gguf"))
 
@@ -189,9 +201,19 @@ def test_models_export_gguf_and_merged(tiny_model_dir, lora_dir, parents, tmp_pa
     run = CliRunner().invoke
     r = run(app, ["models", "export", "gguf-child", "--format", "gguf", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "out" / "gguf-child.gguf").read_bytes() == (
-        tmp_path / "output" / "model.q4_1.gguf"
-    ).read_bytes()
+    with db.session() as s:
+        child = get_contestant(s, "gguf-child")
+    if child.adapter_ref:  # it plays its parent's file with its LoRA at run time: both, as it plays
+        assert (tmp_path / "out" / "gguf-child" / "model.gguf").read_bytes() == parents["q4_1"].read_bytes()
+        assert (tmp_path / "out" / "gguf-child" / "adapter.gguf").read_bytes() == Path(
+            child.adapter_ref
+        ).read_bytes()
+        (tmp_path / "out" / "gguf-child" / "model.gguf").unlink()
+        (tmp_path / "out" / "gguf-child" / "adapter.gguf").unlink()
+        (tmp_path / "out" / "gguf-child").rmdir()  # the merged export below takes that name
+    else:
+        assert (tmp_path / "out" / "gguf-child.gguf").read_bytes() == Path(child.model_ref).read_bytes()
+    assert "of the trained shift" in r.output  # the export says how much of the training it keeps
     r = run(app, ["models", "export", "gguf-child", str(tmp_path / "out"), "--format", "merged"])
     assert r.exit_code == 0, r.output
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "gguf-child")

@@ -106,6 +106,12 @@ def run_report(
         rules = verdict.load_rules(options.verdict_rules or None)
     except Exception as exc:
         return verdict.record(db, contestant_id, verdict.no_report(f"the verdict rules: {exc}", False))
+    from training import fidelity
+
+    untrained = fidelity.not_as_trained(db, contestant_id)
+    if untrained is not None:  # the report would certify another model than the one the votes trained
+        say(untrained)
+        return verdict.record(db, contestant_id, verdict.no_report(untrained, False, rules))
     if options.drift_prompts <= 0:
         why = "the checkpoint report was skipped (drift_prompts: 0)"
         say(why)
@@ -147,6 +153,13 @@ def run_report(
             providers=providers,
             progress=say,
         )
+        _, deployed, _ = fidelity.record_for(db, contestant_id)
+        report.setup["deployed"] = {
+            "form": (deployed or {}).get("chosen", "as registered"),
+            "summary": fidelity.summary(deployed)
+            if deployed
+            else "the contestant as registered (not a converted form)",
+        }
         if options.detect_drift_sd is not None or options.detect_eval_change is not None:
             report.setup.setdefault("power", {})["chosen_for"] = {
                 "drift_sd": options.detect_drift_sd,

@@ -233,10 +233,28 @@ def model_page(
             else "no verdict (not a trained checkpoint, or made before verdicts)",
             "history": verdicts.history(db, info.id),
         },
+        "fidelity": fidelity_of(db, info.id),
         "curves": curves(db, info.job_id),
         "speed": speed_and_price(db, info),
         "probes": probes(db, info.public_name, parent.public_name if parent else None),
         "identifiability": identifiability(db, info.public_name),
+    }
+
+
+def fidelity_of(db: Database, contestant_id: int) -> dict[str, Any] | None:
+    """The form this checkpoint plays as and how much of its training each measured form kept
+    (``training.fidelity``), with the sentence the page shows; None for a contestant that is no checkpoint."""
+    from training import fidelity
+
+    is_child, record, _ = fidelity.record_for(db, contestant_id)
+    if not is_child:
+        return None
+    held = fidelity.not_as_trained(db, contestant_id)
+    return {
+        **(record or {}),
+        "summary": fidelity.summary(record),
+        "as_trained": held is None,
+        "problem": held,
     }
 
 

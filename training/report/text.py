@@ -447,6 +447,35 @@ def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     )
 
 
+def fidelity_md(page: dict[str, Any], esc: Escape = _plain) -> str:
+    """The form this checkpoint plays as, and how much of its training each measured form kept (with its
+    interval and sample), from the same record as the numbers; empty for a contestant that is no checkpoint."""
+    from training.fidelity import describe
+
+    fid = page.get("fidelity")
+    if not fid:
+        return ""
+    lines = ["### Fidelity: is the model that plays the model that was trained?", esc(fid["summary"])]
+    if fid.get("problem"):
+        lines.append(f"⚠️ {esc(fid['problem'])}")
+    forms = fid.get("forms") or []
+    if forms:
+        lines += [
+            "| form | kept of the trained shift | KL(trained‖form) | KL(trained‖parent) | size | chosen |",
+            "|---|---|---|---|---|---|",
+        ]
+        for f in forms:
+            kl_td, kl_tp = f.get("kl_trained_deployed"), f.get("kl_trained_parent")
+            size = f"{f['size_bytes'] / 1e6:.1f} MB" if f.get("size_bytes") else "–"
+            lines.append(
+                f"| {esc(f['what'])} | {esc(describe(f))} "
+                f"| {'–' if kl_td is None else f'{kl_td:.4f}'} | {'–' if kl_tp is None else f'{kl_tp:.4f}'} "
+                f"| {size} | {'✔' if f['form'] == fid.get('chosen') else ''} |"
+            )
+        lines.append(f"Floor {float(fid.get('floor', 0)):.0%}. {esc(fid.get('why', ''))}")
+    return "\n\n".join(lines)
+
+
 def lineage_md(page: dict[str, Any], esc: Escape = _plain) -> str:
     c, fam = page["contestant"], page["family"]
     tree = [

@@ -33,6 +33,7 @@ from arena.registry import get_contestant
 from common.files import read_yaml
 from db.models import VerdictEvent
 from db.session import Database
+from training.fidelity import FORMS, Policy
 from training.report import decisions
 
 RULES_PATH = Path(__file__).parent / "data" / "verdict_rules.yaml"
@@ -74,6 +75,7 @@ class Rules:
     rules: list[Rule]
     source: str
     holds: HoldPolicy = field(default_factory=HoldPolicy)
+    fidelity: Policy = field(default_factory=Policy)
 
 
 @dataclass
@@ -146,7 +148,52 @@ def _parse_rules(path: Path) -> Rules:
     if not isinstance(alpha, int | float) or not 0 < alpha < 1:
         raise VerdictError(f"{path}: alpha must be between 0 and 1, got {alpha!r}")
     return Rules(
-        int(data.get("version", 1)), float(alpha), rules, str(path), _hold_policy(path, data.get("hold"))
+        int(data.get("version", 1)),
+        float(alpha),
+        rules,
+        str(path),
+        _hold_policy(path, data.get("hold")),
+        _fidelity_policy(path, data.get("fidelity")),
+    )
+
+
+def _fidelity_policy(path: Path, raw: Any) -> Policy:
+    """The ``fidelity`` section: which deployed forms a child may play as, and how much of its training each
+    must keep (``training.fidelity``)."""
+    if raw is None:
+        return Policy()
+    if not isinstance(raw, dict):
+        raise VerdictError(f"{path}: fidelity must be a mapping (floor, forms, prompts, tokens, min_shift)")
+    unknown = set(raw) - set(Policy.__dataclass_fields__)
+    if unknown:
+        raise VerdictError(f"{path}: fidelity: unknown field(s) {', '.join(sorted(unknown))}")
+    out = Policy()
+    floor = raw.get("floor", out.floor)
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 < floor <= 1:
+        raise VerdictError(f"{path}: fidelity.floor must be a number in (0, 1], got {floor!r}")
+    forms = raw.get("forms", list(out.forms))
+    if not isinstance(forms, list) or not forms or any(f not in FORMS for f in forms):
+        raise VerdictError(f"{path}: fidelity.forms must be a list of {', '.join(FORMS)}, got {forms!r}")
+    ints = {}
+    for key, low in (("prompts", 2), ("tokens", 1), ("seed", 0)):
+        v = raw.get(key, getattr(out, key))
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise VerdictError(f"{path}: fidelity.{key} must be an integer >= {low}, got {v!r}")
+        ints[key] = v
+    floats = {}
+    for key in ("min_shift", "max_added_noise"):
+        v = raw.get(key, getattr(out, key))
+        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+            raise VerdictError(f"{path}: fidelity.{key} must be a positive number, got {v!r}")
+        floats[key] = float(v)
+    return Policy(
+        floor=float(floor),
+        forms=tuple(forms),
+        prompts=ints["prompts"],
+        tokens=ints["tokens"],
+        seed=ints["seed"],
+        min_shift=floats["min_shift"],
+        max_added_noise=floats["max_added_noise"],
     )
 
 
