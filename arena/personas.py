@@ -14,7 +14,9 @@ A file holds one persona (a mapping), a list of them, or ``{personas: [...]}``::
         engine_config: {base_url: http://127.0.0.1:8000/v1, api_key_env: MY_KEY}   # HTTP engines only
 
 Everything is checked before anything is written: an unknown field, a wrong type, a duplicate name or an
-unknown sampling / engine_config field raises ``PersonaError`` naming the file, the persona and the field.
+unknown sampling / engine_config field raises ``PersonaError`` naming the file, the persona and the field. A
+signed-in user's ``model``, ``adapter`` and ``engine_config.serve.model`` may name only files under the model
+folders, never another researcher's unpublished checkpoint (``arena.model_files``).
 API keys are refused: name the environment variable that holds one (``api_key_env``).
 """
 
@@ -26,8 +28,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from accounts import require_role
+from arena.model_files import checked_spec
 from arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
 from common.files import parse_yaml, read_yaml
+from common.paths import PathRefused
 
 FIELDS = {
     "name": "public name, unique (required)",
@@ -164,11 +168,13 @@ def add_personas(
     session: Session, specs: list[ContestantSpec], source: str = "personas", user_id: int | None = None
 ) -> list[int]:
     """Register every persona in the caller's transaction; any failure raises and the caller rolls back."""
-    require_role(session, user_id, "researcher")
+    user = require_role(session, user_id, "researcher")
     ids = []
     for spec in specs:
-        try:
-            ids.append(register(session, spec))
+        try:  # a path a user names resolves under the model folders (arena.model_files), stored resolved
+            ids.append(register(session, checked_spec(session, spec, user)))
+        except PathRefused as exc:
+            raise PersonaError(f"{source}: persona {spec.public_name!r}: {exc}") from exc
         except RegistryError as exc:
             raise PersonaError(f"{source}: {exc}") from exc
     return ids

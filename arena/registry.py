@@ -7,6 +7,8 @@ resolved here so the database never stores machine-specific paths for the embedd
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -239,6 +241,12 @@ def resolve_model_ref(ref: str) -> str:
         return str(default_model.default_gguf_path())
     if ref == BUILTIN_HF:
         return str(default_model.ensure_hf_base())
+    try:  # a model is a plain file or a folder: never a device or a FIFO (read until memory or disk runs out)
+        mode = os.stat(ref).st_mode if os.path.lexists(ref) else None
+    except OSError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise RegistryError("the model reference names a device, FIFO or socket, not a model file")
     return ref
 
 

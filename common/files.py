@@ -9,7 +9,8 @@ without being held in memory; a line in another encoding is reported with the by
 default; a BOM selects UTF-8-SIG or UTF-16; ``encoding`` overrides). A JSON array is parsed element by element,
 so one broken element is reported at its line. A CSV row keeps the line it starts on (a quoted field may span
 lines) and a row with more fields than the header is reported, not silently folded. YAML is read with PyYAML's safe
-loader (plain types only), as UTF-8, from a file of at most ``MAX_YAML_BYTES``; a document whose aliases expand it
+loader (plain types only), as UTF-8, from a plain file of at most ``MAX_YAML_BYTES`` (``common.paths.read_regular``:
+a device or a FIFO is refused, never read); a document whose aliases expand it
 past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or that refers to itself is refused, and a syntax error
 names its line and column.
 
@@ -33,7 +34,7 @@ bad content: problems come back as ``RowError`` values next to the records that 
 
 It lives in ``common``, the bottom layer, because every layer reads files people bring (prompt sets and battles
 in ``arena``, preference files and snapshots in ``annotation``, snapshots and task sets in ``training``); it
-imports no studio code.
+imports no studio code but ``common.paths`` (the bounded read of one plain file).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from common.paths import PathRefused, read_regular
 
 MAX_LINE_BYTES = 16 * 2**20
 MAX_FILE_BYTES = 2 * 2**30  # the ceiling; VIBESTUDIO_MAX_IMPORT_MB may set a lower one
@@ -712,11 +715,13 @@ def read_yaml(path: str | Path) -> tuple[Any, RowError | None]:
     """A YAML file people bring (see ``yaml_from_bytes``); a missing or unreadable file is an error too."""
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_YAML_BYTES:
-            return None, RowError(
-                None, None, f"file is larger than the {MAX_YAML_BYTES // 2**20} MB limit for YAML"
-            )
-        data = p.read_bytes()
+        # a device or a FIFO is refused, never read until memory runs out
+        data = read_regular(p, MAX_YAML_BYTES)
+    except PathRefused as exc:
+        why = str(exc).removeprefix("file: ")
+        if "larger" in why:
+            why = f"file is larger than the {MAX_YAML_BYTES // 2**20} MB limit for YAML"
+        return None, RowError(None, None, why)
     except OSError as exc:
         return None, RowError(None, None, f"cannot read the file ({exc.strerror or exc})")
     return yaml_from_bytes(data)

@@ -195,6 +195,12 @@ class Settings(BaseSettings):
         description="engine base URLs may reach public addresses; `false` = only the hosts in "
         "`VIBESTUDIO_ENGINE_ALLOWED_HOSTS`",
     )
+    model_dirs: str | None = Field(
+        default=None,
+        description="folders, separated by `:` (`;` on Windows), from which researchers may name model and adapter "
+        "files (persona `model` / `adapter`, a job's `base_model`), besides the data directory's `models` folder "
+        "and their own jobs' folders; default: none",
+    )
     # Training
     jobs: str = Field(
         default="local",

@@ -11,7 +11,12 @@ update starts at zero and is scaled by alpha/r; the usual practice (and what mov
 dozen steps) is about 10x the full-fine-tune rate, so LoRA defaults to 5e-5. ``learning_rate: null`` picks the
 one matching ``lora``; an explicit value always wins.
 
-This module knows nothing about processes or the database.
+A field that names a server file is checked before the file is read (``common.paths``): ``verdict_rules`` and
+a ``score_rubric`` path must be plain YAML files inside the data home's ``rules`` / ``rubrics`` folder or the
+shipped ones, and ``accelerate_config`` a file of the data home's ``launch`` folder whose keys the launcher
+allows (``training.launcher``); each refusal names its field.
+
+This module knows nothing about processes or the database (``db.session.data_home`` is where files live).
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from typing import Any, ClassVar
 
 import yaml
 
-from common.files import parse_yaml, read_yaml
+from common.files import MAX_YAML_BYTES, parse_yaml, read_yaml
+from common.paths import PathRefused, regular_file
+from db.session import data_home
 
 DPO_LOSS_TYPES = (
     "sigmoid",
@@ -132,7 +139,9 @@ class JobConfig:
     num_processes: int = _f(1, "Processes (usually GPUs) for launcher 'accelerate'.")
     accelerate_config: str = _f(
         "",
-        "An accelerate config file (e.g. a DeepSpeed ZeRO setup) for launcher 'accelerate'; empty = defaults.",
+        "For launcher 'accelerate': the name of an accelerate config (e.g. a DeepSpeed ZeRO setup) in the data "
+        "home's launch folder, where the operator keeps vetted ones; only its allowed keys are used (the studio "
+        "writes the file the launcher reads). Empty = defaults.",
     )
     pairs: str = _f(
         "all",
@@ -183,7 +192,9 @@ class JobConfig:
         "prompts left after the 9 the judge names differences on).",
     )
     verdict_rules: str = _f(
-        "", "A verdict rules YAML file (empty = the built-in training/report/data/verdict_rules.yaml)."
+        "",
+        "A verdict rules YAML file in the data home's rules folder (a name or a path there; empty = the "
+        "built-in training/report/data/verdict_rules.yaml).",
     )
     drift_thresholds: dict[str, Any] = _f(
         {},
@@ -263,9 +274,16 @@ class JobConfig:
             from training.report.verdict import VerdictError, load_rules
 
             try:
-                load_rules(self.verdict_rules)
+                load_rules(rules_file(self.verdict_rules))  # checked before it is read
             except VerdictError as exc:
                 raise ConfigError(f"verdict_rules: {exc}") from exc
+        if self.accelerate_config:
+            from training.launcher import LaunchConfigError, read_launch_config
+
+            try:
+                read_launch_config(self.accelerate_config)
+            except LaunchConfigError as exc:
+                raise ConfigError(str(exc)) from exc
         for name, limits in self.drift_thresholds.items():
             if not isinstance(limits, dict) or not set(limits) <= {"abs", "rel"}:
                 raise ConfigError(f"drift_thresholds[{name!r}] must be a mapping with 'abs' and/or 'rel'")
@@ -274,6 +292,49 @@ class JobConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+RULES_WHERE = "the data home's rules folder or the shipped rules"
+RUBRICS_WHERE = "the data home's rubrics folder or the shipped rubrics"
+
+
+def rules_file(value: str) -> Path:
+    """The verdict rules file ``value`` names, resolved: a plain YAML file inside the data home's ``rules``
+    folder or the shipped rules' folder, checked before it is read (``common.paths``); ConfigError naming
+    ``verdict_rules`` otherwise."""
+    from training.report.verdict import RULES_PATH
+
+    try:
+        return regular_file(
+            value, "verdict_rules", [data_home() / "rules", RULES_PATH.parent], MAX_YAML_BYTES, RULES_WHERE
+        )
+    except PathRefused as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def rubric_file(value: str) -> Path:
+    """The rubric file ``value`` names, resolved inside the data home's ``rubrics`` folder or the shipped
+    rubrics; ConfigError naming ``score_rubric`` otherwise."""
+    from annotation.rubrics import SHIPPED, user_rubric_dir
+
+    try:
+        return regular_file(
+            value, "score_rubric", [user_rubric_dir(), SHIPPED], MAX_YAML_BYTES, RUBRICS_WHERE
+        )
+    except PathRefused as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def resolve_files(cfg: JobConfig) -> JobConfig:
+    """``cfg`` with the files it names written as the resolved paths that were checked (a job process runs in
+    its own folder, where a relative name would mean something else). The launcher config stays a name: the
+    job's launch resolves it again (``training.launcher``)."""
+    if cfg.verdict_rules:
+        cfg.verdict_rules = str(rules_file(cfg.verdict_rules))
+    rubric = getattr(cfg, "score_rubric", "")
+    if rubric and (rubric.endswith((".yaml", ".yml")) or "/" in rubric):
+        cfg.score_rubric = str(rubric_file(rubric))  # type: ignore[attr-defined]
+    return cfg
 
 
 def _positive(cfg: Any, *names: str) -> None:
@@ -502,7 +563,9 @@ class KTOJobConfig(EndKLConfig):
         "the criterion's scale (e.g. 1..5). null = the middle of the scale.",
     )
     score_rubric: str = _f(
-        "", "The rubric that defines score_criterion's scale (empty = the default rubric)."
+        "",
+        "The rubric that defines score_criterion's scale: its name, or a file in the data home's rubrics folder "
+        "(empty = the default rubric).",
     )
 
     def validate(self) -> None:
@@ -524,8 +587,11 @@ class KTOJobConfig(EndKLConfig):
         threshold defaults to the middle of the criterion's scale); ConfigError naming the field."""
         from annotation.unpaired import score_rule
 
+        rubric = self.score_rubric
+        if rubric and (rubric.endswith((".yaml", ".yml")) or "/" in rubric):
+            rubric = str(rubric_file(rubric))  # a path: checked before it is read
         try:
-            return score_rule(self.score_criterion, self.desirable_threshold, self.score_rubric)
+            return score_rule(self.score_criterion, self.desirable_threshold, rubric)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
 

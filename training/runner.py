@@ -37,9 +37,10 @@ from common.settings import get_settings
 from common.threads import sleeping_thread_waits
 from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
 from db.session import Database, data_home
-from training.config import JobConfig, load_config, save_config
+from training.config import JobConfig, load_config, resolve_files, save_config
 from training.errors import JobError
 from training.heartbeat import stale_jobs, this_host, waiting_reasons
+from training.launcher import write_launch_config
 from training.pending import hold_orphans
 from training.preflight import preflight
 
@@ -132,6 +133,7 @@ def submit(
     try:
         if not validated:
             config.validate()
+        resolve_files(config)  # the files it names, as the resolved paths that were checked
     except ValueError as exc:
         raise JobError(str(exc)) from exc
     with db.session() as s:
@@ -261,8 +263,9 @@ def job_command(config_path: str, job_id: int) -> list[str]:
     if cfg.launcher != "accelerate":
         return [sys.executable, *process]
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(cfg.num_processes)]
-    if cfg.accelerate_config:
-        launch += ["--config_file", cfg.accelerate_config]
+    if cfg.accelerate_config:  # the studio's own file, from the allowed keys of the one the config names
+        written = write_launch_config(cfg.accelerate_config, cfg.num_processes, Path(config_path).parent)
+        launch += ["--config_file", str(written)]
     if cfg.use_cpu and cfg.num_processes > 1:
         # `--cpu` makes accelerate start one process whatever --num_processes says (several CPU processes need
         # MPI there); torchrun's launcher starts them all, and the job's use_cpu keeps each on the CPU (gloo).

@@ -3,7 +3,9 @@
 Thin on purpose: configs come from ``training.config``, checks and launching from ``training.runner``. Errors the
 user can fix arrive as JobError with a message to show as is; ``check_config`` returns them field by field
 (for the Train tab's YAML editor and ``vibestudio train --dry-run``) together with the memory/time estimate and
-the on-policy mix of the data, before anything is written or started.
+the on-policy mix of the data, before anything is written or started. A file a field names is checked before
+it is read: rules, rubric and launcher files in ``training.config``, a signed-in user's ``base_model`` here
+(``arena.model_files``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from accounts import require_role
+from accounts import UserInfo, require_role
 from annotation.snapshots import (
     SnapshotError,
     get_snapshot,
@@ -21,6 +23,8 @@ from annotation.snapshots import (
     snapshot_from_votes,
     write_snapshot,
 )
+from arena.model_files import check_model_ref
+from common.paths import PathRefused
 from db.session import Database
 from training.config import (
     JOB_KINDS,
@@ -128,7 +132,7 @@ def check_config(
 
     Needs researcher (``PermissionDenied``), checked first: a check may ask a judge's server whether it is up
     and tells whether names and paths exist."""
-    require_role(db, user_id, "researcher")
+    user = require_role(db, user_id, "researcher")
     if isinstance(config, JobConfig):
         cfg: JobConfig | None = config
         errors: list[FieldError] = []
@@ -142,7 +146,23 @@ def check_config(
         cfg, errors = config_errors(config, kind)
     if cfg is None:
         return ConfigCheck(None, errors)
+    refused = _model_path_errors(db, cfg, user)
+    if refused:
+        return ConfigCheck(None, refused)
     return _check_against_db(db, cfg)
+
+
+def _model_path_errors(db: Database, cfg: JobConfig, user: UserInfo | None) -> list[FieldError]:
+    """A signed-in user's ``base_model``: a builtin or a hub id, or a checkpoint folder under the model folders
+    and not another researcher's unpublished one (``arena.model_files``), checked before anything reads it."""
+    if user is None or not cfg.base_model:
+        return []
+    with db.session() as s:
+        try:
+            check_model_ref(s, cfg.base_model, "base_model", user, "transformers", needs="config.json")
+        except PathRefused as exc:
+            return [FieldError("base_model", str(exc))]
+    return []
 
 
 def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
@@ -177,7 +197,7 @@ def launch_config(
 ) -> int:
     """Launch a job from a whole config (YAML text, a mapping or a JobConfig): checked field by field first;
     an empty ``snapshot_hash`` freezes the current votes. Returns the job id."""
-    require_role(db, created_by, "researcher")
+    user = require_role(db, created_by, "researcher")
     if isinstance(config, JobConfig):
         cfg: JobConfig | None = config
         errors: list[FieldError] = []
@@ -191,6 +211,9 @@ def launch_config(
         cfg, errors = config_errors(config, kind)
     if cfg is None:
         raise JobError(errors_text(errors))
+    refused = _model_path_errors(db, cfg, user)
+    if refused:
+        raise JobError(errors_text(refused))
     if getattr(cfg, "tasks", ""):
         return submit(db, cfg.kind, _with_tasks_hash(db, cfg), created_by=created_by, validated=True)
     cfg.snapshot_hash = resolve_snapshot(db, cfg.snapshot_hash, min_pairs=cfg.min_pairs, **_vote_layout(cfg))
