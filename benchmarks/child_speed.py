@@ -1,16 +1,19 @@
-"""Benchmark: a trained child's decode speed against its parent's, both sides of one battle streaming at once.
+"""Benchmark: a trained child's decode speed against its parent's, both sides of one battle streaming at once,
+in the form publishing chooses, with that form's fidelity measured in the same run (its truth check).
 
-The child is a SmolLM2-135M LoRA (r 16, all linear layers, random weights: speed does not depend on what was
-learnt) on the HF conversion of the embedded GGUF, as a DPO job makes one. It plays two ways, each in the same
-battle as its parent (the embedded Q4_1 GGUF on llama.cpp), both streams started together as the arena starts
-them:
+The child is a SmolLM2-135M LoRA (r 16, all linear layers, random weights scaled so that the shift they make
+is measurable, about a DPO job's: speed does not depend on what was learnt, fidelity depends on its size) on
+the HF conversion of the embedded GGUF, as a DPO job makes one. It plays two ways, each in the same battle as
+its parent (the embedded Q4_1 GGUF on llama.cpp), both streams started together as the arena starts them:
 
-- ``after``: the child converted by ``training.gguf_export`` to GGUF at the parent's quantization, on llama.cpp
-  (what publishing does now);
-- ``before``: the child on the transformers engine (base + merged LoRA, fp32), as it played before.
+- ``after``: the form ``training.fidelity.choose`` picks with the built-in rules (what publishing registers):
+  the fastest form that keeps the rules' floor of the trained shift;
+- ``before``: the child on the transformers engine (base + LoRA, fp32), the trained computation itself.
 
-Printed: each side's median decode tokens/s over ``--reps`` battles and the ratio child / parent (the budget's
-floor is 0.9 for ``after``), and the seconds the conversion took.
+Printed: every form measured (share of the trained shift kept, interval, size), each side's median decode
+tokens/s over ``--reps`` battles, the ratio child / parent (the budget's floor), and ``truth: pass`` only when
+the form timed is the one that keeps the training (else ``truth: FAIL`` and exit status 1): a ratio met by a
+form that lost its training is a miss.
 
     python benchmarks/child_speed.py                 # 64 tokens, 3 battles each way
     python benchmarks/child_speed.py --tokens 128 --reps 5
@@ -24,6 +27,7 @@ import statistics
 import tempfile
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +40,8 @@ PROMPTS = [
 ]
 
 
-def make_child(folder: Path) -> tuple[str, str]:
-    """(base ref, adapter folder) of a random SmolLM2 LoRA child."""
+def make_child(folder: Path, scale: float = 0.1) -> tuple[str, str]:
+    """(base ref, adapter folder) of a random SmolLM2 LoRA child (``lora_B`` scaled by ``scale``)."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -51,8 +55,8 @@ def make_child(folder: Path) -> tuple[str, str]:
     with torch.no_grad():  # small random LoRA weights: a child that answers sensibly, but not as its parent
         for name, p in peft.named_parameters():
             if "lora_B" in name:
-                p.mul_(0.01)
-    peft.save_pretrained(folder)
+                p.mul_(scale)
+    peft.save_pretrained(str(folder))
     return BUILTIN_HF, str(folder)
 
 
@@ -97,33 +101,48 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("VIBESTUDIO_HOME", tempfile.mkdtemp(prefix="child-speed-"))
 
-    from arena.default_model import default_gguf_path
+    from arena.engines.factory import get_engine
     from arena.engines.hf import TransformersEngine
     from arena.engines.llamacpp import LlamaCppEngine
-    from arena.registry import resolve_model_ref
-    from training.gguf_export import child_gguf_path, convert, file_type_of
+    from arena.registry import BUILTIN_GGUF, resolve_model_ref
+    from training import fidelity
+    from training.report.verdict import load_rules
 
     work = Path(tempfile.mkdtemp(prefix="child-"))
     base, adapter = make_child(work / "output")
-    template = default_gguf_path()
-    done = convert(base, adapter, template, child_gguf_path(work / "output", file_type_of(template)))
-    print(
-        f"child converted to GGUF {done.file_type} in {done.seconds:.1f} s ({done.path.stat().st_size / 1e6:.0f} MB)"
-    )
-    parent = LlamaCppEngine(str(template))
+    policy = load_rules().fidelity
+    choice = fidelity.choose(BUILTIN_GGUF, base, adapter, work / "output", policy, say=lambda _m: None)
+    for f in choice.fidelity.forms:
+        size = f"{f.size_bytes / 1e6:.0f} MB" if f.size_bytes else "-"
+        print(f"form {f.form:13} {fidelity.describe(asdict(f))}; {size}; {f.seconds:.1f} s")
+    chosen = choice.fidelity.chosen_form
+    print(f"publishing chooses: {choice.fidelity.chosen} ({choice.fidelity.seconds:.1f} s to measure)")
+    parent = LlamaCppEngine(resolve_model_ref(BUILTIN_GGUF))
     measure(parent, parent, 8, 1)  # warm-up: both pools loaded and paged in
     rows = []
-    after = LlamaCppEngine(str(done.path))
-    rows.append(("after (child on llama.cpp, GGUF)", *measure(parent, after, args.tokens, args.reps)))
+    if choice.engine == "llama_cpp":
+        assert choice.model_ref is not None
+        after: Any = get_engine("llama_cpp", resolve_model_ref(choice.model_ref), choice.adapter_ref)
+    else:
+        after = TransformersEngine(resolve_model_ref(base), adapter)
+    rows.append(
+        (f"after (as published: {choice.fidelity.chosen})", *measure(parent, after, args.tokens, args.reps))
+    )
     del after
     if not args.skip_before:
         before = TransformersEngine(resolve_model_ref(base), adapter)
         rows.append(("before (child on transformers)", *measure(parent, before, args.tokens, args.reps)))
-    print(f"{'':36} {'parent tok/s':>13} {'child tok/s':>12} {'child/parent':>13}")
+    print(f"{'':42} {'parent tok/s':>13} {'child tok/s':>12} {'child/parent':>13}")
     for label, p, c in rows:
-        print(f"{label:36} {p:13.1f} {c:12.1f} {c / p:13.2f}")
-    print(f"child/parent (after): {rows[0][2] / rows[0][1]:.2f}  (goal >= 0.9)")
+        print(f"{label:42} {p:13.1f} {c:12.1f} {c / p:13.2f}")
+    kept_ok = chosen is not None and chosen.passed and (chosen.kept is None or chosen.kept >= policy.floor)
+    print(
+        f"truth: {'pass' if kept_ok else 'FAIL'} (the timed form {fidelity.describe(asdict(chosen)) if chosen else 'unmeasured'};"
+        f" floor {policy.floor:.0%})"
+    )
     print(f"ratio: {rows[0][2] / rows[0][1]:.3f}")  # the performance lane's line
+    if not kept_ok:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -46,13 +46,20 @@ def main() -> None:
     import shutil
     from dataclasses import replace
 
-    from arena.default_model import default_gguf_path
-    from arena.registry import BUILTIN_HF, DEFAULT_PERSONAS, ContestantSpec, get_contestant, register
+    from arena.registry import (
+        BUILTIN_GGUF,
+        BUILTIN_HF,
+        DEFAULT_PERSONAS,
+        ContestantSpec,
+        get_contestant,
+        register,
+    )
     from benchmarks.child_speed import make_child
     from db.session import Database
-    from training.gguf_export import child_gguf_path, convert, file_type_of
+    from training import fidelity
     from training.report.fair import answer_all, fair_pair, held_out
     from training.report.steps import drift_report
+    from training.report.verdict import load_rules
 
     tmp = Path(tempfile.mkdtemp(prefix="report-answers-"))
     os.environ["VIBESTUDIO_HOME"] = str(tmp / "home")  # the answer store starts empty
@@ -60,9 +67,15 @@ def main() -> None:
     db.migrate()
     warm = next(p for p in DEFAULT_PERSONAS if p.public_name == "smollm2-warm")
     base, adapter = make_child(tmp / "output")
-    template = default_gguf_path()
-    gguf = convert(base, adapter, template, child_gguf_path(tmp / "output", file_type_of(template)))
-    print(f"child converted to GGUF {gguf.file_type} in {gguf.seconds:.1f} s")
+    policy = load_rules().fidelity
+    choice = fidelity.choose(BUILTIN_GGUF, base, adapter, tmp / "output", policy, say=lambda _m: None)
+    chosen = choice.fidelity.chosen_form
+    print(
+        f"publishing chooses {choice.fidelity.chosen} in {choice.fidelity.seconds:.1f} s: {choice.fidelity.why}"
+    )
+    # the truth check beside the ratio: the fast child that answers is the trained one
+    kept_ok = chosen is not None and chosen.passed and choice.engine == "llama_cpp"
+    print(f"truth: {'pass' if kept_ok else 'FAIL'} (the timed llama.cpp child {choice.fidelity.chosen})")
     look = {"system_prompt": warm.system_prompt, "prefill": warm.prefill, "sampling": dict(warm.sampling)}
     with db.session() as s:
         parent_id = register(s, replace(warm))
@@ -80,7 +93,12 @@ def main() -> None:
         after_id = register(
             s,
             ContestantSpec(
-                "warm-child-gguf", engine="llama_cpp", model_ref=str(gguf.path), parent_id=parent_id, **look
+                "warm-child-gguf",
+                engine=choice.engine,
+                model_ref=choice.model_ref or BUILTIN_HF,
+                adapter_ref=choice.adapter_ref if choice.engine == "llama_cpp" else adapter,
+                parent_id=parent_id,
+                **look,
             ),
         )
         parent = get_contestant(s, parent_id)
@@ -121,13 +139,19 @@ def main() -> None:
     if args.report:
         timed_report(after_id, "report")
     if args.report and args.second:
-        again = tmp / "second.gguf"
-        shutil.copyfile(gguf.path, again)
+        src = Path(choice.adapter_ref or choice.model_ref or "")
+        again = tmp / f"second{src.suffix}"
+        shutil.copyfile(src, again)
         with db.session() as s:
             second_id = register(
                 s,
                 ContestantSpec(
-                    "warm-child-2", engine="llama_cpp", model_ref=str(again), parent_id=parent_id, **look
+                    "warm-child-2",
+                    engine="llama_cpp",
+                    model_ref=choice.model_ref if choice.adapter_ref else str(again),
+                    adapter_ref=str(again) if choice.adapter_ref else None,
+                    parent_id=parent_id,
+                    **look,
                 ),
             )
         timed_report(second_id, "second child's report")

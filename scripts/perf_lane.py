@@ -16,6 +16,12 @@ A new benchmark is a new ``[[budget]]`` entry: ``name``, ``command`` (a list; ``
 ``floor`` or ``ceiling``, ``reason`` (why that number, with the headroom it leaves), optional ``timeout`` (seconds
 before the command counts as a miss; default 300) and ``needs`` (a path, ``~`` allowed, without which the entry is
 skipped and says so).
+
+Every entry names its truth check in ``truth``: a fast path is only accepted beside a paired check that it
+computes what the slow path computes. ``truth`` starts with ``printed:`` when the benchmark runs that check in the
+same run and prints ``truth: pass ...`` (the lane then requires that line, and counts ``truth: FAIL`` or a
+missing line as a miss), or with ``test:`` and one or more ``tests/FILE.py::test_name`` that hold it (the lane
+checks they exist; CI runs them in its test lanes).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class Budget:
     ceiling: float | None = None
     timeout: float = 300.0
     needs: str | None = None
+    truth: str = ""
 
     def bound(self) -> str:
         return f">= {self.floor:g}" if self.floor is not None else f"<= {self.ceiling:g}"
@@ -75,7 +82,7 @@ class Outcome:
 def load(path: Path = BUDGETS) -> list[Budget]:
     """The budget file's entries, checked: unique names, a command, a reason, exactly one of floor and ceiling."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    known = {"name", "command", "reason", "floor", "ceiling", "timeout", "needs"}
+    known = {"name", "command", "reason", "floor", "ceiling", "timeout", "needs", "truth"}
     out: list[Budget] = []
     for k, entry in enumerate(data.get("budget", [])):
         where = f"{path.name}: entry {k + 1} ({entry.get('name', '?')})"
@@ -89,6 +96,9 @@ def load(path: Path = BUDGETS) -> list[Budget]:
             raise ValueError(f"{where}: command must be a non-empty list of strings")
         if not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
             raise ValueError(f"{where}: needs a reason (why this number, and its headroom)")
+        truth_problem = check_truth(entry.get("truth"))
+        if truth_problem:
+            raise ValueError(f"{where}: {truth_problem}")
         if ("floor" in entry) == ("ceiling" in entry):
             raise ValueError(f"{where}: give exactly one of floor and ceiling")
         bound = entry.get("floor", entry.get("ceiling"))
@@ -105,11 +115,42 @@ def load(path: Path = BUDGETS) -> list[Budget]:
                 ceiling=float(entry["ceiling"]) if "ceiling" in entry else None,
                 timeout=float(entry.get("timeout", 300.0)),
                 needs=entry.get("needs"),
+                truth=entry["truth"].strip(),
             )
         )
     if not out:
         raise ValueError(f"{path.name}: no [[budget]] entries")
     return out
+
+
+TEST_REF = re.compile(r"(tests/[\w/]+\.py)::(\w+)")
+TRUTH = re.compile(r"^\s*truth:\s*(pass|FAIL)\b", re.MULTILINE)
+
+
+def check_truth(truth: object) -> str | None:
+    """What is wrong with an entry's ``truth``, or None: ``printed: ...`` or ``test: tests/F.py::name ...``
+    naming tests that exist."""
+    if not isinstance(truth, str) or not truth.strip():
+        return "needs a truth check (printed: ... or test: tests/FILE.py::test_name): what proves the fast path computes what the slow one does"
+    text = truth.strip()
+    if text.startswith("printed:"):
+        return None
+    if not text.startswith("test:"):
+        return f"truth must start with 'printed:' or 'test:', got {text[:30]!r}"
+    refs = TEST_REF.findall(text)
+    if not refs:
+        return "truth 'test:' names no tests/FILE.py::test_name"
+    for file, name in refs:
+        path = ROOT / file
+        if not path.is_file() or not re.search(rf"^def {name}\(", path.read_text(), re.MULTILINE):
+            return f"truth names {file}::{name}, which does not exist"
+    return None
+
+
+def parse_truth(output: str) -> str | None:
+    """The last ``truth: pass|FAIL`` a benchmark printed."""
+    found = TRUTH.findall(output)
+    return found[-1] if found else None
 
 
 def parse_ratio(output: str) -> float | None:
@@ -143,6 +184,10 @@ def run(budget: Budget) -> Outcome:
     ratio = parse_ratio(proc.stdout)
     if ratio is None:
         return Outcome(budget, None, "FAIL", seconds, "printed no 'ratio:' line", output)
+    if budget.truth.startswith("printed:") and parse_truth(proc.stdout) != "pass":
+        said = parse_truth(proc.stdout)
+        why = "its truth check failed" if said == "FAIL" else "printed no 'truth: pass' line"
+        return Outcome(budget, ratio, "FAIL", seconds, f"{why}: a ratio met by another result", output)
     return Outcome(budget, ratio, "pass" if budget.holds(ratio) else "FAIL", seconds, "", output)
 
 

@@ -25,6 +25,25 @@ def test_the_repository_budgets_load_and_name_real_benchmarks() -> None:
         scripts = [c for c in b.command if c.endswith(".py")]
         assert scripts and all((ROOT / s).is_file() for s in scripts), b.command
         assert len(b.reason) > 40  # says why the number and its headroom
+        assert b.truth.startswith(("printed:", "test:")), b.name  # each speed budget names its truth check
+
+
+def test_a_ratio_met_by_another_result_is_a_miss(tmp_path: Path) -> None:
+    printed = "printed: the benchmark compares"
+    ok = _entry("true", "print('truth: pass'); print('ratio: 3')", "floor = 2", printed)
+    assert lane.main(["--budgets", str(_write(tmp_path, ok))]) == 0
+    wrong = _entry("fast-but-wrong", "print('truth: FAIL'); print('ratio: 3')", "floor = 2", printed)
+    table = tmp_path / "table.txt"
+    assert lane.main(["--budgets", str(_write(tmp_path, wrong)), "--table", str(table)]) == 1
+    assert "its truth check failed" in table.read_text()
+    unchecked = _entry("unchecked", "print('ratio: 3')", "floor = 2", printed)
+    assert lane.main(["--budgets", str(_write(tmp_path, unchecked))]) == 1
+    no_truth = '[[budget]]\nname = "x"\ncommand = ["python"]\nfloor = 1\nreason = "r"\n'
+    with pytest.raises(ValueError, match="needs a truth check"):
+        lane.load(_write(tmp_path, no_truth))
+    ghost = _entry("x", "pass", "floor = 1", "test: tests/test_perf_lane.py::test_that_does_not_exist")
+    with pytest.raises(ValueError, match="does not exist"):
+        lane.load(_write(tmp_path, ghost))
 
 
 def _write(tmp_path: Path, body: str) -> Path:
@@ -33,9 +52,15 @@ def _write(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def _entry(name: str, code: str, bound: str) -> str:
+def _entry(
+    name: str,
+    code: str,
+    bound: str,
+    truth: str = "test: tests/test_perf_lane.py::test_the_last_ratio_line_counts",
+) -> str:
     return (
-        f'[[budget]]\nname = "{name}"\ncommand = ["python", "-c", "{code}"]\n{bound}\nreason = "a test"\n\n'
+        f'[[budget]]\nname = "{name}"\ncommand = ["python", "-c", "{code}"]\n{bound}\nreason = "a test"\n'
+        f'truth = "{truth}"\n\n'
     )
 
 
@@ -58,10 +83,10 @@ def test_a_miss_or_a_missing_ratio_fails_the_lane(tmp_path: Path, capsys: pytest
 
 
 def test_bad_budget_files_are_refused(tmp_path: Path) -> None:
-    both = '[[budget]]\nname = "x"\ncommand = ["python"]\nfloor = 1\nceiling = 2\nreason = "r"\n'
+    both = '[[budget]]\nname = "x"\ncommand = ["python"]\nfloor = 1\nceiling = 2\nreason = "r"\ntruth = "printed: x"\n'
     with pytest.raises(ValueError, match="exactly one of floor and ceiling"):
         lane.load(_write(tmp_path, both))
-    no_reason = '[[budget]]\nname = "x"\ncommand = ["python"]\nfloor = 1\n'
+    no_reason = '[[budget]]\nname = "x"\ncommand = ["python"]\nfloor = 1\ntruth = "printed: x"\n'
     with pytest.raises(ValueError, match="needs a reason"):
         lane.load(_write(tmp_path, no_reason))
     twice = _entry("x", "pass", "floor = 1") * 2
