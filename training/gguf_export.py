@@ -17,7 +17,7 @@ speed. The child has its parent's architecture and tokenizer, so the parent's GG
 Only Llama-architecture checkpoints convert (SmolLM2 is one); anything else, a tokenizer that is not the
 template's, or a failing step raises ``ConversionError`` with the reason, and the caller keeps the child on the
 transformers engine (``training.publish`` says why on its page). Whether a converted file keeps what was
-trained is ``training.fidelity``'s question; exports for deployment are ``training.export``. This module knows
+trained is ``training.fidelity``'s question; exports for deployment are ``training.model_export``. This module knows
 nothing about the database.
 """
 

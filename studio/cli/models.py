@@ -7,7 +7,7 @@ had: a held checkpoint comes back held), ``models log`` prints its lifecycle, ``
 deployment (its GGUF, or HF weights with the LoRA merged in), and ``drift`` compares a checkpoint with its parent
 (``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``,
 ``standings.families``, ``training.report.model_page``, ``training.report.steps``, ``training.report.verdict`` and
-``training.export``.
+``training.model_export``.
 """
 
 import json
@@ -125,8 +125,8 @@ def models_export(
 ) -> None:
     """Export a model for deployment: its GGUF file, or its HF weights with any LoRA merged in."""
     from arena.registry import RegistryError
-    from training.export import export
     from training.gguf_export import ConversionError
+    from training.model_export import export
 
     with failing_on(RegistryError, ConversionError, OSError):
         done = export(open_db(), int(name) if name.isdigit() else name, fmt, out_dir)

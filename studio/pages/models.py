@@ -261,7 +261,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
     """Export the picked model for deployment (researchers): its GGUF file, or its HF weights with the LoRA
     merged in (a zip), written under the data home's exports and offered as a download
-    (``training.export.export``, as ``vibestudio models export``)."""
+    (``training.model_export.export``, as ``vibestudio models export``)."""
     with gr.Accordion("Export for deployment (researchers)", open=False):
         with gr.Row():
             fmt = gr.Radio(["gguf", "merged"], value="gguf", label="Format", elem_id="models-export-format")
@@ -274,8 +274,8 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
 
         from studio.downloads import downloads_dir, new_folder, offer
         from studio.pages.queues import download_link
-        from training.export import export
         from training.gguf_export import ConversionError
+        from training.model_export import export
 
         uid = require(ctx, request, "researcher")
         if not name:

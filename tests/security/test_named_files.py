@@ -199,7 +199,7 @@ def test_a_model_under_the_operators_folders_is_stored_resolved(db, users, tmp_p
 
 def test_an_export_never_copies_a_device_even_from_an_old_row(db, users, tmp_path):
     """A contestant stored before the rule (or by the operator) that names /dev/zero is refused when read."""
-    from training.export import export
+    from training.model_export import export
 
     with db.session() as s:
         register(s, ContestantSpec("old-zero", engine="llama_cpp", model_ref="/dev/zero"))
