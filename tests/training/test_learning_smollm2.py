@@ -9,7 +9,10 @@ interval that excludes 0, and the child's fidelity record must show the chosen f
 The planted vibe is the test's own choice (no issue quoted it), so nothing was tuned to it. A GRPO child on a
 verifiable task set is ``test_grpo_learns.py``'s, which reads its held-out accuracy from the published child.
 
-Run with ``make test-slow`` (or ``pytest -m slow tests/training/test_learning_smollm2.py -s`` for the table)."""
+DPO runs in the slow lane (CI): it is the test that would have caught a published child that lost its training.
+KTO, ORPO and SimPO take a few minutes each on two CPU cores and run in the ``learning`` lane
+(``make test-learning``, or ``pytest -m "slow or learning" tests/training/test_learning_smollm2.py -s`` for the
+printed table); docs/training.md records their last run."""
 
 from __future__ import annotations
 
@@ -51,9 +54,12 @@ ANSWERS = [
     "Spring comes after winter.",
     "The Pacific is the largest ocean.",
 ]
-OBJECTIVES = ("dpo", "kto", "orpo", "simpo")
+OBJECTIVES = [
+    pytest.param("dpo", marks=pytest.mark.slow),
+    *(pytest.param(kind, marks=pytest.mark.learning) for kind in ("kto", "orpo", "simpo")),
+]
 STEPS = {
-    "max_steps": 24,
+    "max_steps": 12,
     "learning_rate": 1e-3,
     "lr_scheduler_type": "constant",
     "lora_r": 8,
@@ -90,12 +96,12 @@ def plain_parent(db) -> str:
     return plain.public_name
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("kind", OBJECTIVES)
 def test_the_child_as_it_plays_shows_the_planted_vibe(db, plain_parent, make_snapshot, kind, capsys):
     t0 = time.monotonic()
-    job = launch(db, kind, plain_parent, make_snapshot(rows=rocket_rows()), **STEPS)
+    extra = {"kl_prompts": 0} if kind == "dpo" else {}  # the KL curve is DPO's; not what this test reads
+    job = launch(db, kind, plain_parent, make_snapshot(rows=rocket_rows()), **STEPS, **extra)
     view = wait(db, job, timeout=1500)
     assert view.status == "succeeded", view.error or view.log_tail
     with db.session() as s:
