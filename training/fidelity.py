@@ -21,8 +21,9 @@ the share; an R²-style share would count that noise as lost training. Its 95% i
 bootstrap over prompts. Beside it, in nats per token: KL(T‖P) (how far training moved the model), KL(D‖P_D)
 (how far the form moved from its parent), KL(T‖D) (how far the form is from the trained model) and KL(P‖P_D)
 (what the engine costs the parent itself). A form passes when its share reaches ``floor`` and
-KL(T‖D) is at most ``max_added_noise`` times KL(P‖P_D): it carries the training and adds no more noise than
-its engine adds to the parent (which also bounds an overshoot). A shift too small to measure (``min_shift``) says "can't tell" and the noise
+KL(T‖D) is at most ``(1 - floor)`` times KL(T‖P) plus ``max_added_noise`` times KL(P‖P_D): it carries the
+training and adds no more noise than the floor lets go plus what its engine adds to the parent (which also bounds
+an overshoot). A shift too small to measure (``min_shift``) says "can't tell" and the noise
 test alone decides.
 
 ``choose`` measures the candidate forms fastest first (the rules file's ``fidelity.forms``) and returns the
@@ -100,7 +101,7 @@ class FormFidelity:
     kl_parent_engine: float | None = (
         None  # KL(parent‖parent as this form's engine runs it): the engine's own cost
     )
-    noise_ok: bool = True  # KL(trained‖form) within max_added_noise times the engine's own cost
+    noise_ok: bool = True  # KL(trained‖form) within (1 - floor) KL(trained‖parent) + max_added_noise x the engine's cost
     n_prompts: int = 0
     n_tokens: int = 0
     passed: bool = False
@@ -299,8 +300,10 @@ def score(
         kl_td / n,
     )
     form.kl_parent_engine = kl_pp / n
-    # the form may differ from the trained model by what the engine costs its parent, times the allowance
-    noise_ok = form.kl_trained_deployed <= policy.max_added_noise * form.kl_parent_engine + 1e-6
+    # the form may differ from the trained model by what its engine costs the parent (times the allowance) plus
+    # the share of the training the floor lets go: a far-moved child meets more engine noise than its parent
+    allowed = (1 - policy.floor) * form.kl_trained_parent + policy.max_added_noise * form.kl_parent_engine
+    noise_ok = form.kl_trained_deployed <= allowed + 1e-6
     form.noise_ok = noise_ok
     shift_per_token = b.sum() / n
     if shift_per_token < policy.min_shift:
@@ -327,6 +330,7 @@ def score(
     if not noise_ok:
         form.note = (
             f"adds noise of its own: KL(trained‖form) {form.kl_trained_deployed:.4f} is more than "
+            f"{1 - policy.floor:.0%} of KL(trained‖parent) {form.kl_trained_parent:.4f} plus "
             f"{policy.max_added_noise:g}x the engine's own {form.kl_parent_engine:.4f} on the parent"
         )
     return form
