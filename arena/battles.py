@@ -112,6 +112,8 @@ class ArenaLimits:
     # anonymous battles: both sides answer under this one cap (at most ``max_new_tokens``) instead of their
     # personas' own, so an answer's length limit and its cut-off note cannot tell the sides apart
     blind_max_tokens: int = BLIND_MAX_TOKENS
+    # turns (and regenerations) one user may have being answered at once across their battles; 0 = no limit
+    turns_in_flight_per_user: int = 1
 
     def shared_cap(self) -> int:
         """The one token cap both sides of an anonymous battle answer under."""
@@ -230,24 +232,53 @@ class Reveal:
     right_sampling: dict | None = None
 
 
+def busy_message(per_user: int) -> str:
+    """The refusal of a turn past the user's turns in flight."""
+    turns = "a turn" if per_user == 1 else f"{per_user} turns"
+    return (
+        f"you already have {turns} being answered (in another battle or tab); wait for it to finish, then send "
+        "again (turns in flight per user: VIBESTUDIO_TURNS_IN_FLIGHT)"
+    )
+
+
 class _Answering:
-    """Battles with a turn being generated: one turn at a time per battle, and votes and the reveal wait for it."""
+    """Battles with a turn being generated: one turn at a time per battle, and votes and the reveal wait for it;
+    and each user's turns in flight across all their battles, at most ``per_user`` at once (a fair share of the
+    engines' slots: one user with many tabs cannot queue every slot ahead of everyone else). The local operator
+    (``user_id=None``) and ``per_user <= 0`` are not capped. Counted in this process."""
 
     def __init__(self) -> None:
         self._ids: set[int] = set()
+        self._by_user: dict[int, int] = {}
         self._lock = threading.Lock()
 
     @contextmanager
-    def claim(self, battle_id: int) -> Iterator[None]:
+    def claim(self, battle_id: int, user_id: int | None = None, per_user: int = 0) -> Iterator[None]:
+        key = user_id if per_user > 0 else None  # whose count this turn takes; None: not capped
         with self._lock:
             if battle_id in self._ids:
                 raise BattleError("both models are still answering in this battle; wait for them to finish")
+            if key is not None and self._by_user.get(key, 0) >= per_user:
+                raise BattleError(busy_message(per_user))
             self._ids.add(battle_id)
+            if key is not None:
+                self._by_user[key] = self._by_user.get(key, 0) + 1
         try:
             yield
         finally:
             with self._lock:
                 self._ids.discard(battle_id)
+                if key is not None:
+                    left = self._by_user.get(key, 1) - 1
+                    if left > 0:
+                        self._by_user[key] = left
+                    else:
+                        self._by_user.pop(key, None)
+
+    def in_flight(self, user_id: int) -> int:
+        """How many turns of ``user_id`` are being answered now (capped users only)."""
+        with self._lock:
+            return self._by_user.get(user_id, 0)
 
     def __contains__(self, battle_id: int) -> bool:
         with self._lock:
@@ -412,6 +443,11 @@ class ArenaService:
             raise BattleError(f"battle {battle_id} does not exist")
         return b
 
+    def _owner(self, battle_id: int) -> int | None:
+        """The user who started the battle (None: the local operator)."""
+        with self.db.session() as s:
+            return self._get(s, battle_id).user_id
+
     def _load(self, battle_id: int) -> tuple[Battle, ContestantInfo, ContestantInfo, list[Turn]]:
         with self.db.session() as s:
             b = self._get(s, battle_id)
@@ -475,6 +511,14 @@ class ArenaService:
         """True while a turn of this battle is being generated (votes, reveal and new turns wait for it)."""
         return battle_id in self._answering
 
+    def check_turn_slot(self, user_id: int | None) -> None:
+        """Refuse (``BattleError``) when ``user_id`` already has as many turns being answered as one user may
+        (``ArenaLimits.turns_in_flight_per_user``): asked before a new battle is opened, so a refused Send leaves
+        no empty battle. The claim when the turn starts is the check that holds."""
+        per_user = self.limits.turns_in_flight_per_user
+        if user_id is not None and per_user > 0 and self._answering.in_flight(user_id) >= per_user:
+            raise BattleError(busy_message(per_user))
+
     def _not_busy(self, battle_id: int) -> None:
         if battle_id in self._answering:
             raise BattleError("both models are still answering; wait for both answers before voting")
@@ -483,7 +527,7 @@ class ArenaService:
     def generate_turn(self, battle_id: int, user_msg: str) -> Iterator[TurnUpdate]:
         """Stream both answers at once (left/right as the user sees them); store the turn when both finish."""
         self.check_prompt(battle_id, user_msg)
-        with self._answering.claim(battle_id):
+        with self._answering.claim(battle_id, self._owner(battle_id), self.limits.turns_in_flight_per_user):
             self._touch(battle_id)
             b, ca, cb, turns = self._load(battle_id)
             yield from self._run_turn(b, ca, cb, turns, user_msg, len(turns), None)
@@ -502,7 +546,7 @@ class ArenaService:
             raise BattleError(
                 f"turn {last.idx + 1} was regenerated {self.limits.max_regenerations} times already"
             )
-        with self._answering.claim(battle_id):
+        with self._answering.claim(battle_id, b.user_id, self.limits.turns_in_flight_per_user):
             self._touch(battle_id)
             b, ca, cb, turns = self._load(battle_id)
             yield from self._run_turn(b, ca, cb, turns[:-1], last.user_msg, last.idx, last)

@@ -95,6 +95,18 @@ class Settings(BaseSettings):
     max_upload_mb: int = Field(
         default=100, description="largest file the web app accepts (imports, personas), in MB"
     )
+    max_request_mb: int = Field(
+        default=16,
+        gt=0,
+        description="largest request body a signed-in user may send to the web app besides an upload (an event's "
+        "data, a form), in MB; refused before it is read when it says its size, and as it streams in otherwise",
+    )
+    login_kb_per_minute: int = Field(
+        default=1024,
+        ge=0,
+        description="bytes (in KB) one client address may send per minute without a session (the login form; "
+        "each request counts at least 1 KB; a request without a session takes at most 64 KB); 0 = no budget",
+    )
     # The arena
     max_prompt_chars: int = Field(default=4000, description="longest prompt a battle accepts, in characters")
     max_turns: int = Field(default=8, description="most turns in one battle")
@@ -125,6 +137,12 @@ class Settings(BaseSettings):
     )
     prompts_per_minute: int = Field(
         default=20, description="battle turns and regenerations per signed-in user per minute; 0 = no limit"
+    )
+    turns_in_flight: int = Field(
+        default=1,
+        ge=0,
+        description="battle turns (and regenerations) one signed-in user may have being answered at once, across "
+        "all their battles and tabs, in one app process; 0 = no limit",
     )
     votes_per_minute: int = Field(default=60, description="votes per signed-in user per minute; 0 = no limit")
     failed_logins_per_minute: int = Field(

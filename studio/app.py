@@ -14,6 +14,7 @@ import gradio as gr
 from studio import headers, uploads
 from studio.auth import SessionGuard, check_serving
 from studio.context import StudioContext, build_context
+from studio.gate import Limits, RequestGate
 from studio.origins import OriginPolicy, split_list, wrap
 from studio.pages import admin, agreement, arena, data, label, leaderboard, models, probes, queues, train
 from studio.render import sanitize_html
@@ -128,7 +129,10 @@ def app_kwargs(ctx: StudioContext, host: str) -> dict[str, Any]:
     1. ``headers.SecurityHeaders``: Content-Security-Policy and companions on every response (refusals too);
     2. ``downloads.FileRouteGuard``: Gradio's file routes serve nothing (files leave through the checked route);
     3. ``auth.SessionGuard``: login throttle context, sessions that expire or end on a password change, and the
-       session cookie's ``SameSite=Lax; HttpOnly`` (login mode only).
+       session cookie's ``SameSite=Lax; HttpOnly`` (login mode only);
+    4. ``gate.RequestGate``: side routes off, no route without a session but the login page's, the login page
+       without the API description, and body limits (``VIBESTUDIO_MAX_REQUEST_MB``, the upload limit, a small one
+       and a per-address budget without a session), all before a body is read.
     """
     from starlette.middleware import Middleware
 
@@ -139,6 +143,7 @@ def app_kwargs(ctx: StudioContext, host: str) -> dict[str, Any]:
             *headers.app_kwargs()["middleware"],
             Middleware(FileRouteGuard),
             Middleware(SessionGuard, access=ctx.access),
+            Middleware(RequestGate, access=ctx.access, limits=Limits.from_settings(ctx.settings)),
         ]
     }
 
@@ -192,6 +197,8 @@ def serve(
         auth=ctx.access.gradio_auth(),  # None in the open single-user mode and the proxy mode
         auth_dependency=ctx.access.gradio_auth_dependency(),  # the proxy mode's user, from the guard
         max_file_size=f"{ctx.settings.max_upload_mb}mb",
+        enable_monitoring=False,  # Gradio's call counts and timings: off (``studio.gate`` refuses the routes too)
+        run_history=False,  # its routes reach the Hugging Face hub; the studio keeps its own records
         auth_message="Sign in with your Vibe Studio account."
         if ctx.access.required and ctx.access.proxy is None
         else None,

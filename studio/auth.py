@@ -52,6 +52,7 @@ from accounts.proxy import parse_role_groups, proxy_user
 from accounts.sessions import SessionBook, fingerprint
 from accounts.throttle import LoginThrottle
 from db.session import Database
+from studio.gate import PROXY_USER_SCOPE, SESSION_USER_SCOPE
 
 log = logging.getLogger(__name__)
 MODES = ("auto", "on", "off", "proxy")
@@ -60,7 +61,6 @@ MODES = ("auto", "on", "off", "proxy")
 LOGIN_CONTEXT: ContextVar[dict[str, str] | None] = ContextVar("vibestudio_login", default=None)
 COOKIE_PREFIX = "access-token"  # Gradio's session cookies: access-token-<id> and access-token-unsecure-<id>
 SHARED_COOKIE_ID = "studio"  # the fixed id the browser sees instead of each process's random one
-PROXY_USER_SCOPE = "vibestudio.proxy_user"  # where the guard leaves the proxy's user for ``auth_dependency``
 
 
 class AuthConfigError(RuntimeError):
@@ -386,6 +386,8 @@ class SessionGuard:
                 if cookie_id:
                     cookies = [*cookies, f"{COOKIE_PREFIX}-{cookie_id}={good}"]
             scope = {**scope, "headers": _with_cookies(others, cookies)}
+            if user is not None:
+                scope[SESSION_USER_SCOPE] = user  # for the request gate (``studio.gate``), inside this guard
         if path.rstrip("/").endswith("/logout"):
             await anyio.to_thread.run_sync(self._end, tokens, user)
         client = (scope.get("client") or ("?",))[0]

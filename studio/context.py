@@ -73,6 +73,7 @@ def build_context(settings: Settings | None = None) -> StudioContext:
         idle_minutes=settings.battle_idle_minutes,
         strip_prefill=settings.strip_prefill,
         blind_max_tokens=settings.blind_max_tokens,
+        turns_in_flight_per_user=settings.turns_in_flight,
     )
     try:
         from training.runner import reconcile

@@ -108,9 +108,10 @@ def open_offer(db: Database | None, token: str, name: str, user_id: int | None) 
     return path
 
 
-#: Gradio's file routes: they serve its upload cache to whoever names a path there (and any ``allowed_paths``).
+#: Gradio's file routes: they serve its upload cache to whoever names a path there (and any ``allowed_paths``);
+#: ``/gradio_api/file/<path>`` is its older spelling of ``file=``.
 #: The studio needs none of them (it shows no image, audio or file output), so they answer nothing.
-FILE_ROUTES = ("/file=", "/gradio_api/file=", "/proxy=", "/gradio_api/proxy=")
+FILE_ROUTES = ("/file=", "/gradio_api/file=", "/file/", "/gradio_api/file/", "/proxy=", "/gradio_api/proxy=")
 
 
 class FileRouteGuard:

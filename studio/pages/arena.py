@@ -696,6 +696,8 @@ def _turn_handlers(ctx: StudioContext) -> _TurnHandlers:
     ):
         try:
             uid = ctx.access.user_id(request)
+            # the user's turns in flight (across battles and tabs): before a battle is opened or a token spent
+            svc.check_turn_slot(uid)
             ctx.access.limit("prompts", uid)
             if battle_id is None:
                 svc.check_prompt_text(msg)

@@ -470,6 +470,37 @@ def test_a_battle_answers_one_turn_at_a_time(db, fake):
     assert list(svc.generate_turn(bid, "q"))[-1].error is None
 
 
+def test_one_user_has_at_most_the_cap_of_turns_in_flight(db, fake):
+    from accounts import add_user
+
+    _http(db, fake, "s1", "slow")
+    _http(db, fake, "s2", "slow")
+    ann, bob = (add_user(db, n, "a long test password").id for n in ("ann", "bob"))
+    svc = ArenaService(db, limits=ArenaLimits(turns_in_flight_per_user=1))
+    first, second, other = (svc.start_battle(user_id=u).battle_id for u in (ann, ann, bob))
+    running = svc.generate_turn(first, "q")
+    next(running)
+    with pytest.raises(BattleError, match="already have a turn being answered.*VIBESTUDIO_TURNS_IN_FLIGHT"):
+        svc.check_turn_slot(ann)
+    with pytest.raises(BattleError, match="already have a turn being answered"):
+        list(svc.generate_turn(second, "q"))  # another battle of the same user waits for the first
+    svc.check_turn_slot(bob)
+    assert list(svc.generate_turn(other, "q"))[-1].error is None  # another user is not held back
+    svc.check_turn_slot(None)  # the local operator is not capped
+    assert list(running)[-1].error is None
+    assert list(svc.generate_turn(second, "q"))[-1].error is None  # the slot is free again
+    # a turn that stops early (the user went away) gives its slot back too
+    gen = svc.regenerate(second)
+    next(gen)
+    gen.close()
+    svc.check_turn_slot(ann)
+    unlimited = ArenaService(db, limits=ArenaLimits(turns_in_flight_per_user=0))
+    gen = unlimited.generate_turn(first, "again")
+    next(gen)
+    assert list(unlimited.generate_turn(second, "again"))[-1].error is None
+    gen.close()
+
+
 def test_bad_input_is_refused_and_writes_nothing(db, fake):
     _http(db, fake, "b1", "fixed")
     _http(db, fake, "b2", "fixed")
