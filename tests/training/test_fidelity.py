@@ -214,3 +214,21 @@ def test_a_bad_fidelity_section_names_its_field(tmp_path, section, field):
         verdict.load_rules(path)
     shutil.copy(verdict.RULES_PATH, path)
     assert verdict.load_rules(path).fidelity.floor == 0.9
+
+
+def test_a_corrupt_adapter_is_never_written_or_registered(q4_parent, tmp_path):
+    from training.gguf_adapter import adapter_gguf_path, convert_adapter
+    from training.gguf_export import ConversionError
+
+    gguf, hf = q4_parent
+    lora = small_lora(hf, tmp_path / "child")
+    weights = lora / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # cut off mid-file
+    with pytest.raises(ConversionError, match="adapter"):
+        convert_adapter(lora, str(hf), gguf)
+    assert not adapter_gguf_path(lora).exists() and not list(lora.glob("*.gguf"))
+    # publishing measures nothing it cannot load: no llama.cpp form is registered, and the report (which loads
+    # the same adapter) fails and holds the child with the reason
+    choice = fidelity.choose(str(gguf), str(hf), str(lora), lora, POLICY, say=lambda _m: None)
+    assert choice.engine == "transformers" and choice.adapter_ref is None
+    assert "could not be measured" in choice.note and not list(lora.glob("*.gguf"))
