@@ -95,10 +95,11 @@ class LlamaCppEngine(Engine):
         self.n_ctx = n_ctx or default_n_ctx()
         self.concurrency = pool_size()
         self._pool = _pool(model_path, self.n_ctx, self.concurrency, adapter_path)
-        # What the engine cache counts: the weights, mapped once and shared by the pool's instances (an adapter
-        # is loaded once per instance).
-        self.memory_bytes = os.path.getsize(model_path) + (
-            self.concurrency * os.path.getsize(adapter_path) if adapter_path else 0
+        # What the engine cache counts: the weights, mapped once and shared by the pool's instances; with an
+        # adapter llama.cpp loads the model into each instance (no mmap), so both count once per instance.
+        size = os.path.getsize(model_path)
+        self.memory_bytes = (
+            self.concurrency * (size + os.path.getsize(adapter_path)) if adapter_path else size
         )
 
     def _prompt(self, llm: Any, messages: list[dict[str, str]], prefill: str) -> tuple[str, list[str]]:

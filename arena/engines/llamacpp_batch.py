@@ -145,6 +145,8 @@ def generate(
     llm: Any, prompts: Sequence[tuple[str, Sampling, str]], n_ctx: int, stops: list[str]
 ) -> list[Reply]:
     """Answers to ``(rendered prompt, sampling, prefill)`` triples decoded together on ``llm``'s model."""
+    import ctypes
+
     import llama_cpp
     from llama_cpp import _internals
 
@@ -181,6 +183,13 @@ def generate(
         ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
     except Exception as exc:
         raise EngineError(f"llama.cpp could not make a batch context: {exc}") from exc
+    adapter = getattr(llm, "_lora_adapter", None)
+    if adapter is not None:  # a LoRA child: the adapter is set per context, and this context is new
+        adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
+        scales = (ctypes.c_float * 1)(float(getattr(llm, "lora_scale", 1.0)))
+        if llama_cpp.llama_set_adapters_lora(ctx.ctx, adapters, 1, scales):
+            ctx.close()
+            raise EngineError("llama.cpp could not apply the LoRA adapter to a batch context")
     batch = _internals.LlamaBatch(n_tokens=max(n_batch, len(seqs)), embd=0, n_seq_max=1, verbose=False)
     n_vocab = llm.n_vocab()
     try:
