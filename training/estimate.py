@@ -48,6 +48,11 @@ START_SECONDS_GPU = 40.0
 #: Report answers per second of generation, both sides in turn (transformers fp32 on the 2-core machine ~17).
 REPORT_TOKENS_PER_S = {"cpu": 17.0, "gpu": 300.0}
 REPORT_START_SECONDS = 30.0  # parent and child loaded for the report
+#: Publishing a child of a llama.cpp parent measures its deployed forms first (``training.fidelity``): the trained
+#: model's continuations on the fidelity prompts, then about two forms made and scored (SmolLM2 on 2 CPU cores:
+#: 106 s and 126 s beside other work). Calibration folds what it really took into the training part.
+PUBLISH_FORMS_SECONDS = {"cpu": 45.0, "gpu": 15.0}
+FIDELITY_TOKENS = 12 * 24  # the rules' default prompts x tokens
 # The formula alone, before any job of this studio measured it: x8.6 and x9.4 seen on a tiny model's first job
 # (scripts/estimate_error.py), x9 on SmolLM2 before start-up was counted.
 UNCALIBRATED = 10.0
@@ -109,7 +114,8 @@ class Estimate:
     total_seconds: float
     basis: str  # "FLOP model", "measured on n earlier steps" or "calibrated on n past jobs like it"
     breakdown: dict[str, int] = field(default_factory=dict)
-    train_seconds: float = 0.0  # job process start, model load and the steps
+    train_seconds: float = 0.0  # job process start, model load and the steps (and publishing, below)
+    publish_seconds: float = 0.0  # choosing the child's form (``training.fidelity``), part of train_seconds
     report_seconds: float = 0.0  # the checkpoint report that follows (0: drift_prompts 0 and no evals)
     report_prompts: int = 0
     report_reuses_parent: bool = False  # an earlier report kept the parent's answers: about half the report
@@ -123,7 +129,13 @@ class Estimate:
     def summary(self) -> str:
         avail = f" of {self.available_bytes / GIB:.1f} GiB available" if self.available_bytes else ""
         report = (
-            f" (training ~{_duration(self.train_seconds)}, then the checkpoint report on {self.report_prompts} "
+            f" (training ~{_duration(self.train_seconds)}"
+            + (
+                f" with publishing ~{_duration(self.publish_seconds)} (choosing the form that keeps the training)"
+                if self.publish_seconds
+                else ""
+            )
+            + f", then the checkpoint report on {self.report_prompts} "
             f"prompts ~{_duration(self.report_seconds)}"
             + (", the parent's answers kept from an earlier report" if self.report_reuses_parent else "")
             + ")"
@@ -275,11 +287,13 @@ def estimate(
     history_tokens: int = 0,
     past: list[Timing] | None = None,
     parent: int | None = None,
+    gguf_parent: bool = False,
 ) -> Estimate:
-    """Peak memory and time (training and its report) for ``cfg`` on base ``model_ref``; ``history``: measured
-    s/step of similar jobs; ``past``: the timings of the jobs this studio ran (``past_timings``) to calibrate on;
-    ``parent``: the contestant it trains from (a report against a parent whose answers an earlier report kept
-    decodes about half as much)."""
+    """Peak memory and time (training, publishing and its report) for ``cfg`` on base ``model_ref``; ``history``:
+    measured s/step of similar jobs; ``past``: the timings of the jobs this studio ran (``past_timings``) to
+    calibrate on; ``parent``: the contestant it trains from (a report against a parent whose answers an earlier
+    report kept decodes about half as much); ``gguf_parent``: that parent plays a GGUF on llama.cpp, so publishing
+    first measures which form of the child keeps its training (``training.fidelity``)."""
     shape = model_shape(model_ref)
     gpu = _gpu_visible(cfg)
     wbytes = 2 if gpu else 4
@@ -321,7 +335,11 @@ def estimate(
             f"measured on {counted(len(history), 'earlier step')}",
         )
         uncertainty = "steps measured, start-up and report from the formula"
-    train = per_step * cfg.max_steps + (START_SECONDS_GPU if gpu else START_SECONDS_CPU)
+    publish = 0.0
+    if gguf_parent and cfg.publish and JOB_KINDS[cfg.kind].publishes:
+        speed = REPORT_TOKENS_PER_S["gpu" if gpu else "cpu"]
+        publish = PUBLISH_FORMS_SECONDS["gpu" if gpu else "cpu"] + FIDELITY_TOKENS / speed
+    train = per_step * cfg.max_steps + (START_SECONDS_GPU if gpu else START_SECONDS_CPU) + publish
     share = expected_share(past or [], parent, report_key(cfg))
     report = at_share(report_seconds(cfg, gpu), share)
     if past:
@@ -345,6 +363,7 @@ def estimate(
         basis=basis,
         breakdown=breakdown,
         train_seconds=train,
+        publish_seconds=publish,
         report_seconds=report,
         report_prompts=cfg.report_counts()[0],
         report_reuses_parent=share < 1.0 and report > 0,

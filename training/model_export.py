@@ -78,7 +78,7 @@ def export(
     db: Database, name: int | str, fmt: str, out_dir: Path | str, user_id: int | None = None
 ) -> Exported:
     """Write contestant ``name`` for deployment into ``out_dir``: ``gguf`` (``<name>.gguf``: the file it plays
-    with on llama.cpp; ``<name>/`` with ``model.gguf`` and ``adapter.gguf`` for a child that plays its parent's
+    with on llama.cpp; ``<name>-gguf/`` with ``model.gguf`` and ``adapter.gguf`` for a child that plays its parent's
     file with a run-time LoRA; else its HF weights converted at F16 on the embedded tokenizer's template; the
     source says how much of the training the played form kept) or ``merged``
     (``<name>/``: an HF checkpoint with any LoRA merged in, tokenizer included). Researchers and up (``None``
@@ -104,7 +104,7 @@ def export(
         if target.exists():
             raise ConversionError(f"{target} exists; choose another folder")
         if info.engine == "llama_cpp" and info.adapter_ref:
-            return _export_with_adapter(info, out / safe, t0, _fidelity_words(db, info.id))
+            return _export_with_adapter(info, out / f"{safe}-gguf", t0, _fidelity_words(db, info.id))
         if info.engine == "llama_cpp":
             src = Path(resolve_model_ref(info.model_ref))
             tmp = unique_tmp(target)

@@ -427,7 +427,9 @@ def check_resources(
     """The memory/time estimate; JobError when the job cannot fit (and ``cfg.check_memory``)."""
     try:
         seconds, tokens = history_for(session, cfg, base.model_ref)
-        est = estimate(cfg, base.model_ref, seconds, tokens, past_timings(session), parent)
+        row = session.get(Contestant, parent) if parent is not None else None
+        gguf = row is not None and row.engine == "llama_cpp"
+        est = estimate(cfg, base.model_ref, seconds, tokens, past_timings(session), parent, gguf_parent=gguf)
     except (ValueError, OSError):
         return None  # unknown shape (e.g. a hub id): no estimate, no refusal
     if cfg.check_memory and not est.fits:

@@ -102,7 +102,15 @@ def estimate_job(db: Database, kind: str, parent: int | str, **overrides: Any) -
         seconds, tokens = history_for(s, cfg, base.model_ref)
         past = past_timings(s)
     try:
-        return estimate(cfg, base.model_ref, seconds, tokens, past, parent_info.id if parent_info else None)
+        return estimate(
+            cfg,
+            base.model_ref,
+            seconds,
+            tokens,
+            past,
+            parent_info.id if parent_info else None,
+            gguf_parent=bool(parent_info and parent_info.engine == "llama_cpp"),
+        )
     except ValueError as exc:
         raise JobError(str(exc)) from exc
 

@@ -248,3 +248,15 @@ def test_a_corrupt_adapter_is_never_written_or_registered(q4_parent, tmp_path):
     choice = fidelity.choose(str(gguf), str(hf), str(lora), lora, POLICY, say=lambda _m: None)
     assert choice.engine == "transformers" and choice.adapter_ref is None
     assert "could not be measured" in choice.note and not list(lora.glob("*.gguf"))
+
+
+def test_the_estimate_counts_choosing_the_form_for_a_gguf_parent(tiny_model_dir):
+    from training.config import make_config
+    from training.estimate import estimate
+
+    cfg = make_config("dpo", parent_contestant="p", snapshot_hash="x" * 64)
+    plain = estimate(cfg, str(tiny_model_dir))
+    gguf = estimate(cfg, str(tiny_model_dir), gguf_parent=True)
+    assert plain.publish_seconds == 0 and gguf.publish_seconds > 30
+    assert gguf.total_seconds == pytest.approx(plain.total_seconds + gguf.publish_seconds)
+    assert "choosing the form that keeps the training" in gguf.summary()

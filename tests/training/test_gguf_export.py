@@ -204,13 +204,9 @@ def test_models_export_gguf_and_merged(tiny_model_dir, lora_dir, parents, tmp_pa
     with db.session() as s:
         child = get_contestant(s, "gguf-child")
     if child.adapter_ref:  # it plays its parent's file with its LoRA at run time: both, as it plays
-        assert (tmp_path / "out" / "gguf-child" / "model.gguf").read_bytes() == parents["q4_1"].read_bytes()
-        assert (tmp_path / "out" / "gguf-child" / "adapter.gguf").read_bytes() == Path(
-            child.adapter_ref
-        ).read_bytes()
-        (tmp_path / "out" / "gguf-child" / "model.gguf").unlink()
-        (tmp_path / "out" / "gguf-child" / "adapter.gguf").unlink()
-        (tmp_path / "out" / "gguf-child").rmdir()  # the merged export below takes that name
+        folder = tmp_path / "out" / "gguf-child-gguf"  # beside the merged export's folder, never in its way
+        assert (folder / "model.gguf").read_bytes() == parents["q4_1"].read_bytes()
+        assert (folder / "adapter.gguf").read_bytes() == Path(child.adapter_ref).read_bytes()
     else:
         assert (tmp_path / "out" / "gguf-child.gguf").read_bytes() == Path(child.model_ref).read_bytes()
     assert "of the trained shift" in r.output  # the export says how much of the training it keeps
