@@ -107,6 +107,30 @@ class Settings(BaseSettings):
         description="bytes (in KB) one client address may send per minute without a session (the login form; "
         "each request counts at least 1 KB; a request without a session takes at most 64 KB); 0 = no budget",
     )
+    upload_mb_per_hour: int = Field(
+        default=1024,
+        ge=0,
+        description="bytes (in MB) one signed-in user may upload to the web app per hour, in one app process; "
+        "refused with 429 before the body is read; 0 = no limit",
+    )
+    upload_mb_held: int = Field(
+        default=256,
+        ge=0,
+        description="bytes (in MB) of one signed-in user's uploads that may be waiting at once (an upload counts "
+        "until it has expired, 15 minutes); refused with 429 before the body is read; 0 = no limit",
+    )
+    export_hours: float = Field(
+        default=24.0,
+        ge=0,
+        description="hours a download the web app offers (a model or label export) is kept; older ones are "
+        "removed at start-up and on each new export; 0 = kept until removed by hand",
+    )
+    export_mb_per_user: int = Field(
+        default=20480,
+        ge=0,
+        description="bytes (in MB) of unexpired downloads one signed-in user may hold; an export past it is "
+        "refused (and removed); 0 = no limit",
+    )
     # The arena
     max_prompt_chars: int = Field(default=4000, description="longest prompt a battle accepts, in characters")
     max_turns: int = Field(default=8, description="most turns in one battle")
@@ -226,6 +250,12 @@ class Settings(BaseSettings):
         description="who runs training jobs: `local` (the app or CLI that launches a job starts it as a process on "
         "its own host, one at a time) or `workers` (jobs wait queued until a `vibestudio worker` claims them; "
         'docs/deployment.md, "Workers and checkpoints")',
+    )
+    jobs_per_user: int = Field(
+        default=4,
+        ge=0,
+        description="training jobs one signed-in user may have queued or running at once; a launch past it is "
+        "refused (admins and the operator are exempt); 0 = no limit",
     )
     heartbeat_s: float = Field(
         default=5.0,

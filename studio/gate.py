@@ -22,6 +22,11 @@ nothing outside it reads a body). For every request, in this order:
    is charged to a byte budget, ``VIBESTUDIO_LOGIN_KB_PER_MINUTE`` (each request at least 1 KiB), kept in this
    process; over it, 429 with ``Retry-After`` before the body is read. Failed logins are throttled separately
    (``accounts.throttle``).
+5. **A share of uploads per user**: what one signed-in user uploads is charged to ``UploadQuota`` before the body
+   is read (its ``Content-Length``; a chunked body as it streams): at most ``VIBESTUDIO_UPLOAD_MB_PER_HOUR`` an
+   hour and ``VIBESTUDIO_UPLOAD_MB_HELD`` waiting at once (an upload counts as held until it has expired,
+   ``studio.uploads.UPLOAD_TTL_S``, even when a handler removed it sooner); over either, 429 with ``Retry-After``,
+   nothing stored. Kept per process; the local operator of the open mode is not charged.
 
 A refusal of a request that may carry a body says ``Connection: close``, so the server does not read what is
 left of it. Imports no gradio.
@@ -33,7 +38,7 @@ import math
 import re
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -122,6 +127,8 @@ class Limits:
     upload_bytes: int = 100 * MIB + UPLOAD_OVERHEAD
     login_bytes: int = LOGIN_BODY_LIMIT
     login_bytes_per_minute: int = MIB
+    upload_bytes_per_hour: int = 1024 * MIB
+    upload_bytes_held: int = 256 * MIB
 
     @classmethod
     def from_settings(cls, settings: Any) -> Limits:
@@ -129,7 +136,76 @@ class Limits:
             request_bytes=int(settings.max_request_mb * MIB),
             upload_bytes=int(settings.max_upload_mb * MIB) + UPLOAD_OVERHEAD,
             login_bytes_per_minute=int(settings.login_kb_per_minute * 1024),
+            upload_bytes_per_hour=int(settings.upload_mb_per_hour * MIB),
+            upload_bytes_held=int(settings.upload_mb_held * MIB),
         )
+
+
+class UploadQuota:
+    """Bytes each signed-in user uploaded, with their times: at most ``per_hour`` in the last hour and ``held``
+    in the last ``held_s`` (how long an upload may wait before it is removed). In memory, per process; 0 = no
+    limit."""
+
+    HOUR = 3600.0
+
+    def __init__(self, per_hour: int, held: int, held_s: float | None = None) -> None:
+        from studio.uploads import UPLOAD_TTL_S
+
+        self.per_hour, self.held = per_hour, held
+        self.held_s = float(UPLOAD_TTL_S if held_s is None else held_s)
+        self._log: dict[str, deque[tuple[float, int]]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, user: str, n: int, now: float | None = None, force: bool = False) -> str | None:
+        """Charge ``n`` bytes to ``user``: None when they fit, else the refusal (nothing charged then; with
+        ``force`` they are charged either way, for bytes already received)."""
+        if n <= 0 or (self.per_hour <= 0 and self.held <= 0):
+            return None
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            log = self._log.setdefault(user, deque())
+            while log and log[0][0] <= now - max(self.HOUR, self.held_s):
+                log.popleft()
+            refusal = None
+            for limit, window, setting in (
+                (self.per_hour, self.HOUR, "VIBESTUDIO_UPLOAD_MB_PER_HOUR"),
+                (self.held, self.held_s, "VIBESTUDIO_UPLOAD_MB_HELD"),
+            ):
+                if limit <= 0:
+                    continue
+                recent = [(t, b) for t, b in log if t > now - window]
+                if sum(b for _, b in recent) + n > limit:
+                    refusal = quota_spent(limit, setting, self._wait(recent, n, limit, window, now))
+                    break
+            if refusal is None or force:
+                log.append((now, n))
+            if not log:
+                self._log.pop(user, None)
+            return refusal
+
+    @staticmethod
+    def _wait(recent: list[tuple[float, int]], n: int, limit: int, window: float, now: float) -> float:
+        """Seconds until ``n`` more bytes would fit (as the oldest uploads leave the window)."""
+        total = sum(b for _, b in recent)
+        for t, b in recent:
+            total -= b
+            if total + n <= limit:
+                return t + window - now
+        return window
+
+
+def quota_spent(limit: int, setting: str, wait_s: float) -> str:
+    size = f"{limit // MIB} MB" if limit >= MIB else f"{limit} bytes"
+    what = "an hour" if setting.endswith("PER_HOUR") else "waiting at once"
+    return (
+        f"refused: you have uploaded too much (at most {size} {what}; {setting}); "
+        f"try again in {max(1, math.ceil(wait_s))} s"
+    )
+
+
+class UploadQuotaSpent(HTTPException):
+    def __init__(self, message: str) -> None:
+        super().__init__(429, message)
 
 
 class AddressBudget:
@@ -264,6 +340,7 @@ class RequestGate:
         self.access = access
         self.limits = limits or Limits()
         self.budget = AddressBudget(self.limits.login_bytes_per_minute)
+        self.uploads = UploadQuota(self.limits.upload_bytes_per_hour, self.limits.upload_bytes_held)
 
     @staticmethod
     def user(scope: Scope) -> str | None:
@@ -311,15 +388,37 @@ class RequestGate:
             if wait > 0:
                 await self._refuse(scope, send, 429, spent(wait), True, {"Retry-After": str(math.ceil(wait))})
                 return
+        uploader = self.user(scope) if clean_path(path) in UPLOAD_ROUTES and not anonymous else None
+        if uploader is not None and length:
+            refusal = self.uploads.take(uploader, length)
+            if refusal is not None:
+                await self._refuse(scope, send, 429, refusal, True, {"Retry-After": _retry_after(refusal)})
+                return
         if anonymous and clean_path(path) == "/":
             send = without_api_info(send)  # the login page: no endpoints, no names
-        await self._counted(scope, receive, send, limit, setting, address if anonymous and chunked else None)
+        await self._counted(
+            scope,
+            receive,
+            send,
+            limit,
+            setting,
+            address if anonymous and chunked else None,
+            uploader if chunked and length is None else None,
+        )
 
     async def _counted(
-        self, scope: Scope, receive: Receive, send: Send, limit: int, setting: str, charge: str | None
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        limit: int,
+        setting: str,
+        charge: str | None,
+        uploader: str | None = None,
     ) -> None:
         """Run the app with a ``receive`` that counts the body and stops it past ``limit`` (and, for a chunked
-        body without a session, charges what streams in past the first ``MIN_CHARGE`` to ``charge``'s budget)."""
+        body without a session, charges what streams in past the first ``MIN_CHARGE`` to ``charge``'s budget;
+        for a chunked upload, charges each piece to ``uploader``'s upload quota)."""
         seen = 0
         started = False
 
@@ -331,6 +430,10 @@ class RequestGate:
                 before, seen = seen, seen + n
                 if seen > limit:
                     raise BodyTooLarge(limit, setting)
+                if uploader is not None:
+                    refusal = self.uploads.take(uploader, n, force=True)
+                    if refusal is not None:
+                        raise UploadQuotaSpent(refusal)
                 if charge is not None and seen > MIN_CHARGE:
                     wait = self.budget.take(charge, seen - max(before, MIN_CHARGE))
                     if wait > 0:
@@ -346,9 +449,12 @@ class RequestGate:
         try:
             await self.app(scope, counted, tracked)
         except HTTPException as exc:  # raised from ``counted`` and not turned into a response by the route
-            if started or not isinstance(exc, BodyTooLarge | BudgetSpent):
+            if started or not isinstance(exc, BodyTooLarge | BudgetSpent | UploadQuotaSpent):
                 raise
-            await refuse(send, exc.status_code, str(exc.detail), True, dict(exc.headers or {}))
+            headers = dict(exc.headers or {})
+            if isinstance(exc, UploadQuotaSpent):
+                headers["Retry-After"] = _retry_after(str(exc.detail))
+            await refuse(send, exc.status_code, str(exc.detail), True, headers)
 
     async def _refuse(
         self,
@@ -363,3 +469,9 @@ class RequestGate:
             await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
             return
         await refuse(send, status, message, has_body, headers)
+
+
+def _retry_after(refusal: str) -> str:
+    """The seconds a quota refusal names (``try again in N s``)."""
+    found = re.search(r"try again in (\d+) s", refusal)
+    return found.group(1) if found else "60"
