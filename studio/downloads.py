@@ -14,6 +14,13 @@ what would admit it, never the token, a path or a name from the request.
 
 ``offer`` (a page hands it the file it wrote) and ``open_offer`` (the check) are plain functions; the route is a
 thin layer over ``open_offer``.
+
+**Exports expire, and each user has a share** (``sweep_expired``, ``make_room``): a download folder is removed once
+it is older than ``VIBESTUDIO_EXPORT_HOURS`` (its record's time, else the folder's), at start-up (``install``) and
+whenever a new export begins; a signed-in user may hold at most ``VIBESTUDIO_EXPORT_MB_PER_USER`` of unexpired
+downloads (a folder counts from the moment ``new_folder`` makes it, so exports under way count too): a new export
+is refused when they hold that much already, and one that brings them past it is removed and refused
+(``ExportRefused``). The local operator (``owner_id=None``) has no cap.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import json
 import re
 import secrets
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +48,10 @@ class NotOffered(LookupError):
     """No such download (unknown token, another name, or a file since removed)."""
 
 
+class ExportRefused(PermissionError):
+    """A user's downloads would pass their share (``VIBESTUDIO_EXPORT_MB_PER_USER``); the message says so."""
+
+
 @dataclass
 class Offer:
     """A file offered for download: the URL a page links to, and the file's name."""
@@ -56,12 +68,97 @@ def downloads_dir() -> Path:
     return folder
 
 
-def new_folder() -> tuple[str, Path]:
-    """A fresh ``(token, folder)`` under the downloads folder, for a page to write its file into."""
+def new_folder(owner_id: int | None = None) -> tuple[str, Path]:
+    """A fresh ``(token, folder)`` under the downloads folder, for a page to write its file into, after
+    ``make_room`` (expired downloads removed; refused when ``owner_id`` already holds their share). The folder
+    is recorded as ``owner_id``'s at once (with no file to offer yet), so an export under way counts."""
+    make_room(owner_id)
     token = secrets.token_urlsafe(16)
     folder = under(downloads_dir(), token)
     folder.mkdir(parents=True)
+    _write_record(folder, {"owner_id": owner_id, "role": "researcher", "name": None})
     return token, folder
+
+
+def _write_record(folder: Path, record: dict[str, Any]) -> None:
+    (folder / RECORD).write_text(json.dumps({**record, "created": time.time()}), encoding="utf-8")
+
+
+def _record(folder: Path) -> dict[str, Any]:
+    try:
+        got = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+        return got if isinstance(got, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for f in folder.rglob("*"):
+        try:
+            if f.is_file() and not f.is_symlink():
+                total += f.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def sweep_expired(ttl_s: float | None = None, now: float | None = None) -> int:
+    """Remove the download folders older than ``ttl_s`` (default ``VIBESTUDIO_EXPORT_HOURS``; 0 keeps all);
+    returns how many."""
+    from common.settings import get_settings
+
+    if ttl_s is None:
+        ttl_s = get_settings().export_hours * 3600
+    if ttl_s <= 0:
+        return 0
+    cutoff = (time.time() if now is None else now) - ttl_s
+    removed = 0
+    for folder in downloads_dir().iterdir():
+        if not folder.is_dir() or folder.is_symlink() or not _TOKEN.match(folder.name):
+            continue
+        try:
+            born = float(_record(folder).get("created") or folder.stat().st_mtime)
+        except (OSError, TypeError, ValueError):
+            continue
+        if born < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def held_bytes(owner_id: int) -> int:
+    """Bytes of the unexpired downloads (and exports under way) recorded as ``owner_id``'s."""
+    return sum(
+        _folder_bytes(f)
+        for f in downloads_dir().iterdir()
+        if f.is_dir() and not f.is_symlink() and _record(f).get("owner_id") == owner_id
+    )
+
+
+def _cap() -> int:
+    from common.settings import get_settings
+
+    return int(get_settings().export_mb_per_user * 1024 * 1024)
+
+
+def _over(held: int, cap: int) -> str:
+    return (
+        f"refused: your downloads hold {held / 1e6:.0f} MB, at most {cap / 1e6:.0f} MB are kept per user "
+        "(VIBESTUDIO_EXPORT_MB_PER_USER); they expire after VIBESTUDIO_EXPORT_HOURS, or ask an operator"
+    )
+
+
+def make_room(owner_id: int | None) -> None:
+    """Before a new export: remove expired downloads, then refuse (``ExportRefused``) when ``owner_id`` holds
+    their share already. The local operator (``None``) has no cap."""
+    sweep_expired()
+    cap = _cap()
+    if owner_id is None or cap <= 0:
+        return
+    held = held_bytes(owner_id)
+    if held >= cap:
+        raise ExportRefused(_over(held, cap))
 
 
 def offer(path: Path, owner_id: int | None, role: str = "researcher", token: str | None = None) -> Offer:
@@ -69,14 +166,21 @@ def offer(path: Path, owner_id: int | None, role: str = "researcher", token: str
     ``role``. A file outside a ``new_folder`` folder is moved into a new one."""
     path = Path(path)
     if token is None or path.parent.resolve() != under(downloads_dir(), token):
-        token, folder = new_folder()
+        token, folder = new_folder(owner_id)
         moved = folder / path.name
         shutil.move(str(path), moved)
         path = moved
     if path.is_dir():
-        path = Path(shutil.make_archive(str(path), "zip", root_dir=path))
-    record = {"owner_id": owner_id, "role": role, "name": path.name}
-    (path.parent / RECORD).write_text(json.dumps(record), encoding="utf-8")
+        zipped = Path(shutil.make_archive(str(path), "zip", root_dir=path))
+        shutil.rmtree(path, ignore_errors=True)  # the zip is what is offered
+        path = zipped
+    _write_record(path.parent, {"owner_id": owner_id, "role": role, "name": path.name})
+    cap = _cap()
+    if owner_id is not None and cap > 0:
+        held = held_bytes(owner_id)
+        if held > cap:  # this export brought its owner past their share: it is not kept
+            shutil.rmtree(path.parent, ignore_errors=True)
+            raise ExportRefused(_over(held, cap))
     return Offer(f"{ROUTE}/{token}/{path.name}", path.name, token)
 
 
@@ -157,6 +261,7 @@ def install(app: Any, ctx: Any) -> None:
         )
 
     app.add_route(ROUTE + "/{token}/{name}", download, methods=["GET"])
+    sweep_expired()  # at start-up: the downloads of earlier runs that have expired
 
 
 def _refusal(message: str) -> str:

@@ -272,7 +272,7 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
     def on_export(name: str | None, how: str, request: gr.Request) -> tuple[Any, Any]:
         import shutil
 
-        from studio.downloads import downloads_dir, new_folder, offer
+        from studio.downloads import ExportRefused, downloads_dir, new_folder, offer
         from studio.pages.queues import download_link
         from training.gguf_export import ConversionError
         from training.model_export import export
@@ -280,7 +280,10 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
         uid = require(ctx, request, "researcher")
         if not name:
             return to_html("⚠️ Pick a model first, then Export."), ""
-        token, folder = new_folder()  # a random name: the download's URL cannot be guessed
+        try:
+            token, folder = new_folder(uid)  # a random name: the download's URL cannot be guessed
+        except ExportRefused as exc:  # the user's share of exports is full
+            return to_html(f"⚠️ Not exported: {literal(str(exc))}"), ""
         try:
             done = export(ctx.db, name, how, folder, uid)
         except PermissionDenied as exc:
@@ -289,9 +292,10 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
         except (ConversionError, RegistryError, OSError) as exc:
             shutil.rmtree(folder, ignore_errors=True)
             return to_html(f"⚠️ Not exported: {literal(str(exc))}"), ""
-        got = offer(done.path, uid, "researcher", token)  # a merged folder is zipped beside itself
-        if done.path.is_dir():
-            shutil.rmtree(done.path, ignore_errors=True)
+        try:
+            got = offer(done.path, uid, "researcher", token)  # a merged folder is zipped (and removed)
+        except ExportRefused as exc:  # it brought the user past their share: removed
+            return to_html(f"⚠️ Not exported: {literal(str(exc))}"), ""
         size = (downloads_dir() / got.token / got.name).stat().st_size / 1e6
         msg = f"{literal(done.name)}: {done.format}, {size:.0f} MB, from {literal(done.source)} ({done.seconds:.1f} s)"
         return to_html(msg), download_link(

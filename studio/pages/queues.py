@@ -38,7 +38,7 @@ from arena.prompts import list_sets
 from arena.registry import RegistryError, list_contestants
 from common.paths import file_stem, under
 from studio.context import StudioContext
-from studio.downloads import downloads_dir, new_folder, offer
+from studio.downloads import ExportRefused, downloads_dir, new_folder, offer
 from studio.errors import refuse, require, user_error, wire
 from studio.render import count, error_text, literal, to_html
 from studio.uploads import discard_upload
@@ -471,7 +471,10 @@ def _export_handlers(ctx: StudioContext) -> _ExportHandlers:
         if suffix is None:
             raise refuse("Pick a file kind.")
         uid = require(ctx, request, "researcher")  # the role before a folder is made for the file
-        token, folder = new_folder()  # a random name: the export's URL cannot be guessed
+        try:
+            token, folder = new_folder(uid)  # a random name: the export's URL cannot be guessed
+        except ExportRefused as exc:  # the user's share of exports is full
+            return to_html(f"⚠️ Not exported: {literal(str(exc))}"), ""
         out = under(folder, stem + suffix)
         try:
             with ctx.db.session() as s:
@@ -486,9 +489,10 @@ def _export_handlers(ctx: StudioContext) -> _ExportHandlers:
         except PermissionDenied as exc:
             shutil.rmtree(folder, ignore_errors=True)
             raise user_error(exc) from exc
-        got = offer(
-            Path(res.path), uid, "researcher", token
-        )  # only its exporter (or an admin) may download it
+        try:  # only its exporter (or an admin) may download it
+            got = offer(Path(res.path), uid, "researcher", token)
+        except ExportRefused as exc:  # it brought the user past their share: removed
+            return to_html(f"⚠️ Not exported: {literal(str(exc))}"), ""
         skipped = skip_reason_text(res.skipped)
         text = f"{count(res.n_rows, 'row', bold=True)} → {literal(got.name)}" + (
             f" (left out: {literal(skipped)})" if skipped else ""
