@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, aliased
 from accounts import PermissionDenied, require_role
 from common.settings import get_settings
 from common.threads import sleeping_thread_waits
-from db.models import Checkpoint, Contestant, Job, JobMetric, utcnow
+from db.models import Checkpoint, Contestant, Job, JobMetric, User, utcnow
 from db.session import Database, data_home
 from training.config import JobConfig, load_config, resolve_files, save_config
 from training.errors import JobError
@@ -113,6 +113,27 @@ def log_tail(path: str | Path | None, lines: int = 40, max_chars: int = 4000) ->
 
 
 # ---- submit --------------------------------------------------------------------------------------------------
+def require_job_share(s: Session, user_id: int | None) -> None:
+    """One user's share of the job queue: a signed-in user below admin may have ``VIBESTUDIO_JOBS_PER_USER`` jobs
+    queued or running at once (0 = no limit); one more is refused (JobError). The operator (``None``) and admins
+    are exempt."""
+    limit = get_settings().jobs_per_user
+    if user_id is None or limit <= 0:
+        return
+    if s.scalar(select(User.role).where(User.id == user_id)) == "admin":
+        return
+    mine = s.scalar(
+        select(func.count())
+        .select_from(Job)
+        .where(Job.created_by == user_id, Job.status.in_(("queued", "running")))
+    )
+    if (mine or 0) >= limit:
+        raise JobError(
+            f"you already have {mine} jobs queued or running, the most one user may have "
+            "(VIBESTUDIO_JOBS_PER_USER); wait for one to finish or cancel one"
+        )
+
+
 def submit(
     db: Database,
     kind: str,
@@ -137,6 +158,7 @@ def submit(
     except ValueError as exc:
         raise JobError(str(exc)) from exc
     with db.session() as s:
+        require_job_share(s, created_by)
         checked = preflight(s, config)
         config.snapshot_hash = checked.snapshot_hash
         same = config.to_dict()
@@ -515,6 +537,7 @@ def resume(
             raise JobError(f"no job {job_id}")
         if job.status not in ("failed", "cancelled"):
             raise JobError(f"job {job_id} is {job.status}; only failed or cancelled jobs can be resumed")
+        require_job_share(s, user_id)
         if job.config_path and not Path(job.config_path).exists():
             raise JobError(f"job {job_id}: its config file {job.config_path} is gone; clone the job instead")
         save_steps = int((job.config or {}).get("save_steps") or 0)
