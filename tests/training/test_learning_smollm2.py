@@ -22,6 +22,7 @@ import pytest
 
 from arena.registry import DEFAULT_PERSONAS, get_contestant, register
 from db.models import Checkpoint
+from tests.helpers.postgres import ONE_KIND
 from training.report.steps import load_report
 from training.runner import wait
 from training.service import launch
@@ -97,6 +98,7 @@ def plain_parent(db) -> str:
 
 
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # SQLite: the database is not what this tests
 @pytest.mark.parametrize("kind", OBJECTIVES)
 def test_the_child_as_it_plays_shows_the_planted_vibe(db, plain_parent, make_snapshot, kind, capsys):
     t0 = time.monotonic()
