@@ -6,7 +6,7 @@ applied at run time on its parent's file: how a LoRA child plays without losing 
 Each engine keeps a small pool of ``Llama`` instances of its GGUF file so both sides of a battle can stream at the
 same time (one llama.cpp context is not safe to share between threads); the engine cache
 (``arena.engines.factory``) shares one engine per file and unloads the least recently used beyond the memory budget. The chat prompt is rendered from the template
-stored in the GGUF, then the persona's prefill is appended and the model continues from there. ``generate_batch``
+stored in the GGUF (in the sandbox, within bounds: ``arena.engines.chat_template``), then the persona's prefill is appended and the model continues from there. ``generate_batch``
 decodes a chunk of requests together in one context (``arena.engines.llamacpp_batch``): a report's few hundred
 answers at several times the tokens per second of one stream each.
 """
@@ -19,8 +19,6 @@ import queue
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
-
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from arena.engines.base import Engine, EngineError, GenerationStats, Reply, Request, Sampling, Stream, timed
 from arena.engines.gate import gate_for
@@ -77,10 +75,11 @@ def _pool(path: str, n_ctx: int, size: int, adapter: str | None = None) -> queue
 
 
 def render_chat(template: str, messages: list[dict[str, str]], bos: str, eos: str) -> str:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    return env.from_string(template).render(
-        messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos
-    )
+    """The chat prompt from the GGUF's template, rendered in the sandbox within bounds of size, time and memory
+    (``arena.engines.chat_template``: a template from a model file is code its maker wrote)."""
+    from arena.engines.chat_template import render_chat as bounded
+
+    return bounded(template, messages, bos, eos)
 
 
 class LlamaCppEngine(Engine):
