@@ -254,6 +254,10 @@ def spawn(
         env["CUDA_VISIBLE_DEVICES"] = gpus
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # one host: a process group meets on loopback, never at an address inherited from the server's environment
+    for name in ("MASTER_ADDR", "MASTER_PORT", "PET_RDZV_ENDPOINT", "PET_MASTER_ADDR", "PET_MASTER_PORT"):
+        env.pop(name, None)
+    env["MASTER_ADDR"] = "127.0.0.1"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
@@ -284,7 +288,8 @@ def job_command(config_path: str, job_id: int) -> list[str]:
     cfg = load_config(config_path)
     if cfg.launcher != "accelerate":
         return [sys.executable, *process]
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(cfg.num_processes)]
+    # accelerate launch with the rendezvous and the workers' store bound to 127.0.0.1 (training.loopback_launch)
+    launch = [sys.executable, "-m", "training.loopback_launch", "--num_processes", str(cfg.num_processes)]
     if cfg.accelerate_config:  # the studio's own file, from the allowed keys of the one the config names
         written = write_launch_config(cfg.accelerate_config, cfg.num_processes, Path(config_path).parent)
         launch += ["--config_file", str(written)]

@@ -163,7 +163,7 @@ def test_the_same_config_runs_under_accelerate_launch(db, tiny_parent, make_snap
         db, "tiny-parent", make_snapshot(8), **{**FAST, "launcher": "accelerate", "use_cpu": True}
     )
     command = runner.job_command(str(runner.job_dir(job_id) / "config.yaml"), job_id)
-    assert command[1:3] == ["-m", "accelerate.commands.launch"] and "--cpu" in command
+    assert command[1:3] == ["-m", "training.loopback_launch"] and "--cpu" in command
     view = wait(db, job_id, timeout=300)
     assert view.status == "succeeded", view.error or view.log_tail
     assert view.contestant_id is not None and [s for s, _ in view.metrics["loss"]] == [1, 2, 3, 4]
