@@ -153,13 +153,6 @@ def run_report(
             providers=providers,
             progress=say,
         )
-        _, deployed, _ = fidelity.record_for(db, contestant_id)
-        report.setup["deployed"] = {
-            "form": (deployed or {}).get("chosen", "as registered"),
-            "summary": fidelity.summary(deployed)
-            if deployed
-            else "the contestant as registered (not a converted form)",
-        }
         if options.detect_drift_sd is not None or options.detect_eval_change is not None:
             report.setup.setdefault("power", {})["chosen_for"] = {
                 "drift_sd": options.detect_drift_sd,

@@ -291,6 +291,7 @@ def drift_report(
         return _finish(db, report, child, rules_path, t0)
     parent, kid, setup = fair_pair(other, child, max_tokens, seed)
     report.setup = setup.to_dict()
+    report.setup["deployed"] = deployed_form(db, child.id)
     rows, no_rows = (exclude, None) if exclude is not None else _snapshot_rows(db, child)
     prompts, too_few = _held_out_prompts(report, prompts, n_prompts, rows, seed, min_prompts)
     report.held_out["snapshot_checked"] = no_rows is None
@@ -881,3 +882,14 @@ def drift_flags(db: Database, contestant: int | str) -> list[str]:
     """Flagged features for a contestant (empty when none or no report): for badges in model lists."""
     report = load_report(db, contestant)
     return report.flagged if report else []
+
+
+def deployed_form(db: Database, contestant_id: int) -> dict[str, str]:
+    """The form the report measures (``training.fidelity``): the one a published checkpoint plays as, with how
+    much of its training it kept, or the contestant as registered."""
+    from training import fidelity
+
+    is_child, record, _ = fidelity.record_for(db, contestant_id)
+    if not is_child or record is None:
+        return {"form": "as registered", "summary": "the contestant as registered (not a converted form)"}
+    return {"form": str(record.get("chosen")), "summary": fidelity.summary(record)}
