@@ -368,6 +368,40 @@ def job_markdown(ctx: StudioContext, v: JobView, steps: list[int]) -> str:
 
 # ---- the page -----------------------------------------------------------------------------------------------------
 FORM_LINE = "train-form"  # the events that write the config YAML, run one at a time in order
+#: The page's load has a line of its own: on the form's line, one user's storm of form events (each a config check)
+#: held every visitor's page load behind it.
+LOAD_LINE = "train-load"
+LOAD_CONCURRENCY = 4
+
+
+class _FormWritten:
+    """The sessions whose form has already written the YAML: the load, which no longer waits on the form's line,
+    then leaves the YAML as that event wrote it (a late load would otherwise put the first form's YAML over an edit).
+    Bounded: the least recently seen sessions are forgotten first."""
+
+    def __init__(self, most: int = 10_000) -> None:
+        from collections import OrderedDict
+        from threading import Lock
+
+        self.most = most
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = Lock()
+
+    def mark(self, session: str | None) -> None:
+        if not session:
+            return
+        with self._lock:
+            self._seen[session] = None
+            self._seen.move_to_end(session)
+            while len(self._seen) > self.most:
+                self._seen.popitem(last=False)
+
+    def __contains__(self, session: object) -> bool:
+        with self._lock:
+            return bool(session) and session in self._seen
+
+
+FORM_WRITTEN = _FormWritten()
 
 
 #: Seconds between two reads of the open job (the tab's poll, ``timer`` of ``build``).
@@ -668,7 +702,8 @@ def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, t
     # time and, when fields change while it runs, once more afterwards with the form as it is then. With an event
     # per field, each read the form when the page got to it: a loaded page could send an older reading (the beta
     # the kind's change sets) after a newer one (the steps typed just after), and the older YAML stayed on screen
-    # with no change left to correct it. The page's load event writes the YAML on the same line, in order.
+    # with no change left to correct it. The page's load has a line of its own (``LOAD_LINE``), so a storm of
+    # form events cannot hold every visitor's page load; it leaves the YAML alone once an edit wrote it.
     gr.on(
         [comp.change for comp in p.form_inputs],
         config_events.on_form_event,
@@ -712,8 +747,8 @@ def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, t
         [p.form.parent, p.form.snapshot, p.grpo.rewards.rm_job, p.grpo.rewards.judge, p.grpo.task_set]
         + [jobs.table, jobs.job, cfg.yaml, cfg.check],
         api_visibility="private",
-        concurrency_limit=1,
-        concurrency_id=FORM_LINE,
+        concurrency_limit=LOAD_CONCURRENCY,
+        concurrency_id=LOAD_LINE,
     )
 
 
@@ -783,6 +818,7 @@ def _config_handlers(ctx: StudioContext) -> _ConfigHandlers:
     """The form's YAML line, Check and Launch."""
 
     def on_form_event(request: gr.Request, *values: Any) -> tuple[str, str]:
+        FORM_WRITTEN.mark(getattr(request, "session_hash", None))  # the page's load now leaves its YAML alone
         return _form_yaml(ctx, *values, uid=_uid(ctx, request))
 
     def on_check(text: str, request: gr.Request) -> str:
@@ -971,7 +1007,12 @@ def _load_handler(ctx: StudioContext) -> Callable[..., Any]:
                 "",
                 to_html(literal(exc)),
             )
-        text, md = _form_yaml(ctx, "DPO", p[0] if p else None, *_FIRST_FORM, *_FIRST_REWARDS, uid=uid)
+        text: Any
+        md: Any
+        if getattr(request, "session_hash", None) in FORM_WRITTEN:  # an edit wrote it already: keep that
+            text, md = gr.update(), gr.update()
+        else:
+            text, md = _form_yaml(ctx, "DPO", p[0] if p else None, *_FIRST_FORM, *_FIRST_REWARDS, uid=uid)
         return (
             gr.update(choices=p),
             gr.update(choices=s),
