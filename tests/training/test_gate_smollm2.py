@@ -2,7 +2,7 @@
 
 A child of ``smollm2-warm`` is trained a few steps, published pending and reported on by the job's process
 while this test keeps drawing anonymous battles; none draws the child before its verdict is recorded. The child is
-a llama.cpp contestant on its GGUF (its LoRA merged, at the parent's Q4_1), named after its job, and answers. Prints the time from training end to
+a llama.cpp contestant in the form that keeps its training (``training.fidelity``), named after its job, and answers. Prints the time from training end to
 the verdict (``release_seconds``). One real-model job covers both, so the slow lane trains SmolLM2 once."""
 
 from __future__ import annotations
@@ -68,9 +68,16 @@ def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
     assert len(view.metrics["loss"]) == 3 and "kl" in view.metrics
     with db.session() as s:
         info = get_contestant(s, child)
-    # published as GGUF at its parent's quantization (Q4_1), on its parent's engine
-    assert info.engine == "llama_cpp" and info.model_ref.endswith("model.q4_1.gguf") and not info.adapter_ref
-    assert "Plays on llama.cpp as GGUF Q4_1" in info.description
+    # published on its parent's engine in the form that keeps its training (training.fidelity): a few DPO
+    # steps move SmolLM2 by less than a Q4_1 step, so it is the parent's file with the LoRA at run time
+    from db.models import Checkpoint
+
+    with db.session() as s:
+        record = s.scalar(select(Checkpoint.fidelity).where(Checkpoint.contestant_id == child))
+    assert info.engine == "llama_cpp" and record is not None
+    chosen = next(f for f in record["forms"] if f["form"] == record["chosen"])
+    assert chosen["passed"] and record["chosen"] != "transformers"
+    assert "Plays on llama.cpp as " in info.description and "of the trained shift" in info.description
     assert info.public_name == f"smollm2-warm-dpo-j{job_id}"
     text = "".join(
         engine_for(info).stream_chat([{"role": "user", "content": "Say hi."}], Sampling(max_tokens=8, seed=0))

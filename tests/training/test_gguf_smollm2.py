@@ -1,47 +1,50 @@
-"""Slow: a real SmolLM2-135M LoRA child written as GGUF at its parent's Q4_1 answers greedily as the transformers
-engine answers for the same weights (the same first tokens), and at its parent's speed in one battle."""
+"""Slow: a real SmolLM2-135M LoRA child in the form publishing chooses (``training.fidelity``) keeps its training,
+answers greedily as the transformers engine answers for the trained weights about as often as its parent's GGUF
+agrees with its own fp32 conversion, and runs at the budget's share of its parent's speed in one battle. The same
+child re-quantized at Q4_1 loses its training: the chooser must not pick it."""
 
 from __future__ import annotations
 
 import pytest
 
-from arena.default_model import default_gguf_path
 from arena.engines.base import Request, Sampling
-from arena.registry import BUILTIN_HF, resolve_model_ref
+from arena.engines.factory import get_engine
+from arena.registry import BUILTIN_GGUF, BUILTIN_HF, resolve_model_ref
 from benchmarks.child_speed import make_child, measure
-from training.gguf_export import child_gguf_path, convert, file_type_of, read_header
+from training import fidelity
+from training.report.verdict import load_rules
 
 PROMPTS = ["What is the capital of France?", "Name three colours.", "What is 2 + 2?"]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_smollm2_child_gguf_matches_transformers_and_its_parents_speed(tmp_path):
+def test_smollm2_child_keeps_its_training_in_the_form_that_plays_and_near_its_parents_speed(tmp_path):
     from arena.engines.hf import TransformersEngine
     from arena.engines.llamacpp import LlamaCppEngine
 
     base, adapter = make_child(tmp_path / "output")
-    template = default_gguf_path()
-    done = convert(base, adapter, template, child_gguf_path(tmp_path / "output", file_type_of(template)))
-    assert done.file_type == "Q4_1" and done.path.name == "model.q4_1.gguf"
-    assert read_header(done.path).tensor_types == read_header(template).tensor_types
+    choice = fidelity.choose(BUILTIN_GGUF, base, adapter, tmp_path / "output", load_rules().fidelity)
+    forms = {f.form: f for f in choice.fidelity.forms}
+    assert not forms["parent_quant"].passed and forms["parent_quant"].kept < 0.5  # re-quantizing loses it
+    assert choice.fidelity.chosen == "adapter" and choice.engine == "llama_cpp" and choice.adapter_ref
+    assert not (tmp_path / "output" / "model.q4_1.gguf").exists()
     greedy = Sampling(temperature=0.0, max_tokens=6, repeat_penalty=1.0, seed=0)
     asks = [Request([{"role": "user", "content": p}], greedy) for p in PROMPTS]
-    child = LlamaCppEngine(str(done.path))
+    child = get_engine("llama_cpp", resolve_model_ref(BUILTIN_GGUF), choice.adapter_ref)
     ours = [r.text for r in child.generate_batch(asks)]
     theirs = [r.text for r in TransformersEngine(resolve_model_ref(BUILTIN_HF), adapter).generate_batch(asks)]
     # Q4_1 against fp32: greedy decoding flips at near-ties, so the parent's own GGUF and its fp32 conversion do
-    # not agree on every prompt either. The child's GGUF must agree with its fp32 self about as often as the
-    # parent's does (a wrong tensor name or q/k permutation agrees on none; the tiny-model tests check exactness).
-    parent_ours = [r.text for r in LlamaCppEngine(str(template)).generate_batch(asks)]
+    # not agree on every prompt either; the child must agree with its trained self about as often
+    parent_ours = [r.text for r in LlamaCppEngine(resolve_model_ref(BUILTIN_GGUF)).generate_batch(asks)]
     parent_theirs = [r.text for r in TransformersEngine(resolve_model_ref(BUILTIN_HF)).generate_batch(asks)]
 
     def agree(xs: list[str], ys: list[str]) -> int:
         return sum(a.split()[:2] == b.split()[:2] for a, b in zip(xs, ys, strict=True))
 
     assert agree(ours, theirs) >= max(1, agree(parent_ours, parent_theirs) - 1), (ours, theirs, parent_ours)
-    parent = LlamaCppEngine(str(template))
+    parent = LlamaCppEngine(resolve_model_ref(BUILTIN_GGUF))
     measure(parent, child, 8, 1)  # warm-up
     p, c = measure(parent, child, 48, 3)
     print(f"\n[child speed] parent {p:.1f} tok/s, child {c:.1f} tok/s, ratio {c / p:.2f}")
-    assert c >= 0.9 * p
+    assert c >= 0.8 * p  # the budget's floor: the run-time adapter reads 0.87-0.89
