@@ -1,8 +1,9 @@
-"""Children on the arena's engine, and exports for deployment.
+"""A checkpoint's merged weights written as a GGUF that llama.cpp loads, at any file type.
 
 A checkpoint trained from a GGUF parent (the embedded SmolLM2 Q4_1, or any llama.cpp contestant whose HF weights
-were trained) is written back as GGUF at the parent's quantization, so it plays on llama.cpp at its parent's
-speed. The child has its parent's architecture and tokenizer, so the parent's GGUF is the template:
+were trained) can be written back as GGUF: at the parent's quantization, Q8_0 or F16 (candidate forms that
+``training.fidelity`` measures before one plays; re-quantizing can lose a small trained change). The child has
+its parent's architecture and tokenizer, so the parent's GGUF is the template:
 
 1. the child's weights are loaded with transformers and its LoRA merged with peft (a full fine-tune is read as is);
 2. its tensors get llama.cpp's names (``gguf``'s tensor map) and the q/k row permutation that llama.cpp's HF
@@ -15,8 +16,8 @@ speed. The child has its parent's architecture and tokenizer, so the parent's GG
    and only then renamed onto its final name, atomically: a partial or corrupt file is never at that name.
 
 Only Llama-architecture checkpoints convert (SmolLM2 is one); anything else, a tokenizer that is not the
-template's, or a failing step raises ``ConversionError`` with the reason, and the caller keeps the child on the
-transformers engine (``training.publish`` says why on its page). Whether a converted file keeps what was
+template's, or a failing step raises ``ConversionError`` with the reason, and the caller tries another form
+(``training.fidelity``, which says why on the child's page). Whether a converted file keeps what was
 trained is ``training.fidelity``'s question; exports for deployment are ``training.model_export``. This module knows
 nothing about the database.
 """
@@ -399,21 +400,3 @@ def convert(
 def child_gguf_path(folder: Path, ftype: int) -> Path:
     """Where a checkpoint folder's GGUF lives: beside its weights, named for its file type."""
     return Path(folder) / f"model.{file_type_name(ftype).lower()}.gguf"
-
-
-def child_engine(
-    parent: Any, model_ref: str, adapter_ref: str | None, folder: Path
-) -> tuple[Path | None, str]:
-    """(GGUF path, note) of a child of a llama.cpp ``parent``: its weights converted at the parent's file type
-    beside its checkpoint, or (None, why it stays on the transformers engine) when that fails. Never raises."""
-    from arena.registry import resolve_model_ref
-
-    try:
-        template = Path(resolve_model_ref(parent.model_ref))
-        ftype = file_type_of(template) if template.is_file() else 0
-        done = convert(model_ref, adapter_ref, template, child_gguf_path(folder, ftype))
-    except Exception as exc:  # the child still publishes, on the engine that needs no conversion
-        reason = " ".join(str(exc).split())[:300]
-        return None, f"Plays on the transformers engine: its GGUF conversion failed ({reason})."
-    how = "found ready" if done.reused else f"converted in {done.seconds:.1f} s"
-    return done.path, f"Plays on llama.cpp as GGUF {done.file_type}, its parent's quantization ({how})."
