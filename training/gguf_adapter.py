@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from common.filelocks import file_lock, unique_tmp
-from training.gguf_export import ConversionError, _permute, read_header
+from training.gguf_export import ConversionError, _permute, load_check, read_header
 
 
 def adapter_gguf_path(folder: Path, f16: bool = False) -> Path:
@@ -129,19 +129,7 @@ def write_adapter_gguf(
 
 def adapter_check(model: Path, adapter: Path) -> None:
     """Raise ConversionError unless llama.cpp loads ``model`` with ``adapter`` applied and answers a token."""
-    try:
-        read_header(adapter)
-        from llama_cpp import Llama
-
-        llm = Llama(model_path=str(model), lora_path=str(adapter), n_ctx=64, n_threads=1, verbose=False)
-        try:
-            llm.create_completion("Hello", max_tokens=1, temperature=0.0)
-        finally:
-            llm.close()
-    except ConversionError:
-        raise
-    except Exception as exc:
-        raise ConversionError(f"llama.cpp could not apply the adapter: {type(exc).__name__}: {exc}") from exc
+    load_check(model, adapter=adapter)
 
 
 def convert_adapter(adapter_dir: Path, base_ref: str, template: Path, f16: bool = False) -> Path:

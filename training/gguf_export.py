@@ -334,15 +334,22 @@ def quantize(src: Path, dst: Path, ftype: int, like: Path | None = None) -> None
         raise ConversionError(f"llama.cpp could not quantize to {file_type_name(ftype)} (code {rc})")
 
 
-def load_check(path: Path, n_vocab: int | None = None) -> None:
-    """Raise ConversionError unless llama.cpp loads ``path``, has ``n_vocab`` tokens and answers one token."""
+def load_check(path: Path, n_vocab: int | None = None, adapter: Path | None = None) -> None:
+    """Raise ConversionError unless llama.cpp loads ``path`` (with the LoRA ``adapter`` applied, when given), has
+    ``n_vocab`` tokens and answers one token."""
+    what = "apply the adapter" if adapter is not None else "load the converted file"
     try:
-        read_header(
-            path
-        )  # not a GGUF at all: said before llama.cpp maps it (which checks every tensor's size)
+        # not a GGUF at all: said before llama.cpp maps it (which checks every tensor's size)
+        read_header(adapter if adapter is not None else path)
         from llama_cpp import Llama
 
-        llm = Llama(model_path=str(path), n_ctx=64, n_threads=1, verbose=False)
+        llm = Llama(
+            model_path=str(path),
+            lora_path=str(adapter) if adapter is not None else None,
+            n_ctx=64,
+            n_threads=1,
+            verbose=False,
+        )
         try:
             if n_vocab is not None and llm.n_vocab() != n_vocab:
                 raise ConversionError(f"the GGUF has {llm.n_vocab()} tokens, the checkpoint {n_vocab}")
@@ -352,9 +359,7 @@ def load_check(path: Path, n_vocab: int | None = None) -> None:
     except ConversionError:
         raise
     except Exception as exc:
-        raise ConversionError(
-            f"llama.cpp could not load the converted file: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise ConversionError(f"llama.cpp could not {what}: {type(exc).__name__}: {exc}") from exc
 
 
 def convert(

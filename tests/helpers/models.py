@@ -44,3 +44,25 @@ def make_tiny_llama(
     LlamaForCausalLM(cfg).save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+def gguf_parent_weights(hf_dir: str | Path, out: Path, ftype: int) -> tuple[Path, Path]:
+    """(GGUF, HF weights) of a parent that plays a GGUF: ``hf_dir`` converted at llama.cpp file type ``ftype`` into
+    ``out``, and that file's dequantized weights saved as an HF checkpoint in ``out / "hf"``, what a child of it is
+    trained from (as the embedded SmolLM2's HF conversion is of its Q4_1 file)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from arena.default_model import default_gguf_path
+    from training.gguf_export import convert, file_type_name
+
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"parent.{file_type_name(ftype).lower()}.gguf"
+    gguf = convert(str(hf_dir), None, default_gguf_path(), out / name, ftype=ftype).path
+    model = AutoModelForCausalLM.from_pretrained(str(out), gguf_file=gguf.name, dtype=torch.float32)
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out / "hf")
+    AutoTokenizer.from_pretrained(hf_dir).save_pretrained(out / "hf")
+    return gguf, out / "hf"

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from arena.default_model import default_gguf_path
 from arena.registry import ContestantSpec, engine_for, get_contestant, register
 from db.models import Checkpoint, Job
+from tests.helpers.models import gguf_parent_weights
 from training import fidelity
-from training.gguf_export import convert
 
 POLICY = fidelity.Policy(prompts=6, tokens=12, min_shift=1e-6)
 
@@ -30,18 +30,7 @@ POLICY = fidelity.Policy(prompts=6, tokens=12, min_shift=1e-6)
 @pytest.fixture(scope="module")
 def q4_parent(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the parent's Q4_1 GGUF, its dequantized HF weights): what a child of a GGUF parent is trained from."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("q4parent")
-    gguf = convert(str(tiny_model_dir), None, default_gguf_path(), folder / "parent.q4_1.gguf", ftype=3).path
-    model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf.name, dtype=torch.float32)
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(folder / "hf")
-    AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(folder / "hf")
-    return gguf, folder / "hf"
+    return gguf_parent_weights(tiny_model_dir, tmp_path_factory.mktemp("q4parent"), ftype=3)
 
 
 def small_lora(base: Path, out: Path, scale: float = 0.02) -> Path:

@@ -60,21 +60,10 @@ def grpo_on_letter_counts(  # type: ignore[no-untyped-def]
 def gguf_parent(db, hf_dir: Path, out: Path) -> Path:  # type: ignore[no-untyped-def]
     """Register ``tiny-format-gguf``: ``hf_dir`` as a Q8_0 GGUF on llama.cpp, as the arena plays the embedded
     model; returns the dequantized HF weights of that file (what a child of it is trained from)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from arena.default_model import default_gguf_path
     from arena.registry import ContestantSpec, register
-    from training.gguf_export import convert
+    from tests.helpers.models import gguf_parent_weights
 
-    out.mkdir(parents=True)
-    gguf = convert(str(hf_dir), None, default_gguf_path(), out / "format.q8_0.gguf", ftype=7).path
-    model = AutoModelForCausalLM.from_pretrained(str(out), gguf_file=gguf.name, dtype=torch.float32)
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.save_pretrained(out / "hf")
-    AutoTokenizer.from_pretrained(hf_dir).save_pretrained(out / "hf")
+    gguf, hf = gguf_parent_weights(hf_dir, out, ftype=7)
     with db.session() as s:
         register(
             s,
@@ -85,7 +74,7 @@ def gguf_parent(db, hf_dir: Path, out: Path) -> Path:  # type: ignore[no-untyped
                 sampling={"temperature": 0.7, "top_p": 0.95, "max_tokens": 6},
             ),
         )
-    return out / "hf"
+    return hf
 
 
 @pytest.mark.slow
