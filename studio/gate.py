@@ -404,6 +404,7 @@ class RequestGate:
             setting,
             address if anonymous and chunked else None,
             uploader if chunked and length is None else None,
+            close=anonymous and has_body,
         )
 
     async def _counted(
@@ -415,20 +416,26 @@ class RequestGate:
         setting: str,
         charge: str | None,
         uploader: str | None = None,
+        close: bool = False,
     ) -> None:
         """Run the app with a ``receive`` that counts the body and stops it past ``limit`` (and, for a chunked
         body without a session, charges what streams in past the first ``MIN_CHARGE`` to ``charge``'s budget;
-        for a chunked upload, charges each piece to ``uploader``'s upload quota)."""
+        for a chunked upload, charges each piece to ``uploader``'s upload quota). With ``close`` (a body sent
+        without a session), and whenever the body was stopped, the response says ``Connection: close``: the
+        server then drops the connection instead of reading the rest of a body nobody will parse (a chunked
+        body past its limit, or one the route never reads)."""
         seen = 0
         started = False
+        stopped = False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, stopped
             message = await receive()
             if message["type"] == "http.request":
                 n = len(message.get("body", b""))
                 before, seen = seen, seen + n
                 if seen > limit:
+                    stopped = True
                     raise BodyTooLarge(limit, setting)
                 if uploader is not None:
                     refusal = self.uploads.take(uploader, n, force=True)
@@ -444,6 +451,9 @@ class RequestGate:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                headers = list(message.get("headers") or [])
+                if (close or stopped) and not any(k.lower() == b"connection" for k, _ in headers):
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
             await send(message)
 
         try:

@@ -132,8 +132,13 @@ def test_the_login_form_takes_a_small_body(studio_app):
         "X-Forwarded-For: 203.0.113.61",
     )
     piece = b"4000\r\n" + b"a" * 0x4000 + b"\r\n"  # 16 KiB chunks
-    status, _, _ = _raw(studio_app, head, b"2\r\nx=\r\n", more=[piece] * 8 + [b"0\r\n\r\n"])
-    assert status == 413
+    status, headers, _ = _raw(studio_app, head, b"2\r\nx=\r\n", more=[piece] * 8 + [b"0\r\n\r\n"])
+    # refused, and the connection is dropped: the server reads no more of a body nobody will parse
+    assert status == 413 and "connection: close" in headers
+    # a body the route never parses (no form type) is not drained either
+    head = _head(studio_app, "POST", "/login", "Transfer-Encoding: chunked", "X-Forwarded-For: 203.0.113.62")
+    status, headers, _ = _raw(studio_app, head, b"2\r\nx=\r\n", more=[piece] * 2 + [b"0\r\n\r\n"])
+    assert status in (400, 413, 422) and "connection: close" in headers
     assert studio_app.http("ann") is not None  # a real login still passes
 
 
