@@ -98,7 +98,7 @@ def plain_parent(db) -> str:
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # SQLite: the database is not what this tests
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # once: the database is not what this tests
 @pytest.mark.parametrize("kind", OBJECTIVES)
 def test_the_child_as_it_plays_shows_the_planted_vibe(db, plain_parent, make_snapshot, kind, capsys):
     t0 = time.monotonic()
