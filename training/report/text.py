@@ -455,24 +455,30 @@ def fidelity_md(page: dict[str, Any], esc: Escape = _plain) -> str:
     fid = page.get("fidelity")
     if not fid:
         return ""
-    lines = ["### Fidelity: is the model that plays the model that was trained?", esc(fid["summary"])]
+    summary = str(fid["summary"])
+    lines = [
+        "### Fidelity: is the model that plays the model that was trained?",
+        esc(summary[:1].upper() + summary[1:]),
+    ]
     if fid.get("problem"):
         lines.append(f"⚠️ {esc(fid['problem'])}")
     forms = fid.get("forms") or []
     if forms:
-        lines += [
-            "| form | kept of the trained shift | KL(trained‖form) | KL(trained‖parent) | size | chosen |",
+        rows = [
+            "| form | kept of the trained shift | KL(trained‖form) | KL(trained‖parent) | size | plays |",
             "|---|---|---|---|---|---|",
         ]
         for f in forms:
             kl_td, kl_tp = f.get("kl_trained_deployed"), f.get("kl_trained_parent")
             size = f"{f['size_bytes'] / 1e6:.1f} MB" if f.get("size_bytes") else "–"
-            lines.append(
+            rows.append(
                 f"| {esc(f['what'])} | {esc(describe(f))} "
                 f"| {'–' if kl_td is None else f'{kl_td:.4f}'} | {'–' if kl_tp is None else f'{kl_tp:.4f}'} "
                 f"| {size} | {'✔' if f['form'] == fid.get('chosen') else ''} |"
             )
-        lines.append(f"Floor {float(fid.get('floor', 0)):.0%}. {esc(fid.get('why', ''))}")
+        lines.append("\n".join(rows))  # one table: its rows on consecutive lines
+        why = str(fid.get("why", ""))
+        lines.append(f"Floor {float(fid.get('floor', 0)):.0%}: {esc(why[:1].upper() + why[1:])}.")
     return "\n\n".join(lines)
 
 
