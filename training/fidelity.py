@@ -496,11 +496,14 @@ def record_for(db: Any, contestant_id: int) -> tuple[bool, dict[str, Any] | None
 
 
 def not_as_trained(db: Any, contestant_id: int) -> str | None:
-    """Why the model that would play is not the model that was trained, or None when it is (or is no child).
+    """Why the model that would play is not the model that was trained, or None when it is (or is no child)."""
+    return problem(*record_for(db, contestant_id))
 
-    A checkpoint on llama.cpp needs a fidelity record whose chosen form passed its floor: one published before
-    fidelity was measured played a re-quantized file that may have lost its training."""
-    is_child, record, engine = record_for(db, contestant_id)
+
+def problem(is_child: bool, record: dict[str, Any] | None, engine: str) -> str | None:
+    """``not_as_trained`` from what ``record_for`` read. A checkpoint on llama.cpp needs a fidelity record whose
+    chosen form passed its floor: one published before fidelity was measured played a re-quantized file that
+    may have lost its training."""
     if not is_child or engine != "llama_cpp":
         return None
     if record is None:

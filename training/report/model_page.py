@@ -246,10 +246,10 @@ def fidelity_of(db: Database, contestant_id: int) -> dict[str, Any] | None:
     (``training.fidelity``), with the sentence the page shows; None for a contestant that is no checkpoint."""
     from training import fidelity
 
-    is_child, record, _ = fidelity.record_for(db, contestant_id)
+    is_child, record, engine = fidelity.record_for(db, contestant_id)
     if not is_child:
         return None
-    held = fidelity.not_as_trained(db, contestant_id)
+    held = fidelity.problem(is_child, record, engine)
     return {
         **(record or {}),
         "summary": fidelity.summary(record),

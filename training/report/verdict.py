@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -162,11 +162,7 @@ def _fidelity_policy(path: Path, raw: Any) -> Policy:
     must keep (``training.fidelity``)."""
     if raw is None:
         return Policy()
-    if not isinstance(raw, dict):
-        raise VerdictError(f"{path}: fidelity must be a mapping (floor, forms, prompts, tokens, min_shift)")
-    unknown = set(raw) - set(Policy.__dataclass_fields__)
-    if unknown:
-        raise VerdictError(f"{path}: fidelity: unknown field(s) {', '.join(sorted(unknown))}")
+    _known_fields(path, "fidelity", raw, Policy)
     out = Policy()
     floor = raw.get("floor", out.floor)
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 < floor <= 1:
@@ -197,14 +193,20 @@ def _fidelity_policy(path: Path, raw: Any) -> Policy:
     )
 
 
+def _known_fields(path: Path, section: str, raw: Any, fields_of: type) -> None:
+    """Raise VerdictError unless the rules file's ``section`` is a mapping of ``fields_of``'s fields."""
+    names = [f.name for f in fields(fields_of)]
+    if not isinstance(raw, dict):
+        raise VerdictError(f"{path}: {section} must be a mapping ({', '.join(names)})")
+    unknown = set(raw) - set(names)
+    if unknown:
+        raise VerdictError(f"{path}: {section}: unknown field(s) {', '.join(sorted(unknown))}")
+
+
 def _hold_policy(path: Path, raw: Any) -> HoldPolicy:
     if raw is None:
         return HoldPolicy()
-    if not isinstance(raw, dict):
-        raise VerdictError(f"{path}: hold must be a mapping (verdicts, failed_report, skipped_report)")
-    unknown = set(raw) - set(HoldPolicy.__dataclass_fields__)
-    if unknown:
-        raise VerdictError(f"{path}: hold: unknown field(s) {', '.join(sorted(unknown))}")
+    _known_fields(path, "hold", raw, HoldPolicy)
     listed = raw.get("verdicts", list(HoldPolicy.verdicts))
     if not isinstance(listed, list) or any(v not in VERDICTS for v in listed):
         raise VerdictError(f"{path}: hold.verdicts must be a list of {', '.join(VERDICTS)}, got {listed!r}")
