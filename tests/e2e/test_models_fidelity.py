@@ -8,7 +8,7 @@ import pytest
 from arena.default_model import default_gguf_path
 from arena.registry import ContestantSpec, register
 from db.models import Checkpoint, Job
-from tests.helpers.browser import STEP_MS
+from tests.helpers.browser import STEP_MS, open_model
 from tests.helpers.servers import start_server
 from training import fidelity
 from training.gguf_export import convert
@@ -70,11 +70,7 @@ def test_the_models_tab_says_which_form_plays_and_what_it_kept(
     ctx.db.dispose()
     proc, url = start_server(home)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        page.goto(url)
-        page.get_by_role("tab", name="Models").click()
-        page.locator("#models-pick input").click()
-        page.locator("#models-pick").get_by_role("option", name="gguf-child").click()
+        page = open_model(browser, url, "gguf-child")
         page.wait_for_function(
             "document.querySelector('#models-lineage') && "
             "document.querySelector('#models-lineage').innerText.includes('Fidelity')",

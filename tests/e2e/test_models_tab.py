@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from arena.registry import ContestantSpec, register
-from tests.helpers.browser import STEP_MS
+from tests.helpers.browser import STEP_MS, open_model
 from tests.helpers.servers import start_server
 from tests.helpers.training import pair_rows
 from training.runner import wait
@@ -56,11 +56,7 @@ def test_models_tab_shows_a_fresh_childs_report(tmp_path, browser, tiny_model_di
     ctx.db.dispose()
     proc, url = start_server(home)
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        page.goto(url)
-        page.get_by_role("tab", name="Models").click()
-        page.locator("#models-pick input").click()
-        page.locator("#models-pick").get_by_role("option", name="tiny-child").click()
+        page = open_model(browser, url, "tiny-child")
         page.wait_for_function(
             "document.querySelector('#models-report') && "
             "document.querySelector('#models-report').innerText.includes('Verdict')",

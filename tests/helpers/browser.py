@@ -139,3 +139,13 @@ class EventTrail:
             text = Path(self._log).read_text(errors="replace") if Path(self._log).exists() else ""
             out += "\nserver log (tail):\n" + text[-3000:]
         return out
+
+
+def open_model(browser, url: str, name: str):  # type: ignore[no-untyped-def]
+    """A new page on the studio at ``url`` with the Models tab open on contestant ``name``."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(url)
+    page.get_by_role("tab", name="Models").click()
+    page.locator("#models-pick input").click()
+    page.locator("#models-pick").get_by_role("option", name=name).click()
+    return page
