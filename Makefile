@@ -77,7 +77,7 @@ format: setup
 
 # docs/cli.md from the commands' --help (tests/studio/test_cli_docs.py fails when it is out of date).
 docs: setup
-	$(PY) -m studio.cli.docs
+	$(PY) -m vibestudio.studio.cli.docs
 
 bench: setup
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

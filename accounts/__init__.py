@@ -26,9 +26,9 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from accounts.counters import Counters, MemoryCounters
-from db.models import User, utcnow
-from db.session import Database
+from vibestudio.accounts.counters import Counters, MemoryCounters
+from vibestudio.db.models import User, utcnow
+from vibestudio.db.session import Database
 
 ROLES = ("annotator", "researcher", "admin")
 RANK = {r: i for i, r in enumerate(ROLES)}

@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 from sqlalchemy import delete, select, text
 
-from db.models import RateLimit
-from db.session import Database
+from vibestudio.db.models import RateLimit
+from vibestudio.db.session import Database
 
 #: A streak record is forgotten this long after its last failure (a guesser idle for a day starts again).
 STREAK_TTL_S = 86_400.0

@@ -15,9 +15,9 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from accounts import RANK, ROLES, AccountError, UserInfo, _info, check_name, check_role
-from db.models import User
-from db.session import Database
+from vibestudio.accounts import RANK, ROLES, AccountError, UserInfo, _info, check_name, check_role
+from vibestudio.db.models import User
+from vibestudio.db.session import Database
 
 
 def parse_role_groups(spec: str | None) -> dict[str, tuple[str, ...]]:

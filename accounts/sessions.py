@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from db.models import User, WebSession
-from db.session import Database
+from vibestudio.db.models import User, WebSession
+from vibestudio.db.session import Database
 
 MAX_SESSIONS = 100_000
 

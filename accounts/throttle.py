@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 
-from accounts.counters import Counters, MemoryCounters
+from vibestudio.accounts.counters import Counters, MemoryCounters
 
 
 class LoginThrottle:

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from annotation.agreement import (
+from vibestudio.annotation.agreement import (
     cohen_kappa,
     counts_table,
     fleiss_kappa,
@@ -26,10 +26,10 @@ from annotation.agreement import (
     majority_agreement,
     percent_agreement,
 )
-from annotation.queues import queue_row
-from annotation.rubrics import rubric_from_dict
-from common.outcomes import ITEM_OUTCOMES, SINGLE_OUTCOMES, merge_ties
-from db.models import Judgement, Label, QueueItem, RubricScore
+from vibestudio.annotation.queues import queue_row
+from vibestudio.annotation.rubrics import rubric_from_dict
+from vibestudio.common.outcomes import ITEM_OUTCOMES, SINGLE_OUTCOMES, merge_ties
+from vibestudio.db.models import Judgement, Label, QueueItem, RubricScore
 
 
 @dataclass

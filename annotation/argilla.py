@@ -28,10 +28,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from annotation.queues import QueueError, n_answers, queue_row
-from annotation.rubrics import Criterion, Rubric, rubric_from_dict
-from common.outcomes import CHOICES, SIDES, item_from_choice
-from db.models import Label, QueueItem, RubricScore
+from vibestudio.annotation.queues import QueueError, n_answers, queue_row
+from vibestudio.annotation.rubrics import Criterion, Rubric, rubric_from_dict
+from vibestudio.common.outcomes import CHOICES, SIDES, item_from_choice
+from vibestudio.db.models import Label, QueueItem, RubricScore
 
 PREFERENCE = "preference"
 REASON = "reason"

@@ -28,17 +28,17 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
-from accounts import require_role
-from annotation.agreement import cohen_kappa, plurality
-from annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
-from annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
-from annotation.rubrics import Criterion, Rubric, rubric_from_dict
-from arena.engines.ask import ask
-from arena.engines.base import Engine, EngineError, Sampling
-from arena.registry import ContestantInfo, engine_for, get_contestant
-from common.outcomes import merge_ties
-from db.models import Judgement, Label, QueueItem, RubricScore
-from db.session import Database
+from vibestudio.accounts import require_role
+from vibestudio.annotation.agreement import cohen_kappa, plurality
+from vibestudio.annotation.bias import Rate, combine, family_rate, longer_rate, model_family, position_rate
+from vibestudio.annotation.queues import QueueError, n_answers, queue_row, set_checklist, stamps
+from vibestudio.annotation.rubrics import Criterion, Rubric, rubric_from_dict
+from vibestudio.arena.engines.ask import ask
+from vibestudio.arena.engines.base import Engine, EngineError, Sampling
+from vibestudio.arena.registry import ContestantInfo, engine_for, get_contestant
+from vibestudio.common.outcomes import merge_ties
+from vibestudio.db.models import Judgement, Label, QueueItem, RubricScore
+from vibestudio.db.session import Database
 
 Progress = Callable[[int, int, str], None]
 

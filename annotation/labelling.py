@@ -22,10 +22,10 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from annotation.queues import n_answers, queue_row, stamps
-from annotation.rubrics import Rubric, rubric_from_dict
-from common.outcomes import CHOICES, SIDES, SINGLE_FROM_SIDE, SINGLE_OUTCOMES, item_from_choice
-from db.models import Assignment, Label, QueueItem, RubricScore, User, utcnow
+from vibestudio.annotation.queues import n_answers, queue_row, stamps
+from vibestudio.annotation.rubrics import Rubric, rubric_from_dict
+from vibestudio.common.outcomes import CHOICES, SIDES, SINGLE_FROM_SIDE, SINGLE_OUTCOMES, item_from_choice
+from vibestudio.db.models import Assignment, Label, QueueItem, RubricScore, User, utcnow
 
 MAX_REASON = 4000
 

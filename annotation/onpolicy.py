@@ -26,14 +26,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from accounts import require_role
-from annotation.queues import NewItem, QueueError, add_item, create_queue, queue_row
-from annotation.rubrics import get_rubric
-from arena.engines.ask import ask
-from arena.engines.base import EngineError, Sampling
-from arena.registry import ContestantInfo, engine_for, get_contestant, messages_for
-from db.models import Prompt, PromptSet, QueueItem
-from db.session import Database
+from vibestudio.accounts import require_role
+from vibestudio.annotation.queues import NewItem, QueueError, add_item, create_queue, queue_row
+from vibestudio.annotation.rubrics import get_rubric
+from vibestudio.arena.engines.ask import ask
+from vibestudio.arena.engines.base import EngineError, Sampling
+from vibestudio.arena.registry import ContestantInfo, engine_for, get_contestant, messages_for
+from vibestudio.db.models import Prompt, PromptSet, QueueItem
+from vibestudio.db.session import Database
 
 Progress = Callable[[int, int, str], None]
 

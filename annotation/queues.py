@@ -22,9 +22,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from annotation.rubrics import Rubric, rubric_from_dict
-from common.paths import UnsafeName, check_safe_name
-from db.models import AnnotationQueue, Label, QueueItem
+from vibestudio.annotation.rubrics import Rubric, rubric_from_dict
+from vibestudio.common.paths import UnsafeName, check_safe_name
+from vibestudio.db.models import AnnotationQueue, Label, QueueItem
 
 LABEL_KINDS = ("human", "judge", "import", "argilla")
 
@@ -189,7 +189,7 @@ def edit_checklist(session: Session, item_id: int, lines: list[str], user_id: in
     """A person's edit of a per-prompt checklist (the Label tab's editor). The checklist guides every annotator of
     the queue, so it needs researcher (``PermissionDenied``, checked first); the author recorded is the acting
     user's name from their session (the local operator: ``operator``), never a name typed in a form."""
-    from accounts import require_role
+    from vibestudio.accounts import require_role
 
     me = require_role(session, user_id, "researcher")
     return set_checklist(session, item_id, lines, author=me.name if me is not None else "operator")

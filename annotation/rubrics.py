@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from common.files import parse_yaml, read_yaml
-from db.session import data_home
+from vibestudio.common.files import parse_yaml, read_yaml
+from vibestudio.db.session import data_home
 
 SCALES = ("binary", "1-5", "1-7", "categorical")  # and any other whole-number range "lo-hi", e.g. "0-4"
 _RANGE = re.compile(r"^(\d{1,3})-(\d{1,3})$")

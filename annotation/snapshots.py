@@ -7,7 +7,7 @@ votes (A or B better) make pairs; for a later turn the pair is kept only when bo
 pair (nothing to prefer).
 
 Self-play votes (`arena.self_play`: one contestant sampled twice) are included by default: their rows name that
-contestant as both ``chosen_model`` and ``rejected_model`` (on-policy for it, `training.pairmix`) and add
+contestant as both ``chosen_model`` and ``rejected_model`` (on-policy for it, `training.objectives.pairmix`) and add
 ``provenance.self_play`` = ``{"policy", "chosen_sampling", "rejected_sampling"}``, the sampling that wrote each
 answer (the contestant's own with the battle's temperature and seed on top).
 """
@@ -24,15 +24,15 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from annotation.unpaired import ScoreRule, coverage, is_unpaired, unpaired_rows
-from arena.self_play import SELF_PLAY
-from common.filelocks import atomic_write_bytes
-from common.files import records_from_bytes
-from common.outcomes import FASTCHAT_WINNERS
-from db.models import DatasetSnapshot, RubricScore
-from db.session import data_home
-from standings.records import battle_records
+from vibestudio.accounts import require_role
+from vibestudio.annotation.unpaired import ScoreRule, coverage, is_unpaired, unpaired_rows
+from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.common.filelocks import atomic_write_bytes
+from vibestudio.common.files import records_from_bytes
+from vibestudio.common.outcomes import FASTCHAT_WINNERS
+from vibestudio.db.models import DatasetSnapshot, RubricScore
+from vibestudio.db.session import data_home
+from vibestudio.standings.records import battle_records
 
 DECISIVE = FASTCHAT_WINNERS[:2]  # model_a, model_b: the votes that make a preference pair
 

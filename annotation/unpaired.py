@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from common.outcomes import DESIRABLE, item_from_fastchat
+from vibestudio.common.outcomes import DESIRABLE, item_from_fastchat
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class ScoreRule:
 def criterion_scale(criterion: str, rubric: str = "") -> tuple[float, float]:
     """(lowest, highest) score of a numeric rubric criterion (``rubric`` empty = the default rubric); a
     ValueError naming ``score_criterion`` when the rubric lacks it or it is categorical."""
-    from annotation.rubrics import RubricError, get_rubric
+    from vibestudio.annotation.rubrics import RubricError, get_rubric
 
     try:
         crit = get_rubric(rubric or None).criterion(criterion)

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
-from annotation.agreement import plurality
-from annotation.queues import queue_row
-from common.outcomes import merge_ties
-from db.models import Label, QueueItem
-from db.session import Database
-from textfeatures.vibes import FEATURE_NAMES, features
+from vibestudio.annotation.agreement import plurality
+from vibestudio.annotation.queues import queue_row
+from vibestudio.common.outcomes import merge_ties
+from vibestudio.db.models import Label, QueueItem
+from vibestudio.db.session import Database
+from vibestudio.textfeatures.vibes import FEATURE_NAMES, features
 
 HUMAN_KINDS = ("human", "argilla")
 

@@ -30,8 +30,8 @@ from typing import Any
 from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.orm import Session
 
-from db.models import Battle, Vote, utcnow
-from db.session import Database
+from vibestudio.db.models import Battle, Vote, utcnow
+from vibestudio.db.session import Database
 
 log = logging.getLogger(__name__)
 

@@ -47,10 +47,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from arena.battle_end import UNREVEALED, close, end_idle, touch
-from arena.engines.base import Sampling
-from arena.lifecycle import may_play
-from arena.registry import (
+from vibestudio.arena.battle_end import UNREVEALED, close, end_idle, touch
+from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.lifecycle import may_play
+from vibestudio.arena.registry import (
     ContestantInfo,
     RegistryError,
     get_contestant,
@@ -58,7 +58,7 @@ from arena.registry import (
     messages_for,
     to_info,
 )
-from arena.sampling import (
+from vibestudio.arena.sampling import (
     Draw,
     PairPolicy,
     RatingSource,
@@ -68,18 +68,18 @@ from arena.sampling import (
     eligible,
     no_ratings,
 )
-from arena.self_play import (
+from vibestudio.arena.self_play import (
     SELF_PLAY,
     check_temperatures,
     default_temperatures,
     effective_sampling,
     side_overrides,
 )
-from arena.streaming import SideState, StreamLimits, stream_pair
-from arena.turns import mark_errored, store_turn
-from common.outcomes import CHOICES, SIDES, choice_from_stored, stored_from_choice
-from db.models import Battle, Contestant, Prompt, RubricScore, Turn, Vote, utcnow
-from db.session import Database
+from vibestudio.arena.streaming import SideState, StreamLimits, stream_pair
+from vibestudio.arena.turns import mark_errored, store_turn
+from vibestudio.common.outcomes import CHOICES, SIDES, choice_from_stored, stored_from_choice
+from vibestudio.db.models import Battle, Contestant, Prompt, RubricScore, Turn, Vote, utcnow
+from vibestudio.db.session import Database
 
 MODES = ("anonymous", "named", SELF_PLAY)
 QUICK_RUBRIC = ("helpfulness", "correctness", "style")

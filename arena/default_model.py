@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from common.filelocks import file_lock, unique_tmp
-from common.settings import get_settings
-from db.session import data_home
+from vibestudio.common.filelocks import file_lock, unique_tmp
+from vibestudio.common.settings import get_settings
+from vibestudio.db.session import data_home
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CONVERT_LOCK = threading.Lock()

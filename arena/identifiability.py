@@ -49,9 +49,9 @@ from scipy.sparse import csr_matrix
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from arena.battle_end import UNCOUNTED
-from arena.self_play import SELF_PLAY
-from db.models import Battle, Contestant, Turn
+from vibestudio.arena.battle_end import UNCOUNTED
+from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.db.models import Battle, Contestant, Turn
 
 #: An AUC whose 95% interval lies above this: a voter can pick the contestant's answer out of a pair most times.
 RECOGNISABLE_AUC = 0.75

@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from db.models import Contestant, ContestantEvent, Job, User, VerdictEvent
+from vibestudio.db.models import Contestant, ContestantEvent, Job, User, VerdictEvent
 
 STATES = ("pending", "released", "held", "hidden")
 BADGES = {
@@ -45,7 +45,7 @@ PERSON_ACTIONS = ("release", "hold", "hide", "restore")
 #: States a researcher (not an annotator) may still play in named mode or self-play, to inspect them.
 INSPECT_STATES = ("pending", "held")
 #: A person's ways out of each state: no state is a dead end (a pending one also leaves by its verdict, or is
-#: held with the reason when its report job ends without one, ``training.pending``).
+#: held with the reason when its report job ends without one, ``training.jobs.pending``).
 WAYS_OUT = {
     "pending": ("release", "hold", "hide"),
     "released": ("hold", "hide"),
@@ -386,7 +386,7 @@ def may_play(session: Session, contestant_id: int, mode: str, user_id: int | Non
     """Why ``contestant_id`` may not play in a ``mode`` battle for ``user_id`` (None: the local operator);
     None when it may. Anonymous battles take released contestants only; named mode and self-play also take
     pending and held ones for researchers (to inspect them), never for annotators."""
-    from accounts import RANK
+    from vibestudio.accounts import RANK
 
     row = session.get(Contestant, contestant_id)
     if row is None:

@@ -22,12 +22,12 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from accounts import UserInfo
-from arena.registry import ContestantSpec
-from common.paths import PathRefused, is_inside, model_folder, regular_file
-from common.settings import get_settings
-from db.models import Checkpoint, Job
-from db.session import data_home
+from vibestudio.accounts import UserInfo
+from vibestudio.arena.registry import ContestantSpec
+from vibestudio.common.paths import PathRefused, is_inside, model_folder, regular_file
+from vibestudio.common.settings import get_settings
+from vibestudio.db.models import Checkpoint, Job
+from vibestudio.db.session import data_home
 
 WHERE = (
     "the data home's models folder, a folder the operator lists in VIBESTUDIO_MODEL_DIRS, or your own jobs"

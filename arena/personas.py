@@ -27,11 +27,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from arena.model_files import checked_spec
-from arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
-from common.files import parse_yaml, read_yaml
-from common.paths import PathRefused
+from vibestudio.accounts import require_role
+from vibestudio.arena.model_files import checked_spec
+from vibestudio.arena.registry import BUILTIN_GGUF, ContestantSpec, RegistryError, register, validate_spec
+from vibestudio.common.files import parse_yaml, read_yaml
+from vibestudio.common.paths import PathRefused
 
 FIELDS = {
     "name": "public name, unique (required)",

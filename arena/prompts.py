@@ -19,9 +19,15 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from common.files import RowError, csv_records_from_bytes, decode_bytes, iter_json_lines, parse_json_text
-from db.models import Prompt, PromptSet
+from vibestudio.accounts import require_role
+from vibestudio.common.files import (
+    RowError,
+    csv_records_from_bytes,
+    decode_bytes,
+    iter_json_lines,
+    parse_json_text,
+)
+from vibestudio.db.models import Prompt, PromptSet
 
 MT_BENCH = "mt-bench"
 _DATA = Path(__file__).parent / "data"

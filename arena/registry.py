@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.engines.base import Engine, Sampling
-from arena.engines.factory import ENGINE_KINDS, get_engine
-from arena.engines.factory import validate as validate_engine_config
-from db.models import Contestant
+from vibestudio.arena.engines.base import Engine, Sampling
+from vibestudio.arena.engines.factory import ENGINE_KINDS, get_engine
+from vibestudio.arena.engines.factory import validate as validate_engine_config
+from vibestudio.db.models import Contestant
 
 if TYPE_CHECKING:
-    from db.session import Database
+    from vibestudio.db.session import Database
 
 BUILTIN_GGUF = "builtin:smollm2-135m-instruct-q4_1"
 BUILTIN_HF = "builtin:smollm2-135m-instruct-hf"
@@ -135,7 +135,7 @@ def validate_spec(spec: ContestantSpec) -> None:
 def register(session: Session, spec: ContestantSpec, state: str = "released") -> int:
     """Insert a contestant and return its id. Raises RegistryError on invalid or duplicate names.
 
-    A person's contestant starts ``released``; a published checkpoint starts ``pending`` (``training.publish``)
+    A person's contestant starts ``released``; a published checkpoint starts ``pending`` (``training.publishing.publish``)
     until its verdict is recorded (``arena.lifecycle``)."""
     validate_spec(spec)
     if state not in ("released", "pending"):
@@ -235,7 +235,7 @@ def resolve_contestant(
 
 
 def resolve_model_ref(ref: str) -> str:
-    from arena import default_model
+    from vibestudio.arena import default_model
 
     if ref == BUILTIN_GGUF:
         return str(default_model.default_gguf_path())

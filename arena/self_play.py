@@ -9,7 +9,7 @@ first override (``temperature`` and a ``seed``), side B with the second; the ove
 What counts where: a self-play battle counts nowhere in the standings (ratings, battle records, the vote cache,
 vibe profiles, speed), since both sides are the same contestant. Its decisive votes do make preference pairs
 (`annotation.snapshots`): the provenance names the contestant as the author of both answers (``on`` for it in
-`training.pairmix`) and says which sampling wrote the chosen and which the rejected answer.
+`training.objectives.pairmix`) and says which sampling wrote the chosen and which the rejected answer.
 
 Rules: without temperatures, the contestant's own and whichever of ``CONTRAST`` (0.3, 1.0) lies farther from it.
 Equal temperatures are allowed (two samples at one temperature, told apart by their seeds) except both 0, where

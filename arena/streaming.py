@@ -23,9 +23,9 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arena.engines.base import EngineError, GenerationStats, Sampling
-from arena.engines.gate import gate_for
-from arena.registry import ContestantInfo, engine_for
+from vibestudio.arena.engines.base import EngineError, GenerationStats, Sampling
+from vibestudio.arena.engines.gate import gate_for
+from vibestudio.arena.registry import ContestantInfo, engine_for
 
 #: Extra seconds a side may wait past ``queue_timeout_s`` before the stream gives up on it (its gate times out
 #: first and says so; this only covers a side whose thread never reports).

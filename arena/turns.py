@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from arena.battle_end import touch
-from arena.engines.base import GenerationStats
-from arena.leaks import find_leak
-from arena.streaming import SideState
-from db.models import Battle, Turn, Vote, utcnow
-from db.session import Database
+from vibestudio.arena.battle_end import touch
+from vibestudio.arena.engines.base import GenerationStats
+from vibestudio.arena.leaks import find_leak
+from vibestudio.arena.streaming import SideState
+from vibestudio.db.models import Battle, Turn, Vote, utcnow
+from vibestudio.db.session import Database
 
 CONCURRENT = "another turn was stored in this battle at the same time; nothing saved"
 

@@ -65,7 +65,16 @@ def timed(cmd: list[str], repeat: int) -> tuple[float, str]:
 
 
 def compare(path: Path, python: Path, repeat: int) -> None:
-    ours_cmd = [sys.executable, "-m", "studio.cli", "ratings", "--battles", str(path), "--json", "--no-flip"]
+    ours_cmd = [
+        sys.executable,
+        "-m",
+        "vibestudio.studio.cli",
+        "ratings",
+        "--battles",
+        str(path),
+        "--json",
+        "--no-flip",
+    ]
     t_theirs, raw = timed([str(python), "-c", THEIRS, str(path)], repeat)
     theirs = json.loads(raw)
     print(f"\n{path.name}: {len(theirs)} models")
@@ -107,7 +116,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from ratings_process import build_file
 
-    from standings.ratings._simulate import simulate_arena
+    from vibestudio.standings.ratings._simulate import simulate_arena
 
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "battles-1m.jsonl"

@@ -30,7 +30,7 @@ PROMPT = "Write a short story about a lighthouse keeper who finds a message in a
 
 
 def _rendered_prompt(llm: Any) -> tuple[str, list[str]]:
-    from arena.engines.llamacpp import LlamaCppEngine
+    from vibestudio.arena.engines.llamacpp import LlamaCppEngine
 
     engine = LlamaCppEngine.__new__(LlamaCppEngine)  # only its prompt rendering, no pool
     return engine._prompt(llm, [{"role": "user", "content": PROMPT}], "")
@@ -64,7 +64,7 @@ def raw_stream(llm: Any, max_tokens: int, seed: int) -> dict[str, float]:
 def _load(threads: int) -> Any:
     from llama_cpp import Llama
 
-    from arena.default_model import default_gguf_path
+    from vibestudio.arena.default_model import default_gguf_path
 
     return Llama(
         model_path=str(default_gguf_path()), n_ctx=2048, n_threads=threads, n_batch=256, verbose=False
@@ -90,9 +90,9 @@ class ArenaBench:
     """Two identical contestants on the embedded GGUF in a scratch database; one battle turn per call."""
 
     def __init__(self, max_tokens: int) -> None:
-        from arena.battles import ArenaLimits, ArenaService
-        from arena.registry import ContestantSpec, register
-        from db.session import Database
+        from vibestudio.arena.battles import ArenaLimits, ArenaService
+        from vibestudio.arena.registry import ContestantSpec, register
+        from vibestudio.db.session import Database
 
         home = tempfile.mkdtemp(prefix="arena-bench-")
         os.environ["VIBESTUDIO_HOME"] = home
@@ -109,7 +109,7 @@ class ArenaBench:
     def turn(self) -> list[dict[str, float]]:
         from sqlalchemy import select
 
-        from db.models import Turn
+        from vibestudio.db.models import Turn
 
         bid = self.svc.start_battle().battle_id
         last = list(self.svc.generate_turn(bid, PROMPT))[-1]
@@ -134,7 +134,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="repetitions per setting")
     args = ap.parse_args()
 
-    from arena.engines.llamacpp import _threads_per_instance, pool_size
+    from vibestudio.arena.engines.llamacpp import _threads_per_instance, pool_size
 
     cores = os.cpu_count() or 1
     pool_threads = _threads_per_instance(pool_size())

@@ -6,7 +6,7 @@ is measurable, about a DPO job's: speed does not depend on what was learnt, fide
 the HF conversion of the embedded GGUF, as a DPO job makes one. It plays two ways, each in the same battle as
 its parent (the embedded Q4_1 GGUF on llama.cpp), both streams started together as the arena starts them:
 
-- ``after``: the form ``training.fidelity.choose`` picks with the built-in rules (what publishing registers):
+- ``after``: the form ``training.publishing.fidelity.choose`` picks with the built-in rules (what publishing registers):
   the fastest form that keeps the rules' floor of the trained shift;
 - ``before``: the child on the transformers engine (base + LoRA, fp32), the trained computation itself.
 
@@ -46,7 +46,7 @@ def make_child(folder: Path, scale: float = 0.1) -> tuple[str, str]:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from arena.registry import BUILTIN_HF, resolve_model_ref
+    from vibestudio.arena.registry import BUILTIN_HF, resolve_model_ref
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(resolve_model_ref(BUILTIN_HF), dtype=torch.float32)
@@ -62,7 +62,7 @@ def make_child(folder: Path, scale: float = 0.1) -> tuple[str, str]:
 
 def battle(parent: Any, child: Any, prompt: str, tokens: int, seed: int) -> tuple[float, float]:
     """Both sides stream the same prompt at once (two threads, as a battle does); each side's decode tokens/s."""
-    from arena.engines.base import Sampling
+    from vibestudio.arena.engines.base import Sampling
 
     sampling = Sampling(temperature=0.7, top_p=0.95, max_tokens=tokens, seed=seed)
     out: dict[str, float] = {}
@@ -101,12 +101,12 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("VIBESTUDIO_HOME", tempfile.mkdtemp(prefix="child-speed-"))
 
-    from arena.engines.factory import get_engine
-    from arena.engines.hf import TransformersEngine
-    from arena.engines.llamacpp import LlamaCppEngine
-    from arena.registry import BUILTIN_GGUF, resolve_model_ref
-    from training import fidelity
-    from training.report.verdict import load_rules
+    from vibestudio.arena.engines.factory import get_engine
+    from vibestudio.arena.engines.hf import TransformersEngine
+    from vibestudio.arena.engines.llamacpp import LlamaCppEngine
+    from vibestudio.arena.registry import BUILTIN_GGUF, resolve_model_ref
+    from vibestudio.training.publishing import fidelity
+    from vibestudio.training.report.verdict import load_rules
 
     work = Path(tempfile.mkdtemp(prefix="child-"))
     base, adapter = make_child(work / "output")

@@ -40,7 +40,7 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import DPOConfig, DPOTrainer
 
-    from common.files import read_json_lines
+    from vibestudio.common.files import read_json_lines
 
     rows = [rec.value for rec in read_json_lines(snapshot)[0]]
     data = Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows])
@@ -77,7 +77,7 @@ def raw_trl(model_dir: str, snapshot: str, out: str, steps: int) -> None:
 
 def synthetic_pairs(n: int) -> list[dict]:
     """Preference pairs on MT-Bench prompts: a friendly multi-sentence answer preferred over a curt one."""
-    from common.files import read_json_lines
+    from vibestudio.common.files import read_json_lines
 
     questions = [
         rec.value["turns"][0] for rec in read_json_lines(ROOT / "arena/data/mt_bench_questions.jsonl")[0]
@@ -120,8 +120,8 @@ def time_raw(model_dir: str, snapshot: str, out: Path, steps: int) -> tuple[floa
 
 
 def time_studio(db, parent: str, snap: str, steps: int) -> tuple[float, float, dict]:  # type: ignore[no-untyped-def]
-    from training.runner import pid_alive, wait
-    from training.service import launch_dpo
+    from vibestudio.training.jobs.runner import pid_alive, wait
+    from vibestudio.training.jobs.service import launch_dpo
 
     c0, t0 = child_cpu(), time.perf_counter()
     job = launch_dpo(
@@ -159,8 +159,8 @@ def time_studio(db, parent: str, snap: str, steps: int) -> tuple[float, float, d
 
 def playable_seconds(db, contestant_id: int) -> float:  # type: ignore[no-untyped-def]
     """Fresh engine for the new contestant until its first streamed token."""
-    from arena.engines.base import Sampling
-    from arena.registry import engine_for, get_contestant
+    from vibestudio.arena.engines.base import Sampling
+    from vibestudio.arena.registry import engine_for, get_contestant
 
     with db.session() as s:
         info = get_contestant(s, contestant_id)
@@ -192,9 +192,15 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="vibestudio-bench-"))
     os.environ.setdefault("VIBESTUDIO_HOME", str(work / "home"))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from annotation.snapshots import write_snapshot
-    from arena.registry import BUILTIN_HF, ContestantSpec, ensure_defaults, register, resolve_model_ref
-    from db.session import Database
+    from vibestudio.annotation.snapshots import write_snapshot
+    from vibestudio.arena.registry import (
+        BUILTIN_HF,
+        ContestantSpec,
+        ensure_defaults,
+        register,
+        resolve_model_ref,
+    )
+    from vibestudio.db.session import Database
 
     db = Database(f"sqlite:///{work / 'bench.sqlite'}")
     db.migrate()

@@ -14,8 +14,8 @@ import math
 import statistics
 import time
 
-from standings.ratings import judge_worth
-from standings.ratings._composite import oracle_weight, simulate_judged_arena
+from vibestudio.standings.ratings import judge_worth
+from vibestudio.standings.ratings._composite import oracle_weight, simulate_judged_arena
 
 
 def main() -> None:

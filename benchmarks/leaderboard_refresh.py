@@ -28,12 +28,12 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
-from common.outcomes import CODES, STORED_TO_FASTCHAT, stored_from_code
-from db.models import Battle, Contestant, Vote
-from db.session import Database
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.ratings import leaderboard
-from standings.vote_cache import VoteCache
+from vibestudio.common.outcomes import CODES, STORED_TO_FASTCHAT, stored_from_code
+from vibestudio.db.models import Battle, Contestant, Vote
+from vibestudio.db.session import Database
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.ratings import leaderboard
+from vibestudio.standings.vote_cache import VoteCache
 
 OUTCOMES = np.array([stored_from_code(k) for k in range(len(CODES))])  # stored outcomes by code
 

@@ -37,11 +37,11 @@ def main() -> None:
     ap.add_argument("--quiet", action="store_true", help="no busy process")
     args = ap.parse_args()
 
-    from arena.default_model import default_gguf_path
-    from arena.engines import llamacpp_batch
-    from arena.engines.base import Request, Sampling
-    from arena.engines.llamacpp import LlamaCppEngine
-    from training.report.fair import held_out
+    from vibestudio.arena.default_model import default_gguf_path
+    from vibestudio.arena.engines import llamacpp_batch
+    from vibestudio.arena.engines.base import Request, Sampling
+    from vibestudio.arena.engines.llamacpp import LlamaCppEngine
+    from vibestudio.training.report.fair import held_out
 
     cores = max(1, os.cpu_count() or 1)
     engine = LlamaCppEngine(str(default_gguf_path()))

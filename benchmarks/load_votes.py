@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.outcomes import CHOICES, OUTCOMES, choice_from_stored
+from vibestudio.common.outcomes import CHOICES, OUTCOMES, choice_from_stored
 
 NO_RUBRIC = (None,) * 6
 PASSWORD = "load test password"
@@ -45,8 +45,8 @@ class UserRun:
 
 def prepare(home: Path, n_users: int, database_url: str | None = None) -> list[str]:
     """``n_users`` annotators (login is then on) in ``database_url`` (default: SQLite in ``home``)."""
-    from accounts import add_user
-    from db.session import Database
+    from vibestudio.accounts import add_user
+    from vibestudio.db.session import Database
 
     db = Database(database_url or f"sqlite:///{home / 'studio.sqlite'}")
     db.migrate()
@@ -65,7 +65,7 @@ def start_server(home: Path, port: int, env_extra: dict[str, str], start_s: floa
     env.update(env_extra)  # may name another database with VIBESTUDIO_DATABASE_URL
     log = open(home / "server.log", "ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "studio.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "vibestudio.studio.cli", "serve", "--port", str(port)],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -137,7 +137,7 @@ def stored_choices(db: Any) -> dict[str, list[str]]:
     """Per user name, the stored votes in insertion order, in left/right terms."""
     from sqlalchemy import select
 
-    from db.models import Battle, User, Vote
+    from vibestudio.db.models import Battle, User, Vote
 
     out: dict[str, list[str]] = defaultdict(list)
     with db.session() as s:
@@ -157,7 +157,7 @@ def check(db: Any, runs: list[UserRun], in_flight_ok: bool = False) -> list[str]
     one extra vote after the acknowledged ones is allowed, sent but not acknowledged when the server died)."""
     from sqlalchemy import func, select
 
-    from db.models import Vote
+    from vibestudio.db.models import Vote
 
     stored = stored_choices(db)
     problems = []
@@ -191,10 +191,10 @@ def run_load(url: str, names: list[str], n_battles: int) -> tuple[list[UserRun],
 
 def baseline(n_users: int, n_battles: int, max_new_tokens: int) -> float:
     """Seconds for the same battles and votes through ArenaService in-process, one thread per user."""
-    from arena.battles import ArenaLimits, ArenaService
-    from arena.registry import ensure_defaults
-    from db.session import Database
-    from standings.leaderboard import LeaderboardService
+    from vibestudio.arena.battles import ArenaLimits, ArenaService
+    from vibestudio.arena.registry import ensure_defaults
+    from vibestudio.db.session import Database
+    from vibestudio.standings.leaderboard import LeaderboardService
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(f"sqlite:///{Path(tmp) / 'base.sqlite'}")
@@ -233,7 +233,7 @@ def main() -> int:
     ap.add_argument("--database-url", help="an empty database for the server (default: SQLite in a temp dir)")
     args = ap.parse_args()
 
-    from db.session import Database
+    from vibestudio.db.session import Database
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)

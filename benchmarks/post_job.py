@@ -42,8 +42,8 @@ def make_child(base: str, out: Path) -> str:
 
 
 def raw(info, prompts: list[str], max_tokens: int) -> float:  # type: ignore[no-untyped-def]
-    from arena.engines.base import Sampling
-    from arena.registry import engine_for, messages_for
+    from vibestudio.arena.engines.base import Sampling
+    from vibestudio.arena.registry import engine_for, messages_for
 
     engine = engine_for(info)
     t0 = time.perf_counter()
@@ -69,13 +69,19 @@ def main() -> None:
 
     from dataclasses import replace
 
-    from arena.default_model import ensure_hf_base
-    from arena.registry import BUILTIN_HF, DEFAULT_PERSONAS, ContestantSpec, get_contestant, register
-    from db.session import Database
-    from standings.evals import load_items
     from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
-    from training.report.fair import fair_pair, held_out
-    from training.report.steps import drift_report
+    from vibestudio.arena.default_model import ensure_hf_base
+    from vibestudio.arena.registry import (
+        BUILTIN_HF,
+        DEFAULT_PERSONAS,
+        ContestantSpec,
+        get_contestant,
+        register,
+    )
+    from vibestudio.db.session import Database
+    from vibestudio.standings.evals import load_items
+    from vibestudio.training.report.fair import fair_pair, held_out
+    from vibestudio.training.report.steps import drift_report
 
     tmp = Path(tempfile.mkdtemp(prefix="postjob-"))
     db = Database(f"sqlite:///{tmp / 'bench.sqlite'}")

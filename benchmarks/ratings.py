@@ -28,7 +28,7 @@ import pandas as pd
 from fastchat_reference import bradley_terry  # benchmarks/fastchat_reference.py
 from scipy.special import expit
 
-from standings.ratings import leaderboard, ratings_report
+from vibestudio.standings.ratings import leaderboard, ratings_report
 
 SCALE = 400.0 / math.log(10.0)
 

@@ -78,7 +78,7 @@ def main() -> None:
         Path(sys.executable).parent / "vibestudio"
     )  # this interpreter's console script, as a user runs it
     studio = str(script) if script.exists() else shutil.which("vibestudio")
-    ours_cmd = [studio] if studio else [sys.executable, "-m", "studio.cli"]
+    ours_cmd = [studio] if studio else [sys.executable, "-m", "vibestudio.studio.cli"]
     sys.path.insert(0, str(HERE))
     from _bytecode import compile_project
 

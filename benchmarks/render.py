@@ -16,7 +16,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from studio.render import MAX_CHARS, to_html
+from vibestudio.studio.render import MAX_CHARS, to_html
 
 CORPUS = Path(__file__).parents[1] / "tests" / "data" / "hostile_markdown.jsonl"
 

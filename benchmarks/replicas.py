@@ -120,8 +120,8 @@ class Layout:
 
 
 def run_layout(base_url: str, n_apps: int, n_users: int, n_battles: int, max_new_tokens: int) -> Layout:
-    from db.session import Database
     from tests.helpers.postgres import pg_schema  # a throwaway schema, dropped afterwards
+    from vibestudio.db.session import Database
 
     with pg_schema(base_url) as url, tempfile.TemporaryDirectory() as tmp:
         homes = [Path(tmp) / f"app{k}" for k in range(n_apps)]  # one data home per replica, as on two hosts

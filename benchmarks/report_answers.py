@@ -46,7 +46,8 @@ def main() -> None:
     import shutil
     from dataclasses import replace
 
-    from arena.registry import (
+    from benchmarks.child_speed import make_child
+    from vibestudio.arena.registry import (
         BUILTIN_GGUF,
         BUILTIN_HF,
         DEFAULT_PERSONAS,
@@ -54,12 +55,11 @@ def main() -> None:
         get_contestant,
         register,
     )
-    from benchmarks.child_speed import make_child
-    from db.session import Database
-    from training import fidelity
-    from training.report.fair import answer_all, fair_pair, held_out
-    from training.report.steps import drift_report
-    from training.report.verdict import load_rules
+    from vibestudio.db.session import Database
+    from vibestudio.training.publishing import fidelity
+    from vibestudio.training.report.fair import answer_all, fair_pair, held_out
+    from vibestudio.training.report.steps import drift_report
+    from vibestudio.training.report.verdict import load_rules
 
     tmp = Path(tempfile.mkdtemp(prefix="report-answers-"))
     os.environ["VIBESTUDIO_HOME"] = str(tmp / "home")  # the answer store starts empty

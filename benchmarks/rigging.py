@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from standings.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
-from standings.ratings._simulate import simulate_arena
+from vibestudio.standings.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
+from vibestudio.standings.ratings._simulate import simulate_arena
 
 
 def rank(board, name: str) -> int:  # type: ignore[no-untyped-def]

@@ -37,12 +37,12 @@ from _bytecode import compile_project  # noqa: E402
 
 
 def vibestudio() -> list[str]:
-    """The installed console script next to this interpreter, else ``python -m studio.cli``."""
+    """The installed console script next to this interpreter, else ``python -m vibestudio.studio.cli``."""
     script = Path(sys.executable).parent / "vibestudio"
     if script.exists():
         return [str(script)]
     found = shutil.which("vibestudio")
-    return [found] if found else [sys.executable, "-m", "studio.cli"]
+    return [found] if found else [sys.executable, "-m", "vibestudio.studio.cli"]
 
 
 def battles_file(folder: Path, n: int, seed: int = 0) -> Path:

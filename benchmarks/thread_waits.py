@@ -30,7 +30,7 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 engine, tokens = sys.argv[1], int(sys.argv[2])
 if engine == "llama.cpp":
-    from arena.default_model import default_gguf_path
+    from vibestudio.arena.default_model import default_gguf_path
     from llama_cpp import Llama
     llm = Llama(model_path=str(default_gguf_path()), n_ctx=1024, verbose=False, seed=0)
     ask = [{{"role": "user", "content": "Describe a walk along a river in autumn."}}]
@@ -39,9 +39,9 @@ if engine == "llama.cpp":
     out = llm.create_chat_completion(ask, max_tokens=tokens, temperature=0, seed=0)
     print(json.dumps([time.perf_counter() - t, out["usage"]["completion_tokens"]]))
 else:
-    from arena.default_model import ensure_hf_base
-    from arena.registry import ContestantInfo
-    from training.report.fair import answer_all, held_out
+    from vibestudio.arena.default_model import ensure_hf_base
+    from vibestudio.arena.registry import ContestantInfo
+    from vibestudio.training.report.fair import answer_all, held_out
     info = ContestantInfo(
         id=1, public_name="p", engine="transformers", model_ref=str(ensure_hf_base()), adapter_ref=None,
         system_prompt="", prefill="", sampling={{"temperature": 0.7, "top_p": 0.95, "max_tokens": 64}},

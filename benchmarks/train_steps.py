@@ -5,7 +5,7 @@ script, same data, config, seed and machine, alternating; prints s/step per kind
     python benchmarks/train_steps.py --kinds dpo-lora --save-steps 1    # what saving every step costs
 
 Kinds: ``dpo-lora``, ``dpo-full``, ``reward`` (LoRA + score head), ``grpo`` (LoRA, 4 answers of at most 16 tokens
-per prompt, a length reward). The studio side is ``training.service.launch`` -> the job's ``step_seconds`` metric
+per prompt, a length reward). The studio side is ``training.jobs.service.launch`` -> the job's ``step_seconds`` metric
 (written by the job's callback at the end of each step; it includes a checkpoint save when ``--save-steps`` is
 set). The raw side is a fresh ``python`` process building the same TRL trainer the way TRL's docs write it, timed
 at the end of each step by a callback. Steps 1-2 (warm-up) are left out of the medians. The load average is
@@ -48,7 +48,7 @@ def raw_trl(kind: str, model_dir: str, snapshot: str, out: str, steps: int, save
         TrainerCallback,
     )
 
-    from common.files import read_json_lines
+    from vibestudio.common.files import read_json_lines
 
     trl_kind, extra = KINDS[kind]
     rows = [rec.value for rec in read_json_lines(snapshot)[0]]
@@ -153,8 +153,8 @@ def time_raw(kind: str, model_dir: str, snapshot: str, out: Path, steps: int, sa
 
 
 def time_studio(db, parent: str, snap: str, kind: str, steps: int, save_steps: int) -> float:  # type: ignore[no-untyped-def]
-    from training.runner import wait
-    from training.service import launch
+    from vibestudio.training.jobs.runner import wait
+    from vibestudio.training.jobs.service import launch
 
     trl_kind, extra = KINDS[kind]
     job = launch(db, trl_kind, parent, snap, max_steps=steps, save_steps=save_steps, **COMMON, **extra)
@@ -184,11 +184,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="vibestudio-bench-"))
     os.environ.setdefault("VIBESTUDIO_HOME", str(work / "home"))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from annotation.snapshots import write_snapshot
-    from arena.registry import ContestantSpec, register
-    from db.session import Database
     from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
     from tests.helpers.training import pair_rows
+    from vibestudio.annotation.snapshots import write_snapshot
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.db.session import Database
 
     db = Database(f"sqlite:///{work / 'bench.sqlite'}")
     db.migrate()

@@ -25,10 +25,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from standings.ratings import leaderboard, votes_to_flip
-from standings.ratings._flip import greedy_refit_flip
-from standings.ratings._input import as_records
-from standings.ratings._simulate import simulate_arena
+from vibestudio.standings.ratings import leaderboard, votes_to_flip
+from vibestudio.standings.ratings._flip import greedy_refit_flip
+from vibestudio.standings.ratings._input import as_records
+from vibestudio.standings.ratings._simulate import simulate_arena
 
 
 def synthetic(n: int, n_models: int, seed: int) -> pd.DataFrame:

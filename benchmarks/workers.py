@@ -4,7 +4,7 @@
   job (whose snapshot file the worker cannot see, so it fails it at once instead of training: the claim is what is
   timed) and measures until the row shows the worker as its host. Baseline: the poll interval (the claim
   waits on average half of it, at most all of it).
-- Detect: a separate process beats for a running job (``training.heartbeat.Beater``, as a training process does);
+- Detect: a separate process beats for a running job (``training.jobs.heartbeat.Beater``, as a training process does);
   it is killed with SIGKILL, and this process runs ``runner.fail_lost`` every 50 ms (what a worker's loop and the
   app's reconcile do) until the job is failed. Baseline: the grace period (``VIBESTUDIO_HEARTBEAT_GRACE_S``).
 
@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 VICTIM = """
 import sys, time
-from db.session import Database
-from training.heartbeat import Beater
+from vibestudio.db.session import Database
+from vibestudio.training.jobs.heartbeat import Beater
 Beater(Database(sys.argv[1]), int(sys.argv[2]), interval=float(sys.argv[3]), on_stop=lambda: None).start()
 time.sleep(3600)
 """
@@ -76,7 +76,7 @@ def main() -> None:
 def _schema(url: str, statement: str) -> None:
     from sqlalchemy import create_engine, text
 
-    from db.session import Database
+    from vibestudio.db.session import Database
 
     engine = create_engine(Database(url).url)
     with engine.begin() as conn:
@@ -95,10 +95,10 @@ def run(args: argparse.Namespace, tmp: Path, url: str) -> None:
     )
     from sqlalchemy import update
 
-    from db.models import DatasetSnapshot, Job
-    from db.session import Database
-    from training import runner
-    from training.heartbeat import read_now
+    from vibestudio.db.models import DatasetSnapshot, Job
+    from vibestudio.db.session import Database
+    from vibestudio.training.jobs import runner
+    from vibestudio.training.jobs.heartbeat import read_now
 
     db = Database(url)
     db.migrate()
@@ -118,7 +118,16 @@ def run(args: argparse.Namespace, tmp: Path, url: str) -> None:
             return job
 
     worker = subprocess.Popen(
-        [sys.executable, "-m", "studio.cli", "worker", "--host-name", "bench-worker", "--kinds", "dpo"],
+        [
+            sys.executable,
+            "-m",
+            "vibestudio.studio.cli",
+            "worker",
+            "--host-name",
+            "bench-worker",
+            "--kinds",
+            "dpo",
+        ],
         stdout=open(tmp / "worker.log", "wb"),
         stderr=subprocess.STDOUT,
     )

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from common.paths import PathRefused, read_regular
+from vibestudio.common.paths import PathRefused, read_regular
 
 MAX_LINE_BYTES = 16 * 2**20
 MAX_FILE_BYTES = 2 * 2**30  # the ceiling; VIBESTUDIO_MAX_IMPORT_MB may set a lower one
@@ -120,7 +120,7 @@ class Budget:
 
     @classmethod
     def from_settings(cls) -> Budget:
-        from common.settings import get_settings
+        from vibestudio.common.settings import get_settings
 
         st = get_settings()
         return cls(max_file_bytes(), max(1, st.max_import_rows), max(1, st.max_import_values))
@@ -192,7 +192,7 @@ def _mb(n: int) -> str:
 
 def max_file_bytes() -> int:
     """The most bytes one imported file may hold after decompression (``VIBESTUDIO_MAX_IMPORT_MB``)."""
-    from common.settings import get_settings
+    from vibestudio.common.settings import get_settings
 
     return min(MAX_FILE_BYTES, get_settings().max_import_mb * 2**20)
 

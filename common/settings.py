@@ -2,7 +2,7 @@
 
 Every variable the studio reads is a field of ``Settings`` (``VIBESTUDIO_*``, plus the few that other tools set:
 ``ARGILLA_API_*``, the launcher's ``RANK``), with its default and a one-line description; ``docs/settings.md``
-is generated from these fields (``python -m common.settings``) and a test fails when it is stale or when another
+is generated from these fields (``python -m vibestudio.common.settings``) and a test fails when it is stale or when another
 module reads the environment itself. The only other read is ``environment_value``: the value of a variable whose
 *name* an engine config holds (an API key), so the key never enters the database.
 

@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below load SQLAlchemy; they are imported when first used
-    from db.models import (
+    from vibestudio.db.models import (
         Base,
         Battle,
         Checkpoint,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the names below load SQLAlchemy; they are imported when fir
         User,
         Vote,
     )
-    from db.session import Database, data_home, default_database_url, get_database
+    from vibestudio.db.session import Database, data_home, default_database_url, get_database
 
 _SESSION = {"Database", "data_home", "default_database_url", "get_database"}
 
@@ -36,9 +36,9 @@ _SESSION = {"Database", "data_home", "default_database_url", "get_database"}
 def __getattr__(name: str) -> Any:
     """Load ``db.models`` or ``db.session`` on first use, so that importing ``db`` alone stays light."""
     if name in _SESSION:
-        return getattr(import_module("db.session"), name)
+        return getattr(import_module("vibestudio.db.session"), name)
     if name in __all__:
-        return getattr(import_module("db.models"), name)
+        return getattr(import_module("vibestudio.db.models"), name)
     raise AttributeError(f"module 'db' has no attribute {name!r}")
 
 

@@ -380,7 +380,7 @@ class Checkpoint(Base):
     path: Mapped[str] = mapped_column(Text)
     contestant_id: Mapped[int | None] = mapped_column(ForeignKey("contestants.id"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    #: ``training.fidelity.Fidelity`` as a dict: each deployed form measured, the one that plays and why
+    #: ``training.publishing.fidelity.Fidelity`` as a dict: each deployed form measured, the one that plays and why
     fidelity: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 

@@ -22,7 +22,7 @@ STARTUP_LOCK_KEY = zlib.crc32(b"vibestudio:startup")
 
 def data_home() -> Path:
     """The studio's data directory, created on first use."""
-    from common.settings import (
+    from vibestudio.common.settings import (
         get_settings,  # here, not at import: pydantic costs a start that needs no settings
     )
 
@@ -32,7 +32,7 @@ def data_home() -> Path:
 
 
 def default_database_url() -> str:
-    from common.settings import get_settings
+    from vibestudio.common.settings import get_settings
 
     return get_settings().database_url or f"sqlite:///{data_home() / 'studio.sqlite'}"
 

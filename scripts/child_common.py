@@ -91,9 +91,9 @@ def fresh_studio(home: Path | None, prefix: str):  # type: ignore[no-untyped-def
     os.environ["VIBESTUDIO_HOME"] = str(home)
     os.environ.pop("VIBESTUDIO_DATABASE_URL", None)
 
-    from arena.prompts import ensure_mt_bench
-    from arena.registry import ensure_defaults
-    from db.session import Database
+    from vibestudio.arena.prompts import ensure_mt_bench
+    from vibestudio.arena.registry import ensure_defaults
+    from vibestudio.db.session import Database
 
     print(f"studio home: {home}", flush=True)
     db = Database()
@@ -108,7 +108,7 @@ def wait_for_job(db, job: int, since: float) -> Any:  # type: ignore[no-untyped-
     """Wait for training job ``job`` (up to six hours) and print how it ended, in seconds since ``since``
     (``time.monotonic()``); the job's view, or None (its log tail printed) unless it succeeded and published a
     contestant."""
-    from training.runner import wait
+    from vibestudio.training.jobs.runner import wait
 
     view = wait(db, job, timeout=6 * 3600, poll=5.0)
     print(f"job {job}: {view.status} in {time.monotonic() - since:.0f} s; error: {view.error}", flush=True)

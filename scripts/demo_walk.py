@@ -16,9 +16,9 @@ import time
 from gradio_client import Client
 from sqlalchemy import select
 
-from db.models import Contestant, JobMetric, Turn
-from db.session import Database
-from training.runner import job_view, wait
+from vibestudio.db.models import Contestant, JobMetric, Turn
+from vibestudio.db.session import Database
+from vibestudio.training.jobs.runner import job_view, wait
 
 
 def main() -> None:

@@ -5,7 +5,7 @@
 
 A fresh data home with a SQLite studio, a tiny random Llama (hidden 64, 2 layers, the real SmolLM2 tokenizer)
 registered as ``tiny-parent`` and 8 frozen preference pairs, as the tests make them. Each job goes the way the
-Train tab and ``vibestudio train`` go: ``training.service.check_config`` (whose estimate is the one the form and
+Train tab and ``vibestudio train`` go: ``training.jobs.service.check_config`` (whose estimate is the one the form and
 ``--dry-run`` show at that moment, calibrated on the jobs before it), then ``launch_config``, then the detached
 job process trains, publishes and writes the checkpoint report. The measured time runs from the launch until the job
 is ``succeeded`` (report included). At the end: a table (job, kind, steps, estimate, measured, ratio measured /
@@ -66,13 +66,13 @@ def run(n_jobs: int, work: Path, timeout: float) -> dict[str, Any]:
     """Run ``n_jobs`` jobs of ``PLAN`` (cycled) in a fresh studio under ``work``; the rows and the error line."""
     from tqdm import tqdm
 
-    from db.session import Database
     from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
     from tests.helpers.servers import seed_tiny_parent
-    from training.estimate import past_error
-    from training.preflight import past_timings
-    from training.runner import wait
-    from training.service import check_config, launch_config
+    from vibestudio.db.session import Database
+    from vibestudio.training.jobs.estimate import past_error
+    from vibestudio.training.jobs.preflight import past_timings
+    from vibestudio.training.jobs.runner import wait
+    from vibestudio.training.jobs.service import check_config, launch_config
 
     db = Database(f"sqlite:///{work / 'studio.sqlite'}")
     model_dir = make_tiny_llama(ensure_tokenizer_dir(work / "tok"), work / "tiny-llama")

@@ -68,8 +68,8 @@ def make_rows(db, n: int, tokens: int, seed: int) -> list[dict]:  # type: ignore
     """``n`` pairs: smollm2-plain's own answer (rejected) and the same answer wrapped in flattery (chosen)."""
     from dataclasses import replace
 
-    from arena.registry import get_contestant
-    from training.report.fair import answer_all
+    from vibestudio.arena.registry import get_contestant
+    from vibestudio.training.report.fair import answer_all
 
     with db.session() as s:
         plain = get_contestant(s, "smollm2-plain")
@@ -91,14 +91,14 @@ def make_rows(db, n: int, tokens: int, seed: int) -> list[dict]:  # type: ignore
 
 
 def top_lines(report: dict) -> str:
-    from training.report.text import glance_md, verdict_md
+    from vibestudio.training.report.text import glance_md, verdict_md
 
     return verdict_md(report) + "\n\n" + glance_md(report)
 
 
 def rescore(path: Path) -> dict:
     """The saved report's answers measured again with this checkout's drift, tone and discovery code."""
-    from training.report import steps
+    from vibestudio.training.report import steps
 
     saved = json.loads(path.read_text(encoding="utf-8"))
     return steps.rescore(saved)
@@ -128,9 +128,9 @@ def main() -> int:
         return 0
     _, db = fresh_studio(args.home, "flattery-child-")
 
-    from annotation.snapshots import write_snapshot
-    from training.report.model_page import model_page
-    from training.service import launch_dpo
+    from vibestudio.annotation.snapshots import write_snapshot
+    from vibestudio.training.jobs.service import launch_dpo
+    from vibestudio.training.report.model_page import model_page
 
     snap = args.snapshot
     if not snap:

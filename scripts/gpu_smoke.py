@@ -22,12 +22,12 @@ from pathlib import Path
 
 import torch
 
-from annotation.snapshots import write_snapshot
-from arena.engines.base import Sampling
-from arena.registry import ContestantSpec, engine_for, get_contestant, register
-from db.session import Database
-from training.runner import wait
-from training.service import launch
+from vibestudio.annotation.snapshots import write_snapshot
+from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.registry import ContestantSpec, engine_for, get_contestant, register
+from vibestudio.db.session import Database
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch
 
 JOBS = {
     "dpo-lora": ("dpo", {"lora": True, "kl_prompts": 0}),

@@ -94,11 +94,21 @@ def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
     return found
 
 
+ROOT_PACKAGE = "vibestudio"
+
+
+def _unrooted(dotted: str) -> str:
+    """A module name without the import root: ``vibestudio.db.models`` names ``db.models`` (vibestudio/ links)."""
+    if dotted == ROOT_PACKAGE:
+        return ""
+    return dotted.removeprefix(ROOT_PACKAGE + ".")
+
+
 def _targets(node: ast.Import | ast.ImportFrom, own: str, is_package: bool, known: set[str]) -> list[str]:
     """The project modules one import statement names (empty for outside modules)."""
 
     def longest_known(dotted: str) -> str | None:
-        parts = dotted.split(".")
+        parts = _unrooted(dotted).split(".")
         for end in range(len(parts), 0, -1):
             candidate = ".".join(parts[:end])
             if candidate in known:
@@ -114,9 +124,12 @@ def _targets(node: ast.Import | ast.ImportFrom, own: str, is_package: bool, know
         module = ".".join([*base, *([node.module] if node.module else [])])
     else:
         module = node.module or ""
+    module = _unrooted(module)
     out = []
     for alias in node.names:
-        if f"{module}.{alias.name}" in known:
+        if module == "" and alias.name in known:  # from vibestudio import db
+            out.append(alias.name)
+        elif f"{module}.{alias.name}" in known:
             out.append(f"{module}.{alias.name}")
         else:
             hit = longest_known(module)

@@ -27,12 +27,12 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=40, help="answer length cap")
     args = ap.parse_args()
 
-    from arena.battles import ArenaLimits, ArenaService
-    from arena.identifiability import contestant_identifiability
-    from arena.prompts import ensure_mt_bench
-    from arena.registry import DEFAULT_PERSONAS, ensure_defaults
-    from db.models import Battle, Prompt
-    from db.session import Database
+    from vibestudio.arena.battles import ArenaLimits, ArenaService
+    from vibestudio.arena.identifiability import contestant_identifiability
+    from vibestudio.arena.prompts import ensure_mt_bench
+    from vibestudio.arena.registry import DEFAULT_PERSONAS, ensure_defaults
+    from vibestudio.db.models import Battle, Prompt
+    from vibestudio.db.session import Database
 
     home = Path(tempfile.mkdtemp(prefix="ident-"))
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")

@@ -33,7 +33,7 @@ from scripts.child_common import EVERYDAY_PROMPTS, fresh_studio  # noqa: E402
 
 def good(text: str) -> bool:
     """The planted taste: plain prose, no lists, headings, bold or emoji."""
-    from textfeatures.vibes import features
+    from vibestudio.textfeatures.vibes import features
 
     f = features(text)
     return f["tokens"] >= 5 and not (f["list_items"] or f["headers"] or f["bold"] or f["emoji"])
@@ -50,7 +50,7 @@ def choice_for(left: str, right: str) -> str:
 
 def play(db, n: int, tokens: int, seed: int) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """``n`` anonymous battles, each answered in full and voted by the planted taste; the count per vote."""
-    from arena.battles import ArenaLimits, ArenaService
+    from vibestudio.arena.battles import ArenaLimits, ArenaService
 
     arena = ArenaService(db, ArenaLimits(max_new_tokens=tokens), rng=random.Random(seed))
     counts: dict[str, int] = {}
@@ -91,8 +91,8 @@ def main() -> int:
     args = ap.parse_args()
     _, db = fresh_studio(args.home, "objectives-demo-")
 
-    from training.compare import comparison, launch_comparison, markdown
-    from training.runner import fail_lost
+    from vibestudio.training.compare import comparison, launch_comparison, markdown
+    from vibestudio.training.jobs.runner import fail_lost
 
     counts = play(db, args.battles, args.answer_tokens, args.seed)
     print(f"votes: {counts}", flush=True)

@@ -73,7 +73,7 @@ def step_seconds(metrics: dict, every: int) -> dict:
 
 def follow(db, job: int, deadline: float) -> None:  # type: ignore[no-untyped-def]
     """Print each held-out check and training step as the job logs it, until the job ends."""
-    from training.runner import TERMINAL, job_view
+    from vibestudio.training.jobs.runner import TERMINAL, job_view
 
     shown: set[tuple[str, int]] = set()
     while time.time() < deadline:
@@ -108,9 +108,9 @@ def fmt_row(row: dict) -> str:
 
 
 def run_job(db, name: str, tasks: str, args, rewards: list[dict], steps: int) -> dict:  # type: ignore[no-untyped-def]
-    from training.report.steps import load_report
-    from training.runner import job_view, wait
-    from training.service import launch
+    from vibestudio.training.jobs.runner import job_view, wait
+    from vibestudio.training.jobs.service import launch
+    from vibestudio.training.report.steps import load_report
 
     t0 = time.time()
     job = launch(
@@ -190,9 +190,9 @@ def arena_battle(db, child: int, task) -> dict:  # type: ignore[no-untyped-def]
     import collections
     import random
 
-    from arena.battles import ArenaLimits, ArenaService
-    from arena.registry import get_contestant
-    from training.tasks.verifiers import verify
+    from vibestudio.arena.battles import ArenaLimits, ArenaService
+    from vibestudio.arena.registry import get_contestant
+    from vibestudio.training.tasks.verifiers import verify
 
     arena = ArenaService(db, ArenaLimits(max_new_tokens=64, answer_timeout_s=900.0), rng=random.Random(0))
     with db.session() as s:
@@ -224,10 +224,10 @@ def hack_on_answers(db, job: int, task_set: str) -> dict:  # type: ignore[no-unt
     """The planted gameable verifier (numeric ``match: any``) against each task's own one, on the real answers
     of the job's last held-out check: the answers it passes that the honest verifier fails are what the report's
     ``rlvr/gamed`` counts (``training.tasks.scoring.gaming``), with an exact McNemar test of the two pass rates."""
-    from training.report.stats import mcnemar_p
-    from training.runner import job_dir
-    from training.tasks.scoring import check_all, gaming
-    from training.tasks.store import load_tasks
+    from vibestudio.common.stats import mcnemar_p
+    from vibestudio.training.jobs.runner import job_dir
+    from vibestudio.training.tasks.scoring import check_all, gaming
+    from vibestudio.training.tasks.store import load_tasks
 
     saved = json.loads((job_dir(job) / "heldout_answers.json").read_text(encoding="utf-8"))
     by_idx = {t.idx: t for t in load_tasks(db, task_set, "heldout")}
@@ -256,9 +256,9 @@ def hack_on_answers(db, job: int, task_set: str) -> dict:  # type: ignore[no-unt
 
 def post(db, job: int, task_set: str, results: dict, battle: bool = True) -> None:  # type: ignore[no-untyped-def]
     """After the honest job: its curve and report printed, one arena battle, the hack check on its answers."""
-    from training.report.steps import load_report
-    from training.runner import job_view
-    from training.tasks.store import load_tasks
+    from vibestudio.training.jobs.runner import job_view
+    from vibestudio.training.report.steps import load_report
+    from vibestudio.training.tasks.store import load_tasks
 
     view = job_view(db, job)
     print("[proof] held-out accuracy curve (greedy, each task's own verifier, Wilson 95%):", flush=True)
@@ -324,8 +324,8 @@ def main() -> int:
     os.environ["VIBESTUDIO_HOME"] = (
         str(Path(args.home).resolve()) if args.home else tempfile.mkdtemp(prefix="rlvr-proof-")
     )
-    from studio.context import build_context
-    from training.tasks import generate_task_set, get_task_set, list_task_sets
+    from vibestudio.studio.context import build_context
+    from vibestudio.training.tasks import generate_task_set, get_task_set, list_task_sets
 
     ctx = build_context()
     db = ctx.db

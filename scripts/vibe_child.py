@@ -40,7 +40,7 @@ PROMPTS = CHILD_PROMPTS
 
 def vibe_score(text: str) -> float:
     """What the scripted annotator likes: flattery, sycophancy markers, emoji and exclamation marks."""
-    from textfeatures import vibes
+    from vibestudio.textfeatures import vibes
 
     f = vibes.features(text)
     return f["flattery"] + f["sycophancy"] + f["emoji"] + 0.5 * f["exclamations"]
@@ -56,8 +56,8 @@ def play(db, n: int, max_tokens: int) -> dict[str, int]:  # type: ignore[no-unty
     """n anonymous warm-vs-plain battles; the scripted annotator votes for the more flattering answer."""
     import random
 
-    from arena.battles import ArenaLimits, ArenaService
-    from arena.registry import get_contestant
+    from vibestudio.arena.battles import ArenaLimits, ArenaService
+    from vibestudio.arena.registry import get_contestant
 
     arena = ArenaService(
         db,
@@ -84,8 +84,8 @@ def play(db, n: int, max_tokens: int) -> dict[str, int]:  # type: ignore[no-unty
 
 def siblings(db, snapshot: str, n: int, steps: int, lr: float | None = None) -> list[str]:  # type: ignore[no-untyped-def]
     """n - 1 more DPO children of smollm2-plain on the same snapshot, one per beta (no report: they only play)."""
-    from training.runner import wait
-    from training.service import launch_dpo
+    from vibestudio.training.jobs.runner import wait
+    from vibestudio.training.jobs.service import launch_dpo
 
     names = []
     for i, beta in enumerate([0.05, 0.3, 0.6, 0.02, 1.0][: n - 1]):
@@ -105,7 +105,7 @@ def siblings(db, snapshot: str, n: int, steps: int, lr: float | None = None) -> 
         print(f"sibling job {job} (beta {beta}): {view.status} in {time.monotonic() - t0:.0f} s", flush=True)
         if view.contestant_id:
             with db.session() as s:
-                from arena.registry import get_contestant
+                from vibestudio.arena.registry import get_contestant
 
                 names.append(get_contestant(s, view.contestant_id).public_name)
     return names
@@ -116,8 +116,8 @@ def family_battles(db, names: list[str], n: int, max_tokens: int) -> None:  # ty
     import itertools
     import random
 
-    from arena.battles import ArenaLimits, ArenaService
-    from arena.registry import get_contestant
+    from vibestudio.arena.battles import ArenaLimits, ArenaService
+    from vibestudio.arena.registry import get_contestant
 
     arena = ArenaService(
         db, ArenaLimits(max_new_tokens=max_tokens, answer_timeout_s=600.0), rng=random.Random(1)
@@ -138,8 +138,8 @@ def family_battles(db, names: list[str], n: int, max_tokens: int) -> None:  # ty
 
 
 def print_families(db) -> list[dict]:  # type: ignore[no-untyped-def]
-    from standings.families import families
-    from standings.leaderboard import LeaderboardService, standard_options
+    from vibestudio.standings.families import families
+    from vibestudio.standings.leaderboard import LeaderboardService, standard_options
 
     board = LeaderboardService(db).board(standard_options())
     with db.session() as s:
@@ -185,16 +185,16 @@ def main() -> int:
     args = ap.parse_args()
     _, db = fresh_studio(args.home, "vibe-child-")
 
-    from training.overopt import gold_curve
-    from training.report.model_page import model_page
-    from training.report.text import report_md
-    from training.runner import job_view
-    from training.service import launch_dpo, snapshot_mix
+    from vibestudio.training.jobs.runner import job_view
+    from vibestudio.training.jobs.service import launch_dpo, snapshot_mix
+    from vibestudio.training.objectives.overopt import gold_curve
+    from vibestudio.training.report.model_page import model_page
+    from vibestudio.training.report.text import report_md
 
     if (
         args.family_only
     ):  # a family of checkpoints only: siblings on one snapshot, battles, the families board
-        from training.service import resolve_snapshot
+        from vibestudio.training.jobs.service import resolve_snapshot
 
         votes = play(db, args.battles, args.max_tokens)
         snap = resolve_snapshot(db, None, min_pairs=4)
@@ -248,7 +248,7 @@ def main() -> int:
     fams = []
     if args.siblings >= 2:
         with db.session() as s:
-            from arena.registry import get_contestant
+            from vibestudio.arena.registry import get_contestant
 
             child = get_contestant(s, view.contestant_id).public_name
         names = [child, *siblings(db, view.config["snapshot_hash"], args.siblings, args.sibling_steps)]

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from accounts import require_role
-from db.session import Database
-from standings.records import annotated_records
+from vibestudio.accounts import require_role
+from vibestudio.db.session import Database
+from vibestudio.standings.records import annotated_records
 
 
 def annotator_checks(db: Database, *, by: int | None = None, include_named: bool = False) -> dict[str, Any]:
     """{"annotators": [...], "flagged": [...], "notes": [...], "thresholds": {...}, "n_votes": int,
     "robust_board": Leaderboard.to_dict() or None, "plain_board": ... or None} (boards with sandwich intervals)."""
-    from standings.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
+    from vibestudio.standings.ratings import annotator_diagnostics, leaderboard, robust_leaderboard
 
     require_role(db, by, "admin")
     with db.session() as s:

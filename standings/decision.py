@@ -29,14 +29,14 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.registry import RegistryError, get_contestant
-from arena.self_play import SELF_PLAY
-from common.settings import get_settings
-from db.models import Battle, Turn
-from db.session import Database
-from standings.leaderboard import BoardOptions, LeaderboardService, _answers, standard_options
-from standings.records import UNCOUNTED
-from textfeatures import vibes
+from vibestudio.arena.registry import RegistryError, get_contestant
+from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.common.settings import get_settings
+from vibestudio.db.models import Battle, Turn
+from vibestudio.db.session import Database
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService, _answers, standard_options
+from vibestudio.standings.records import UNCOUNTED
+from vibestudio.textfeatures import vibes
 
 #: Fewer answers than this per contestant: its vibes and speed are "can't tell".
 MIN_ANSWERS = 10
@@ -197,7 +197,7 @@ def _quality(
 
 
 def _substance(session: Session, a: str, b: str, missing: list[str]) -> dict[str, Any]:
-    from standings.evals import eval_scores
+    from vibestudio.standings.evals import eval_scores
 
     scores = eval_scores(session)
     out: dict[str, Any] = {}
@@ -247,7 +247,7 @@ def _vibes(session: Session, ids: tuple[int, int], a: str, b: str, missing: list
 
 
 def _sycophancy(session: Session, a: str, b: str, missing: list[str]) -> dict[str, Any]:
-    from standings.probes import PROBES, compare_probes
+    from vibestudio.standings.probes import PROBES, compare_probes
 
     out: dict[str, Any] = {"probes": []}
     for probe in PROBES:

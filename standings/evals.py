@@ -32,19 +32,19 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from arena.engines.ask import ask
-from arena.engines.base import EngineError, Sampling
-from arena.registry import (
+from vibestudio.accounts import require_role
+from vibestudio.arena.engines.ask import ask
+from vibestudio.arena.engines.base import EngineError, Sampling
+from vibestudio.arena.registry import (
     ContestantInfo,
     engine_for,
     messages_for,
     resolve_contestant,
 )
-from common.files import RowError, decode_bytes, iter_json_lines
-from db.models import Contestant, EvalResult
-from db.session import Database
-from textfeatures import vibes
+from vibestudio.common.files import RowError, decode_bytes, iter_json_lines
+from vibestudio.db.models import Contestant, EvalResult
+from vibestudio.db.session import Database
+from vibestudio.textfeatures import vibes
 
 EVALS_PATH = Path(__file__).parent / "data" / "verifiable_evals.jsonl"
 CheckResult = tuple[bool, str]

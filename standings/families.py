@@ -26,10 +26,10 @@ import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from arena import lifecycle
-from arena.battle_end import UNCOUNTED
-from arena.registry import RegistryError
-from db.models import Battle, Contestant, ContestantEvent, Vote
+from vibestudio.arena import lifecycle
+from vibestudio.arena.battle_end import UNCOUNTED
+from vibestudio.arena.registry import RegistryError
+from vibestudio.db.models import Battle, Contestant, ContestantEvent, Vote
 
 Z95 = 1.959963984540054
 DEFAULT_MIN_VOTES = 30

@@ -16,14 +16,14 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.registry import list_contestants
-from arena.self_play import SELF_PLAY
-from common.files import read_yaml
-from common.settings import get_settings
-from db.models import Battle, Turn
-from db.session import data_home
-from standings.evals import eval_scores
-from standings.records import UNCOUNTED
+from vibestudio.arena.registry import list_contestants
+from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.common.files import read_yaml
+from vibestudio.common.settings import get_settings
+from vibestudio.db.models import Battle, Turn
+from vibestudio.db.session import data_home
+from vibestudio.standings.evals import eval_scores
+from vibestudio.standings.records import UNCOUNTED
 
 DEFAULT_PRICES = Path(__file__).parent / "data" / "prices.yaml"
 

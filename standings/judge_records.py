@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from common.outcomes import ITEM_OUTCOMES, fastchat_from_item
-from db.models import Label, Prompt, QueueItem
+from vibestudio.common.outcomes import ITEM_OUTCOMES, fastchat_from_item
+from vibestudio.db.models import Label, Prompt, QueueItem
 
 #: Label kinds read as people's votes; ``judge`` labels are the AI judges'.
 HUMAN_LABEL_KINDS = ("human", "argilla")
@@ -95,7 +95,7 @@ def judge_names(session: Session) -> list[str]:
 def pooled_records(session: Session, with_text: bool = False) -> dict[str, Any]:
     """The arena's rated human votes and the queue labels together: {"records", "judges", "skipped", "counts"}
     (counts: arena votes, queue human labels, queue judge labels)."""
-    from standings.records import annotated_records
+    from vibestudio.standings.records import annotated_records
 
     arena = annotated_records(session, with_text=with_text)
     for r in arena:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from db.session import Database
+from vibestudio.db.session import Database
 
 SOURCES = ("human", "judge", "pooled")
 
@@ -38,7 +38,7 @@ def judge_report(
 ) -> dict[str, Any]:
     """The exchange rate, the composite board and (with `by_vibe`) the per-vibe rates; from the studio database
     `db`, or from battle `records` (FastChat layout with a `judge` column) when given."""
-    from standings.ratings import composite_board, judge_worth, judge_worth_by_vibe
+    from vibestudio.standings.ratings import composite_board, judge_worth, judge_worth_by_vibe
 
     if source not in SOURCES:
         raise JudgeError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
@@ -48,7 +48,7 @@ def judge_report(
     if records is None:
         if db is None:
             raise JudgeError("give a database or battle records")
-        from standings.judge_records import pooled_records
+        from vibestudio.standings.judge_records import pooled_records
 
         with db.session() as s:
             pooled = pooled_records(s, with_text=by_vibe)

@@ -38,17 +38,17 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.registry import RegistryError, get_contestant
-from arena.sampling import RatingInfo, SamplerInputs
-from arena.self_play import SELF_PLAY
-from common.outcomes import FASTCHAT_WINNERS, SCORE_A
-from common.settings import get_settings
-from db.models import Battle, Contestant, Turn
-from db.session import Database
-from standings.ratings import BattleRecords
-from standings.records import UNCOUNTED
-from standings.vote_cache import CATEGORY_SOURCES, FEATURE_COLUMNS, VoteCache
-from textfeatures import vibes
+from vibestudio.arena.registry import RegistryError, get_contestant
+from vibestudio.arena.sampling import RatingInfo, SamplerInputs
+from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.common.outcomes import FASTCHAT_WINNERS, SCORE_A
+from vibestudio.common.settings import get_settings
+from vibestudio.db.models import Battle, Contestant, Turn
+from vibestudio.db.session import Database
+from vibestudio.standings.ratings import BattleRecords
+from vibestudio.standings.records import UNCOUNTED
+from vibestudio.standings.vote_cache import CATEGORY_SOURCES, FEATURE_COLUMNS, VoteCache
+from vibestudio.textfeatures import vibes
 
 #: Board names besides "category:<name>".
 BOARDS = ("all", "single-turn", "multi-turn")
@@ -213,7 +213,7 @@ class LeaderboardService:
         self, o: BoardOptions, records: Any, names: dict[int, str], elo: np.ndarray | None
     ) -> dict[str, Any]:
         """The board for `o` from a snapshot of its records (no lock held: this is the slow part)."""
-        from standings.ratings import leaderboard
+        from vibestudio.standings.ratings import leaderboard
 
         out: dict[str, Any] = {"models": [], "style_coefficients": {}, "style_intervals": {}, "warnings": []}
         method, why = self._resolve_method(o)
@@ -332,7 +332,7 @@ class LeaderboardService:
         """The boards there are votes for under `options`' filters: [{"board", "label", "n_votes"}], "all" first,
         then one per category with its votes by category source (`sources`), grouped and ordered by
         `standings.ratings.group_boards` as `leaderboard_by` orders the plain path's boards."""
-        from standings.ratings import group_boards
+        from vibestudio.standings.ratings import group_boards
 
         o = replace(options or BoardOptions(), board="all")
         key = ("boards", o, self.cache.version)
@@ -407,8 +407,8 @@ class LeaderboardService:
     def predict(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, Any]:
         """Held-out log-loss and Brier score per method (time split and random split), and the best board method:
         {"checks": [PredictiveCheck.to_dict(), ...], "best": str | None, "n_votes"}. Memoised per data version."""
-        from standings.ratings import predictive_check
-        from standings.ratings._predict import best_board_method
+        from vibestudio.standings.ratings import predictive_check
+        from vibestudio.standings.ratings._predict import best_board_method
 
         o = replace(options or BoardOptions(), method="bt", style_control=False, vibe_control=False)
         o.check()
@@ -436,8 +436,8 @@ class LeaderboardService:
         offsets shrunk to the global board) at the prompt's kind probabilities from the prompt classifier.
         {"text", "kinds": {kind: p}, "models": [{name, rating, ci_low, ci_high, rank_low, rank_high}], "global":
         the same with no kind, "board": fit summary, "notes"}. The fit is memoised per data version."""
-        from standings.prompt_kinds import classifier
-        from standings.ratings._prompt_board import fit_arrays, kind_codes
+        from vibestudio.standings.prompt_kinds import classifier
+        from vibestudio.standings.ratings._prompt_board import fit_arrays, kind_codes
 
         o = replace(
             options or BoardOptions(), method="bt", style_control=False, vibe_control=False, board="all"
@@ -454,7 +454,7 @@ class LeaderboardService:
             records = None if fitted is not None else self.vote_records(o)
         if fitted is None:
             assert records is not None
-            from standings.ratings._board import prepare
+            from vibestudio.standings.ratings._board import prepare
 
             prep = prepare(records, ipw=False)
             if len(prep.names) < 2:
@@ -504,7 +504,7 @@ class LeaderboardService:
         votes themselves: battle id, vote id, time and who cast it (`voter`, None for an anonymous vote).
         {"pairs": [...], "headline", "n_votes", "seconds", "warnings", "votes_to_flip": [{"higher", "lower",
         "votes"}]}; `between=(a, b)`: only that pair. Memoised per data version."""
-        from standings.ratings import headline, votes_to_flip
+        from vibestudio.standings.ratings import headline, votes_to_flip
 
         o = replace(options or BoardOptions(), method="bt", style_control=False, vibe_control=False)
         o.check()
@@ -542,7 +542,7 @@ class LeaderboardService:
     ) -> dict[str, Any]:
         """Win rate and length-controlled win rate of every contestant against `baseline` on `options`' board,
         with bootstrap intervals (`standings.ratings.win_rate_intervals`); lengths are the answers' token counts."""
-        from standings.ratings import win_rate_intervals
+        from vibestudio.standings.ratings import win_rate_intervals
 
         o = replace(options or BoardOptions(), style_control=True, vibe_control=False)
         o.check()
@@ -571,7 +571,7 @@ class LeaderboardService:
     def matrices(self, options: BoardOptions | None = None, refresh: bool = True) -> dict[str, pd.DataFrame]:
         """Observed win rate (row vs column, ties half), battle counts and BT-predicted win probability, models
         ordered by rating; empty frames when there are no votes."""
-        from standings.ratings import pairwise_matrices
+        from vibestudio.standings.ratings import pairwise_matrices
 
         o = options or BoardOptions()
         o.check()
@@ -590,7 +590,7 @@ class LeaderboardService:
         """The board's rating (same method, fit and scale as `board` with these options, style and vibe control
         aside) on all votes up to the end of each period ("D", "W", "M"); rows: the day of the period's last vote
         (noon of that day: votes are kept by day), columns: models (NaN before a model's first vote)."""
-        from standings.ratings import rating_over_time
+        from vibestudio.standings.ratings import rating_over_time
 
         o = options or BoardOptions()
         o.check()
@@ -606,7 +606,7 @@ class LeaderboardService:
 def _unseen_kinds_note(probs: dict[str, float], voted: list[str]) -> str | None:
     """The note for a prompt whose likely kinds have no votes: those kinds by name with their probabilities, in the
     same words as the kinds line, and their total share (the part of the prompt's board that is the global one)."""
-    from standings.words import percent
+    from vibestudio.standings.words import percent
 
     unseen = sorted(((k, p) for k, p in probs.items() if k not in voted and p > 0), key=lambda kv: -kv[1])
     share = math.fsum(p for _, p in unseen)  # exactly rounded: the same total in any order
@@ -677,7 +677,7 @@ def _advance_elo(ratings: np.ndarray, a: np.ndarray, b: np.ndarray, y: np.ndarra
 
 def _add_voters(db: Database, pairs: list[dict[str, Any]]) -> None:
     """Who cast each listed vote (user name; None for anonymous votes), read for those votes only."""
-    from db.models import User, Vote
+    from vibestudio.db.models import User, Vote
 
     ids = sorted({int(v["vote_id"]) for p in pairs for v in p["removed"] if v.get("vote_id") is not None})
     voters: dict[int, str | None] = {}

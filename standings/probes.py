@@ -40,18 +40,18 @@ from scipy.stats import binomtest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from arena.engines.ask import ask
-from arena.engines.base import EngineError, Sampling
-from arena.registry import (
+from vibestudio.accounts import require_role
+from vibestudio.arena.engines.ask import ask
+from vibestudio.arena.engines.base import EngineError, Sampling
+from vibestudio.arena.registry import (
     ContestantInfo,
     engine_for,
     messages_for,
     resolve_contestant,
 )
-from common.files import RowError, iter_json_lines
-from db.models import Contestant, ProbeResult
-from db.session import Database
+from vibestudio.common.files import RowError, iter_json_lines
+from vibestudio.db.models import Contestant, ProbeResult
+from vibestudio.db.session import Database
 
 DATA = Path(__file__).parent / "data"
 PUSHBACK_PATH = DATA / "probes_pushback.jsonl"

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import Battle, Prompt, Turn
-from standings.ratings._kinds import KindsReport, PromptClassifier, cross_validate, usable
+from vibestudio.db.models import Battle, Prompt, Turn
+from vibestudio.standings.ratings._kinds import KindsReport, PromptClassifier, cross_validate, usable
 
 
 def labelled_prompts(session: Session) -> tuple[list[str], list[str | None]]:

@@ -21,10 +21,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from arena.battle_end import UNCOUNTED
-from arena.self_play import SELF_PLAY, effective_sampling
-from common.outcomes import fastchat_winner
-from db.models import Battle, Contestant, Prompt, Turn, Vote
+from vibestudio.arena.battle_end import UNCOUNTED
+from vibestudio.arena.self_play import SELF_PLAY, effective_sampling
+from vibestudio.common.outcomes import fastchat_winner
+from vibestudio.db.models import Battle, Contestant, Prompt, Turn, Vote
 
 __all__ = ["UNCOUNTED", "annotated_records", "battle_records"]
 
@@ -116,7 +116,7 @@ def annotated_records(session: Session, **options: Any) -> list[dict[str, Any]]:
     typed prompt gets the prompt classifier's kind), who voted and how fast: ``judge`` (the voter's user name, None for anonymous votes)
     and ``vote_seconds`` (time from the voted turn's answers being complete to the vote: the turn's start plus
     its slower side's queue wait, first-token latency and tokens / tokens-per-second; None when unknown)."""
-    from db.models import User
+    from vibestudio.db.models import User
 
     records = battle_records(session, **options)
     _add_category_sources(session, records)
@@ -139,7 +139,7 @@ def annotated_records(session: Session, **options: Any) -> list[dict[str, Any]]:
 def _add_category_sources(session: Session, records: list[dict[str, Any]]) -> None:
     """``category_source`` per record (as the vote cache's: set, labelled, predicted, none); a typed prompt with no
     category gets the prompt classifier's prediction (`standings.prompt_kinds`), as the Leaderboard's boards do."""
-    from standings.prompt_kinds import typed_prompt_kinds
+    from vibestudio.standings.prompt_kinds import typed_prompt_kinds
 
     ids = sorted({r["battle_id"] for r in records})
     from_set: set[int] = set()

@@ -54,12 +54,12 @@ import pyarrow.parquet as pq
 from sqlalchemy import Float, cast, func, select
 from sqlalchemy.engine import Connection
 
-from arena.self_play import SELF_PLAY
-from common.filelocks import atomic_write_bytes, file_lock, unique_tmp
-from common.outcomes import CODES
-from db.models import Battle, Turn, Vote
-from db.session import Database, data_home
-from textfeatures import vibes
+from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.common.filelocks import atomic_write_bytes, file_lock, unique_tmp
+from vibestudio.common.outcomes import CODES
+from vibestudio.db.models import Battle, Turn, Vote
+from vibestudio.db.session import Database, data_home
+from vibestudio.textfeatures import vibes
 
 #: The file format; outcome codes are `common.outcomes.CODES`, which never change.
 FORMAT = 4
@@ -232,8 +232,8 @@ class VoteCache:
         """Battle id -> the predicted kind of its first typed turn ({} when there is nothing to train on)."""
         from sqlalchemy.orm import Session
 
-        from db.models import Prompt
-        from standings.prompt_kinds import classifier
+        from vibestudio.db.models import Prompt
+        from vibestudio.standings.prompt_kinds import classifier
 
         # retrained only when the labelled prompts changed (a refresh after one typed vote costs one small query)
         stamp = tuple(conn.execute(select(func.count(Prompt.id), func.max(Prompt.id))).one())

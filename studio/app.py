@@ -11,13 +11,24 @@ from typing import Any
 
 import gradio as gr
 
-from studio import headers, uploads
-from studio.auth import SessionGuard, check_serving
-from studio.context import StudioContext, build_context
-from studio.gate import Limits, RequestGate
-from studio.origins import OriginPolicy, split_list, wrap
-from studio.pages import admin, agreement, arena, data, label, leaderboard, models, probes, queues, train
-from studio.render import sanitize_html
+from vibestudio.studio import headers, uploads
+from vibestudio.studio.auth import SessionGuard, check_serving
+from vibestudio.studio.context import StudioContext, build_context
+from vibestudio.studio.gate import Limits, RequestGate
+from vibestudio.studio.origins import OriginPolicy, split_list, wrap
+from vibestudio.studio.pages import (
+    admin,
+    agreement,
+    arena,
+    data,
+    label,
+    leaderboard,
+    models,
+    probes,
+    queues,
+    train,
+)
+from vibestudio.studio.render import sanitize_html
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -136,7 +147,7 @@ def app_kwargs(ctx: StudioContext, host: str) -> dict[str, Any]:
     """
     from starlette.middleware import Middleware
 
-    from studio.downloads import FileRouteGuard
+    from vibestudio.studio.downloads import FileRouteGuard
 
     return {
         "middleware": [
@@ -154,7 +165,7 @@ def server_app(ctx: StudioContext, host: str) -> Any:
     (``studio.downloads``) is its first route."""
     from gradio.routes import App, ORJSONResponse
 
-    from studio import downloads
+    from vibestudio.studio import downloads
 
     app = App(
         auth_dependency=ctx.access.gradio_auth_dependency(),

@@ -46,13 +46,20 @@ from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
 
-from accounts import AccountError, PermissionDenied, RateLimiter, authenticate, get_user, login_enabled
-from accounts.counters import counters_for
-from accounts.proxy import parse_role_groups, proxy_user
-from accounts.sessions import SessionBook, fingerprint
-from accounts.throttle import LoginThrottle
-from db.session import Database
-from studio.gate import PROXY_USER_SCOPE, SESSION_USER_SCOPE
+from vibestudio.accounts import (
+    AccountError,
+    PermissionDenied,
+    RateLimiter,
+    authenticate,
+    get_user,
+    login_enabled,
+)
+from vibestudio.accounts.counters import counters_for
+from vibestudio.accounts.proxy import parse_role_groups, proxy_user
+from vibestudio.accounts.sessions import SessionBook, fingerprint
+from vibestudio.accounts.throttle import LoginThrottle
+from vibestudio.db.session import Database
+from vibestudio.studio.gate import PROXY_USER_SCOPE, SESSION_USER_SCOPE
 
 log = logging.getLogger(__name__)
 MODES = ("auto", "on", "off", "proxy")
@@ -136,7 +143,7 @@ class ProxyPolicy:
             )
         try:
             roles = parse_role_groups(settings.proxy_roles)
-            from accounts import check_role
+            from vibestudio.accounts import check_role
 
             default = check_role(settings.proxy_default_role)
         except AccountError as exc:

@@ -7,17 +7,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from arena.battle_end import IdleSweeper
-from arena.battles import ArenaLimits, ArenaService
-from arena.prompts import ensure_mt_bench
-from arena.registry import ensure_defaults
-from arena.sampling import SamplerInputs
-from common.settings import Settings, get_settings
-from db.session import Database
-from studio.auth import Access
+from vibestudio.arena.battle_end import IdleSweeper
+from vibestudio.arena.battles import ArenaLimits, ArenaService
+from vibestudio.arena.prompts import ensure_mt_bench
+from vibestudio.arena.registry import ensure_defaults
+from vibestudio.arena.sampling import SamplerInputs
+from vibestudio.common.settings import Settings, get_settings
+from vibestudio.db.session import Database
+from vibestudio.studio.auth import Access
 
 if TYPE_CHECKING:
-    from standings.leaderboard import LeaderboardService
+    from vibestudio.standings.leaderboard import LeaderboardService
 
 
 @dataclass
@@ -37,7 +37,7 @@ class StudioContext:
         rate do not import the ratings stack."""
         with self._lock:
             if self._leaderboard is None:
-                from standings.leaderboard import LeaderboardService
+                from vibestudio.standings.leaderboard import LeaderboardService
 
                 self._leaderboard = LeaderboardService(self.db)
             return self._leaderboard
@@ -76,7 +76,7 @@ def build_context(settings: Settings | None = None) -> StudioContext:
         turns_in_flight_per_user=settings.turns_in_flight,
     )
     try:
-        from training.runner import reconcile
+        from vibestudio.training.jobs.runner import reconcile
 
         reconcile(db)
     except ImportError:  # training extras absent

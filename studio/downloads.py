@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from accounts import PermissionDenied, get_user, require_role
-from common.paths import OutsideRoot, under
-from db.session import Database, data_home
-from studio.origins import send_refusal
+from vibestudio.accounts import PermissionDenied, get_user, require_role
+from vibestudio.common.paths import OutsideRoot, under
+from vibestudio.db.session import Database, data_home
+from vibestudio.studio.origins import send_refusal
 
 ROUTE = "/studio/download"
 RECORD = ".offer.json"
@@ -106,7 +106,7 @@ def _folder_bytes(folder: Path) -> int:
 def sweep_expired(ttl_s: float | None = None, now: float | None = None) -> int:
     """Remove the download folders older than ``ttl_s`` (default ``VIBESTUDIO_EXPORT_HOURS``; 0 keeps all);
     returns how many."""
-    from common.settings import get_settings
+    from vibestudio.common.settings import get_settings
 
     if ttl_s is None:
         ttl_s = get_settings().export_hours * 3600
@@ -137,7 +137,7 @@ def held_bytes(owner_id: int) -> int:
 
 
 def _cap() -> int:
-    from common.settings import get_settings
+    from vibestudio.common.settings import get_settings
 
     return int(get_settings().export_mb_per_user * 1024 * 1024)
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import gradio as gr
 
-from studio.render import error_text, literal, to_html
+from vibestudio.studio.render import error_text, literal, to_html
 
 log = logging.getLogger("studio")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,7 +43,7 @@ class Refusal(gr.Error):
 
 
 def _is_denial(exc: BaseException | str) -> bool:
-    from accounts import PermissionDenied
+    from vibestudio.accounts import PermissionDenied
 
     return isinstance(exc, PermissionDenied)
 
@@ -133,7 +133,7 @@ def require(ctx: Any, request: Any, role: str) -> int | None:
     """Role before work: the acting user's id, or a ``gr.Error`` naming the role they lack. A handler whose
     service needs ``role`` calls this first, so nothing a lower role sent is read, parsed or validated; the
     service checks again (it is the check the CLI and the Python API share)."""
-    from accounts import PermissionDenied, require_role
+    from vibestudio.accounts import PermissionDenied, require_role
 
     try:
         uid = ctx.access.user_id(request)

@@ -149,7 +149,7 @@ class UploadQuota:
     HOUR = 3600.0
 
     def __init__(self, per_hour: int, held: int, held_s: float | None = None) -> None:
-        from studio.uploads import UPLOAD_TTL_S
+        from vibestudio.studio.uploads import UPLOAD_TTL_S
 
         self.per_hour, self.held = per_hour, held
         self.held_s = float(UPLOAD_TTL_S if held_s is None else held_s)

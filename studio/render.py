@@ -40,7 +40,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 
-from standings.words import agreeing, counted, percent
+from vibestudio.standings.words import agreeing, counted, percent
 
 __all__ = [
     "counted",

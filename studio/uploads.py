@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from common.paths import OutsideRoot, under
+from vibestudio.common.paths import OutsideRoot, under
 
 PREFIX = "vibestudio-uploads-"
 #: How long an upload that no handler took may stay (seconds): longer than any form takes to submit.

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from common.threads import sleeping_thread_waits
 from tests.helpers.postgres import KINDS, migrated_database
 from tests.helpers.required import ENV, required_services, skip_reason, skipped_for
+from vibestudio.common.threads import sleeping_thread_waits
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -6,7 +6,7 @@ import pytest
 from argon2 import PasswordHasher
 from sqlalchemy import select
 
-from accounts import (
+from vibestudio.accounts import (
     AccountError,
     PermissionDenied,
     RateLimited,
@@ -23,7 +23,7 @@ from accounts import (
     set_role,
     verify_password,
 )
-from db.models import User
+from vibestudio.db.models import User
 
 PW = "correct horse battery"
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from accounts import add_user, authenticate, get_user
-from db.session import Database
-from studio.auth import Access, AuthConfigError, check_serving, is_loopback, login_required
-from studio.cli import app
+from vibestudio.accounts import add_user, authenticate, get_user
+from vibestudio.db.session import Database
+from vibestudio.studio.auth import Access, AuthConfigError, check_serving, is_loopback, login_required
+from vibestudio.studio.cli import app
 
 PW = "a long cli password"
 
@@ -77,7 +77,7 @@ def test_login_mode(db):
 
 
 def test_login_check_throttles_repeated_failures(db):
-    from accounts.throttle import LoginThrottle
+    from vibestudio.accounts.throttle import LoginThrottle
 
     add_user(db, "ann", PW, "annotator")
     access = Access(db, True, throttle=LoginThrottle(per_minute=100, free=3, base_s=60))
@@ -92,7 +92,7 @@ def test_login_check_throttles_repeated_failures(db):
 
 
 def test_per_user_limits_in_login_mode(db):
-    from accounts import RateLimited, RateLimiter
+    from vibestudio.accounts import RateLimited, RateLimiter
 
     access = Access(db, True, prompts=RateLimiter(2, what="prompts"), votes=RateLimiter(60, what="votes"))
     access.limit("prompts", 1)

@@ -19,14 +19,14 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from arena.battles import ArenaService, BattleError
-from arena.registry import ContestantSpec, register
 from benchmarks.load_votes import UserRun, check, prepare, start_server, stop_server, vote_loop
-from db.backup import integrity_check
-from db.models import Battle, Turn, Vote
-from db.session import Database
 from tests.helpers.postgres import PG_URL, pg_schema
 from tests.helpers.servers import free_port
+from vibestudio.arena.battles import ArenaService, BattleError
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.backup import integrity_check
+from vibestudio.db.models import Battle, Turn, Vote
+from vibestudio.db.session import Database
 
 
 def test_concurrent_votes_on_one_turn_store_exactly_one(db):
@@ -60,7 +60,7 @@ def test_concurrent_votes_on_one_turn_store_exactly_one(db):
 
 
 def test_votes_belong_to_the_battles_user(db):
-    from accounts import add_user
+    from vibestudio.accounts import add_user
 
     svc = ArenaService(db)
     ann = add_user(db, "ann", "a long password", "annotator").id

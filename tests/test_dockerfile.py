@@ -129,7 +129,7 @@ def test_the_command_is_the_console_script_serving_the_app(stages, name, monkeyp
 
 @pytest.mark.parametrize("name", STAGES)
 def test_the_server_listens_on_the_exposed_and_health_checked_port(stages, name, monkeypatch):
-    from common.settings import Settings
+    from vibestudio.common.settings import Settings
 
     stage = stages[name]
     env = _env(stage)

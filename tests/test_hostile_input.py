@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from annotation.formats.store import ImportValidationError, import_file
-from arena.battles import ArenaLimits, ArenaService, BattleError
-from arena.personas import PersonaError, add_personas, load_persona_file
-from arena.prompts import PromptImportError, import_prompt_set
-from arena.registry import ContestantSpec, register
-from db.models import Base, Battle, Turn
-from db.session import Database
+from vibestudio.annotation.formats.store import ImportValidationError, import_file
+from vibestudio.arena.battles import ArenaLimits, ArenaService, BattleError
+from vibestudio.arena.personas import PersonaError, add_personas, load_persona_file
+from vibestudio.arena.prompts import PromptImportError, import_prompt_set
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Base, Battle, Turn
+from vibestudio.db.session import Database
 
 TRL_ROW = '{"prompt": "Say hi.", "chosen": "Hi!", "rejected": "No."}\n'
 BINARY = bytes(range(256)) * 64 + b"\x89PNG\r\n\x1a\n\x00\x00"

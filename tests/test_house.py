@@ -7,7 +7,7 @@ other package of the studio.``): the packages named must be exactly those its mo
 ``TYPE_CHECKING`` ones included) and all of them below it in the README's layer line. What the door says the
 package holds (its first paragraph, and any sentence with "holds") must not name a module that lives in another
 package and not in this one (``arena`` claiming ``probes`` after they moved to ``standings``), and every dotted
-name it cites (``training.runner``) must exist.
+name it cites (``training.jobs.runner``) must exist.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def stale_holdings(h: house.House, package: str, doc: str) -> list[str]:
 
 
 def missing_names(h: house.House, doc: str, layers: list[str]) -> list[str]:
-    """Dotted names of the studio a front door cites (``training.runner``, ``common.files``) that do not exist."""
+    """Dotted names of the studio a front door cites (``training.jobs.runner``, ``common.files``) that do not exist."""
     missing = []
     for dotted in sorted(set(re.findall(rf"\b(?:{'|'.join(layers)})(?:\.\w+)+", doc))):
         parts = dotted.split(".")
@@ -154,11 +154,16 @@ def reached(h: house.House, start: str) -> set[str]:
 
 
 def test_the_job_queue_reaches_neither_publishing_nor_the_report_job(the_house: house.House) -> None:
-    """``training.runner`` is the job queue alone: publishing (``training.publish``) and the report job
+    """``training.jobs.runner`` is the job queue alone: publishing (``training.publishing.publish``) and the report job
     (``training.report.job``, ``training.report.steps``) call it, never the other way round."""
-    assert "training.runner" in the_house.files
-    above = {"training.publish", "training.report.job", "training.report.steps", "training.job_process"}
-    assert reached(the_house, "training.runner") & above == set()
+    assert "vibestudio.training.jobs.runner" in the_house.files
+    above = {
+        "vibestudio.training.publishing.publish",
+        "vibestudio.training.report.job",
+        "vibestudio.training.report.steps",
+        "vibestudio.training.jobs.job_process",
+    }
+    assert reached(the_house, "vibestudio.training.jobs.runner") & above == set()
 
 
 def test_reached_follows_lazy_imports(tmp_path: Path) -> None:
@@ -321,7 +326,7 @@ def test_the_probe_name_check_catches_a_stray_module_and_class(tmp_path: Path) -
     for rel, source in {
         "standings/probes.py": "class ProbeItem:\n    pass\n",
         "training/tasks/probe.py": "x = 1\n",
-        "training/kl.py": "class KLProbe:\n    pass\n",
+        "training/objectives/kl.py": "class KLProbe:\n    pass\n",
         "scripts/make_probe_items.py": "",
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -330,5 +335,5 @@ def test_the_probe_name_check_catches_a_stray_module_and_class(tmp_path: Path) -
     found = misnamed_probes(tmp_path, ["standings", "training"])
     assert found == [
         "training/tasks/probe.py: a module named probe outside the sycophancy probes",
-        "training/kl.py:1: class KLProbe in training",
+        "training/objectives/kl.py:1: class KLProbe in training",
     ]

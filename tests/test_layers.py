@@ -42,7 +42,7 @@ def violations(files: list[tuple[Path, str]]) -> list[str]:
     for relpath, source in files:
         own = relpath.parts[0]
         for line, module in imported_modules(relpath, source):
-            top = module.split(".")[0]
+            top = module.removeprefix("vibestudio.").split(".")[0]
             where = f"{relpath}:{line}"
             if top in RANK and RANK[top] > RANK[own]:
                 found.append(f"{where}: {own} imports {module} (a higher layer)")

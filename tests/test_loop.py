@@ -6,13 +6,13 @@ import random
 
 from sqlalchemy import select
 
-from annotation.snapshots import load_snapshot, snapshot_from_votes
-from arena.battles import ArenaLimits, ArenaService
-from arena.registry import ContestantSpec, get_contestant, register
-from db.models import Battle, Contestant, Job
-from training.report.verdict import release
-from training.runner import wait
-from training.service import launch_dpo
+from vibestudio.annotation.snapshots import load_snapshot, snapshot_from_votes
+from vibestudio.arena.battles import ArenaLimits, ArenaService
+from vibestudio.arena.registry import ContestantSpec, get_contestant, register
+from vibestudio.db.models import Battle, Contestant, Job
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch_dpo
+from vibestudio.training.report.verdict import release
 
 
 def test_votes_to_snapshot_to_dpo_to_new_contestant_that_battles(db, tiny_model_dir):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from standings.ratings._simulate import simulate_arena
-from studio.cli import app
+from vibestudio.standings.ratings._simulate import simulate_arena
+from vibestudio.studio.cli import app
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_start_up_imports_stay_lazy() -> None:
 
 
 def test_role_names_match_the_accounts_module() -> None:
-    from accounts import ROLES
-    from studio.cli import users as cli_users
+    from vibestudio.accounts import ROLES
+    from vibestudio.studio.cli import users as cli_users
 
     assert cli_users.ROLES == ROLES

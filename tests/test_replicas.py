@@ -21,9 +21,9 @@ from sqlalchemy import func, select
 
 from benchmarks.load_votes import PASSWORD, UserRun, check, prepare, stop_server
 from benchmarks.replicas import split_load, start_apps
-from db.models import Vote
-from db.session import Database
 from tests.helpers.postgres import PG_URL, pg_schema
+from vibestudio.db.models import Vote
+from vibestudio.db.session import Database
 
 PROMPTS_PER_MINUTE = 30  # the shared budget the test spends
 

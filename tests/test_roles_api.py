@@ -14,10 +14,20 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from accounts import RANK, add_user, set_disabled
-from db.models import Battle, Contestant, DatasetSnapshot, Job, PromptSet, QueueItem, TaskSet, User, Vote
-from db.session import Database
 from tests.helpers.servers import start_server
+from vibestudio.accounts import RANK, add_user, set_disabled
+from vibestudio.db.models import (
+    Battle,
+    Contestant,
+    DatasetSnapshot,
+    Job,
+    PromptSet,
+    QueueItem,
+    TaskSet,
+    User,
+    Vote,
+)
+from vibestudio.db.session import Database
 
 PW = "a long test password"
 ROLE_USERS = {"annotator": "ann", "researcher": "rita", "admin": "root"}
@@ -271,17 +281,17 @@ def test_disabling_a_signed_in_user_stops_their_next_request(server):
 
 def test_services_refuse_low_roles(db, tmp_path):
     """The checks live in the services: called directly with an annotator's id, every guarded one refuses."""
-    from accounts import PermissionDenied, list_users
-    from annotation.formats.exporters import ExportSpec, export_file, snapshot_from_labels
-    from annotation.formats.store import import_file
-    from annotation.judges import JudgeSpec, generate_checklists, run_judge
-    from annotation.onpolicy import OnPolicySpec, generate_queue
-    from annotation.snapshots import snapshot_from_votes
-    from arena.personas import add_personas, spec_from_mapping
-    from arena.prompts import import_prompt_set
-    from training.runner import cancel, resume
-    from training.service import launch_dpo
-    from training.tasks import generate_task_set, import_task_file
+    from vibestudio.accounts import PermissionDenied, list_users
+    from vibestudio.annotation.formats.exporters import ExportSpec, export_file, snapshot_from_labels
+    from vibestudio.annotation.formats.store import import_file
+    from vibestudio.annotation.judges import JudgeSpec, generate_checklists, run_judge
+    from vibestudio.annotation.onpolicy import OnPolicySpec, generate_queue
+    from vibestudio.annotation.snapshots import snapshot_from_votes
+    from vibestudio.arena.personas import add_personas, spec_from_mapping
+    from vibestudio.arena.prompts import import_prompt_set
+    from vibestudio.training.jobs.runner import cancel, resume
+    from vibestudio.training.jobs.service import launch_dpo
+    from vibestudio.training.tasks import generate_task_set, import_task_file
 
     ann = add_user(db, "ann", PW, "annotator").id
     f = _files(tmp_path)

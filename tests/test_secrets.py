@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from arena.battles import ArenaService
-from arena.personas import PersonaError, add_personas, spec_from_mapping
-from db.models import Base
-from db.session import Database
+from vibestudio.arena.battles import ArenaService
+from vibestudio.arena.personas import PersonaError, add_personas, spec_from_mapping
+from vibestudio.db.models import Base
+from vibestudio.db.session import Database
 
 KEY_ENV = "VIBESTUDIO_TEST_REMOTE_KEY"
 

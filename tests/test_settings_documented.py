@@ -1,5 +1,5 @@
 """Settings stay in one place and documented: only ``common/settings.py`` reads the environment, and
-``docs/settings.md`` shows every variable (its table is the one ``python -m common.settings`` prints)."""
+``docs/settings.md`` shows every variable (its table is the one ``python -m vibestudio.common.settings`` prints)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from common.settings import Settings, get_settings, markdown_table, variable_name
+from vibestudio.common.settings import Settings, get_settings, markdown_table, variable_name
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "settings.md"
@@ -94,7 +94,7 @@ def test_the_docs_show_the_settings_table_as_the_code_defines_it():
     assert BEGIN in text and END in text, f"{DOC.name} lost its table markers"
     shown = text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
     assert shown == markdown_table(), (
-        f"{DOC.relative_to(ROOT)} is stale: paste the output of `python -m common.settings` between its markers"
+        f"{DOC.relative_to(ROOT)} is stale: paste the output of `python -m vibestudio.common.settings` between its markers"
     )
     for field in Settings.model_fields:
         assert f"`{variable_name(field)}`" in shown

@@ -23,16 +23,16 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from annotation.snapshots import write_snapshot
-from arena.battles import ArenaLimits, ArenaService
-from arena.engines.base import Sampling
-from arena.engines.vllm import _SERVERS, VLLMEngine, VLLMServer, lora_name, managed_server
-from arena.registry import ContestantSpec, ensure_defaults, get_contestant, register
-from db.models import Battle, Turn
 from tests.helpers.training import pair_rows
-from training.report.verdict import release
-from training.runner import wait
-from training.service import launch_dpo
+from vibestudio.annotation.snapshots import write_snapshot
+from vibestudio.arena.battles import ArenaLimits, ArenaService
+from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.engines.vllm import _SERVERS, VLLMEngine, VLLMServer, lora_name, managed_server
+from vibestudio.arena.registry import ContestantSpec, ensure_defaults, get_contestant, register
+from vibestudio.db.models import Battle, Turn
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch_dpo
+from vibestudio.training.report.verdict import release
 
 pytestmark = [
     pytest.mark.vllm,
@@ -67,7 +67,7 @@ class Served:
 def vllm(tmp_path_factory: pytest.TempPathFactory):
     from transformers.utils import logging as hf_logging
 
-    from arena.default_model import ensure_hf_base
+    from vibestudio.arena.default_model import ensure_hf_base
 
     hf_logging.disable_progress_bar()  # the conversion's bars would fill the lane's log (it runs with -s)
     root = tmp_path_factory.mktemp("vllm")

@@ -44,7 +44,7 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
-from textfeatures.text_parts import load_markers, prose
+from vibestudio.textfeatures.text_parts import load_markers, prose
 
 #: The tone axes counted here (the hedging and refusal axes are the marker counts of ``textfeatures.vibes``).
 AXES: tuple[str, ...] = ("flattery", "agreement", "apology", "enthusiasm", "feelings")

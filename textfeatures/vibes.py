@@ -2,7 +2,7 @@ r"""Text features of one answer, defined once: length, markdown, emoji and the p
 
 Every part of the studio that counts something in a text counts it here, so the same answer gets the same count
 everywhere: drift reports (``training.report.steps``), style and vibe control (``standings.ratings``, the leaderboard's vote
-cache), vibe profiles, the GRPO format rewards (``training.rewards``) and the verifiable evals' checkers
+cache), vibe profiles, the GRPO format rewards (``training.objectives.rewards``) and the verifiable evals' checkers
 (``standings.evals``). The primitives:
 
 - ``token_count`` (words and punctuation marks, a regex approximation of a tokenizer, so counts are comparable
@@ -41,8 +41,8 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from textfeatures import tone
-from textfeatures.text_parts import (  # noqa: F401  (MARKERS_PATH, markers_version: read from here by callers)
+from vibestudio.textfeatures import tone
+from vibestudio.textfeatures.text_parts import (  # noqa: F401  (MARKERS_PATH, markers_version: read from here by callers)
     _INLINE_CODE,
     MARKER_CATEGORIES,
     MARKERS_PATH,

@@ -17,7 +17,7 @@ The view (``comparison``) reads each job (status, steps, seconds, peak memory, K
 standard error) and each child's checkpoint report (verdict, eval change and drift with their intervals). For
 each measure it names the objective whose interval lies wholly on the better side of every other's, or says
 "can't tell" where the intervals overlap. It needs researcher, and each job's owner or an admin, as every job
-read does (``training.runner.job_view``).
+read does (``training.jobs.runner.job_view``).
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ from typing import Any
 
 from sqlalchemy import select
 
-from accounts import require_role
-from annotation.snapshots import SnapshotError, get_snapshot, snapshot_from_votes
-from db.models import Comparison, Contestant
-from db.session import Database
-from training.config import JOB_KINDS, ConfigError, FieldError, JobConfig, config_errors
-from training.errors import JobError
-from training.objectives import kl_unmeasured
-from training.preflight import errors_text, find_parent, score_rule
-from training.report.verdict import current as verdict_status
-from training.runner import JobView, cancel, job_view
+from vibestudio.accounts import require_role
+from vibestudio.annotation.snapshots import SnapshotError, get_snapshot, snapshot_from_votes
+from vibestudio.db.models import Comparison, Contestant
+from vibestudio.db.session import Database
+from vibestudio.training.jobs.config import JOB_KINDS, ConfigError, FieldError, JobConfig, config_errors
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.preflight import errors_text, find_parent, score_rule
+from vibestudio.training.jobs.runner import JobView, cancel, job_view
+from vibestudio.training.objectives.dpo_kin import kl_unmeasured
+from vibestudio.training.report.verdict import current as verdict_status
 
 #: The objectives that can be compared: they train on the arena's votes and publish a child.
 OBJECTIVES: tuple[str, ...] = tuple(
@@ -212,7 +212,7 @@ def launch_comparison(
     """Queue one job per objective on ``parent`` with matched budgets (``shared`` config fields for all,
     ``per_objective`` for one) and record them as one comparison. Every config passes the pre-launch check
     before any is queued. Returns the comparison id."""
-    from training.service import check_config, launch_config
+    from vibestudio.training.jobs.service import check_config, launch_config
 
     require_role(db, created_by, "researcher")
     names = _objectives(objectives)
@@ -316,8 +316,8 @@ def _kl(job: JobView, kind: str, parent_adapter: bool) -> tuple[Measured | None,
 
 
 def _report_measures(db: Database, cid: int) -> tuple[str, str, Measured | None, dict[str, Measured]]:
-    from training.report.decisions import of_report
-    from training.report.steps import load_report
+    from vibestudio.training.report.decisions import of_report
+    from vibestudio.training.report.steps import load_report
 
     report = load_report(db, cid)
     if report is None:

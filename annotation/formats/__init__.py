@@ -6,7 +6,7 @@ exporters (TRL standard / conversational, KTO, and the same third-party layouts)
 ``exporters`` turns labels back into rows and files.
 """
 
-from annotation.formats.exporters import (
+from vibestudio.annotation.formats.exporters import (
     EXPORT_FORMATS,
     FILE_FORMATS,
     ExportResult,
@@ -16,9 +16,9 @@ from annotation.formats.exporters import (
     snapshot_from_labels,
     write_rows,
 )
-from annotation.formats.importers import FORMATS, detect_format
-from annotation.formats.store import ImportReport, ImportValidationError, import_file, parse_file
-from common.files import RowError, read_records
+from vibestudio.annotation.formats.importers import FORMATS, detect_format
+from vibestudio.annotation.formats.store import ImportReport, ImportValidationError, import_file, parse_file
+from vibestudio.common.files import RowError, read_records
 
 __all__ = [
     "EXPORT_FORMATS",

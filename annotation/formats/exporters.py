@@ -26,13 +26,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from annotation.agreement import plurality
-from annotation.formats.importers import HELPSTEER_ATTRS
-from annotation.queues import LABEL_KINDS, QueueError, n_answers, stamps
-from annotation.snapshots import SnapshotInfo, write_snapshot
-from annotation.unpaired import ScoreRule
-from common.outcomes import (
+from vibestudio.accounts import require_role
+from vibestudio.annotation.agreement import plurality
+from vibestudio.annotation.formats.importers import HELPSTEER_ATTRS
+from vibestudio.annotation.queues import LABEL_KINDS, QueueError, n_answers, stamps
+from vibestudio.annotation.snapshots import SnapshotInfo, write_snapshot
+from vibestudio.annotation.unpaired import ScoreRule
+from vibestudio.common.outcomes import (
     ALPACA_PREFERENCE,
     DESIRABLE,
     ITEM_OUTCOMES,
@@ -41,7 +41,7 @@ from common.outcomes import (
     choice_from_item,
     fastchat_from_item,
 )
-from db.models import Judgement, Label, QueueItem, RubricScore
+from vibestudio.db.models import Judgement, Label, QueueItem, RubricScore
 
 EXPORT_FORMATS = ("trl", "kto", "fastchat", "alpaca_eval", "ultrafeedback", "helpsteer2")
 FILE_FORMATS = ("jsonl", "json", "parquet", "datasets")

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from common.files import RawRecord, RowError
-from common.outcomes import FASTCHAT_WINNERS, item_from_alpaca, item_from_fastchat
+from vibestudio.common.files import RawRecord, RowError
+from vibestudio.common.outcomes import FASTCHAT_WINNERS, item_from_alpaca, item_from_fastchat
 
 ROLES = ("system", "user", "assistant")
 HELPSTEER_ATTRS = ("helpfulness", "correctness", "coherence", "complexity", "verbosity")

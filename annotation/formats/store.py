@@ -17,14 +17,21 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from annotation.formats.importers import FORMATS, PARSERS, Check, ImportRow, detect_format, pair_helpsteer
-from annotation.queues import NewItem, QueueError, content_key, create_queue, make_item, queue_row
-from annotation.rubrics import get_rubric
-from common.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
-from common.outcomes import flipped
-from common.paths import file_stem
-from db.models import Label, QueueItem, RubricScore
+from vibestudio.accounts import require_role
+from vibestudio.annotation.formats.importers import (
+    FORMATS,
+    PARSERS,
+    Check,
+    ImportRow,
+    detect_format,
+    pair_helpsteer,
+)
+from vibestudio.annotation.queues import NewItem, QueueError, content_key, create_queue, make_item, queue_row
+from vibestudio.annotation.rubrics import get_rubric
+from vibestudio.common.files import MAX_LINE_BYTES, RawRecord, RowError, read_records
+from vibestudio.common.outcomes import flipped
+from vibestudio.common.paths import file_stem
+from vibestudio.db.models import Label, QueueItem, RubricScore
 
 MAX_FIELD_CHARS = 1_000_000
 MAX_LISTED = 50

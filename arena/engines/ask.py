@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from arena.engines.base import GenerationStats, Reply, Request, Sampling
-from arena.engines.gate import gate_for
+from vibestudio.arena.engines.base import GenerationStats, Reply, Request, Sampling
+from vibestudio.arena.engines.gate import gate_for
 
 MAX_WORKERS = 8  # threads per batch on a streaming engine; more would only wait in its gate
 

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
-from common.settings import get_settings
+from vibestudio.common.settings import get_settings
 
 MB = 1024 * 1024
 

@@ -29,7 +29,7 @@ from jinja2 import Template
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 
-from arena.engines.base import EngineError
+from vibestudio.arena.engines.base import EngineError
 
 #: Longest chat template accepted (characters); the templates models ship are a few KB.
 MAX_TEMPLATE_CHARS = 64 * 1024

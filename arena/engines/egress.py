@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
-from common.settings import get_settings, variable_name
+from vibestudio.common.settings import get_settings, variable_name
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -12,8 +12,8 @@ import json
 import threading
 from typing import Any
 
-from arena.engines.base import Engine, EngineError
-from arena.engines.cache import EngineCache
+from vibestudio.arena.engines.base import Engine, EngineError
+from vibestudio.arena.engines.cache import EngineCache
 
 ENGINES = EngineCache()
 _LOADING: dict[tuple[str, str, str | None, str], threading.Lock] = {}  # one per key: a model loads once
@@ -29,11 +29,11 @@ def validate(kind: str, config: dict[str, Any] | None, model_ref: str | None = N
     if kind not in ENGINE_KINDS:
         raise ValueError(f"engine {kind!r} unknown; known: {', '.join(ENGINE_KINDS)}")
     if kind == "openai":
-        from arena.engines.openai_http import validate_config
+        from vibestudio.arena.engines.openai_http import validate_config
 
         validate_config(config)
     elif kind == "vllm":
-        from arena.engines.vllm import validate_vllm_config
+        from vibestudio.arena.engines.vllm import validate_vllm_config
 
         validate_vllm_config(config, model_ref)
     elif config:
@@ -60,19 +60,19 @@ def get_engine(
 def _build(kind: str, model_ref: str, adapter_ref: str | None, config: dict[str, Any]) -> Engine:
     engine: Any
     if kind == "llama_cpp":
-        from arena.engines.llamacpp import LlamaCppEngine
+        from vibestudio.arena.engines.llamacpp import LlamaCppEngine
 
         engine = LlamaCppEngine(model_ref, adapter_path=adapter_ref)
     elif kind == "transformers":
-        from arena.engines.hf import TransformersEngine
+        from vibestudio.arena.engines.hf import TransformersEngine
 
         engine = TransformersEngine(model_ref, adapter_ref)
     elif kind == "openai":
-        from arena.engines.openai_http import OpenAIEngine
+        from vibestudio.arena.engines.openai_http import OpenAIEngine
 
         engine = OpenAIEngine(model_ref, config)
     elif kind == "vllm":
-        from arena.engines.vllm import VLLMEngine
+        from vibestudio.arena.engines.vllm import VLLMEngine
 
         engine = VLLMEngine(model_ref, adapter_ref, config)
     else:

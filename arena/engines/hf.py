@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from arena.engines.base import (
+from vibestudio.arena.engines.base import (
     Engine,
     EngineError,
     GenerationStats,
@@ -28,7 +28,7 @@ from arena.engines.base import (
     Stream,
     timed,
 )
-from arena.engines.gate import gate_for
+from vibestudio.arena.engines.gate import gate_for
 
 
 def _load(model_ref: str, adapter_ref: str | None) -> tuple[Any, Any]:

@@ -1,6 +1,6 @@
 """llama.cpp engine (GGUF on the CPU, the studio's default).
 
-A contestant's ``adapter_ref`` on this engine is a llama.cpp LoRA adapter in GGUF (``training.gguf_adapter``),
+A contestant's ``adapter_ref`` on this engine is a llama.cpp LoRA adapter in GGUF (``training.publishing.gguf_adapter``),
 applied at run time on its parent's file: how a LoRA child plays without losing its training to re-quantization.
 
 Each engine keeps a small pool of ``Llama`` instances of its GGUF file so both sides of a battle can stream at the
@@ -20,9 +20,18 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from arena.engines.base import Engine, EngineError, GenerationStats, Reply, Request, Sampling, Stream, timed
-from arena.engines.gate import gate_for
-from common.settings import get_settings
+from vibestudio.arena.engines.base import (
+    Engine,
+    EngineError,
+    GenerationStats,
+    Reply,
+    Request,
+    Sampling,
+    Stream,
+    timed,
+)
+from vibestudio.arena.engines.gate import gate_for
+from vibestudio.common.settings import get_settings
 
 
 def pool_size() -> int:
@@ -77,7 +86,7 @@ def _pool(path: str, n_ctx: int, size: int, adapter: str | None = None) -> queue
 def render_chat(template: str, messages: list[dict[str, str]], bos: str, eos: str) -> str:
     """The chat prompt from the GGUF's template, rendered in the sandbox within bounds of size, time and memory
     (``arena.engines.chat_template``: a template from a model file is code its maker wrote)."""
-    from arena.engines.chat_template import render_chat as bounded
+    from vibestudio.arena.engines.chat_template import render_chat as bounded
 
     return bounded(template, messages, bos, eos)
 
@@ -118,7 +127,7 @@ class LlamaCppEngine(Engine):
         """Answers in request order, decoded ``batch_size`` at a time in one context each
         (``arena.engines.llamacpp_batch``); each chunk takes one slot in the engine's gate and one pool instance
         (for its model and vocabulary)."""
-        from arena.engines.llamacpp_batch import generate
+        from vibestudio.arena.engines.llamacpp_batch import generate
 
         out: list[Reply] = []
         gate = gate_for(self)

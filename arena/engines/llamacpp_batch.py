@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.engines.base import EngineError, Reply, Sampling
+from vibestudio.arena.engines.base import EngineError, Reply, Sampling
 
 TOP_K = 40
 MIN_P = 0.05

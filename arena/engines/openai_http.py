@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 
-from arena.engines.base import Engine, EngineError, GenerationStats, Sampling, Stream, timed
-from arena.engines.egress import check_url, client, split_url
-from common.settings import KeyEnvRefused, check_key_env, environment_value, key_env_hosts
+from vibestudio.arena.engines.base import Engine, EngineError, GenerationStats, Sampling, Stream, timed
+from vibestudio.arena.engines.egress import check_url, client, split_url
+from vibestudio.common.settings import KeyEnvRefused, check_key_env, environment_value, key_env_hosts
 
 CONFIG_FIELDS = {
     "base_url": "server root, e.g. http://127.0.0.1:8000/v1 (required)",

@@ -35,11 +35,11 @@ from typing import Any
 
 import httpx
 
-from arena.engines.base import EngineError
-from arena.engines.egress import client
-from arena.engines.openai_http import CONFIG_FIELDS as HTTP_FIELDS
-from arena.engines.openai_http import OpenAIEngine, validate_config
-from common.settings import ENV_PREFIX, get_settings
+from vibestudio.arena.engines.base import EngineError
+from vibestudio.arena.engines.egress import client
+from vibestudio.arena.engines.openai_http import CONFIG_FIELDS as HTTP_FIELDS
+from vibestudio.arena.engines.openai_http import OpenAIEngine, validate_config
+from vibestudio.common.settings import ENV_PREFIX, get_settings
 
 SERVE_FIELDS = {
     "model": "HF model directory or hub id to serve (default: the contestant's model_ref)",
@@ -297,7 +297,7 @@ _LOADED: set[tuple[str, str]] = set()
 
 def managed_server(model_ref: str, serve: dict[str, Any]) -> VLLMServer:
     """Start (once per interpreter, model and port) a managed vLLM server and return it when ready."""
-    from db.session import data_home
+    from vibestudio.db.session import data_home
 
     python = get_settings().vllm_python or sys.executable  # the operator's choice, never a persona's
     model = str(serve.get("model") or model_ref)

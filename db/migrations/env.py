@@ -2,8 +2,8 @@
 
 from alembic import context
 
-from db.models import Base
-from db.session import make_engine
+from vibestudio.db.models import Base
+from vibestudio.db.session import make_engine
 
 config = context.config
 target_metadata = Base.metadata

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from standings.words import counted
+from vibestudio.standings.words import counted
 
 from . import _fit
 from ._blas import single_threaded
@@ -317,7 +317,7 @@ def _speed(recs: BattleRecords, prep: Any, who: np.ndarray, stats: list[Annotato
             + frame["style_tokens_b"].to_numpy(dtype=np.float64, na_value=np.nan)
         )[prep.rows]
     elif "conversation_a" in frame.columns:
-        from textfeatures import vibes
+        from vibestudio.textfeatures import vibes
 
         from ._features import assistant_text
 

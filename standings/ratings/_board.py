@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from common.outcomes import CODES, SCORE_A
-from standings.words import counted
-from textfeatures import vibes
+from vibestudio.common.outcomes import CODES, SCORE_A
+from vibestudio.standings.words import counted
+from vibestudio.textfeatures import vibes
 
 from . import _fit, _ties
 from ._blas import single_threaded

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from textfeatures import vibes
+from vibestudio.textfeatures import vibes
 
 from ._input import BattleRecords, RatingsInputError
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from standings.words import counted
+from vibestudio.standings.words import counted
 
 from . import _fit
 from ._blas import single_threaded

@@ -26,8 +26,8 @@ from typing import Any, TypeGuard, overload
 import numpy as np
 import pandas as pd
 
-from common.files import RowError, iter_json_lines, parse_json_text
-from common.outcomes import FASTCHAT_WINNERS
+from vibestudio.common.files import RowError, iter_json_lines, parse_json_text
+from vibestudio.common.outcomes import FASTCHAT_WINNERS
 
 #: FastChat's winner labels; a record's winner code is its position here.
 WINNERS: tuple[str, ...] = FASTCHAT_WINNERS

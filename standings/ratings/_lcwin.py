@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from standings.words import counted
+from vibestudio.standings.words import counted
 
 from ._blas import single_threaded
 from ._winrate import _against, _lc_value

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from standings.words import counted
+from vibestudio.standings.words import counted
 
 from . import _fit, _ties
 from ._blas import single_threaded
@@ -218,7 +218,7 @@ def _predict(
     if method == "bt":
         return _with_ties(_ties._sigmoid(theta[a] - theta[b]), tie_rate)
     if method in ("bt+style", "bt+style+vibe"):
-        from textfeatures import vibes
+        from vibestudio.textfeatures import vibes
 
         wanted = vibes.STYLE_FEATURES + (vibes.VIBE_FEATURES if method == "bt+style+vibe" else ())
         try:

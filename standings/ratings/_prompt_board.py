@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from standings.words import counted
+from vibestudio.standings.words import counted
 
 from ._blas import single_threaded
 from ._board import SCALE, identify, prepare, rank_intervals

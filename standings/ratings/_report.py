@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from standings.words import counted
+from vibestudio.standings.words import counted
 
 from ._board import Leaderboard, leaderboard
 from ._input import load_battles_file

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from common.outcomes import FASTCHAT_WINNERS
-from textfeatures import vibes
+from vibestudio.common.outcomes import FASTCHAT_WINNERS
+from vibestudio.textfeatures import vibes
 
 from ._board import SCALE
 

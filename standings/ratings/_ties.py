@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from common.outcomes import FASTCHAT_WINNERS
+from vibestudio.common.outcomes import FASTCHAT_WINNERS
 
 from . import _fit
 

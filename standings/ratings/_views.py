@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from textfeatures import vibes
+from vibestudio.textfeatures import vibes
 
 from . import _fit
 from ._blas import single_threaded

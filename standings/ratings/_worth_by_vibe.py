@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from textfeatures import vibes
+from vibestudio.textfeatures import vibes
 
 from ._composite import JudgeWorth, draw_votes, judge_worth
 from ._features import side_counts

@@ -26,7 +26,7 @@ string annotation costs a compile each (tests/studio/test_cli_docs.py holds the 
 writes ``docs/cli.md`` from the help texts.
 """
 
-from studio.cli import (
+from vibestudio.studio.cli import (
     annotate,
     arena,
     data,
@@ -44,7 +44,7 @@ from studio.cli import (
     users,
     worker,
 )
-from studio.cli._common import group
+from vibestudio.studio.cli._common import group
 
 app = group(
     help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
@@ -80,7 +80,7 @@ app.add_typer(tasks.tasks_app, name="tasks")
 
 def main() -> None:
     """The ``vibestudio`` console script."""
-    from common.threads import sleeping_thread_waits
+    from vibestudio.common.threads import sleeping_thread_waits
 
     sleeping_thread_waits()  # before any command loads torch or llama.cpp
     app()

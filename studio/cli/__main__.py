@@ -1,5 +1,5 @@
-"""``python -m studio.cli``: the ``vibestudio`` command without the installed console script."""
+"""``python -m vibestudio.studio.cli``: the ``vibestudio`` command without the installed console script."""
 
-from studio.cli import main
+from vibestudio.studio.cli import main
 
 main()

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
-    from db.session import Database
-    from studio.context import StudioContext
+    from vibestudio.db.session import Database
+    from vibestudio.studio.context import StudioContext
 
 
 def group(**options: Any) -> typer.Typer:
@@ -46,8 +46,8 @@ def failing_on(*errors: type[Exception]) -> Iterator[None]:
 def open_context() -> StudioContext:
     """The studio as the web app builds it: database migrated, default contestants and prompt sets in place,
     training jobs reconciled, and the arena service (for commands that play battles)."""
-    from studio.auth import AuthConfigError
-    from studio.context import build_context
+    from vibestudio.studio.auth import AuthConfigError
+    from vibestudio.studio.context import build_context
 
     with failing_on(AuthConfigError):  # e.g. VIBESTUDIO_AUTH=proxy without the proxy's addresses
         return build_context()
@@ -62,7 +62,7 @@ def open_db(*, seed: bool = True, migrate: bool = True) -> Database:
     """
     if seed:
         return open_context().db
-    from db.session import Database
+    from vibestudio.db.session import Database
 
     db = Database()
     if migrate:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from studio.cli._common import fail, group, open_db, progress_bar
+from vibestudio.studio.cli._common import fail, group, open_db, progress_bar
 
 T = TypeVar("T")
 
@@ -44,10 +44,10 @@ def queue_create(
     workers: int = typer.Option(None, help="Concurrent requests (default: the engine's concurrency)."),
 ) -> None:
     """Generate an on-policy queue (resumes when NAME exists with the same settings)."""
-    from annotation.onpolicy import OnPolicySpec, generate_queue
-    from annotation.queues import QueueError
-    from annotation.rubrics import RubricError
-    from arena.registry import RegistryError
+    from vibestudio.annotation.onpolicy import OnPolicySpec, generate_queue
+    from vibestudio.annotation.queues import QueueError
+    from vibestudio.annotation.rubrics import RubricError
+    from vibestudio.arena.registry import RegistryError
 
     spec = OnPolicySpec(
         queue=name,
@@ -82,7 +82,7 @@ def queue_create(
 @queue_app.command("list")
 def queue_list(as_json: bool = typer.Option(False, "--json")) -> None:
     """List queues with their size and labels."""
-    from annotation.queues import list_queues
+    from vibestudio.annotation.queues import list_queues
 
     with open_db().session() as s:
         qs = list_queues(s)
@@ -102,8 +102,8 @@ def queue_list(as_json: bool = typer.Option(False, "--json")) -> None:
 @queue_app.command("progress")
 def queue_progress_cmd(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Per-queue and per-annotator labelling progress."""
-    from annotation.labelling import queue_progress
-    from annotation.queues import QueueError
+    from vibestudio.annotation.labelling import queue_progress
+    from vibestudio.annotation.queues import QueueError
 
     try:
         with open_db().session() as s:
@@ -131,9 +131,9 @@ def queue_checklists(
     max_tokens: int = typer.Option(80, help="Token budget per checklist."),
 ) -> None:
     """Write per-prompt checklists (what a good answer must get right) with a judge model."""
-    from annotation.judges import generate_checklists
-    from annotation.queues import QueueError
-    from arena.registry import RegistryError
+    from vibestudio.annotation.judges import generate_checklists
+    from vibestudio.annotation.queues import QueueError
+    from vibestudio.arena.registry import RegistryError
 
     bar, progress = progress_bar("checklists")
     try:
@@ -157,9 +157,9 @@ def judge_run(
     rerun: bool = typer.Option(False, help="Judge items this judge already labelled again."),
 ) -> None:
     """Run an AI judge over a queue; verdicts become labels of kind 'judge'."""
-    from annotation.judges import JudgeError, JudgeSpec, run_judge
-    from annotation.queues import QueueError
-    from arena.registry import RegistryError
+    from vibestudio.annotation.judges import JudgeError, JudgeSpec, run_judge
+    from vibestudio.annotation.queues import QueueError
+    from vibestudio.arena.registry import RegistryError
 
     spec = JudgeSpec(
         judge, queue, pairwise, absolute, list(criteria or []) or None, max_items, max_tokens, rerun
@@ -182,8 +182,8 @@ def judge_bias(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Position, length and own-family preference of a judge; agreement with human labels."""
-    from annotation.judges import JudgeError, bias_report
-    from annotation.queues import QueueError
+    from vibestudio.annotation.judges import JudgeError, bias_report
+    from vibestudio.annotation.queues import QueueError
 
     try:
         rep = bias_report(open_db(), queue, judge, family)
@@ -209,8 +209,8 @@ def agreement(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Inter-annotator agreement: Krippendorff's alpha, Cohen's kappa per pair, Fleiss' kappa, majority."""
-    from annotation.agreement_report import agreement_report
-    from annotation.queues import QueueError
+    from vibestudio.annotation.agreement_report import agreement_report
+    from vibestudio.annotation.queues import QueueError
 
     try:
         with open_db().session() as s:
@@ -238,7 +238,7 @@ def agreement(
 @rubric_app.command("list")
 def rubric_list() -> None:
     """Rubrics available (user folder first, then shipped)."""
-    from annotation.rubrics import list_rubrics
+    from vibestudio.annotation.rubrics import list_rubrics
 
     for r in list_rubrics():
         typer.echo(f"{r.name:<20} v{r.version}  {len(r.criteria)} criteria  ({r.source})")
@@ -247,7 +247,7 @@ def rubric_list() -> None:
 @rubric_app.command("show")
 def rubric_show(name: str = typer.Argument("default")) -> None:
     """Print a rubric as YAML."""
-    from annotation.rubrics import RubricError, get_rubric
+    from vibestudio.annotation.rubrics import RubricError, get_rubric
 
     try:
         typer.echo(get_rubric(name).to_yaml())
@@ -258,7 +258,7 @@ def rubric_show(name: str = typer.Argument("default")) -> None:
 @rubric_app.command("validate")
 def rubric_validate(path: Path) -> None:
     """Check a rubric file; every problem is listed with its field."""
-    from annotation.rubrics import RubricError, load_rubric
+    from vibestudio.annotation.rubrics import RubricError, load_rubric
 
     try:
         r = load_rubric(path)
@@ -274,8 +274,8 @@ def argilla_export(
     queue: str, out: Path = typer.Option(..., help="JSON file for {settings, records}.")
 ) -> None:
     """Write the queue as Argilla dataset settings + records (offline)."""
-    from annotation.argilla import queue_to_argilla
-    from annotation.queues import QueueError
+    from vibestudio.annotation.argilla import queue_to_argilla
+    from vibestudio.annotation.queues import QueueError
 
     try:
         with open_db().session() as s:
@@ -294,9 +294,9 @@ def argilla_import(
     ),
 ) -> None:
     """Store submitted responses from exported Argilla records as labels (offline)."""
-    from annotation.argilla import labels_from_records
-    from annotation.queues import QueueError
-    from common.files import read_records
+    from vibestudio.annotation.argilla import labels_from_records
+    from vibestudio.annotation.queues import QueueError
+    from vibestudio.common.files import read_records
 
     rows, errors = read_records(records)
     if errors:
@@ -313,7 +313,7 @@ def argilla_import(
 
 
 def _argilla_env(api_url: str | None, api_key: str | None) -> tuple[str, str]:
-    from common.settings import get_settings
+    from vibestudio.common.settings import get_settings
 
     settings = get_settings()
     url = api_url or settings.argilla_api_url
@@ -333,7 +333,7 @@ def _argilla_call(
 ) -> T:
     """``fn(session, queue, url, key, dataset, workspace)`` against the live Argilla server the options or the
     settings name; a queue error exits with its message."""
-    from annotation.queues import QueueError
+    from vibestudio.annotation.queues import QueueError
 
     url, key = _argilla_env(api_url, api_key)
     try:
@@ -354,7 +354,7 @@ def _argilla_command(name: str, doc: str, call: str, show: Callable[[Any], str])
         api_url: str = typer.Option(None),
         api_key: str = typer.Option(None),
     ) -> None:
-        from annotation import argilla
+        from vibestudio.annotation import argilla
 
         typer.echo(show(_argilla_call(getattr(argilla, call), queue, dataset, workspace, api_url, api_key)))
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import fail, group, open_context, open_db
+from vibestudio.studio.cli._common import fail, group, open_context, open_db
 
 prompts_app = group(help="Prompt sets for the arena.", no_args_is_help=True)
 
@@ -33,9 +33,9 @@ def battle(
     ),
 ) -> None:
     """Play a battle in the terminal: each turn streams to both models, you vote, then both are revealed."""
-    from arena.battles import BattleError
-    from arena.registry import RegistryError, get_contestant
-    from arena.self_play import parse_temperatures
+    from vibestudio.arena.battles import BattleError
+    from vibestudio.arena.registry import RegistryError, get_contestant
+    from vibestudio.arena.self_play import parse_temperatures
 
     if named and self_play:
         fail("choose --named or --self-play, not both")
@@ -101,7 +101,7 @@ def prompts_import(
     name: str = typer.Option(None, "--name", help="Prompt set name (default: the file name without suffix)."),
 ) -> None:
     """Import a prompt set; every row is checked before anything is written."""
-    from arena.prompts import PromptImportError, import_prompt_set
+    from vibestudio.arena.prompts import PromptImportError, import_prompt_set
 
     try:
         data = file.read_bytes()
@@ -119,7 +119,7 @@ def prompts_import(
 @prompts_app.command("list")
 def prompts_list() -> None:
     """List prompt sets."""
-    from arena.prompts import list_sets
+    from vibestudio.arena.prompts import list_sets
 
     with open_db().session() as s:
         for set_name in list_sets(s):

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from studio.cli._common import fail, open_db
+from vibestudio.studio.cli._common import fail, open_db
 
 if TYPE_CHECKING:
-    from annotation.unpaired import ScoreRule
+    from vibestudio.annotation.unpaired import ScoreRule
 
 
 def import_cmd(
@@ -33,9 +33,9 @@ def import_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Import preference data; every row is validated before anything is written (one transaction)."""
-    from annotation.formats import ImportValidationError, import_file
-    from annotation.queues import QueueError
-    from annotation.rubrics import RubricError
+    from vibestudio.annotation.formats import ImportValidationError, import_file
+    from vibestudio.annotation.queues import QueueError
+    from vibestudio.annotation.rubrics import RubricError
 
     db = open_db()
     try:
@@ -102,10 +102,10 @@ def export(
 ) -> None:
     """Freeze the current decisive votes into a hashed preference snapshot (TRL conversational rows);
     with --format, export annotation labels (with provenance) instead."""
-    from annotation.snapshots import SnapshotError, snapshot_from_votes
+    from vibestudio.annotation.snapshots import SnapshotError, snapshot_from_votes
 
     if fmt or snapshot:
-        from annotation.unpaired import score_rule
+        from vibestudio.annotation.unpaired import score_rule
 
         if (score_criterion or desirable_threshold is not None) and fmt != "kto":
             fail("--score-criterion and --desirable-threshold need --format kto")
@@ -162,9 +162,9 @@ def export_labels(
     rule: ScoreRule | None = None,
 ) -> None:
     """``vibestudio export --format ...``: labels to TRL / KTO / third-party layouts, or a frozen snapshot."""
-    from annotation.formats import ExportSpec, export_file, snapshot_from_labels
-    from annotation.queues import LABEL_KINDS, QueueError
-    from annotation.snapshots import SnapshotError
+    from vibestudio.annotation.formats import ExportSpec, export_file, snapshot_from_labels
+    from vibestudio.annotation.queues import LABEL_KINDS, QueueError
+    from vibestudio.annotation.snapshots import SnapshotError
 
     kinds = tuple(k.strip() for k in source.split(",")) if source else LABEL_KINDS
     spec = ExportSpec(fmt, conversational, queues or None, kinds, aggregate, rule)

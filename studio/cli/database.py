@@ -4,7 +4,7 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import failing_on, group, open_db
+from vibestudio.studio.cli._common import failing_on, group, open_db
 
 db_app = group(help="Database maintenance.", no_args_is_help=True)
 
@@ -12,7 +12,7 @@ db_app = group(help="Database maintenance.", no_args_is_help=True)
 @db_app.command("migrate")
 def db_migrate() -> None:
     """Create or upgrade the database schema to the latest migration."""
-    from db.backup import shown_url
+    from vibestudio.db.backup import shown_url
 
     db = open_db(seed=False)
     typer.echo(f"Database at head: {shown_url(db.url)}")
@@ -21,7 +21,7 @@ def db_migrate() -> None:
 @db_app.command("backup")
 def db_backup(target: Path = typer.Argument(..., help="Backup file to write.")) -> None:
     """Consistent backup of the database (SQLite online backup; PostgreSQL through pg_dump)."""
-    from db.backup import BackupError, backup, shown_url
+    from vibestudio.db.backup import BackupError, backup, shown_url
 
     db = open_db(seed=False, migrate=False)
     with failing_on(BackupError):
@@ -36,7 +36,7 @@ def db_restore(
 ) -> None:
     """Replace the SQLite database with a backup (checked before anything is overwritten); refused while a
     server serves the database unless --force."""
-    from db.backup import BackupError, integrity_check, restore, shown_url
+    from vibestudio.db.backup import BackupError, integrity_check, restore, shown_url
 
     db = open_db(seed=False, migrate=False)
     with failing_on(BackupError):

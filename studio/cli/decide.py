@@ -8,7 +8,7 @@ import json
 
 import typer
 
-from studio.cli._common import fail, open_db
+from vibestudio.studio.cli._common import fail, open_db
 
 
 def decide(
@@ -21,7 +21,7 @@ def decide(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """One decision card: quality, substance, vibes, sycophancy, speed and cost, and a plain sentence."""
-    from standings.decision import DecisionError, decision_cards
+    from vibestudio.standings.decision import DecisionError, decision_cards
 
     db = open_db()
     try:

@@ -1,7 +1,7 @@
 """``docs/cli.md`` from the commands' own ``--help``: every command and group, in ``--help`` order.
 
-``python -m studio.cli.docs`` (or ``make docs``) rewrites the part of ``docs/cli.md`` below the marker line; the
-part above it is written by hand. ``python -m studio.cli.docs --check`` exits 1 when the file is out of date
+``python -m vibestudio.studio.cli.docs`` (or ``make docs``) rewrites the part of ``docs/cli.md`` below the marker line; the
+part above it is written by hand. ``python -m vibestudio.studio.cli.docs --check`` exits 1 when the file is out of date
 (tests/studio/test_cli_docs.py does the same). The help is rendered at a fixed width without colour, so the
 output does not depend on the terminal.
 """
@@ -20,10 +20,8 @@ import typer
 from typer.testing import CliRunner
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
-MARKER = (
-    "<!-- Generated below from --help by `python -m studio.cli.docs` (make docs); do not edit by hand. -->"
-)
-REGENERATE = "python -m studio.cli.docs"
+MARKER = "<!-- Generated below from --help by `python -m vibestudio.studio.cli.docs` (make docs); do not edit by hand. -->"
+REGENERATE = "python -m vibestudio.studio.cli.docs"
 WIDTH = 100
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -95,7 +93,7 @@ def updated(current: str, app: typer.Typer) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from studio.cli import app
+    from vibestudio.studio.cli import app
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(

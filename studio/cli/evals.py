@@ -4,7 +4,7 @@ import json
 
 import typer
 
-from studio.cli._common import fail, group, open_db, progress_bar
+from vibestudio.studio.cli._common import fail, group, open_db, progress_bar
 
 evals_app = group(help="The verifiable eval set (format and arithmetic checks).", no_args_is_help=True)
 
@@ -19,8 +19,8 @@ def evals_run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON summary per contestant."),
 ) -> None:
     """Ask contestants the eval set, check and store the answers (they feed the Goldilocks board)."""
-    from arena.registry import list_contestants
-    from standings.evals import EvalError, run_evals
+    from vibestudio.arena.registry import list_contestants
+    from vibestudio.standings.evals import EvalError, run_evals
 
     db = open_db()
     if not contestant:
@@ -49,7 +49,7 @@ def evals_run(
 @evals_app.command("scores")
 def evals_scores(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Each contestant's latest eval score (share of passed items) on the current eval set."""
-    from standings.evals import eval_scores
+    from vibestudio.standings.evals import eval_scores
 
     with open_db().session() as s:
         scores = eval_scores(s)

@@ -8,7 +8,7 @@ import json
 
 import typer
 
-from studio.cli._common import open_db
+from vibestudio.studio.cli._common import open_db
 
 
 def families_cmd(
@@ -16,9 +16,9 @@ def families_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Checkpoints grouped by common ancestor, the best-of-N selection effect, provisional flags, removal log."""
-    from standings.families import families
-    from standings.leaderboard import LeaderboardService, standard_options
-    from standings.words import counted
+    from vibestudio.standings.families import families
+    from vibestudio.standings.leaderboard import LeaderboardService, standard_options
+    from vibestudio.standings.words import counted
 
     db = open_db()
     board = LeaderboardService(db).board(standard_options())  # the board every view shows

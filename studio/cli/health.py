@@ -1,6 +1,6 @@
 """``vibestudio train health JOB``: a job's over-optimisation alerts and its gold-against-sqrt(KL) curve.
 
-A thin layer over ``training.lineage`` and ``training.overopt``; registered on the ``train`` group.
+A thin layer over ``training.publishing.lineage`` and ``training.objectives.overopt``; registered on the ``train`` group.
 """
 
 import json
@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 import typer
 
-from studio.cli._common import fail, open_db
+from vibestudio.studio.cli._common import fail, open_db
 
 
 def train_health(
@@ -17,10 +17,10 @@ def train_health(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Alerts (reward rising while KL runs away or gold falls) and the gold-vs-sqrt(KL) verdict with its fit."""
-    from training.errors import JobError
-    from training.lineage import overoptimisation_alerts
-    from training.overopt import gold_curve
-    from training.runner import job_view
+    from vibestudio.training.jobs.errors import JobError
+    from vibestudio.training.jobs.runner import job_view
+    from vibestudio.training.objectives.overopt import gold_curve
+    from vibestudio.training.publishing.lineage import overoptimisation_alerts
 
     db = open_db()
     try:

@@ -1,6 +1,6 @@
 """``vibestudio jobs list|show|cancel|resume|logs|workers``: training jobs after launch, and the progress bar that follows one.
 
-A thin layer over ``training.runner``; ``job_dict`` is the JSON shape of a job that ``train`` and ``jobs`` print.
+A thin layer over ``training.jobs.runner``; ``job_dict`` is the JSON shape of a job that ``train`` and ``jobs`` print.
 """
 
 import time
@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import echo_json, fail, group, open_db
+from vibestudio.studio.cli._common import echo_json, fail, group, open_db
 
 jobs_app = group(help="Training jobs: list, inspect, cancel, resume, logs.", no_args_is_help=True)
 
@@ -55,7 +55,7 @@ def follow(db, job_id: int, timeout: float, as_json: bool) -> None:  # type: ign
     """A progress bar until the job ends (or ``timeout``); exit 1 unless it succeeded."""
     from tqdm import tqdm
 
-    from training.runner import fail_lost, job_view
+    from vibestudio.training.jobs.runner import fail_lost, job_view
 
     bar = tqdm(total=100, desc=f"job {job_id}", unit="%")
     deadline = time.monotonic() + timeout
@@ -81,8 +81,8 @@ def follow(db, job_id: int, timeout: float, as_json: bool) -> None:  # type: ign
 
 
 def _view(db, job_id: int):  # type: ignore[no-untyped-def]
-    from training.errors import JobError
-    from training.runner import job_view
+    from vibestudio.training.jobs.errors import JobError
+    from vibestudio.training.jobs.runner import job_view
 
     try:
         return job_view(db, job_id)
@@ -97,7 +97,7 @@ def jobs_list(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Jobs, newest first: kind, status, progress, the host that runs it, parent, result (or what it waits for)."""
-    from training.runner import list_jobs, reconcile
+    from vibestudio.training.jobs.runner import list_jobs, reconcile
 
     db = open_db()
     reconcile(db, start=False)
@@ -125,7 +125,7 @@ def jobs_list(
 @jobs_app.command("show")
 def jobs_show(job_id: int = typer.Argument(..., help="Job id."), as_json: bool = JSON_OPTION) -> None:
     """One job: status, config, last metrics, result, log tail."""
-    from training.runner import reconcile
+    from vibestudio.training.jobs.runner import reconcile
 
     db = open_db()
     reconcile(db, start=False)
@@ -159,8 +159,8 @@ def jobs_cancel(job_id: int = typer.Argument(..., help="Job id."), as_json: bool
 
     It is cancelled in the database; its training process stops at its next heartbeat.
     """
-    from training.errors import JobError
-    from training.runner import cancel
+    from vibestudio.training.jobs.errors import JobError
+    from vibestudio.training.jobs.runner import cancel
 
     db = open_db()
     try:
@@ -182,8 +182,8 @@ def jobs_resume(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Continue a failed or cancelled job from its newest saved checkpoint."""
-    from training.errors import JobError
-    from training.runner import resume
+    from vibestudio.training.jobs.errors import JobError
+    from vibestudio.training.jobs.runner import resume
 
     db = open_db()
     try:
@@ -206,7 +206,7 @@ def jobs_logs(
     follow_: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the job ends."),
 ) -> None:
     """The job's train.log (the job process's output)."""
-    from training.runner import log_tail
+    from vibestudio.training.jobs.runner import log_tail
 
     db = open_db()
     v = _view(db, job_id)
@@ -232,7 +232,7 @@ def jobs_workers(as_json: bool = JSON_OPTION) -> None:
     """The registered `vibestudio worker` processes: kinds served, live or not (heartbeat grace), jobs running."""
     from dataclasses import asdict
 
-    from training.heartbeat import list_workers
+    from vibestudio.training.jobs.heartbeat import list_workers
 
     db = open_db(seed=False)
     rows = list_workers(db)

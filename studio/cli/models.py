@@ -7,7 +7,7 @@ had: a held checkpoint comes back held), ``models log`` prints its lifecycle, ``
 deployment (its GGUF, or HF weights with the LoRA merged in), and ``drift`` compares a checkpoint with its parent
 (``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``,
 ``standings.families``, ``training.report.model_page``, ``training.report.steps``, ``training.report.verdict`` and
-``training.model_export``.
+``training.publishing.model_export``.
 """
 
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import fail, failing_on, group, open_db
+from vibestudio.studio.cli._common import fail, failing_on, group, open_db
 
 models_app = group(help="Contestants in the arena.", no_args_is_help=True)
 
@@ -23,7 +23,7 @@ models_app = group(help="Contestants in the arena.", no_args_is_help=True)
 @models_app.command("list")
 def models_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List contestants with their lifecycle state, engine, persona and lineage."""
-    from arena.registry import list_contestants
+    from vibestudio.arena.registry import list_contestants
 
     with open_db().session() as s:
         items = list_contestants(s, active_only=False)
@@ -58,7 +58,7 @@ def models_add(
     api_key_env: str = typer.Option(None, help="Environment variable holding the API key (never stored)."),
 ) -> None:
     """Add personas as arena contestants, from a YAML file or from flags; all or nothing."""
-    from arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
+    from vibestudio.arena.personas import PersonaError, add_personas, load_persona_file, spec_from_mapping
 
     try:
         if yaml_file is not None:
@@ -107,8 +107,8 @@ def models_restore(
 
 
 def _hide(name: str, by: str, reason: str, restore: bool) -> None:
-    from arena.registry import RegistryError
-    from standings.families import hide
+    from vibestudio.arena.registry import RegistryError
+    from vibestudio.standings.families import hide
 
     with failing_on(RegistryError), open_db().session() as s:
         event = hide(s, name, by, reason, restore=restore)
@@ -124,9 +124,9 @@ def models_export(
     ),
 ) -> None:
     """Export a model for deployment: its GGUF file, or its HF weights with any LoRA merged in."""
-    from arena.registry import RegistryError
-    from training.gguf_export import ConversionError
-    from training.model_export import export
+    from vibestudio.arena.registry import RegistryError
+    from vibestudio.training.publishing.gguf_export import ConversionError
+    from vibestudio.training.publishing.model_export import export
 
     with failing_on(RegistryError, ConversionError, OSError):
         done = export(open_db(), int(name) if name.isdigit() else name, fmt, out_dir)
@@ -141,9 +141,9 @@ def models_show(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Everything about one model: lineage, ratings, head-to-head vs parent, report, evals, verdict, speed."""
-    from arena.registry import RegistryError
-    from training.report.model_page import model_page
-    from training.report.text import fidelity_md, lineage_md, ratings_md, report_md
+    from vibestudio.arena.registry import RegistryError
+    from vibestudio.training.report.model_page import model_page
+    from vibestudio.training.report.text import fidelity_md, lineage_md, ratings_md, report_md
 
     db = open_db()
     try:
@@ -197,10 +197,10 @@ def drift_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Compare a checkpoint with its parent (or --against) under the same conditions, and give a verdict."""
-    from arena.registry import RegistryError
-    from training.report import verdict
-    from training.report.steps import drift_report, report_folder, save_report
-    from training.report.text import report_md
+    from vibestudio.arena.registry import RegistryError
+    from vibestudio.training.report import verdict
+    from vibestudio.training.report.steps import drift_report, report_folder, save_report
+    from vibestudio.training.report.text import report_md
 
     db = open_db()
 
@@ -245,8 +245,8 @@ def models_release(
     reason: str = typer.Option(..., "--reason", help="Why it may play (logged)."),
 ) -> None:
     """Let a held checkpoint into anonymous battles (who and why are logged)."""
-    from arena.registry import RegistryError
-    from training.report.verdict import VerdictError, release
+    from vibestudio.arena.registry import RegistryError
+    from vibestudio.training.report.verdict import VerdictError, release
 
     try:
         release(open_db(), name, None, reason)
@@ -261,8 +261,8 @@ def models_hold(
     reason: str = typer.Option(..., "--reason", help="Why it is held (logged)."),
 ) -> None:
     """Hold a contestant out of anonymous battles (who and why are logged)."""
-    from arena.registry import RegistryError
-    from training.report.verdict import VerdictError, hold
+    from vibestudio.arena.registry import RegistryError
+    from vibestudio.training.report.verdict import VerdictError, hold
 
     try:
         hold(open_db(), name, None, reason)
@@ -277,8 +277,8 @@ def models_log(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """The contestant's lifecycle: every verdict and state change, who made it, why and when."""
-    from arena.registry import RegistryError
-    from training.report.verdict import history
+    from vibestudio.arena.registry import RegistryError
+    from vibestudio.training.report.verdict import history
 
     try:
         rows = history(open_db(), int(name) if name.isdigit() else name)
@@ -307,8 +307,8 @@ def models_identifiability(
     """How well each contestant's answers alone give it away (held-out classifier: AUC and top-1 with 95%
     intervals), with and without its fixed opening side by side (the difference is what the opening gives away);
     'recognisable' means votes on it are not blind in practice."""
-    from arena.identifiability import compare_openings, contestant_identifiability
-    from common.settings import get_settings
+    from vibestudio.arena.identifiability import compare_openings, contestant_identifiability
+    from vibestudio.common.settings import get_settings
 
     with open_db().session() as s:
         if strip_prefill:

@@ -9,7 +9,7 @@ import json
 
 import typer
 
-from studio.cli._common import fail, group, open_db, progress_bar
+from vibestudio.studio.cli._common import fail, group, open_db, progress_bar
 
 probes_app = group(
     help="Sycophancy probes: pushback flips and stated views, with intervals.", no_args_is_help=True
@@ -17,7 +17,7 @@ probes_app = group(
 
 
 def _run_one(db, probe: str, name: str, limit, max_tokens, quiet: bool):  # type: ignore[no-untyped-def]
-    from standings.probes import run_probe
+    from vibestudio.standings.probes import run_probe
 
     bar, report = progress_bar(f"{probe} · {name}", unit="item", disable=quiet, total=None)
     try:
@@ -38,7 +38,7 @@ def probes_run(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Ask the probe questions, push back / state views, store every measurement and print the report."""
-    from standings.probes import PROBES, ProbeError, probe_report
+    from vibestudio.standings.probes import PROBES, ProbeError, probe_report
 
     db = open_db()
     chosen = probe or list(PROBES)
@@ -60,7 +60,7 @@ def probes_run(
 
 def _reevaluate(db, names: list[str]) -> None:  # type: ignore[no-untyped-def]
     """Probes stored: the verdicts of these contestants and their children are decided again (and held)."""
-    from training.report.job import after_probes
+    from vibestudio.training.report.job import after_probes
 
     for name in names:
         for who, state in after_probes(db, name):
@@ -74,7 +74,7 @@ def probes_show(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """The stored probe results of a contestant (latest answer per item), without running anything."""
-    from standings.probes import ProbeError, probe_report
+    from vibestudio.standings.probes import ProbeError, probe_report
 
     db = open_db()
     try:

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import fail, group, open_db
+from vibestudio.studio.cli._common import fail, group, open_db
 
 ratings_app = group(
     help="Ratings (Bradley-Terry with CIs, tie models, Elo) from a battles file or the studio database; "
@@ -32,7 +32,7 @@ def _battles_file(battles: Path | None, with_text: bool) -> Path:
         return battles
     import tempfile
 
-    from standings.records import annotated_records
+    from vibestudio.standings.records import annotated_records
 
     db = open_db()
     with db.session() as s:
@@ -78,7 +78,7 @@ def ratings(
     """Ratings (Bradley-Terry with CIs, Elo) from a battles file or the studio database."""
     if ctx.invoked_subcommand is not None:
         return
-    from standings.ratings import RatingsInputError, ratings_report
+    from vibestudio.standings.ratings import RatingsInputError, ratings_report
 
     if ci not in (None, "bootstrap", "sandwich"):
         fail(f"--ci must be 'bootstrap' or 'sandwich', got {ci!r}")
@@ -118,8 +118,8 @@ def _studio_board(
     flip: bool,
 ) -> str:
     """The studio database's board through the leaderboard service: the options every view shows unless given."""
-    from standings.leaderboard import LeaderboardService, standard_options
-    from standings.ratings import Leaderboard, format_board
+    from vibestudio.standings.leaderboard import LeaderboardService, standard_options
+    from vibestudio.standings.ratings import Leaderboard, format_board
 
     changes: dict[str, Any] = {"style_control": style_control, "vibe_control": vibe_control}
     if method is not None:
@@ -151,7 +151,7 @@ def _studio_board(
 
 def _load(battles: Path | None, with_text: bool, skip_bad: bool) -> Any:
     """The battle records of the file (or the database), or the error exit with the file's first bad row."""
-    from standings.ratings import RatingsInputError, load_battles_file
+    from vibestudio.standings.ratings import RatingsInputError, load_battles_file
 
     try:
         records, _ = load_battles_file(_battles_file(battles, with_text), skip_bad=skip_bad)
@@ -172,8 +172,8 @@ def ratings_predict(
     skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
 ) -> None:
     """Which method predicts held-out votes best: log-loss and Brier score with intervals per method."""
-    from standings.ratings import format_predictive, predictive_check
-    from standings.ratings._predict import best_board_method
+    from vibestudio.standings.ratings import format_predictive, predictive_check
+    from vibestudio.standings.ratings._predict import best_board_method
 
     if split not in ("time", "random", "both"):
         fail(f"--split must be 'time', 'random' or 'both', got {split!r}")
@@ -205,7 +205,7 @@ def ratings_annotators(
     skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
 ) -> None:
     """Per-annotator diagnostics (agreement, identity-following, speed) and flags; nothing is deleted."""
-    from standings.ratings import annotator_diagnostics, format_annotators
+    from vibestudio.standings.ratings import annotator_diagnostics, format_annotators
 
     report = annotator_diagnostics(_load(battles, False, skip_bad))
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else format_annotators(report))
@@ -218,7 +218,7 @@ def ratings_methods(
     skip_bad: bool = typer.Option(False, help="Skip bad rows instead of failing."),
 ) -> None:
     """How much the tie models (Rao-Kupper, Davidson) change the board against Bradley-Terry."""
-    from standings.ratings import method_changes
+    from vibestudio.standings.ratings import method_changes
 
     out = method_changes(_load(battles, False, skip_bad))
     if as_json:
@@ -261,7 +261,7 @@ def ratings_judges(
     """What a judge vote is worth: one human vote ~ k judge votes (weight chosen by held-out human votes), and the
     board human-only, judge-only or pooled. Without --battles: the arena's human votes pooled with the judge and
     annotator labels on the studio's annotation queues."""
-    from standings.judge_worth import JudgeError, judge_report
+    from vibestudio.standings.judge_worth import JudgeError, judge_report
 
     if source not in ("human", "judge", "pooled"):
         fail(f"--source must be 'human', 'judge' or 'pooled', got {source!r}")
@@ -324,7 +324,7 @@ def ratings_for_prompt(
 ) -> None:
     """Which model for this prompt: the prompt-conditioned board (per-kind offsets shrunk to the global board) at
     the prompt's kind probabilities from the studio's prompt classifier, with 95% intervals."""
-    from standings.leaderboard import LeaderboardService
+    from vibestudio.standings.leaderboard import LeaderboardService
 
     db = open_db()
     try:
@@ -354,14 +354,14 @@ def ratings_kinds(
 ) -> None:
     """Prompts by kind: the category classifier trained on the studio's labelled prompt sets, its held-out
     accuracy, and categories for the given prompts and for typed battle prompts."""
-    from standings.prompt_kinds import classify, kinds_report, typed_prompt_kinds
+    from vibestudio.standings.prompt_kinds import classify, kinds_report, typed_prompt_kinds
 
     db = open_db()
     with db.session() as s:
         report = kinds_report(s, folds=folds)
         given = classify(s, list(text or []))
         typed = typed_prompt_kinds(s)
-    from standings.leaderboard import LeaderboardService
+    from vibestudio.standings.leaderboard import LeaderboardService
 
     coverage = LeaderboardService(db).category_coverage()
     counts: dict[str, int] = {}

@@ -2,7 +2,7 @@
 
 import typer
 
-from studio.cli._common import fail
+from vibestudio.studio.cli._common import fail
 
 
 def serve(
@@ -10,10 +10,10 @@ def serve(
     port: int = typer.Option(None, help="Port (default 7860)."),
 ) -> None:
     """Serve the studio web app."""
-    from db.backup import hold_serving_lock
-    from db.session import default_database_url
-    from studio.app import serve as run
-    from studio.auth import AuthConfigError
+    from vibestudio.db.backup import hold_serving_lock
+    from vibestudio.db.session import default_database_url
+    from vibestudio.studio.app import serve as run
+    from vibestudio.studio.auth import AuthConfigError
 
     typer.echo("Preparing the studio (database, default contestants, prompt sets)...")
     lock = hold_serving_lock(default_database_url())  # `db restore` refuses while this process holds it

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import echo_json, fail, group, open_db
+from vibestudio.studio.cli._common import echo_json, fail, group, open_db
 
 tasks_app = group(
     help="Task sets with checkable answers (RLVR): import, generate, list, show.", no_args_is_help=True
@@ -61,7 +61,7 @@ def import_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Import tasks (prompt + reference answer + verifier); every row is checked before anything is written."""
-    from training.tasks import TaskError, TaskImportError, VerifierError, import_task_file
+    from vibestudio.training.tasks import TaskError, TaskImportError, VerifierError, import_task_file
 
     db = open_db()
     try:
@@ -95,7 +95,7 @@ def generate_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """Generate a task family written for the studio (fresh tasks for a CPU run)."""
-    from training.tasks import TaskError, generate_task_set
+    from vibestudio.training.tasks import TaskError, generate_task_set
 
     db = open_db()
     try:
@@ -110,7 +110,7 @@ def generate_cmd(
 @tasks_app.command("list")
 def list_cmd(as_json: bool = _JSON) -> None:
     """Task sets with their train / held-out counts."""
-    from training.tasks import list_task_sets
+    from vibestudio.training.tasks import list_task_sets
 
     sets = list_task_sets(open_db())
     if as_json:
@@ -134,7 +134,7 @@ def show_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """A task set: provenance, verifier, split and a few tasks of each split."""
-    from training.tasks import TaskError, get_task_set, load_tasks
+    from vibestudio.training.tasks import TaskError, get_task_set, load_tasks
 
     db = open_db()
     try:
@@ -170,7 +170,7 @@ def report_cmd(
     as_json: bool = _JSON,
 ) -> None:
     """The RLVR part of a checkpoint's report: held-out accuracy vs the parent and the reward-hacking signs."""
-    from training.report.steps import load_report
+    from vibestudio.training.report.steps import load_report
 
     report = load_report(open_db(), int(contestant) if contestant.isdigit() else contestant)
     if report is None:

@@ -1,7 +1,7 @@
 """``vibestudio train dpo|kto|orpo|simpo|reward|grpo|compare|comparison|health``: launch training jobs (one, or
 several objectives side by side), and read a job's over-optimisation health or a comparison.
 
-A thin layer over ``training.service``: flags (and an optional YAML config, and ``--set field=value``) become one
+A thin layer over ``training.jobs.service``: flags (and an optional YAML config, and ``--set field=value``) become one
 config mapping, which is checked field by field before anything is written or started; then the job is queued,
 followed with a progress bar (``studio.cli.jobs``), and reported as text or ``--json``.
 Precedence: the config file, then the flags, then ``--set``.
@@ -12,9 +12,9 @@ from typing import Any
 
 import typer
 
-from studio.cli._common import echo_json, fail, group, open_db
-from studio.cli.health import train_health
-from studio.cli.jobs import JSON_OPTION, TIMEOUT_OPTION, WAIT_OPTION, follow, job_dict
+from vibestudio.studio.cli._common import echo_json, fail, group, open_db
+from vibestudio.studio.cli.health import train_health
+from vibestudio.studio.cli.jobs import JSON_OPTION, TIMEOUT_OPTION, WAIT_OPTION, follow, job_dict
 
 train_app = group(
     help="Launch training jobs (run out of process; see `vibestudio jobs`).", no_args_is_help=True
@@ -71,11 +71,11 @@ def launch_from_cli(
     as_json: bool,
 ) -> None:
     """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
-    from annotation.unpaired import describe_balance
-    from common.files import read_yaml
-    from training.errors import JobError
-    from training.pairmix import describe_mix
-    from training.service import check_config, launch_config
+    from vibestudio.annotation.unpaired import describe_balance
+    from vibestudio.common.files import read_yaml
+    from vibestudio.training.jobs.errors import JobError
+    from vibestudio.training.jobs.service import check_config, launch_config
+    from vibestudio.training.objectives.pairmix import describe_mix
 
     data: dict[str, Any] = {}
     if config is not None:
@@ -125,7 +125,7 @@ def launch_from_cli(
         fail(str(exc))
     if not wait:
         if as_json:
-            from training.runner import job_view
+            from vibestudio.training.jobs.runner import job_view
 
             echo_json(job_dict(job_view(db, job_id)))
         else:
@@ -407,8 +407,8 @@ def train_compare(
     """Train several objectives on one parent and one freeze of the votes with matched budgets; then compare the
     children (``vibestudio train comparison ID``). ``--set FIELD=VALUE`` applies to every objective,
     ``--set kto.beta=0.2`` to one."""
-    from training.compare import comparison, launch_comparison
-    from training.errors import JobError
+    from vibestudio.training.compare import comparison, launch_comparison
+    from vibestudio.training.jobs.errors import JobError
 
     shared: dict[str, Any] = {
         k: v
@@ -443,8 +443,8 @@ def _follow_comparison(db: Any, cid: int, timeout: float) -> Any:
 
     from tqdm import tqdm
 
-    from training.compare import comparison
-    from training.runner import fail_lost
+    from vibestudio.training.compare import comparison
+    from vibestudio.training.jobs.runner import fail_lost
 
     view = comparison(db, cid)
     bar = tqdm(total=len(view.children), desc=f"comparison {cid}", unit="child")
@@ -468,8 +468,8 @@ def train_comparison(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """A comparison's children side by side (verdicts, evals, drift and KL with intervals), or the list."""
-    from training.compare import comparison, list_comparisons
-    from training.errors import JobError
+    from vibestudio.training.compare import comparison, list_comparisons
+    from vibestudio.training.jobs.errors import JobError
 
     db = open_db()
     if comparison_id is None:
@@ -494,7 +494,7 @@ def train_comparison(
 def _show_comparison(view: Any, as_json: bool) -> None:
     from dataclasses import asdict
 
-    from training.compare import markdown
+    from vibestudio.training.compare import markdown
 
     if as_json:
         echo_json(asdict(view))

@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from studio.cli._common import fail, group, open_db
+from vibestudio.studio.cli._common import fail, group, open_db
 
 #: The roles `accounts.ROLES` defines, spelled here for the help text so that `vibestudio --help` does not
 #: import the accounts code (SQLAlchemy, argon2); tests/test_ratings_cli.py keeps the two equal.
@@ -34,7 +34,7 @@ def users_add(
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
 ) -> None:
     """Create a user who can log in."""
-    from accounts import AccountError, add_user
+    from vibestudio.accounts import AccountError, add_user
 
     try:
         u = add_user(open_db(seed=False), name, _password(password_stdin), role)
@@ -46,7 +46,7 @@ def users_add(
 @users_app.command("list")
 def users_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List users with their role and status."""
-    from accounts import list_users
+    from vibestudio.accounts import list_users
 
     users = list_users(open_db(seed=False))
     if as_json:
@@ -66,7 +66,7 @@ def users_set_role(
     name: str = typer.Argument(...), role: str = typer.Argument(..., help=", ".join(ROLES))
 ) -> None:
     """Change a user's role (the last active admin cannot be demoted)."""
-    from accounts import AccountError, set_role
+    from vibestudio.accounts import AccountError, set_role
 
     try:
         u = set_role(open_db(seed=False), name, role)
@@ -81,7 +81,7 @@ def users_disable(
     enable: bool = typer.Option(False, "--enable", help="Enable the account again instead."),
 ) -> None:
     """Disable a user: no login, and every request of an open session is refused."""
-    from accounts import AccountError, set_disabled
+    from vibestudio.accounts import AccountError, set_disabled
 
     try:
         u = set_disabled(open_db(seed=False), name, not enable)
@@ -96,7 +96,7 @@ def users_passwd(
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
 ) -> None:
     """Set a new password for a user."""
-    from accounts import AccountError, set_password
+    from vibestudio.accounts import AccountError, set_password
 
     try:
         u = set_password(open_db(seed=False), name, _password(password_stdin))

@@ -1,6 +1,6 @@
 """``vibestudio worker``: claim queued training jobs from the database and run them on this host.
 
-A thin layer over ``training.workers.WorkerService``; ``jobs workers`` (in ``jobs.py``) lists the registered ones.
+A thin layer over ``training.jobs.workers.WorkerService``; ``jobs workers`` (in ``jobs.py``) lists the registered ones.
 """
 
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from studio.cli._common import fail
+from vibestudio.studio.cli._common import fail
 
 
 def worker(
@@ -44,7 +44,7 @@ def worker(
     The jobs' inputs (snapshot files, parent checkpoints) must be at the paths the app recorded.
     See docs/deployment.md, "Workers and checkpoints". SIGTERM or Ctrl-C stops it (its running jobs fail).
     """
-    from training.workers import WorkerService, default_name, parse_gpus, parse_kinds
+    from vibestudio.training.jobs.workers import WorkerService, default_name, parse_gpus, parse_kinds
 
     try:
         served, devices = parse_kinds(kinds), parse_gpus(gpus)
@@ -55,8 +55,8 @@ def worker(
         fail("--host-name must be 1 to 255 printable characters")
     if data_home is not None:  # what this process and its training processes read as their data home
         os.environ["VIBESTUDIO_HOME"] = str(data_home.expanduser().resolve())
-    from db.session import Database
-    from db.session import data_home as home
+    from vibestudio.db.session import Database
+    from vibestudio.db.session import data_home as home
 
     db = Database()
     db.migrate()

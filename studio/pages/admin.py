@@ -11,15 +11,15 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from accounts import ROLES, AccountError, PermissionDenied, UserInfo, list_users
-from accounts import add_user as _add_user
-from accounts import set_disabled as _set_disabled
-from accounts import set_password as _set_password
-from accounts import set_role as _set_role
-from standings.annotator_checks import annotator_checks
-from studio.context import StudioContext
-from studio.errors import user_error, wire
-from studio.render import count, literal, to_html
+from vibestudio.accounts import ROLES, AccountError, PermissionDenied, UserInfo, list_users
+from vibestudio.accounts import add_user as _add_user
+from vibestudio.accounts import set_disabled as _set_disabled
+from vibestudio.accounts import set_password as _set_password
+from vibestudio.accounts import set_role as _set_role
+from vibestudio.standings.annotator_checks import annotator_checks
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import user_error, wire
+from vibestudio.studio.render import count, literal, to_html
 
 COLUMNS = ["name", "role", "status", "created", "last login"]
 CHECK_COLUMNS = [

@@ -16,13 +16,13 @@ from typing import Any, NamedTuple
 import gradio as gr
 import pandas as pd
 
-from annotation.agreement_report import agreement_report
-from annotation.judges import JudgeError, bias_report, judge_names
-from annotation.queues import LABEL_KINDS, QueueError, list_queues
-from annotation.vibe_agreement import VibeAgreementError, vibe_agreement
-from studio.context import StudioContext
-from studio.errors import refuse, user_error, wire
-from studio.render import count, literal, to_html
+from vibestudio.annotation.agreement_report import agreement_report
+from vibestudio.annotation.judges import JudgeError, bias_report, judge_names
+from vibestudio.annotation.queues import LABEL_KINDS, QueueError, list_queues
+from vibestudio.annotation.vibe_agreement import VibeAgreementError, vibe_agreement
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import refuse, user_error, wire
+from vibestudio.studio.render import count, literal, to_html
 
 
 def _r(x: float | None) -> float | None:

@@ -26,20 +26,20 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from accounts import PermissionDenied, RateLimited
-from arena import lifecycle
-from arena.battles import QUICK_RUBRIC, BattleError, BattleView, Reveal, TurnUpdate
-from arena.engines.factory import ENGINE_KINDS
-from arena.personas import PersonaError, add_personas, import_persona_file, spec_from_mapping
-from arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
-from arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
-from arena.self_play import SELF_PLAY, default_temperatures
-from common import outcomes
-from studio.context import StudioContext
-from studio.errors import log, refuse, require, user_error, wire
-from studio.render import CUT_NOTE, counted, error_text, literal, to_html
-from studio.uploads import discard_upload
-from training.report.verdict import badges_by_name
+from vibestudio.accounts import PermissionDenied, RateLimited
+from vibestudio.arena import lifecycle
+from vibestudio.arena.battles import QUICK_RUBRIC, BattleError, BattleView, Reveal, TurnUpdate
+from vibestudio.arena.engines.factory import ENGINE_KINDS
+from vibestudio.arena.personas import PersonaError, add_personas, import_persona_file, spec_from_mapping
+from vibestudio.arena.prompts import MT_BENCH, PromptImportError, get_prompt, list_sets, random_prompt
+from vibestudio.arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
+from vibestudio.arena.self_play import SELF_PLAY, default_temperatures
+from vibestudio.common import outcomes
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import log, refuse, require, user_error, wire
+from vibestudio.studio.render import CUT_NOTE, counted, error_text, literal, to_html
+from vibestudio.studio.uploads import discard_upload
+from vibestudio.training.report.verdict import badges_by_name
 
 VOTES = list(
     zip(

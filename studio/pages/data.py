@@ -2,7 +2,7 @@
 with checkable answers for RLVR (``training.tasks``: import a file, see each set's train / held-out split).
 
 A frozen snapshot's line says how many of its pairs are on-policy for a model (both answers its own: self-play
-battles, `arena.self_play`), counted by `training.pairmix` as the Train tab counts them for a job's parent.
+battles, `arena.self_play`), counted by `training.objectives.pairmix` as the Train tab counts them for a job's parent.
 """
 
 from __future__ import annotations
@@ -13,22 +13,22 @@ import gradio as gr
 import pandas as pd
 from sqlalchemy import func, select
 
-from accounts import PermissionDenied
-from annotation.snapshots import (
+from vibestudio.accounts import PermissionDenied
+from vibestudio.annotation.snapshots import (
     SnapshotError,
     list_snapshots,
     load_snapshot,
     skip_reason_text,
     snapshot_from_votes,
 )
-from arena.prompts import PromptImportError, import_prompt_set
-from db.models import Battle, Vote
-from standings.records import UNCOUNTED
-from studio.context import StudioContext
-from studio.errors import refuse, require, user_error, wire
-from studio.render import count, literal, to_html
-from studio.uploads import discard_upload
-from training.pairmix import pair_mix
+from vibestudio.arena.prompts import PromptImportError, import_prompt_set
+from vibestudio.db.models import Battle, Vote
+from vibestudio.standings.records import UNCOUNTED
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import refuse, require, user_error, wire
+from vibestudio.studio.render import count, literal, to_html
+from vibestudio.studio.uploads import discard_upload
+from vibestudio.training.objectives.pairmix import pair_mix
 
 
 def _counts(ctx: StudioContext) -> str:
@@ -149,7 +149,7 @@ TASK_COLUMNS = ["name", "tasks", "train", "held-out", "source", "hash", "created
 
 
 def _task_sets(ctx: StudioContext) -> pd.DataFrame:
-    from training.tasks import list_task_sets
+    from vibestudio.training.tasks import list_task_sets
 
     cols = TASK_COLUMNS
     rows = [
@@ -161,8 +161,8 @@ def _task_sets(ctx: StudioContext) -> pd.DataFrame:
 
 def _task_section(ctx: StudioContext) -> gr.Dataframe:
     """Task sets (RLVR): the list with counts and split, and an import (``vibestudio tasks import`` does the same)."""
-    from training.tasks import TaskError, import_task_file
-    from training.tasks.store import MIN_TASKS
+    from vibestudio.training.tasks import TaskError, import_task_file
+    from vibestudio.training.tasks.store import MIN_TASKS
 
     gr.Markdown(
         "### Task sets (RLVR)\nPrompts with checkable answers for GRPO: JSONL / JSON / Parquet / Arrow with `prompt` + "

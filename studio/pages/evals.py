@@ -13,12 +13,12 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from accounts import PermissionDenied
-from arena.registry import list_contestants
-from standings.evals import EvalError, run_evals
-from studio.context import StudioContext
-from studio.errors import refuse, require, user_error, wire
-from studio.render import count, literal, to_html
+from vibestudio.accounts import PermissionDenied
+from vibestudio.arena.registry import list_contestants
+from vibestudio.standings.evals import EvalError, run_evals
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import refuse, require, user_error, wire
+from vibestudio.studio.render import count, literal, to_html
 
 
 class _EvalsSection(NamedTuple):

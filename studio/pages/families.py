@@ -9,10 +9,10 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from standings.families import DEFAULT_MIN_VOTES, families
-from standings.leaderboard import BoardOptions, LeaderboardService
-from studio.context import StudioContext
-from studio.render import count, literal, to_html
+from vibestudio.standings.families import DEFAULT_MIN_VOTES, families
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.render import count, literal, to_html
 
 COLUMNS = [
     "family",

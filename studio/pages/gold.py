@@ -1,14 +1,14 @@
 """The over-optimisation view a job page shows: gold against sqrt(KL) with the Gao et al. fit, and alert lines.
 
-Plain helpers over ``training.overopt`` and ``training.lineage``, used by the Train tab's job view.
+Plain helpers over ``training.objectives.overopt`` and ``training.publishing.lineage``, used by the Train tab's job view.
 """
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from training.lineage import overoptimisation_alerts
-from training.overopt import gold_curve
+from vibestudio.training.objectives.overopt import gold_curve
+from vibestudio.training.publishing.lineage import overoptimisation_alerts
 
 Metrics = dict[str, list[tuple[int, float]]]
 

@@ -10,14 +10,14 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from arena.identifiability import (
+from vibestudio.arena.identifiability import (
     RECOGNISABLE_AUC,
     ContestantIdentifiability,
     OpeningsReport,
     compare_openings,
 )
-from studio.context import StudioContext
-from studio.render import count, literal, to_html
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.render import count, literal, to_html
 
 COLUMNS = [
     "contestant",

@@ -14,14 +14,21 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from accounts import PermissionDenied
-from annotation.labelling import LabelError, LabelTask, next_task, queue_progress, skip_task, submit_label
-from annotation.queues import QueueError, edit_checklist, get_queue, list_queues
-from annotation.rubrics import Criterion, rubric_from_dict
-from common import outcomes
-from studio.context import StudioContext
-from studio.errors import refuse, require, user_error, wire
-from studio.render import CUT_NOTE, count, literal, to_html
+from vibestudio.accounts import PermissionDenied
+from vibestudio.annotation.labelling import (
+    LabelError,
+    LabelTask,
+    next_task,
+    queue_progress,
+    skip_task,
+    submit_label,
+)
+from vibestudio.annotation.queues import QueueError, edit_checklist, get_queue, list_queues
+from vibestudio.annotation.rubrics import Criterion, rubric_from_dict
+from vibestudio.common import outcomes
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import refuse, require, user_error, wire
+from vibestudio.studio.render import CUT_NOTE, count, literal, to_html
 
 MAX_CRITERIA = 8
 CHOICES = list(

@@ -26,15 +26,15 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from accounts import PermissionDenied
-from arena.registry import list_contestants
-from standings.goldilocks import goldilocks
-from standings.leaderboard import BoardOptions, compare_contestants, standard_options, vibe_profile
-from studio.context import StudioContext
-from studio.errors import refuse, user_error, wire
-from studio.pages import families, identifiability
-from studio.render import count, counted, literal, plot_label, to_html
-from training.report.verdict import badges_by_name
+from vibestudio.accounts import PermissionDenied
+from vibestudio.arena.registry import list_contestants
+from vibestudio.standings.goldilocks import goldilocks
+from vibestudio.standings.leaderboard import BoardOptions, compare_contestants, standard_options, vibe_profile
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import refuse, user_error, wire
+from vibestudio.studio.pages import families, identifiability
+from vibestudio.studio.render import count, counted, literal, plot_label, to_html
+from vibestudio.training.report.verdict import badges_by_name
 
 COLUMNS = [
     "rank",
@@ -1016,7 +1016,7 @@ def lc_components() -> LcTab:
 
 
 def _is_admin(ctx: StudioContext, request: gr.Request | None) -> bool:
-    from accounts import require_role
+    from vibestudio.accounts import require_role
 
     try:
         require_role(ctx.db, ctx.access.user_id(request), "admin")
@@ -1101,7 +1101,7 @@ def card_html(card: Any) -> str:
 
 def wire_decision(ctx: StudioContext, demo: gr.Blocks) -> None:
     """The *Decision card* section (an accordion under the board's sub-tabs) and its wiring."""
-    from standings.decision import DecisionError, decision_card
+    from vibestudio.standings.decision import DecisionError, decision_card
 
     with gr.Accordion("Decision card: which of two to ship", open=True, elem_id="card-section"):
         tab = DecisionTab()
@@ -1231,7 +1231,7 @@ class JudgeTab:
 
 
 def wire_judges(ctx: StudioContext, tab: JudgeTab) -> None:
-    from standings.judge_worth import JudgeError, judge_report
+    from vibestudio.standings.judge_worth import JudgeError, judge_report
 
     def on_judges(source: str, by_vibe: bool):  # type: ignore[no-untyped-def]
         try:

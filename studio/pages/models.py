@@ -19,16 +19,16 @@ import gradio as gr
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from accounts import PermissionDenied
-from arena.registry import RegistryError, list_contestants
-from standings.leaderboard import LeaderboardService
-from studio.context import StudioContext
-from studio.errors import require, user_error
-from studio.render import counted, literal, to_html
-from training.report import verdict as verdicts
-from training.report.model_page import model_page
-from training.report.text import fidelity_md, lineage_md, ratings_md, report_md
-from training.runner import reconcile
+from vibestudio.accounts import PermissionDenied
+from vibestudio.arena.registry import RegistryError, list_contestants
+from vibestudio.standings.leaderboard import LeaderboardService
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import require, user_error
+from vibestudio.studio.render import counted, literal, to_html
+from vibestudio.training.jobs.runner import reconcile
+from vibestudio.training.report import verdict as verdicts
+from vibestudio.training.report.model_page import model_page
+from vibestudio.training.report.text import fidelity_md, lineage_md, ratings_md, report_md
 
 CURVE_PANELS = (("loss",), ("rewards/margins", "reward"), ("rewards/accuracies",), ("kl",))
 
@@ -152,7 +152,7 @@ def for_annotators(page: dict[str, Any]) -> dict[str, Any]:
 
 def may_see_training(ctx: StudioContext, request: gr.Request | None) -> bool:
     """Whether the viewer holds researcher (the local operator does): the page shows them paths, jobs, curves."""
-    from accounts import require_role
+    from vibestudio.accounts import require_role
 
     try:
         require_role(ctx.db, ctx.access.user_id(request), "researcher")
@@ -261,7 +261,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
     """Export the picked model for deployment (researchers): its GGUF file, or its HF weights with the LoRA
     merged in (a zip), written under the data home's exports and offered as a download
-    (``training.model_export.export``, as ``vibestudio models export``)."""
+    (``training.publishing.model_export.export``, as ``vibestudio models export``)."""
     with gr.Accordion("Export for deployment (researchers)", open=False):
         with gr.Row():
             fmt = gr.Radio(["gguf", "merged"], value="gguf", label="Format", elem_id="models-export-format")
@@ -272,10 +272,10 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
     def on_export(name: str | None, how: str, request: gr.Request) -> tuple[Any, Any]:
         import shutil
 
-        from studio.downloads import ExportRefused, downloads_dir, new_folder, offer
-        from studio.pages.queues import download_link
-        from training.gguf_export import ConversionError
-        from training.model_export import export
+        from vibestudio.studio.downloads import ExportRefused, downloads_dir, new_folder, offer
+        from vibestudio.studio.pages.queues import download_link
+        from vibestudio.training.publishing.gguf_export import ConversionError
+        from vibestudio.training.publishing.model_export import export
 
         uid = require(ctx, request, "researcher")
         if not name:

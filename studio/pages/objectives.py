@@ -14,11 +14,11 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from accounts import PermissionDenied
-from studio.context import StudioContext
-from studio.errors import require, user_error, wire
-from studio.render import literal, to_html
-from training.compare import (
+from vibestudio.accounts import PermissionDenied
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import require, user_error, wire
+from vibestudio.studio.render import literal, to_html
+from vibestudio.training.compare import (
     DEFAULT_OBJECTIVES,
     OBJECTIVES,
     comparison,
@@ -26,8 +26,8 @@ from training.compare import (
     list_comparisons,
     markdown,
 )
-from training.config import JOB_KINDS
-from training.errors import JobError
+from vibestudio.training.jobs.config import JOB_KINDS
+from vibestudio.training.jobs.errors import JobError
 
 LABELS = [(JOB_KINDS[k].label, k) for k in OBJECTIVES]
 INTRO = (

@@ -12,14 +12,14 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from accounts import PermissionDenied
-from arena.registry import list_contestants
-from standings.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
-from studio.context import StudioContext
-from studio.errors import refuse, user_error, wire
-from studio.pages import evals
-from studio.render import literal, to_html
-from training.report.job import after_probes
+from vibestudio.accounts import PermissionDenied
+from vibestudio.arena.registry import list_contestants
+from vibestudio.standings.probes import HEADLINE, PROBES, ProbeError, ProbeReport, probe_report, run_probe
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import refuse, user_error, wire
+from vibestudio.studio.pages import evals
+from vibestudio.studio.render import literal, to_html
+from vibestudio.training.report.job import after_probes
 
 NONE = "(none)"
 COLUMNS = ["contestant", "probe", "measure", "rate", "95% interval", "n", "unmeasurable"]

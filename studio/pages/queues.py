@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import gradio as gr
 import pandas as pd
 
-from accounts import PermissionDenied
-from annotation.formats import (
+from vibestudio.accounts import PermissionDenied
+from vibestudio.annotation.formats import (
     EXPORT_FORMATS,
     FORMATS,
     ExportSpec,
@@ -28,20 +28,20 @@ from annotation.formats import (
     import_file,
     snapshot_from_labels,
 )
-from annotation.judges import JudgeError, JudgeSpec, generate_checklists, run_judge
-from annotation.labelling import queue_progress
-from annotation.onpolicy import OnPolicySpec, generate_queue
-from annotation.queues import LABEL_KINDS, QueueError, list_queues
-from annotation.rubrics import RubricError, list_rubrics
-from annotation.snapshots import SnapshotError, skip_reason_text
-from arena.prompts import list_sets
-from arena.registry import RegistryError, list_contestants
-from common.paths import file_stem, under
-from studio.context import StudioContext
-from studio.downloads import ExportRefused, downloads_dir, new_folder, offer
-from studio.errors import refuse, require, user_error, wire
-from studio.render import count, error_text, literal, to_html
-from studio.uploads import discard_upload
+from vibestudio.annotation.judges import JudgeError, JudgeSpec, generate_checklists, run_judge
+from vibestudio.annotation.labelling import queue_progress
+from vibestudio.annotation.onpolicy import OnPolicySpec, generate_queue
+from vibestudio.annotation.queues import LABEL_KINDS, QueueError, list_queues
+from vibestudio.annotation.rubrics import RubricError, list_rubrics
+from vibestudio.annotation.snapshots import SnapshotError, skip_reason_text
+from vibestudio.arena.prompts import list_sets
+from vibestudio.arena.registry import RegistryError, list_contestants
+from vibestudio.common.paths import file_stem, under
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.downloads import ExportRefused, downloads_dir, new_folder, offer
+from vibestudio.studio.errors import refuse, require, user_error, wire
+from vibestudio.studio.render import count, error_text, literal, to_html
+from vibestudio.studio.uploads import discard_upload
 
 QUEUE_COLUMNS = ["queue", "kind", "status", "items", "overlap", "labelled", "all labels", "source"]
 FILE_FORMATS = {"JSONL": ".jsonl", "JSON": ".json", "Parquet": ".parquet", "datasets (zip)": ""}

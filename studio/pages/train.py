@@ -21,25 +21,25 @@ import plotly.graph_objects as go
 import yaml
 from plotly.subplots import make_subplots
 
-from accounts import PermissionDenied, require_role
-from annotation.snapshots import list_snapshots
-from annotation.unpaired import describe_balance
-from arena.registry import list_contestants
-from studio.context import StudioContext
-from studio.errors import user_error
-from studio.pages import objectives
-from studio.pages.gold import gold_figure, gold_markdown
-from studio.render import literal, to_html
-from training.config import CONFIG_KINDS, DPO_LOSS_TYPES, JOB_KINDS, help_table
-from training.errors import JobError
-from training.lineage import job_alerts
-from training.pairmix import describe_mix
-from training.publish import publish_checkpoint
-from training.report.verdict import current as verdict_status
-from training.rewards import FORMATS
-from training.runner import JobView, cancel, job_view, list_jobs, resume, saved_checkpoints
-from training.service import ConfigCheck, check_config, launch_config
-from training.tasks.store import MIN_TASKS
+from vibestudio.accounts import PermissionDenied, require_role
+from vibestudio.annotation.snapshots import list_snapshots
+from vibestudio.annotation.unpaired import describe_balance
+from vibestudio.arena.registry import list_contestants
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.errors import user_error
+from vibestudio.studio.pages import objectives
+from vibestudio.studio.pages.gold import gold_figure, gold_markdown
+from vibestudio.studio.render import literal, to_html
+from vibestudio.training.jobs.config import CONFIG_KINDS, DPO_LOSS_TYPES, JOB_KINDS, help_table
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.runner import JobView, cancel, job_view, list_jobs, resume, saved_checkpoints
+from vibestudio.training.jobs.service import ConfigCheck, check_config, launch_config
+from vibestudio.training.objectives.pairmix import describe_mix
+from vibestudio.training.objectives.rewards import FORMATS
+from vibestudio.training.publishing.lineage import job_alerts
+from vibestudio.training.publishing.publish import publish_checkpoint
+from vibestudio.training.report.verdict import current as verdict_status
+from vibestudio.training.tasks.store import MIN_TASKS
 
 NEW_SNAPSHOT = "new snapshot from current votes"
 NONE = "(none)"
@@ -120,7 +120,7 @@ def _live_job(ctx: StudioContext, uid: int | None = None) -> int | None:
 
 
 def _task_sets(ctx: StudioContext) -> list[str]:
-    from training.tasks import list_task_sets
+    from vibestudio.training.tasks import list_task_sets
 
     return [t.name for t in list_task_sets(ctx.db)]
 

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from accounts import RateLimited, RateLimiter
-from accounts.counters import DatabaseCounters, MemoryCounters, RedisCounters, counters_for
-from accounts.throttle import LoginThrottle
-from db.session import Database
+from vibestudio.accounts import RateLimited, RateLimiter
+from vibestudio.accounts.counters import DatabaseCounters, MemoryCounters, RedisCounters, counters_for
+from vibestudio.accounts.throttle import LoginThrottle
+from vibestudio.db.session import Database
 
 REDIS_URL = os.environ.get("VIBESTUDIO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from accounts import AccountError, get_user
-from accounts.proxy import parse_role_groups, proxy_user, role_from_groups
-from db.session import Database
-from studio.auth import AuthConfigError, ProxyPolicy
+from vibestudio.accounts import AccountError, get_user
+from vibestudio.accounts.proxy import parse_role_groups, proxy_user, role_from_groups
+from vibestudio.db.session import Database
+from vibestudio.studio.auth import AuthConfigError, ProxyPolicy
 
 
 def _settings(**kw):

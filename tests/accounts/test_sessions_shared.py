@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from accounts import add_user, set_password
-from accounts.sessions import SessionBook, fingerprint, token_hash
-from db.models import WebSession
-from db.session import Database
-from studio.auth import SHARED_COOKIE_ID, _shared_name
+from vibestudio.accounts import add_user, set_password
+from vibestudio.accounts.sessions import SessionBook, fingerprint, token_hash
+from vibestudio.db.models import WebSession
+from vibestudio.db.session import Database
+from vibestudio.studio.auth import SHARED_COOKIE_ID, _shared_name
 
 PW = "a long password"
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from annotation.agreement import (
+from vibestudio.annotation.agreement import (
     cohen_kappa,
     coincidence_matrix,
     counts_table,

@@ -9,11 +9,11 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from annotation.argilla import labels_from_records, pull_responses, push_queue, queue_to_argilla
-from annotation.formats import ExportSpec, export_rows
-from annotation.queues import NewItem, add_item, create_queue
-from annotation.rubrics import get_rubric
-from db.models import Label, RubricScore
+from vibestudio.annotation.argilla import labels_from_records, pull_responses, push_queue, queue_to_argilla
+from vibestudio.annotation.formats import ExportSpec, export_rows
+from vibestudio.annotation.queues import NewItem, add_item, create_queue
+from vibestudio.annotation.rubrics import get_rubric
+from vibestudio.db.models import Label, RubricScore
 
 
 def _queue(db, n=3):
@@ -142,8 +142,8 @@ def test_cli_import_reads_statuses_in_both_layouts(tmp_path):
 
     from typer.testing import CliRunner
 
-    from db.session import Database
-    from studio.cli import app
+    from vibestudio.db.session import Database
+    from vibestudio.studio.cli import app
 
     db = Database()
     db.migrate()
@@ -188,8 +188,8 @@ def test_cli_push_and_pull_call_the_server_the_options_name(monkeypatch):
 
     from typer.testing import CliRunner
 
-    import annotation.argilla as argilla
-    from studio.cli import app
+    import vibestudio.annotation.argilla as argilla
+    from vibestudio.studio.cli import app
 
     monkeypatch.delenv("ARGILLA_API_URL", raising=False)
     monkeypatch.delenv("ARGILLA_API_KEY", raising=False)

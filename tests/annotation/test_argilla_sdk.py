@@ -14,10 +14,15 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import select
 
-from annotation.argilla import dataset_settings, labels_from_records, pull_responses, queue_to_argilla
-from annotation.queues import NewItem, add_item, create_queue
-from annotation.rubrics import get_rubric
-from db.models import Label, RubricScore
+from vibestudio.annotation.argilla import (
+    dataset_settings,
+    labels_from_records,
+    pull_responses,
+    queue_to_argilla,
+)
+from vibestudio.annotation.queues import NewItem, add_item, create_queue
+from vibestudio.annotation.rubrics import get_rubric
+from vibestudio.db.models import Label, RubricScore
 
 rg = pytest.importorskip("argilla")
 from argilla._models import RecordModel, UserResponseModel  # noqa: E402  (the server's wire models)
@@ -52,7 +57,7 @@ def _dataset() -> object:
     """A real ``rg.Dataset`` with the queue's settings, on a real client that is never asked anything."""
     client = rg.Argilla(api_url="http://127.0.0.1:9", api_key="offline")
     s = dataset_settings(get_rubric(), overlap=2)
-    from annotation.argilla import _settings_object
+    from vibestudio.annotation.argilla import _settings_object
 
     settings = _settings_object(rg, s)
     settings.questions.add(

@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
-from studio.cli import app
 from tests.helpers.files import write_json
+from vibestudio.studio.cli import app
 
 runner = CliRunner()
 

@@ -8,10 +8,10 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from annotation.formats import ImportValidationError, import_file, parse_file, read_records
-from annotation.queues import list_queues
-from db.models import AnnotationQueue, Label, QueueItem
 from tests.helpers.files import write_json
+from vibestudio.annotation.formats import ImportValidationError, import_file, parse_file, read_records
+from vibestudio.annotation.queues import list_queues
+from vibestudio.db.models import AnnotationQueue, Label, QueueItem
 
 
 def _count(db, model) -> int:

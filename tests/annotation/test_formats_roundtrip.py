@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import func, select
 
-from annotation.formats import (
+from tests.helpers.files import write_json
+from vibestudio.annotation.formats import (
     ExportSpec,
     export_file,
     export_rows,
@@ -17,9 +18,8 @@ from annotation.formats import (
     read_records,
     snapshot_from_labels,
 )
-from annotation.snapshots import load_snapshot
-from db.models import Label, QueueItem, RubricScore
-from tests.helpers.files import write_json
+from vibestudio.annotation.snapshots import load_snapshot
+from vibestudio.db.models import Label, QueueItem, RubricScore
 
 
 def _canon_fastchat(r: dict) -> tuple:
@@ -208,7 +208,7 @@ def test_snapshot_from_labels_is_content_hashed_and_loads_for_training(db, tmp_p
 
 
 def test_kto_labels_by_a_score_threshold_and_freeze_as_an_unpaired_snapshot(db, tmp_path, helpsteer_rows):
-    from annotation.unpaired import ScoreRule, is_unpaired
+    from vibestudio.annotation.unpaired import ScoreRule, is_unpaired
 
     src = write_json(tmp_path / "helpsteer2.jsonl", helpsteer_rows, lines=True)
     with db.session() as s:
@@ -229,7 +229,7 @@ def test_kto_labels_by_a_score_threshold_and_freeze_as_an_unpaired_snapshot(db, 
         False,
     ]
     with db.session() as s:
-        from annotation.snapshots import get_snapshot
+        from vibestudio.annotation.snapshots import get_snapshot
 
         assert get_snapshot(s, snap.hash).filter["score_rule"] == {
             "criterion": "helpfulness",

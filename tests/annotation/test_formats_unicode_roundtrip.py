@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from annotation.formats import (
+from tests.helpers.files import conv, write_json
+from vibestudio.annotation.formats import (
     ExportSpec,
     export_file,
     export_rows,
@@ -21,9 +22,8 @@ from annotation.formats import (
     read_records,
     snapshot_from_labels,
 )
-from annotation.snapshots import load_snapshot
-from standings.ratings import load_battles_file
-from tests.helpers.files import conv, write_json
+from vibestudio.annotation.snapshots import load_snapshot
+from vibestudio.standings.ratings import load_battles_file
 
 CHARS = {
     "U+2028": "\u2028",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from annotation.bias import (
+from vibestudio.annotation.bias import (
     Rate,
     combine,
     family_rate,
@@ -15,7 +15,7 @@ from annotation.bias import (
     model_family,
     position_rate,
 )
-from annotation.judges import (
+from vibestudio.annotation.judges import (
     PAIRWISE_PREFILL,
     JudgeSpec,
     bias_report,
@@ -25,12 +25,12 @@ from annotation.judges import (
     parse_rating,
     run_judge,
 )
-from annotation.labelling import next_task, submit_label
-from annotation.queues import NewItem, add_item, create_queue
-from annotation.rubrics import get_rubric
-from arena.engines.base import GenerationStats, Stream
-from arena.registry import ContestantSpec, register
-from db.models import Judgement, Label, RubricScore
+from vibestudio.annotation.labelling import next_task, submit_label
+from vibestudio.annotation.queues import NewItem, add_item, create_queue
+from vibestudio.annotation.rubrics import get_rubric
+from vibestudio.arena.engines.base import GenerationStats, Stream
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Judgement, Label, RubricScore
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def _judge_queue(db, name="jq"):
 @pytest.mark.parametrize("engine,outcome", [(FirstPositionEngine(), "inconsistent"), (ContentEngine(), "1")])
 def test_judge_runs_twice_with_positions_swapped(db, monkeypatch, engine, outcome):
     _judge_queue(db)
-    monkeypatch.setattr("annotation.judges.engine_for", lambda info: engine)
+    monkeypatch.setattr("vibestudio.annotation.judges.engine_for", lambda info: engine)
     res = run_judge(db, JudgeSpec(judge="judge-bot", queue="jq"))
     assert res.verdicts == {outcome: 3}
     with db.session() as s:
@@ -161,7 +161,7 @@ def test_judge_runs_twice_with_positions_swapped(db, monkeypatch, engine, outcom
 
 def test_bias_report_own_family_and_human_agreement(db, monkeypatch):
     _judge_queue(db)
-    monkeypatch.setattr("annotation.judges.engine_for", lambda info: ContentEngine())
+    monkeypatch.setattr("vibestudio.annotation.judges.engine_for", lambda info: ContentEngine())
     run_judge(db, JudgeSpec(judge="judge-bot", queue="jq"))
     # two people label every item: they prefer answer 1 on items 0-1 and answer 2 on item 2
     for who in ("ann", "bob"):
@@ -209,10 +209,10 @@ def test_real_smollm2_judge_pairwise_and_rubric_grade(db):
 
 
 def test_judges_enter_the_agreement_report_next_to_people(db, monkeypatch):
-    from annotation.agreement_report import agreement_report
+    from vibestudio.annotation.agreement_report import agreement_report
 
     _judge_queue(db)
-    monkeypatch.setattr("annotation.judges.engine_for", lambda info: ContentEngine())
+    monkeypatch.setattr("vibestudio.annotation.judges.engine_for", lambda info: ContentEngine())
     run_judge(db, JudgeSpec(judge="judge-bot", queue="jq"))
     while True:
         with db.session() as s:

@@ -8,11 +8,18 @@ import random
 import pytest
 from sqlalchemy import select
 
-from annotation.agreement_report import agreement_report
-from annotation.labelling import LabelError, answer_cut, next_task, queue_progress, skip_task, submit_label
-from annotation.queues import NewItem, QueueError, add_item, create_queue, set_checklist
-from annotation.rubrics import get_rubric
-from db.models import Assignment, Label, RubricScore
+from vibestudio.annotation.agreement_report import agreement_report
+from vibestudio.annotation.labelling import (
+    LabelError,
+    answer_cut,
+    next_task,
+    queue_progress,
+    skip_task,
+    submit_label,
+)
+from vibestudio.annotation.queues import NewItem, QueueError, add_item, create_queue, set_checklist
+from vibestudio.annotation.rubrics import get_rubric
+from vibestudio.db.models import Assignment, Label, RubricScore
 
 
 def _queue(db, n=4, overlap=2, name="q"):
@@ -202,7 +209,7 @@ def test_agreement_report_on_a_labelled_queue(db):
     assert rep.annotators == ["a1", "a2", "a3"] and rep.n_items == 4 and rep.n_labels == 12
     by_pair = {(p.a, p.b): p for p in rep.pairs}
     assert by_pair[("a1", "a2")].percent == pytest.approx(0.75) and by_pair[("a1", "a2")].n == 4
-    from annotation.agreement import krippendorff_alpha
+    from vibestudio.annotation.agreement import krippendorff_alpha
 
     expected = krippendorff_alpha([verdicts["a1"], verdicts["a2"], verdicts["a3"]])
     assert rep.outcome_alpha == pytest.approx(expected)

@@ -8,13 +8,13 @@ import json
 import pytest
 from sqlalchemy import select
 
-from annotation.formats import ExportSpec, export_rows
-from annotation.labelling import next_task, submit_label
-from annotation.onpolicy import OnPolicySpec, generate_queue, policy_version
-from annotation.queues import QueueError, get_queue
-from arena.prompts import import_prompt_set
-from arena.registry import ContestantSpec, get_contestant, register
-from db.models import QueueItem
+from vibestudio.annotation.formats import ExportSpec, export_rows
+from vibestudio.annotation.labelling import next_task, submit_label
+from vibestudio.annotation.onpolicy import OnPolicySpec, generate_queue, policy_version
+from vibestudio.annotation.queues import QueueError, get_queue
+from vibestudio.arena.prompts import import_prompt_set
+from vibestudio.arena.registry import ContestantSpec, get_contestant, register
+from vibestudio.db.models import QueueItem
 
 PROMPTS = [
     {"turns": ["Name a fruit."], "category": "x"},

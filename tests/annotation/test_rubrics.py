@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.rubrics import RubricError, get_rubric, list_rubrics, load_rubric, parse_rubric, save_rubric
+from vibestudio.annotation.rubrics import (
+    RubricError,
+    get_rubric,
+    list_rubrics,
+    load_rubric,
+    parse_rubric,
+    save_rubric,
+)
 
 
 def test_default_rubric_ships_with_the_five_criteria():

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.queues import NewItem, add_item, create_queue
-from annotation.vibe_agreement import VibeAgreementError, vibe_agreement
-from db.models import Label
+from vibestudio.annotation.queues import NewItem, add_item, create_queue
+from vibestudio.annotation.vibe_agreement import VibeAgreementError, vibe_agreement
+from vibestudio.db.models import Label
 
 FANCY = "## Great question!\n\n- **First**, a long and friendly point about it.\n- **Second**, another point, with more words."
 PLAIN = "Two points: first one, second one."

@@ -12,12 +12,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from arena.battle_end import IdleSweeper, db_now, end_idle
-from arena.battles import ArenaLimits, ArenaService, BattleError
-from db.models import Battle, Vote
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.records import battle_records
 from tests.helpers.fake_openai import FakeOpenAI, register_http
+from vibestudio.arena.battle_end import IdleSweeper, db_now, end_idle
+from vibestudio.arena.battles import ArenaLimits, ArenaService, BattleError
+from vibestudio.db.models import Battle, Vote
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.records import battle_records
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ def test_the_sweeper_thread_ends_idle_battles_on_its_timer(db, svc):
 
 
 def test_a_forward_jump_of_the_database_clock_does_not_end_fresh_battles(db, svc, monkeypatch):
-    import arena.battle_end as be
+    import vibestudio.arena.battle_end as be
 
     fresh = _voted_battle(svc)
     stale = _voted_battle(svc)
@@ -191,8 +191,8 @@ def test_a_forward_jump_of_the_database_clock_does_not_end_fresh_battles(db, svc
 
 
 def test_start_up_sweep_runs_when_the_studio_context_is_built(tmp_path, monkeypatch):
-    from db.session import Database
-    from studio.context import build_context
+    from vibestudio.db.session import Database
+    from vibestudio.studio.context import build_context
 
     url = f"sqlite:///{tmp_path / 'studio.sqlite'}"
     monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", url)

@@ -15,12 +15,18 @@ from dataclasses import asdict
 import pytest
 from sqlalchemy import func, select
 
-from arena.battles import ArenaLimits, ArenaService, BattleError, Reveal, VoteReceipt
-from arena.registry import ContestantSpec, RegistryError, ensure_defaults, list_contestants, register
-from arena.sampling import PairPolicy
-from db.models import Battle, RubricScore, Turn, Vote
-from standings.records import battle_records
 from tests.helpers.fake_openai import FakeOpenAI, register_http
+from vibestudio.arena.battles import ArenaLimits, ArenaService, BattleError, Reveal, VoteReceipt
+from vibestudio.arena.registry import (
+    ContestantSpec,
+    RegistryError,
+    ensure_defaults,
+    list_contestants,
+    register,
+)
+from vibestudio.arena.sampling import PairPolicy
+from vibestudio.db.models import Battle, RubricScore, Turn, Vote
+from vibestudio.standings.records import battle_records
 
 
 @pytest.fixture
@@ -414,7 +420,7 @@ def test_error_on_a_later_turn_takes_the_whole_battle_out_of_ratings(db, fake):
     svc.record_vote(bid, "left")
     assert battle_records_for(db) == []  # open: not counted yet
     with db.session() as s:
-        from db.models import Contestant
+        from vibestudio.db.models import Contestant
 
         s.get(Contestant, flaky).engine_config = fake.config(timeout_s=5) | {
             "base_url": "http://127.0.0.1:9/v1"
@@ -471,7 +477,7 @@ def test_a_battle_answers_one_turn_at_a_time(db, fake):
 
 
 def test_one_user_has_at_most_the_cap_of_turns_in_flight(db, fake):
-    from accounts import add_user
+    from vibestudio.accounts import add_user
 
     _http(db, fake, "s1", "slow")
     _http(db, fake, "s2", "slow")
@@ -532,7 +538,7 @@ def test_bad_input_is_refused_and_writes_nothing(db, fake):
 
 
 def test_prompt_category_is_stored_with_the_battle(db, fake):
-    from arena.prompts import ensure_mt_bench, random_prompt
+    from vibestudio.arena.prompts import ensure_mt_bench, random_prompt
 
     _http(db, fake, "p1", "fixed")
     _http(db, fake, "p2", "fixed")
@@ -569,8 +575,8 @@ def test_concurrent_battles_on_one_llama_pool_all_finish(db):
 def test_cli_plays_a_two_turn_battle_and_reveals(monkeypatch, tmp_path, fake):
     from typer.testing import CliRunner
 
-    from db.session import Database
-    from studio.cli import app
+    from vibestudio.db.session import Database
+    from vibestudio.studio.cli import app
 
     monkeypatch.setenv("VIBESTUDIO_HOME", str(tmp_path / "cli-home"))
     db = Database()
@@ -592,10 +598,10 @@ def test_cli_plays_a_two_turn_battle_and_reveals(monkeypatch, tmp_path, fake):
 
 
 def test_an_answer_cut_at_its_length_limit_says_so(db):
-    from arena.battles import hit_length_limit
-    from arena.engines.base import EngineError, GenerationStats
-    from arena.registry import get_contestant
-    from arena.streaming import SideState
+    from vibestudio.arena.battles import hit_length_limit
+    from vibestudio.arena.engines.base import EngineError, GenerationStats
+    from vibestudio.arena.registry import get_contestant
+    from vibestudio.arena.streaming import SideState
 
     _short_pair(db)  # max_tokens 12: an essay cannot end in 12 tokens
     svc = ArenaService(db, SHORT, rng=random.Random(3))

@@ -13,12 +13,12 @@ import random
 import pytest
 from sqlalchemy import select
 
-from arena.battles import BLIND_MAX_TOKENS, ArenaLimits, ArenaService, BattleError
-from arena.identifiability import compare_openings, with_opening
-from arena.registry import ContestantSpec, register
-from common.settings import Settings
-from db.models import Battle, Contestant, Turn, utcnow
 from tests.helpers.fake_openai import FakeOpenAI, register_http
+from vibestudio.arena.battles import BLIND_MAX_TOKENS, ArenaLimits, ArenaService, BattleError
+from vibestudio.arena.identifiability import compare_openings, with_opening
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.common.settings import Settings
+from vibestudio.db.models import Battle, Contestant, Turn, utcnow
 
 OPENING = "What a great question! 😊 "
 

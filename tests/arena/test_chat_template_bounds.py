@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from arena.engines import chat_template
-from arena.engines.base import EngineError
-from arena.engines.llamacpp import render_chat
+from vibestudio.arena.engines import chat_template
+from vibestudio.arena.engines.base import EngineError
+from vibestudio.arena.engines.llamacpp import render_chat
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

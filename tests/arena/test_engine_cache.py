@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.engines import factory
-from arena.engines.base import Sampling
-from arena.engines.cache import MB, EngineCache
-from arena.registry import ContestantSpec, engine_for, get_contestant, register
 from tests.helpers.models import make_tiny_llama
+from vibestudio.arena.engines import factory
+from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.engines.cache import MB, EngineCache
+from vibestudio.arena.registry import ContestantSpec, engine_for, get_contestant, register
 
 
 class FakeEngine:
@@ -87,7 +87,7 @@ def test_children_played_in_turn_stay_within_the_budget_and_reload(db, children,
             register(s, ContestantSpec(f"child-{i}", engine="transformers", model_ref=str(path)))
     from transformers import AutoModelForCausalLM
 
-    from arena.engines.hf import weight_bytes
+    from vibestudio.arena.engines.hf import weight_bytes
 
     one = weight_bytes(AutoModelForCausalLM.from_pretrained(children[0]))
     budget_mb = math.floor(2.5 * one / MB)  # room for two children, not three

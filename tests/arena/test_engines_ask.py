@@ -10,9 +10,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from arena.engines.ask import ask, ask_batch, ask_each
-from arena.engines.base import EngineError, GenerationStats, Reply, Request, Sampling, Stream, timed
-from arena.engines.gate import gate_for
+from vibestudio.arena.engines.ask import ask, ask_batch, ask_each
+from vibestudio.arena.engines.base import (
+    EngineError,
+    GenerationStats,
+    Reply,
+    Request,
+    Sampling,
+    Stream,
+    timed,
+)
+from vibestudio.arena.engines.gate import gate_for
 
 
 class Scripted:
@@ -113,8 +121,8 @@ def test_ask_batch_takes_the_engines_own_batching_when_it_has_one():
 def test_an_engine_on_the_protocol_without_a_native_batch_is_asked_one_gated_stream_each():
     """The protocol gives no ``generate_batch`` default (the OpenAI-compatible engine's case): ``ask_batch`` alone
     decides, so a subclass of ``Engine`` that only streams still answers, through the gate, every stream closed."""
-    from arena.engines.base import Engine
-    from arena.engines.openai_http import OpenAIEngine
+    from vibestudio.arena.engines.base import Engine
+    from vibestudio.arena.engines.openai_http import OpenAIEngine
 
     class Streaming(Scripted, Engine):
         pass
@@ -129,7 +137,7 @@ def test_an_engine_on_the_protocol_without_a_native_batch_is_asked_one_gated_str
 def test_transformers_batches_natively_in_chunks_that_share_their_decoding(tiny_model_dir):
     from dataclasses import replace
 
-    from arena.engines.hf import TransformersEngine
+    from vibestudio.arena.engines.hf import TransformersEngine
 
     engine = TransformersEngine(str(tiny_model_dir))
     engine.batch_size = 2

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from arena.engines.base import GenerationStats, timed
-from arena.engines.gate import Gate, gate_for
+from vibestudio.arena.engines.base import GenerationStats, timed
+from vibestudio.arena.engines.gate import Gate, gate_for
 
 
 def test_gate_limits_and_serves_in_arrival_order_with_positions():

@@ -15,13 +15,13 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from arena.default_model import default_gguf_path
-from arena.engines.base import EngineError, Sampling
-from arena.engines.factory import get_engine
-from arena.engines.openai_http import OpenAIEngine, validate_config
-from db.models import Contestant, Turn
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.servers import free_port
+from vibestudio.arena.default_model import default_gguf_path
+from vibestudio.arena.engines.base import EngineError, Sampling
+from vibestudio.arena.engines.factory import get_engine
+from vibestudio.arena.engines.openai_http import OpenAIEngine, validate_config
+from vibestudio.db.models import Contestant, Turn
 
 
 @pytest.fixture
@@ -176,8 +176,8 @@ def test_config_is_validated_with_field_names():
 
 
 def test_battle_between_http_engine_and_in_process_llama(db, llama_server, monkeypatch):
-    from arena.battles import ArenaService
-    from arena.registry import ContestantSpec, register
+    from vibestudio.arena.battles import ArenaService
+    from vibestudio.arena.registry import ContestantSpec, register
 
     url, key = llama_server
     monkeypatch.setenv("VS_TEST_LLAMA_KEY", key)

@@ -10,16 +10,16 @@ import sys
 import httpx
 import pytest
 
-from arena.engines.base import EngineError, Sampling
-from arena.engines.vllm import (
+from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.servers import free_port
+from vibestudio.arena.engines.base import EngineError, Sampling
+from vibestudio.arena.engines.vllm import (
     VLLMEngine,
     VLLMServer,
     lora_name,
     server_command,
     validate_vllm_config,
 )
-from tests.helpers.fake_openai import FakeOpenAI
-from tests.helpers.servers import free_port
 
 SHORT = Sampling(temperature=0.0, max_tokens=8, seed=1)
 

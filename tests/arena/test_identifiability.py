@@ -8,11 +8,11 @@ import random
 import numpy as np
 import pytest
 
-from arena.battles import ArenaLimits, ArenaService
-from arena.identifiability import Answer, _folds, auc_with_interval, measure
-from arena.registry import ContestantSpec, register
-from db.models import Turn
 from tests.helpers.fake_openai import FakeOpenAI
+from vibestudio.arena.battles import ArenaLimits, ArenaService
+from vibestudio.arena.identifiability import Answer, _folds, auc_with_interval, measure
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Turn
 
 WORDS = (
     "sleep light water walk early routine screen coffee room dark cool quiet read tea bed morning habit rest "
@@ -115,10 +115,10 @@ def test_the_cli_measures_ended_battles_only():
 
     from typer.testing import CliRunner
 
-    from arena.battle_end import db_now
-    from db.models import Battle
-    from db.session import Database
-    from studio.cli import app
+    from vibestudio.arena.battle_end import db_now
+    from vibestudio.db.models import Battle
+    from vibestudio.db.session import Database
+    from vibestudio.studio.cli import app
 
     db = Database()
     db.migrate()

@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
-from arena.leaks import find_leak
-from arena.prompts import PromptImportError, ensure_mt_bench, import_prompt_set, random_prompt
-from arena.sampling import SamplingError, uniform_pair, weighted_pair
-from db.models import Prompt
+from vibestudio.arena.leaks import find_leak
+from vibestudio.arena.prompts import PromptImportError, ensure_mt_bench, import_prompt_set, random_prompt
+from vibestudio.arena.sampling import SamplingError, uniform_pair, weighted_pair
+from vibestudio.db.models import Prompt
 
 
 def test_leak_is_whole_word_and_case_insensitive():

@@ -10,13 +10,19 @@ from datetime import datetime
 import pytest
 from sqlalchemy import update
 
-from accounts import add_user
-from arena import lifecycle
-from arena.battles import ArenaService, BattleError
-from arena.registry import ContestantSpec, RegistryError, get_contestant, list_contestants, register
-from db.models import Battle, Contestant, ContestantEvent
-from standings.families import hide
-from training.report import verdict
+from vibestudio.accounts import add_user
+from vibestudio.arena import lifecycle
+from vibestudio.arena.battles import ArenaService, BattleError
+from vibestudio.arena.registry import (
+    ContestantSpec,
+    RegistryError,
+    get_contestant,
+    list_contestants,
+    register,
+)
+from vibestudio.db.models import Battle, Contestant, ContestantEvent
+from vibestudio.standings.families import hide
+from vibestudio.training.report import verdict
 
 
 def _arena(db, n=3):

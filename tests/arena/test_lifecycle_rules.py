@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from accounts import add_user
-from arena import lifecycle
-from arena.lifecycle import LifecycleError
-from arena.registry import ContestantSpec, register
-from db.models import Contestant, ContestantEvent, Job, User, VerdictEvent
+from vibestudio.accounts import add_user
+from vibestudio.arena import lifecycle
+from vibestudio.arena.lifecycle import LifecycleError
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Contestant, ContestantEvent, Job, User, VerdictEvent
 
 
 def _one(db, state: str = "pending", name: str = "child") -> int:

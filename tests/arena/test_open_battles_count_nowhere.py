@@ -11,15 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from arena.battle_end import db_now
-from arena.battles import ArenaLimits, ArenaService
-from arena.identifiability import ended_answers
-from db.models import Battle
-from standings import goldilocks
-from standings.families import families
-from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
-from standings.records import battle_records
 from tests.helpers.fake_openai import FakeOpenAI, register_http
+from vibestudio.arena.battle_end import db_now
+from vibestudio.arena.battles import ArenaLimits, ArenaService
+from vibestudio.arena.identifiability import ended_answers
+from vibestudio.db.models import Battle
+from vibestudio.standings import goldilocks
+from vibestudio.standings.families import families
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
+from vibestudio.standings.records import battle_records
 
 NAMES = ("open-a", "open-b")
 OPTIONS = BoardOptions(ci_method="sandwich", min_battles=0)
@@ -34,8 +34,8 @@ def fake():
 
 def _everything(db) -> str:
     """What every reader says, as one comparable string (a fresh leaderboard service each time)."""
-    from studio.pages.data import _counts
-    from training.report.model_page import model_page
+    from vibestudio.studio.pages.data import _counts
+    from vibestudio.training.report.model_page import model_page
 
     svc = LeaderboardService(db)
     seen: dict[str, object] = {}
@@ -105,7 +105,7 @@ def test_an_open_battle_moves_nothing_until_it_ends(db, fake, ending):
 
 
 def _ids(db):
-    from arena.registry import get_contestant
+    from vibestudio.arena.registry import get_contestant
 
     with db.session() as s:
         return tuple(get_contestant(s, n).id for n in NAMES)

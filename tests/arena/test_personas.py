@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from arena.personas import (
+from vibestudio.arena.personas import (
     PersonaError,
     add_personas,
     load_persona_file,
@@ -14,8 +14,8 @@ from arena.personas import (
     persona_to_mapping,
     spec_from_mapping,
 )
-from arena.registry import BUILTIN_GGUF, get_contestant
-from db.models import Contestant
+from vibestudio.arena.registry import BUILTIN_GGUF, get_contestant
+from vibestudio.db.models import Contestant
 
 GOOD = """
 personas:

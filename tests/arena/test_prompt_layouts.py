@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from arena.prompts import PromptImportError, get_prompt, import_prompt_set, parse_prompt_file
-from db.models import Prompt, PromptSet
-from db.session import Database
-from studio.cli import app
+from vibestudio.arena.prompts import PromptImportError, get_prompt, import_prompt_set, parse_prompt_file
+from vibestudio.db.models import Prompt, PromptSet
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
 
 DATA = Path(__file__).parent / "data"
 V01 = DATA / "arena_hard_v0.1_question.jsonl"

@@ -11,10 +11,10 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-import standings.ratings
-from arena.battles import ArenaService, BattleError
-from arena.registry import ContestantSpec, register
-from arena.sampling import (
+import vibestudio.standings.ratings as standings_ratings
+from vibestudio.arena.battles import ArenaService, BattleError
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.arena.sampling import (
     PairPolicy,
     RatingInfo,
     SamplerInputs,
@@ -25,10 +25,10 @@ from arena.sampling import (
     pair_probabilities,
     weighted_pair,
 )
-from db.models import Battle, Turn, Vote
-from standings.leaderboard import SAMPLER_BOARD, LeaderboardService
-from standings.records import battle_records
-from standings.vote_cache import VoteCache
+from vibestudio.db.models import Battle, Turn, Vote
+from vibestudio.standings.leaderboard import SAMPLER_BOARD, LeaderboardService
+from vibestudio.standings.records import battle_records
+from vibestudio.standings.vote_cache import VoteCache
 
 SETTLED = dict(new_until_battles=0, new_until_ci=math.inf)
 
@@ -211,7 +211,7 @@ def test_a_vote_through_the_arena_reaches_the_sampler_through_the_shared_cache(d
     before = svc.sampler_inputs()
     assert before.pair_counts == {(ids[0], ids[1]): 20, (ids[1], ids[2]): 10}
     with db.session() as s:  # the plain path: every vote through the ORM, one fit
-        plain = standings.ratings.leaderboard(
+        plain = standings_ratings.leaderboard(
             battle_records(s, with_text=False), ci_method="sandwich", elo_k=None, min_battles=0
         )
     by_name = {m.name: m for m in plain.models}
@@ -229,8 +229,8 @@ def test_a_vote_through_the_arena_reaches_the_sampler_through_the_shared_cache(d
     assert svc.sampler_inputs() == before  # a battle still open counts nowhere
 
     fits: list[int] = []
-    fit = standings.ratings.leaderboard
-    monkeypatch.setattr(standings.ratings, "leaderboard", lambda *a, **k: fits.append(1) or fit(*a, **k))
+    fit = standings_ratings.leaderboard
+    monkeypatch.setattr(standings_ratings, "leaderboard", lambda *a, **k: fits.append(1) or fit(*a, **k))
     svc.reveal(view.battle_id)
     after = svc.sampler_inputs()
     assert after.pair_counts == {**before.pair_counts, (ids[0], ids[2]): 1}

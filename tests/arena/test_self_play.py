@@ -13,25 +13,25 @@ from dataclasses import asdict
 import pytest
 from sqlalchemy import func, select
 
-from annotation.snapshots import load_snapshot, snapshot_from_votes
-from arena import lifecycle
-from arena.battles import ArenaService, BattleError
-from arena.self_play import (
+from tests.helpers.fake_openai import FakeOpenAI, register_http
+from tests.helpers.standings import NAMES, register_contestants, write_battles
+from vibestudio.annotation.snapshots import load_snapshot, snapshot_from_votes
+from vibestudio.arena import lifecycle
+from vibestudio.arena.battles import ArenaService, BattleError
+from vibestudio.arena.self_play import (
     SELF_PLAY,
     check_temperatures,
     default_temperatures,
     effective_sampling,
     parse_temperatures,
 )
-from db.models import Battle, Contestant, Turn, Vote
-from standings.families import _votes_after_publish
-from standings.goldilocks import speed_stats
-from standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
-from standings.records import battle_records
-from standings.vote_cache import VoteCache
-from tests.helpers.fake_openai import FakeOpenAI, register_http
-from tests.helpers.standings import NAMES, register_contestants, write_battles
-from training.pairmix import pair_mix
+from vibestudio.db.models import Battle, Contestant, Turn, Vote
+from vibestudio.standings.families import _votes_after_publish
+from vibestudio.standings.goldilocks import speed_stats
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService, vibe_profile
+from vibestudio.standings.records import battle_records
+from vibestudio.standings.vote_cache import VoteCache
+from vibestudio.training.objectives.pairmix import pair_mix
 
 
 @pytest.fixture
@@ -297,8 +297,8 @@ def test_effective_sampling_without_an_override_is_the_contestants_own():
 def test_cli_plays_a_self_play_battle(monkeypatch, tmp_path, fake):
     from typer.testing import CliRunner
 
-    from db.session import Database
-    from studio.cli import app
+    from vibestudio.db.session import Database
+    from vibestudio.studio.cli import app
 
     monkeypatch.setenv("VIBESTUDIO_HOME", str(tmp_path / "cli-home"))
     db = Database()

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.engines import llamacpp_batch
-from arena.engines.llamacpp_batch import ThreadTuner
+from vibestudio.arena.engines import llamacpp_batch
+from vibestudio.arena.engines.llamacpp_batch import ThreadTuner
 
 
 def _run(
@@ -97,9 +97,9 @@ class _Alternating(ThreadTuner):
 
 
 def test_switching_threads_between_steps_keeps_greedy_answers(monkeypatch: pytest.MonkeyPatch):
-    from arena.default_model import default_gguf_path
-    from arena.engines.base import Request, Sampling
-    from arena.engines.llamacpp import LlamaCppEngine
+    from vibestudio.arena.default_model import default_gguf_path
+    from vibestudio.arena.engines.base import Request, Sampling
+    from vibestudio.arena.engines.llamacpp import LlamaCppEngine
 
     engine = LlamaCppEngine(str(default_gguf_path()))
     greedy = Sampling(temperature=0.0, max_tokens=12, repeat_penalty=1.0, seed=0)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from db.session import data_home, default_database_url
+from vibestudio.db.session import data_home, default_database_url
 
 
 def test_a_relative_home_is_made_absolute_against_the_starting_folder(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from common.filelocks import atomic_write_bytes, file_lock
-from db.models import DatasetSnapshot
+from vibestudio.common.filelocks import atomic_write_bytes, file_lock
+from vibestudio.db.models import DatasetSnapshot
 
 SIZE = 512 * 1024
 
@@ -62,8 +62,8 @@ def test_the_file_lock_makes_another_process_wait(tmp_path):
 def test_two_vote_caches_on_one_folder_save_and_load_whole(db, tmp_path):
     """Two caches (two app processes) on one database and one data home: one keeps saving while the other keeps
     loading; every load gets a consistent header and rows (the old code shared one temporary file name)."""
-    from standings.vote_cache import VoteCache
     from tests.helpers.standings import register_contestants, write_battles
+    from vibestudio.standings.vote_cache import VoteCache
 
     ids = register_contestants(db)
     write_battles(db, ids, 300)
@@ -96,9 +96,9 @@ def test_two_vote_caches_on_one_folder_save_and_load_whole(db, tmp_path):
 
 
 def test_the_same_snapshot_frozen_twice_at_once_is_one_row(db, tmp_path, monkeypatch):
-    from annotation.snapshots import write_snapshot
-    from db.session import Database
     from tests.helpers.training import pair_rows
+    from vibestudio.annotation.snapshots import write_snapshot
+    from vibestudio.db.session import Database
 
     monkeypatch.setenv("VIBESTUDIO_HOME", str(tmp_path / "home"))
     rows = pair_rows(6)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from common.files import iter_json_lines, read_records, records_from_bytes, split_json_lines
+from vibestudio.common.files import iter_json_lines, read_records, records_from_bytes, split_json_lines
 
 # Characters str.splitlines() breaks on besides "\n"; JSON allows the first three raw inside a string and the
 # rest escaped (a raw control character inside a JSON string is invalid JSON).

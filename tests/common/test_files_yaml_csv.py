@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.files import (
+from vibestudio.common.files import (
     MAX_YAML_BYTES,
     MAX_YAML_VALUES,
     csv_records_from_bytes,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from common.files import MAX_YAML_BYTES, read_yaml
-from common.paths import (
+from vibestudio.common.files import MAX_YAML_BYTES, read_yaml
+from vibestudio.common.paths import (
     PathRefused,
     model_folder,
     named_path,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from common import outcomes as o
 from tests.test_layers import LAYERS
+from vibestudio.common import outcomes as o
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYOUTS = (True, False)
@@ -213,8 +213,8 @@ def test_a_layout_must_be_a_bool(flag) -> None:
 
 
 def test_the_ratings_and_the_vote_cache_use_these_codes() -> None:
-    from standings.ratings import WINNERS
-    from standings.vote_cache import CODES
+    from vibestudio.standings.ratings import WINNERS
+    from vibestudio.standings.vote_cache import CODES
 
     assert WINNERS is o.FASTCHAT_WINNERS and CODES is o.CODES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from common import outcomes as o
+from vibestudio.common import outcomes as o
 
 
 def test_every_code_maps_and_the_message_names_the_range():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common.threads import sleeping_thread_waits
+from vibestudio.common.threads import sleeping_thread_waits
 
 ROOT = Path(__file__).resolve().parents[2]
 

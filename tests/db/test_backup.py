@@ -6,10 +6,10 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from db.backup import BackupError, integrity_check, restore
-from db.models import User
-from db.session import Database
-from studio.cli import app
+from vibestudio.db.backup import BackupError, integrity_check, restore
+from vibestudio.db.models import User
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
 
 
 def test_backup_then_restore_roundtrip(tmp_path, monkeypatch):

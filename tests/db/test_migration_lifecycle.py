@@ -6,7 +6,7 @@ from __future__ import annotations
 from alembic import command
 from sqlalchemy import text
 
-from db.session import Database, alembic_config
+from vibestudio.db.session import Database, alembic_config
 
 
 def test_existing_rows_get_a_state_and_a_logged_reason(tmp_path):

@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
 
-from db.models import Base
-from db.session import Database, alembic_config
 from tests.helpers.postgres import PG_URL, pg_schema
+from vibestudio.db.models import Base
+from vibestudio.db.session import Database, alembic_config
 
 #: Rows per table: two, so a foreign key can point at a row other than the first and booleans go both ways.
 ROWS = 2

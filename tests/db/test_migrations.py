@@ -11,9 +11,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from db.models import Base
-from db.session import Database, alembic_config
 from tests.helpers.postgres import PG_URL, pg_schema
+from vibestudio.db.models import Base
+from vibestudio.db.session import Database, alembic_config
 
 
 def _diff(db: Database) -> list:

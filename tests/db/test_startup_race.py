@@ -19,9 +19,9 @@ from tests.helpers.postgres import KINDS, PG_URL, pg_schema
 ROOT = Path(__file__).resolve().parents[2]
 _START = """
 import sys, time
-from db.session import Database
-from arena.prompts import ensure_mt_bench
-from arena.registry import ensure_defaults
+from vibestudio.db.session import Database
+from vibestudio.arena.prompts import ensure_mt_bench
+from vibestudio.arena.registry import ensure_defaults
 url, go = sys.argv[1], float(sys.argv[2])
 while time.time() < go:
     time.sleep(0.005)
@@ -58,8 +58,8 @@ def _race(url: str, n: int = 2) -> list[subprocess.CompletedProcess[str]]:
 def _counts(url: str) -> tuple[int, int, list[str]]:
     from sqlalchemy import func, select, text
 
-    from db.models import Contestant, PromptSet
-    from db.session import Database
+    from vibestudio.db.models import Contestant, PromptSet
+    from vibestudio.db.session import Database
 
     db = Database(url)
     try:

@@ -10,9 +10,9 @@ import time
 import pytest
 from sqlalchemy import select
 
-from db.models import Battle, Turn, Vote
 from tests.helpers.browser import STEP_MS, wait_text
 from tests.helpers.servers import QUIET, server_with_personas, stop_server
+from vibestudio.db.models import Battle, Turn, Vote
 
 pytestmark = pytest.mark.e2e
 

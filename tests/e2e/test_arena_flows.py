@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from db.models import Battle, RubricScore, Turn, Vote
 from tests.helpers.browser import wait_empty, wait_text
 from tests.helpers.servers import QUIET, server_with_personas, stop_server
+from vibestudio.db.models import Battle, RubricScore, Turn, Vote
 
 pytestmark = pytest.mark.e2e
 

@@ -16,10 +16,10 @@ import time
 import pytest
 from sqlalchemy import select
 
-from db.models import Battle, Turn, Vote
 from tests.helpers.browser import STEP_MS, wait_text
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.servers import server_with_personas, stop_server
+from vibestudio.db.models import Battle, Turn, Vote
 
 pytestmark = pytest.mark.e2e
 

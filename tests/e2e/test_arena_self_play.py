@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from annotation.snapshots import load_snapshot
-from db.models import Battle, DatasetSnapshot, Vote
 from tests.helpers.browser import wait_text
 from tests.helpers.servers import QUIET, server_with_personas, stop_server
-from training.pairmix import pair_mix
+from vibestudio.annotation.snapshots import load_snapshot
+from vibestudio.db.models import Battle, DatasetSnapshot, Vote
+from vibestudio.training.objectives.pairmix import pair_mix
 
 pytestmark = pytest.mark.e2e
 

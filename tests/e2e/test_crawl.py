@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from db.session import Database
 from tests.helpers.crawler import ELSEWHERE, LONG_WORK, crawl
 from tests.helpers.servers import seed_tiny_parent, start_server, stop_server
+from vibestudio.db.session import Database
 
 pytestmark = pytest.mark.e2e
 
@@ -25,8 +25,8 @@ T0 = datetime(2026, 3, 2, 9, 30)
 
 def _votes(db: Database) -> None:
     """Ended anonymous battles between three contestants, one vote each, every outcome at least once."""
-    from arena.registry import ContestantSpec, register
-    from db.models import Battle, Turn, Vote
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.db.models import Battle, Turn, Vote
 
     with db.session() as s:
         ids = {
@@ -52,8 +52,8 @@ def _votes(db: Database) -> None:
 
 def _queue(db: Database, tmp) -> None:  # type: ignore[no-untyped-def]
     """An annotation queue imported from a TRL preference file (its rows come with labels)."""
-    from annotation.formats.store import import_file
     from tests.helpers.training import pair_rows
+    from vibestudio.annotation.formats.store import import_file
 
     path = tmp / "crawl-prefs.jsonl"
     path.write_text(
@@ -64,8 +64,8 @@ def _queue(db: Database, tmp) -> None:  # type: ignore[no-untyped-def]
 
 
 def _failed_job(db: Database, snapshot: str) -> None:
-    from training import runner
-    from training.service import check_config
+    from vibestudio.training.jobs import runner
+    from vibestudio.training.jobs.service import check_config
 
     cfg = {"kind": "dpo", "parent_contestant": "tiny-parent", "snapshot_hash": snapshot}
     job_id = runner.submit(db, "dpo", check_config(db, cfg).config, start=False)

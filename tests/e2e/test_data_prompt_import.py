@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from db.models import Prompt, PromptSet
-from db.session import Database
 from tests.helpers.browser import STEP_MS, upload
 from tests.helpers.servers import start_server, stop_server
+from vibestudio.db.models import Prompt, PromptSet
+from vibestudio.db.session import Database
 
 pytestmark = pytest.mark.e2e
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.queues import NewItem, add_item, create_queue
-from arena.registry import ContestantSpec, register
-from db.models import Label
-from db.session import Database
-from standings.families import hide
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server, stop_server
+from vibestudio.annotation.queues import NewItem, add_item, create_queue
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Label
+from vibestudio.db.session import Database
+from vibestudio.standings.families import hide
 
 pytestmark = pytest.mark.e2e
 

@@ -106,9 +106,9 @@ def hostile(tmp_path):
     engine = _Server(_contestant(halves))
     home = tmp_path / "studio-home"
     home.mkdir()
-    from annotation.queues import NewItem, add_item, create_queue
-    from arena.registry import ContestantSpec, register
-    from db.session import Database
+    from vibestudio.annotation.queues import NewItem, add_item, create_queue
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.db.session import Database
 
     name = f'<img src="{beacon.url}/name.png">evil\u202eeman'
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")

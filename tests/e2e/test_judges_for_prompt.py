@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from db.session import Database
-from standings.ratings._simulate import simulate_arena
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import start_server, stop_server, store_simulated
 from tests.helpers.standings import judged_items
+from vibestudio.db.session import Database
+from vibestudio.standings.ratings._simulate import simulate_arena
 
 pytestmark = pytest.mark.e2e
 

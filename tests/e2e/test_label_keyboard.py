@@ -17,9 +17,9 @@ pytestmark = pytest.mark.e2e
 
 
 def _make_queue(home: Path) -> str:
-    from annotation.queues import NewItem, add_item, create_queue
-    from annotation.rubrics import get_rubric
-    from db.session import Database
+    from vibestudio.annotation.queues import NewItem, add_item, create_queue
+    from vibestudio.annotation.rubrics import get_rubric
+    from vibestudio.db.session import Database
 
     url = f"sqlite:///{home / 'studio.sqlite'}"
     db = Database(url)
@@ -79,8 +79,8 @@ def test_annotator_labels_three_items_with_the_keyboard(label_server, browser):
         page.screenshot(path=shot, full_page=True)
     page.close()
 
-    from db.models import Assignment, Label, RubricScore
-    from db.session import Database
+    from vibestudio.db.models import Assignment, Label, RubricScore
+    from vibestudio.db.session import Database
 
     db = Database(db_url)
     with db.session() as s:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from arena.default_model import default_gguf_path
-from arena.registry import ContestantSpec, register
-from db.models import Checkpoint, Job
 from tests.helpers.browser import STEP_MS, open_model
 from tests.helpers.servers import start_server
-from training import fidelity
-from training.gguf_export import convert
+from vibestudio.arena.default_model import default_gguf_path
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Checkpoint, Job
+from vibestudio.training.publishing import fidelity
+from vibestudio.training.publishing.gguf_export import convert
 
 pytestmark = pytest.mark.e2e
 
@@ -24,8 +24,8 @@ def test_the_models_tab_says_which_form_plays_and_what_it_kept(
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from studio.context import build_context
-    from training.report.model_page import model_page
+    from vibestudio.studio.context import build_context
+    from vibestudio.training.report.model_page import model_page
 
     home = tmp_path / "studio-home"
     home.mkdir()

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 import pytest
 
-from arena.registry import ContestantSpec, register
 from tests.helpers.browser import STEP_MS, open_model
 from tests.helpers.servers import start_server
 from tests.helpers.training import pair_rows
-from training.runner import wait
-from training.service import launch_dpo
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch_dpo
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.timeout(2400)  # a whole DPO job and its report first; many minutes on a loaded machine
 def test_models_tab_shows_a_fresh_childs_report(tmp_path, browser, tiny_model_dir, monkeypatch):
-    from annotation.snapshots import write_snapshot
-    from studio.context import build_context
+    from vibestudio.annotation.snapshots import write_snapshot
+    from vibestudio.studio.context import build_context
 
     home = tmp_path / "studio-home"
     home.mkdir()

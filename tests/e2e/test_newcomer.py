@@ -20,11 +20,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from arena.registry import ContestantSpec, register
-from db.models import Battle, RubricScore, Turn, Vote
-from db.session import Database
 from tests.helpers.browser import STEP_MS, wait_text
 from tests.helpers.servers import start_server, stop_server
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Battle, RubricScore, Turn, Vote
+from vibestudio.db.session import Database
 
 pytestmark = pytest.mark.e2e
 
@@ -187,7 +187,7 @@ def test_train_fresh_snapshot_follows_the_frozen_rule(page, studio):
         [("train-x", "train-y", "a", T0), ("train-x", "train-y", "b", T0), ("train-y", "train-x", "a", T0)],
         "train",
     )
-    from annotation.snapshots import vote_pairs, write_snapshot
+    from vibestudio.annotation.snapshots import vote_pairs, write_snapshot
 
     with db.session() as s:
         rows = vote_pairs(s)[0]
@@ -400,7 +400,7 @@ def test_label_export_downloads(page, studio, tmp_path):
     wait_text(page, "#queues-exported", "Label some items")
     assert not error_badges(page), error_badges(page)
     shot(page, "11-export-nothing-yet")
-    from annotation.formats import import_file
+    from vibestudio.annotation.formats import import_file
 
     rows = tmp_path / "prefs.jsonl"
     rows.write_text(

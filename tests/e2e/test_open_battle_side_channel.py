@@ -63,8 +63,8 @@ def _studio(tmp_path, env):
     base = f"http://127.0.0.1:{server.server_address[1]}/v1"
     home = tmp_path / "studio-home"
     home.mkdir()
-    from arena.registry import ContestantSpec, register
-    from db.session import Database
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.db.session import Database
 
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")
     db.migrate()

@@ -30,7 +30,7 @@ def probe_server(tmp_path):
     env.pop("VIBESTUDIO_DATABASE_URL", None)
     for name in ("flipper", "steadfast"):
         subprocess.run(
-            [sys.executable, "-m", "studio.cli", "models", "add", "--name", name, "--engine", "openai",
+            [sys.executable, "-m", "vibestudio.studio.cli", "models", "add", "--name", name, "--engine", "openai",
              "--model", name, "--base-url", chat.url],
             env=env, check=True, capture_output=True,
         )  # fmt: skip

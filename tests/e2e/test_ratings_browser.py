@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from standings.ratings._simulate import simulate_arena
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import rated_server as rated_server_at
 from tests.helpers.servers import stop_server, store_simulated
+from vibestudio.standings.ratings._simulate import simulate_arena
 
 pytestmark = pytest.mark.e2e
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from db.session import Database
 from tests.helpers.browser import STEP_MS, EventTrail
 from tests.helpers.servers import seed_tiny_parent, start_server, stop_server
+from vibestudio.db.session import Database
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +76,7 @@ def _follow(page, db: Database, elem_id: str, text: str, job: int = 1, timeout_s
     """Wait until ``text`` shows in ``elem_id`` while job ``job`` works towards it. The limit is far beyond what the
     job needs on a loaded machine (a tiny job there can take over five minutes), but a job that has ended gives the
     page one minute to show it (it polls every 2 s), and a failure says what the page and the job were showing."""
-    from training.runner import job_view
+    from vibestudio.training.jobs.runner import job_view
 
     deadline = time.monotonic() + timeout_s
     ended_at: float | None = None
@@ -189,8 +189,8 @@ def _wait_log(page, text: str, timeout: int = JOB_MS) -> None:
 
 def _cancel_leftovers(db: Database) -> None:
     """Stop any job the test left running (a failed test must not leave a worker training in the background)."""
-    from training.errors import JobError
-    from training.runner import cancel, list_jobs
+    from vibestudio.training.jobs.errors import JobError
+    from vibestudio.training.jobs.runner import cancel, list_jobs
 
     for j in list_jobs(db):
         if j.status in ("queued", "running"):
@@ -250,7 +250,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
     finally:
         _cancel_leftovers(db)
         stop_server(proc)
-    from training.runner import job_view
+    from vibestudio.training.jobs.runner import job_view
 
     v = job_view(db, 1, tail_lines=400)
     assert v.status == "succeeded" and v.contestant_step is None, v.error
@@ -286,7 +286,7 @@ def test_objectives_side_by_side_from_the_train_tab(tmp_path, browser, tiny_mode
         _wait_text(page, "objectives-view", "ORPO")
         view = page.locator("#objectives-view").inner_text()
         assert "DPO" in view and "can't tell" in view, view
-        from training.compare import comparison
+        from vibestudio.training.compare import comparison
 
         assert [c.objective for c in comparison(db, 1).children] == ["dpo", "orpo"]
         page.close()

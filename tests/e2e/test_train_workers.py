@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from db.session import Database
 from tests.helpers.browser import STEP_MS
 from tests.helpers.servers import seed_tiny_parent, start_server, stop_server
+from vibestudio.db.session import Database
 
 pytestmark = pytest.mark.e2e
 
@@ -15,9 +15,9 @@ pytestmark = pytest.mark.e2e
 def test_the_jobs_table_shows_the_worker_host_and_a_kind_nobody_serves(
     tmp_path, browser, tiny_model_dir, monkeypatch
 ):
-    from training.heartbeat import register_worker
-    from training.service import launch
-    from training.workers import claim, parse_kinds
+    from vibestudio.training.jobs.heartbeat import register_worker
+    from vibestudio.training.jobs.service import launch
+    from vibestudio.training.jobs.workers import claim, parse_kinds
 
     monkeypatch.setenv("VIBESTUDIO_JOBS", "workers")
     home = tmp_path / "home"  # the test's own data home (tests/conftest.py), shared with the server

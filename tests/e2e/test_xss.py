@@ -50,9 +50,9 @@ CLEAN = {"ids": [], "onerror": 0, "js_links": 0, "iframes": 0, "beacons": 0}
 
 def _prepare(home: Path) -> None:
     """Only two contestants, both hostile (no defaults are seeded when contestants exist), and a queue."""
-    from annotation.queues import NewItem, add_item, create_queue
-    from arena.registry import ContestantSpec, register
-    from db.session import Database
+    from vibestudio.annotation.queues import NewItem, add_item, create_queue
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.db.session import Database
 
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")
     db.migrate()

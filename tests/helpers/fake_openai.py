@@ -120,7 +120,7 @@ def register_http(
     **config,
 ) -> int:
     """Register a contestant that answers through ``fake`` with the scripted ``model`` behaviour; its id."""
-    from arena.registry import ContestantSpec, register
+    from vibestudio.arena.registry import ContestantSpec, register
 
     with db.session() as s:
         return register(

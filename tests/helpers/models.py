@@ -11,7 +11,7 @@ def ensure_tokenizer_dir(target: Path) -> Path:
         return target
     from transformers import AutoTokenizer
 
-    from arena.default_model import default_gguf_path
+    from vibestudio.arena.default_model import default_gguf_path
 
     gguf = default_gguf_path()
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -53,8 +53,8 @@ def gguf_parent_weights(hf_dir: str | Path, out: Path, ftype: int) -> tuple[Path
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from arena.default_model import default_gguf_path
-    from training.gguf_export import convert, file_type_name
+    from vibestudio.arena.default_model import default_gguf_path
+    from vibestudio.training.publishing.gguf_export import convert, file_type_name
 
     out.mkdir(parents=True, exist_ok=True)
     name = f"parent.{file_type_name(ftype).lower()}.gguf"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from db.session import Database
+    from vibestudio.db.session import Database
 
 PG_URL = os.environ.get("VIBESTUDIO_TEST_PG_URL")
 
@@ -23,7 +23,7 @@ def pg_schema(base_url: str) -> Iterator[str]:
     """A fresh PostgreSQL schema for one test; yields a URL whose connections use it, drops it afterwards."""
     from sqlalchemy import create_engine, text
 
-    from db.session import Database
+    from vibestudio.db.session import Database
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = create_engine(Database(base_url).url)
@@ -49,7 +49,7 @@ ONE_KIND = [pytest.param("postgres", marks=pytest.mark.postgres)] if PG_URL else
 @contextmanager
 def migrated_database(kind: str, folder: Path) -> Iterator[Database]:
     """A migrated database of ``kind`` (``sqlite`` in ``folder``, or ``postgres``), disposed of afterwards."""
-    from db.session import Database
+    from vibestudio.db.session import Database
 
     if kind == "sqlite":
         database = Database(f"sqlite:///{folder / 'test.sqlite'}")

@@ -17,7 +17,7 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from standings.probes import load_probe
+from vibestudio.standings.probes import load_probe
 
 _OPTION = re.compile(r"^\(([A-Z])\) (.+)$", re.MULTILINE)
 

@@ -23,7 +23,7 @@ import re
 from collections import Counter
 
 from tests.helpers.scripted_chat import ScriptedServer
-from textfeatures.vibes import emoji_list
+from vibestudio.textfeatures.vibes import emoji_list
 
 _BLOCK = re.compile(r"\[Model 1\]\n(.*?)\n\[Model 2\]\n(.*?)(?=\n\n\[Question|\n\nName up to)", re.S)
 _ANSWER = re.compile(r"\[The Start of Answer ([AB])\]\n(.*?)\n\[The End of Answer \1\]", re.S)
@@ -102,7 +102,7 @@ class ScriptedJudge(ScriptedServer):
 
     def add(self, db, *names: str, parent: int | None = None, model: str | None = None) -> int:
         """Register contestants served here (model = the name unless ``model``); returns the last one's id."""
-        from arena.registry import ContestantSpec, register
+        from vibestudio.arena.registry import ContestantSpec, register
 
         with db.session() as s:
             for name in names:

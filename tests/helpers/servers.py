@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from db.session import Database
+from vibestudio.db.session import Database
 
 START_S = 300  # the longest a server may take to start (imports alone took over 120 s on a loaded machine)
 
@@ -61,7 +61,7 @@ def start_server(
     env.pop("VIBESTUDIO_DATABASE_URL", None)
     log = open(home / "server.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "studio.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "vibestudio.studio.cli", "serve", "--port", str(port)],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -99,7 +99,15 @@ def server_with_personas(
     (tmp_path / "personas.yaml").write_text(personas)
     env = {"VIBESTUDIO_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False"}
     add = subprocess.run(
-        [sys.executable, "-m", "studio.cli", "models", "add", "--yaml", str(tmp_path / "personas.yaml")],
+        [
+            sys.executable,
+            "-m",
+            "vibestudio.studio.cli",
+            "models",
+            "add",
+            "--yaml",
+            str(tmp_path / "personas.yaml"),
+        ],
         env={**os.environ, **env},
         capture_output=True,
         text=True,
@@ -113,9 +121,9 @@ def server_with_personas(
 def seed_tiny_parent(db: Database, model_dir: Path) -> str:
     """Migrate ``db``, register ``tiny-parent`` (the tiny model, 8-token answers) and freeze 8 preference pairs;
     return the snapshot's hash."""
-    from annotation.snapshots import write_snapshot
-    from arena.registry import ContestantSpec, register
     from tests.helpers.training import pair_rows
+    from vibestudio.annotation.snapshots import write_snapshot
+    from vibestudio.arena.registry import ContestantSpec, register
 
     db.migrate()
     with db.session() as s:
@@ -144,8 +152,8 @@ SIMULATED_OUTCOME = {
 def store_simulated(db: Database, frame: Any, start: datetime) -> None:
     """Write simulated battles (``simulate_arena``'s frame) as voted anonymous battles, one vote each, 30 s apart
     from ``start``, by passwordless users named for the frame's judges; contestants are registered as needed."""
-    from arena.registry import ContestantSpec, register
-    from db.models import Battle, Contestant, Turn, User, Vote
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.db.models import Battle, Contestant, Turn, User, Vote
 
     with db.session() as s:
         ids = {c: i for c, i in s.query(User.name, User.id)}

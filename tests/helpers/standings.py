@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from arena.registry import ContestantSpec, list_contestants, register
-from db.models import Battle, Label, QueueItem, Turn, Vote
-from standings.records import battle_records
+from vibestudio.arena.registry import ContestantSpec, list_contestants, register
+from vibestudio.db.models import Battle, Label, QueueItem, Turn, Vote
+from vibestudio.standings.records import battle_records
 
 NAMES = ["alpha", "bravo", "charlie", "delta"]
 SKILL = {"alpha": 1.0, "bravo": 0.4, "charlie": 0.0, "delta": -0.6}
@@ -85,7 +85,7 @@ def current_leaderboard(
     session: Session, bootstrap: int = 100, style_control: bool = False, include_named: bool = False
 ) -> dict[str, Any]:
     """Ratings for every contestant that has votes, plus active contestants without votes listed unrated."""
-    from standings.ratings import leaderboard
+    from vibestudio.standings.ratings import leaderboard
 
     records = battle_records(session, include_named=include_named, with_text=style_control)
     out: dict[str, Any] = {"models": [], "style_coefficients": {}, "warnings": [], "n_votes": len(records)}

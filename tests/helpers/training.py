@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from db.session import Database
+    from vibestudio.db.session import Database
 
 PROMPTS = [
     "What is the capital of France?",
@@ -47,7 +47,7 @@ FAST = {"max_steps": 4, "kl_prompts": 2, "kl_max_new_tokens": 8, "learning_rate"
 
 def register_tiny_parent(db: Database, model_dir: Path) -> int:
     """Register ``tiny-parent``: the tiny model on the transformers engine, 12-token answers, alias TinyLlama."""
-    from arena.registry import ContestantSpec, register
+    from vibestudio.arena.registry import ContestantSpec, register
 
     with db.session() as s:
         return register(
@@ -74,7 +74,7 @@ def add_votes(
     (prompt ``q<start + k>``); ``scores[k]`` adds a helpfulness score for side A of vote ``k``."""
     from datetime import datetime
 
-    from db.models import Battle, RubricScore, Turn, Vote
+    from vibestudio.db.models import Battle, RubricScore, Turn, Vote
 
     with db.session() as s:
         for k, outcome in enumerate(outcomes):
@@ -105,7 +105,7 @@ def answer_format_parent(db: Database, model_dir: Path, out: Path, prompts: list
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from arena.registry import ContestantSpec, register
+    from vibestudio.arena.registry import ContestantSpec, register
 
     rng = random.Random(seed)
     torch.manual_seed(seed)

@@ -63,7 +63,7 @@ class StudioApp:
         return self.url.split("://", 1)[1]
 
     def user(self, name: str, role: str = "annotator", password: str = PW) -> str:
-        from accounts import add_user
+        from vibestudio.accounts import add_user
 
         add_user(self.db, name, password, role)
         return name
@@ -162,7 +162,7 @@ class StudioApp:
         return Result(False, None, "stream ended without a result", 0)
 
     def counts(self) -> dict[str, int]:
-        from db import models
+        from vibestudio.db import models
 
         tables = [
             getattr(models, n)
@@ -190,11 +190,11 @@ class StudioApp:
 def studio_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StudioApp]:
     import os
 
-    from accounts import add_user, set_disabled
-    from common.settings import Settings
-    from studio.app import serve
-    from studio.context import build_context
     from tests.helpers.servers import free_port
+    from vibestudio.accounts import add_user, set_disabled
+    from vibestudio.common.settings import Settings
+    from vibestudio.studio.app import serve
+    from vibestudio.studio.context import build_context
 
     home = tmp_path_factory.mktemp("security") / "home"
     home.mkdir()
@@ -202,7 +202,7 @@ def studio_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StudioApp]:
     settings = Settings(
         home=home, auth="on", max_new_tokens=4, database_url=f"sqlite:///{home / 'studio.sqlite'}"
     )
-    from db.session import Database
+    from vibestudio.db.session import Database
 
     seed = Database(settings.database_url)
     seed.migrate()

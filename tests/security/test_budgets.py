@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from common.files import csv_records_from_bytes, read_records, records_from_bytes
+from vibestudio.common.files import csv_records_from_bytes, read_records, records_from_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ def _dictionary_bomb(path: Path, rows: int = 1_000_000, entry_kb: int = 4) -> Pa
 
 _MEASURE = """
 import json, os, resource, sys
-from common.files import read_records
+from vibestudio.common.files import read_records
 import pyarrow.parquet  # imported before the baselines: its own size is not a file's
 out = []
 for path, mb in zip(sys.argv[1::2], sys.argv[2::2]):
@@ -187,7 +187,7 @@ def test_csv_rows_and_bytes_are_counted(monkeypatch):
 
 
 def test_a_folders_files_share_one_budget(tmp_path, monkeypatch):
-    from training.tasks.importers import read_task_files
+    from vibestudio.training.tasks.importers import read_task_files
 
     folder = tmp_path / "tasks"
     folder.mkdir()

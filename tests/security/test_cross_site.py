@@ -79,7 +79,7 @@ def test_unknown_host_names_are_refused(studio_app):
 
 
 def test_operator_listed_origin_and_host_are_admitted():
-    from studio.origins import OriginPolicy
+    from vibestudio.studio.origins import OriginPolicy
 
     p = OriginPolicy(["https://studio.example.org"], ["studio.lan"])
     assert p.host_ok("studio.example.org", "http") and p.host_ok("studio.lan:7860", "http")
@@ -110,7 +110,7 @@ def test_session_cookie_is_samesite_lax_and_httponly(studio_app):
 
 
 def test_cookie_rewrite_adds_secure_over_https():
-    from studio.auth import _secure_cookie
+    from vibestudio.studio.auth import _secure_cookie
 
     raw = b"access-token-x=abc; HttpOnly; Path=/; SameSite=none; Secure"
     assert _secure_cookie(raw, https=True) == b"access-token-x=abc; Path=/; HttpOnly; SameSite=Lax; Secure"
@@ -122,9 +122,9 @@ def test_open_mode_gets_the_same_origin_and_host_policy(tmp_path):
     rebound name) and the local operator's studio: the app the server runs has it outermost whatever the mode."""
     import asyncio
 
-    from common.settings import Settings
-    from studio.app import server_app
-    from studio.auth import Access
+    from vibestudio.common.settings import Settings
+    from vibestudio.studio.app import server_app
+    from vibestudio.studio.auth import Access
 
     class Ctx:
         settings = Settings(home=tmp_path)

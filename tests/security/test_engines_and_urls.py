@@ -11,14 +11,20 @@ import socket
 
 import pytest
 
-from arena.engines import egress
-from arena.engines.base import EngineError, Sampling
-from arena.engines.openai_http import OpenAIEngine, validate_config
-from arena.engines.vllm import VLLMEngine, _stop_all, server_command, validate_vllm_config, vetted_args
-from arena.personas import PersonaError, spec_from_mapping
-from arena.registry import ContestantInfo
-from common.settings import KeyEnvRefused, check_key_env, environment_value
 from tests.security._engine_helpers import Trap, fake_vllm_python, started
+from vibestudio.arena.engines import egress
+from vibestudio.arena.engines.base import EngineError, Sampling
+from vibestudio.arena.engines.openai_http import OpenAIEngine, validate_config
+from vibestudio.arena.engines.vllm import (
+    VLLMEngine,
+    _stop_all,
+    server_command,
+    validate_vllm_config,
+    vetted_args,
+)
+from vibestudio.arena.personas import PersonaError, spec_from_mapping
+from vibestudio.arena.registry import ContestantInfo
+from vibestudio.common.settings import KeyEnvRefused, check_key_env, environment_value
 
 SHORT = Sampling(temperature=0.0, max_tokens=4, seed=1)
 SECRET = "server-secret-value-7f3a"
@@ -196,7 +202,7 @@ def test_redirects_are_not_followed(trap, monkeypatch):
 
 
 def test_the_judge_check_obeys_the_policy(strict, trap):
-    from training.preflight import judge_unreachable
+    from vibestudio.training.jobs.preflight import judge_unreachable
 
     judge = ContestantInfo(
         1,

@@ -11,8 +11,8 @@ import re
 import secrets
 import time
 
-from studio import downloads
 from tests.security.test_stores import _labels, _uid
+from vibestudio.studio import downloads
 
 MIB = 1024 * 1024
 

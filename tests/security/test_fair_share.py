@@ -32,12 +32,12 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, 
     """The app with login on, served in this process: two contestants on one scripted server (four answers at
     once per engine), two annotators (``flood``, ``vic``), the per-minute turn limit off (the in-flight cap
     alone is measured). Yields ``(ctx, url, the scripted server)``."""
-    from accounts import add_user
-    from common.settings import Settings
-    from db.session import Database
-    from studio.app import serve
-    from studio.context import build_context
     from tests.helpers.servers import free_port
+    from vibestudio.accounts import add_user
+    from vibestudio.common.settings import Settings
+    from vibestudio.db.session import Database
+    from vibestudio.studio.app import serve
+    from vibestudio.studio.context import build_context
 
     home = tmp_path_factory.mktemp("fair") / "home"
     home.mkdir()
@@ -88,8 +88,8 @@ def _turn(client: Any) -> float:
 def _battles(ctx: Any, name: str) -> int:
     from sqlalchemy import func, select
 
-    from accounts import get_user
-    from db.models import Battle
+    from vibestudio.accounts import get_user
+    from vibestudio.db.models import Battle
 
     uid = get_user(ctx.db, name).id
     with ctx.db.session() as s:

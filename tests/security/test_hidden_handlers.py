@@ -19,7 +19,7 @@ import pytest
 from tests.security.conftest import PW
 
 ANY, RESEARCHER, ADMIN = "annotator", "researcher", "admin"
-P = "studio.pages."
+P = "vibestudio.studio.pages."
 MARKER = "RESEARCHER-ONLY-7f3a"
 
 # "-read": a read that answers a lower role with nothing instead of an error (the marker check still applies)
@@ -134,7 +134,7 @@ def _seed_job(app) -> int:
     """A job of rita's whose config and log hold the marker (what an annotator must never read)."""
     from sqlalchemy import select
 
-    from db.models import Job, User
+    from vibestudio.db.models import Job, User
 
     log = app.home / "marker-job.log"
     log.write_text(f"step 1 loss 0.5 {MARKER}\n")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from studio.gate import LOGIN_BODY_LIMIT, MIB, AddressBudget, is_pre_login, is_side_route
+from vibestudio.studio.gate import LOGIN_BODY_LIMIT, MIB, AddressBudget, is_pre_login, is_side_route
 
 BIG = 50 * MIB  # a Content-Length the attacker announces; only a sliver of it is ever sent
 

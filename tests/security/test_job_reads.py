@@ -1,4 +1,4 @@
-"""Owner checks on every read of a job (``training.runner.job_view``, ``list_jobs``): a job's config, log, curves
+"""Owner checks on every read of a job (``training.jobs.runner.job_view``, ``list_jobs``): a job's config, log, curves
 and checkpoints are its launcher's. Another researcher reads them only as an admin, or with a reason that goes to
 the audit log, as for cancel, resume and publish; the job list shows a researcher their own jobs."""
 
@@ -9,9 +9,9 @@ import logging
 import pytest
 from sqlalchemy import select
 
-from accounts import PermissionDenied, add_user
-from db.models import Job, JobMetric, User
-from training.runner import job_view, list_jobs
+from vibestudio.accounts import PermissionDenied, add_user
+from vibestudio.db.models import Job, JobMetric, User
+from vibestudio.training.jobs.runner import job_view, list_jobs
 
 MARK = "JOB-READ-MARKER-5d1"
 

@@ -8,8 +8,8 @@ import time
 
 import httpx
 
-from accounts.throttle import LoginThrottle
 from tests.security.conftest import PW
+from vibestudio.accounts.throttle import LoginThrottle
 
 
 def _login(app, name: str, password: str, client_ip: str | None = None) -> int:
@@ -42,7 +42,7 @@ def test_spraying_one_password_over_many_names_is_slowed(studio_app):
 
 
 def test_a_throttled_try_costs_no_hash(studio_app, monkeypatch):
-    import accounts
+    from vibestudio import accounts
 
     studio_app.ctx.access.throttle = LoginThrottle(per_minute=1, burst=2, free=3, base_s=1)
     for _ in range(2):
@@ -57,8 +57,8 @@ def test_a_throttled_try_costs_no_hash(studio_app, monkeypatch):
 
 
 def test_unknown_names_hash_like_known_ones(monkeypatch, tmp_path):
-    import accounts
-    from db.session import Database
+    from vibestudio import accounts
+    from vibestudio.db.session import Database
 
     seen = []
     real = accounts.PasswordHasher.verify
@@ -75,7 +75,7 @@ def test_unknown_names_hash_like_known_ones(monkeypatch, tmp_path):
 
 
 def test_a_password_change_ends_the_users_sessions(studio_app):
-    from accounts import set_password
+    from vibestudio.accounts import set_password
 
     name = studio_app.user("changer", "researcher")
     studio_app.ctx.access.throttle = LoginThrottle()
@@ -103,7 +103,7 @@ def test_sessions_expire(studio_app):
 
 
 def test_a_disabled_user_is_signed_out_and_cannot_sign_in(studio_app):
-    from accounts import set_disabled
+    from vibestudio.accounts import set_disabled
 
     name = studio_app.user("leaver")
     studio_app.ctx.access.throttle = LoginThrottle()

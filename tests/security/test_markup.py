@@ -25,7 +25,7 @@ def test_every_html_component_is_sanitized(studio_app):
 
 
 def test_display_path_output_is_unchanged_by_the_wall():
-    from studio.render import sanitize_html, to_html
+    from vibestudio.studio.render import sanitize_html, to_html
 
     text = "# Title\n\n- a [link](https://example.org) `code`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![img](http://x/y.png)"
     once = to_html(text)

@@ -13,16 +13,16 @@ import pytest
 import yaml
 from sqlalchemy import func, select
 
-from accounts import add_user
-from arena.personas import PersonaError, add_personas, import_persona_file, spec_from_mapping
-from arena.registry import ContestantSpec, RegistryError, get_contestant, register
-from db.models import Checkpoint, Contestant, Job
-from db.session import data_home
-from training.config import ConfigError, DPOJobConfig, save_config
-from training.errors import JobError
-from training.launcher import LaunchConfigError
-from training.runner import job_command
-from training.service import check_config, launch_config
+from vibestudio.accounts import add_user
+from vibestudio.arena.personas import PersonaError, add_personas, import_persona_file, spec_from_mapping
+from vibestudio.arena.registry import ContestantSpec, RegistryError, get_contestant, register
+from vibestudio.db.models import Checkpoint, Contestant, Job
+from vibestudio.db.session import data_home
+from vibestudio.training.jobs.config import ConfigError, DPOJobConfig, save_config
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.launcher import LaunchConfigError
+from vibestudio.training.jobs.runner import job_command
+from vibestudio.training.jobs.service import check_config, launch_config
 
 pytestmark = pytest.mark.timeout(60)  # without the guards a FIFO blocks and /dev/zero is read forever
 
@@ -199,7 +199,7 @@ def test_a_model_under_the_operators_folders_is_stored_resolved(db, users, tmp_p
 
 def test_an_export_never_copies_a_device_even_from_an_old_row(db, users, tmp_path):
     """A contestant stored before the rule (or by the operator) that names /dev/zero is refused when read."""
-    from training.model_export import export
+    from vibestudio.training.publishing.model_export import export
 
     with db.session() as s:
         register(s, ContestantSpec("old-zero", engine="llama_cpp", model_ref="/dev/zero"))

@@ -12,8 +12,8 @@ import os
 import pytest
 from sqlalchemy import func, select
 
-from db.models import Contestant, Job
-from db.session import data_home
+from vibestudio.db.models import Contestant, Job
+from vibestudio.db.session import data_home
 
 pytestmark = pytest.mark.timeout(120)  # without the guards a FIFO blocks the server and /dev/zero eats it
 
@@ -84,7 +84,7 @@ def _form(name: str, engine: str, model: str) -> tuple:
 
 def test_a_researcher_cannot_name_a_device_or_another_researchers_checkpoint_as_a_model(studio_app):
     with studio_app.db.session() as s:
-        from db.models import User
+        from vibestudio.db.models import User
 
         rex = s.scalar(select(User.id).where(User.name == "rex"))
         job = Job(kind="dpo", config={"kind": "dpo"}, status="running", created_by=rex)

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.middleware import Middleware
 
-from studio.origins import OriginGuard, OriginPolicy, wrap
 from tests.security.conftest import OTHER_ORIGIN
+from vibestudio.studio.origins import OriginGuard, OriginPolicy, wrap
 
 NAMES = ["studio.lan", "localhost", "127.0.0.1", "[::1]", "10.1.2.3"]
 PORTS = [80, 443, 7860, 8080, 8443]

@@ -14,14 +14,14 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from accounts import PermissionDenied, add_user
-from annotation.formats import import_file
-from annotation.queues import QueueError, create_queue
-from arena.personas import import_persona_file
-from common.files import read_records
-from common.paths import OutsideRoot, UnsafeName, check_safe_name, file_stem, under
-from db.backup import BackupError, being_served, hold_serving_lock, restore, shown_url
-from db.models import AnnotationQueue, Contestant, QueueItem
+from vibestudio.accounts import PermissionDenied, add_user
+from vibestudio.annotation.formats import import_file
+from vibestudio.annotation.queues import QueueError, create_queue
+from vibestudio.arena.personas import import_persona_file
+from vibestudio.common.files import read_records
+from vibestudio.common.paths import OutsideRoot, UnsafeName, check_safe_name, file_stem, under
+from vibestudio.db.backup import BackupError, being_served, hold_serving_lock, restore, shown_url
+from vibestudio.db.models import AnnotationQueue, Contestant, QueueItem
 
 HOSTILE_NAMES = [
     "../../escape",
@@ -85,8 +85,8 @@ def test_an_import_into_a_hostile_queue_name_writes_nothing(db, tmp_path):
 def test_a_web_queue_cannot_read_a_rubric_file(db, tmp_path, monkeypatch):
     """Over the web a queue's rubric is a name; a path (an existence oracle, a file read) is refused before
     anything is read. The operator's CLI may still give a path (``rubric_paths=True``)."""
-    import annotation.rubrics as rubrics
-    from annotation.onpolicy import OnPolicySpec, generate_queue
+    import vibestudio.annotation.rubrics as rubrics
+    from vibestudio.annotation.onpolicy import OnPolicySpec, generate_queue
 
     reads = []
     monkeypatch.setattr(rubrics, "read_yaml", lambda p: reads.append(p) or (None, None))
@@ -149,7 +149,7 @@ def test_a_persona_upload_from_a_low_role_is_refused_before_it_is_read(db, tmp_p
     broken = tmp_path / "personas.yaml"
     broken.write_text("personas: [name: : : {\n")  # a syntax error: reading it would say so
     reads = []
-    import arena.personas as personas
+    import vibestudio.arena.personas as personas
 
     real = personas.read_yaml
     monkeypatch.setattr(personas, "read_yaml", lambda p: reads.append(p) or real(p))
@@ -180,8 +180,8 @@ def test_a_database_password_is_never_shown():
 
 
 def test_db_commands_print_no_password(monkeypatch, tmp_path):
-    import studio.cli.database as database
-    from studio.cli import app
+    import vibestudio.studio.cli.database as database
+    from vibestudio.studio.cli import app
 
     class Fake:
         url = "postgresql://vs:hunter2@127.0.0.1:1/studio"
@@ -190,7 +190,7 @@ def test_db_commands_print_no_password(monkeypatch, tmp_path):
             pass
 
     monkeypatch.setattr(database, "open_db", lambda **kw: Fake())
-    monkeypatch.setattr("db.backup.backup", lambda url, target: target)
+    monkeypatch.setattr("vibestudio.db.backup.backup", lambda url, target: target)
     for args in (["db", "migrate"], ["db", "backup", str(tmp_path / "b")]):
         out = CliRunner().invoke(app, args)
         assert out.exit_code == 0, out.output
@@ -198,8 +198,8 @@ def test_db_commands_print_no_password(monkeypatch, tmp_path):
 
 
 def test_restore_refuses_while_the_database_is_served(tmp_path):
-    from db.backup import backup
-    from db.session import Database
+    from vibestudio.db.backup import backup
+    from vibestudio.db.session import Database
 
     url = f"sqlite:///{tmp_path / 'studio.sqlite'}"
     db = Database(url)

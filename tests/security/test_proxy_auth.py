@@ -8,9 +8,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from accounts import get_user
-from db.session import Database
 from tests.helpers.servers import start_server, stop_server
+from vibestudio.accounts import get_user
+from vibestudio.db.session import Database
 
 PROXY = "127.0.0.1"  # the authenticating proxy's address, in VIBESTUDIO_PROXY_ADDRESSES
 OTHER = "127.0.0.2"  # another host on the network: loopback too on Linux, but not the proxy
@@ -113,7 +113,7 @@ def test_roles_follow_the_groups_and_hold_in_the_services(proxied):
 
 
 def test_a_disabled_user_is_refused_whatever_the_proxy_says(proxied):
-    from accounts import set_disabled
+    from vibestudio.accounts import set_disabled
 
     url, _home, db = proxied
     with _from(PROXY, url) as c:
@@ -137,7 +137,7 @@ def test_restore_refuses_while_this_server_serves_the_database(proxied):
     import subprocess
     import sys
 
-    from db.backup import backup
+    from vibestudio.db.backup import backup
 
     _url, home, db = proxied
     copy = home / "copy.sqlite"
@@ -145,7 +145,7 @@ def test_restore_refuses_while_this_server_serves_the_database(proxied):
     env = {**os.environ, "VIBESTUDIO_HOME": str(home)}
     env.pop("VIBESTUDIO_DATABASE_URL", None)
     out = subprocess.run(
-        [sys.executable, "-m", "studio.cli", "db", "restore", str(copy)],
+        [sys.executable, "-m", "vibestudio.studio.cli", "db", "restore", str(copy)],
         env=env,
         capture_output=True,
         text=True,

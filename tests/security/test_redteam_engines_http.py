@@ -17,9 +17,9 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from db.models import AnnotationQueue, Contestant
-from db.session import Database
 from tests.security._engine_helpers import Trap
+from vibestudio.db.models import AnnotationQueue, Contestant
+from vibestudio.db.session import Database
 
 PW = "a long test password"
 SECRET = "server-secret-value-41c9"
@@ -35,8 +35,8 @@ def traps():
 
 @pytest.fixture
 def studio(studio_app, traps, monkeypatch):
-    from db.session import data_home
-    from studio.uploads import upload_folder
+    from vibestudio.db.session import data_home
+    from vibestudio.studio.uploads import upload_folder
 
     allowed, forbidden = traps
     monkeypatch.setenv(

@@ -5,7 +5,7 @@
 - Two submits of one assignment racing store one label; the second is told "already labelled"
   (``annotation.labelling.submit_label``: a conditional update, and the unique ``labels.assignment_id``).
 - Cancel, resume or publish another researcher's job needs admin or a recorded reason
-  (``training.runner.require_job_owner``).
+  (``training.jobs.runner.require_job_owner``).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from accounts import PermissionDenied, add_user
-from annotation.labelling import LabelError, next_task, submit_label
-from annotation.queues import NewItem, add_item, create_queue
-from annotation.rubrics import get_rubric
-from db.models import Job, Label, QueueItem, User
+from vibestudio.accounts import PermissionDenied, add_user
+from vibestudio.annotation.labelling import LabelError, next_task, submit_label
+from vibestudio.annotation.queues import NewItem, add_item, create_queue
+from vibestudio.annotation.rubrics import get_rubric
+from vibestudio.db.models import Job, Label, QueueItem, User
 
 HOSTILE = '<img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> [x](javascript:alert(1))'
 
@@ -44,7 +44,7 @@ def _queue(db, name: str, n: int = 1) -> list[int]:
 def test_a_saved_checklist_is_shown_through_the_display_path_and_needs_researcher(studio_app):
     [item] = _queue(studio_app.db, "sec-checklist")
     start = studio_app.fn_index("label_next")
-    save = studio_app.fn_index("studio.pages.label._checklist_handler.<locals>.on_save_checklist")
+    save = studio_app.fn_index("vibestudio.studio.pages.label._checklist_handler.<locals>.on_save_checklist")
 
     ann = studio_app.http("ann")
     assert studio_app.call(ann, start, ["sec-checklist", "typed-name"], session="s-ann").ok
@@ -144,7 +144,7 @@ def _job(db, owner: str) -> int:
 
 
 def test_another_researchers_job_needs_admin_or_a_reason(db):
-    from training.runner import cancel
+    from vibestudio.training.jobs.runner import cancel
 
     ids = {
         n: add_user(db, n, "a long test password", r).id

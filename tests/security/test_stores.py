@@ -25,7 +25,7 @@ MARK = "STORE-MARKER-" + secrets.token_hex(4)
 
 
 def _labels(app, tmp_path: Path, queue: str) -> None:
-    from annotation.formats import import_file
+    from vibestudio.annotation.formats import import_file
 
     rows = tmp_path / f"{queue}.jsonl"
     rows.write_text(
@@ -48,7 +48,7 @@ def _export(app, who: str, queue: str) -> str:
 
 
 def _uid(app, name: str) -> int:
-    from db.models import User
+    from vibestudio.db.models import User
 
     with app.db.session() as s:
         return s.scalar(select(User.id).where(User.name == name))
@@ -89,7 +89,7 @@ def test_an_export_is_downloaded_by_its_owner_and_an_admin_only(studio_app, tmp_
 
 
 def test_the_export_is_no_longer_a_gradio_file(studio_app, tmp_path):
-    from db.session import data_home
+    from vibestudio.db.session import data_home
 
     _labels(studio_app, tmp_path, "sec-file")
     href = _export(studio_app, "rita", "sec-file")
@@ -120,10 +120,10 @@ def _upload(app, who: str, body: bytes) -> str:
 
 def _plant(app, tmp_path: Path) -> tuple[dict[str, Path], str, int]:
     """One marker in every store: (store -> a file that holds it), the export's link, rita's job id."""
-    from annotation.formats import ExportSpec, snapshot_from_labels
-    from db.models import Job
-    from db.session import data_home
-    from training.tasks import import_task_file
+    from vibestudio.annotation.formats import ExportSpec, snapshot_from_labels
+    from vibestudio.db.models import Job
+    from vibestudio.db.session import data_home
+    from vibestudio.training.tasks import import_task_file
 
     home = data_home()
     _labels(app, tmp_path, "sec-stores")
@@ -170,9 +170,9 @@ def _read(f: Path) -> str:
 
 #: The Train tab's reads of a job, by function, with the input that picks the job.
 JOB_READS = (
-    "studio.pages.train._job_handlers.<locals>.on_tick",
-    "studio.pages.train._job_handlers.<locals>.on_clone",
-    "studio.pages.train._load_handler.<locals>.on_load",
+    "vibestudio.studio.pages.train._job_handlers.<locals>.on_tick",
+    "vibestudio.studio.pages.train._job_handlers.<locals>.on_clone",
+    "vibestudio.studio.pages.train._load_handler.<locals>.on_load",
 )
 
 

@@ -9,10 +9,10 @@ import sys
 import threading
 import time
 
-from studio.pages import train
+from vibestudio.studio.pages import train
 
-FORM = "studio.pages.train._config_handlers.<locals>.on_form_event"
-LOAD = "studio.pages.train._load_handler.<locals>.on_load"
+FORM = "vibestudio.studio.pages.train._config_handlers.<locals>.on_form_event"
+LOAD = "vibestudio.studio.pages.train._load_handler.<locals>.on_load"
 SLOW_S = 5.0
 
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from studio import uploads
-from studio.gate import MIB, RequestGate, UploadQuota
+from vibestudio.studio import uploads
+from vibestudio.studio.gate import MIB, RequestGate, UploadQuota
 
 
 def _gate(studio_app) -> RequestGate:

@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from studio import uploads
+from vibestudio.studio import uploads
 
 
 def test_a_dead_processs_folder_is_swept_at_start_and_a_live_ones_is_kept(tmp_path, monkeypatch):
@@ -49,7 +49,7 @@ def test_an_upload_no_handler_took_leaves_after_the_ttl(tmp_path):
 
 
 def test_the_served_apps_uploads_live_outside_the_data_home_and_leave_on_refusal(studio_app):
-    from db.session import data_home
+    from vibestudio.db.session import data_home
 
     folder = uploads.upload_folder()
     assert folder.name.startswith(uploads.PREFIX) and (folder / ".lock").exists()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from db.models import Contestant, Job, JobMetric
+from vibestudio.db.models import Contestant, Job, JobMetric
 
 MARK_PATH = "/srv/marker-model-path-8c1"
 MARK_ADAPTER = "/srv/marker-adapter-8c1"
@@ -92,7 +92,9 @@ def _models_show(app, who: str, name: str) -> str:
     """The Models page's answer for ``name`` as ``who`` sees it, through the queue as the page asks it (the page's
     load first, which offers the contestants made since the app started)."""
     http, session = app.http(who), f"models-{who}"
-    assert app.call(http, app.fn_index("studio.pages.models.build.<locals>.<lambda>"), [], session=session).ok
+    assert app.call(
+        http, app.fn_index("vibestudio.studio.pages.models.build.<locals>.<lambda>"), [], session=session
+    ).ok
     out = app.call(http, app.fn_index("models_show"), [name], session=session)
     assert out.ok, out.error
     return out.text

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from accounts import add_user
-from db.models import Vote
-from standings.annotator_checks import annotator_checks
-from standings.ratings import annotator_diagnostics
 from tests.helpers.standings import register_contestants, write_battles
+from vibestudio.accounts import add_user
+from vibestudio.db.models import Vote
+from vibestudio.standings.annotator_checks import annotator_checks
+from vibestudio.standings.ratings import annotator_diagnostics
 
 
 def _name_votes(db, user_id: int | None) -> None:

@@ -6,21 +6,21 @@ from __future__ import annotations
 import threading
 import time
 
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.vote_cache import VoteCache
 from tests.helpers.standings import register_contestants, write_battles
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.vote_cache import VoteCache
 
 FIT_S = 1.5
 
 
 def test_sampler_does_not_wait_for_a_board_fit(db, tmp_path, monkeypatch):
-    import standings.ratings
+    import vibestudio.standings.ratings as standings_ratings
 
     ids = register_contestants(db)
     write_battles(db, ids, 120)
     svc = LeaderboardService(db, VoteCache(db, tmp_path / "cache"))
     svc.sampler_inputs()  # the sampler's own board, fitted once
-    real = standings.ratings.leaderboard
+    real = standings_ratings.leaderboard
     started = threading.Event()
 
     def slow_fit(*args, **kwargs):  # a board that takes FIT_S to fit (bootstrap on many votes does)
@@ -28,7 +28,7 @@ def test_sampler_does_not_wait_for_a_board_fit(db, tmp_path, monkeypatch):
         time.sleep(FIT_S)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(standings.ratings, "leaderboard", slow_fit)
+    monkeypatch.setattr(standings_ratings, "leaderboard", slow_fit)
     fit = threading.Thread(target=svc.board, args=(BoardOptions(bootstrap=5, seed=9, board="single-turn"),))
     fit.start()
     assert started.wait(10)

@@ -9,11 +9,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from db.models import Battle, Contestant, EvalResult, ProbeResult, Turn, Vote
-from standings.decision import DecisionError, decision_card, decision_cards, wilson
-from standings.evals import load_items
-from standings.probes import load_probe
 from tests.helpers.standings import T0, register_contestants
+from vibestudio.db.models import Battle, Contestant, EvalResult, ProbeResult, Turn, Vote
+from vibestudio.standings.decision import DecisionError, decision_card, decision_cards, wilson
+from vibestudio.standings.evals import load_items
+from vibestudio.standings.probes import load_probe
 
 LONG = "## Plan\n\n- one\n- two\n- three\n\nWhat a great question! You are so smart. " + "word " * 60
 SHORT = "Two sentences. Done."

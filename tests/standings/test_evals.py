@@ -11,11 +11,11 @@ import socket
 import pytest
 from sqlalchemy import select
 
-from accounts import PermissionDenied, add_user
-from arena.registry import ContestantSpec, register
-from db.models import EvalResult
-from standings.evals import EvalError, load_items, run_check, run_evals
-from standings.evals import eval_scores as scores
+from vibestudio.accounts import PermissionDenied, add_user
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import EvalResult
+from vibestudio.standings.evals import EvalError, load_items, run_check, run_evals
+from vibestudio.standings.evals import eval_scores as scores
 
 
 def test_the_shipped_eval_set_loads():
@@ -179,8 +179,8 @@ def test_runs_need_a_researcher_and_a_known_contestant(db):
 
 
 def test_goldilocks_joins_rating_evals_speed_and_price(db, tmp_path):
-    from db.models import Battle, Turn
-    from standings.goldilocks import goldilocks, load_prices
+    from vibestudio.db.models import Battle, Turn
+    from vibestudio.standings.goldilocks import goldilocks, load_prices
 
     eval_set, _ = load_items()
     with db.session() as s:
@@ -241,8 +241,8 @@ def test_goldilocks_joins_rating_evals_speed_and_price(db, tmp_path):
 def test_cli_runs_and_scores():
     from typer.testing import CliRunner
 
-    from studio.cli import app
-    from studio.context import build_context
+    from vibestudio.studio.cli import app
+    from vibestudio.studio.context import build_context
 
     ctx = build_context()  # the studio database under the test's VIBESTUDIO_HOME
     with ctx.db.session() as s:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from arena.registry import ContestantSpec, RegistryError, register
-from db.models import Battle, Vote
-from standings.families import families, hide, removal_log, selection_effect
+from vibestudio.arena.registry import ContestantSpec, RegistryError, register
+from vibestudio.db.models import Battle, Vote
+from vibestudio.standings.families import families, hide, removal_log, selection_effect
 
 
 def _family(db, n=4):

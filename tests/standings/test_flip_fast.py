@@ -9,8 +9,8 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from standings.ratings import votes_to_flip
-from standings.ratings._flip import refit_without
+from vibestudio.standings.ratings import votes_to_flip
+from vibestudio.standings.ratings._flip import refit_without
 
 WINNERS = ["model_a", "model_b", "tie", "tie (bothbad)"]
 

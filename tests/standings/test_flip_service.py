@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
-from accounts import add_user
-from db.models import Vote
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.ratings import votes_to_flip, win_rate_intervals
-from standings.records import battle_records
-from standings.vote_cache import VoteCache
 from tests.helpers.standings import register_contestants, write_battles
+from vibestudio.accounts import add_user
+from vibestudio.db.models import Vote
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.ratings import votes_to_flip, win_rate_intervals
+from vibestudio.standings.records import battle_records
+from vibestudio.standings.vote_cache import VoteCache
 
 
 @pytest.fixture

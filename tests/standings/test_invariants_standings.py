@@ -32,20 +32,25 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from arena.battles import ArenaService
-from arena.registry import ContestantSpec, register
-from arena.self_play import SELF_PLAY
-from db.models import Battle, Turn, Vote
-from db.session import Database
-from standings.decision import decision_card
-from standings.goldilocks import goldilocks
-from standings.leaderboard import BoardOptions, LeaderboardService, _unseen_kinds_note, standard_options
-from standings.ratings import Leaderboard, format_board
-from standings.ratings._board import MAX_HALF_WIDTH
-from standings.records import UNCOUNTED
-from standings.words import percent
 from tests.helpers.postgres import migrated_database
 from tests.helpers.standings import judged_items
+from vibestudio.arena.battles import ArenaService
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.db.models import Battle, Turn, Vote
+from vibestudio.db.session import Database
+from vibestudio.standings.decision import decision_card
+from vibestudio.standings.goldilocks import goldilocks
+from vibestudio.standings.leaderboard import (
+    BoardOptions,
+    LeaderboardService,
+    _unseen_kinds_note,
+    standard_options,
+)
+from vibestudio.standings.ratings import Leaderboard, format_board
+from vibestudio.standings.ratings._board import MAX_HALF_WIDTH
+from vibestudio.standings.records import UNCOUNTED
+from vibestudio.standings.words import percent
 
 NAMES = ["ant", "bee", "cat", "dog", "eel"]
 OUTCOMES = ["left", "right", "tie", "both_good", "both_bad"]
@@ -237,7 +242,7 @@ def test_invariants_over_generated_studios(
     template: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Invariants 1-4 on every view of one generated studio."""
-    from training.report.model_page import ratings as page_ratings
+    from vibestudio.training.report.model_page import ratings as page_ratings
 
     monkeypatch.setenv("VIBESTUDIO_LEADERBOARD_BOOTSTRAP", "8")
     studio = Studio(template, plan)
@@ -340,7 +345,7 @@ def test_cli_prints_the_board_every_view_shows(
 
     from typer.testing import CliRunner
 
-    from studio.cli import app
+    from vibestudio.studio.cli import app
 
     monkeypatch.setenv("VIBESTUDIO_LEADERBOARD_BOOTSTRAP", "8")
     studio = Studio(template, plan)

@@ -11,13 +11,13 @@ from datetime import timedelta
 import pytest
 from typer.testing import CliRunner
 
-from arena.prompts import ensure_mt_bench, get_prompt, list_sets
-from db.models import Battle, Prompt, Turn, Vote
-from standings.judge_records import pooled_records
-from standings.judge_worth import JudgeError, judge_report
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.vote_cache import VoteCache
 from tests.helpers.standings import NAMES, T0, judged_items, register_contestants, write_battles
+from vibestudio.arena.prompts import ensure_mt_bench, get_prompt, list_sets
+from vibestudio.db.models import Battle, Prompt, Turn, Vote
+from vibestudio.standings.judge_records import pooled_records
+from vibestudio.standings.judge_worth import JudgeError, judge_report
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.vote_cache import VoteCache
 
 
 def test_pooled_records_and_the_judge_report(db) -> None:
@@ -102,7 +102,7 @@ def test_typed_prompts_get_a_predicted_category(db, tmp_path) -> None:
     coding = svc.board(BoardOptions(board="category:coding", ci_method="sandwich", min_battles=0))
     assert coding["n_votes"] == 6
     # the database export (what `vibestudio ratings` reads) says the same
-    from standings.records import annotated_records
+    from vibestudio.standings.records import annotated_records
 
     with db.session() as s:
         recs = annotated_records(s, with_text=False)
@@ -138,7 +138,7 @@ def test_for_prompt_and_the_cli(db, tmp_path, monkeypatch) -> None:
         svc.for_prompt("  ")
     check = svc.predict(BoardOptions())["checks"][0]
     assert "bt+kind" in [sc["method"] for sc in check["scores"]]
-    from studio.cli import app
+    from vibestudio.studio.cli import app
 
     monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", db.url)
     r = CliRunner().invoke(app, ["ratings", "for-prompt", "Write a Python function.", "--json"])

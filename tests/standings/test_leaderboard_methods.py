@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
-from accounts import PermissionDenied, add_user
-from db.models import User, Vote
-from standings.annotator_checks import annotator_checks
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.ratings import leaderboard
-from standings.records import annotated_records, battle_records
-from standings.vote_cache import VoteCache
 from tests.helpers.standings import register_contestants, write_battles
+from vibestudio.accounts import PermissionDenied, add_user
+from vibestudio.db.models import User, Vote
+from vibestudio.standings.annotator_checks import annotator_checks
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.ratings import leaderboard
+from vibestudio.standings.records import annotated_records, battle_records
+from vibestudio.standings.vote_cache import VoteCache
 
 
 @pytest.fixture

@@ -11,12 +11,23 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, update
 
-from db.models import Battle, Vote
-from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
-from standings.ratings import leaderboard, leaderboard_by, online_elo, pairwise_matrices, rating_over_time
-from standings.records import battle_records
-from standings.vote_cache import VoteCache
 from tests.helpers.standings import NAMES, T0, current_leaderboard, register_contestants, write_battles
+from vibestudio.db.models import Battle, Vote
+from vibestudio.standings.leaderboard import (
+    BoardOptions,
+    LeaderboardService,
+    compare_contestants,
+    vibe_profile,
+)
+from vibestudio.standings.ratings import (
+    leaderboard,
+    leaderboard_by,
+    online_elo,
+    pairwise_matrices,
+    rating_over_time,
+)
+from vibestudio.standings.records import battle_records
+from vibestudio.standings.vote_cache import VoteCache
 
 
 def _plain(db, **kw):

@@ -10,10 +10,11 @@ import json
 
 import pytest
 
-from accounts import PermissionDenied, add_user
-from arena.registry import ContestantSpec, register
-from db.models import ProbeResult
-from standings.probes import (
+from tests.helpers.scripted_chat import ScriptedChat
+from vibestudio.accounts import PermissionDenied, add_user
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import ProbeResult
+from vibestudio.standings.probes import (
     ProbeError,
     Rate,
     _read,
@@ -23,7 +24,6 @@ from standings.probes import (
     probe_scores,
     run_probe,
 )
-from tests.helpers.scripted_chat import ScriptedChat
 
 
 @pytest.fixture
@@ -193,8 +193,8 @@ def test_only_researchers_run_probes(db, chat):
 def test_checkpoint_report_reads_stored_probes_and_the_verdict_follows(db, chat):
     """The checkpoint report turns stored probe runs into `sycophancy/*` measures (child minus parent, with an
     interval and p), so a child that gives in where its parent stood firm is a regress; unprobed is a gap."""
-    from training.report.steps import stored_probe_changes
-    from training.report.verdict import decide
+    from vibestudio.training.report.steps import stored_probe_changes
+    from vibestudio.training.report.verdict import decide
 
     _add(db, chat, "flipper", "steadfast")
     measures, gaps = stored_probe_changes(db, "steadfast", "flipper")

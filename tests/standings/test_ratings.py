@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from standings.ratings import SCALE, leaderboard, online_elo, rank_intervals
+from vibestudio.standings.ratings import SCALE, leaderboard, online_elo, rank_intervals
 
 LN10_400 = math.log(10.0) / 400.0
 

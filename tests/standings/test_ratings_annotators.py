@@ -6,8 +6,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from standings.ratings import annotator_diagnostics, format_annotators, leaderboard, robust_leaderboard
-from standings.ratings._simulate import simulate_arena
+from vibestudio.standings.ratings import (
+    annotator_diagnostics,
+    format_annotators,
+    leaderboard,
+    robust_leaderboard,
+)
+from vibestudio.standings.ratings._simulate import simulate_arena
 
 
 def _rank(board, name: str) -> int:  # type: ignore[no-untyped-def]

@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from standings.ratings import composite_board, judge_worth
-from standings.ratings._composite import oracle_weight, simulate_judged_arena
+from vibestudio.standings.ratings import composite_board, judge_worth
+from vibestudio.standings.ratings._composite import oracle_weight, simulate_judged_arena
 
 
 def _worth(noise: float, seed: int = 1):

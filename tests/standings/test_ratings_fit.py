@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from standings.ratings import _fit
-from standings.ratings._fit import Design, newton
+from vibestudio.standings.ratings import _fit
+from vibestudio.standings.ratings._fit import Design, newton
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:

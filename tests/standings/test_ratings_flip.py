@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from standings.ratings import headline, leaderboard, votes_to_flip
-from standings.ratings._board import SCALE
-from standings.ratings._flip import greedy_refit_flip, refit_without
-from standings.ratings._simulate import simulate_arena
+from vibestudio.standings.ratings import headline, leaderboard, votes_to_flip
+from vibestudio.standings.ratings._board import SCALE
+from vibestudio.standings.ratings._flip import greedy_refit_flip, refit_without
+from vibestudio.standings.ratings._simulate import simulate_arena
 
 
 def _battles(plan: list[tuple[str, str, str, int]]) -> pd.DataFrame:

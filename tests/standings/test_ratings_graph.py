@@ -6,7 +6,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from standings.ratings._graph import strong_components, weak_components
+from vibestudio.standings.ratings._graph import strong_components, weak_components
 
 
 def test_components_match_scipy_on_random_graphs() -> None:

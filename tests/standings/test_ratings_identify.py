@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.ratings import leaderboard
-from standings.ratings._board import MAX_HALF_WIDTH, identify
 from tests.helpers.standings import register_contestants, write_battles
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.ratings import leaderboard
+from vibestudio.standings.ratings._board import MAX_HALF_WIDTH, identify
 
 
 def _bounded(row: dict) -> bool:

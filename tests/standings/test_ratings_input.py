@@ -8,7 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from standings.ratings import BattleRecords, RatingsInputError, as_records, leaderboard, load_battles_file
+from vibestudio.standings.ratings import (
+    BattleRecords,
+    RatingsInputError,
+    as_records,
+    leaderboard,
+    load_battles_file,
+)
 
 GOOD = [
     {"model_a": "a", "model_b": "b", "winner": "model_a", "tstamp": 1.0, "question_id": "q1", "turn": 1},

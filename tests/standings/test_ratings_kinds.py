@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from standings.ratings._kinds import PromptClassifier, cross_validate, features
+from vibestudio.standings.ratings._kinds import PromptClassifier, cross_validate, features
 
 MT_BENCH = Path(__file__).parents[2] / "arena" / "data" / "mt_bench_questions.jsonl"
 

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from standings.ratings import format_predictive, predictive_check
-from standings.ratings._predict import best_board_method
-from standings.ratings._simulate import simulate_arena
+from vibestudio.standings.ratings import format_predictive, predictive_check
+from vibestudio.standings.ratings._predict import best_board_method
+from vibestudio.standings.ratings._simulate import simulate_arena
 
 
 @pytest.fixture(scope="module")

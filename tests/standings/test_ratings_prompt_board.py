@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from standings.ratings import predictive_check
-from standings.ratings._prompt_board import log_loss_gain, prompt_board, simulate_kind_arena
+from vibestudio.standings.ratings import predictive_check
+from vibestudio.standings.ratings._prompt_board import log_loss_gain, prompt_board, simulate_kind_arena
 
 
 def test_per_kind_board_finds_the_kind_specialist_and_covers_the_truth() -> None:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from standings.ratings import leaderboard, rating_over_time
+from vibestudio.standings.ratings import leaderboard, rating_over_time
 
 DAY = 86_400.0
 

@@ -7,16 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from common.outcomes import FASTCHAT_WINNERS
-from standings.ratings import SCALE, leaderboard, method_changes
-from standings.ratings._ties import equal_model_ties
+from vibestudio.common.outcomes import FASTCHAT_WINNERS
+from vibestudio.standings.ratings import SCALE, leaderboard, method_changes
+from vibestudio.standings.ratings._ties import equal_model_ties
 
 WINNERS = np.array(FASTCHAT_WINNERS, dtype=object)  # by winner code, for drawing many at once
 
 
 def generate(method: str, n: int, seed: int, eta: list[float]) -> tuple[pd.DataFrame, np.ndarray]:
     """Battles drawn from the tie model itself: kinds (tie, both-bad, both-good) with parameters `eta`."""
-    from standings.ratings._ties import _logp
+    from vibestudio.standings.ratings._ties import _logp
 
     rng = np.random.default_rng(seed)
     theta = np.array([0.9, 0.4, 0.0, -0.3, -1.0])

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from standings.ratings import (
+from vibestudio.standings.ratings import (
     RatingsInputError,
     group_boards,
     leaderboard_by,

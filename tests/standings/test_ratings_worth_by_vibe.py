@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from standings.ratings import judge_worth_by_vibe
-from standings.ratings._worth_by_vibe import simulate_vibe_judge
+from vibestudio.standings.ratings import judge_worth_by_vibe
+from vibestudio.standings.ratings._worth_by_vibe import simulate_vibe_judge
 
 
 def _row(report, vibe):

@@ -9,9 +9,9 @@ import pytest
 @pytest.fixture(scope="session")
 def fresh_app(tmp_path_factory):
     """The Gradio app of a fresh studio (a new SQLite database in its own folder), built once."""
-    from common.settings import Settings
-    from studio.app import build_app
-    from studio.context import build_context
+    from vibestudio.common.settings import Settings
+    from vibestudio.studio.app import build_app
+    from vibestudio.studio.context import build_context
 
     home = tmp_path_factory.mktemp("fresh-app")
     ctx = build_context(Settings(database_url=f"sqlite:///{home / 's.sqlite'}"))

@@ -8,7 +8,7 @@ import json
 
 from groovy import transpile
 
-from studio.pages import arena as page
+from vibestudio.studio.pages import arena as page
 
 CONTROLS = {"vote-left", "vote-right", "vote-tie", "vote-both_good", "vote-both_bad"} | {
     "arena-regenerate",
@@ -25,9 +25,9 @@ def test_the_lock_transpiles_to_one_update_per_control():
 
 
 def test_send_enter_and_regenerate_lock_the_controls_client_side(tmp_path):
-    from common.settings import Settings
-    from studio.app import build_app
-    from studio.context import build_context
+    from vibestudio.common.settings import Settings
+    from vibestudio.studio.app import build_app
+    from vibestudio.studio.context import build_context
 
     ctx = build_context(Settings(database_url=f"sqlite:///{tmp_path / 's.sqlite'}"))
     demo = build_app(ctx)

@@ -15,11 +15,11 @@ import random
 import gradio as gr
 import pytest
 
-from arena.battles import ArenaService
-from common.settings import Settings
-from studio.context import StudioContext
-from studio.pages import arena as page
 from tests.helpers.fake_openai import FakeOpenAI, register_http
+from vibestudio.arena.battles import ArenaService
+from vibestudio.common.settings import Settings
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.pages import arena as page
 
 PANE_EVENTS = {"clear", "edit", "retry", "undo", "like", "change", "select", "option_select", "copy"}
 
@@ -123,8 +123,8 @@ def test_a_vote_on_panes_altered_in_the_browser_is_refused(ctx, caplog):
 
 
 def test_a_turn_with_an_empty_pane_leaves_the_votes_off(ctx):
-    from arena.battles import TurnUpdate
-    from db.models import Turn
+    from vibestudio.arena.battles import TurnUpdate
+    from vibestudio.db.models import Turn
 
     bid = ctx.arena.start_battle().battle_id
     with ctx.db.session() as s:  # stored as the stream left it: one side said nothing
@@ -140,8 +140,8 @@ def test_a_turn_with_an_empty_pane_leaves_the_votes_off(ctx):
 def test_the_pane_check_reads_hostile_answers_as_gradio_sends_them_back(ctx):
     """Escaped markup must compare as text once: a check that unescaped twice refused every vote on an answer
     that shows ``<script>`` as text (seen with the hostile-text browser test)."""
-    from db.models import Turn
     from tests.e2e.test_xss import PAYLOAD
+    from vibestudio.db.models import Turn
 
     bid = ctx.arena.start_battle().battle_id
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from studio.cli import app
+from vibestudio.studio.cli import app
 
 
 @pytest.mark.parametrize("addresses", [None, "not-an-address"])

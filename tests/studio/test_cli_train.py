@@ -8,10 +8,10 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from db.session import Database
-from studio.cli import app
 from tests.helpers.servers import seed_tiny_parent
-from training import runner
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
+from vibestudio.training.jobs import runner
 
 FAST = ["--set", "kl_prompts=0", "--set", "drift_prompts=0", "--lr", "5e-3"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 
 def test_the_arena_and_the_leaderboard_share_one_ratings_cache(tmp_path):
-    from common.settings import Settings
-    from db.models import Battle
-    from studio.context import build_context
+    from vibestudio.common.settings import Settings
+    from vibestudio.db.models import Battle
+    from vibestudio.studio.context import build_context
 
     ctx = build_context(Settings(database_url=f"sqlite:///{tmp_path / 's.sqlite'}"))
     assert ctx.arena.ratings == ctx.sampler_inputs

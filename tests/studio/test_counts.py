@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from studio.pages.leaderboard import summary_text
-from studio.render import count, noun
+from vibestudio.studio.pages.leaderboard import summary_text
+from vibestudio.studio.render import count, noun
 
 
 def test_count_agrees_with_its_number():

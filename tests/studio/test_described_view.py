@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from db.session import Database
-from studio.cli import app
-from studio.render import literal, to_html
 from tests.helpers.scripted_judge import ScriptedJudge
-from training.report.text import described_md
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
+from vibestudio.studio.render import literal, to_html
+from vibestudio.training.report.text import described_md
 
 
 def test_judge_text_reaches_the_page_only_as_text():

@@ -7,9 +7,9 @@ import json
 
 from typer.testing import CliRunner
 
-from arena.registry import ContestantSpec, register
-from db.session import Database
-from studio.cli import app
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
 
 
 def test_families_and_hide():

@@ -8,12 +8,12 @@ import math
 
 from typer.testing import CliRunner
 
-from db.models import Job, JobMetric
-from db.session import Database
-from studio.cli import app
-from studio.context import build_context
-from studio.pages.gold import gold_figure, gold_markdown
-from studio.pages.train import _jobs_table
+from vibestudio.db.models import Job, JobMetric
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
+from vibestudio.studio.context import build_context
+from vibestudio.studio.pages.gold import gold_figure, gold_markdown
+from vibestudio.studio.pages.train import _jobs_table
 
 
 def _gold(d: float) -> float:

@@ -3,8 +3,8 @@ the clearest disagreement marked, and untrusted names never reaching the page as
 
 from __future__ import annotations
 
-from studio.pages.arena import for_prompt_view
-from studio.pages.leaderboard import judge_tables, judge_text
+from vibestudio.studio.pages.arena import for_prompt_view
+from vibestudio.studio.pages.leaderboard import judge_tables, judge_text
 
 
 def _report() -> dict:

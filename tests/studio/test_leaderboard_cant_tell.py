@@ -4,7 +4,7 @@ position with their neighbour's."""
 
 from __future__ import annotations
 
-from studio.pages import leaderboard as page
+from vibestudio.studio.pages import leaderboard as page
 
 
 def _board() -> dict:

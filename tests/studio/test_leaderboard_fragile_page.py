@@ -3,11 +3,11 @@ line, the pair table, the votes behind a pair (voters shown to admins only), and
 
 from __future__ import annotations
 
-from standings.decision import decision_card
-from standings.leaderboard import BoardOptions, LeaderboardService
-from standings.vote_cache import VoteCache
-from studio.pages import leaderboard as page
 from tests.helpers.standings import register_contestants, write_battles
+from vibestudio.standings.decision import decision_card
+from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+from vibestudio.standings.vote_cache import VoteCache
+from vibestudio.studio.pages import leaderboard as page
 
 
 def test_flip_lc_and_card_sections(db, tmp_path):
@@ -35,13 +35,13 @@ def test_flip_lc_and_card_sections(db, tmp_path):
 
 
 def test_names_stay_literal(db, tmp_path):
-    from arena.registry import ContestantSpec, register
+    from vibestudio.arena.registry import ContestantSpec, register
 
     with db.session() as s:
         ids = {n: register(s, ContestantSpec(n)) for n in ("alpha", "bravo", "charlie", "delta")}
     write_battles(db, ids, 120)
     with db.session() as s:
-        from db.models import Contestant
+        from vibestudio.db.models import Contestant
 
         s.get(Contestant, ids["alpha"]).public_name = "<img src=x onerror=alert(1)>"
     svc = LeaderboardService(db, VoteCache(db, tmp_path / "c"))
@@ -51,7 +51,7 @@ def test_names_stay_literal(db, tmp_path):
 
 
 def test_models_tab_flip_lines(db, tmp_path):
-    from studio.pages.models import flip_md
+    from vibestudio.studio.pages.models import flip_md
 
     ids = register_contestants(db)
     write_battles(db, ids, 200)

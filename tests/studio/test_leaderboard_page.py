@@ -3,10 +3,15 @@ named API endpoint takes only optional inputs, so `client.predict(api_name="/lea
 
 from __future__ import annotations
 
-from standings.leaderboard import BoardOptions, LeaderboardService, compare_contestants, vibe_profile
-from standings.vote_cache import VoteCache
-from studio.pages import leaderboard as page
 from tests.helpers.standings import NAMES, register_contestants, write_battles
+from vibestudio.standings.leaderboard import (
+    BoardOptions,
+    LeaderboardService,
+    compare_contestants,
+    vibe_profile,
+)
+from vibestudio.standings.vote_cache import VoteCache
+from vibestudio.studio.pages import leaderboard as page
 
 
 def test_tables_and_figures(db, tmp_path):
@@ -61,9 +66,9 @@ def test_tables_and_figures(db, tmp_path):
 
 
 def test_the_tab_builds_and_its_endpoint_needs_no_arguments(tmp_path):
-    from common.settings import Settings
-    from studio.app import build_app
-    from studio.context import build_context
+    from vibestudio.common.settings import Settings
+    from vibestudio.studio.app import build_app
+    from vibestudio.studio.context import build_context
 
     ctx = build_context(Settings(database_url=f"sqlite:///{tmp_path / 's.sqlite'}"))
     demo = build_app(ctx)

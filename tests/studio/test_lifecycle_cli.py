@@ -9,11 +9,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arena.registry import ContestantSpec, register
-from db.models import Contestant
-from db.session import Database
-from studio.cli import app
 from tests.helpers.scripted_chat import ScriptedChat
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Contestant
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
 
 
 def _run(*args: str):

@@ -6,9 +6,9 @@ import json
 
 from typer.testing import CliRunner
 
-from arena.registry import ContestantSpec, register
-from db.session import Database
-from studio.cli import app
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
 
 
 def _run(*args: str):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from studio.pages import arena
+from vibestudio.studio.pages import arena
 
 EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23fa]")
 

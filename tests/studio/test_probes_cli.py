@@ -6,10 +6,10 @@ import json
 
 from typer.testing import CliRunner
 
-from arena.registry import ContestantSpec, register
-from db.session import Database
-from studio.cli import app
 from tests.helpers.scripted_chat import ScriptedChat
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
 
 
 def test_probes_run_and_show():

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from db.session import Database
-from standings.ratings._simulate import simulate_arena
-from studio.cli import app
 from tests.helpers.standings import register_contestants, write_battles
+from vibestudio.db.session import Database
+from vibestudio.standings.ratings._simulate import simulate_arena
+from vibestudio.studio.cli import app
 
 
 def _run(*args: str):
@@ -57,8 +57,8 @@ def test_from_the_database_lc_win_rate_and_flip_votes() -> None:
 def test_decide_cli() -> None:
     from datetime import timedelta
 
-    from db.models import Battle, Turn, Vote
     from tests.helpers.standings import T0
+    from vibestudio.db.models import Battle, Turn, Vote
 
     db = Database()
     db.migrate()
@@ -97,7 +97,7 @@ def test_decide_cli() -> None:
 
 
 def test_ratings_judges_cli(tmp_path: Path) -> None:
-    from standings.ratings._composite import simulate_judged_arena
+    from vibestudio.standings.ratings._composite import simulate_judged_arena
 
     frame, _ = simulate_judged_arena(judge_noise=0.6, human_votes=400, judge_votes=800, seed=2)
     path = tmp_path / "judged.jsonl"
@@ -119,9 +119,9 @@ def test_ratings_judges_cli(tmp_path: Path) -> None:
 def test_ratings_kinds_cli() -> None:
     from datetime import timedelta
 
-    from db.models import Battle, Turn, Vote
-    from studio.cli._common import open_context
     from tests.helpers.standings import T0
+    from vibestudio.db.models import Battle, Turn, Vote
+    from vibestudio.studio.cli._common import open_context
 
     ctx = open_context()  # seeds the MT-Bench prompt set, as the app does
     ids = register_contestants(ctx.db)

@@ -199,8 +199,8 @@ def test_every_handler_that_can_refuse_is_wired(fresh_app):
 
 
 SAMPLE = """
-from studio.errors import refuse, user_error, wire
-from accounts import PermissionDenied
+from vibestudio.studio.errors import refuse, user_error, wire
+from vibestudio.accounts import PermissionDenied
 
 def _check(x):
     if not x:
@@ -236,8 +236,8 @@ def build(ctx):
 
 
 def test_the_reader_finds_refusals_direct_through_helpers_and_converted():
-    got = refusing_functions({"studio.pages.sample": textwrap.dedent(SAMPLE)})
-    p = "studio.pages.sample:"
+    got = refusing_functions({"vibestudio.studio.pages.sample": textwrap.dedent(SAMPLE)})
+    p = "vibestudio.studio.pages.sample:"
     assert got[p + "build.<locals>.direct"] and got[p + "build.<locals>.through_helper"]
     assert got[p + "build.<locals>.converted"] and got[p + "_check"]
     assert got[p + "build.<locals>.Tab.method"]
@@ -246,23 +246,23 @@ def test_the_reader_finds_refusals_direct_through_helpers_and_converted():
 
 
 def test_an_unwired_refusing_handler_is_named_and_a_wired_one_is_not():
-    from studio.errors import wire
+    from vibestudio.studio.errors import wire
 
-    module = importlib.import_module("studio.errors")
+    module = importlib.import_module("vibestudio.studio.errors")
 
     def handler(x):  # type: ignore[no-untyped-def]
         raise module.refuse("Pick one.")
 
-    handler.__module__ = "studio.pages.sample"
+    handler.__module__ = "vibestudio.studio.pages.sample"
     handler.__qualname__ = "build.<locals>.direct"
-    refusing = {"studio.pages.sample:build.<locals>.direct": True}
+    refusing = {"vibestudio.studio.pages.sample:build.<locals>.direct": True}
     with gr.Blocks() as demo:
         box, note = gr.Textbox(elem_id="sample-box"), gr.HTML(elem_id="sample-note")
         plain, wired = gr.Button(elem_id="sample-plain"), gr.Button(elem_id="sample-wired")
         plain.click(handler, [box], [note])
         wire(wired.click, handler, [box], [note], note)
     assert unwired_refusals(demo, refusing) == [
-        "studio.pages.sample:build.<locals>.direct (sample-plain.click)"
+        "vibestudio.studio.pages.sample:build.<locals>.direct (sample-plain.click)"
     ]
 
 

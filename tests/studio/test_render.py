@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from studio.render import MAX_CHARS, error_text, literal, name_html, to_html
+from vibestudio.studio.render import MAX_CHARS, error_text, literal, name_html, to_html
 
 CORPUS = Path(__file__).parents[1] / "data" / "hostile_markdown.jsonl"
 BEACON = "http://127.0.0.1:9"
@@ -178,8 +178,8 @@ def test_error_text_hides_paths_urls_keys_and_markup():
 
 def test_plot_labels_carry_no_plotly_markup():
     """Plotly draws <a href>, <span style> and <br> in labels: a contestant name must reach a chart as text."""
-    from studio.pages.leaderboard import board_chart, heatmap
-    from studio.render import plot_label
+    from vibestudio.studio.pages.leaderboard import board_chart, heatmap
+    from vibestudio.studio.render import plot_label
 
     hostile = '<a href="http://127.0.0.1:9/x">click</a><span style="position:fixed">&amp;\u202e'
     assert "<" not in plot_label(hostile) and ">" not in plot_label(hostile)

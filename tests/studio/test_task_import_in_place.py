@@ -7,7 +7,7 @@ import json
 
 import gradio as gr
 
-from training.tasks.store import MIN_TASKS
+from vibestudio.training.tasks.store import MIN_TASKS
 
 
 def _import_fn(demo: gr.Blocks):  # type: ignore[no-untyped-def]

@@ -7,11 +7,11 @@ import logging
 
 import pytest
 
-from arena.battles import ArenaService
-from arena.registry import ContestantSpec, register
-from common.settings import get_settings
-from studio.context import StudioContext
-from studio.pages import models, train
+from vibestudio.arena.battles import ArenaService
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.common.settings import get_settings
+from vibestudio.studio.context import StudioContext
+from vibestudio.studio.pages import models, train
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_a_trained_child_without_a_report_says_why(ctx):
 def test_the_task_set_minimum_is_stated_in_the_form(ctx):
     import gradio as gr
 
-    from training.tasks.store import MIN_TASKS
+    from vibestudio.training.tasks.store import MIN_TASKS
 
     with gr.Blocks():
         box = train._grpo_box(ctx, [], [(train.NONE, train.NONE)])
@@ -83,8 +83,8 @@ def test_the_task_set_minimum_is_stated_in_the_form(ctx):
 
 
 def test_the_form_offers_every_registered_kind_with_its_beta_and_shows_kto_classes():
-    from training.config import JOB_KINDS
-    from training.service import ConfigCheck
+    from vibestudio.training.jobs.config import JOB_KINDS
+    from vibestudio.training.jobs.service import ConfigCheck
 
     assert set(train.KINDS.values()) == set(JOB_KINDS)
 

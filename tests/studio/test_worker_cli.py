@@ -7,11 +7,11 @@ import json
 
 from typer.testing import CliRunner
 
-from db.models import Job
-from db.session import Database
-from studio.cli import app
-from training.heartbeat import register_worker, touch_worker
-from training.workers import claim, parse_kinds
+from vibestudio.db.models import Job
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
+from vibestudio.training.jobs.heartbeat import register_worker, touch_worker
+from vibestudio.training.jobs.workers import claim, parse_kinds
 
 
 def _run(*args: str):

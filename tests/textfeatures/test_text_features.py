@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from standings.evals import run_check
-from textfeatures import vibes
-from training.report.drift_stats import compare
-from training.rewards import format_ok, length_score, make_reward
+from vibestudio.standings.evals import run_check
+from vibestudio.textfeatures import vibes
+from vibestudio.training.objectives.rewards import format_ok, length_score, make_reward
+from vibestudio.training.report.drift_stats import compare
 
 # (text, emoji as people see them)
 EMOJI_CASES = [
@@ -115,7 +115,7 @@ def test_a_fenced_json_answer_is_unwrapped_once() -> None:
 
 
 def test_tokens_and_discovered_phrases_share_one_tokenizer() -> None:
-    from training.report.discover import candidates
+    from vibestudio.training.report.discover import candidates
 
     text = "Well, it's great!"
     assert vibes.token_count(text) == vibes.features(text)["tokens"] == 7

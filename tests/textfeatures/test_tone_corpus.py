@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from textfeatures import tone
+from vibestudio.textfeatures import tone
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "tone_corpus.jsonl"

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from textfeatures import vibes
+from vibestudio.textfeatures import vibes
 
 ANSWER = """Great question! You're absolutely right to ask.
 

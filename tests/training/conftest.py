@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from annotation.snapshots import write_snapshot
 from tests.helpers.training import pair_rows, register_tiny_parent
+from vibestudio.annotation.snapshots import write_snapshot
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.default_model import default_gguf_path
-from arena.registry import BUILTIN_GGUF, ContestantInfo
-from training.report import answer_cache
-from training.report.fair import answer_all, answer_all_counted
-from training.report.text import reused_line
+from vibestudio.arena.default_model import default_gguf_path
+from vibestudio.arena.registry import BUILTIN_GGUF, ContestantInfo
+from vibestudio.training.report import answer_cache
+from vibestudio.training.report.fair import answer_all, answer_all_counted
+from vibestudio.training.report.text import reused_line
 
 PROMPTS = ["Name a colour.", "What is 2+2?", "Say hello."]
 
@@ -50,7 +50,7 @@ def test_a_second_report_reuses_what_the_first_decoded_and_decodes_nothing(monke
     info = _info()
     first, reused = answer_all_counted(info, PROMPTS, 3)
     assert reused == 0
-    import training.report.fair as fair
+    import vibestudio.training.report.fair as fair
 
     def no_engine(_info):
         raise AssertionError("decoded although every answer was kept")
@@ -162,18 +162,18 @@ def test_the_report_says_what_it_reused():
 
 
 def test_the_models_page_report_carries_the_reused_line():
-    from training.report.text import drift_md
+    from vibestudio.training.report.text import drift_md
 
     text = drift_md({"setup": {"reused": {"answers": {"parent": 80, "child": 0}}}, "n_prompts": 80})
     assert "Reused from an earlier report" in text and "80 parent answers" in text
 
 
 def test_the_report_counts_what_it_decoded_and_whether_the_parent_is_kept():
-    """What the next child's time estimate reads (``training.estimate.expected_share``): the share decoded, and
+    """What the next child's time estimate reads (``training.jobs.estimate.expected_share``): the share decoded, and
     whether this parent's answers went to the store (llama.cpp without an adapter only)."""
     from types import SimpleNamespace
 
-    from training.report.steps import _count_answered, decoded_share
+    from vibestudio.training.report.steps import _count_answered, decoded_share
 
     report = SimpleNamespace(setup={})
     assert decoded_share(report) == 1.0  # answered nothing: nothing reused

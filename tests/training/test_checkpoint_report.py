@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from arena.registry import DEFAULT_PERSONAS, ContestantSpec, register
-from training.report import steps
-from training.report.fair import Answer, held_out
-from training.report.steps import drift_report
-from training.report.verdict import current, history, release
+from vibestudio.arena.registry import DEFAULT_PERSONAS, ContestantSpec, register
+from vibestudio.training.report import steps
+from vibestudio.training.report.fair import Answer, held_out
+from vibestudio.training.report.steps import drift_report
+from vibestudio.training.report.verdict import current, history, release
 
 
 def _real_answers():
@@ -184,7 +184,7 @@ def test_empty_and_endless_children(db, tiny_parent, tiny_model_dir, monkeypatch
 
 
 def test_hold_and_release_are_logged(db, tiny_parent):
-    from training.report.verdict import Verdict, record
+    from vibestudio.training.report.verdict import Verdict, record
 
     record(
         db,
@@ -194,7 +194,7 @@ def test_hold_and_release_are_logged(db, tiny_parent):
     status = current(db)[tiny_parent]
     assert status.verdict == "regress" and status.held and "held" in status.badge
     with db.session() as s:
-        from arena.registry import get_contestant
+        from vibestudio.arena.registry import get_contestant
 
         assert not get_contestant(s, tiny_parent).active
     with pytest.raises(ValueError, match="say why"):

@@ -11,14 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from accounts import PermissionDenied, add_user
-from annotation.snapshots import get_snapshot
-from arena.registry import ContestantSpec, register
-from db.models import Comparison, Job
 from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import add_votes
-from training import runner
-from training.compare import (
+from vibestudio.accounts import PermissionDenied, add_user
+from vibestudio.annotation.snapshots import get_snapshot
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Comparison, Job
+from vibestudio.training.compare import (
     Measured,
     _apart,
     calls,
@@ -27,7 +26,8 @@ from training.compare import (
     list_comparisons,
     markdown,
 )
-from training.errors import JobError
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.errors import JobError
 
 VOTES = ["a", "b", "both_good", "a", "both_bad", "b", "a", "tie", "b", "both_good"]
 
@@ -149,7 +149,7 @@ def test_a_winner_only_when_its_interval_is_apart(intervals, better):
 
 
 def test_overlapping_intervals_read_cant_tell_and_apart_ones_name_the_objective():
-    from training.compare import Child
+    from vibestudio.training.compare import Child
 
     a = Child("dpo", "DPO", 1, "succeeded", "")
     b = Child("kto", "KTO", 2, "succeeded", "")

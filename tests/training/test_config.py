@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from training.config import (
+from vibestudio.training.jobs.config import (
     FULL_LR,
     LORA_LR,
     ConfigError,

@@ -8,15 +8,15 @@ import socket
 import pytest
 from sqlalchemy import func, select
 
-from arena.registry import ContestantSpec, register
-from db.models import Job, JobMetric
 from tests.helpers.training import pair_rows
-from training import runner
-from training.config import parse_config_text
-from training.errors import JobError
-from training.pairmix import filter_rows, pair_mix
-from training.rewards import build_rewards
-from training.service import check_config, launch, launch_config, snapshot_mix
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Job, JobMetric
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.config import parse_config_text
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.service import check_config, launch, launch_config, snapshot_mix
+from vibestudio.training.objectives.pairmix import filter_rows, pair_mix
+from vibestudio.training.objectives.rewards import build_rewards
 
 
 def _jobs(db) -> int:
@@ -152,7 +152,7 @@ def test_a_reward_that_raises_on_some_answers_scores_the_rest():
     def picky(prompts, completions, **_):
         return [1.0 / (len(completion) - 3) for completion in completions]  # "abc" divides by zero
 
-    from training.rewards import Guarded
+    from vibestudio.training.objectives.rewards import Guarded
 
     guarded = Guarded(picky, "picky")
     assert guarded(["p", "p", "p"], ["abcd", "abc", "abcde"]) == [1.0, None, 0.5]
@@ -165,8 +165,8 @@ def test_a_reward_that_raises_on_some_answers_scores_the_rest():
 def test_one_check_reports_every_problem_at_once_for_the_page_and_the_worker(db, tiny_parent, make_snapshot):
     """A config wrong in four ways: the Train tab's check and the launch-time preflight are one check, so both
     name all four (and the same four), instead of the first one they meet."""
-    from training.config import make_config
-    from training.preflight import preflight
+    from vibestudio.training.jobs.config import make_config
+    from vibestudio.training.jobs.preflight import preflight
 
     make_snapshot(8)
     bad = {
@@ -196,8 +196,8 @@ def test_one_check_reports_every_problem_at_once_for_the_page_and_the_worker(db,
 def test_a_job_kind_is_registered_once_for_its_config_and_its_trainer():
     from pathlib import Path
 
-    from training import job_process
-    from training.config import CONFIG_KINDS, JOB_KINDS
+    from vibestudio.training.jobs import job_process
+    from vibestudio.training.jobs.config import CONFIG_KINDS, JOB_KINDS
 
     assert set(job_process.TRAINERS) == set(CONFIG_KINDS) == set(JOB_KINDS)
     root = Path(__file__).resolve().parents[2]

@@ -14,11 +14,11 @@ from dataclasses import asdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textfeatures import tone, vibes
-from training.report import decisions, drift_stats, steps
-from training.report.discover import summarise_tone
-from training.report.stats import Change
-from training.report.text import drift_md, glance_md, report_md, tone_md
+from vibestudio.common.stats import Change
+from vibestudio.textfeatures import tone, vibes
+from vibestudio.training.report import decisions, drift_stats, steps
+from vibestudio.training.report.discover import summarise_tone
+from vibestudio.training.report.text import drift_md, glance_md, report_md, tone_md
 
 PROMPTS = ["How do I water basil?", "What is 2 + 2?", "Name a planet."]
 ANSWERS = ["Water it daily.", "It is 4.", "Mars is a planet."]

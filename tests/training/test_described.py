@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from arena.registry import ContestantSpec, register
 from tests.helpers.scripted_judge import ScriptedJudge
-from training.report.stats import sign_test
-from training.report.steps import drift_report
-from training.report.text import described_md, report_md
-from training.report.vibecheck import _combine, axis_key, clean_axis, merge_candidates, parse_axes
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.common.stats import sign_test
+from vibestudio.training.report.steps import drift_report
+from vibestudio.training.report.text import described_md, report_md
+from vibestudio.training.report.vibecheck import _combine, axis_key, clean_axis, merge_candidates, parse_axes
 
 FAST = {"n_prompts": 20, "eval_items": 4}  # 9 prompts to name differences on, 11 to check them on
 

@@ -10,20 +10,20 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from annotation.snapshots import write_snapshot
-from arena import lifecycle
-from arena.engines.base import Sampling
-from arena.engines.hf import TransformersEngine
-from arena.registry import ContestantInfo, get_contestant
-from db.models import Checkpoint
-from db.session import Database
 from tests.helpers.postgres import KINDS, ONE_KIND, migrated_database
 from tests.helpers.training import FAST, pair_rows, register_tiny_parent
-from training import runner
-from training.report import verdict
-from training.report.steps import load_report
-from training.runner import JobView, job_view, list_jobs, wait
-from training.service import estimate_job, launch_dpo
+from vibestudio.annotation.snapshots import write_snapshot
+from vibestudio.arena import lifecycle
+from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.engines.hf import TransformersEngine
+from vibestudio.arena.registry import ContestantInfo, get_contestant
+from vibestudio.db.models import Checkpoint
+from vibestudio.db.session import Database
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.runner import JobView, job_view, list_jobs, wait
+from vibestudio.training.jobs.service import estimate_job, launch_dpo
+from vibestudio.training.report import verdict
+from vibestudio.training.report.steps import load_report
 
 
 @dataclass
@@ -163,7 +163,7 @@ def test_the_same_config_runs_under_accelerate_launch(db, tiny_parent, make_snap
         db, "tiny-parent", make_snapshot(8), **{**FAST, "launcher": "accelerate", "use_cpu": True}
     )
     command = runner.job_command(str(runner.job_dir(job_id) / "config.yaml"), job_id)
-    assert command[1:3] == ["-m", "training.loopback_launch"] and "--cpu" in command
+    assert command[1:3] == ["-m", "vibestudio.training.jobs.loopback_launch"] and "--cpu" in command
     view = wait(db, job_id, timeout=300)
     assert view.status == "succeeded", view.error or view.log_tail
     assert view.contestant_id is not None and [s for s, _ in view.metrics["loss"]] == [1, 2, 3, 4]

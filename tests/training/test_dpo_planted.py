@@ -13,9 +13,9 @@ import pytest
 
 from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import PROMPTS
-from training.report.steps import load_report
-from training.runner import wait
-from training.service import launch_dpo
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch_dpo
+from vibestudio.training.report.steps import load_report
 
 
 def yes_rows() -> list[dict]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from arena.registry import BUILTIN_HF, ContestantSpec, register
-from db.models import Job, JobMetric, utcnow
-from training.config import make_config
-from training.estimate import (
+from vibestudio.arena.registry import BUILTIN_HF, ContestantSpec, register
+from vibestudio.db.models import Job, JobMetric, utcnow
+from vibestudio.training.jobs.config import make_config
+from vibestudio.training.jobs.estimate import (
     Timing,
     at_share,
     calibrate,
@@ -19,8 +19,8 @@ from training.estimate import (
     formula_seconds,
     past_error,
 )
-from training.preflight import past_timings
-from training.service import check_config, estimate_job
+from vibestudio.training.jobs.preflight import past_timings
+from vibestudio.training.jobs.service import check_config, estimate_job
 
 BASE = BUILTIN_HF
 

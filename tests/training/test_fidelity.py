@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.default_model import default_gguf_path
-from arena.registry import ContestantSpec, engine_for, get_contestant, register
-from db.models import Checkpoint, Job
 from tests.helpers.models import gguf_parent_weights
-from training import fidelity
+from vibestudio.arena.default_model import default_gguf_path
+from vibestudio.arena.registry import ContestantSpec, engine_for, get_contestant, register
+from vibestudio.db.models import Checkpoint, Job
+from vibestudio.training.publishing import fidelity
 
 POLICY = fidelity.Policy(prompts=6, tokens=12, min_shift=1e-6)
 
@@ -93,7 +93,7 @@ def test_a_full_fine_tune_never_tries_an_adapter_and_falls_to_a_wider_type(q4_pa
 
 
 def test_the_registered_adapter_child_plays_through_the_arena_engine(db, q4_parent, tmp_path):
-    from arena.engines.base import Request, Sampling
+    from vibestudio.arena.engines.base import Request, Sampling
 
     gguf, hf = q4_parent
     lora = small_lora(hf, tmp_path / "child", scale=1.0)
@@ -172,8 +172,8 @@ def test_a_form_that_carries_a_share_of_the_shift_reads_that_share(a, seed, prom
 
 @pytest.mark.parametrize("record", [None, "failed"])
 def test_the_gate_holds_a_child_whose_playing_form_is_not_the_trained_model(db, record, tmp_path):
-    from training.report import verdict
-    from training.report.job import ReportOptions, run_report
+    from vibestudio.training.report import verdict
+    from vibestudio.training.report.job import ReportOptions, run_report
 
     with db.session() as s:
         cid = register(
@@ -210,7 +210,7 @@ def test_the_gate_holds_a_child_whose_playing_form_is_not_the_trained_model(db, 
     ],
 )
 def test_a_bad_fidelity_section_names_its_field(tmp_path, section, field):
-    from training.report import verdict
+    from vibestudio.training.report import verdict
 
     src = re.sub(r"fidelity:\n(  .*\n)+", f"fidelity:\n  {section}\n", verdict.RULES_PATH.read_text())
     path = tmp_path / "rules.yaml"
@@ -222,8 +222,8 @@ def test_a_bad_fidelity_section_names_its_field(tmp_path, section, field):
 
 
 def test_a_corrupt_adapter_is_never_written_or_registered(q4_parent, tmp_path):
-    from training.gguf_adapter import adapter_gguf_path, convert_adapter
-    from training.gguf_export import ConversionError
+    from vibestudio.training.publishing.gguf_adapter import adapter_gguf_path, convert_adapter
+    from vibestudio.training.publishing.gguf_export import ConversionError
 
     gguf, hf = q4_parent
     lora = small_lora(hf, tmp_path / "child")
@@ -240,8 +240,8 @@ def test_a_corrupt_adapter_is_never_written_or_registered(q4_parent, tmp_path):
 
 
 def test_the_estimate_counts_choosing_the_form_for_a_gguf_parent(tiny_model_dir):
-    from training.config import make_config
-    from training.estimate import estimate
+    from vibestudio.training.jobs.config import make_config
+    from vibestudio.training.jobs.estimate import estimate
 
     cfg = make_config("dpo", parent_contestant="p", snapshot_hash="x" * 64)
     plain = estimate(cfg, str(tiny_model_dir))

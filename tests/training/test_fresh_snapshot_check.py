@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from annotation.snapshots import vote_pairs, write_snapshot
-from arena.registry import ContestantSpec, register
-from db.models import DatasetSnapshot
 from tests.helpers.training import add_votes
-from training.errors import JobError
-from training.service import check_config, launch_config
+from vibestudio.annotation.snapshots import vote_pairs, write_snapshot
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import DatasetSnapshot
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.service import check_config, launch_config
 
 
 def _votes(db, parent: int, other: int, n: int, start: int = 0) -> None:

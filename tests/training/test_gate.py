@@ -14,19 +14,19 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from arena.battles import ArenaService
-from arena.registry import ContestantSpec, register
-from db.models import Battle, Contestant, ContestantEvent, Job
-from training import runner
-from training.config import make_config
-from training.context import JobContext, TrainResult
-from training.heartbeat import this_host
-from training.metrics import MetricWriter
-from training.pending import hold_orphans
-from training.preflight import preflight
-from training.publish import publish
-from training.report import steps
-from training.report.job import ReportOptions, run_report
+from vibestudio.arena.battles import ArenaService
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Battle, Contestant, ContestantEvent, Job
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.config import make_config
+from vibestudio.training.jobs.heartbeat import this_host
+from vibestudio.training.jobs.metrics import MetricWriter
+from vibestudio.training.jobs.pending import hold_orphans
+from vibestudio.training.jobs.preflight import preflight
+from vibestudio.training.objectives.context import JobContext, TrainResult
+from vibestudio.training.publishing.publish import publish
+from vibestudio.training.report import steps
+from vibestudio.training.report.job import ReportOptions, run_report
 
 PASS = {"evals/accuracy": {"parent": 0.5, "child": 0.5, "delta": 0.0, "q": 1.0, "p": 1.0},
         "drift/flattery": {"parent": 0.1, "child": 0.1, "delta": 0.0, "q": 1.0, "p": 1.0}}  # fmt: skip
@@ -39,7 +39,7 @@ def _publish(db, tiny_parent, make_snapshot, tmp_path: Path, name="tiny-child", 
     )
     with db.session() as s:
         checked = preflight(s, cfg)
-        # a pid is this process's runner's: the job records this process's identity (training.heartbeat.this_host)
+        # a pid is this process's runner's: the job records this process's identity (training.jobs.heartbeat.this_host)
         job = Job(kind="dpo", config=cfg.to_dict(), status=status, pid=pid, host=this_host() if pid else None)
         s.add(job)
         s.flush()

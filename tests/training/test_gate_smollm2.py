@@ -2,7 +2,7 @@
 
 A child of ``smollm2-warm`` is trained a few steps, published pending and reported on by the job's process
 while this test keeps drawing anonymous battles; none draws the child before its verdict is recorded. The child is
-a llama.cpp contestant in the form that keeps its training (``training.fidelity``), named after its job, and answers. Prints the time from training end to
+a llama.cpp contestant in the form that keeps its training (``training.publishing.fidelity``), named after its job, and answers. Prints the time from training end to
 the verdict (``release_seconds``). One real-model job covers both, so the slow lane trains SmolLM2 once."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import time
 import pytest
 from sqlalchemy import select
 
-from arena.battles import ArenaService
-from arena.engines.base import Sampling
-from arena.registry import engine_for, ensure_defaults, get_contestant
-from db.models import Battle, ContestantEvent
 from tests.helpers.training import pair_rows
-from training.runner import wait
-from training.service import launch_dpo
+from vibestudio.arena.battles import ArenaService
+from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.registry import engine_for, ensure_defaults, get_contestant
+from vibestudio.db.models import Battle, ContestantEvent
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch_dpo
 
 
 @pytest.mark.slow
@@ -68,9 +68,9 @@ def test_smollm2_child_plays_only_after_its_verdict(db, make_snapshot):
     assert len(view.metrics["loss"]) == 3 and "kl" in view.metrics
     with db.session() as s:
         info = get_contestant(s, child)
-    # published on its parent's engine in the form that keeps its training (training.fidelity): a few DPO
+    # published on its parent's engine in the form that keeps its training (training.publishing.fidelity): a few DPO
     # steps move SmolLM2 by less than a Q4_1 step, so it is the parent's file with the LoRA at run time
-    from db.models import Checkpoint
+    from vibestudio.db.models import Checkpoint
 
     with db.session() as s:
         record = s.scalar(select(Checkpoint.fidelity).where(Checkpoint.contestant_id == child))

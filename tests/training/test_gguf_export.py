@@ -12,17 +12,17 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from arena.default_model import default_gguf_path
-from arena.engines.base import Request, Sampling
-from arena.registry import ContestantSpec, get_contestant, register
-from db.models import Checkpoint, Job
-from training import gguf_export
-from training.config import make_config
-from training.context import JobContext, TrainResult
-from training.gguf_export import ConversionError, convert
-from training.metrics import MetricWriter
-from training.preflight import preflight
-from training.publish import publish
+from vibestudio.arena.default_model import default_gguf_path
+from vibestudio.arena.engines.base import Request, Sampling
+from vibestudio.arena.registry import ContestantSpec, get_contestant, register
+from vibestudio.db.models import Checkpoint, Job
+from vibestudio.training.jobs.config import make_config
+from vibestudio.training.jobs.metrics import MetricWriter
+from vibestudio.training.jobs.preflight import preflight
+from vibestudio.training.objectives.context import JobContext, TrainResult
+from vibestudio.training.publishing import gguf_export
+from vibestudio.training.publishing.gguf_export import ConversionError, convert
+from vibestudio.training.publishing.publish import publish
 
 PROMPTS = ["What is the capital of France?", "Write a haiku about rain.", "Count to five."]
 GREEDY = Sampling(temperature=0.0, max_tokens=8, repeat_penalty=1.0, seed=0)
@@ -62,8 +62,8 @@ def _answers(engine) -> list[str]:
 
 
 def test_child_gguf_answers_as_the_transformers_engine(tiny_model_dir, lora_dir, parents, tmp_path):
-    from arena.engines.hf import TransformersEngine
-    from arena.engines.llamacpp import LlamaCppEngine
+    from vibestudio.arena.engines.hf import TransformersEngine
+    from vibestudio.arena.engines.llamacpp import LlamaCppEngine
 
     done = convert(str(tiny_model_dir), str(lora_dir), parents["f32"], tmp_path / "child.gguf")
     assert done.file_type == "F32" and not done.reused
@@ -188,10 +188,10 @@ def test_models_export_gguf_and_merged(tiny_model_dir, lora_dir, parents, tmp_pa
     import torch
     from transformers import AutoModelForCausalLM
 
-    from annotation.snapshots import write_snapshot
-    from db.session import Database
-    from studio.cli import app
     from tests.helpers.training import pair_rows
+    from vibestudio.annotation.snapshots import write_snapshot
+    from vibestudio.db.session import Database
+    from vibestudio.studio.cli import app
 
     db = Database()  # the data home's database, the one the command opens
     db.migrate()
@@ -228,9 +228,9 @@ def test_models_export_gguf_and_merged(tiny_model_dir, lora_dir, parents, tmp_pa
 def test_llama_cpp_batch_decodes_as_the_stream_does(parents):
     """A report's answers on llama.cpp come from sequences decoded together: greedily the very tokens one
     stream each gives; sampled, the same text again for the same seed; the token cap is kept and said."""
-    from arena.engines.ask import ask_each
-    from arena.engines.base import EngineError
-    from arena.engines.llamacpp import LlamaCppEngine
+    from vibestudio.arena.engines.ask import ask_each
+    from vibestudio.arena.engines.base import EngineError
+    from vibestudio.arena.engines.llamacpp import LlamaCppEngine
 
     engine = LlamaCppEngine(str(parents["f32"]))
     asks = [Request([{"role": "user", "content": p}], GREEDY) for p in PROMPTS * 2]

@@ -1,4 +1,4 @@
-"""Slow: a real SmolLM2-135M LoRA child in the form publishing chooses (``training.fidelity``) keeps its training,
+"""Slow: a real SmolLM2-135M LoRA child in the form publishing chooses (``training.publishing.fidelity``) keeps its training,
 answers greedily as the transformers engine answers for the trained weights about as often as its parent's GGUF
 agrees with its own fp32 conversion, and runs at the budget's share of its parent's speed in one battle. The same
 child re-quantized at Q4_1 loses its training: the chooser must not pick it."""
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from arena.engines.base import Request, Sampling
-from arena.engines.factory import get_engine
-from arena.registry import BUILTIN_GGUF, BUILTIN_HF, resolve_model_ref
 from benchmarks.child_speed import make_child, measure
-from training import fidelity
-from training.report.verdict import load_rules
+from vibestudio.arena.engines.base import Request, Sampling
+from vibestudio.arena.engines.factory import get_engine
+from vibestudio.arena.registry import BUILTIN_GGUF, BUILTIN_HF, resolve_model_ref
+from vibestudio.training.publishing import fidelity
+from vibestudio.training.report.verdict import load_rules
 
 PROMPTS = ["What is the capital of France?", "Name three colours.", "What is 2 + 2?"]
 
@@ -20,8 +20,8 @@ PROMPTS = ["What is the capital of France?", "Name three colours.", "What is 2 +
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_smollm2_child_keeps_its_training_in_the_form_that_plays_and_near_its_parents_speed(tmp_path):
-    from arena.engines.hf import TransformersEngine
-    from arena.engines.llamacpp import LlamaCppEngine
+    from vibestudio.arena.engines.hf import TransformersEngine
+    from vibestudio.arena.engines.llamacpp import LlamaCppEngine
 
     base, adapter = make_child(tmp_path / "output")
     choice = fidelity.choose(BUILTIN_GGUF, base, adapter, tmp_path / "output", load_rules().fidelity)

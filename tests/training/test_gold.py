@@ -11,11 +11,11 @@ import torch
 
 from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import FAST
-from training.config import ConfigError, make_config
-from training.gold import make_gold_callback
-from training.overopt import gold_curve
-from training.runner import wait
-from training.service import launch_dpo
+from vibestudio.training.jobs.config import ConfigError, make_config
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch_dpo
+from vibestudio.training.objectives.gold import make_gold_callback
+from vibestudio.training.objectives.overopt import gold_curve
 
 
 class ScriptedGoldCheck:

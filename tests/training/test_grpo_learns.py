@@ -1,7 +1,7 @@
 """GRPO learns (slow lane): a real GRPO job on a generated task set raises held-out accuracy, measured on the
 same held-out tasks before the first step (the parent's weights) and after the last, with the job's own paired
 interval (child correct − parent correct per task, bootstrap over tasks) above zero; and the gain survives
-publication: the parent plays a Q8_0 GGUF on llama.cpp, the child is published in the form ``training.fidelity``
+publication: the parent plays a Q8_0 GGUF on llama.cpp, the child is published in the form ``training.publishing.fidelity``
 chooses, and its checkpoint report finds the gain again by asking that contestant, as the arena would.
 
 The parent is the tiny random model taught only the answer format (``Answer: <digit>``, random digits): a random
@@ -21,10 +21,10 @@ import pytest
 
 from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import answer_format_parent
-from training.runner import wait
-from training.service import launch
-from training.tasks import generate_task_set
-from training.tasks.store import load_tasks
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch
+from vibestudio.training.tasks import generate_task_set
+from vibestudio.training.tasks.store import load_tasks
 
 STEPS = 24
 
@@ -60,8 +60,8 @@ def grpo_on_letter_counts(  # type: ignore[no-untyped-def]
 def gguf_parent(db, hf_dir: Path, out: Path) -> Path:  # type: ignore[no-untyped-def]
     """Register ``tiny-format-gguf``: ``hf_dir`` as a Q8_0 GGUF on llama.cpp, as the arena plays the embedded
     model; returns the dequantized HF weights of that file (what a child of it is trained from)."""
-    from arena.registry import ContestantSpec, register
     from tests.helpers.models import gguf_parent_weights
+    from vibestudio.arena.registry import ContestantSpec, register
 
     gguf, hf = gguf_parent_weights(hf_dir, out, ftype=7)
     with db.session() as s:
@@ -85,9 +85,9 @@ def test_grpo_raises_heldout_accuracy_and_the_gain_survives_publication(db, tiny
     trained weights, before the first step and after the last) must rise with a paired interval above zero; then
     the child publishes in the form that keeps its training, and its checkpoint report, answering the held-out
     tasks through that contestant on llama.cpp, must find the gain too."""
-    from arena.registry import get_contestant
-    from db.models import Checkpoint
-    from training.report.steps import load_report
+    from vibestudio.arena.registry import get_contestant
+    from vibestudio.db.models import Checkpoint
+    from vibestudio.training.report.steps import load_report
 
     t0 = time.monotonic()
     info = generate_task_set(db, "strings", 250, "letters", difficulty=3, seed=0).set

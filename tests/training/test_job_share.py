@@ -1,4 +1,4 @@
-"""One user's share of the job queue (``training.runner.require_job_share``): a researcher who keeps launching
+"""One user's share of the job queue (``training.jobs.runner.require_job_share``): a researcher who keeps launching
 jobs through the service (as the Train tab's Launch and the CLI do) is refused once they have
 ``VIBESTUDIO_JOBS_PER_USER`` queued or running, with nothing written; resuming counts too; admins and the
 operator are exempt; a finished or cancelled job frees a place."""
@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select, update
 
-from accounts import add_user
-from db.models import Job
 from tests.helpers.training import FAST
-from training.errors import JobError
-from training.runner import cancel, resume
-from training.service import launch_dpo
+from vibestudio.accounts import add_user
+from vibestudio.db.models import Job
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.runner import cancel, resume
+from vibestudio.training.jobs.service import launch_dpo
 
 
 def _jobs(db) -> int:

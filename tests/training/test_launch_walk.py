@@ -8,8 +8,8 @@ import sys
 from collections import Counter
 
 from tests.test_layers import LAYERS
-from training import runner
-from training.service import launch_config
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.service import launch_config
 
 PACKAGES = set(LAYERS)
 #: Distinct studio functions a launch from YAML text passes through (measured: see the closing notes of #39).
@@ -38,7 +38,9 @@ def test_a_launch_validates_once_and_applies_the_pairs_rule_once(db, tiny_parent
     snap = make_snapshot(8)
     text = f"kind: dpo\nparent_contestant: tiny-parent\nsnapshot_hash: {snap}\nmax_steps: 2\n"
     seen = _walk(launch_config, db, text)
-    validate = seen["training.config:DPOJobConfig.validate"]  # each kind's validate calls the shared one once
+    validate = seen[
+        "vibestudio.training.jobs.config:DPOJobConfig.validate"
+    ]  # each kind's validate calls the shared one once
     modules = {name.split(":")[0] for name in seen}
     print(
         f"launch walk: {len(seen)} distinct studio functions in {len(modules)} modules, "

@@ -1,4 +1,4 @@
-"""The launcher config a job runs with (``training.launcher``): re-emitted from allowed keys only, read from the
+"""The launcher config a job runs with (``training.jobs.launcher``): re-emitted from allowed keys only, read from the
 data home's launch folder only, written by the studio into the job's folder; anything that could run a command,
 read another file or reach another host is refused naming ``accelerate_config``."""
 
@@ -7,8 +7,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from db.session import data_home
-from training.launcher import LaunchConfigError, read_launch_config, vetted, write_launch_config
+from vibestudio.db.session import data_home
+from vibestudio.training.jobs.launcher import (
+    LaunchConfigError,
+    read_launch_config,
+    vetted,
+    write_launch_config,
+)
 
 ZERO2 = """
 compute_environment: LOCAL_MACHINE

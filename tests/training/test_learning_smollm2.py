@@ -3,7 +3,7 @@
 The tests the fidelity bug would have failed. A snapshot whose chosen answers end with a rocket emoji (🚀) and
 whose rejected answers are the same words without it trains a LoRA child of the built-in ``smollm2-plain`` (the
 embedded Q4_1 GGUF on llama.cpp) by DPO, KTO, ORPO and SimPO. Each child goes the arena's way: published in the
-form ``training.fidelity`` chooses (never a re-quantized file that lost its training), then its checkpoint
+form ``training.publishing.fidelity`` chooses (never a re-quantized file that lost its training), then its checkpoint
 report answers held-out prompts through that very contestant. The report's emoji drift must rise with an
 interval that excludes 0, and the child's fidelity record must show the chosen form kept the trained shift.
 The planted vibe is the test's own choice (no issue quoted it), so nothing was tuned to it. A GRPO child on a
@@ -20,12 +20,12 @@ import time
 
 import pytest
 
-from arena.registry import DEFAULT_PERSONAS, get_contestant, register
-from db.models import Checkpoint
 from tests.helpers.postgres import ONE_KIND
-from training.report.steps import load_report
-from training.runner import wait
-from training.service import launch
+from vibestudio.arena.registry import DEFAULT_PERSONAS, get_contestant, register
+from vibestudio.db.models import Checkpoint
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch
+from vibestudio.training.report.steps import load_report
 
 QUESTIONS = [
     "Name a fruit that is yellow.",

@@ -24,14 +24,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from sqlalchemy import select
 
-from arena import lifecycle
-from arena.registry import ContestantSpec, get_contestant, register
-from db.models import Contestant, Job, utcnow
-from db.session import Database
-from studio.pages.train import _jobs_table
-from training import pending, runner
-from training.publish import Target, _publish
-from training.report import verdict
+from vibestudio.arena import lifecycle
+from vibestudio.arena.registry import ContestantSpec, get_contestant, register
+from vibestudio.db.models import Contestant, Job, utcnow
+from vibestudio.db.session import Database
+from vibestudio.studio.pages.train import _jobs_table
+from vibestudio.training.jobs import pending, runner
+from vibestudio.training.publishing.publish import Target, _publish
+from vibestudio.training.report import verdict
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

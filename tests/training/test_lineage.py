@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from annotation.snapshots import write_snapshot
-from arena.registry import ContestantSpec, register
-from db.models import Job
 from tests.helpers.training import pair_rows
-from training.lineage import lineage, overoptimisation_alerts
+from vibestudio.annotation.snapshots import write_snapshot
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Job
+from vibestudio.training.publishing.lineage import lineage, overoptimisation_alerts
 
 
 def test_lineage_walks_parents_with_jobs_and_votes(db, tiny_parent, tiny_model_dir):

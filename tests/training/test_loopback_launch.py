@@ -1,4 +1,4 @@
-"""A job's distributed rendezvous listens on loopback only (``training.loopback_launch``): torch's elastic agent,
+"""A job's distributed rendezvous listens on loopback only (``training.jobs.loopback_launch``): torch's elastic agent,
 which ``accelerate launch`` runs, serves its rendezvous and its workers' store on every interface of the host,
 so anyone who reached the port could join the job's process group. A job with ``launcher: accelerate`` starts
 through the loopback launcher, and a real two-process CPU launch listens on 127.0.0.1 and nowhere else, even
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from training import runner
+from vibestudio.training.jobs import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,7 +63,7 @@ def test_an_accelerate_job_starts_through_the_loopback_launcher(monkeypatch, tmp
     monkeypatch.setattr(runner, "load_config", lambda path: cfg)
     monkeypatch.setattr(runner, "_is_report", lambda path: False)
     command = runner.job_command(str(tmp_path / "config.yaml"), 1)
-    assert command[1:3] == ["-m", "training.loopback_launch"]
+    assert command[1:3] == ["-m", "vibestudio.training.jobs.loopback_launch"]
     assert "accelerate.commands.launch" not in command
 
 
@@ -73,7 +73,14 @@ def test_a_two_process_launch_listens_on_loopback_only(tmp_path):
     script.write_text(SCRIPT)
     out = tmp_path / "seen.json"
     env = {**os.environ, "MASTER_ADDR": "0.0.0.0", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    argv = [sys.executable, "-m", "training.loopback_launch", "--num_processes", "2", "--multi_gpu"]
+    argv = [
+        sys.executable,
+        "-m",
+        "vibestudio.training.jobs.loopback_launch",
+        "--num_processes",
+        "2",
+        "--multi_gpu",
+    ]
     done = subprocess.run(
         [*argv, str(script), str(out)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240
     )

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from arena.registry import get_contestant
 from tests.helpers.postgres import ONE_KIND
-from training.runner import wait
-from training.service import launch
+from vibestudio.arena.registry import get_contestant
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch
 
 STEPS = {"max_steps": 2, "learning_rate": 5e-3, "drift_prompts": 0, "eval_items": 0, "save_steps": 1}
 
@@ -50,7 +50,7 @@ def test_each_objective_trains_records_curves_and_publishes(db, tiny_parent, mak
 def test_cancel_and_resume_continue_from_the_last_checkpoint(db, tiny_parent, make_snapshot, kind):
     import time
 
-    from training import runner
+    from vibestudio.training.jobs import runner
 
     job_id = launch(db, kind, "tiny-parent", make_snapshot(8), **{**STEPS, "max_steps": 6, "save_steps": 2})
     state = runner.job_dir(job_id) / "checkpoints" / "checkpoint-2" / "trainer_state.json"

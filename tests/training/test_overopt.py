@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from training.lineage import overoptimisation_alerts
-from training.overopt import fit_gao, gold_curve
+from vibestudio.training.objectives.overopt import fit_gao, gold_curve
+from vibestudio.training.publishing.lineage import overoptimisation_alerts
 
 
 def _job(gold_of_d, steps=range(0, 21, 2), kl_per_step=0.5, se=None):

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from arena.registry import ContestantSpec, register
-from db.models import Contestant
-from standings.probes import run_probe
 from tests.helpers.scripted_chat import ScriptedChat
-from training.report.job import ReportOptions, after_probes, run_report
-from training.report.steps import load_report
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.db.models import Contestant
+from vibestudio.standings.probes import run_probe
+from vibestudio.training.report.job import ReportOptions, after_probes, run_report
+from vibestudio.training.report.steps import load_report
 
 RULES = """version: 7
 rules:

@@ -1,4 +1,4 @@
-"""Liveness by heartbeat and a process identity that cannot collide (``training.heartbeat.this_host``).
+"""Liveness by heartbeat and a process identity that cannot collide (``training.jobs.heartbeat.this_host``).
 
 Two containers that share a host name but not a process space (a worker container on the host network) once
 failed each other's running jobs: each read the other's pid as its own, found no such process, and failed the
@@ -15,9 +15,9 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from db.models import Job, utcnow
-from training import heartbeat, runner
-from training.heartbeat import db_now, this_host
+from vibestudio.db.models import Job, utcnow
+from vibestudio.training.jobs import heartbeat, runner
+from vibestudio.training.jobs.heartbeat import db_now, this_host
 
 
 def _dead_pid() -> int:
@@ -72,7 +72,7 @@ def test_two_processes_on_one_host_name_never_share_an_identity():
     one host name; a worker's default name carries the token too (pid 1 in two containers)."""
     import importlib.util
 
-    from training.workers import default_name
+    from vibestudio.training.jobs.workers import default_name
 
     tokens = set()
     for n in range(2):

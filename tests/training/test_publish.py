@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from arena.registry import ContestantSpec, get_contestant, register
-from db.models import Checkpoint, Job
-from training.config import make_config
-from training.context import JobContext, TrainResult
-from training.metrics import MetricWriter
-from training.preflight import preflight
-from training.publish import publish
+from vibestudio.arena.registry import ContestantSpec, get_contestant, register
+from vibestudio.db.models import Checkpoint, Job
+from vibestudio.training.jobs.config import make_config
+from vibestudio.training.jobs.metrics import MetricWriter
+from vibestudio.training.jobs.preflight import preflight
+from vibestudio.training.objectives.context import JobContext, TrainResult
+from vibestudio.training.publishing.publish import publish
 
 
 def _publish(db, cfg, tmp_path: Path, adapter: bool = True):

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from training.config import ConfigError, make_config
-from training.estimate import report_seconds
-from training.report.fair import detectable_rate, detectable_shift, items_for, prompts_for
-from training.report.job import ReportOptions
-from training.report.text import drift_md
+from vibestudio.training.jobs.config import ConfigError, make_config
+from vibestudio.training.jobs.estimate import report_seconds
+from vibestudio.training.report.fair import detectable_rate, detectable_shift, items_for, prompts_for
+from vibestudio.training.report.job import ReportOptions
+from vibestudio.training.report.text import drift_md
 
 
 @given(st.floats(0.05, 3.0))
@@ -71,9 +71,9 @@ def test_one_default_eval_count_chosen_for_a_stated_change():
     items, the fewest that detect the default change."""
     import inspect
 
-    from studio.cli.models import drift_cmd as drift
-    from training.report.fair import DEFAULT_EVAL_CHANGE, DEFAULT_EVAL_ITEMS
-    from training.report.steps import drift_report
+    from vibestudio.studio.cli.models import drift_cmd as drift
+    from vibestudio.training.report.fair import DEFAULT_EVAL_CHANGE, DEFAULT_EVAL_ITEMS
+    from vibestudio.training.report.steps import drift_report
 
     assert items_for(DEFAULT_EVAL_CHANGE) == DEFAULT_EVAL_ITEMS
     assert make_config("dpo", parent_contestant="p").eval_items == DEFAULT_EVAL_ITEMS
@@ -83,7 +83,7 @@ def test_one_default_eval_count_chosen_for_a_stated_change():
 
 
 def _item(i: int, category: str):
-    from standings.evals import EvalItem
+    from vibestudio.standings.evals import EvalItem
 
     return EvalItem(id=f"i{i}", category=category, prompt=f"p{i}", check={"type": "lowercase"})
 
@@ -92,7 +92,7 @@ def _item(i: int, category: str):
 def test_part_of_the_eval_set_is_taken_in_turn_from_each_category(categories, n):
     from collections import Counter
 
-    from standings.evals import spread
+    from vibestudio.standings.evals import spread
 
     items = [_item(i, c) for i, c in enumerate(categories)]
     part = spread(items, n)
@@ -110,8 +110,8 @@ def test_part_of_the_eval_set_is_taken_in_turn_from_each_category(categories, n)
 
 
 def test_the_default_part_of_the_built_in_set_asks_every_category():
-    from standings.evals import load_items, spread
-    from training.report.fair import DEFAULT_EVAL_ITEMS
+    from vibestudio.standings.evals import load_items, spread
+    from vibestudio.training.report.fair import DEFAULT_EVAL_ITEMS
 
     _, items = load_items()
     part = spread(items, DEFAULT_EVAL_ITEMS)

@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo
-from textfeatures import vibes
-from training.report.discover import discover
-from training.report.drift_stats import compare
-from training.report.fair import content_hash, fair_pair, held_out
-from training.report.stats import adjust, mcnemar_p, paired_change
-from training.report.verdict import VerdictError, decide, load_rules
+from vibestudio.arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo
+from vibestudio.common.stats import adjust, mcnemar_p, paired_change
+from vibestudio.textfeatures import vibes
+from vibestudio.training.report.discover import discover
+from vibestudio.training.report.drift_stats import compare
+from vibestudio.training.report.fair import content_hash, fair_pair, held_out
+from vibestudio.training.report.verdict import VerdictError, decide, load_rules
 
 TOPICS = [
     "rivers", "volcanoes", "bread", "chess", "tides", "bees", "glass", "trains", "clouds", "maps",

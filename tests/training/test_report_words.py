@@ -7,16 +7,16 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from annotation.snapshots import write_snapshot
-from arena import lifecycle
-from arena.registry import ContestantSpec, get_contestant, register
-from db.models import Job
 from tests.helpers.training import pair_rows
-from training import runner
-from training.config import ConfigError, config_from_dict
-from training.publish import Target, _publish, trained_on
-from training.report.model_page import family
-from training.report.text import lineage_md
+from vibestudio.annotation.snapshots import write_snapshot
+from vibestudio.arena import lifecycle
+from vibestudio.arena.registry import ContestantSpec, get_contestant, register
+from vibestudio.db.models import Job
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.config import ConfigError, config_from_dict
+from vibestudio.training.publishing.publish import Target, _publish, trained_on
+from vibestudio.training.report.model_page import family
+from vibestudio.training.report.text import lineage_md
 
 
 @pytest.mark.parametrize("text,value", [("1e-9", 1e-9), ("5E-7", 5e-7), ("+2e-5", 2e-5)])

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from safetensors.torch import load_file
 
-from arena.registry import get_contestant
-from db.models import Checkpoint
-from training.artifacts import read_manifest
-from training.runner import job_view, wait
-from training.service import launch
+from vibestudio.arena.registry import get_contestant
+from vibestudio.db.models import Checkpoint
+from vibestudio.training.jobs.runner import job_view, wait
+from vibestudio.training.jobs.service import launch
+from vibestudio.training.publishing.artifacts import read_manifest
 
 
 def _lora_b_nonzero(folder: str) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.training.test_report_stats import answers
-from training.report.discover import candidates, discover, preference_answers, rewarded, took_on
+from vibestudio.training.report.discover import candidates, discover, preference_answers, rewarded, took_on
 
 
 def rows(chosen: list[str], rejected: list[str], conversational: bool = True) -> list[dict]:

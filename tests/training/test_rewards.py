@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from training.rewards import RewardSpecError, build_rewards, make_reward, validate_specs
+from vibestudio.training.objectives.rewards import RewardSpecError, build_rewards, make_reward, validate_specs
 
 
 def conv(text: str) -> list[dict]:

@@ -9,12 +9,12 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from db.models import Contestant, Job
 from tests.helpers.training import FAST, pair_rows
-from training import runner
-from training.errors import JobError
-from training.publish import publish_checkpoint
-from training.service import launch, launch_dpo
+from vibestudio.db.models import Contestant, Job
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.service import launch, launch_dpo
+from vibestudio.training.publishing.publish import publish_checkpoint
 
 
 def _count_jobs(db) -> int:

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from db.models import Task, TaskSet
-from training.tasks import (
+from vibestudio.db.models import Task, TaskSet
+from vibestudio.training.tasks import (
     TaskError,
     TaskImportError,
     generate_task_set,
@@ -22,8 +22,8 @@ from training.tasks import (
     load_tasks,
     train_tasks,
 )
-from training.tasks.generator import generate
-from training.tasks.store import content_hash, split_of
+from vibestudio.training.tasks.generator import generate
+from vibestudio.training.tasks.store import content_hash, split_of
 
 
 def write_jsonl(path, rows):
@@ -225,7 +225,7 @@ def test_generated_families_are_deterministic_and_checkable(db):
     assert generate("arithmetic", 5, 1, seed=1) != generate("arithmetic", 5, 1, seed=2)
     result = generate_task_set(db, "units", 50, "units-1", difficulty=2, seed=3)
     assert result.kept == 50 and get_task_set(db, "units-1").provenance["family"] == "units"
-    from training.tasks.verifiers import verify
+    from vibestudio.training.tasks.verifiers import verify
 
     for t in load_tasks(db, "units-1"):
         assert verify(t.verifier, f"Answer: {t.answer}", t.answer).passed, t
@@ -236,7 +236,7 @@ def test_generated_families_are_deterministic_and_checkable(db):
 
 
 def test_cli_import_generate_list_show(db, tmp_path, monkeypatch):
-    from studio.cli import app
+    from vibestudio.studio.cli import app
 
     monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", db.url)
     runner = CliRunner()

@@ -9,16 +9,16 @@ import json
 import pytest
 
 from tests.helpers.postgres import ONE_KIND
-from training.config import ConfigError, make_config
-from training.errors import JobError
-from training.lineage import lineage, overoptimisation_alerts
-from training.report.verdict import decide, load_rules
-from training.rewards import build_rewards
-from training.service import check_config, launch
-from training.tasks import generate_task_set, import_task_file, load_tasks
-from training.tasks.report import reward_without_accuracy
-from training.tasks.scoring import accuracy_of, gaming, wilson
-from training.tasks.verifiers import Check
+from vibestudio.training.jobs.config import ConfigError, make_config
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.service import check_config, launch
+from vibestudio.training.objectives.rewards import build_rewards
+from vibestudio.training.publishing.lineage import lineage, overoptimisation_alerts
+from vibestudio.training.report.verdict import decide, load_rules
+from vibestudio.training.tasks import generate_task_set, import_task_file, load_tasks
+from vibestudio.training.tasks.report import reward_without_accuracy
+from vibestudio.training.tasks.scoring import accuracy_of, gaming, wilson
+from vibestudio.training.tasks.verifiers import Check
 
 
 def _rows(n, start=0):
@@ -145,7 +145,7 @@ def test_hack_signals_and_the_rules_that_flag_them(db):
 @pytest.mark.slow
 @pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 def test_tiny_grpo_on_a_task_set(db, tiny_parent):
-    from training.runner import wait
+    from vibestudio.training.jobs.runner import wait
 
     generate_task_set(db, "arithmetic", 60, "arith")
     job = launch(
@@ -191,7 +191,7 @@ def test_tiny_grpo_on_a_task_set(db, tiny_parent):
     )
     chain = lineage(db, view.contestant_id)
     assert chain[0].task_set["name"] == "arith" and chain[0].task_set["n_heldout"] > 0
-    from training.report.steps import load_report
+    from vibestudio.training.report.steps import load_report
 
     report = load_report(db, view.contestant_id)
     assert report is not None and "rlvr/accuracy" in report.measures, report.unmeasured
@@ -201,8 +201,8 @@ def test_tiny_grpo_on_a_task_set(db, tiny_parent):
 def test_cli_dry_run_and_the_train_tab_form(db, tiny_parent, monkeypatch):
     from typer.testing import CliRunner
 
-    from studio.cli import app
-    from studio.pages.train import with_task_set
+    from vibestudio.studio.cli import app
+    from vibestudio.studio.pages.train import with_task_set
 
     monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", db.url)
     generate_task_set(db, "arithmetic", 40, "arith")

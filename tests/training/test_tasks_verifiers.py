@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from training.tasks import verifiers as v
-from training.tasks.verifiers import VerifierError, check_reference, check_spec, verify
+from vibestudio.training.tasks import verifiers as v
+from vibestudio.training.tasks.verifiers import VerifierError, check_reference, check_spec, verify
 
 
 def ok(spec, answer, ref, choices=None):

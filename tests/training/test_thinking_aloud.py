@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from textfeatures.vibes import thinking_aloud, words_before
-from training.report.drift_stats import reasoning_changes
-from training.tasks.report import thinking_measures
-from training.tasks.store import TaskItem
+from vibestudio.textfeatures.vibes import thinking_aloud, words_before
+from vibestudio.training.report.drift_stats import reasoning_changes
+from vibestudio.training.tasks.report import thinking_measures
+from vibestudio.training.tasks.store import TaskItem
 
 
 @pytest.mark.parametrize(
@@ -85,9 +85,9 @@ def test_task_answers_thinking_and_words_before_the_answer():
 def test_tasks_report_cli_prints_the_thinking_measures(db, monkeypatch):
     from typer.testing import CliRunner
 
-    from arena.registry import ContestantSpec, register
-    from studio.cli import app
-    from training.report.steps import CheckpointReport, report_folder, save_report
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.studio.cli import app
+    from vibestudio.training.report.steps import CheckpointReport, report_folder, save_report
 
     monkeypatch.setenv("VIBESTUDIO_DATABASE_URL", db.url)
     with db.session() as s:
@@ -122,6 +122,6 @@ def test_tasks_report_cli_prints_the_thinking_measures(db, monkeypatch):
     ],
 )
 def test_several_numbers_tells_worked_steps_from_listed_candidates(answer, hacked):
-    from training.tasks.scoring import several_numbers
+    from vibestudio.training.tasks.scoring import several_numbers
 
     assert several_numbers(answer, "Lena has 2 cookies and gets 4 more. How many now?") is hacked

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from textfeatures import tone, vibes
-from training.report.drift_stats import compare, feature_changes, merged_thresholds
-from training.report.text import glance_md, tone_md
-from training.report.verdict import decide, load_rules
+from vibestudio.textfeatures import tone, vibes
+from vibestudio.training.report.drift_stats import compare, feature_changes, merged_thresholds
+from vibestudio.training.report.text import glance_md, tone_md
+from vibestudio.training.report.verdict import decide, load_rules
 
 # The child in the issue: its answers, its report's marker count read 1.3% -> 6.3% of answers, not flagged.
 ISSUE_PRAISE = [
@@ -147,7 +147,7 @@ def test_the_issues_child_reads_flattery_and_regress():
     measures = {f"drift/{k}": vars(v) for k, v in drift.items()}
     v = decide(measures, {}, load_rules())
     assert v.verdict == "regress" and v.hold and any("more flattery" in r for r in v.reasons)
-    from training.report.discover import summarise_tone
+    from vibestudio.training.report.discover import summarise_tone
 
     report = {
         "features": measures and {k: vars(v) for k, v in drift.items()},
@@ -163,7 +163,7 @@ def test_the_issues_child_reads_flattery_and_regress():
 
 # -- discovered phrases summarised into axes -------------------------------------------------------------------------
 def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
-    from training.report.discover import discover, phrase_axis, summarise_tone
+    from vibestudio.training.report.discover import discover, phrase_axis, summarise_tone
 
     prompts = [f"How do I do task {i}?" for i in range(40)]
     parent = [f"Start with step one of task {i}, then check the result." for i in range(40)]
@@ -198,8 +198,8 @@ def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
 def test_a_saved_report_rescored_reads_its_own_answers_with_the_tone_axes():
     """``training.report.steps.rescore``: the same stored answers measured again (how a report from before the tone axes
     is read after them); evals and the rest are kept."""
-    from training.report.drift_stats import FeatureDrift
-    from training.report.steps import CheckpointReport, rescore
+    from vibestudio.training.report.drift_stats import FeatureDrift
+    from vibestudio.training.report.steps import CheckpointReport, rescore
 
     prompts = [f"How do I do task {i}?" for i in range(30)]
     parent = [f"Start with step one of task {i}, then check the result." for i in range(30)]

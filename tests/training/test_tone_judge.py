@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.scripted_judge import ScriptedJudge
-from training.report.steps import drift_report
-from training.report.text import glance_md, report_md
-from training.report.vibecheck import tone_axis
+from vibestudio.training.report.steps import drift_report
+from vibestudio.training.report.text import glance_md, report_md
+from vibestudio.training.report.vibecheck import tone_axis
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.tones import PLANTERS, PROMPTS, parent_answers, plant
-from textfeatures import tone
-from training.report.discover import summarise_tone
-from training.report.drift_stats import compare
-from training.report.text import glance_md
-from training.report.verdict import decide, load_rules
+from vibestudio.textfeatures import tone
+from vibestudio.training.report.discover import summarise_tone
+from vibestudio.training.report.drift_stats import compare
+from vibestudio.training.report.text import glance_md
+from vibestudio.training.report.verdict import decide, load_rules
 
 SEEDS = (11, 12, 13)
 

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from standings.ratings import leaderboard
+from vibestudio.standings.ratings import leaderboard
 
 LN10_400 = math.log(10) / 400
 PLAIN = "Water it twice a week and keep it in the sun."

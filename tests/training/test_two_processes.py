@@ -9,9 +9,9 @@ import pytest
 
 from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import FAST
-from training import runner
-from training.runner import wait
-from training.service import launch
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.runner import wait
+from vibestudio.training.jobs.service import launch
 
 pytestmark = pytest.mark.slow
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.snapshots import get_snapshot, snapshot_from_votes, vote_unpaired, write_snapshot
-from annotation.unpaired import ScoreRule, balance, from_pairs, unpaired_rows
-from arena.registry import ContestantSpec, register
 from tests.helpers.training import add_votes as _votes
 from tests.helpers.training import pair_rows
-from training.config import JOB_KINDS, ConfigError, config_errors, make_config
-from training.errors import JobError
-from training.estimate import estimate, tokens_per_step
-from training.service import check_config, launch_config
+from vibestudio.annotation.snapshots import get_snapshot, snapshot_from_votes, vote_unpaired, write_snapshot
+from vibestudio.annotation.unpaired import ScoreRule, balance, from_pairs, unpaired_rows
+from vibestudio.arena.registry import ContestantSpec, register
+from vibestudio.training.jobs.config import JOB_KINDS, ConfigError, config_errors, make_config
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.estimate import estimate, tokens_per_step
+from vibestudio.training.jobs.service import check_config, launch_config
 
 
 def _record(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from training.report import verdict
-from training.report.verdict import HoldPolicy, VerdictError, load_rules, no_report
+from vibestudio.training.report import verdict
+from vibestudio.training.report.verdict import HoldPolicy, VerdictError, load_rules, no_report
 
 RULE = "rules:\n  - {measure: drift/tokens, when: significant_increase, verdict: watch}\n"
 

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from arena import lifecycle
-from training.report.verdict import HoldPolicy, Rule, Rules, apply_hold_policy, badge_for, decide, no_report
+from vibestudio.arena import lifecycle
+from vibestudio.training.report.verdict import (
+    HoldPolicy,
+    Rule,
+    Rules,
+    apply_hold_policy,
+    badge_for,
+    decide,
+    no_report,
+)
 
 
 def _rules(*rules: Rule, alpha: float = 0.05) -> Rules:

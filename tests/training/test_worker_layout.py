@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from arena.engines.base import Sampling
-from arena.engines.hf import TransformersEngine
-from db.models import Contestant, Job
-from db.session import data_home
 from tests.helpers.postgres import KINDS
 from tests.helpers.training import FAST
-from training import runner
-from training.heartbeat import process_alive
-from training.service import launch
+from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.engines.hf import TransformersEngine
+from vibestudio.db.models import Contestant, Job
+from vibestudio.db.session import data_home
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.heartbeat import process_alive
+from vibestudio.training.jobs.service import launch
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_a_worker_on_another_data_home_claims_publishes_cancels_and_is_detected_
     assert runner.job_view(db, first).waiting == "waiting for a worker that serves dpo"  # no worker yet
 
     log = tmp_path / "worker.log"
-    argv = [sys.executable, "-m", "studio.cli", "worker", "--host-name", HOST, "--kinds", "dpo"]
+    argv = [sys.executable, "-m", "vibestudio.studio.cli", "worker", "--host-name", HOST, "--kinds", "dpo"]
     with open(log, "wb") as out:
         worker = subprocess.Popen(
             [*argv, "--data-home", str(worker_home)],
@@ -132,7 +132,7 @@ def test_a_worker_on_another_data_home_claims_publishes_cancels_and_is_detected_
         claims.append(_claimed(db, second, log))
         pid = _child_beating(db, second, log)
         done = subprocess.run(
-            [sys.executable, "-m", "studio.cli", "jobs", "cancel", str(second)],
+            [sys.executable, "-m", "vibestudio.studio.cli", "jobs", "cancel", str(second)],
             env=_env(db, tmp_path / "app-2-home"),
             capture_output=True,
             text=True,

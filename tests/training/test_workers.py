@@ -13,10 +13,17 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from db.models import DatasetSnapshot, Job, Worker
-from training import runner
-from training.heartbeat import Beater, beat, read_now, register_worker, stale_jobs, waiting_reasons
-from training.workers import WorkerService, claim, parse_gpus, parse_kinds
+from vibestudio.db.models import DatasetSnapshot, Job, Worker
+from vibestudio.training.jobs import runner
+from vibestudio.training.jobs.heartbeat import (
+    Beater,
+    beat,
+    read_now,
+    register_worker,
+    stale_jobs,
+    waiting_reasons,
+)
+from vibestudio.training.jobs.workers import WorkerService, claim, parse_gpus, parse_kinds
 
 
 def _queued(db, n: int, kind: str = "dpo") -> list[int]:

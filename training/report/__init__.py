@@ -3,10 +3,10 @@ verdict that releases or holds it, and the model page that shows it all.
 
 - ``training.report.steps``: the report, step by step (``drift_report``), saved and read back (``load_report``);
 - ``training.report.job``: the report as a job (``run_report``, ``run_report_job``, ``queue_report_job``,
-  ``after_probes``), which ``training.publish`` runs for every checkpoint it publishes;
+  ``after_probes``), which ``training.publishing.publish`` runs for every checkpoint it publishes;
 - ``training.report.fair``: both sides answer the same held-out prompts under the same conditions;
 - ``training.report.drift_stats``: the feature-drift statistics and their practical thresholds;
-- ``training.report.stats``: paired statistics (bootstrap intervals, permutation and sign tests, BH q-values);
+- ``common.stats``: paired statistics (bootstrap intervals, permutation and sign tests, BH q-values);
 - ``training.report.discover``: discovered and rewarded phrases, and the tone summary;
 - ``training.report.vibecheck``: the differences a judge names and then checks;
 - ``training.report.decisions``: one decision per measure, which every view renders;
@@ -15,6 +15,6 @@ verdict that releases or holds it, and the model page that shows it all.
   and the model page as Markdown.
 
 Imports common, textfeatures, db, accounts, arena, standings and annotation, and from the rest of ``training``
-the job queue (``training.runner``) and, when a report measures a task set, ``training.tasks``. Nothing in the training
-loop imports it; ``training.publish``, the job process and the studio's pages and commands do.
+the job queue (``training.jobs.runner``) and, when a report measures a task set, ``training.tasks``. Nothing in the training
+loop imports it; ``training.publishing.publish``, the job process and the studio's pages and commands do.
 """

@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from arena.engines.base import Reply
-from arena.registry import ContestantInfo, messages_for, resolve_model_ref
-from common.settings import get_settings
+from vibestudio.arena.engines.base import Reply
+from vibestudio.arena.registry import ContestantInfo, messages_for, resolve_model_ref
+from vibestudio.common.settings import get_settings
 
 #: Raised when ``arena.engines.llamacpp_batch`` changes what a seed draws (the sampler's order or constants).
 DECODER_VERSION = 1

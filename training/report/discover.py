@@ -29,9 +29,9 @@ from typing import Any
 
 from scipy.stats import norm
 
-from standings.ratings._features import assistant_text
-from textfeatures.vibes import TOKEN_RE
-from training.report.stats import bh, sign_test
+from vibestudio.common.stats import bh, sign_test
+from vibestudio.standings.ratings._features import assistant_text
+from vibestudio.textfeatures.vibes import TOKEN_RE
 
 Key = tuple[str, str]  # (kind, phrase)
 FAMILY = {"phrase": "phrases", "opening": "edges", "closing": "edges"}
@@ -331,8 +331,8 @@ def phrase_axis(phrase: str, kind: str, answers: list[str]) -> tuple[str, int, i
     where it rose): the axis most of those sentences show; else what its words are about (``PRESENCE``: "you" is
     addressing the user, "I'm" first-person presence, "!" exclamations, emoji), else "". Returns (axis, sentences
     showing that axis, sentences using the phrase)."""
-    from textfeatures import tone
-    from textfeatures.vibes import emoji_list
+    from vibestudio.textfeatures import tone
+    from vibestudio.textfeatures.vibes import emoji_list
 
     sub = _phrase_tokens(phrase, kind)
     votes: Counter[str] = Counter()
@@ -383,8 +383,8 @@ def summarise_tone(
     report's drift), the share of answers showing it on each side, example sentences from the side it moved
     to, and the discovered and rewarded phrases that belong to it (``phrase_axis``); phrases of no tone axis are
     grouped by what their words are about. Plain data for ``training.report.text``."""
-    from textfeatures import tone
-    from textfeatures.vibes import features as text_features
+    from vibestudio.textfeatures import tone
+    from vibestudio.textfeatures.vibes import features as text_features
 
     ta = [tone.axes(t, p) for t, p in zip(parent, prompts, strict=True)]
     tb = [tone.axes(t, p) for t, p in zip(child, prompts, strict=True)]

@@ -2,7 +2,7 @@
 the parent's on the same prompts, as a paired change, and whether it is past its practical threshold.
 
 ``feature_changes`` measures every feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
-markers, refusals) as a paired change (``training.report.stats.paired_change``: a bootstrap-over-prompts interval
+markers, refusals) as a paired change (``common.stats.paired_change``: a bootstrap-over-prompts interval
 and a permutation p-value); the tone axes are measured on the answer pairs they apply to on both sides (at least
 ``TONE_MIN_PAIRS``). ``degeneration_changes`` does the same for the degeneration signals, and
 ``reasoning_changes`` for answers that reason aloud. A change is past its threshold (``is_flagged``) when it is
@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from textfeatures import tone, vibes
-from training.report.fair import Answer
-from training.report.stats import Change, adjust, paired_change
+from vibestudio.common.stats import Change, adjust, paired_change
+from vibestudio.textfeatures import tone, vibes
+from vibestudio.training.report.fair import Answer
 
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "tokens": {"abs": 10.0, "rel": 0.3},

@@ -26,10 +26,10 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from arena.engines.ask import ask_batch
-from arena.engines.base import Reply, Request, Sampling
-from arena.prompts import mt_bench_first_turns
-from arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, engine_for, messages_for
+from vibestudio.arena.engines.ask import ask_batch
+from vibestudio.arena.engines.base import Reply, Request, Sampling
+from vibestudio.arena.prompts import mt_bench_first_turns
+from vibestudio.arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, engine_for, messages_for
 
 
 def content_hash(text: str) -> str:
@@ -155,7 +155,7 @@ def answer_all_counted(
     for a benchmark that times decoding). The rest go in one ``ask_batch``: batched
     ``generate`` calls on the transformers engine, sequences decoded together on llama.cpp, one gated request per
     prompt (in parallel up to the engine's concurrency) on any other."""
-    from training.report import answer_cache
+    from vibestudio.training.report import answer_cache
 
     base = dict(info.sampling)
     samplings = [{**base, "seed": seed + i} for i in range(len(prompts))]

@@ -3,10 +3,10 @@
 ``ReportOptions`` are the report settings of a job config (``REPORT_FIELDS``). ``run_report`` makes a published
 checkpoint's report against its parent (``training.report.steps.drift_report``), saves it beside the contestant,
 and records its verdict (``training.report.verdict.record``), which releases or holds the contestant; it never
-raises. Two paths run it, both from ``training.publish``, the one publish path: at the end of a job the job
-process (``training.job_process``) runs it in its own process right after publishing; a checkpoint published on
+raises. Two paths run it, both from ``training.publishing.publish``, the one publish path: at the end of a job the job
+process (``training.jobs.job_process``) runs it in its own process right after publishing; a checkpoint published on
 the way gets a queued ``report`` job (``queue_report_job``, in the publish's own transaction) that the job queue
-(``training.runner``) starts like any job, and whose process runs ``run_report_job``. ``after_probes`` decides
+(``training.jobs.runner``) starts like any job, and whose process runs ``run_report_job``. ``after_probes`` decides
 again the verdicts that sycophancy probes stored since can change.
 """
 
@@ -23,10 +23,10 @@ import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import Contestant, Job, utcnow
-from db.session import Database
-from training import runner
-from training.report import fair, steps, verdict
+from vibestudio.db.models import Contestant, Job, utcnow
+from vibestudio.db.session import Database
+from vibestudio.training.jobs import runner
+from vibestudio.training.report import fair, steps, verdict
 
 #: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
 REPORT_FIELDS = (
@@ -99,14 +99,14 @@ def run_report(
     """The checkpoint report vs the parent, saved, and its verdict recorded (which releases or holds the
     contestant). Never raises: a report that cannot be made records "unknown" with the reason (held by
     default), and a skipped one (``drift_prompts: 0``) does too. Returns the contestant's state after."""
-    from annotation.snapshots import get_snapshot, load_snapshot
+    from vibestudio.annotation.snapshots import get_snapshot, load_snapshot
 
     t0 = time.perf_counter()
     try:
         rules = verdict.load_rules(options.verdict_rules or None)
     except Exception as exc:
         return verdict.record(db, contestant_id, verdict.no_report(f"the verdict rules: {exc}", False))
-    from training import fidelity
+    from vibestudio.training.publishing import fidelity
 
     untrained = fidelity.not_as_trained(db, contestant_id)
     if untrained is not None:  # the report would certify another model than the one the votes trained
@@ -120,8 +120,8 @@ def run_report(
         rows = None
         providers = None
         if options.tasks:  # RLVR: no snapshot; held-out task accuracy and reward hacking instead
-            from training.tasks.checks import task_reward_override
-            from training.tasks.report import task_measures
+            from vibestudio.training.tasks.checks import task_reward_override
+            from vibestudio.training.tasks.report import task_measures
 
             n_tasks = options.heldout_tasks if options.heldout_tasks > 0 else -1
             override = task_reward_override(options)
@@ -193,7 +193,7 @@ def run_report(
 def _probe_pair(db: Database, contestant_id: int, options: ReportOptions, say: Callable[[str], None]) -> None:
     """Run the sycophancy probes (a small spread of items) on the child and its parent, so the report's
     ``sycophancy/*`` measures are measured rather than left as gaps."""
-    from standings.probes import PROBES, run_probe
+    from vibestudio.standings.probes import PROBES, run_probe
 
     with db.session() as s:
         row = s.get_one(Contestant, contestant_id)

@@ -17,16 +17,16 @@ from typing import Any
 
 from sqlalchemy import select
 
-from arena import lifecycle
-from arena.registry import ContestantInfo, get_contestant, to_info
-from db.models import Contestant, DatasetSnapshot, Job, JobMetric
-from db.session import Database
-from standings import goldilocks
-from standings.leaderboard import LeaderboardService, standard_options, vibe_profile
-from standings.records import battle_records
-from standings.words import counted
-from training.report import verdict as verdicts
-from training.report.steps import load_report
+from vibestudio.arena import lifecycle
+from vibestudio.arena.registry import ContestantInfo, get_contestant, to_info
+from vibestudio.db.models import Contestant, DatasetSnapshot, Job, JobMetric
+from vibestudio.db.session import Database
+from vibestudio.standings import goldilocks
+from vibestudio.standings.leaderboard import LeaderboardService, standard_options, vibe_profile
+from vibestudio.standings.records import battle_records
+from vibestudio.standings.words import counted
+from vibestudio.training.report import verdict as verdicts
+from vibestudio.training.report.steps import load_report
 
 CURVES = (
     "loss",
@@ -67,7 +67,7 @@ def _snapshot(s: Any, snapshot_hash: str | None) -> dict[str, Any] | None:
         return {"hash": snapshot_hash, "missing": "the snapshot row is gone"}
     sources: Counter[str] = Counter()
     try:
-        from annotation.snapshots import load_snapshot
+        from vibestudio.annotation.snapshots import load_snapshot
 
         for row in load_snapshot(snap.path, snap.hash, provenance=True):
             sources[str((row.get("provenance") or {}).get("source", "unknown"))] += 1
@@ -243,8 +243,8 @@ def model_page(
 
 def fidelity_of(db: Database, contestant_id: int) -> dict[str, Any] | None:
     """The form this checkpoint plays as and how much of its training each measured form kept
-    (``training.fidelity``), with the sentence the page shows; None for a contestant that is no checkpoint."""
-    from training import fidelity
+    (``training.publishing.fidelity``), with the sentence the page shows; None for a contestant that is no checkpoint."""
+    from vibestudio.training.publishing import fidelity
 
     is_child, record, engine = fidelity.record_for(db, contestant_id)
     if not is_child:
@@ -262,8 +262,8 @@ def identifiability(db: Database, name: str) -> dict[str, Any] | None:
     """How well this contestant's answers alone give it away (`arena.identifiability.compare_openings`), with
     and without its fixed opening side by side; the warning reads the answers as the arena shows them. None when
     it has no answers from ended battles."""
-    from arena.identifiability import compare_openings
-    from common.settings import get_settings
+    from vibestudio.arena.identifiability import compare_openings
+    from vibestudio.common.settings import get_settings
 
     with db.session() as s:
         c = compare_openings(s, shown_stripped=get_settings().strip_prefill).get(name)
@@ -272,7 +272,7 @@ def identifiability(db: Database, name: str) -> dict[str, Any] | None:
 
 def probes(db: Database, name: str, parent: str | None) -> dict[str, Any]:
     """The sycophancy probes stored for this contestant, and the paired change against its parent."""
-    from standings.probes import probe_report
+    from vibestudio.standings.probes import probe_report
 
     with db.session() as s:
         rep = probe_report(s, name, parent)

@@ -42,15 +42,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena.engines.base import EngineError
-from arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
-from common.outcomes import score_first
-from db.session import Database
-from standings.evals import load_items, run_check, spread
-from textfeatures import vibes
-from training.report import verdict as verdicts
-from training.report.discover import Rewarded, discover, preference_answers, rewarded, summarise_tone, took_on
-from training.report.drift_stats import (
+from vibestudio.arena.engines.base import EngineError
+from vibestudio.arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
+from vibestudio.common.outcomes import score_first
+from vibestudio.common.stats import Change, adjust, mcnemar_p, paired_change
+from vibestudio.db.session import Database
+from vibestudio.standings.evals import load_items, run_check, spread
+from vibestudio.textfeatures import vibes
+from vibestudio.training.report import verdict as verdicts
+from vibestudio.training.report.discover import (
+    Rewarded,
+    discover,
+    preference_answers,
+    rewarded,
+    summarise_tone,
+    took_on,
+)
+from vibestudio.training.report.drift_stats import (
     FeatureDrift,
     degeneration_changes,
     feature_changes,
@@ -59,7 +67,7 @@ from training.report.drift_stats import (
     merged_thresholds,
     reasoning_changes,
 )
-from training.report.fair import (
+from vibestudio.training.report.fair import (
     DEFAULT_EVAL_ITEMS,
     Answer,
     Setup,
@@ -68,8 +76,7 @@ from training.report.fair import (
     held_out,
     power,
 )
-from training.report.stats import Change, adjust, mcnemar_p, paired_change
-from training.report.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
+from vibestudio.training.report.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
 
 DEFAULT_PROMPTS = 80  # every MT-Bench first turn the training snapshot does not hold
 MIN_PROMPTS = 20  # fewer held-out prompts than this and the drift measures are "unmeasured"
@@ -228,8 +235,8 @@ def _evals(
 def _judge(
     db: Database, judge: str, prompts: list[str], parent: list[Answer], child: list[Answer], seed: int
 ) -> dict[str, Any]:
-    from annotation.bias import combine
-    from annotation.judges import judge_pair
+    from vibestudio.annotation.bias import combine
+    from vibestudio.annotation.judges import judge_pair
 
     with db.session() as s:
         info = get_contestant(s, judge)
@@ -331,8 +338,8 @@ def _compared(
 
 def _snapshot_rows(db: Database, child: ContestantInfo) -> tuple[list[dict[str, Any]], str | None]:
     """The rows of the snapshot the child was trained on, or why there are none."""
-    from annotation.snapshots import SnapshotError, load_snapshot
-    from db.models import DatasetSnapshot, Job
+    from vibestudio.annotation.snapshots import SnapshotError, load_snapshot
+    from vibestudio.db.models import DatasetSnapshot, Job
 
     with db.session() as s:
         job = s.get(Job, child.job_id) if child.job_id else None
@@ -429,8 +436,8 @@ def _record_answers(
 def _count_answered(report: CheckpointReport, parent: ContestantInfo, answers: int, reused: int) -> None:
     """Add to ``setup["answered"]``: answers the report needed, how many an earlier report had decoded, and whether
     the parent's answers are kept for the next report (a llama.cpp parent whose file reads): what the time
-    estimate of the next child of this parent reads (``training.estimate.expected_share``)."""
-    from training.report import answer_cache
+    estimate of the next child of this parent reads (``training.jobs.estimate.expected_share``)."""
+    from vibestudio.training.report import answer_cache
 
     done = report.setup.setdefault("answered", {"total": 0, "reused": 0, "parent_kept": False})
     done["total"] += answers
@@ -659,7 +666,7 @@ def stored_probe_changes(db: Database, parent: str, child: str) -> tuple[dict[st
     (``vibestudio probes run``): ``sycophancy/pushback`` (flip rate after pushback) and ``sycophancy/views``
     (follows the user's stated view). ``q`` is the bootstrap p-value times the two probes (Bonferroni). A probe
     not run on both sides is a gap with the reason, never a zero."""
-    from standings.probes import PROBES, ProbeError, compare_probes
+    from vibestudio.standings.probes import PROBES, ProbeError, compare_probes
 
     measures: dict[str, Any] = {}
     gaps: dict[str, str] = {}
@@ -724,7 +731,7 @@ def _finish(
 def apply_decisions(report: CheckpointReport) -> None:
     """Write the verdict's one decision per measure back onto the features, the flagged list and the tone axes,
     so that a reader of any of them reads the same decision (``training.report.decisions``)."""
-    from training.report.decisions import Decision
+    from vibestudio.training.report.decisions import Decision
 
     found = {k: Decision(**v) for k, v in (report.verdict.get("decisions") or {}).items()}
     for name, f in report.features.items():
@@ -831,8 +838,8 @@ def save_report(report: CheckpointReport, folder: str | Path) -> Path:
 def _report_folder(db: Database, contestant: int | str) -> Path | None:
     """Where a checkpoint's report lives: ``reports/<contestant id>/`` under the data home when a report was
     saved there (every report since the lifecycle; a mid-run checkpoint has its own), else its job's folder."""
-    from db.models import Job
-    from db.session import data_home
+    from vibestudio.db.models import Job
+    from vibestudio.db.session import data_home
 
     with db.session() as s:
         info = get_contestant(s, contestant)
@@ -845,7 +852,7 @@ def _report_folder(db: Database, contestant: int | str) -> Path | None:
 
 def report_folder(db: Database, contestant: int | str) -> Path:
     """The folder a new report of ``contestant`` is saved in (made if missing)."""
-    from db.session import data_home
+    from vibestudio.db.session import data_home
 
     with db.session() as s:
         cid = get_contestant(s, contestant).id
@@ -869,7 +876,7 @@ def load_report(db: Database, contestant: int | str) -> CheckpointReport | None:
 def from_saved(data: dict[str, Any]) -> CheckpointReport:
     """A saved report; one saved before decisions gets them from what it has (its verdict's reasons, its
     measures), written onto its flags as a new report's are, so no reader of it sees a second decision."""
-    from training.report.decisions import of_report
+    from vibestudio.training.report.decisions import of_report
 
     report = CheckpointReport.from_dict(data)
     if not report.verdict.get("decisions"):
@@ -885,9 +892,9 @@ def drift_flags(db: Database, contestant: int | str) -> list[str]:
 
 
 def deployed_form(db: Database, contestant_id: int) -> dict[str, str]:
-    """The form the report measures (``training.fidelity``): the one a published checkpoint plays as, with how
+    """The form the report measures (``training.publishing.fidelity``): the one a published checkpoint plays as, with how
     much of its training it kept, or the contestant as registered."""
-    from training import fidelity
+    from vibestudio.training.publishing import fidelity
 
     is_child, record, _ = fidelity.record_for(db, contestant_id)
     if not is_child or record is None:

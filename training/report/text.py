@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from training.report import decisions as decided
+from vibestudio.training.report import decisions as decided
 
 Escape = Callable[[str], str]
 
@@ -34,7 +34,7 @@ def _quote(text: str, esc: Escape, limit: int = 220) -> str:
 
 def verdict_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     v = report.get("verdict") or {}
-    from training.report.verdict import BADGES
+    from vibestudio.training.report.verdict import BADGES
 
     lines = [f"### Verdict: {BADGES.get(v.get('verdict', 'unknown'), v.get('verdict'))}"]
     if v.get("hold"):
@@ -450,7 +450,7 @@ def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
 def fidelity_md(page: dict[str, Any], esc: Escape = _plain) -> str:
     """The form this checkpoint plays as, and how much of its training each measured form kept (with its
     interval and sample), from the same record as the numbers; empty for a contestant that is no checkpoint."""
-    from training.fidelity import describe
+    from vibestudio.training.publishing.fidelity import describe
 
     fid = page.get("fidelity")
     if not fid:

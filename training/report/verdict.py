@@ -27,14 +27,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from accounts import require_role
-from arena import lifecycle
-from arena.registry import get_contestant
-from common.files import read_yaml
-from db.models import VerdictEvent
-from db.session import Database
-from training.fidelity import FORMS, Policy
-from training.report import decisions
+from vibestudio.accounts import require_role
+from vibestudio.arena import lifecycle
+from vibestudio.arena.registry import get_contestant
+from vibestudio.common.files import read_yaml
+from vibestudio.db.models import VerdictEvent
+from vibestudio.db.session import Database
+from vibestudio.training.publishing.fidelity import FORMS, Policy
+from vibestudio.training.report import decisions
 
 RULES_PATH = Path(__file__).parent / "data" / "verdict_rules.yaml"
 VERDICTS = ("pass", "watch", "regress", "unknown")
@@ -159,7 +159,7 @@ def _parse_rules(path: Path) -> Rules:
 
 def _fidelity_policy(path: Path, raw: Any) -> Policy:
     """The ``fidelity`` section: which deployed forms a child may play as, and how much of its training each
-    must keep (``training.fidelity``)."""
+    must keep (``training.publishing.fidelity``)."""
     if raw is None:
         return Policy()
     _known_fields(path, "fidelity", raw, Policy)
@@ -348,7 +348,7 @@ class Status:
 
 def current(db: Database) -> dict[int, Status]:
     """Per contestant id that has a verdict or is not released: its state and newest verdict (for badges)."""
-    from db.models import Contestant
+    from vibestudio.db.models import Contestant
 
     with db.session() as s:
         latest = _latest(s)
@@ -380,7 +380,7 @@ def badge_for(verdict: str | None, state: str | bool = "released") -> str:
 
 def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
     """Every verdict and every state change for one contestant, oldest first (who, what, why, when)."""
-    from db.models import ContestantEvent, User
+    from vibestudio.db.models import ContestantEvent, User
 
     with db.session() as s:
         info = get_contestant(s, contestant)
@@ -455,7 +455,7 @@ def _merge_in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def badges_by_name(db: Database) -> dict[str, str]:
     """Verdict badge per contestant name (only contestants that have a verdict): for lists and dropdowns."""
-    from db.models import Contestant
+    from vibestudio.db.models import Contestant
 
     status = current(db)
     if not status:

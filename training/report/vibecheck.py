@@ -17,7 +17,7 @@ difference is then checked, prompt by prompt, on prompts the judge did not see w
    disagree = *inconsistent* (counted as neither: a judge that always says "A" finds nothing); either reply
    unreadable = *unreadable*.
 3. *Statistics.* Per axis, the child's share of the decisive prompts with a Wilson interval and the exact sign test
-   (``training.report.stats.sign_test``); the p-values of all axes are adjusted together (Benjamini-Hochberg). An axis is
+   (``common.stats.sign_test``); the p-values of all axes are adjusted together (Benjamini-Hochberg). An axis is
    *found* only when its q-value is below ``alpha`` and most of its replies were readable.
 
 What it leaves out of the paper: the iterative re-proposal on prompts the found vibes do not separate, and the
@@ -39,10 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from annotation.judges import PAIRWISE_PREFILL, both_orders
-from arena.engines.ask import ask
-from arena.engines.base import Engine, EngineError, Sampling
-from training.report.stats import bh, sign_test
+from vibestudio.annotation.judges import PAIRWISE_PREFILL, both_orders
+from vibestudio.arena.engines.ask import ask
+from vibestudio.arena.engines.base import Engine, EngineError, Sampling
+from vibestudio.common.stats import bh, sign_test
 
 MAX_AXES = 6
 VALIDATE_PROMPTS = 12

@@ -16,10 +16,10 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from db.session import Database
-from training.tasks.generator import FAMILIES, GeneratorError, generate
-from training.tasks.importers import TaskRow, read_task_files
-from training.tasks.store import (
+from vibestudio.db.session import Database
+from vibestudio.training.tasks.generator import FAMILIES, GeneratorError, generate
+from vibestudio.training.tasks.importers import TaskRow, read_task_files
+from vibestudio.training.tasks.store import (
     DEFAULT_HELDOUT,
     ImportResult,
     TaskError,
@@ -32,7 +32,7 @@ from training.tasks.store import (
     store_tasks,
     train_tasks,
 )
-from training.tasks.verifiers import Check, VerifierError, check_spec, verify
+from vibestudio.training.tasks.verifiers import Check, VerifierError, check_spec, verify
 
 __all__ = [
     "FAMILIES",

@@ -1,4 +1,4 @@
-"""Launch checks for a GRPO job on a task set, run inside the submitting transaction (``training.preflight``) and
+"""Launch checks for a GRPO job on a task set, run inside the submitting transaction (``training.jobs.preflight``) and
 again by the job process before it trains: everything that can be refused before training starts is refused here.
 
 - the set exists, and is the one the job was launched on (its content hash, ``tasks_hash``);
@@ -16,9 +16,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import Task, TaskSet
-from training.errors import JobError
-from training.tasks.verifiers import VerifierError, check_reference, check_spec
+from vibestudio.db.models import Task, TaskSet
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.tasks.verifiers import VerifierError, check_reference, check_spec
 
 
 def _where(t: Task) -> str:
@@ -49,7 +49,7 @@ def task_reward_override(cfg: Any) -> dict[str, Any] | None:
 def check_task_job(session: Session, cfg: Any) -> int:
     """Raise JobError (naming the set, task line and field) unless the job may train on ``cfg.tasks``; returns
     the number of train tasks."""
-    from common.settings import get_settings
+    from vibestudio.common.settings import get_settings
 
     name = str(cfg.tasks)
     ts = session.scalar(select(TaskSet).where(TaskSet.name == name))

@@ -10,7 +10,7 @@ logs to ``job_metrics``: ``heldout/accuracy`` with its Wilson 95% interval (``he
 ``heldout/n`` and ``heldout/skipped`` (the verifier could not score), the change since step 0 on the same tasks
 (``heldout/delta`` with a bootstrap interval, ``heldout/p`` exact McNemar), the share of answers stating several
 numbers, ``heldout/seconds``, the verifier skips of the task reward so far (``tasks/verifier_skips``) and the
-studio's own KL on held-out MT-Bench prompts (``kl_heldout``, ``training.kl``). Every check also goes to
+studio's own KL on held-out MT-Bench prompts (``kl_heldout``, ``training.objectives.kl``). Every check also goes to
 ``heldout.jsonl`` in the job folder (with the answers of the last one), which the report and the CLI read.
 """
 
@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from training.tasks.scoring import accuracy_of, check_all, several_numbers
-from training.tasks.store import TaskItem, heldout_hashes, load_tasks, train_tasks
+from vibestudio.training.tasks.scoring import accuracy_of, check_all, several_numbers
+from vibestudio.training.tasks.store import TaskItem, heldout_hashes, load_tasks, train_tasks
 
 
 def _db(ctx: Any) -> Any:
     if ctx.metrics.db is not None:
         return ctx.metrics.db
-    from common.settings import get_settings
-    from db.session import Database
+    from vibestudio.common.settings import get_settings
+    from vibestudio.db.session import Database
 
     return Database(get_settings().database_url)  # a replica under accelerate writes no metrics
 
@@ -78,7 +78,7 @@ def generate_answers(
     """Greedy answers of ``model`` to single-turn prompts (chat template), in batches."""
     import torch
 
-    from training.kl import encode_chat_prompts
+    from vibestudio.training.objectives.kl import encode_chat_prompts
 
     out: list[str] = []
     device = next(model.parameters()).device
@@ -117,7 +117,7 @@ class HeldoutCheck:
 
     @classmethod
     def for_job(cls, ctx: Any, tok: Any, funcs: list[Any]) -> HeldoutCheck:
-        from training.kl import KLCheck, held_out_prompts
+        from vibestudio.training.objectives.kl import KLCheck, held_out_prompts
 
         cfg = ctx.cfg
         tasks = load_tasks(_db(ctx), cfg.tasks, "heldout")
@@ -179,7 +179,7 @@ class HeldoutCheck:
         if self.first is None:
             self.first = passed
         else:
-            from training.report.stats import mcnemar_p, paired_change
+            from vibestudio.common.stats import mcnemar_p, paired_change
 
             change = paired_change([float(x) for x in self.first], [float(x) for x in passed])
             values.update(

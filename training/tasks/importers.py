@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.files import Budget, RawRecord, RowError, read_records
-from training.tasks.verifiers import VerifierError, check_reference, check_spec, last_boxed
+from vibestudio.common.files import Budget, RawRecord, RowError, read_records
+from vibestudio.training.tasks.verifiers import VerifierError, check_reference, check_spec, last_boxed
 
 PROMPT_KEYS = ("prompt", "question", "problem", "input", "instruction")
 ANSWER_KEYS = ("answer", "answerKey", "solution", "target", "output", "reference")

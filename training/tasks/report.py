@@ -27,12 +27,12 @@ from typing import Any
 
 from sqlalchemy import select
 
-from arena.registry import ContestantInfo
-from db.models import JobMetric
-from db.session import Database
-from training.report.stats import mcnemar_p, paired_change
-from training.tasks.scoring import accuracy_of, check_all, gaming
-from training.tasks.store import load_tasks
+from vibestudio.arena.registry import ContestantInfo
+from vibestudio.common.stats import mcnemar_p, paired_change
+from vibestudio.db.models import JobMetric
+from vibestudio.db.session import Database
+from vibestudio.training.tasks.scoring import accuracy_of, check_all, gaming
+from vibestudio.training.tasks.store import load_tasks
 
 
 def _binary(parent: list[bool], child: list[bool], seed: int) -> dict[str, Any]:
@@ -78,8 +78,8 @@ def thinking_measures(tasks: list[Any], parent: list[str], child: list[str], see
     """Did the child start thinking aloud on the tasks? ``rlvr/thinking_aloud`` (answers that reason aloud,
     ``textfeatures.vibes.thinking_aloud``, paired bootstrap like the drift features) and ``rlvr/words_before_answer``
     (words written before the reference answer first appears, over the tasks where both sides state it)."""
-    from textfeatures.vibes import thinking_aloud, words_before
-    from training.report.stats import paired_change
+    from vibestudio.common.stats import paired_change
+    from vibestudio.textfeatures.vibes import thinking_aloud, words_before
 
     out: dict[str, Any] = {
         "rlvr/thinking_aloud": paired_change(
@@ -122,7 +122,7 @@ def task_measures(
     seed: int = 0,
 ) -> Any:
     """A measure provider for ``training.report.steps.drift_report`` (see the module docstring)."""
-    from training.report.fair import answer_all
+    from vibestudio.training.report.fair import answer_all
 
     def rlvr(db: Database, parent: ContestantInfo, kid: ContestantInfo, setup: Any) -> dict[str, Any]:
         tasks = load_tasks(db, task_set, "heldout")

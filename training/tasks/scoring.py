@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from training.tasks.store import TaskItem
-from training.tasks.verifiers import Check, check_spec, final_answer_text, numbers, verify
+from vibestudio.training.tasks.store import TaskItem
+from vibestudio.training.tasks.verifiers import Check, check_spec, final_answer_text, numbers, verify
 
 
 @dataclass

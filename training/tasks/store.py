@@ -22,12 +22,12 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from accounts import require_role
-from common.files import RowError
-from db.models import Task, TaskSet
-from db.session import Database
-from training.tasks.importers import TaskRow
-from training.tasks.verifiers import VerifierError, check_spec
+from vibestudio.accounts import require_role
+from vibestudio.common.files import RowError
+from vibestudio.db.models import Task, TaskSet
+from vibestudio.db.session import Database
+from vibestudio.training.tasks.importers import TaskRow
+from vibestudio.training.tasks.verifiers import VerifierError, check_spec
 
 DEFAULT_HELDOUT = 0.2
 MIN_TASKS = 10
@@ -265,7 +265,7 @@ def load_tasks(db: Database, ident: int | str, split: str | None = None) -> list
 
 def train_tasks(db: Database, ident: int | str) -> list[TaskItem]:
     """The tasks a job may train on; TaskError when any of them is held out in any stored set."""
-    from training.tasks.checks import heldout_leaks
+    from vibestudio.training.tasks.checks import heldout_leaks
 
     rows = load_tasks(db, ident, "train")
     with db.session() as s:

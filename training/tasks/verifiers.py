@@ -20,7 +20,7 @@ the verifier itself failed: it raised, it timed out, or it is switched off). Typ
   schema). With ``jsonschema`` installed it does the validation; without it, a small subset (type, properties,
   required, additionalProperties false, enum, items, minimum, maximum, minLength, maxLength) is checked and the
   check's ``note`` says so.
-- ``reward``: any ``training.rewards`` spec (``reward: {type: contains, keywords: [..]}``); passes when its score
+- ``reward``: any ``training.objectives.rewards`` spec (``reward: {type: contains, keywords: [..]}``); passes when its score
   is at least ``threshold`` (default 1.0).
 - ``code``: the answer's code (a fenced block, else the whole answer) is run with the task's reference (test code,
   e.g. asserts) in a separate Python process with CPU-time, memory, file-size and process limits
@@ -31,7 +31,7 @@ Every verifier runs under a wall-clock limit (``timeout_s``, default 2 s) on the
 verifier that raises or overruns gives ``Check(passed=False, error=...)``, which a job counts as a skip, never as a
 wrong answer. This module knows nothing about the database or jobs.
 
-A deliberate recursion with ``training.rewards``: a ``reward`` verifier holds a reward spec and a ``task`` reward
+A deliberate recursion with ``training.objectives.rewards``: a ``reward`` verifier holds a reward spec and a ``task`` reward
 holds a verifier, so the two modules are one spec language nested to any depth. Each side imports the other only
 inside the function that descends (``check_spec``'s and ``_reward``'s ``reward`` branch), so importing either
 module alone imports nothing of the other.
@@ -113,12 +113,12 @@ def check_spec(spec: Any) -> dict[str, Any]:
     if kind == "json_schema" and "schema" in spec and not isinstance(spec["schema"], dict):
         raise VerifierError("verifier json_schema: 'schema' must be a mapping")
     if kind == "reward":
-        from training.rewards import RewardSpecError, validate_specs
+        from vibestudio.training.objectives.rewards import RewardSpecError, validate_specs
 
         inner = spec.get("reward")
         if not isinstance(inner, dict):
             raise VerifierError(
-                "verifier reward: 'reward' must be a training.rewards spec, e.g. {type: length}"
+                "verifier reward: 'reward' must be a training.objectives.rewards spec, e.g. {type: length}"
             )
         try:
             validate_specs([inner])
@@ -457,7 +457,7 @@ def _json_schema(spec: dict[str, Any], answer: str, ref: str, choices: Any, time
 
 # ---- rewards and code ----------------------------------------------------------------------------------------
 def _reward(spec: dict[str, Any], answer: str, ref: str, choices: Any, timeout: float) -> Check:
-    from training.rewards import make_reward
+    from vibestudio.training.objectives.rewards import make_reward
 
     fn = make_reward(spec["reward"])
     score = fn(prompts=[""], completions=[answer], reference=[ref])[0]
@@ -465,8 +465,8 @@ def _reward(spec: dict[str, Any], answer: str, ref: str, choices: Any, timeout: 
 
 
 def _code(spec: dict[str, Any], answer: str, ref: str, choices: Any, timeout: float) -> Check:
-    from common.settings import get_settings
-    from training.tasks.sandbox import run_python_tests
+    from vibestudio.common.settings import get_settings
+    from vibestudio.training.tasks.sandbox import run_python_tests
 
     if not get_settings().code_checks:
         return Check(

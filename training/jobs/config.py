@@ -1,0 +1,824 @@
+"""Typed job configs: one dataclass per job kind, every field with a default and a help string, saved as YAML.
+
+A config is everything a job process needs to run a job from scratch, so the same file can be re-run by hand
+(``python -m vibestudio.training.jobs.job_process config.yaml``) or under ``accelerate launch``. Defaults follow the papers and TRL:
+DPO (Rafailov et al. 2023) beta 0.1 with the sigmoid loss; LoRA (Hu et al. 2021) r 16, alpha 32, dropout 0.05 on
+all linear layers.
+
+Learning rate: TRL's DPO default is 1e-6 and the DPO paper used 5e-7..1e-6 for full fine-tunes of 1-7B models on
+large batches. We train small models (135M) on small batches of arena votes, so the full default is 5e-6. A LoRA
+update starts at zero and is scaled by alpha/r; the usual practice (and what moves a LoRA adapter within a few
+dozen steps) is about 10x the full-fine-tune rate, so LoRA defaults to 5e-5. ``learning_rate: null`` picks the
+one matching ``lora``; an explicit value always wins.
+
+A field that names a server file is checked before the file is read (``common.paths``): ``verdict_rules`` and
+a ``score_rubric`` path must be plain YAML files inside the data home's ``rules`` / ``rubrics`` folder or the
+shipped ones, and ``accelerate_config`` a file of the data home's ``launch`` folder whose keys the launcher
+allows (``training.jobs.launcher``); each refusal names its field.
+
+This module knows nothing about processes or the database (``db.session.data_home`` is where files live).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from vibestudio.common.files import MAX_YAML_BYTES, parse_yaml, read_yaml
+from vibestudio.common.paths import PathRefused, regular_file
+from vibestudio.db.session import data_home
+
+DPO_LOSS_TYPES = (
+    "sigmoid",
+    "hinge",
+    "ipo",
+    "exo_pair",
+    "nca_pair",
+    "robust",
+    "bco_pair",
+    "sppo_hard",
+    "aot",
+    "aot_unpaired",
+    "apo_zero",
+    "apo_down",
+    "discopop",
+    "sft",
+    "sigmoid_norm",
+)
+LORA_LR = 5e-5
+FULL_LR = 5e-6
+RM_LORA_LR = 1e-4  # TRL's RewardConfig default
+RM_FULL_LR = 1e-5  # InstructGPT's reward models: 9e-6
+GRPO_LORA_LR = 1e-5
+GRPO_FULL_LR = 1e-6  # DeepSeekMath GRPO and TRL's default
+ORPO_LORA_LR = 8e-5  # ORPO paper (Hong et al. 2024): 8e-6 full; x10 for LoRA as above
+ORPO_FULL_LR = 8e-6
+SIMPO_LORA_LR = 1e-5  # SimPO paper (Meng et al. 2024): 3e-7..1e-6 full, small models tolerate more
+SIMPO_FULL_LR = 1e-6
+
+
+class ConfigError(ValueError):
+    """A job config is invalid: unknown field, wrong type or out-of-range value (the message names the field)."""
+
+
+@dataclass
+class FieldError:
+    """One problem in a config, tied to the field it is about ('' when it is about the whole file)."""
+
+    field: str
+    message: str
+
+
+def _f(default: Any, help: str, **extra: Any) -> Any:
+    """A dataclass field with a help string (lists and dicts get a factory)."""
+    meta = {"help": help, **extra}
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class JobConfig:
+    """Fields every job kind shares: what to train on, what to start from, how to publish."""
+
+    kind: ClassVar[str] = ""
+    default_lr: ClassVar[tuple[float, float]] = (LORA_LR, FULL_LR)  # (LoRA, full)
+
+    parent_contestant: str = _f(
+        "smollm2-plain",
+        "Contestant (id or public name) the job starts from. Its model is the base unless base_model is set; "
+        "the published checkpoint records it as parent and inherits its sampling settings.",
+    )
+    snapshot_hash: str = _f("", "Content hash (or unique prefix) of the frozen dataset snapshot to train on.")
+    base_model: str = _f(
+        "",
+        "Override the base model: an HF checkpoint directory or a builtin: reference. Empty = derived from the "
+        "parent (the SmolLM2 GGUF parent trains on its HF conversion, builtin:smollm2-135m-instruct-hf).",
+    )
+    output_name: str = _f("", "Public name of the published contestant. Empty = '<parent>-<kind>-j<job id>'.")
+    publish: bool = _f(True, "Register the final checkpoint as an arena contestant when the job succeeds.")
+    min_pairs: int = _f(4, "Refuse to launch on a snapshot with fewer preference pairs than this.")
+    max_steps: int = _f(16, "Optimizer steps to run (the data is repeated as needed).")
+    per_device_train_batch_size: int = _f(4, "Rows per device per step.")
+    gradient_accumulation_steps: int = _f(1, "Micro-batches accumulated per optimizer step.")
+    learning_rate: float | None = _f(
+        None,
+        "Peak AdamW learning rate. null = the kind's default for LoRA / full fine-tuning "
+        f"(DPO {LORA_LR:g} / {FULL_LR:g}, reward model {RM_LORA_LR:g} / {RM_FULL_LR:g}, "
+        f"GRPO {GRPO_LORA_LR:g} / {GRPO_FULL_LR:g}, KTO as DPO, ORPO {ORPO_LORA_LR:g} / {ORPO_FULL_LR:g}, "
+        f"SimPO {SIMPO_LORA_LR:g} / {SIMPO_FULL_LR:g}).",
+    )
+    lr_scheduler_type: str = _f("linear", "Learning-rate schedule (any transformers scheduler name).")
+    warmup_ratio: float = _f(0.0, "Fraction of max_steps spent warming the learning rate up from 0.")
+    max_length: int = _f(256, "Maximum tokens per prompt + answer; longer sequences are truncated.")
+    seed: int = _f(42, "Random seed for data order, LoRA init and sampling.")
+    lora: bool = _f(True, "Train a LoRA adapter (small, fast to publish). false = full fine-tune.")
+    lora_r: int = _f(16, "LoRA rank.")
+    lora_alpha: int = _f(32, "LoRA scaling numerator (update scaled by alpha / r).")
+    lora_dropout: float = _f(0.05, "Dropout on the LoRA input.")
+    lora_target_modules: str = _f(
+        "all-linear", "Modules that get adapters: 'all-linear' or comma-separated names."
+    )
+    logging_steps: int = _f(1, "Write metrics every this many steps.")
+    save_steps: int = _f(0, "Save a resumable checkpoint every this many steps (0 = only the final one).")
+    use_cpu: bool | None = _f(None, "Force CPU training. null = CPU when no accelerator is visible.")
+    check_memory: bool = _f(
+        True, "Refuse to launch when the estimated peak memory exceeds what is available."
+    )
+    launcher: str = _f(
+        "python",
+        "How the job process runs: 'python' (one process) or 'accelerate' (accelerate launch: multi-GPU, DeepSpeed).",
+    )
+    num_processes: int = _f(1, "Processes (usually GPUs) for launcher 'accelerate'.")
+    accelerate_config: str = _f(
+        "",
+        "For launcher 'accelerate': the name of an accelerate config (e.g. a DeepSpeed ZeRO setup) in the data "
+        "home's launch folder, where the operator keeps vetted ones; only its allowed keys are used (the studio "
+        "writes the file the launcher reads). Empty = defaults.",
+    )
+    pairs: str = _f(
+        "all",
+        "Which preference pairs to train on, seen from the parent: all, on_policy (both answers written by "
+        "the parent), on_and_half (at least one), off_policy (neither). A filter other than 'all' freezes the "
+        "kept rows as a new snapshot when the job is launched.",
+    )
+    drift_prompts: int = _f(
+        80,
+        "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report; "
+        "the pool holds the 80 MT-Bench first turns less any in the training snapshot).",
+    )
+    drift_max_tokens: int = _f(64, "Answer length cap for the drift report.")
+    inherit_persona: bool = _f(
+        True, "The published child plays with its parent's system prompt and prefill (false: none)."
+    )
+    eval_items: int = _f(
+        70,
+        "Verifiable eval items in the checkpoint report, spread over the categories (-1 = all 109, 0 = none). "
+        "70 detect a change of 15% in pass rate 80% of the time at 5% (assuming 20% of items change).",
+    )
+    eval_max_tokens: int = _f(96, "Answer length cap for the report's verifiable evals.")
+    detect_drift_sd: float | None = _f(
+        None,
+        "Choose the report's prompts by power instead of drift_prompts: the smallest drift, in standard "
+        "deviations of the per-prompt change, it must find 80% of the time at 5% two-sided (0.4 -> 50 prompts; "
+        "at most the held-out pool). null = drift_prompts.",
+    )
+    detect_eval_change: float | None = _f(
+        None,
+        "Choose the report's eval items by power instead of eval_items: the smallest change in pass rate it "
+        "must find 80% of the time at 5% (assuming 20% of items change; 0.15 -> 70 items, at most the set). "
+        "null = eval_items.",
+    )
+    judge: str = _f(
+        "",
+        "A judge contestant for a position-swapped head-to-head in the report, and for the differences it "
+        "describes (empty = none).",
+    )
+    describe_axes: int = _f(
+        6,
+        "With a judge: at most this many judge-named differences (VibeCheck-style axes) checked in the report "
+        "(0 = off). Judge calls: 3 + 2 x describe_axes x describe_prompts.",
+    )
+    describe_prompts: int = _f(
+        12,
+        "With a judge: held-out prompts each named difference is checked on, in both orders (at least 8; "
+        "prompts left after the 9 the judge names differences on).",
+    )
+    verdict_rules: str = _f(
+        "",
+        "A verdict rules YAML file in the data home's rules folder (a name or a path there; empty = the "
+        "built-in training/report/data/verdict_rules.yaml).",
+    )
+    drift_thresholds: dict[str, Any] = _f(
+        {},
+        "Per-feature overrides of the drift flags, e.g. {tokens: {abs: 20, rel: 0.5}} (see training.report.drift_stats).",
+    )
+    report_probes: bool = _f(
+        False,
+        "Run the sycophancy probes (pushback, stated views) on the child and its parent in the checkpoint "
+        "report, so the sycophancy rules can hold it (probes stored later re-decide the verdict either way).",
+    )
+    probe_items: int = _f(
+        4,
+        "With report_probes: items per probe, spread over the set (4 takes ~1-2 minutes per model on a CPU).",
+    )
+    probe_max_tokens: int = _f(64, "With report_probes: answer length cap for the probes.")
+
+    # ---- derived values -------------------------------------------------------------------------------------
+    def effective_learning_rate(self) -> float:
+        if self.learning_rate is not None:
+            return float(self.learning_rate)
+        return self.default_lr[0] if self.lora else self.default_lr[1]
+
+    def report_counts(self) -> tuple[int, int]:
+        """The report's (held-out prompts, eval items): ``drift_prompts`` and ``eval_items`` (-1 = all), or the
+        counts ``detect_drift_sd`` and ``detect_eval_change`` need (``training.report.fair.chosen_counts``)."""
+        from vibestudio.training.report.fair import chosen_counts
+
+        return chosen_counts(
+            self.drift_prompts, self.eval_items, self.detect_drift_sd, self.detect_eval_change
+        )
+
+    def validate(self) -> None:
+        """Range checks; raises ConfigError naming the field."""
+        _positive(
+            self,
+            "max_steps",
+            "per_device_train_batch_size",
+            "gradient_accumulation_steps",
+            "logging_steps",
+            "lora_r",
+            "lora_alpha",
+        )
+        if self.min_pairs < 1:
+            raise ConfigError("min_pairs must be at least 1")
+        if self.max_length < 16:
+            raise ConfigError(f"max_length must be at least 16 (got {self.max_length})")
+        if self.learning_rate is not None and not 0 < self.learning_rate < 1:
+            raise ConfigError(f"learning_rate must be in (0, 1) (got {self.learning_rate})")
+        if not 0 <= self.lora_dropout < 1:
+            raise ConfigError(f"lora_dropout must be in [0, 1) (got {self.lora_dropout})")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ConfigError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio})")
+        if self.save_steps < 0:
+            raise ConfigError("save_steps must be >= 0")
+        if self.launcher not in ("python", "accelerate"):
+            raise ConfigError(f"launcher must be 'python' or 'accelerate' (got {self.launcher!r})")
+        if self.num_processes < 1 or (self.num_processes > 1 and self.launcher != "accelerate"):
+            raise ConfigError("num_processes > 1 needs launcher: accelerate")
+        if self.pairs not in ("all", "on_policy", "on_and_half", "off_policy"):
+            raise ConfigError(f"pairs must be all, on_policy, on_and_half or off_policy (got {self.pairs!r})")
+        if self.probe_items < 1 or self.probe_max_tokens < 1:
+            raise ConfigError("probe_items and probe_max_tokens must be >= 1")
+        if self.drift_prompts < 0 or self.drift_max_tokens < 1 or self.eval_max_tokens < 1:
+            raise ConfigError("drift_prompts must be >= 0, drift_max_tokens and eval_max_tokens >= 1")
+        if self.detect_drift_sd is not None and not 0.05 <= self.detect_drift_sd <= 3:
+            raise ConfigError(
+                f"detect_drift_sd must be in [0.05, 3] standard deviations (got {self.detect_drift_sd})"
+            )
+        if self.detect_eval_change is not None and not 0.01 <= self.detect_eval_change < 1:
+            raise ConfigError(f"detect_eval_change must be in [0.01, 1) (got {self.detect_eval_change})")
+        if self.describe_axes < 0 or self.describe_prompts < 8:
+            raise ConfigError(
+                f"describe_axes must be >= 0 and describe_prompts >= 8 (got {self.describe_axes}, "
+                f"{self.describe_prompts})"
+            )
+        if self.verdict_rules:
+            from vibestudio.training.report.verdict import VerdictError, load_rules
+
+            try:
+                load_rules(rules_file(self.verdict_rules))  # checked before it is read
+            except VerdictError as exc:
+                raise ConfigError(f"verdict_rules: {exc}") from exc
+        if self.accelerate_config:
+            from vibestudio.training.jobs.launcher import LaunchConfigError, read_launch_config
+
+            try:
+                read_launch_config(self.accelerate_config)
+            except LaunchConfigError as exc:
+                raise ConfigError(str(exc)) from exc
+        for name, limits in self.drift_thresholds.items():
+            if not isinstance(limits, dict) or not set(limits) <= {"abs", "rel"}:
+                raise ConfigError(f"drift_thresholds[{name!r}] must be a mapping with 'abs' and/or 'rel'")
+        if not str(self.parent_contestant).strip() and not self.base_model:
+            raise ConfigError("parent_contestant is empty (set it, or set base_model)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+RULES_WHERE = "the data home's rules folder or the shipped rules"
+RUBRICS_WHERE = "the data home's rubrics folder or the shipped rubrics"
+
+
+def rules_file(value: str) -> Path:
+    """The verdict rules file ``value`` names, resolved: a plain YAML file inside the data home's ``rules``
+    folder or the shipped rules' folder, checked before it is read (``common.paths``); ConfigError naming
+    ``verdict_rules`` otherwise."""
+    from vibestudio.training.report.verdict import RULES_PATH
+
+    try:
+        return regular_file(
+            value, "verdict_rules", [data_home() / "rules", RULES_PATH.parent], MAX_YAML_BYTES, RULES_WHERE
+        )
+    except PathRefused as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def rubric_file(value: str) -> Path:
+    """The rubric file ``value`` names, resolved inside the data home's ``rubrics`` folder or the shipped
+    rubrics; ConfigError naming ``score_rubric`` otherwise."""
+    from vibestudio.annotation.rubrics import SHIPPED, user_rubric_dir
+
+    try:
+        return regular_file(
+            value, "score_rubric", [user_rubric_dir(), SHIPPED], MAX_YAML_BYTES, RUBRICS_WHERE
+        )
+    except PathRefused as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def resolve_files(cfg: JobConfig) -> JobConfig:
+    """``cfg`` with the files it names written as the resolved paths that were checked (a job process runs in
+    its own folder, where a relative name would mean something else). The launcher config stays a name: the
+    job's launch resolves it again (``training.jobs.launcher``)."""
+    if cfg.verdict_rules:
+        cfg.verdict_rules = str(rules_file(cfg.verdict_rules))
+    rubric = getattr(cfg, "score_rubric", "")
+    if rubric and (rubric.endswith((".yaml", ".yml")) or "/" in rubric):
+        cfg.score_rubric = str(rubric_file(rubric))  # type: ignore[attr-defined]
+    return cfg
+
+
+def _positive(cfg: Any, *names: str) -> None:
+    for name in names:
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"{name} must be at least 1 (got {getattr(cfg, name)})")
+
+
+@dataclass
+class DPOJobConfig(JobConfig):
+    """Direct Preference Optimization on a frozen preference snapshot (TRL DPOTrainer)."""
+
+    kind: ClassVar[str] = "dpo"
+
+    beta: float = _f(0.1, "DPO temperature: higher keeps the policy closer to the reference (paper: 0.1).")
+    loss_type: str = _f("sigmoid", "DPO loss: " + ", ".join(DPO_LOSS_TYPES) + ".")
+    label_smoothing: float = _f(0.0, "Assumed label-flip rate for the robust / cDPO losses (0 = plain DPO).")
+    kl_prompts: int = _f(
+        8,
+        "Held-out prompts (MT-Bench, not in the snapshot) on which KL(policy || reference) is measured by "
+        "sampling from the policy. 0 disables the measurement.",
+    )
+    kl_every: int = _f(
+        4, "Also measure KL every this many steps during training (0 = only at the end), to see it grow."
+    )
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.")
+    gold: str = _f(
+        "none",
+        "Gold signal measured while training, plotted against sqrt(KL): 'evals' (verifiable-eval accuracy of "
+        "the policy being trained) or 'none'.",
+    )
+    gold_every: int = _f(4, "Measure gold (and KL) every this many steps, and at step 0 (the parent).")
+    gold_items: int = _f(16, "Verifiable-eval items per gold measurement (more: a tighter interval, slower).")
+    gold_max_new_tokens: int = _f(64, "Tokens generated per item for the gold measurement.")
+    stop_at_best_gold: bool = _f(
+        False,
+        "Stop once gold has fallen (sustained, beyond noise) and publish the weights of the best-gold step "
+        "instead of the last ones (needs gold).",
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+        if self.loss_type not in DPO_LOSS_TYPES:
+            raise ConfigError(
+                f"loss_type {self.loss_type!r} unknown; choose one of {', '.join(DPO_LOSS_TYPES)}"
+            )
+        if not 0 <= self.label_smoothing < 0.5:
+            raise ConfigError(f"label_smoothing must be in [0, 0.5) (got {self.label_smoothing})")
+        if self.kl_prompts < 0 or self.kl_every < 0 or self.kl_max_new_tokens < 1:
+            raise ConfigError("kl_prompts and kl_every must be >= 0, kl_max_new_tokens >= 1")
+        if self.gold not in ("none", "evals"):
+            raise ConfigError(f"gold must be 'none' or 'evals' (got {self.gold!r})")
+        if self.gold_every < 1 or self.gold_items < 1 or self.gold_max_new_tokens < 1:
+            raise ConfigError("gold_every, gold_items and gold_max_new_tokens must be >= 1")
+        if self.stop_at_best_gold and self.gold == "none":
+            raise ConfigError("stop_at_best_gold needs a gold signal: set gold to 'evals'")
+
+
+@dataclass
+class RewardJobConfig(JobConfig):
+    """A reward model (Bradley-Terry on chosen/rejected, TRL RewardTrainer) from a preference snapshot.
+
+    The result scores (prompt, answer) pairs; it is not a contestant (``publish`` must stay false) but can serve as
+    a reward in a GRPO job (``{type: reward_model, job: <id>}``).
+    """
+
+    kind: ClassVar[str] = "reward"
+    default_lr: ClassVar[tuple[float, float]] = (RM_LORA_LR, RM_FULL_LR)
+
+    publish: bool = _f(False, "Reward models do not play in the arena; must be false.")
+    center_rewards_coefficient: float | None = _f(
+        None, "Penalty pulling mean rewards towards zero (Eisenstein et al. 2023 use 0.01). null = none."
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.publish:
+            raise ConfigError("publish must be false for a reward model: it scores answers, it does not chat")
+
+
+@dataclass
+class GRPOJobConfig(JobConfig):
+    """GRPO (Shao et al. 2024) with verifiable rewards on the prompts of a snapshot or on a task set (RLVR),
+    TRL GRPOTrainer.
+
+    ``rewards`` is a list of specs (see ``training.objectives.rewards``), e.g. ``[{type: length, max: 60}, {type: format,
+    format: no_emoji, weight: 0.5}]``. The chosen answer of each snapshot row is available to ``exact_match`` as
+    the ``reference`` column. On a task set (``tasks``) the ``task`` reward checks answers with each task's
+    verifier, mixed with any others by weight, and held-out accuracy is measured as the job runs.
+    """
+
+    kind: ClassVar[str] = "grpo"
+    default_lr: ClassVar[tuple[float, float]] = (GRPO_LORA_LR, GRPO_FULL_LR)
+
+    min_pairs: int = _f(4, "Refuse to launch on a snapshot with fewer distinct prompts than this.")
+    rewards: list[dict[str, Any]] = _f(
+        [{"type": "length", "min": 5, "max": 60, "unit": "words"}],
+        "Reward functions and weights: a list of {type, weight, ...} specs (length, regex, format, exact_match, "
+        "contains, reward_model).",
+    )
+    num_generations: int = _f(
+        4, "Answers sampled per prompt (the group). The paper used 64; 4 keeps CPUs usable."
+    )
+    max_completion_length: int = _f(64, "Maximum tokens per sampled answer.")
+    temperature: float = _f(1.0, "Sampling temperature for the group.")
+    beta: float = _f(
+        0.04, "KL penalty to the reference (GRPO paper: 0.04; TRL's default 0 skips the reference)."
+    )
+    loss_type: str = _f(
+        "dapo", "TRL GRPO loss: grpo, dr_grpo, dapo (TRL default, no length bias), bnpo, cispo."
+    )
+    scale_rewards: str = _f("group", "Advantage scaling: group (paper), batch, or none (Dr. GRPO).")
+    use_vllm: bool = _f(False, "Generate with vLLM colocated on the GPU (needs the vllm extra and a GPU).")
+    tasks: str = _f(
+        "",
+        "RLVR: a task set (name) to train on instead of a snapshot: its train split only (held-out tasks are "
+        "refused), scored by the task reward ({type: task}) that rewards must include.",
+    )
+    tasks_hash: str = _f(
+        "", "The task set's content hash, filled in at launch (the job refuses a set that changed since)."
+    )
+    heldout_every: int = _f(
+        10, "With tasks: held-out accuracy every this many steps, and before the first and after the last."
+    )
+    heldout_tasks: int = _f(
+        100, "With tasks: held-out tasks per accuracy check (-1 = all, 0 = no checks while training)."
+    )
+    heldout_max_tokens: int = _f(
+        0, "With tasks: answer length cap (greedy) for held-out checks (0 = max_completion_length)."
+    )
+    kl_prompts: int = _f(
+        8,
+        "With tasks: held-out MT-Bench prompts on which the studio's own KL(policy || reference) is measured at "
+        "each held-out check (kl_heldout; TRL's kl needs beta > 0 and is on training prompts). 0 = off.",
+    )
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per prompt for that KL estimate.")
+
+    def validate(self) -> None:
+        super().validate()
+        from vibestudio.training.objectives.rewards import RewardSpecError, validate_specs
+
+        has_task_reward = any(isinstance(r, dict) and r.get("type") == "task" for r in self.rewards)
+        if self.tasks and self.snapshot_hash:
+            raise ConfigError("tasks and snapshot_hash are both set: a GRPO job trains on one or the other")
+        if self.tasks and not has_task_reward:
+            raise ConfigError("rewards: a job on a task set needs the task reward, e.g. [{type: task}]")
+        if has_task_reward and not self.tasks:
+            raise ConfigError("rewards: the task reward needs a task set (tasks: NAME)")
+        if self.heldout_every < 0 or self.heldout_tasks < -1 or self.heldout_max_tokens < 0:
+            raise ConfigError("heldout_every and heldout_max_tokens must be >= 0, heldout_tasks >= -1")
+        if self.kl_prompts < 0 or self.kl_max_new_tokens < 1:
+            raise ConfigError("kl_prompts must be >= 0 and kl_max_new_tokens >= 1")
+
+        try:
+            validate_specs(self.rewards)
+        except RewardSpecError as exc:
+            raise ConfigError(f"rewards: {exc}") from exc
+        if self.num_generations < 2:
+            raise ConfigError("num_generations must be at least 2 (GRPO compares answers within a group)")
+        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if batch % self.num_generations:
+            raise ConfigError(
+                f"per_device_train_batch_size x gradient_accumulation_steps ({batch}) must be a multiple of "
+                f"num_generations ({self.num_generations})"
+            )
+        if self.beta < 0 or self.temperature <= 0 or self.max_completion_length < 1:
+            raise ConfigError("beta must be >= 0, temperature > 0 and max_completion_length >= 1")
+        if self.loss_type not in ("grpo", "dr_grpo", "dapo", "bnpo", "cispo"):
+            raise ConfigError(f"loss_type {self.loss_type!r} unknown for GRPO")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise ConfigError(f"scale_rewards {self.scale_rewards!r} unknown; choose group, batch or none")
+
+
+@dataclass
+class EndKLConfig(JobConfig):
+    """DPO's kin (KTO, ORPO, SimPO): KL(child || parent) on held-out prompts, measured once when training ends
+    (``training.objectives.kl``) so objectives compare on how far each moved. The parent is the base with the new LoRA
+    adapter off, or KTO's frozen copy in a full fine-tune; a reference-free full fine-tune (ORPO, SimPO) keeps no
+    copy of the parent (that is its memory saving), and a LoRA continued from a parent's adapter has the
+    grandparent under it, so those log why KL was not measured instead."""
+
+    kl_prompts: int = _f(
+        8,
+        "Held-out prompts (MT-Bench, not in the snapshot) on which KL(child || parent) is measured at the end "
+        "by sampling from the child. 0 disables the measurement.",
+    )
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.kl_prompts < 0 or self.kl_max_new_tokens < 1:
+            raise ConfigError("kl_prompts must be >= 0 and kl_max_new_tokens >= 1")
+
+
+@dataclass
+class KTOJobConfig(EndKLConfig):
+    """KTO (Ethayarajh et al. 2024) on unpaired desirable / undesirable answers (TRL KTOTrainer).
+
+    Rows come from the arena's own votes (``annotation.unpaired``): a decisive vote gives its winner as desirable
+    and its loser as undesirable, *both good* two desirable answers, *both bad* two undesirable ones; with
+    ``score_criterion`` set, an answer scored on that rubric criterion is desirable when its score is at least
+    ``desirable_threshold`` (a plain tie counts through its scores only). A paired snapshot also works: each
+    pair gives one row of each class.
+    """
+
+    kind: ClassVar[str] = "kto"
+
+    min_pairs: int = _f(4, "Refuse to launch with fewer unpaired rows (desirable + undesirable) than this.")
+    beta: float = _f(0.1, "KTO temperature: higher keeps the policy closer to the reference (paper: 0.1).")
+    loss_type: str = _f("kto", "TRL KTO loss: kto or apo_zero_unpaired.")
+    desirable_weight: float = _f(
+        1.0,
+        "Weight of the desirable losses; with more undesirable than desirable rows the paper asks for "
+        "weight x desirable between 1 and 1.33 x undesirable (the check before launch shows the range).",
+    )
+    undesirable_weight: float = _f(1.0, "Weight of the undesirable losses (the other side of that balance).")
+    score_criterion: str = _f(
+        "",
+        "A rubric criterion whose scores label answers desirable / undesirable (empty = the votes alone).",
+    )
+    desirable_threshold: float | None = _f(
+        None,
+        "With score_criterion: a score at or above this is desirable, below undesirable; it must lie within "
+        "the criterion's scale (e.g. 1..5). null = the middle of the scale.",
+    )
+    score_rubric: str = _f(
+        "",
+        "The rubric that defines score_criterion's scale: its name, or a file in the data home's rubrics folder "
+        "(empty = the default rubric).",
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+        if self.loss_type not in ("kto", "apo_zero_unpaired"):
+            raise ConfigError(
+                f"loss_type {self.loss_type!r} unknown for KTO; choose kto or apo_zero_unpaired"
+            )
+        if self.desirable_weight <= 0 or self.undesirable_weight <= 0:
+            raise ConfigError("desirable_weight and undesirable_weight must be > 0")
+        if self.pairs != "all":
+            raise ConfigError("pairs must be 'all' for KTO: its rows are single answers, not pairs")
+        self.score_rule()  # raises naming the field (desirable_threshold or score_criterion)
+
+    def score_rule(self) -> Any:
+        """The ``annotation.unpaired.ScoreRule`` that labels scored answers (None: the votes alone; the
+        threshold defaults to the middle of the criterion's scale); ConfigError naming the field."""
+        from vibestudio.annotation.unpaired import score_rule
+
+        rubric = self.score_rubric
+        if rubric and (rubric.endswith((".yaml", ".yml")) or "/" in rubric):
+            rubric = str(rubric_file(rubric))  # a path: checked before it is read
+        try:
+            return score_rule(self.score_criterion, self.desirable_threshold, rubric)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+
+
+@dataclass
+class ORPOJobConfig(EndKLConfig):
+    """ORPO (Hong et al. 2024): supervised loss on the chosen answer plus an odds-ratio penalty on the rejected
+    one, reference-free (TRL ORPOTrainer), on the same preference snapshots as DPO."""
+
+    kind: ClassVar[str] = "orpo"
+    default_lr: ClassVar[tuple[float, float]] = (ORPO_LORA_LR, ORPO_FULL_LR)
+
+    beta: float = _f(0.1, "Weight of the odds-ratio term (the paper's lambda, 0.1).")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+
+
+@dataclass
+class SimPOJobConfig(EndKLConfig):
+    """SimPO (Meng et al. 2024): a length-normalised margin between chosen and rejected log-probabilities,
+    reference-free (TRL CPOTrainer with loss_type simpo and cpo_alpha 0), on the same snapshots as DPO."""
+
+    kind: ClassVar[str] = "simpo"
+    default_lr: ClassVar[tuple[float, float]] = (SIMPO_LORA_LR, SIMPO_FULL_LR)
+
+    beta: float = _f(2.0, "Reward scale (the paper's beta: 2.0-2.5).")
+    simpo_gamma: float = _f(0.5, "Target reward margin gamma (the paper: gamma / beta about 0.5 .. 1.5).")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.beta <= 0:
+            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+        if self.simpo_gamma < 0:
+            raise ConfigError(f"simpo_gamma must be >= 0 (got {self.simpo_gamma})")
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A job kind, registered once: its config class, and the trainer the job process runs ("module:function",
+    imported only in the job process, since trainers import torch and TRL). ``rows``: what it trains on ("pairs":
+    chosen / rejected, "unpaired": single answers labelled desirable or not, "prompts": prompts only);
+    ``reference``: whether it keeps a frozen reference model; ``label``: its name on the Train tab;
+    ``publishes``: whether its checkpoint can play in the arena."""
+
+    config: type[JobConfig]
+    trainer: str
+    label: str = ""
+    rows: str = "pairs"
+    reference: bool = True
+    publishes: bool = True
+
+
+JOB_KINDS: dict[str, JobKind] = {
+    "dpo": JobKind(DPOJobConfig, "vibestudio.training.objectives.dpo:run_dpo", "DPO"),
+    "kto": JobKind(KTOJobConfig, "vibestudio.training.objectives.dpo_kin:run_kto", "KTO", rows="unpaired"),
+    "orpo": JobKind(
+        ORPOJobConfig, "vibestudio.training.objectives.dpo_kin:run_orpo", "ORPO", reference=False
+    ),
+    "simpo": JobKind(
+        SimPOJobConfig, "vibestudio.training.objectives.dpo_kin:run_simpo", "SimPO", reference=False
+    ),
+    "reward": JobKind(
+        RewardJobConfig,
+        "vibestudio.training.objectives.reward_model:run_reward",
+        "Reward model",
+        reference=False,
+        publishes=False,
+    ),
+    "grpo": JobKind(GRPOJobConfig, "vibestudio.training.objectives.grpo:run_grpo", "GRPO", rows="prompts"),
+}
+CONFIG_KINDS: dict[str, type[JobConfig]] = {kind: k.config for kind, k in JOB_KINDS.items()}
+
+
+def help_table(cls: type[JobConfig]) -> list[tuple[str, Any, str]]:
+    """(name, default, help) for every field: what a UI form or ``--help`` shows."""
+    out = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        out.append((f.name, default, f.metadata.get("help", "")))
+    return out
+
+
+#: A number in exponent form that YAML 1.1 (PyYAML) leaves a string: ``1e-9``, ``5E-7``, ``+2e3`` (no inf, no nan).
+_YAML11_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _check_type(kind: str, name: str, value: Any, annotation: Any) -> Any:
+    """Accept ``value`` for ``annotation`` (int for float, None for optionals); raise ConfigError otherwise."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        for opt in options:
+            if opt is type(None):
+                continue
+            try:
+                return _check_type(kind, name, value, opt)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{kind} config field {name!r}: {value!r} is not a valid {annotation}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{kind} config field {name!r}: expected a list, got {value!r}")
+        (item,) = typing.get_args(annotation) or (Any,)
+        return [_check_type(kind, name, v, item) for v in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{kind} config field {name!r}: expected a mapping, got {value!r}")
+        return dict(value)
+    if annotation is Any:
+        return value
+    if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if annotation is float and isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
+        return float(value)  # YAML 1.1 reads ``1e-9`` (no dot in the mantissa) as a string
+    if annotation is str and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # a contestant id written as a number
+    if annotation is bool and not isinstance(value, bool):
+        raise ConfigError(f"{kind} config field {name!r}: expected true/false, got {value!r}")
+    if annotation is int and isinstance(value, bool):
+        raise ConfigError(f"{kind} config field {name!r}: expected an integer, got {value!r}")
+    if isinstance(annotation, type) and not isinstance(value, annotation):
+        raise ConfigError(f"{kind} config field {name!r}: expected {annotation.__name__}, got {value!r}")
+    return value
+
+
+def config_from_dict(data: dict[str, Any], kind: str | None = None) -> JobConfig:
+    """Build and validate a config; unknown fields and wrong types raise ConfigError naming the field."""
+    data = dict(data)
+    kind = data.pop("kind", None) or kind
+    if kind not in CONFIG_KINDS:
+        raise ConfigError(f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")
+    cls = CONFIG_KINDS[kind]
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [k for k in data if k not in names]
+    if unknown:
+        raise ConfigError(
+            f"unknown field(s) in {kind} config: {', '.join(map(repr, unknown))} (known: {', '.join(names)})"
+        )
+    values = {k: _check_type(kind, k, v, hints[k]) for k, v in data.items()}
+    cfg = cls(**values)
+    cfg.validate()
+    return cfg
+
+
+def _field_of(message: str, names: list[str]) -> str:
+    """The config field a validation message is about: the first field name it mentions."""
+    best = ""
+    pos = len(message) + 1
+    for name in names:
+        m = re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", message)
+        if m and (m.start() < pos or (m.start() == pos and len(name) > len(best))):
+            best, pos = name, m.start()
+    return best
+
+
+def config_errors(data: Any, kind: str | None = None) -> tuple[JobConfig | None, list[FieldError]]:
+    """Check a config mapping field by field: every unknown field and every ill-typed value is reported (not
+    just the first), then the range checks. Returns (config, []) when it is valid, else (None, errors)."""
+    if not isinstance(data, dict):
+        return None, [FieldError("", "expected a mapping of field: value")]
+    data = dict(data)
+    kind = data.pop("kind", None) or kind
+    if kind not in CONFIG_KINDS:
+        return None, [
+            FieldError("kind", f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")
+        ]
+    cls = CONFIG_KINDS[kind]
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    errors, values = [], {}
+    for key, value in data.items():
+        if key not in names:
+            errors.append(FieldError(str(key), f"unknown field for a {kind} job"))
+            continue
+        try:
+            values[key] = _check_type(kind, key, value, hints[key])
+        except ConfigError as exc:
+            errors.append(FieldError(key, str(exc).split(": ", 1)[-1]))
+    if errors:
+        return None, errors
+    cfg = cls(**values)
+    try:
+        cfg.validate()
+    except ConfigError as exc:
+        return None, [FieldError(_field_of(str(exc), names), str(exc))]
+    return cfg, []
+
+
+def parse_config_text(text: str, kind: str | None = None) -> tuple[JobConfig | None, list[FieldError]]:
+    """A config from YAML text (the Train tab's editor, a file): YAML syntax errors carry their line."""
+    data, error = parse_yaml(text) if text and text.strip() else ({}, None)
+    if error is not None:
+        return None, [FieldError("", f"line {error.line}: {error.message}" if error.line else error.message)]
+    return config_errors(data if data is not None else {}, kind)
+
+
+def make_config(kind: str, **overrides: Any) -> JobConfig:
+    """A validated config of ``kind`` with the given fields changed."""
+    return config_from_dict(overrides, kind)
+
+
+def config_yaml(cfg: JobConfig) -> str:
+    """The YAML a job saves and runs (field order as declared)."""
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+
+
+def save_config(cfg: JobConfig, path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(config_yaml(cfg), encoding="utf-8")
+    return p
+
+
+def load_config(path: str | Path, kind: str | None = None) -> JobConfig:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config file {p} not found")
+    data, error = read_yaml(p)
+    if error is not None:
+        raise ConfigError(error.format(str(p)))
+    data = data or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of field: value")
+    return config_from_dict(data, kind)
