@@ -25,6 +25,8 @@ COPY standings ./standings
 COPY annotation ./annotation
 COPY training ./training
 COPY studio ./studio
+# vibestudio/ links each folder above: the one import root the wheel installs (docs/architecture.md).
+COPY vibestudio ./vibestudio
 
 # ---------------------------------------------------------------------------------------------------------------
 FROM python:${PYTHON_VERSION}-slim-bookworm AS cpu

@@ -217,6 +217,37 @@ def lines_per_package(house: House) -> dict[str, tuple[int, int]]:
     return out
 
 
+def room_of(module: str, package: str = "training") -> str | None:
+    """The room of a package a module sits in (``training.jobs.runner`` -> ``jobs``); None outside the package.
+
+    A module directly in the package (``training.compare``, ``training`` itself) sits in no room: its room is "".
+    """
+    parts = module.split(".")
+    if parts[0] != package:
+        return None
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and module in _PACKAGE_INITS) else ""
+
+
+_PACKAGE_INITS: set[str] = set()
+
+
+def rooms(house: House, package: str = "training") -> dict[str, dict[str, int]]:
+    """room -> modules, lines, imports into sibling rooms and imports climbing up into the package's own modules."""
+    _PACKAGE_INITS.update(n for n, p in house.files.items() if p.name == "__init__.py")
+    out: dict[str, dict[str, int]] = {}
+    for name, path in house.files.items():
+        room = room_of(name, package)
+        if room:
+            row = out.setdefault(room, {"modules": 0, "lines": 0, "sideways": 0, "up": 0})
+            row["modules"] += 1
+            row["lines"] += len(path.read_text(encoding="utf-8").splitlines())
+    for edge in house.edges:
+        source, target = room_of(edge.source, package), room_of(edge.target, package)
+        if source and target is not None and source != target:
+            out[source]["up" if target == "" else "sideways"] += 1
+    return dict(sorted(out.items()))
+
+
 def longest_functions(house: House, top: int = 10) -> list[tuple[int, str]]:
     """(lines, "module:Qualified.name") of the longest functions and methods, longest first."""
     found: list[tuple[int, str]] = []
@@ -249,6 +280,15 @@ def report(house: House, top: int = 10) -> str:
         out.append(f"- {' <-> '.join(component)}")
         for edge in circle_edges(house, component):
             out.append(f"  - {edge.source}:{edge.line} -> {edge.target} ({edge.kind})")
+    out += [
+        "",
+        "## training's rooms",
+        "",
+        "| room | modules | lines | imports into sibling rooms | climbing up |",
+    ]
+    out.append("|---|---:|---:|---:|---:|")
+    for room, row in rooms(house).items():
+        out.append(f"| {room} | {row['modules']} | {row['lines']} | {row['sideways']} | {row['up']} |")
     out += ["", f"## The {top} longest functions", "", "| lines | function |", "|---:|---|"]
     out += [f"| {lines} | {name} |" for lines, name in longest_functions(house, top)]
     return "\n".join(out) + "\n"

@@ -45,9 +45,11 @@ def _run_text(stage: list) -> str:
 
 
 def _installed_packages() -> list[str]:
-    """Top-level packages pyproject installs (``packages.find`` include patterns ``name*``)."""
+    """The folders the wheel is built from: the import root ``vibestudio/`` and each folder it links."""
     include = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
-    return sorted(p.rstrip("*") for p in include)
+    assert include == ["vibestudio", "vibestudio.*"], include
+    linked = sorted(p.name for p in (ROOT / "vibestudio").iterdir() if p.is_symlink())
+    return ["vibestudio", *linked]
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +67,13 @@ def test_pyproject_installs_every_top_level_package_of_the_repository():
     on_disk = sorted(
         p.name
         for p in ROOT.iterdir()
-        if (p / "__init__.py").exists() and p.name not in {"tests", "benchmarks", "scripts"}
+        if (p / "__init__.py").exists() and p.name not in {"tests", "benchmarks", "scripts", "vibestudio"}
     )
-    assert _installed_packages() == on_disk
+    assert _installed_packages() == ["vibestudio", *on_disk]
+    for name in on_disk:
+        assert (ROOT / "vibestudio" / name).resolve() == (ROOT / name).resolve(), (
+            f"vibestudio/{name} is not a link"
+        )
 
 
 def _workdir(stage: list) -> str:

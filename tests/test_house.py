@@ -156,14 +156,14 @@ def reached(h: house.House, start: str) -> set[str]:
 def test_the_job_queue_reaches_neither_publishing_nor_the_report_job(the_house: house.House) -> None:
     """``training.jobs.runner`` is the job queue alone: publishing (``training.publishing.publish``) and the report job
     (``training.report.job``, ``training.report.steps``) call it, never the other way round."""
-    assert "vibestudio.training.jobs.runner" in the_house.files
+    assert "training.jobs.runner" in the_house.files
     above = {
-        "vibestudio.training.publishing.publish",
-        "vibestudio.training.report.job",
-        "vibestudio.training.report.steps",
-        "vibestudio.training.jobs.job_process",
+        "training.publishing.publish",
+        "training.report.job",
+        "training.report.steps",
+        "training.jobs.job_process",
     }
-    assert reached(the_house, "vibestudio.training.jobs.runner") & above == set()
+    assert reached(the_house, "training.jobs.runner") & above == set()
 
 
 def test_reached_follows_lazy_imports(tmp_path: Path) -> None:
@@ -337,3 +337,15 @@ def test_the_probe_name_check_catches_a_stray_module_and_class(tmp_path: Path) -
         "training/tasks/probe.py: a module named probe outside the sycophancy probes",
         "training/objectives/kl.py:1: class KLProbe in training",
     ]
+
+
+def test_no_room_of_training_climbs_back_up(the_house: house.House) -> None:
+    """A room of ``training/`` (jobs, objectives, publishing, report, tasks) never imports ``training`` itself or a
+    module directly in it (``training.compare``): the front door uses the rooms, never the other way round."""
+    climbing = [
+        f"{e.source}:{e.line} -> {e.target}"
+        for e in the_house.edges
+        if house.room_of(e.source) and house.room_of(e.target) == ""
+    ]
+    assert climbing == []
+    assert set(house.rooms(the_house)) == {"jobs", "objectives", "publishing", "report", "tasks"}

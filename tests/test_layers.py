@@ -57,7 +57,12 @@ def package_files() -> list[tuple[Path, str]]:
 
 
 def test_every_package_is_a_known_layer() -> None:
-    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "benchmarks", "scripts"}
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {
+        "tests",
+        "benchmarks",
+        "scripts",
+        "vibestudio",
+    }
     assert packages == set(LAYERS), f"top-level packages {sorted(packages)} differ from the layers {LAYERS}"
 
 
@@ -84,3 +89,51 @@ def test_the_check_allows_downward_and_same_layer_imports() -> None:
         "from db.models import Vote\nfrom accounts import require_role\nfrom . import sibling\nimport numpy\n"
     )
     assert violations([(Path("arena") / "mod.py", source)]) == []
+
+
+def bare_imports(relpath: Path, source: str) -> list[str]:
+    """Imports of a studio package by its bare name (``import db``) instead of through ``vibestudio``."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=str(relpath))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        found += [
+            f"{relpath}:{node.lineno}: imports {name}; import it as vibestudio.{name}"
+            for name in names
+            if name.split(".")[0] in RANK
+        ]
+    return found
+
+
+def test_every_import_goes_through_the_one_root() -> None:
+    """Code, tests, scripts and benchmarks import ``vibestudio.training``, never ``training``: a bare import would load
+    the module a second time under another name, and fail once installed (nothing but vibestudio is installed)."""
+    paths = sorted(
+        p for name in (*LAYERS, "tests", "scripts", "benchmarks") for p in (ROOT / name).rglob("*.py")
+    )
+    found = [
+        hit
+        for p in paths
+        if "migrations/versions" not in p.as_posix()
+        for hit in bare_imports(p.relative_to(ROOT), p.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+    assert bare_imports(Path("arena") / "mod.py", "import db\nfrom training.jobs import runner\n") != []
+
+
+def test_only_the_root_is_installed(tmp_path: Path) -> None:
+    """Outside the checkout, ``import db`` finds nothing and ``import vibestudio.db`` finds the studio's."""
+    import subprocess
+    import sys
+
+    script = (
+        "import importlib.util as u; import vibestudio.db, vibestudio.training.jobs.runner; "
+        "print(sorted(n for n in ('common', 'db', 'training', 'studio', 'arena', 'annotation', 'accounts', "
+        "'standings', 'textfeatures') if u.find_spec(n)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -22,7 +22,7 @@ def _walk(fn, *args, **kwargs) -> Counter:
     def prof(frame, event, _arg):  # type: ignore[no-untyped-def]
         if event == "call":
             mod = frame.f_globals.get("__name__", "")
-            if mod.split(".")[0] in PACKAGES:
+            if mod.removeprefix("vibestudio.").split(".")[0] in PACKAGES:
                 seen[f"{mod}:{frame.f_code.co_qualname}"] += 1
 
     sys.setprofile(prof)
