@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +268,80 @@ def longest_functions(house: House, top: int = 10) -> list[tuple[int, str]]:
     return sorted(found, key=lambda item: (-item[0], item[1]))[:top]
 
 
+#: Modules the sentence measure leaves out: Alembic writes the migrations' docstrings, not us.
+GENERATED = ("db.migrations.versions.",)
+
+_CODE_SPAN = re.compile(r"``.+?``|`[^`\n]+`", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def docstring_sentences(doc: str) -> list[str]:
+    """The sentences of a docstring, each inline ``code`` span turned into one word.
+
+    A sentence ends at ``.``, ``!`` or ``?`` before a space or a line break. A bullet item (a line starting
+    ``- `` or ``* ``, ending at the next line back at its margin), a line ending with ``:`` and a paragraph
+    end each close a sentence too. Each line of an indented block (a table, an example) is one sentence.
+    """
+    text = _CODE_SPAN.sub("CODE", doc)
+    chunks: list[list[str]] = [[]]
+    bullet_indent = -1  # the indent of the bullet item being read, -1 outside a list
+    for raw in text.splitlines():
+        line = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
+        if not line:
+            chunks.append([])
+            bullet_indent = -1
+            continue
+        if line.startswith(("- ", "* ")):
+            chunks.append([line[2:]])
+            bullet_indent = indent
+        elif 0 <= indent <= bullet_indent:  # a line back at the list's margin ends the item
+            chunks.append([line])
+            bullet_indent = -1
+        elif indent and bullet_indent < 0:  # a row of an indented table or example stands alone
+            chunks += [[line], []]
+        else:
+            chunks[-1].append(line)
+        if line.endswith(":"):
+            chunks.append([])
+    sentences = []
+    for chunk in chunks:
+        for piece in _SENTENCE_END.split(" ".join(chunk)):
+            if word_count(piece):
+                sentences.append(piece)
+    return sentences
+
+
+def word_count(sentence: str) -> int:
+    """Words in a sentence: whitespace-separated tokens holding a letter or a digit."""
+    return sum(1 for token in sentence.split() if any(ch.isalnum() for ch in token))
+
+
+def sentence_lengths(house: House) -> dict[str, list[int]]:
+    """module -> the word count of each sentence of its docstring (modules in ``GENERATED`` left out)."""
+    out: dict[str, list[int]] = {}
+    for name, tree in house.trees.items():
+        if name.startswith(GENERATED):
+            continue
+        doc = ast.get_docstring(tree) or ""
+        out[name] = [word_count(s) for s in docstring_sentences(doc)]
+    return out
+
+
+def words_per_sentence(house: House, top: int = 15) -> tuple[float, list[tuple[float, int, str]]]:
+    """The average words per sentence over every module docstring, and the ``top`` worst modules.
+
+    The average pools all sentences (total words / total sentences). Each worst module comes as
+    (its own average, its sentence count, its name), highest average first.
+    """
+    lengths = sentence_lengths(house)
+    words = sum(sum(counts) for counts in lengths.values())
+    sentences = sum(len(counts) for counts in lengths.values())
+    per_module = [(sum(c) / len(c), len(c), name) for name, c in lengths.items() if c]
+    worst = sorted(per_module, key=lambda row: (-row[0], row[2]))[:top]
+    return (words / sentences if sentences else 0.0), worst
+
+
 def report(house: House, top: int = 10) -> str:
     out = ["## Lines per package", "", "| package | files | lines |", "|---|---:|---:|"]
     sizes = lines_per_package(house)
@@ -291,6 +366,10 @@ def report(house: House, top: int = 10) -> str:
         out.append(f"| {room} | {row['modules']} | {row['lines']} | {row['sideways']} | {row['up']} |")
     out += ["", f"## The {top} longest functions", "", "| lines | function |", "|---:|---|"]
     out += [f"| {lines} | {name} |" for lines, name in longest_functions(house, top)]
+    average, worst = words_per_sentence(house)
+    out += ["", f"## Words per sentence in module docstrings: {average:.1f} on average", ""]
+    out += ["| words per sentence | sentences | module |", "|---:|---:|---|"]
+    out += [f"| {avg:.1f} | {n} | {name} |" for avg, n, name in worst]
     return "\n".join(out) + "\n"
 
 
