@@ -1,8 +1,8 @@
-"""Persistence for Vibe Studio: SQLAlchemy models, engine/session factory, Alembic migrations (one chain) and
-backups.
+"""Persistence for Vibe Studio: SQLAlchemy models, the engine and session factory, Alembic migrations (one
+chain) and backups.
 
-This package knows tables and connections, nothing about contestants, votes' meaning or pages. Imports common
-only (its settings, for the database URL and the data home).
+This package knows tables and connections. It knows nothing about contestants, what votes mean, or pages.
+Imports common only. Its settings give the database URL and the data home.
 """
 
 from __future__ import annotations

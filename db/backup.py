@@ -1,13 +1,14 @@
-"""Backups: SQLite online backup (consistent while the app writes) and restore; PostgreSQL via pg_dump.
+"""Backups and restores: SQLite's online backup, and ``pg_dump`` for PostgreSQL.
 
-For PostgreSQL we shell out to ``pg_dump``/``pg_restore`` with an argument list (never a shell string); the
-password, if any, must come from the environment (PGPASSWORD or ~/.pgpass), never from the command line, and
-``shown_url`` is how a database URL is printed (its password replaced by ``***``).
+A SQLite backup stays consistent while the app writes. For PostgreSQL we run ``pg_dump``/``pg_restore``
+with an argument list, never a shell string. The password, if any, comes from the environment (PGPASSWORD
+or ~/.pgpass), never from the command line. ``shown_url`` prints a database URL with its password as
+``***``.
 
-A restore replaces the database under a server's feet, so a process that serves a SQLite database holds a
-shared lock on ``<database file>.serving`` for as long as it runs (``hold_serving_lock``, taken by
-``vibestudio serve``, whose embedded worker runs in the same process; the kernel drops it when the process
-ends, even by SIGKILL), and ``restore`` refuses while anyone holds it unless forced.
+A restore replaces the database under a server's feet. So a process serving a SQLite database holds a
+shared lock on ``<database file>.serving`` while it runs. ``hold_serving_lock`` takes it, called by
+``vibestudio serve`` (its embedded worker runs in the same process). The kernel drops the lock when the
+process ends, even by SIGKILL. ``restore`` refuses while anyone holds it, unless forced.
 """
 
 from __future__ import annotations

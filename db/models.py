@@ -1,7 +1,7 @@
 """SQLAlchemy 2 models: the studio's data model (contestants, battles, turns, votes, snapshots, jobs).
 
-Columns hold plain values and JSON; business rules (who may vote, how outcomes count) live in the domain
-packages. Every table that a service writes in one request is written inside one transaction by the caller.
+Columns hold plain values and JSON. Business rules live in the domain packages: who may vote, how outcomes
+count. The caller writes every table of one request inside one transaction.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Engine and session factory: SQLite (WAL) under the data home by default, PostgreSQL by URL.
 
-``VIBESTUDIO_HOME`` (default ``~/.vibestudio``) holds the SQLite file, models, snapshots and job folders;
-``VIBESTUDIO_DATABASE_URL`` points at another database (for teams: PostgreSQL).
+``VIBESTUDIO_HOME`` (default ``~/.vibestudio``) holds the SQLite file, models, snapshots and job folders.
+``VIBESTUDIO_DATABASE_URL`` points at another database, such as a team's PostgreSQL.
 """
 
 from __future__ import annotations
