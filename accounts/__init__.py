@@ -1,16 +1,20 @@
 """Accounts and roles: users with argon2 password hashes, role checks for services, login sessions and
-throttles, per-user rate limits shared across processes, and users signed in by an authenticating proxy.
+throttles, per-user rate limits shared by every web server, and users signed in by an authenticating
+proxy.
 
-Roles, lowest first: ``annotator`` (arena battles and votes, labelling), ``researcher`` (also contestants,
-imports, snapshots and exports, training jobs), ``admin`` (also user management). ``require_role`` is the one
-check every guarded service calls at its top; it reads the user's current row, so a role change or a disabled
-account takes effect on the next request, not the next login.
+Roles, lowest first:
+- ``annotator``: arena battles and votes, labelling.
+- ``researcher``: also contestants, imports, snapshots and exports, training jobs.
+- ``admin``: also user management.
 
-``user_id=None`` means the local operator: the CLI, the Python API and the open single-user mode of the web app.
-The web app in login mode always passes the id of the signed-in user, never None.
+``require_role`` is the one check every guarded service calls at its top. It reads the user's current row.
+So a role change or a disabled account takes effect on the next request, not the next login.
 
-This package knows nothing about the web app or HTTP; it stores no plain passwords and never logs one. Imports
-db only.
+``user_id=None`` means the local operator: the CLI, the Python API and the web app's open single-user
+mode. The web app in login mode always passes the signed-in user's id, never None.
+
+This package knows nothing about the web app or HTTP. It stores no plain passwords and never logs one.
+Imports db only.
 """
 
 from __future__ import annotations

@@ -1,25 +1,26 @@
 """Shared counters for rate limits and login throttles: one budget per key for every app process.
 
 Two kinds of state, both keyed by a string (``votes:12``, ``login-client:203.0.113.7``...):
+- **A token bucket** kept as GCRA (the generic cell rate algorithm). It stores one number per key, the
+  *theoretical arrival time* ``tat``. Take a key with rate ``1/T`` per second and ``burst`` tokens. It may
+  take a token at ``now`` when ``max(tat, now) + T - now <= burst * T``. Taking one sets
+  ``tat = max(tat, now) + T``. That is exactly a token bucket, stored as one value:
+  ``tokens = (burst * T - max(0, tat - now)) / T``. So one conditional update decides atomically. Two
+  processes taking the last token at once get one yes and one no.
+- **A failure streak**: a count and the time of the last failure, cleared by a success. It is the login
+  throttle's delay per name and address.
 
-- **A token bucket** kept as GCRA (the generic cell rate algorithm): one number per key, the *theoretical
-  arrival time* ``tat``. A key with rate ``1/T`` per second and ``burst`` tokens may take a token at time ``now``
-  when ``max(tat, now) + T - now <= burst * T``; taking it sets ``tat = max(tat, now) + T``. That is exactly a
-  token bucket (``tokens = (burst * T - max(0, tat - now)) / T``), stored as one value, so one conditional
-  update decides atomically: two processes taking the last token at once get one yes and one no.
-- **A failure streak**: a count and the time of the last failure (the login throttle's per name and address
-  delay), cleared by a success.
+Stores:
+- ``DatabaseCounters``, the default on SQLite and PostgreSQL alike: the ``rate_limits`` table. It does an
+  upsert with a condition, under PostgreSQL's row lock or SQLite's write lock.
+- ``RedisCounters``, when ``VIBESTUDIO_REDIS_URL`` is set: small Lua scripts, atomic in Redis.
+- ``MemoryCounters``: one process only, for the Python API's default and the unit tests.
 
-Stores: ``DatabaseCounters`` (the ``rate_limits`` table; the default, on SQLite and PostgreSQL alike: an upsert
-with a condition, under the row lock PostgreSQL takes for it or SQLite's write lock), ``RedisCounters`` (when
-``VIBESTUDIO_REDIS_URL`` is set: small Lua scripts, atomic in Redis) and ``MemoryCounters`` (one process only:
-the Python API's default and the unit tests).
-
-**Clocks.** Times are read from the store, not the app host, when the store has a clock: PostgreSQL's
-``clock_timestamp()``, Redis' ``TIME``. Two app hosts whose clocks disagree therefore still share one budget.
+**Clocks.** Times come from the store, not the app host, when the store has a clock. That is PostgreSQL's
+``clock_timestamp()`` or Redis' ``TIME``. So two app hosts whose clocks disagree still share one budget.
 SQLite lives on one host, whose clock every process shares. Callers may pass ``now`` (tests do).
 
-This module knows nothing about users or HTTP; ``accounts.RateLimiter`` and ``accounts.throttle`` use it.
+This module knows nothing about users or HTTP. ``accounts.RateLimiter`` and ``accounts.throttle`` use it.
 """
 
 from __future__ import annotations

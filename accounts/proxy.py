@@ -1,13 +1,14 @@
-"""Users signed in by an authenticating proxy (``VIBESTUDIO_AUTH=proxy``): the name and groups a trusted header
-carries become a studio user and a role.
+"""Users signed in by an authenticating proxy (``VIBESTUDIO_AUTH=proxy``). The name and groups in a trusted
+header become a studio user and a role.
 
-A name seen for the first time becomes a user without a password (it cannot sign in any other way) with the
-default role. When a group-to-role map is configured (``admin=studio-admins;researcher=ml,data``), the groups are
-the truth: the user's role is set at each request to the highest role any of its groups maps to, or the default
-role when none does. Without a map the role is the studio's own (``vibestudio users set-role``, the Admin tab). A
-disabled user stays disabled whatever the proxy says.
+A name seen for the first time becomes a user with the default role. It gets no password, so it cannot
+sign in any other way. A group-to-role map may be configured (``admin=studio-admins;researcher=ml,data``).
+Then the groups are the truth. At each request the user's role becomes the highest role its groups map to.
+With no matching group, it gets the default role. Without a map the role is the studio's own
+(``vibestudio users set-role``, the Admin tab). A disabled user stays disabled whatever the proxy says.
 
-Which addresses may set the header is the web layer's business (``studio.auth``); this module trusts its caller.
+Which addresses may set the header is the web layer's business (``studio.auth``). This module trusts its
+caller.
 """
 
 from __future__ import annotations

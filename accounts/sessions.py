@@ -1,17 +1,22 @@
 """Login sessions that expire and end when the password changes.
 
-A session is the random token the web server gives a browser (or a script) at login. The book records, per token,
-the user name, when it was issued and a *fingerprint* of the password it was issued under (a hash of the stored
-password hash, never the password). A token is valid while it is younger than ``hours`` and the user's current
-fingerprint is the one recorded: a password change or reset (``accounts.set_password``) gives a new hash and so
-ends every session of that user at its next request; a disabled or deleted user has no fingerprint at all.
+A session is the random token the web server gives a browser (or a script) at login. The book records, per
+token:
+- the user name;
+- when it was issued;
+- a *fingerprint* of the password it was issued under (a hash of the stored hash, never the password).
 
-With a database (a served app), the book is the ``web_sessions`` table and holds the SHA-256 of each token, never
-the token: every app process on the database accepts a session issued by any of them, so a user whom the load
-balancer moves (or whose process restarted) stays signed in, and signing out or a password change ends the
-session everywhere. Without one (the Python API, unit tests) it is this process's memory. Ages are measured on
-the app host's clock: hosts whose clocks disagree by ``s`` seconds disagree by ``s`` on when a session expires.
-Imports no web framework; ``studio.auth`` applies it to requests.
+A token is valid while it is younger than ``hours`` and the user's fingerprint is unchanged. A password
+change or reset (``accounts.set_password``) gives a new hash. That ends every session of the user at its
+next request. A disabled or deleted user has no fingerprint at all.
+
+With a database (a served app), the book is the ``web_sessions`` table. It holds the SHA-256 of each
+token, never the token. Every app process on the database accepts a session any of them issued. So a user
+the load balancer moves, or whose process restarted, stays signed in. Signing out or a password change
+ends the session everywhere. Without a database (the Python API, unit tests) the book is in memory.
+
+Ages are measured on the app host's clock. Hosts whose clocks differ by ``s`` seconds differ by ``s`` on
+when a session expires. Imports no web framework; ``studio.auth`` applies it to requests.
 """
 
 from __future__ import annotations

@@ -1,21 +1,22 @@
 """Login throttles: slow a guesser down without locking the real owner out.
 
-Two rules, both checked *before* any password hashing (a refused try costs a dictionary look-up, not an argon2
-hash):
+Two rules, both checked *before* any password hashing. A refused try costs a dictionary look-up, not an
+argon2 hash.
+- **Per name and client address.** The first ``free`` failures of one name from one address cost nothing.
+  Each further failure doubles the wait before that address may try that name again: ``base_s``,
+  ``2 * base_s``..., at most ``max_s``. A success clears it. The owner's own address is not slowed by a
+  guesser elsewhere. The guesser's failures count against the guesser's address only.
+- **Per client address, across names.** At most ``per_minute`` failures a minute from one address,
+  whatever the names (a token bucket). So spraying one password over many names is slowed like guessing
+  one name.
 
-- **Per name and client address**: the first ``free`` failures of one name from one address cost nothing; each
-  further failure doubles the wait before that address may try that name again (``base_s``, ``2 * base_s``...,
-  at most ``max_s``). A success clears it. The owner signing in from their own address is not slowed by a guesser
-  elsewhere: the guesser's failures count against the guesser's address only.
-- **Per client address, across names**: at most ``per_minute`` failures a minute from one address, whatever the
-  names (a token bucket), so spraying one password over many names is slowed as much as guessing one name.
+What this does not stop: many addresses each guessing one name slowly. Each address pays its own delays.
+Every checked try costs the server one hash; ``accounts.HASH_GATE`` bounds how many run at once.
 
-What this does not stop: many addresses guessing one name each slowly (each address pays its own delays, and
-every try that is checked costs the server one hash: ``accounts.HASH_GATE`` bounds how many run at once). The
-records live in a shared store (``accounts.counters``: the database, or Redis), like ``accounts.RateLimiter``'s,
-so a guesser who is moved from one app process to another meets the same delays; with no store given, in this
-process's memory. The client address is the one the web server reports (behind a reverse proxy on the same host,
-uvicorn reads ``X-Forwarded-For`` from loopback).
+The records live in a shared store (``accounts.counters``: the database, or Redis), like
+``accounts.RateLimiter``'s. So a guesser moved to another app process meets the same delays. With no store
+given, they live in this process's memory. The client address is the one the web server reports. Behind a
+reverse proxy on the same host, uvicorn reads ``X-Forwarded-For`` from loopback.
 """
 
 from __future__ import annotations
