@@ -1,11 +1,14 @@
-"""Files that several processes write: an exclusive lock beside a file, and writes that land whole or not at all.
+"""Files that several processes write: an exclusive lock beside a file, and writes that land whole or not at
+all.
 
-``file_lock(path)`` holds an exclusive ``flock`` on ``path`` (made if missing) for the block: processes on one host,
-or on a shared file system that honours ``flock`` (local disks, NFSv4), take turns; threads of one process too,
-since each call opens its own file description. ``unique_tmp(target)`` names a temporary file or folder beside
-``target`` that no other process or thread uses (host, pid, thread and a random part), so two writers never write
-into one temporary file; ``atomic_write_bytes`` writes one and renames it over the target (``os.replace`` is
-atomic on POSIX): a reader sees the old file or the new one, never half of one.
+``file_lock(path)`` holds an exclusive ``flock`` on ``path`` for the block, making the file if missing.
+Processes on one host take turns, and so do hosts on a shared file system that honours ``flock`` (local
+disks, NFSv4). Threads of one process take turns too, since each call opens its own file description.
+
+``unique_tmp(target)`` names a temporary file or folder beside ``target`` that no other writer uses. The
+name holds the host, pid, thread and a random part. So two writers never share one temporary file.
+``atomic_write_bytes`` writes one and renames it over the target (``os.replace`` is atomic on POSIX). A
+reader sees the old file or the new one, never half of one.
 """
 
 from __future__ import annotations

@@ -1,40 +1,43 @@
-"""The one reader of untrusted files: JSON / JSONL / Parquet (prompt sets, battles, preference files, snapshots),
-CSV (prompt sets) and YAML (personas, rubrics, job configs, verdict rules, prices).
+"""The one reader of untrusted files. It reads JSON, JSONL and Parquet (prompt sets, battles, preference
+files, snapshots), CSV (prompt sets) and YAML (personas, rubrics, job configs, verdict rules, prices).
 
-Every record keeps the line it starts on, so errors can name it. JSON lines are split on ``\n`` only (an ``\r``
-before it is dropped), never with ``str.splitlines()``: that also breaks at U+2028, U+2029, U+0085, form feed,
-vertical tab, a lone CR and more, all of which JSON allows inside a string, and real prompt and battle files
-(Arena-Hard, LMSYS-Chat, WildChat) hold them. A JSONL line longer than ``max_line_bytes`` is reported and skipped
-without being held in memory; a line in another encoding is reported with the byte that broke it (UTF-8 is the
-default; a BOM selects UTF-8-SIG or UTF-16; ``encoding`` overrides). A JSON array is parsed element by element,
-so one broken element is reported at its line. A CSV row keeps the line it starts on (a quoted field may span
-lines) and a row with more fields than the header is reported, not silently folded. YAML is read with PyYAML's safe
-loader (plain types only), as UTF-8, from a plain file of at most ``MAX_YAML_BYTES`` (``common.paths.read_regular``:
-a device or a FIFO is refused, never read); a document whose aliases expand it
-past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or that refers to itself is refused, and a syntax error
-names its line and column.
+Every record keeps the line it starts on, so errors can name it.
+- **JSON lines** are split on the newline character only; a carriage return before it is dropped. We never
+  use ``str.splitlines()``. It also breaks at U+2028, U+2029, U+0085, form feed, vertical tab, a lone CR
+  and more. JSON allows all of these inside a string, and real files hold them (Arena-Hard, LMSYS-Chat,
+  WildChat).
+- **A JSONL line** longer than ``max_line_bytes`` is reported and skipped without being held in memory.
+- **Encodings.** UTF-8 is the default; a BOM selects UTF-8-SIG or UTF-16; ``encoding`` overrides. A line
+  in another encoding is reported with the byte that broke it.
+- **A JSON array** is parsed element by element, so one broken element is reported at its line.
+- **A CSV row** keeps the line it starts on (a quoted field may span lines). A row with more fields than
+  the header is reported, not silently folded.
+- **YAML** is read with PyYAML's safe loader (plain types only), as UTF-8. It must be a plain file of at
+  most ``MAX_YAML_BYTES``, read by ``common.paths.read_regular``; a device or a FIFO is refused unread. A
+  document is refused when its aliases expand past ``MAX_YAML_VALUES`` values (a "billion laughs" bomb) or
+  when it refers to itself. A syntax error names its line and column.
 
-**Budgets, not one limit a format can sidestep** (``Budget``): one import (a file, or every file of a folder) may
-decode at most ``VIBESTUDIO_MAX_IMPORT_MB`` bytes (at most ``MAX_FILE_BYTES``), ``VIBESTUDIO_MAX_IMPORT_ROWS``
-rows and ``VIBESTUDIO_MAX_IMPORT_VALUES`` values (each string, number, list or object it turns into), all three
-counted *before* the memory is spent:
+**Budgets, not one limit a format can sidestep** (``Budget``). One import is a file, or every file of a
+folder. It may decode at most ``VIBESTUDIO_MAX_IMPORT_MB`` bytes (at most ``MAX_FILE_BYTES``),
+``VIBESTUDIO_MAX_IMPORT_ROWS`` rows and ``VIBESTUDIO_MAX_IMPORT_VALUES`` values. A value is each string,
+number, list or object the file turns into. All three are counted *before* the memory is spent.
+- **Text** (JSON, JSONL, CSV, compressed or not) goes through a counting reader. So a ``.gz`` is measured
+  by what it expands to, as it is decompressed, never held whole. A JSON text's values are counted from
+  its separators (``, : [ {``, an upper bound) before it is parsed. So ``[[],[],...]`` cannot turn 256 MB
+  into 5 GB of lists.
+- **Parquet and Arrow** (``datasets`` ``save_to_disk`` writes Arrow) are decoded one small record batch at
+  a time. Each batch is measured from its Arrow buffers before it becomes Python values. A dictionary
+  column counts the lengths of the entries its indices name. So a 3 KB file repeating one long entry a
+  million times counts as the gigabytes it decodes to. A null column counts its values.
+- **Refused column types**: those an import never needs and whose decoded size the buffers cannot tell.
+  These are list views, run-end encoded columns, unions and dictionaries of nested values.
 
-- text (JSON, JSONL, CSV, compressed or not) is read through a counting reader, so a ``.gz`` is measured by what
-  it expands to as it is decompressed, never held whole; a JSON text's values are counted from its separators
-  (``, : [ {``, an upper bound) before it is parsed, so ``[[],[],...]`` cannot turn 256 MB into 5 GB of lists;
-- Parquet and Arrow (``datasets`` ``save_to_disk`` writes Arrow) are decoded one small record batch at a time,
-  and each batch is measured from its Arrow buffers before it becomes Python values: a dictionary column by
-  the lengths of the entries its indices name (a 3 KB file whose one long dictionary entry repeats a million
-  times is counted as the gigabytes it decodes to), a null column by its values. Column types an import never
-  needs and whose decoded size cannot be told from their buffers (list views, run-end encoded, unions,
-  dictionaries of nested values) are refused.
+A refusal names the limit and the setting that raises it. Nothing half-read comes back. Reading never
+raises on bad content. Problems come back as ``RowError`` values next to the records that could be read.
 
-A refusal names the limit and the setting that raises it; nothing half-read comes back. Reading never raises on
-bad content: problems come back as ``RowError`` values next to the records that could be read.
-
-It lives in ``common``, the bottom layer, because every layer reads files people bring (prompt sets and battles
-in ``arena``, preference files and snapshots in ``annotation``, snapshots and task sets in ``training``); it
-imports no studio code but ``common.paths`` (the bounded read of one plain file).
+It lives in ``common``, the bottom layer, because every layer reads files people bring. These are prompt
+sets and battles in ``arena``, preference files and snapshots in ``annotation``, snapshots and task sets
+in ``training``. It imports no studio code but ``common.paths``, for the bounded read of one plain file.
 """
 
 from __future__ import annotations

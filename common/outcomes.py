@@ -1,7 +1,7 @@
 """The one vocabulary of a verdict on two answers, and every mapping between its spellings.
 
-A verdict is one of five outcomes: the first answer is better, the second is, a plain tie, both good, both bad.
-Each layer spells them its own way:
+A verdict is one of five outcomes: the first answer is better, the second is, a plain tie, both good, both
+bad. Each layer spells them its own way:
 
   the screen        CHOICES            left, right      tie, both_good, both_bad
   a stored vote     OUTCOMES           a, b             tie, both_good, both_bad
@@ -11,16 +11,19 @@ Each layer spells them its own way:
   the score of A    score_a            1.0, 0.0         0.5, 0.5, 0.5
   AlpacaEval        alpaca_preference  1.0, 2.0         1.5, 1.5, 1.5
 
-Left and right are where the answers were on the screen: ``left_is_a`` (a battle) or ``left_is_first`` (a queue
-item) says which answer was on the left. Battle answer A is an item's answer 1. A preference pair (chosen /
-rejected) comes only from a decisive outcome. A single-answer item takes ``good`` / ``bad``; judges may also record
-``inconsistent`` or ``unparsed``. ``merge_ties`` reads both-good and both-bad as plain ties.
+Left and right are where the answers were on the screen. ``left_is_a`` (a battle) or ``left_is_first`` (a
+queue item) says which answer was on the left. Battle answer A is an item's answer 1. A preference pair
+(chosen / rejected) comes only from a decisive outcome. A single-answer item takes ``good`` / ``bad``.
+Judges may also record ``inconsistent`` or ``unparsed``. ``merge_ties`` reads both-good and both-bad as
+plain ties.
 
-FastChat's winners are in FastChat's order (both-bad before both-good), and a vote's numeric code is its position
-there: the codes are stored in vote cache files, so that order never changes. The other spellings keep the order
-the screen offers them in. Every translation raises ``OutcomeError`` (a ``ValueError``) naming the allowed values
-when given one it does not know (``merge_ties`` and ``flipped`` leave values they do not change as they are), and a
-layout flag that is not a bool is a ``TypeError``. Pure Python: every layer may import it, at no cost.
+FastChat's winners are in FastChat's order (both-bad before both-good). A vote's numeric code is its
+position there. Vote cache files store the codes, so that order never changes. The other spellings keep
+the order the screen offers them in.
+
+Every translation raises ``OutcomeError`` (a ``ValueError``) on a value it does not know, naming the
+allowed values. ``merge_ties`` and ``flipped`` leave values they do not change as they are. A layout flag
+that is not a bool is a ``TypeError``. Pure Python: every layer may import it, at no cost.
 """
 
 from __future__ import annotations

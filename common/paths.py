@@ -1,26 +1,31 @@
 """Names that become paths: the one rule for a safe name, and paths resolved under a root they cannot leave.
 
 A name a user types (a queue, an export, a snapshot label) may end up in a file name. ``check_safe_name``
-is the rule where such a name is *created*: 1 to 128 characters, none of ``/ \\ :``, no control or format
-characters, not starting with ``.``, ``-`` or a space and not ending with a space; so it can never be ``..``,
-an absolute path or hold a separator. ``file_stem`` turns any name (also one stored before the rule) into a
-file-name stem of word characters, ``.``, ``+`` and ``-``. ``under(root, *parts)`` resolves a path below
-``root`` (symlinks followed) and refuses anything that lands outside it, whatever the parts hold.
+is the rule where such a name is *created*:
+- 1 to 128 characters, none of ``/ \\ :``, no control or format characters;
+- not starting with ``.``, ``-`` or a space, and not ending with a space.
+So it can never be ``..``, an absolute path or hold a separator. ``file_stem`` turns any name into a
+file-name stem of word characters, ``.``, ``+`` and ``-``. That includes names stored before the rule.
+``under(root, *parts)`` resolves a path below ``root``, following symlinks. It refuses anything that lands
+outside, whatever the parts hold.
 
-**Paths a user names are capabilities, not strings.** A field that names a server file (a rules or rubric
-file, a launcher config, a persona's model or adapter, a job's base model) goes through ``named_path`` with the
-folders allowed for that purpose: an absolute path must lie inside one of them, a relative one is looked up
-inside each in turn; a path that is outside all of them is refused before the disk is asked anything about it
-(no existence oracle), and one whose symlinks lead out of its folder is refused after they are resolved.
-``regular_file`` adds that it is a plain file (no device, FIFO, socket or folder) of at most ``max_bytes``, checked
-before anything is read, and ``read_named_file`` reads it through a descriptor that is checked again (opened
-without following a last symlink and without blocking on a FIFO, at most ``max_bytes`` read). ``model_folder``
-checks a folder of weights the same way: every entry a plain file or folder, every symlink inside the root.
-``read_regular`` is that bounded read for files the studio itself chose (``common.files.read_yaml`` uses it).
+**Paths a user names are capabilities, not strings.** Some fields name a server file: a rules or rubric
+file, a launcher config, a persona's model or adapter, a job's base model.
+- ``named_path`` checks such a field against the folders allowed for that purpose. An absolute path must
+  lie inside one of them. A relative one is looked up inside each in turn. A path outside all of them is
+  refused before the disk is asked anything (no existence oracle). One whose symlinks lead out of its
+  folder is refused after they are resolved.
+- ``regular_file`` adds that it is a plain file of at most ``max_bytes``, checked before anything is read.
+  No device, FIFO, socket or folder passes.
+- ``read_named_file`` reads it through a descriptor that is checked again. It opens without following a
+  last symlink and without blocking on a FIFO, and reads at most ``max_bytes``.
+- ``model_folder`` checks a folder of weights the same way. Every entry must be a plain file or folder,
+  and every symlink must stay inside the root.
+- ``read_regular`` is that bounded read for files the studio itself chose (``common.files.read_yaml``).
 Every refusal is a ``PathRefused`` naming the field, never the server's folders or the value.
 
-It lives in ``common`` (the bottom layer) because queues, exports, snapshots, personas and jobs all need it; it
-imports nothing from the studio.
+It lives in ``common`` (the bottom layer) because queues, exports, snapshots, personas and jobs all need
+it. It imports nothing from the studio.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """The studio's settings: the one module that reads the process environment.
 
-Every variable the studio reads is a field of ``Settings`` (``VIBESTUDIO_*``, plus the few that other tools set:
-``ARGILLA_API_*``, the launcher's ``RANK``), with its default and a one-line description; ``docs/settings.md``
-is generated from these fields (``python -m vibestudio.common.settings``) and a test fails when it is stale or when another
-module reads the environment itself. The only other read is ``environment_value``: the value of a variable whose
-*name* an engine config holds (an API key), so the key never enters the database.
+Every variable the studio reads is a field of ``Settings``, with its default and a one-line description.
+Most are ``VIBESTUDIO_*``; a few are set by other tools (``ARGILLA_API_*``, the launcher's ``RANK``).
+``docs/settings.md`` is generated from these fields (``python -m vibestudio.common.settings``). A test
+fails when that page is stale, or when another module reads the environment itself.
 
-It lives in ``db/``, the lowest layer, so that every package may import it. ``get_settings()`` reads the
-environment afresh on every call (tests change variables with monkeypatch; a running app sees a changed
-variable at its next read); nothing is frozen at import time.
+The only other read is ``environment_value``. An engine config may hold the *name* of a variable (an API
+key), and this reads its value. So the key never enters the database.
+
+It lives in ``common``, the lowest layer, so that every package may import it. ``get_settings()`` reads
+the environment afresh on every call; nothing is frozen at import time. Tests change variables with
+monkeypatch, and a running app sees a changed variable at its next read.
 """
 
 from __future__ import annotations

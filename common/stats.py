@@ -1,11 +1,14 @@
 """Paired statistics for checkpoint reports: how sure a change between parent and child answers is.
 
-Parent and child answer the same prompts, so every measure is a list of per-prompt pairs. ``paired_change`` gives
-the mean change with a percentile bootstrap interval over prompts and a sign-flip permutation p-value (under "no
-change", swapping parent and child on any prompt is equally likely). ``sign_test`` does the same for outcomes that
-only say which side won on each prompt (exact binomial p-value, Wilson interval for the winner's share). ``adjust``
-(``bh`` on plain lists) turns the p-values of all features tested together into Benjamini-Hochberg q-values
-(scipy's ``false_discovery_control``), so a report that tests a dozen features does not flag one by chance.
+Parent and child answer the same prompts, so every measure is a list of per-prompt pairs.
+- ``paired_change`` gives the mean change with a percentile bootstrap interval over prompts. Its p-value
+  comes from a sign-flip permutation: under "no change", swapping parent and child on a prompt is equally
+  likely.
+- ``sign_test`` does the same for outcomes that only say which side won on each prompt. It gives an exact
+  binomial p-value and a Wilson interval for the winner's share.
+- ``adjust`` (``bh`` on plain lists) turns the p-values of features tested together into
+  Benjamini-Hochberg q-values (scipy's ``false_discovery_control``). So a report that tests a dozen
+  features does not flag one by chance.
 Resampling is seeded: the same answers give the same report.
 
 It knows nothing about models or features: lists of numbers in, plain dataclasses out.

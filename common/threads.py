@@ -1,5 +1,8 @@
-"""How the studio's processes ask OpenMP's idle threads to wait; no imports beyond ``os``, so the command line can
-call it first thing without slowing ``vibestudio --help``."""
+"""How the studio's processes ask OpenMP's idle threads to wait.
+
+It imports nothing beyond ``os``. So the command line can call it first thing without slowing
+``vibestudio --help``.
+"""
 
 from __future__ import annotations
 
