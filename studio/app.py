@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from vibestudio.studio import headers, uploads
+from vibestudio.studio import fresh, headers, uploads
 from vibestudio.studio.auth import SessionGuard, check_serving
 from vibestudio.studio.context import StudioContext, build_context
 from vibestudio.studio.gate import Limits, RequestGate
@@ -41,6 +41,8 @@ CSS = """
 .vs-md table {border-collapse: collapse}
 .vs-md th, .vs-md td {border: 1px solid var(--border-color-primary); padding: 2px 6px}
 .vs-image {font-style: italic; opacity: 0.8}
+.vs-plot .empty svg {display: none}
+.vs-plot .empty::after {content: "No chart yet: nothing to draw here so far."; opacity: 0.7}
 """
 #: System fonts only: the default theme would fetch Google Fonts, which the Content-Security-Policy forbids
 #: (and which an offline studio cannot reach).
@@ -60,7 +62,7 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             "train": gr.Timer(train.POLL_SECONDS, active=False),
         }
         with _tab("Arena", "arena", timers):
-            arena.build(ctx)
+            arena.build(ctx, demo)
         with _tab("Leaderboard", "leaderboard", timers) as tab:
             leaderboard.build(ctx, demo, timers["leaderboard"], tab=tab)
         with _tab("Data", "data", timers):
@@ -79,8 +81,10 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             models.build(ctx, demo)
         with _tab("Admin", "admin", timers):
             admin.build(ctx, demo)
+    fresh.refresh_on_open(demo)  # every view a page load fills is filled again when its tab opens
     demo.queue(default_concurrency_limit=8)
     sanitize_html_components(demo)
+    mark_plots(demo)
     return demo
 
 
@@ -94,6 +98,20 @@ def sanitize_html_components(demo: gr.Blocks) -> int:
             block.postprocess = _sanitized(block.postprocess)  # type: ignore[method-assign]
             block._vs_sanitized = True  # type: ignore[attr-defined]
             n += 1
+    return n
+
+
+def mark_plots(demo: gr.Blocks) -> int:
+    """Give every ``gr.Plot`` the ``vs-plot`` class, whose empty state says in words that there is nothing to
+    draw yet (``CSS``; Gradio's own empty plot showed an icon that read as a broken image). Returns how many."""
+    n = 0
+    for block in demo.blocks.values():
+        if isinstance(block, gr.Plot):
+            classes = block.elem_classes
+            have = [classes] if isinstance(classes, str) else list(classes or [])
+            if "vs-plot" not in have:
+                block.elem_classes = [*have, "vs-plot"]
+                n += 1
     return n
 
 

@@ -217,6 +217,27 @@ INTRO = (
     "Ask anything. Two anonymous models answer side by side. Vote on each answer (you can keep chatting "
     "with both), then **Reveal** to see who they were."
 )
+#: What the page says above the arena in each mode: only the anonymous mode hides who answers.
+INTROS = {
+    ANON: INTRO,
+    NAMED: (
+        "Pick both models, then ask anything: they answer side by side under the names you picked. Vote on each "
+        "answer (you can keep chatting with both), then end the battle (**Reveal / end battle**). Named votes stay "
+        "off the boards unless a board is asked to include them."
+    ),
+    SELF: (
+        "Pick one model, then ask anything: it answers twice, once at each temperature. Vote on each pair (you can "
+        "keep chatting), then **Reveal / end battle** to see which side had which temperature. These votes make "
+        "preference pairs for this model and never change the leaderboard."
+    ),
+}
+
+
+def intro_for(mode: str | None) -> str:
+    """The intro for ``mode`` (the anonymous one for anything else)."""
+    return INTROS.get(mode or ANON, INTRO)
+
+
 #: The rubric radios: QUICK_RUBRIC's criteria x the two sides, in the order ``on_vote`` reads them.
 RUBRIC_FIELDS = 6
 
@@ -399,11 +420,12 @@ class _ArenaPage:
         ]
 
 
-def build(ctx: StudioContext) -> None:
-    """Lay out the tab section by section, then wire its events (``_wire``)."""
+def build(ctx: StudioContext, demo: gr.Blocks | None = None) -> None:
+    """Lay out the tab section by section, then wire its events (``_wire``); with ``demo``, the page load (and
+    each opening of the tab, ``studio.fresh``) reads the prompt sets and the names the mode offers again."""
     battle = gr.State(None)
     drawn = gr.State(None)
-    gr.Markdown(INTRO)
+    intro = gr.Markdown(intro_for(ANON), elem_id="arena-intro")
     modes = _mode_row()
     self_play = _self_play_controls(ctx)
     for_prompt = _for_prompt_box(ctx)
@@ -418,6 +440,24 @@ def build(ctx: StudioContext) -> None:
         battle, drawn, modes, self_play, for_prompt, panes, prompt, votes, rubric, actions, reveal
     )
     _wire(ctx, page)
+    mode_outs = [modes.pick_left, modes.pick_right, self_play.row, self_play.model, for_prompt]
+    modes.mode.change(intro_for, [modes.mode], [intro], api_visibility="private", show_progress="hidden")
+    if demo is not None:
+        demo.load(
+            _open_handler(ctx), [modes.mode], [actions.prompt_set, *mode_outs], api_visibility="private"
+        )
+
+
+def _open_handler(ctx: StudioContext) -> Callable[..., Any]:
+    """The tab's load and opening: the prompt sets as they are now, and the names the picked mode offers."""
+    on_mode = _mode_handler(ctx)
+
+    def on_open(m: str, request: gr.Request) -> tuple[Any, ...]:
+        with ctx.db.session() as s:
+            sets = list_sets(s)
+        return (gr.update(choices=sets), *on_mode(m, request))
+
+    return on_open
 
 
 def _wire(ctx: StudioContext, p: _ArenaPage) -> None:
@@ -482,8 +522,8 @@ def _wire(ctx: StudioContext, p: _ArenaPage) -> None:
     end = _end_handlers(ctx)
     p.actions.reveal.click(
         end.on_reveal,
-        [p.battle],
-        [p.battle, p.drawn, p.reveal, p.panes.status, *buttons, p.votes.turn_pick],
+        [p.battle, p.drawn],
+        [p.battle, p.drawn, p.reveal, p.panes.status, *buttons, p.votes.turn_pick, p.prompt.prompt],
         api_name="arena_reveal",
     )
     p.actions.new.click(
@@ -901,13 +941,21 @@ def _end_handlers(ctx: StudioContext) -> _EndHandlers:
     """Reveal (ends the battle, shows who was who) and New round (ends it unrevealed, clears the page)."""
     svc = ctx.arena
 
-    def on_reveal(battle_id: int | None):
+    def on_reveal(battle_id: int | None, pid: int | None = None):
         try:
             if battle_id is None:
                 raise BattleError("there is no battle to reveal: send a prompt first")
             r = svc.reveal(battle_id)
         except BattleError as exc:
-            return (battle_id, gr.update(), gr.update(), _said(exc), *_controls(ctx, battle_id), gr.update())
+            return (
+                battle_id,
+                gr.update(),
+                gr.update(),
+                _said(exc),
+                *_controls(ctx, battle_id),
+                gr.update(),
+                gr.update(),
+            )
         return (
             None,
             None,
@@ -917,6 +965,9 @@ def _end_handlers(ctx: StudioContext) -> _EndHandlers:
             gr.update(interactive=False),
             gr.update(interactive=False),
             _no_pick(),
+            # a drawn prompt's next turn belongs to the battle that just ended: Send must not open a new battle
+            # with it and no context, so it leaves the box with the battle
+            "" if pid is not None else gr.update(),
         )
 
     def on_new(battle_id: int | None):

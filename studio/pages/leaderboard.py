@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 import pandas as pd
+import plotly.colors as plotly_colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -311,7 +312,11 @@ def compare_chart(cmp: dict[str, Any]) -> go.Figure:
 
 def goldilocks_chart(rows: list[dict[str, Any]]) -> go.Figure | None:
     """Rating against eval score, tokens/s, latency and cost per answer: one point per contestant in each panel;
-    a contestant whose rating interval can't be told is left out (`goldilocks_note` says so)."""
+    a contestant whose rating interval can't be told is left out (`goldilocks_note` says so).
+
+    Names are in the legend, one colour per contestant across the panels: names written beside the points
+    overlapped where points were close and were cut at the panel's edge. A panel with nothing measured shows
+    no axis, only a line saying so (its empty axis ran from -1 to 6)."""
     rated = [r for r in rows if r["rating"] is not None and not r.get("cant_tell")]
     if not rated:
         return None
@@ -322,45 +327,53 @@ def goldilocks_chart(rows: list[dict[str, Any]]) -> go.Figure | None:
         ("cost_per_answer", f"cost per answer {rows[0]['currency']}".strip()),
     ]
     fig = make_subplots(rows=2, cols=2, shared_yaxes=True, subplot_titles=[p[1] for p in panels])
+    palette = plotly_colors.qualitative.Plotly
+    in_legend: set[str] = set()
     for k, (key, label) in enumerate(panels):
+        at = {"row": k // 2 + 1, "col": k % 2 + 1}
         pts = [r for r in rated if r[key] is not None]
-        fig.add_trace(
-            go.Scatter(
-                x=[r[key] for r in pts],
-                y=[r["rating"] for r in pts],
-                text=[plot_label(r["name"]) for r in pts],
-                mode="markers+text",
-                textposition=_label_positions(pts, key),
-                showlegend=False,
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [(r["ci_high"] or r["rating"]) - r["rating"] for r in pts],
-                    "arrayminus": [r["rating"] - (r["ci_low"] or r["rating"]) for r in pts],
-                },
-                hovertemplate="%{text}: rating %{y:.0f}, " + label + " %{x}<extra></extra>",
-            ),
-            row=k // 2 + 1,
-            col=k % 2 + 1,
-        )
+        if not pts:
+            axis = "" if k == 0 else str(k + 1)
+            fig.update_xaxes(visible=False, **at)
+            fig.add_annotation(
+                text=f"no {label} measured yet (see the note above)",
+                xref=f"x{axis} domain",
+                yref=f"y{axis} domain",
+                x=0.5,
+                y=0.5,
+                showarrow=False,
+            )
+            continue
+        for r in pts:
+            name = plot_label(r["name"])
+            fig.add_trace(
+                go.Scatter(
+                    x=[r[key]],
+                    y=[r["rating"]],
+                    name=name,
+                    legendgroup=name,
+                    showlegend=name not in in_legend,
+                    mode="markers",
+                    marker={"size": 10, "color": palette[rated.index(r) % len(palette)]},
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": [(r["ci_high"] or r["rating"]) - r["rating"]],
+                        "arrayminus": [r["rating"] - (r["ci_low"] or r["rating"])],
+                    },
+                    hovertemplate=name + ": rating %{y:.0f}, " + label + " %{x}<extra></extra>",
+                ),
+                **at,
+            )
+            in_legend.add(name)
     fig.update_yaxes(title_text="rating", col=1)
     fig.update_layout(
         title="Goldilocks: liked (rating) vs right (evals) vs fast and cheap",
         height=720,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"title": {"text": "contestant"}},
     )
     return fig
-
-
-def _label_positions(pts: list[dict[str, Any]], key: str) -> list[str]:
-    """Text positions that keep neighbouring labels apart: points in order along x alternate above and below, and
-    left and right, so two close points never put their names in the same place."""
-    spots = ["top right", "bottom left", "top left", "bottom right"]
-    order = sorted(range(len(pts)), key=lambda i: (pts[i][key], pts[i]["rating"]))
-    out = [""] * len(pts)
-    for rank, i in enumerate(order):
-        out[i] = spots[rank % len(spots)]
-    return out
 
 
 def goldilocks_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -556,28 +569,30 @@ class _MatricesTab(NamedTuple):
     button: Any
     win: Any
     counts: Any
+    tab: Any
 
 
 def _matrices_tab() -> _MatricesTab:
-    with gr.Tab("Matrices"):
+    with gr.Tab("Matrices") as tab:
         button = gr.Button("Show win-rate and battle-count matrices", elem_id="leaderboard-matrices")
         win, counts = gr.Plot(), gr.Plot()
-    return _MatricesTab(button, win, counts)
+    return _MatricesTab(button, win, counts, tab)
 
 
 class _OverTimeTab(NamedTuple):
     period: Any
     button: Any
     plot: Any
+    tab: Any
 
 
 def _over_time_tab() -> _OverTimeTab:
-    with gr.Tab("Over time"):
+    with gr.Tab("Over time") as tab:
         with gr.Row():
             period = gr.Radio(FREQS, value="W", label="Period")
             button = gr.Button("Show rating over time", elem_id="leaderboard-over-time")
         plot = gr.Plot(elem_id="leaderboard-over-time-plot")
-    return _OverTimeTab(period, button, plot)
+    return _OverTimeTab(period, button, plot, tab)
 
 
 class _VibesTab(NamedTuple):
@@ -587,11 +602,12 @@ class _VibesTab(NamedTuple):
     text: Any
     table: Any
     plot: Any
+    tab: Any
 
 
 def _vibes_tab() -> _VibesTab:
     """One contestant's vibe profile, or two compared."""
-    with gr.Tab("Vibe profiles"):
+    with gr.Tab("Vibe profiles") as tab:
         with gr.Row():
             a = gr.Dropdown([], label="Contestant", allow_custom_value=True, elem_id="leaderboard-vibe-a")
             b = gr.Dropdown([], label="Compare with (optional)", allow_custom_value=True)
@@ -599,7 +615,7 @@ def _vibes_tab() -> _VibesTab:
         text = gr.HTML(elem_id="leaderboard-vibe-text")
         table = gr.Dataframe(headers=PROFILE_COLUMNS, interactive=False, elem_id="leaderboard-vibe-table")
         plot = gr.Plot()
-    return _VibesTab(a, b, button, text, table, plot)
+    return _VibesTab(a, b, button, text, table, plot, tab)
 
 
 class _PredictTab(NamedTuple):
@@ -626,6 +642,7 @@ class _GoldilocksTab(NamedTuple):
     note: Any
     plot: Any
     table: Any
+    tab: Any
 
     @property
     def outputs(self) -> list[Any]:
@@ -635,12 +652,12 @@ class _GoldilocksTab(NamedTuple):
 
 def _goldilocks_tab() -> _GoldilocksTab:
     """Rating against evals, speed and price. It reads stored eval runs; they are started on the Probes tab."""
-    with gr.Tab("Goldilocks"):
+    with gr.Tab("Goldilocks") as tab:
         button = gr.Button("Show the Goldilocks board", elem_id="leaderboard-goldilocks")
         note = gr.HTML(elem_id="goldilocks-note")
         plot = gr.Plot()
         table = gr.Dataframe(headers=GOLDILOCKS_COLUMNS, interactive=False, elem_id="goldilocks-table")
-    return _GoldilocksTab(button, note, plot, table)
+    return _GoldilocksTab(button, note, plot, table, tab)
 
 
 @dataclass
@@ -732,6 +749,13 @@ def _wire(
     wire(v.button.click, views.on_vibes, [v.a, v.b], vibe_outs, v.text, api_visibility="private")
     g = p.goldilocks
     g.button.click(views.on_goldilocks, filters, g.outputs, api_visibility="private")
+    # Fresh on sight: the drawn views redraw as their sub-tab opens (a vibe profile only once a contestant is
+    # picked); the measurements that take a while (identifiability, the predictive check, votes to flip, LC win
+    # rate, judge votes, families) wait for their button.
+    m.tab.select(views.on_matrices, filters, [m.win, m.counts], api_visibility="private")
+    o.tab.select(views.on_over_time, [o.period, *filters], [o.plot], api_visibility="private")
+    v.tab.select(views.on_vibes_open, [v.a, v.b], vibe_outs, api_visibility="private")
+    g.tab.select(views.on_goldilocks, filters, g.outputs, api_visibility="private")
     wire_fragility(ctx, p.fragility, filters, options)
     wire_lc(ctx, demo, p.lc, filters, options)
     wire_judges(ctx, p.judges)
@@ -824,6 +848,7 @@ class _ViewHandlers(NamedTuple):
     on_over_time: Callable[..., Any]
     on_vibes: Callable[..., Any]
     on_goldilocks: Callable[..., Any]
+    on_vibes_open: Callable[..., Any]
 
 
 def _view_handlers(ctx: StudioContext, options: Callable[..., BoardOptions]) -> _ViewHandlers:
@@ -878,7 +903,16 @@ def _view_handlers(ctx: StudioContext, options: Callable[..., BoardOptions]) -> 
             rows = goldilocks(s, out["models"])
         return goldilocks_chart(rows), goldilocks_table(rows), goldilocks_note(rows)
 
-    return _ViewHandlers(on_predict, contestant_choices, on_matrices, on_over_time, on_vibes, on_goldilocks)
+    def on_vibes_open(a: str | None, b: str | None):
+        """The sub-tab's opening: the picked profile as it is now; nothing picked (or gone) leaves it as it is."""
+        try:
+            return on_vibes(a, b) if a else (gr.update(), gr.update(), gr.update())
+        except gr.Error:
+            return gr.update(), gr.update(), gr.update()
+
+    return _ViewHandlers(
+        on_predict, contestant_choices, on_matrices, on_over_time, on_vibes, on_goldilocks, on_vibes_open
+    )
 
 
 # -- how fragile is the order; LC win rate (votes-to-flip, #31) ----------------------------------------------------------

@@ -255,7 +255,12 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     let_in.click(on_release, [pick, reason], [decided, *outputs], api_name="models_release")
     hold_out.click(on_hold, [pick, reason], [decided, *outputs], api_name="models_hold")
-    demo.load(lambda: gr.update(choices=choices(ctx)), None, pick, api_visibility="private")
+
+    def on_open(name: str | None, request: gr.Request) -> tuple[Any, ...]:
+        # the page load, and each opening of the tab (``studio.fresh``): the list and the picked model as they are now
+        return (gr.update(choices=choices(ctx)), *show(name, request))
+
+    demo.load(on_open, pick, [pick, *outputs], api_visibility="private")
 
 
 def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
@@ -303,3 +308,10 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
         )  # only its exporter (or an admin) may download it
 
     go_export.click(on_export, [pick, fmt], [said, download], api_name="models_export")
+    # the export offered is the picked model's: another pick takes the last one's note and link away
+    pick.change(_forget_export, None, [said, download], api_visibility="private")
+
+
+def _forget_export() -> tuple[str, str]:
+    """The export note and link, cleared (they were the model picked before)."""
+    return "", ""

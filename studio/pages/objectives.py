@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
-from vibestudio.accounts import PermissionDenied
+from vibestudio.accounts import PermissionDenied, require_role
 from vibestudio.studio.context import StudioContext
 from vibestudio.studio.errors import require, user_error, wire
 from vibestudio.studio.render import literal, to_html
@@ -50,8 +50,10 @@ class _Section(NamedTuple):
     view: Any
 
 
-def build(ctx: StudioContext) -> None:
-    """The section's layout (inside the Train tab) and its events."""
+def build(ctx: StudioContext, demo: gr.Blocks | None = None) -> Any:
+    """The section's layout (inside the Train tab) and its events; returns the launch event (the Train tab
+    follows it with its job list). With ``demo``, the page load and each opening of the tab read the
+    comparisons again (``studio.fresh``)."""
     with gr.Accordion("Objectives side by side", open=False, elem_id="objectives-section"):
         gr.Markdown(INTRO)
         with gr.Row():
@@ -67,10 +69,34 @@ def build(ctx: StudioContext) -> None:
             picker = gr.Dropdown([], label="Comparison", interactive=True, elem_id="objectives-picker")
             refresh = gr.Button("Refresh", elem_id="objectives-refresh")
         view = gr.HTML(elem_id="objectives-view")
-    _wire(ctx, _Section(objectives, parent, snapshot, steps, batch, launch, status, picker, refresh, view))
+    section = _Section(objectives, parent, snapshot, steps, batch, launch, status, picker, refresh, view)
+    launched = _wire(ctx, section)
+    if demo is not None:
+        demo.load(_open_handler(ctx), [picker], [picker, view], api_visibility="private")
+    return launched
 
 
-def _wire(ctx: StudioContext, p: _Section) -> None:
+def _open_handler(ctx: StudioContext) -> Any:
+    """The comparisons as they are now, and the picked one's view (nothing for a role below researcher)."""
+
+    def on_open(cid: Any, request: gr.Request) -> tuple[Any, Any]:
+        uid = None
+        try:
+            uid = ctx.access.user_id(request)
+            require_role(ctx.db, uid, "researcher")
+            choices = _choices(ctx, uid)
+            if cid in (None, ""):
+                return gr.update(choices=choices), gr.update()
+            return gr.update(choices=choices), to_html(markdown(comparison(ctx.db, int(cid), user_id=uid)))
+        except PermissionDenied:
+            return gr.update(choices=[], value=None), ""
+        except JobError as exc:  # the picked comparison is gone
+            return gr.update(choices=_choices(ctx, uid), value=None), to_html(literal(str(exc)))
+
+    return on_open
+
+
+def _wire(ctx: StudioContext, p: _Section) -> Any:
     def on_launch(objectives, parent, snapshot, steps, batch, request: gr.Request):  # type: ignore[no-untyped-def]
         uid = require(ctx, request, "researcher")
         try:
@@ -105,9 +131,10 @@ def _wire(ctx: StudioContext, p: _Section) -> None:
 
     inputs = [p.objectives, p.parent, p.snapshot, p.steps, p.batch]
     outputs = [p.status, p.picker, p.view]
-    wire(p.launch.click, on_launch, inputs, outputs, p.status, api_name="objectives_launch")
+    launched = wire(p.launch.click, on_launch, inputs, outputs, p.status, api_name="objectives_launch")
     wire(p.refresh.click, on_show, [p.picker], outputs, p.status, api_name="objectives_show")
     wire(p.picker.input, on_show, [p.picker], outputs, p.status, api_visibility="private")
+    return launched
 
 
 def _choices(ctx: StudioContext, uid: int | None) -> list[tuple[str, int]]:

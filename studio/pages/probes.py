@@ -138,7 +138,17 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
 
     who.change(default_against, [who], [against], api_visibility="private")
     # a refusal (nothing chosen, nothing stored yet) answers in the summary under the table
-    wire(run.click, on_run, [who, against, which, limit], [table, summary], summary, api_name="probes_run")
+    # the progress (probe, contestant, items done) shows over the table only: over the short summary line as
+    # well, its bar was drawn across its own text
+    wire(
+        run.click,
+        on_run,
+        [who, against, which, limit],
+        [table, summary],
+        summary,
+        api_name="probes_run",
+        show_progress_on=[table],
+    )
     wire(show.click, on_show, [who, against], [table, summary], summary, api_name="probes_show")
 
     def refresh():

@@ -368,6 +368,11 @@ def job_markdown(ctx: StudioContext, v: JobView, steps: list[int]) -> str:
 
 # ---- the page -----------------------------------------------------------------------------------------------------
 FORM_LINE = "train-form"  # the events that write the config YAML, run one at a time in order
+#: What Cancel shows the moment it is clicked (the launch note and the job's status line), before any answer.
+CANCELLING_JS = (
+    "() => ['<p>⏳ Cancelling the job: its process is stopping…</p>', "
+    "'<p><strong>cancelling</strong>: the job is told to stop; its state follows.</p>']"
+)
 #: The page's load has a line of its own: on the form's line, one user's storm of form events (each a config check)
 #: held every visitor's page load behind it.
 LOAD_LINE = "train-load"
@@ -686,7 +691,9 @@ def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | No
     config = _config_panel()
     jobs = _jobs_panel(ctx, operator)
     _wire(ctx, _TrainPage(form, dpo, grpo, kto, config, jobs), demo, timer, tab)
-    objectives.build(ctx)  # after the tab's own events, which keep their order
+    launched = objectives.build(ctx, demo)  # after the tab's own events, which keep their order
+    # the jobs a side-by-side launch queued are listed at once (the picker offered only the earlier ones)
+    launched.then(_jobs_refresh(ctx), None, [jobs.table, jobs.job], api_visibility="private")
 
 
 def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, tab: gr.Tab | None) -> None:
@@ -729,9 +736,14 @@ def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, t
     # does not hang its first view of a job on the next tick.
     jobs.job.change(on_tick, [jobs.job], jobs.follow, api_visibility="private", show_progress="hidden")
     jobs.table.select(job_events.on_pick, [jobs.table], [jobs.job], api_visibility="private")
+    # Cancel says so at once, in the browser, while the server stops the job's process (up to its grace
+    # period); then the job is read again, so its real state replaces "running" without waiting for a tick.
+    jobs.stop.click(
+        None, None, [cfg.launched, jobs.detail], js=CANCELLING_JS, queue=False, api_visibility="private"
+    )
     jobs.stop.click(
         job_events.on_cancel, [jobs.job, jobs.why], [cfg.launched, jobs.job], api_name="train_cancel"
-    )
+    ).then(on_tick, [jobs.job], jobs.follow, api_visibility="private", show_progress="hidden")
     jobs.again.click(
         job_events.on_resume, [jobs.job, jobs.why], [cfg.launched, jobs.job], api_name="train_resume"
     )
@@ -743,7 +755,7 @@ def _wire(ctx: StudioContext, p: _TrainPage, demo: gr.Blocks, timer: gr.Timer, t
     )
     demo.load(
         _load_handler(ctx),
-        None,
+        [cfg.yaml],
         [p.form.parent, p.form.snapshot, p.grpo.rewards.rm_job, p.grpo.rewards.judge, p.grpo.task_set]
         + [jobs.table, jobs.job, cfg.yaml, cfg.check],
         api_visibility="private",
@@ -985,10 +997,25 @@ _FIRST_FORM = (NEW_SNAPSHOT, "all", 16, None, 0.1, True, 0, 0, "sigmoid")
 _FIRST_REWARDS = (True, 5, 60, 1.0, False, "no_emoji", 1.0, NONE, 1.0, NONE, 1.0)
 
 
+def _jobs_refresh(ctx: StudioContext) -> Callable[..., Any]:
+    """The jobs table and the job picker's choices as they are now (the picked job stays picked)."""
+
+    def on_jobs(request: gr.Request) -> tuple[Any, Any]:
+        try:
+            uid = _uid(ctx, request)
+            return _jobs_table(ctx, uid), gr.update(choices=_job_choices(ctx, uid))
+        except (PermissionDenied, gr.Error):  # a lower role's page lists no jobs
+            return pd.DataFrame(columns=JOB_COLUMNS), gr.update(choices=[], value=None)
+
+    return on_jobs
+
+
 def _load_handler(ctx: StudioContext) -> Callable[..., Any]:
     """The page load: the visitor's choices, jobs, the running job and the first YAML (nothing for a non-researcher)."""
 
-    def on_load(request: gr.Request) -> tuple[Any, ...]:
+    def on_load(request: gr.Request, shown: str | None = None) -> tuple[Any, ...]:
+        # also runs when the tab opens (``studio.fresh``): the choices and jobs are read again, and the YAML on
+        # screen is kept and checked again (its snapshot's pairs, its parent may have changed meanwhile)
         uid = _uid(ctx, request)
         try:
             p, s, rj = _choices(ctx, uid)
@@ -1009,10 +1036,13 @@ def _load_handler(ctx: StudioContext) -> Callable[..., Any]:
             )
         text: Any
         md: Any
-        if getattr(request, "session_hash", None) in FORM_WRITTEN:  # an edit wrote it already: keep that
-            text, md = gr.update(), gr.update()
+        session = getattr(request, "session_hash", None)
+        if session in FORM_WRITTEN:  # an edit (or an earlier load) wrote it already: keep that
+            text = gr.update()
+            md = check_markdown(check_config(ctx.db, shown, user_id=uid)) if shown else gr.update()
         else:
             text, md = _form_yaml(ctx, "DPO", p[0] if p else None, *_FIRST_FORM, *_FIRST_REWARDS, uid=uid)
+            FORM_WRITTEN.mark(session)
         return (
             gr.update(choices=p),
             gr.update(choices=s),

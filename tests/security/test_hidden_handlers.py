@@ -34,6 +34,8 @@ LEAST_ROLE: dict[str, str] = {
     P + "arena._turn_handlers.<locals>.on_regenerate": ANY,
     P + "arena._turn_handlers.<locals>.on_settle": ANY,
     P + "arena._mode_handler.<locals>.on_mode": ANY,
+    P + "arena._open_handler.<locals>.on_open": ANY,  # the prompt sets and the mode's names, as on_mode
+    P + "arena.intro_for": ANY,  # the intro for the mode; reads nothing
     P + "arena._draw_handler.<locals>.on_draw": ANY,
     P + "arena._vote_handler.<locals>.on_vote": ANY,
     P + "arena._end_handlers.<locals>.on_reveal": ANY,
@@ -47,6 +49,7 @@ LEAST_ROLE: dict[str, str] = {
     P + "leaderboard._view_handlers.<locals>.on_over_time": ANY,
     P + "leaderboard._view_handlers.<locals>.on_vibes": ANY,
     P + "leaderboard._view_handlers.<locals>.on_goldilocks": ANY,
+    P + "leaderboard._view_handlers.<locals>.on_vibes_open": ANY,
     P + "evals._run_handler.<locals>.on_run_evals": RESEARCHER,
     P + "evals._names_handler.<locals>.contestant_names": ANY,
     P + "families.build_section.<locals>.on_show": ANY,
@@ -97,9 +100,13 @@ LEAST_ROLE: dict[str, str] = {
     P + "train._job_handlers.<locals>.on_publish": RESEARCHER,
     P + "objectives._wire.<locals>.on_launch": RESEARCHER,
     P + "objectives._wire.<locals>.on_show": RESEARCHER,
+    P + "objectives._open_handler.<locals>.on_open": RESEARCHER_READ,
+    P + "train._jobs_refresh.<locals>.on_jobs": RESEARCHER_READ,
     P + "train._load_handler.<locals>.on_load": RESEARCHER,
     P + "models.build.<locals>.show": ANY,
-    P + "models.build.<locals>.<lambda>": ANY,
+    P
+    + "models.build.<locals>.on_open": ANY,  # the page load and the tab's opening: the list and the pick again
+    P + "models._forget_export": ANY,  # clears the export note and link; reads nothing
     P
     + "models.build.<locals>.on_refresh": ANY,  # re-reads the page; the sweep it runs only holds dead-report children
     P + "models.export_section.<locals>.on_export": RESEARCHER,

@@ -60,7 +60,12 @@ def test_tables_and_figures(db, tmp_path):
         | {"latency_s": None, "cost_per_answer": None, "currency": "USD"},
     ]
     fig = page.goldilocks_chart(rows)
-    assert [list(t.text) for t in fig.data] == [["a"], ["a"], ["a"], []]  # unrated b is in the table only
+    assert [t.name for t in fig.data] == ["a", "a", "a"]  # unrated b is in the table only
+    # the cost panel has no point: no axis (it ran from -1 to 6), a line that says so
+    assert fig.layout.xaxis4.visible is False
+    assert [a.text for a in fig.layout.annotations if "measured yet" in a.text] == [
+        "no cost per answer USD measured yet (see the note above)"
+    ]
     assert list(page.goldilocks_table(rows)["name"]) == ["a", "b"]
     assert page.goldilocks_chart([rows[1]]) is None and page.board_chart({"models": []}) is None
 
