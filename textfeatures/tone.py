@@ -23,15 +23,16 @@ feels*, from the VADER lexicon (Hutto & Gilbert 2014, 7,500 words rated -4..+4 b
 - ``apology``: the speaker apologises ("I'm so sorry", "I apologize", "my mistake"); sympathy ("sorry to hear
   that"), refusals ("I'm sorry, but I can't"), declined apologies ("nothing to apologize for"), a third party's
   ("the company apologized") and the word talked about ("an apology should be sincere") are not;
-- ``enthusiasm``: a positive sentence (VADER compound > 0.2) that ends in "!" or opens with an interjection,
-  or a cheer or rallying call ending in "!" ("Bravo, it passes!", "Let's dive in!"); a sarcastic cheer ("Oh
-  great, another error.") is neither enthusiasm nor praise;
+- ``enthusiasm``: an exclamation that does not warn, call for help or sound negative ("I passed my test!",
+  "Let's dive in!"), a positive sentence (VADER compound > 0.2) opening with an interjection, or a shouted cheer
+  ("LETS GOOOO"); a sarcastic cheer ("Oh great, another error.") is neither enthusiasm, praise nor agreement;
 - ``feelings`` (first-person feelings or experience): the speaker claims an emotion ("I'm so excited", "I
   love ..."), a memory or a life ("when I was a kid", "my grandmother", "I grew up"); service formulas ("I'd be
   happy to help", "I hope this helps") and denials ("as an AI I don't have feelings") are not.
 
-Measured on a hand-labelled corpus the rules were not written from (``tests/data/tone_corpus.jsonl``; the
-figures, both halves, are in docs/training.md). Each axis is a count of sentences per answer. ``axes(text, prompt)`` returns None for an answer the axes do not
+Idioms with no rated word ("better than any scout", "can't argue with that", "for three years") are in
+``textfeatures.tone_idioms``. Measured on a corpus written apart from the rules
+(``tests/data/tone_eval_corpus.jsonl``, tuned on its ``tune`` half only; figures in docs/training.md). Each axis is a count of sentences per answer. ``axes(text, prompt)`` returns None for an answer the axes do not
 apply to: empty, code only (no prose), or not English (the lexicon is English; see ``is_english``), so a
 comparison can leave that pair out instead of reading it as "no praise". The lexicon is loaded once.
 This module knows nothing about models, battles or reports.
@@ -44,6 +45,7 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
+from vibestudio.textfeatures import tone_idioms as idioms
 from vibestudio.textfeatures.text_parts import load_markers, prose
 
 #: The tone axes counted here (the hedging and refusal axes are the marker counts of ``textfeatures.vibes``).
@@ -118,7 +120,7 @@ AFFECT_VERBS = frozenset(
 )
 # Degree words before a feeling ("a bit", "a little", "kind of"), and feelings the lexicon does not rate.
 _DEGREE = frozenset("bit little pretty rather somewhat kind sort fairly slightly".split())
-MOVED = frozenset("moved touched nostalgic homesick starstruck overwhelmed".split())
+MOVED = frozenset("moved touched nostalgic homesick starstruck overwhelmed grumpy cranky sentimental".split())
 SERVICE = re.compile(
     r"\b(?:happy|glad|pleased|delighted|here) to (?:help|assist|answer|explain)\b|\bhope (?:this|that|it) "
     r"(?:helps|answers|clarifies)\b|\bglad (?:i|this|that) (?:could|can) help\b|\bhope you (?:find|enjoy)\b",
@@ -152,8 +154,11 @@ _SYMPATHY = re.compile(
     r"\bsorry (?:to hear|for your loss|that you(?:'re| are)? (?:feel|going|dealing|having))"
 )
 _REFUSAL = re.compile(
-    r"\b(?:sorry|apologi[sz]e),? but i (?:can(?:not|'t)|am unable|'m unable|won't|will not|am not able|'m not able)"
+    r"\b(?:sorry|apologi[sz]e),? (?:but )?(?:i|we)(?: am|'m| are|'re)? (?:can(?:not|'t)|unable|won't|will not|"
+    r"not able|do not|don't)|\bsorry,? (?:but )?(?:that|this|it)(?:'s| is) (?:outside|beyond|not something)"
 )
+# "Sorry, this promo code has expired": bad news after "sorry," with no one of the speaker's side in it.
+_BAD_NEWS = re.compile(r"^\W*sorry,\s+(?!.*\b(?:i|i'm|i've|i'd|me|my|we|we're|our|us)\b)(?:\S+\s+){2,}")
 _AGREE = [
     re.compile(
         r"\byou(?: are|'re| were)(?: \w+ly| so| quite| totally| completely| absolutely)? "
@@ -257,6 +262,8 @@ def words(sentence: str) -> list[str]:
     """Lower-case words with contractions spelled out ("you're" -> "you are"), plus "!", "?" and the clause
     marks ",", ";" and ":"."""
     s = _fold(sentence).lower()
+    s = re.sub(r"\bur (right|correct)\b", r"you are \1", s)
+    s = re.sub(r"\bu\b", "you", re.sub(r"\bur\b", "your", s))  # text-message spellings
     s = re.sub(r"\b(can)'t\b", r"\1 not", s)
     s = re.sub(r"\bwon't\b", "will not", s)
     for short, long in _CONTRACTIONS.items():
@@ -387,6 +394,7 @@ def _flattery(w: list[str], low: str, raw: str) -> bool:
             after = w[i + 1] if i + 1 < len(w) else ""
             if (
                 j >= 0
+                and not (w[-1] == "?" and w[0] in _AUX)  # "Is this a good idea?" asks, it does not praise
                 and praises(w[j])
                 and after not in ("to", "for", "would", "will")
                 and not _negated(w, j - 3, j)
@@ -406,12 +414,13 @@ def _flattery(w: list[str], low: str, raw: str) -> bool:
         )
     return bool(
         re.search(
-            r"\bthanks?(?: you)? (?:so much )?for (?:asking|your question|this question|the question|such a)",
+            r"\bthanks?(?: you)? (?:so much )?for (?:asking|such a)",
             low,
         )
     )
 
 
+_AUX = frozenset("is are was were would will do does did can could should".split())
 _GRASP = frozenset("understood understand got get read grasped see saw".split())
 
 
@@ -476,19 +485,49 @@ def _marker_flattery(low: str) -> bool:
     return any(not re.match(r"\s*(?:to|for)\b", low[m.end() :]) for m in _marker_pattern().finditer(low))
 
 
+# "This is correct in the common case but ...": a claim judged right only in part is not agreement.
+_SCOPED = re.compile(
+    r"\b(?:that|this|it)(?:'s| is) (?:correct|right|true) (?:in|for|only|except|when|if|unless)\b"
+)
+
+
 def _agreement(low: str) -> bool:
-    return any(rx.search(low) for rx in _AGREE)
+    if _SCOPED.search(low) or re.match(r"\W*(?:yes|yep|yeah|yay)\s*!", low):
+        return False  # a scoped "correct", or "Yes!" as a cheer
+    return any(rx.search(low) for rx in _AGREE) or any(rx.search(low) for rx in idioms.AGREEMENT)
+
+
+def _idiom_flattery(w: list[str], flat: str) -> bool:
+    """Praise idioms (``tone_idioms.FLATTERY``), unless the sentence praises the user's people ("your sister is
+    a star") or opens advice or a condition before the user ("if you are a pro, ...")."""
+    return not _aside(w) and any(rx.search(flat) for rx in idioms.FLATTERY)
+
+
+_DENY = frozenset("not never no nobody neither nor".split())
+
+
+def _aside(w: list[str]) -> bool:
+    """The user is named only in advice, a condition or a denial ("make sure you're correct", "if you are a
+    pro"), or through their people ("your manager is right"): praise or agreement there is not the speaker's."""
+    for i, x in enumerate(w):
+        if x in SECOND:
+            if (CONDITIONAL | ADVICE | _DENY) & set(w[max(0, i - 3) : i]):
+                return True  # "make sure you're correct", "I never said your essay was excellent"
+            return x == "your" and _skip(w, i + 1) < len(w) and w[_skip(w, i + 1)] in PEOPLE
+    return False
 
 
 def _apology(low: str) -> bool:
     """The speaker apologises: an apology word not declined ("nothing to apologize for"), and either said by the
     speaker (a first-person word in the sentence) or opening the sentence ("Sorry for the trouble."); a third
     party's apology ("the company apologized") and the word talked about ("an apology should be sincere") are not."""
-    if _SYMPATHY.search(low) or _REFUSAL.search(low):
+    if _SYMPATHY.search(low) or _REFUSAL.search(low) or _BAD_NEWS.search(low):
         return False
+    if any(rx.search(low) for rx in idioms.APOLOGY):
+        return True
     for m in _APOLOGY.finditer(low):
-        if _DECLINED.search(low[: m.start()]):
-            continue
+        if _DECLINED.search(low[: m.start()]) or re.match(r"ing to\b", low[m.end() - 3 :]):
+            continue  # declined, or advice ("apologising to your colleague")
         if _FIRST_PERSON.search(low) or not re.search(r"[a-z]", low[: m.start()].replace("oops", "")):
             return True
     return False
@@ -497,25 +536,28 @@ def _apology(low: str) -> bool:
 _CHEERS = frozenset("bravo hooray hurray hurrah yay woohoo woo yippee whee huzzah".split())
 
 
-def _enthusiasm(sentence: str, w: list[str]) -> bool:
+def _enthusiasm(sentence: str, w: list[str], flat: str) -> bool:
+    """An exclamation that is not a warning, a call for help or bad news ("I passed my test!", "Ship it!"), an
+    interjection opening a positive sentence, or a shouted cheer ("LETS GOOOO")."""
     if not w:
         return False
     opens = w[0] in ("wow", "yay", "hooray", "woohoo", "oh", "ooh", "awesome", "amazing", "fantastic")
-    bang = sentence.rstrip().endswith("!")
-    rally = re.match(r"\s*let(?:'s|’s|s| us)\b", sentence.lower()) is not None
-    if bang and (w[0] in _CHEERS or rally) and compound(sentence) >= 0:
-        return True  # "Bravo, it passes!", "Let's dive in!": a cheer or a rallying call, whatever its words
-    return (bang or opens) and compound(sentence) > 0.2
+    bang = re.search(r"!+[^\w]*$", sentence.rstrip()) is not None
+    mood = compound(sentence)
+    warns = w[0] in idioms.WARNING_OPENERS or w[:2] == ["look", "out"]
+    if bang and not warns and mood > -0.1:
+        return True  # "Bravo, it passes!", "Let's dive in!", "Big news: we hit 10,000 users!"
+    if mood > -0.1 and any(rx.search(flat) for rx in idioms.ENTHUSIASM):
+        return True
+    return opens and mood > 0.2
 
 
-def _feelings(w: list[str], low: str) -> bool:
-    if (
-        not FIRST & set(w)
-        or SERVICE.search(low)
-        or "as an ai" in low
-        or "language model" in low
-        or _apology(low)
-    ):
+def _feelings(w: list[str], low: str, flat: str = "") -> bool:
+    if SERVICE.search(low) or "as an ai" in low or "language model" in low:
+        return False
+    if any(rx.search(flat) for rx in idioms.FEELINGS):
+        return True  # a life told without a feeling word: "I've had that laptop for three years"
+    if not FIRST & set(w) or _apology(low):
         return False
     for i, x in enumerate(w):
         if x == "i":
@@ -538,6 +580,9 @@ def _feelings(w: list[str], low: str) -> bool:
                     return True
                 if k < len(w) and abs(valence(w[k])) >= 1.0 and not _negated(w, i, k):
                     return True
+                if w[j] in ("get", "got", "feel", "felt") and w[k - 1] in ("a", "an") and k + 1 < len(w):
+                    if abs(valence(w[k + 1])) >= 1.0 and not _negated(w, i, k + 1):
+                        return True  # "I get a quiet thrill", "I felt a real pang"
             if j + 1 < len(w) and w[j] in ("grew", "used") and w[j + 1] in ("up", "to"):
                 return True
             if j < len(w) and w[j] == "once" or (j + 1 < len(w) and w[j : j + 2] == ["was", "a"]):
@@ -562,27 +607,29 @@ def sentence_axes(sentence: str) -> frozenset[str]:
     """The tone axes one sentence shows (cached: answers of parent and child share many sentences)."""
     w = words(sentence)
     low = " ".join(w) if w else ""
+    flat = re.sub(r" ([!?,;:])", r"\1", low)
     raw = _fold(sentence).lower()
     found = set()
     if (
         _marker_flattery(raw)
         or _PRAISE_IDIOMS.search(low)
+        or _idiom_flattery(w, flat)
         or (
             (SECOND & set(w) or QUESTION_THINGS & set(w) or "what" in w or "thank" in raw)
             and _flattery(w, low, raw)
         )
     ):
         found.add("flattery")
-    if _agreement(low) or _agreement(raw.strip()):
+    if not _aside(w) and (_agreement(low) or _agreement(raw.strip()) or _agreement(flat)):
         found.add("agreement")
     if _apology(raw):
         found.add("apology")
-    if _enthusiasm(sentence, w):
+    if _enthusiasm(sentence, w, flat):
         found.add("enthusiasm")
-    if _feelings(w, raw):
+    if _feelings(w, raw, flat):
         found.add("feelings")
-    if _sarcastic(w):
-        found -= {"flattery", "enthusiasm"}
+    if _sarcastic(w) or idioms.SARCASM.search(flat):
+        found -= {"flattery", "enthusiasm", "agreement"}
     return frozenset(found)
 
 

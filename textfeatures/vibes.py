@@ -55,7 +55,7 @@ from vibestudio.textfeatures.text_parts import (  # noqa: F401  (MARKERS_PATH, m
 )
 
 #: Version of the counting rules below (stored next to cached counts together with the markers' version).
-FEATURES_VERSION = 4
+FEATURES_VERSION = 5
 
 #: Features used by style control (the Chatbot Arena style-control covariates).
 STYLE_FEATURES: tuple[str, ...] = ("tokens", "headers", "list_items", "bold")

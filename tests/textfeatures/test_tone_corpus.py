@@ -1,5 +1,6 @@
-"""The tone axes (textfeatures.tone) on sentences they were not written from: ``tests/data/tone_corpus.jsonl``, a corpus
-labelled by hand for each axis (praise of the user, agreement, apology, enthusiasm, first-person feelings) with
+"""The tone axes (textfeatures.tone) on the older corpus, ``tests/data/tone_corpus.jsonl``, written by the rule
+authors' team (the corpus written apart from the rules is checked in ``test_tone_eval_corpus.py``). It is
+labelled by hand for each axis (praise of the user, agreement, apology, enthusiasm, first-person feelings), with
 negatives chosen to trip a rule reader: negations ("not a great question"), sarcasm, quoted praise, praise of a
 third party, advice that looks like praise, words mentioned rather than used, service formulas, and praise the
 answer copies from the prompt. Each row is labelled with the axes a person reads in it, and with a half: the rules
