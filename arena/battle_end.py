@@ -1,21 +1,23 @@
-"""How battles end: on reveal, on a new round, or after an idle timeout, and then their votes count.
+"""How battles end: on reveal, on a new round, or after an idle timeout. Then their votes count.
 
-A battle that is never revealed (a closed tab, an API client that only votes) must not stay open forever: open
-battles count nowhere (a count that moves while a battle is open would tell another tab which two contestants are
-playing), so its votes would never count. Every battle therefore records how it ended (``ended_reason``, one of
-`END_REASONS`) and its last activity (``active_at``: its start, each turn begun or stored, each vote).
+Some battles are never revealed: a closed tab, an API client that only votes. They must not stay open
+forever. Open battles count nowhere: a count that moves during a battle would tell another tab who plays.
+So their votes would never count. Every battle therefore records how it ended (``ended_reason``, one of
+`END_REASONS`). It also records its last activity (``active_at``): its start, each turn begun or stored,
+each vote.
 
-``end_idle`` ends every open battle idle for at least the timeout (``VIBESTUDIO_BATTLE_IDLE_MINUTES``; 0 turns the
-idle end off): ``voted`` when it has votes (they count from then on), else ``abandoned``. The studio runs it once
-at start-up (reason ``sweep``: battles a previous run left open) and then on a timer in the app process
-(`IdleSweeper`, reason ``idle``), so a battle ends within a sweep interval (at most a minute) of its timeout.
-Battles being answered in this process are skipped.
+``end_idle`` ends every open battle idle for at least the timeout (``VIBESTUDIO_BATTLE_IDLE_MINUTES``). A
+timeout of 0 turns the idle end off. The reason is ``voted`` when it has votes (they count from then on),
+else ``abandoned``. The studio runs it at start-up, with reason ``sweep``, for battles a previous run left
+open. Then it runs on a timer in the app process (`IdleSweeper`, reason ``idle``). So a battle ends within
+a sweep interval (at most a minute) of its timeout. Battles being answered in this process are skipped.
 
-Clocks: ``active_at`` is written and compared by the *database's* clock (`db_now`), never by an app host's, so
-replicas with skewed clocks agree and a host's clock change moves nothing. A forward jump of the database's own
-clock is caught by the sweeper: between two sweeps the database clock may not run ahead of the sweeper's
-monotonic clock by more than `JUMP_TOLERANCE_S`; when it does, the open battles' activity stamps are moved forward
-by the jump before anything is judged idle, so no fresh battle ends early. A backward jump can only delay an end.
+**Clocks.** ``active_at`` is written and compared by the *database's* clock (`db_now`), never a host's. So
+replicas with skewed clocks agree, and a host's clock change moves nothing. The sweeper catches a forward
+jump of the database's own clock. Between two sweeps, the database clock may not run ahead of the
+sweeper's monotonic clock by more than `JUMP_TOLERANCE_S`. When it does, the open battles' activity stamps
+move forward by the jump before anything is judged idle. So no fresh battle ends early. A backward jump
+can only delay an end.
 """
 
 from __future__ import annotations

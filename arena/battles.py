@@ -1,37 +1,45 @@
 """Battle lifecycle: draw a pair, stream both answers side by side, vote on any turn, reveal at the end.
 
-A battle is a conversation between one user and two contestants (A and B in the database; left and right on the
-screen, with ``left_is_a`` a stored coin flip). Every turn goes to both contestants, each with its own earlier
-answers as context. Each turn can get one vote (left / right / tie / both_good / both_bad, stored in A/B terms)
-with optional quick rubric scores; votes do not reveal anything. ``reveal`` ends the battle and is the only call
-that returns contestant names in anonymous mode. ``regenerate`` re-runs the last, unvoted turn (the replaced
-answers are kept on the turn); ``new_round`` ends the battle and starts a fresh one (anonymous: a new pair;
-named: the same two contestants; self-play: the same contestant and temperatures, new seeds). A battle with no
-activity for ``ArenaLimits.idle_minutes`` is ended by the idle sweep (`arena.battle_end`); every ended battle
-records how (``ended_reason``), and its votes count from then on. A vote, turn or regeneration on an ended battle
-is refused with how it ended; the votes it had stay stored and counted.
+A battle is a conversation between one user and two contestants. They are A and B in the database, left
+and right on the screen; ``left_is_a`` is a stored coin flip. Every turn goes to both contestants, each
+with its own earlier answers as context.
+- **Votes.** Each turn can get one vote, with optional quick rubric scores. The choices are left / right /
+  tie / both_good / both_bad, stored in A/B terms. Votes do not reveal anything.
+- **Reveal.** ``reveal`` ends the battle. It is the only call that returns names in anonymous mode.
+- **Regenerate.** ``regenerate`` re-runs the last, unvoted turn. The replaced answers are kept on the
+  turn.
+- **New round.** ``new_round`` ends the battle and starts a fresh one. Anonymous mode draws a new pair.
+  Named mode keeps the same two contestants. Self-play keeps the contestant and temperatures, with new
+  seeds.
+- **Idle end.** The idle sweep (`arena.battle_end`) ends a battle idle for ``ArenaLimits.idle_minutes``.
+Every ended battle records how (``ended_reason``), and its votes count from then on. A vote, turn or
+regeneration on an ended battle is refused, saying how it ended. Its votes stay stored and counted.
 
-Self-play (`arena.self_play`, ``start_self_play``): one contestant on both sides with two samplings, for collecting
-on-policy preference pairs. Its name is shown (the researcher chose it); which side had which temperature is
-returned only by the reveal. Self-play battles count nowhere in the standings but do feed preference snapshots.
+**Self-play** (`arena.self_play`, ``start_self_play``) puts one contestant on both sides with two
+samplings. It collects on-policy preference pairs. Its name is shown, since the researcher chose it. Only
+the reveal says which side had which temperature. Self-play battles count nowhere in the standings. They
+do feed preference snapshots.
 
-Anonymity: everything returned before the reveal (``BattleView`` in anonymous mode, ``TurnUpdate``,
-``VoteReceipt``, ``BattleError`` messages) is free of names, ids, personas and engine details. Engine errors are
-stored in full on the battle but shown only by their identity-free kind. An answer that names either contestant
-flags its turn, and every vote cast once such an answer was on screen is stored ``revealed_before_vote`` (not in
-self-play, where the name is no secret and cannot tell the two samples apart).
+**Anonymity.** Everything returned before the reveal is free of names, ids, personas and engine details.
+That covers ``BattleView`` in anonymous mode, ``TurnUpdate``, ``VoteReceipt`` and ``BattleError``
+messages. Engine errors are stored in full on the battle, but shown only by their identity-free kind. An
+answer naming either contestant flags its turn. Every vote cast once it was on screen is stored
+``revealed_before_vote``. Self-play is the exception: the name is no secret there.
 
-Blind by default: in anonymous battles both sides answer under one token cap (`ArenaLimits.shared_cap`, not each
-persona's own, which would tell the sides apart by length and by where the cut-off note appears), and the
-persona's fixed answer opening is left out of what is shown and stored (``strip_prefill``). A vote on a turn with
-an empty answer is refused (there is nothing to compare).
+**Blind by default.** In anonymous battles both sides answer under one token cap
+(`ArenaLimits.shared_cap`). Each persona's own cap would tell the sides apart by length and by where the
+cut-off note appears. The persona's fixed answer opening is left out of what is shown and stored
+(``strip_prefill``). A vote on a turn with an empty answer is refused: there is nothing to compare.
 
-Writes: a turn is written in one transaction once both answers are complete; an engine error or time-out marks
-the battle ``errored`` (never rated) and stores nothing else. Bad input raises ``BattleError`` before any write.
+**Writes.** A turn is written in one transaction once both answers are complete. An engine error or
+time-out marks the battle ``errored`` (never rated) and stores nothing else. Bad input raises
+``BattleError`` before any write.
 
-Where the parts live: `arena.sampling` draws the pair (with ratings from the injected ``RatingSource``),
-`arena.streaming` runs both answers side by side (no database), `arena.turns` writes the finished turn; this module
-holds the lifecycle, the checks, the votes and the reveal.
+**Where the parts live:**
+- `arena.sampling` draws the pair, with ratings from the injected ``RatingSource``.
+- `arena.streaming` runs both answers side by side, without the database.
+- `arena.turns` writes the finished turn.
+This module holds the lifecycle, the checks, the votes and the reveal.
 """
 
 from __future__ import annotations

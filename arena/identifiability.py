@@ -1,37 +1,48 @@
-"""Identifiability: how well a contestant's answers alone give away who wrote it (is the arena blind in practice?).
+"""Identifiability: how well a contestant's answers alone give away who wrote them. Is the arena blind in
+practice?
 
-A blind vote is only blind when the voter cannot tell the contestants apart by their style. The names are hidden,
-but a persona that opens every answer the same way ("What a great question! 😊") is recognisable at a glance, and
-its votes then measure loyalty as much as quality. This module measures that per contestant with a held-out
-classifier, the way an attentive voter would learn it: from answers whose authors are known.
+A blind vote is only blind when the voter cannot tell the contestants apart by their style. The names are
+hidden. But a persona that opens every answer the same way ("What a great question! 😊") is recognisable at
+a glance. Its votes then measure loyalty as much as quality. This module measures that per contestant with
+a held-out classifier. It learns the way an attentive voter would: from answers whose authors are known.
 
-Data: the answers of ended battles (never an open one: it would name its contestants; never self-play), the
-latest ``limit`` per contestant, each with the prompt it answered. Features: character 2- to 4-grams (case kept,
-so emoji, markdown and openings count), hashed into 2^15 buckets (CRC-32, stable across processes), sublinear term
-frequency, L2-normalised. Classifier: a regularised least-squares linear classifier per contestant, one against the
-rest (ridge regression on +1/-1 targets, solved in the dual with one Cholesky factor per fold for all contestants:
-milliseconds for a thousand answers, where an iterative logistic fit took seconds; for ranking answers, which is
-all the AUC asks, the two behave alike). Evaluation: ``folds``-fold cross-validation *grouped by prompt*
-(no prompt is in both the training and the test part, so a contestant's answers to a repeated prompt cannot
-vouch for each other); every answer gets an out-of-fold score from every contestant's model.
+**Data.** The answers of ended battles, never an open one (it would name its contestants), never
+self-play. It takes the latest ``limit`` per contestant, each with the prompt it answered.
 
-Per contestant: the **AUC** (the chance that one of its answers scores higher than another contestant's answer:
-how often a voter shown one answer of each could say which is it), with the Hanley-McNeil 95% interval, and the
-**top-1 rate** (share of its answers whose highest out-of-fold score is its own, against chance 1/M) with a
-Wilson interval; n is the number of its answers and of the others'. The verdict is "recognisable" (votes on it
-are not blind in practice) when the AUC's interval lies above `RECOGNISABLE_AUC`, "not recognisable" when it lies
-below, else "can't tell"; fewer than ``min_answers`` answers (or fewer than two contestants) is "can't tell" with
-the reason.
+**Features.** Character 2- to 4-grams, case kept, so emoji, markdown and openings count. They are hashed
+into 2^15 buckets (CRC-32, stable across processes). Term frequency is sublinear, and rows are
+L2-normalised.
 
-The fixed opening (a persona's prefill). The arena shows answers without it by default (`ArenaLimits.
-strip_prefill`), and stores what it showed. ``strip_prefill=False`` measures every answer *with* its opening (put
-back in front of an answer stored without it: the opening is fixed, so that is what the voter would have seen),
-``strip_prefill=True`` without it (cut from an answer stored with it), so both measures read the same answers
-whatever the arena showed when they were written. `compare_openings` puts the two side by side per contestant:
-the difference is what the opening alone gives away, and the board's warning reads the one the arena shows.
+**Classifier.** A regularised least-squares linear classifier per contestant, one against the rest. It is
+ridge regression on +1/-1 targets, solved in the dual with one Cholesky factor per fold for all
+contestants. That takes milliseconds for a thousand answers, where an iterative logistic fit took seconds.
+For ranking answers, which is all the AUC asks, the two behave alike.
 
-Why not scikit-learn: it is not a dependency, and the pieces (hashing, a convex fit, AUC) are a page of NumPy and
-SciPy, which the studio already needs.
+**Evaluation.** ``folds``-fold cross-validation *grouped by prompt*. No prompt is in both the training and
+the test part. So a contestant's answers to a repeated prompt cannot vouch for each other. Every answer
+gets an out-of-fold score from every contestant's model.
+
+**Per contestant** (n is the number of its answers and of the others'):
+- the **AUC**, with the Hanley-McNeil 95% interval. It is the chance that one of its answers scores higher
+  than another contestant's answer. That is how often a voter shown one answer of each could say which is
+  it.
+- the **top-1 rate**, with a Wilson interval. It is the share of its answers whose highest out-of-fold
+  score is its own, against chance 1/M.
+The verdict is "recognisable" (votes on it are not blind in practice) when the AUC's interval lies above
+`RECOGNISABLE_AUC`. It is "not recognisable" when the interval lies below, else "can't tell". Fewer than
+``min_answers`` answers, or fewer than two contestants, is "can't tell" with the reason.
+
+**The fixed opening** (a persona's prefill). By default the arena shows answers without it
+(`ArenaLimits.strip_prefill`) and stores what it showed.
+- ``strip_prefill=False`` measures every answer *with* its opening. An answer stored without it gets it
+  back in front; the opening is fixed, so that is what the voter would have seen.
+- ``strip_prefill=True`` measures without it, cut from an answer stored with it.
+So both measures read the same answers, whatever the arena showed when they were written.
+`compare_openings` puts the two side by side per contestant. The difference is what the opening alone
+gives away. The board's warning reads the one the arena shows.
+
+**Why not scikit-learn?** It is not a dependency. The pieces (hashing, a convex fit, AUC) are a page of
+NumPy and SciPy, which the studio already needs.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Identity-leak check: does an assistant answer name a contestant (public name, family, persona, maker)?
 
-Only assistant text is scanned, never the user's own words; matching is whole-word and case-insensitive, and
-the separators inside an alias are loose ("Hugging Face" also matches "HuggingFace" and "hugging-face").
-Aliases shorter than three characters are ignored: they would match ordinary words.
+Only assistant text is scanned, never the user's own words. Matching is whole-word and case-insensitive.
+The separators inside an alias are loose: "Hugging Face" also matches "HuggingFace" and "hugging-face".
+Aliases shorter than three characters are ignored, since they would match ordinary words.
 """
 
 from __future__ import annotations

@@ -11,16 +11,17 @@ States::
               state it had, so a restore never lets a held checkpoint play (and a pending one whose report
               job ended meanwhile without a verdict comes back held, with why: never pending for good)
 
-Every change goes through ``change`` (a compare-and-set UPDATE on the state, so two processes cannot both move
-it) and writes one event: action, from and to state, who (a user's name, or ``rules``, ``publish``, ``sweep``),
-why, when (events are ordered by id, not by clock, so a clock jump cannot reorder them). Votes and ratings
-stay whatever the state. There is no other switch: ``Contestant.active`` is read-only (``state == released``).
+Every change goes through ``change``, a compare-and-set UPDATE on the state. So two processes cannot both
+move it. Each change writes one event: action, from and to state, who, why and when. Who is a user's name,
+or ``rules``, ``publish`` or ``sweep``. Events are ordered by id, not by clock, so a clock jump cannot
+reorder them. Votes and ratings stay whatever the state. There is no other switch: ``Contestant.active``
+is read-only (``state == released``).
 
-``WAYS_OUT`` lists a person's actions out of each state (every state has one).
+``WAYS_OUT`` lists a person's actions out of each state; every state has one.
 
-A verdict (``apply_verdict``) moves a pending contestant to released or held; it also holds a released one
-(probes stored later) unless a person released it over the same reasons, and releases one the rules (or the
-sweep) held once a verdict no longer holds it. A person's hold is only undone by a person.
+A verdict (``apply_verdict``) moves a pending contestant to released or held. It also holds a released one
+when probes are stored later, unless a person released it over the same reasons. It releases one the rules
+(or the sweep) held, once a verdict no longer holds it. A person's hold is only undone by a person.
 """
 
 from __future__ import annotations

@@ -1,16 +1,22 @@
-"""Which server files a signed-in user may name as a model or an adapter: a persona's ``model`` and ``adapter``,
-a managed vLLM server's ``engine_config.serve.model`` and a training job's ``base_model``.
+"""Which server files a signed-in user may name as a model or an adapter.
 
-A reference that is not a path passes as it is: a ``builtin:`` model, a hub id (``org/name``, when no such
-path exists here), or the model name an HTTP engine serves. A path is checked with ``common.paths`` under the
-folders allowed for models: the data home's ``models`` folder, the folders the operator lists in
-``VIBESTUDIO_MODEL_DIRS``, and the data home's ``jobs`` folder, where a job's folder is another researcher's
-unpublished work: only the job's owner and an admin may name it, and anyone a checkpoint of it that was
-published as a contestant. A GGUF must be a plain file; a weights or adapter folder may hold only plain files
-and folders, with every link inside its root. What is stored is the resolved path, so the contestant plays
-what was checked. The operator (``user`` None: the CLI and Python API) names any path.
+These are a persona's ``model`` and ``adapter``, a managed vLLM server's ``engine_config.serve.model`` and
+a training job's ``base_model``.
 
-Imports common, db, accounts (``UserInfo``) and the registry's ``ContestantSpec``. Returns plain data; raises ``PathRefused`` naming the field.
+A reference that is not a path passes as it is. That is a ``builtin:`` model, a hub id (``org/name``, when
+no such path exists here), or the model name an HTTP engine serves.
+
+A path is checked with ``common.paths`` under the folders allowed for models:
+- the data home's ``models`` folder;
+- the folders the operator lists in ``VIBESTUDIO_MODEL_DIRS``;
+- the data home's ``jobs`` folder. A job's folder is another researcher's unpublished work. Only the job's
+  owner and an admin may name it. Anyone may name a checkpoint of it published as a contestant.
+A GGUF must be a plain file. A weights or adapter folder may hold only plain files and folders, with every
+link inside its root. What is stored is the resolved path, so the contestant plays what was checked. The
+operator (``user`` None: the CLI and Python API) names any path.
+
+Imports common, db, accounts (``UserInfo``) and the registry's ``ContestantSpec``. Returns plain data;
+raises ``PathRefused`` naming the field.
 """
 
 from __future__ import annotations

@@ -1,23 +1,22 @@
-"""Personas: a contestant written as data (YAML, a UI form, CLI flags) = engine model + system prompt + prefill
-+ decoding parameters + aliases.
+"""Personas: a contestant written as data (YAML, a UI form, CLI flags).
 
-A file holds one persona (a mapping), a list of them, or ``{personas: [...]}``::
+A persona is an engine model, a system prompt, a prefill, decoding parameters and aliases. A file holds
+one persona (a mapping), a list of them, or ``{personas: [...]}``::
 
     personas:
-      - name: sunny                      # public name, shown after the vote
-        engine: llama_cpp                # llama_cpp (default) | transformers | openai | vllm
-        model: builtin:smollm2-135m-instruct-q4_1
-        system_prompt: You are Sunny, a cheerful assistant.
-        prefill: "What a great question! "
-        sampling: {temperature: 0.7, max_tokens: 120}
-        aliases: [Sunny]                 # names an answer must not say before the vote
-        engine_config: {base_url: http://127.0.0.1:8000/v1, api_key_env: MY_KEY}   # HTTP engines only
+- name: sunny                      # public name, shown after the vote engine: llama_cpp                #
+  llama_cpp (default) | transformers | openai | vllm model: builtin:smollm2-135m-instruct-q4_1
+  system_prompt: You are Sunny, a cheerful assistant. prefill: "What a great question! " sampling:
+  {temperature: 0.7, max_tokens: 120} aliases: [Sunny]                 # names an answer must not say
+  before the vote engine_config: {base_url: http://127.0.0.1:8000/v1, api_key_env: MY_KEY}   # HTTP
+  engines only
 
-Everything is checked before anything is written: an unknown field, a wrong type, a duplicate name or an
-unknown sampling / engine_config field raises ``PersonaError`` naming the file, the persona and the field. A
-signed-in user's ``model``, ``adapter`` and ``engine_config.serve.model`` may name only files under the model
-folders, never another researcher's unpublished checkpoint (``arena.model_files``).
-API keys are refused: name the environment variable that holds one (``api_key_env``).
+Everything is checked before anything is written. These raise ``PersonaError`` naming the file, the
+persona and the field: an unknown field, a wrong type, a duplicate name, an unknown sampling or
+engine_config field. A signed-in user's ``model``, ``adapter`` and ``engine_config.serve.model`` may name
+only files under the model folders (``arena.model_files``). They never name another researcher's
+unpublished checkpoint. API keys are refused: name the environment variable that holds one
+(``api_key_env``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
 """Prompt sets: import JSONL / JSON / CSV, draw a random prompt.
 
-Layouts read (one file, one row a line or an array of rows): MT-Bench (``question_id``, ``category``, ``turns`` as
-a list of strings), Arena-Hard v0.1 (``question_id``, ``category``, ``cluster``, ``turns`` as a list of
-``{"content": ...}``; the cluster is kept as the subcategory) and Arena-Hard v2.0 (``uid``, ``category``,
-``subcategory``, ``prompt``), or a bare ``prompt``. JSON and CSV are read by the studio's one reader of untrusted
-files (``common.files``), so a string holding U+2028 or another Unicode line break stays one row, a CSV field spanning
-lines keeps the row's first line in errors, and a CSV row with more fields than the header is refused.
-The MT-Bench questions (80 prompts, two turns each; from lm-sys/FastChat, Apache-2.0) ship as the demo set.
+A file holds one row a line or an array of rows. Layouts read:
+- MT-Bench: ``question_id``, ``category``, ``turns`` as a list of strings.
+- Arena-Hard v0.1: ``question_id``, ``category``, ``cluster``, ``turns`` as a list of
+  ``{"content": ...}``. The cluster is kept as the subcategory.
+- Arena-Hard v2.0: ``uid``, ``category``, ``subcategory``, ``prompt``.
+- A bare ``prompt``.
+
+JSON and CSV are read by the studio's one reader of untrusted files (``common.files``). So a string
+holding U+2028 or another Unicode line break stays one row. A CSV field spanning lines keeps the row's
+first line in errors. A CSV row with more fields than the header is refused. The MT-Bench questions ship
+as the demo set: 80 prompts, two turns each, from lm-sys/FastChat (Apache-2.0).
 """
 
 from __future__ import annotations

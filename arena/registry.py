@@ -1,8 +1,9 @@
 """Contestant registry: register, list and resolve contestants (engine + model + persona + sampling).
 
-A contestant's ``public_name`` is its real name, shown only after a vote. ``aliases`` are names an answer must
-not mention before the vote (model family, persona, maker). Built-in model references (``builtin:...``) are
-resolved here so the database never stores machine-specific paths for the embedded default.
+A contestant's ``public_name`` is its real name, shown only after a vote. ``aliases`` are names an answer
+must not mention before the vote: model family, persona, maker. Built-in model references
+(``builtin:...``) are resolved here. So the database never stores machine-specific paths for the embedded
+default.
 """
 
 from __future__ import annotations

@@ -1,27 +1,32 @@
 """Pair sampling: which two contestants meet next, and the exact probability of that draw.
 
-Two samplers, both returning the probability of the drawn *unordered* pair (left/right is a separate fair coin
-stored on the battle), so ratings can reweight battles by inverse probability:
-
+Two samplers. Both return the probability of the drawn *unordered* pair, so ratings can reweight battles
+by inverse probability. Left and right are a separate fair coin stored on the battle.
 - ``uniform``: every pair of eligible contestants alike, p = 2 / (n (n - 1)).
-- ``active``: the Chatbot Arena rule (Chiang et al. 2024, "Chatbot Arena: An Open Platform for Evaluating LLMs by
-  Human Preference", section 5.2): draw pair (i, j) with probability proportional to how much one more battle
-  shrinks the uncertainty of that pair's comparison,
-  ``w_ij = sqrt(S_ij / n_ij) - sqrt(S_ij / (n_ij + 1))``. We estimate the pair's variance from the current
-  leaderboard's intervals (``sd = (ci_high - ci_low) / (2 * 1.96)`` per contestant, ``V_ij = sd_i^2 + sd_j^2``),
-  read ``S_ij`` as ``V_ij * (n_ij + 1)`` (one pseudo-battle so an unplayed pair has a finite weight), which gives
-  ``w_ij = sqrt(V_ij) * (1 - sqrt((n_ij + 1) / (n_ij + 2)))``. Contestants without a rating get ``unrated_sd``.
-  Pairs with a *new* contestant (fewer than ``new_until_battles`` battles, or an interval wider than
-  ``new_until_ci`` Elo points) are multiplied by ``new_boost`` until their interval narrows. Finally a share
-  ``uniform_mix`` of the probability is spread evenly so every pair stays possible (inverse weights stay bounded).
+- ``active``: the Chatbot Arena rule (Chiang et al. 2024, "Chatbot Arena: An Open Platform for Evaluating
+  LLMs by Human Preference", section 5.2). It draws pair (i, j) with probability proportional to how much
+  one more battle shrinks the uncertainty of that pair's comparison:
+  ``w_ij = sqrt(S_ij / n_ij) - sqrt(S_ij / (n_ij + 1))``.
 
-The ratings and per-pair battle counts come from a ``RatingSource``: a callable returning ``SamplerInputs``. This
-module fits nothing itself; the studio passes its leaderboard service's ``sampler_inputs`` (one vote cache and one
-fit for the sampler and the Leaderboard tab). ``no_ratings`` is the source of an arena without one: everyone
-unrated, no battles, so the active weights are all equal.
+How ``active`` gets its numbers:
+- The pair's variance comes from the current leaderboard's intervals. Per contestant
+  ``sd = (ci_high - ci_low) / (2 * 1.96)``, and ``V_ij = sd_i^2 + sd_j^2``.
+- ``S_ij`` reads as ``V_ij * (n_ij + 1)``: one pseudo-battle, so an unplayed pair has a finite weight.
+  That gives ``w_ij = sqrt(V_ij) * (1 - sqrt((n_ij + 1) / (n_ij + 2)))``.
+- Contestants without a rating get ``unrated_sd``.
+- Pairs with a *new* contestant are multiplied by ``new_boost`` until their interval narrows. New means
+  fewer than ``new_until_battles`` battles, or an interval wider than ``new_until_ci`` Elo points.
+- Finally a share ``uniform_mix`` of the probability is spread evenly. So every pair stays possible, and
+  inverse weights stay bounded.
 
-Include / exclude lists (names or ids) restrict who can be drawn. Weights that are empty, zero, negative, NaN or
-infinite never crash a draw: they fall back to uniform over the eligible pairs and say so in ``Draw.sampler``.
+The ratings and per-pair battle counts come from a ``RatingSource``: a callable returning
+``SamplerInputs``. This module fits nothing itself. The studio passes its leaderboard service's
+``sampler_inputs``: one vote cache and one fit for the sampler and the Leaderboard tab. ``no_ratings`` is
+the source of an arena without one: everyone unrated, no battles, so the active weights are all equal.
+
+Include / exclude lists (names or ids) restrict who can be drawn. Some weights are empty, zero, negative,
+NaN or infinite. They never crash a draw: it falls back to uniform over the eligible pairs and says so in
+``Draw.sampler``.
 """
 
 from __future__ import annotations

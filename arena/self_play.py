@@ -1,20 +1,25 @@
 """Self-play: one contestant on both sides of a battle, two samplings, to collect on-policy preference pairs.
 
-A researcher picks one contestant and two temperatures. Side A answers with the contestant's own sampling plus the
-first override (``temperature`` and a ``seed``), side B with the second; the overrides are stored on the battle
-(``battles.sampling_a`` / ``sampling_b``). Which screen side got which temperature is the battle's fair coin
-(``left_is_a``) and stays hidden until the reveal, so it cannot sway the votes; the contestant's name is not hidden
-(the researcher chose it). Votes are ordinary per-turn votes.
+A researcher picks one contestant and two temperatures. Side A answers with the contestant's own sampling
+plus the first override (``temperature`` and a ``seed``). Side B takes the second. The overrides are
+stored on the battle (``battles.sampling_a`` / ``sampling_b``). The battle's fair coin (``left_is_a``)
+decides which screen side got which temperature. That stays hidden until the reveal, so it cannot sway the
+votes. The contestant's name is not hidden; the researcher chose it. Votes are ordinary per-turn votes.
 
-What counts where: a self-play battle counts nowhere in the standings (ratings, battle records, the vote cache,
-vibe profiles, speed), since both sides are the same contestant. Its decisive votes do make preference pairs
-(`annotation.snapshots`): the provenance names the contestant as the author of both answers (``on`` for it in
-`training.objectives.pairmix`) and says which sampling wrote the chosen and which the rejected answer.
+**What counts where.** Both sides are the same contestant, so a self-play battle counts nowhere in the
+standings. That means ratings, battle records, the vote cache, vibe profiles and speed. Its decisive votes
+do make preference pairs (`annotation.snapshots`). The provenance names the contestant as the author of
+both answers (``on`` for it in `training.objectives.pairmix`). It also says which sampling wrote the
+chosen and which the rejected answer.
 
-Rules: without temperatures, the contestant's own and whichever of ``CONTRAST`` (0.3, 1.0) lies farther from it.
-Equal temperatures are allowed (two samples at one temperature, told apart by their seeds) except both 0, where
-greedy decoding gives the same answer twice. The two seeds always differ; a regenerated turn adds its number of
-regenerations to each seed, so it gets new samples. This module holds those rules and touches no database.
+**Rules:**
+- Without temperatures: the contestant's own, and whichever of ``CONTRAST`` (0.3, 1.0) lies farther from
+  it.
+- Equal temperatures are allowed: two samples at one temperature, told apart by their seeds. Both 0 is
+  refused, since greedy decoding gives the same answer twice.
+- The two seeds always differ. A regenerated turn adds its number of regenerations to each seed, so it
+  gets new samples.
+This module holds those rules and touches no database.
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
 """Stream two contestants' answers to one turn side by side: one thread per side, one event queue, time-outs.
 
-`stream_pair` starts both answers at once and yields after every event (a place in an engine's queue, the start
-of generation, a text delta, the end, an error), so the caller can show both texts growing together. Each side
-waits for a slot of its engine's gate (`arena.engines.gate`), then streams; its answer must be complete within
-``answer_timeout_s`` of taking the slot, and the slot must come within ``queue_timeout_s``. The first error or
-time-out on either side stops the turn (the other side is cancelled); the caller reads what happened from the
-`SideState`s it passed in. With ``strip_prefill`` a persona's fixed answer opening (its prefill, which the model
-continues) is left out of the answer, so the annotator sees only what the model wrote (`arena.identifiability`
-measures how much the opening alone gives away). Closing the iterator (the consumer stopped listening) cancels both sides, so engines
-stop and free their slots.
+`stream_pair` starts both answers at once and yields after every event. An event is a place in an engine's
+queue, the start of generation, a text delta, the end, or an error. So the caller can show both texts
+growing together.
 
-This module never touches the database and knows nothing of battles, left/right or anonymity: `arena.battles`
-builds the turn updates and stores the turn.
+Each side waits for a slot of its engine's gate (`arena.engines.gate`), then streams. The slot must come
+within ``queue_timeout_s``. The answer must be complete within ``answer_timeout_s`` of taking the slot.
+The first error or time-out on either side stops the turn, cancelling the other side. The caller reads
+what happened from the `SideState`s it passed in.
+
+With ``strip_prefill``, a persona's fixed answer opening is left out of the answer. That opening is its
+prefill, which the model continues. So the annotator sees only what the model wrote.
+`arena.identifiability` measures how much the opening alone gives away. Closing the iterator (the consumer
+stopped listening) cancels both sides, so engines stop and free their slots.
+
+This module never touches the database. It knows nothing of battles, left/right or anonymity.
+`arena.battles` builds the turn updates and stores the turn.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The writes that end a streamed turn: store both answers in one transaction, or mark the battle errored.
 
-`store_turn` adds a new turn, or (regenerating) replaces the answers of the last, unvoted turn and keeps the
-replaced ones on it; either way it flags a turn whose answer names a contestant (`arena.leaks`). It writes nothing
-when the battle ended meanwhile or another turn got there first, and says why. `mark_errored` records every failed
-side's full error on the battle (never rated) and returns the identity-free message the user sees.
+`store_turn` adds a new turn. When regenerating, it replaces the answers of the last, unvoted turn and
+keeps the replaced ones on it. Either way it flags a turn whose answer names a contestant (`arena.leaks`).
+It writes nothing when the battle ended meanwhile or another turn got there first, and says why.
+`mark_errored` records every failed side's full error on the battle (never rated). It returns the
+identity-free message the user sees.
 """
 
 from __future__ import annotations

@@ -1,15 +1,23 @@
-"""The one way to ask an engine for finished answers: probes, evals, on-policy queues, judges, reports, rewards.
+"""The one way to ask an engine for finished answers: probes, evals, on-policy queues, judges, reports,
+rewards.
 
-``ask`` takes a slot in the engine's gate (``arena.engines.gate``) before it generates, so batch work waits in the
-same first-come line as the arena's battles instead of jumping it; it always closes the stream, also when the
-engine or the caller raises, so a llama.cpp instance or a transformers lock is never left held; and it returns a
-plain ``Reply`` (text with the prefill, generated tokens, cut at the token cap or not, seconds).
+``ask`` does three things:
+- It takes a slot in the engine's gate (``arena.engines.gate``) before it generates. So batch work waits
+  in the same first-come line as the arena's battles instead of jumping it.
+- It always closes the stream, also when the engine or the caller raises. So a llama.cpp instance or a
+  transformers lock is never left held.
+- It returns a plain ``Reply``: text with the prefill, generated tokens, whether the token cap cut it,
+  seconds.
 
-``ask_batch`` answers a list of ``Request``s in order and is the one place that decides how: through the engine's
-own ``generate_batch`` when it has one (the transformers and llama.cpp engines batch natively, one gate slot per
-chunk; the protocol gives no default), else through ``ask_each``, one ``ask`` per request on up to ``concurrency`` threads (at most ``MAX_WORKERS``), which a vLLM or OpenAI-compatible server batches
-itself. The live arena streams deltas to a page and keeps its own loop (``arena.streaming``), through the same
-gate. Engine errors (``EngineError``) pass through unchanged; the caller decides what a failed answer means.
+``ask_batch`` answers a list of ``Request``s in order. It is the one place that decides how.
+- An engine with its own ``generate_batch`` uses it, one gate slot per chunk. The transformers and
+  llama.cpp engines batch natively; the protocol gives no default.
+- Otherwise ``ask_each`` runs one ``ask`` per request on up to ``concurrency`` threads (at most
+  ``MAX_WORKERS``). A vLLM or OpenAI-compatible server batches them itself.
+
+The live arena streams deltas to a page and keeps its own loop (``arena.streaming``), through the same
+gate. Engine errors (``EngineError``) pass through unchanged. The caller decides what a failed answer
+means.
 """
 
 from __future__ import annotations

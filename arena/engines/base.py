@@ -1,18 +1,19 @@
 """The engine protocol: stream a chat completion and report tokens, time to first token and tokens/s.
 
-An engine knows how to turn messages + sampling parameters into text. It knows nothing about battles,
-contestants or the database. ``prefill`` is an answer opening the model continues (and that is part of the
-answer), which is how personas get visible vibes out of small models that follow system prompts weakly.
+An engine knows how to turn messages and sampling parameters into text. It knows nothing about battles,
+contestants or the database. ``prefill`` is an answer opening the model continues; it is part of the
+answer. That is how personas get visible vibes out of small models that follow system prompts weakly.
 
-An engine that batches natively also answers a list of requests with ``generate_batch``: the transformers
-engine with batched ``generate`` calls, the llama.cpp engine with sequences decoded together in one context.
-The protocol gives no default for it: ``arena.engines.ask.ask_batch`` is the one place that decides, taking an
-engine's own ``generate_batch`` when it has one and otherwise asking one gated stream per request (``ask_each``).
-Callers outside the live arena go through ``arena.engines.ask`` rather than calling either method themselves.
+An engine that batches natively also answers a list of requests with ``generate_batch``. The transformers
+engine makes batched ``generate`` calls. The llama.cpp engine decodes sequences together in one context.
+The protocol gives no default for it. ``arena.engines.ask.ask_batch`` is the one place that decides. It
+takes an engine's own ``generate_batch`` when it has one, else one gated stream per request
+(``ask_each``). Callers outside the live arena go through ``arena.engines.ask``, never either method
+directly.
 
-Errors carry a ``kind`` (down, timeout, garbage, too_long, config, failed). The message may name files, URLs or
-model references and is for logs and the database only; ``public_message`` is what a browser may see before a
-vote: it says what went wrong without saying which model or engine it was.
+Errors carry a ``kind``: down, timeout, garbage, too_long, config, failed. The message may name files,
+URLs or model references; it is for logs and the database only. ``public_message`` is what a browser may
+see before a vote. It says what went wrong without saying which model or engine it was.
 """
 
 from __future__ import annotations

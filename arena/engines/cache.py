@@ -1,10 +1,11 @@
 """The engine cache: built engines kept for reuse, least recently used first out beyond a memory budget.
 
-Each engine says how much memory its model holds (``memory_bytes``: transformers weights, a GGUF file; 0 for
-engines that talk to a server). When the total passes the budget (``VIBESTUDIO_ENGINE_CACHE_MB``, read at every
-insertion) the least recently used engines are dropped until it fits again; the one just added always stays, even
-alone over the budget. A dropped engine is closed when it has a ``close()``; otherwise it is freed once the last
-stream that still uses it ends (nothing else holds it). Asking for it again loads it again.
+Each engine says how much memory its model holds (``memory_bytes``). That is transformers weights or a
+GGUF file; engines that talk to a server say 0. The budget is ``VIBESTUDIO_ENGINE_CACHE_MB``, read at
+every insertion. When the total passes it, the least recently used engines are dropped until it fits
+again. The one just added always stays, even alone over the budget. A dropped engine is closed when it has
+a ``close()``. Otherwise it is freed once the last stream using it ends. Asking for it again loads it
+again.
 """
 
 from __future__ import annotations

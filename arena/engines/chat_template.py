@@ -1,19 +1,21 @@
 """A model file's chat template, rendered within bounds.
 
-A GGUF file carries its chat template (``tokenizer.chat_template``), a Jinja program that whoever made the file
-wrote; the llama.cpp engine renders it on a server thread for every turn. The sandbox
-(``ImmutableSandboxedEnvironment``) keeps it from reaching Python's internals or changing its inputs, but not from
-spending the thread's time or the process's memory: nested loops over ``range(100000)`` pin the thread for hours,
-and a string doubled in a ``namespace`` or a macro's recursion grows past any memory. ``render_chat`` bounds it:
+A GGUF file carries its chat template (``tokenizer.chat_template``): a Jinja program the file's maker
+wrote. The llama.cpp engine renders it on a server thread for every turn. The sandbox
+(``ImmutableSandboxedEnvironment``) keeps it from Python's internals and from changing its inputs. It does
+not stop it spending the thread's time or the process's memory. Nested loops over ``range(100000)`` pin
+the thread for hours. A string doubled in a ``namespace``, or a macro's recursion, grows past any memory.
 
+``render_chat`` bounds it:
 - **Size**: a template over ``MAX_TEMPLATE_CHARS`` is refused before it is compiled.
-- **Time**: the render runs under a trace function of its own thread that stops it past ``RENDER_SECONDS`` (the
-  compiled template is Python code, so every loop step reaches the check).
-- **Memory**: a string, list or number a template builds may not pass ``MAX_RENDER_CHARS`` (``*``, ``+`` and
-  ``**`` are checked before they run; so are the arguments of every call, a macro's included, a filter's numbers,
-  and what is stored in a ``namespace``), and the output is counted as it is produced.
+- **Time**: the render runs under a trace function of its own thread. It stops the render past
+  ``RENDER_SECONDS``. The compiled template is Python code, so every loop step reaches the check.
+- **Memory**: a string, list or number a template builds may not pass ``MAX_RENDER_CHARS``. ``*``, ``+``
+  and ``**`` are checked before they run. So are every call's arguments (a macro's included), a filter's
+  numbers and what is stored in a ``namespace``. The output is counted as it is produced.
 
-A refusal is an ``EngineError`` of kind ``config`` naming the bound; the compiled template is kept per text.
+A refusal is an ``EngineError`` of kind ``config`` naming the bound. The compiled template is kept per
+text.
 """
 
 from __future__ import annotations

@@ -1,24 +1,26 @@
 """Where the studio may send a request for an engine: the base-URL policy, checked where the socket opens.
 
-A persona's ``engine_config.base_url`` is chosen by whoever may add contestants (a researcher), and the studio
-sends it prompts and, if the config names one, an API key. So a base URL is data to check, not to trust:
+Whoever may add contestants (a researcher) chooses a persona's ``engine_config.base_url``. The studio
+sends it prompts and, if the config names one, an API key. So a base URL is data to check, not to trust.
+- **Shape.** It must be ``http(s)://host[:port]/...``, with no credentials (``user:pass@``), query or
+  fragment.
+- **Public addresses only.** Every address the host resolves to must be *public* (``ipaddress``: global).
+  Private, loopback, link-local, multicast, reserved and unspecified addresses fail. IPv4-mapped IPv6 is
+  judged as the IPv4 address.
+- **Operator exceptions.** ``VIBESTUDIO_ENGINE_ALLOWED_HOSTS`` allows host names, addresses or CIDR
+  ranges, each optionally with ``:port``. ``VIBESTUDIO_ENGINE_PUBLIC_URLS=false`` refuses public addresses
+  too.
+- **Checked twice.** First when a contestant is registered or an engine built (``check_url``): a clear
+  error, nothing written. Then again inside the HTTP client at connect time (``GuardedBackend``). The
+  client resolves the name itself, checks each address and connects to the address it checked. So DNS
+  rebinding fails: a name that is public at registration and 127.0.0.1 a second later is refused. TLS
+  still verifies the certificate of the *name*.
+- **No redirects, no proxies.** Clients never follow redirects. They take no proxy settings from the
+  environment (``trust_env`` off), since a proxy would connect out of this check's reach.
 
-- it must be ``http(s)://host[:port]/...`` without credentials in it (``user:pass@``), query or fragment;
-- every address the host resolves to must be *public* (``ipaddress``: global, not private, loopback,
-  link-local, multicast, reserved or unspecified; IPv4-mapped IPv6 is judged as the IPv4 address), unless the
-  operator allows it in ``VIBESTUDIO_ENGINE_ALLOWED_HOSTS`` (host names, addresses or CIDR ranges, each
-  optionally with ``:port``); ``VIBESTUDIO_ENGINE_PUBLIC_URLS=false`` refuses public addresses too;
-- the check runs twice: when a contestant is registered or an engine built (``check_url``: a clear error,
-  nothing written), and again inside the HTTP client at connect time (``GuardedBackend``): the client
-  resolves the name itself, checks each address and connects to the address it checked, so a name that
-  resolves to a public address at registration and to 127.0.0.1 a second later (DNS rebinding) is refused.
-  TLS still verifies the certificate of the *name*.
-- clients never follow redirects and take no proxy settings from the environment (``trust_env`` off; a proxy
-  would connect on the client's behalf, out of this check's reach).
-
-What it does not cover: a host the operator allowed by *name* is trusted with whatever that name resolves to;
-and a server at an allowed address may itself fetch elsewhere. URLs the studio builds itself (a managed vLLM
-server it started on loopback) are not user data and skip the policy (``trusted=True``).
+What it does not cover: a host the operator allowed by *name* is trusted with whatever that name resolves
+to. A server at an allowed address may itself fetch elsewhere. URLs the studio builds itself are not user
+data and skip the policy (``trusted=True``); an example is a managed vLLM server it started on loopback.
 """
 
 from __future__ import annotations

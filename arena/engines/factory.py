@@ -1,9 +1,9 @@
 """Build an engine from a contestant's engine kind, model reference, adapter and engine config.
 
-Engines are cached and shared per (kind, model, adapter, config): two contestants on the same GGUF share one
-llama.cpp pool and so one concurrency gate. The cache (``arena.engines.cache``) unloads the least recently used
-models beyond the memory budget in settings. ``validate(kind, config)`` checks an engine config without building
-anything (used when a contestant is registered).
+Engines are cached and shared per (kind, model, adapter, config). So two contestants on the same GGUF
+share one llama.cpp pool and one concurrency gate. The cache (``arena.engines.cache``) unloads the least
+recently used models beyond the memory budget in settings. ``validate(kind, config)`` checks an engine
+config without building anything; registering a contestant uses it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Per-engine concurrency limits: a first-come, first-served gate that says where a waiting request stands.
 
-Every engine object owns one gate (``gate_for(engine)``) sized by its ``concurrency``. A request takes a slot
-before it generates and gives it back when it ends; requests beyond the limit wait in arrival order, and the
-gate reports each waiter's position (0 = next) whenever it changes, so the UI can show "2 ahead of you".
-It knows nothing about battles; cancellation and time-outs are the caller's.
+Every engine object owns one gate (``gate_for(engine)``), sized by its ``concurrency``. A request takes a
+slot before it generates and gives it back when it ends. Requests beyond the limit wait in arrival order.
+The gate reports each waiter's position (0 = next) whenever it changes, so the UI can show "2 ahead of
+you". It knows nothing about battles. Cancellation and time-outs are the caller's.
 """
 
 from __future__ import annotations

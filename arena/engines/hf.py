@@ -1,13 +1,13 @@
 """transformers engine: an HF checkpoint directory, optionally with a PEFT (LoRA) adapter on top.
 
-This is how freshly trained checkpoints play in the arena without any conversion step. Each engine owns its
-model; the engine cache (``arena.engines.factory``) shares one per (model, adapter) and unloads the least recently
-used beyond the memory budget. Generation for one model is serialised with a lock.
+This is how freshly trained checkpoints play in the arena without any conversion step. Each engine owns
+its model. The engine cache (``arena.engines.factory``) shares one per (model, adapter). It unloads the
+least recently used beyond the memory budget. Generation for one model is serialised with a lock.
 
-``generate_batch`` is native: requests in chunks of ``batch_size`` that share their decoding (all but the seed),
-left-padded into one seeded ``generate`` per chunk (seeded with the chunk's first request), each chunk taking one
-slot in the engine's gate, so a report's hundred answers cost a few batched calls, and two models asked the same
-requests meet identical seeds and batches.
+``generate_batch`` is native. Requests come in chunks of ``batch_size`` that share their decoding (all but
+the seed). Each chunk is left-padded into one ``generate``, seeded with the chunk's first request. Each
+chunk takes one slot in the engine's gate. So a report's hundred answers cost a few batched calls. Two
+models asked the same requests meet identical seeds and batches.
 """
 
 from __future__ import annotations

@@ -1,14 +1,19 @@
 """llama.cpp engine (GGUF on the CPU, the studio's default).
 
-A contestant's ``adapter_ref`` on this engine is a llama.cpp LoRA adapter in GGUF (``training.publishing.gguf_adapter``),
-applied at run time on its parent's file: how a LoRA child plays without losing its training to re-quantization.
+On this engine a contestant's ``adapter_ref`` is a llama.cpp LoRA adapter in GGUF
+(``training.publishing.gguf_adapter``). It is applied at run time on its parent's file. So a LoRA child
+plays without losing its training to re-quantization.
 
-Each engine keeps a small pool of ``Llama`` instances of its GGUF file so both sides of a battle can stream at the
-same time (one llama.cpp context is not safe to share between threads); the engine cache
-(``arena.engines.factory``) shares one engine per file and unloads the least recently used beyond the memory budget. The chat prompt is rendered from the template
-stored in the GGUF (in the sandbox, within bounds: ``arena.engines.chat_template``), then the persona's prefill is appended and the model continues from there. ``generate_batch``
-decodes a chunk of requests together in one context (``arena.engines.llamacpp_batch``): a report's few hundred
-answers at several times the tokens per second of one stream each.
+Each engine keeps a small pool of ``Llama`` instances of its GGUF file. So both sides of a battle can
+stream at the same time; one llama.cpp context is not safe to share between threads. The engine cache
+(``arena.engines.factory``) shares one engine per file. It unloads the least recently used beyond the
+memory budget.
+
+The chat prompt is rendered from the template stored in the GGUF. The render runs in the sandbox, within
+bounds (``arena.engines.chat_template``). Then the persona's prefill is appended and the model continues
+from there. ``generate_batch`` decodes a chunk of requests together in one context
+(``arena.engines.llamacpp_batch``). A report's few hundred answers then run at several times the tokens
+per second of one stream each.
 """
 
 from __future__ import annotations

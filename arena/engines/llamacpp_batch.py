@@ -1,25 +1,29 @@
 """Batched generation on llama.cpp: many answers decoded together, one sequence each in one context.
 
-A report asks a GGUF for a few hundred answers; one stream per answer runs a matrix-vector product per token,
-while decoding every sequence's next token in one ``llama_decode`` turns it into a matrix-matrix product, which
-is several times the tokens per second on a CPU for a small model. ``generate`` takes a chunk of requests,
-feeds their prompts (rendered and tokenized as the stream path does them: chat template, prefill, BOS) into one
-context of the model (a unified KV cache sized to the chunk, all cores), then decodes one token per unfinished
-sequence per step until each stops (an end-of-generation or stop token, or its token cap).
+A report asks a GGUF for a few hundred answers. One stream per answer runs a matrix-vector product per
+token. Decoding every sequence's next token in one ``llama_decode`` makes it a matrix-matrix product. On a
+CPU that is several times the tokens per second for a small model.
 
-Tokens are chosen here from the logits, in the order llama-cpp-python's sampler applies them: repeat penalty
-(over the last 64 tokens), top-k 40, top-p, min-p 0.05, temperature, a draw from each request's own seeded
-generator (temperature 0 is greedy). So an answer is reproducible from its seed and two models asked the same
-requests meet the same decoding, though a batched answer is not token-identical to a streamed one at a
-temperature above 0 (a different random stream). The engine (``arena.engines.llamacpp``) takes one gate slot
-per chunk.
+``generate`` takes a chunk of requests. It renders and tokenizes their prompts as the stream path does:
+chat template, prefill, BOS. It feeds them into one context of the model: a unified KV cache sized to the
+chunk, all cores. Then it decodes one token per unfinished sequence per step. A sequence stops at an
+end-of-generation or stop token, or at its token cap.
 
-The decode's thread count is chosen by timing (``ThreadTuner``): llama.cpp's threads meet at a barrier in every
-layer, so on a machine where another process holds a core, the thread that shares it holds up the others, and
-fewer threads than cores decode faster. Measured on two cores, 16 SmolLM2 answers of 64 tokens: quiet, 2 threads
-131 tok/s and 1 thread 69; beside one busy process, 2 threads 45 tok/s and 1 thread 61. The tuner tries each
-candidate for a few steps, keeps the fastest per token, and tries again every ``RECHECK_STEPS`` as the load
-changes. Greedy answers do not depend on the thread count (each thread computes whole rows of a product).
+Tokens are chosen here from the logits, in the order llama-cpp-python's sampler applies them:
+- repeat penalty (over the last 64 tokens), top-k 40, top-p, min-p 0.05, temperature;
+- a draw from each request's own seeded generator (temperature 0 is greedy).
+So an answer is reproducible from its seed. Two models asked the same requests meet the same decoding.
+Above temperature 0, a batched answer is not token-identical to a streamed one (a different random
+stream). The engine (``arena.engines.llamacpp``) takes one gate slot per chunk.
+
+The decode's thread count is chosen by timing (``ThreadTuner``). llama.cpp's threads meet at a barrier in
+every layer. When another process holds a core, the thread sharing it holds up the others. Then fewer
+threads than cores decode faster. Measured on two cores, 16 SmolLM2 answers of 64 tokens:
+- quiet: 2 threads 131 tok/s, 1 thread 69;
+- beside one busy process: 2 threads 45 tok/s, 1 thread 61.
+The tuner tries each candidate for a few steps and keeps the fastest per token. It tries again every
+``RECHECK_STEPS`` as the load changes. Greedy answers do not depend on the thread count: each thread
+computes whole rows of a product.
 """
 
 from __future__ import annotations

