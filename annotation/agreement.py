@@ -1,19 +1,23 @@
-"""Inter-annotator agreement in plain numpy: Krippendorff's alpha, Cohen's kappa, Fleiss' kappa, majority agreement.
+"""Inter-annotator agreement in plain numpy: Krippendorff's alpha, Cohen's kappa, Fleiss' kappa, majority
+agreement.
 
-Inputs are reliability matrices: one row per coder (annotator), one column per unit (item), ``None`` / NaN where a
-coder did not rate a unit. Values may be numbers or (for nominal data) any hashable labels. Nothing here knows
-about queues or the database; ``annotation.agreement_report`` builds the matrices.
+Inputs are reliability matrices: one row per coder (annotator), one column per unit (item). A coder who
+did not rate a unit has ``None`` / NaN there. Values may be numbers or, for nominal data, any hashable
+labels. Nothing here knows about queues or the database. ``annotation.agreement_report`` builds the
+matrices.
 
 Conventions, following the textbooks:
-- Krippendorff's alpha uses the coincidence matrix over pairable values (units with at least two ratings), with
-  the nominal, ordinal, interval and ratio difference functions of Krippendorff (2011, "Computing Krippendorff's
-  Alpha-Reliability"). Ordinal distances use the value frequencies, so ordinal alpha only needs ranks.
-- Cohen's kappa compares two coders on the units both rated.
-- Fleiss' kappa takes a units x categories count table; when units have different numbers of ratings, the
-  per-unit agreement uses that unit's own count and category shares are pooled over all ratings (for a constant
-  count this is exactly Fleiss 1971).
-- Agreement with the majority is leave-one-out: a coder's label is compared with the strict plurality of the
-  *other* coders' labels on that unit (units with no strict plurality among the others are not counted).
+- **Krippendorff's alpha** uses the coincidence matrix over pairable values (units with at least two
+  ratings). It has the nominal, ordinal, interval and ratio difference functions of Krippendorff (2011,
+  "Computing Krippendorff's Alpha-Reliability"). Ordinal distances use the value frequencies, so ordinal
+  alpha only needs ranks.
+- **Cohen's kappa** compares two coders on the units both rated.
+- **Fleiss' kappa** takes a units x categories count table. Units may have different numbers of ratings.
+  Then per-unit agreement uses that unit's own count, and category shares are pooled over all ratings. For
+  a constant count this is exactly Fleiss 1971.
+- **Agreement with the majority** is leave-one-out. A coder's label is compared with the strict plurality
+  of the *other* coders' labels on that unit. Units with no strict plurality among the others do not
+  count.
 Undefined values (no variation, too few pairable units) come back as NaN.
 """
 

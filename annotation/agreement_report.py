@@ -1,11 +1,12 @@
 """Agreement on a queue: reliability matrices from its labels and rubric scores, then the metrics.
 
-Outcomes are nominal (1, 2, tie, both_good, both_bad; optionally with the three ties merged). Each rubric
-criterion gets Krippendorff's alpha at the level its scale fits (binary / categorical: nominal; numeric ranges:
-ordinal, or interval when asked); units are (item, answer) pairs. Criteria that come with imported data but are
-not in the queue's rubric are treated as interval. Which label kinds count is a parameter (default: people,
-i.e. ``human`` and ``import``; add ``judge`` to see judges next to them). An annotator with several labels on one
-item counts with the latest.
+Outcomes are nominal: 1, 2, tie, both_good, both_bad, optionally with the three ties merged. Each rubric
+criterion gets Krippendorff's alpha at the level its scale fits. Binary and categorical scales are
+nominal. Numeric ranges are ordinal, or interval when asked. Units are (item, answer) pairs. Criteria that
+come with imported data but are not in the queue's rubric are treated as interval.
+
+Which label kinds count is a parameter. The default is people, i.e. ``human`` and ``import``; add
+``judge`` to see judges next to them. An annotator with several labels on one item counts with the latest.
 """
 
 from __future__ import annotations

@@ -1,22 +1,30 @@
-"""Argilla connector (optional extra ``argilla``): a queue as an Argilla dataset, submitted responses back as labels.
+"""Argilla connector (optional extra ``argilla``): a queue as an Argilla dataset, submitted responses back as
+labels.
 
-The conversion both ways is plain data and needs no server: ``dataset_settings`` / ``queue_records`` build the
-dataset settings and records as dicts in Argilla 2.x terms (text fields for the prompt and the two answers, a
-label question for the preference, one rating question per rubric criterion and answer, a free-text reason,
-hidden metadata with the item id and layout, task distribution = the queue's overlap); ``labels_from_records``
-stores the **submitted** responses of records as labels of kind ``argilla``. Answers are placed left/right at
-random per record (seeded, kept in metadata hidden from annotators); no model names leave the studio.
+The conversion both ways is plain data and needs no server. ``dataset_settings`` / ``queue_records`` build
+the dataset settings and records as dicts in Argilla 2.x terms:
+- text fields for the prompt and the two answers;
+- a label question for the preference, and one rating question per rubric criterion and answer;
+- a free-text reason;
+- hidden metadata with the item id and layout;
+- task distribution = the queue's overlap.
+``labels_from_records`` stores the **submitted** responses of records as labels of kind ``argilla``.
+Answers are placed left/right at random per record. The draw is seeded and kept in metadata hidden from
+annotators. No model names leave the studio.
 
-A response's status (submitted / draft / discarded) decides whether it is a label. The SDK keeps it on each
-``Response`` object of ``record.responses`` (and on the user responses the server sent), but ``Record.to_dict()``
-drops it, so records are read from the SDK's objects (``record_from_sdk``), never through ``to_dict()``. Drafts
-are counted and left for a later pull; discarded answers are listed as skips; a response whose status is unknown
-is not taken for a label. Records given as dicts (``vibestudio argilla import``) carry ``status`` per response,
-either as ``responses``: question -> list of ``{"value", "user_id", "status"}`` or in the server's layout
-(``responses``: list of ``{"user_id", "status", "values": {question: {"value"}}}``).
+A response's status (submitted / draft / discarded) decides whether it is a label. The SDK keeps it on
+each ``Response`` object of ``record.responses``, and on the user responses the server sent. But
+``Record.to_dict()`` drops it. So records are read from the SDK's objects (``record_from_sdk``), never
+through ``to_dict()``.
+- Drafts are counted and left for a later pull.
+- Discarded answers are listed as skips.
+- A response whose status is unknown is not taken for a label.
+Records given as dicts (``vibestudio argilla import``) carry ``status`` per response, in either layout:
+- ``responses``: question -> list of ``{"value", "user_id", "status"}``;
+- the server's: ``responses`` as a list of ``{"user_id", "status", "values": {question: {"value"}}}``.
 
-``push_queue`` / ``pull_responses`` talk to a live server through the ``argilla`` SDK (``pip install
-vibe-studio[argilla]``); they are the only functions that need it.
+``push_queue`` / ``pull_responses`` talk to a live server through the ``argilla`` SDK
+(``pip install vibe-studio[argilla]``). They are the only functions that need it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """Judge bias arithmetic, pure logic: combining swapped runs, position / length / own-family preference.
 
-A pairwise judge is asked twice per item, once with answer 1 shown first and once with answer 2 first
-(``swapped``). Verdicts here are in item terms (``1``, ``2``, ``tie``, ``unparsed``). Two runs that agree give
-that verdict; runs that disagree give ``inconsistent`` (the judge followed the position, not the content); a run
-that could not be parsed makes the pair ``unparsed``.
+A pairwise judge is asked twice per item: once with answer 1 shown first, once with answer 2 first
+(``swapped``). Verdicts here are in item terms: ``1``, ``2``, ``tie``, ``unparsed``.
+- Two runs that agree give that verdict.
+- Runs that disagree give ``inconsistent``: the judge followed the position, not the content.
+- A run that could not be parsed makes the pair ``unparsed``.
 
-Rates are (numerator, count) pairs so callers can show how much evidence stands behind them; a rate over zero
-cases is NaN. This module knows nothing about engines or the database.
+Rates are (numerator, count) pairs, so callers can show how much evidence stands behind them. A rate over
+zero cases is NaN. This module knows nothing about engines or the database.
 """
 
 from __future__ import annotations

@@ -1,19 +1,22 @@
 """AI judges on any engine: pairwise verdicts with positions swapped, absolute rubric grades, per-prompt
 checklists, and the bias / human-agreement report.
 
-A judge is a contestant (any engine: llama.cpp, transformers, OpenAI-compatible, vLLM); its persona is not used,
-the judge prompt is. Prompts follow MT-Bench's pairwise format: the verdict is ``[[A]]``, ``[[B]]`` or ``[[C]]``
-(tie). The answer is prefilled up to ``Verdict: [[`` so even a small model's next token is the verdict, decoding
-is greedy and a handful of tokens long; parsing accepts the bracketed form anywhere and a few plain phrasings, and
-anything else is ``unparsed`` (kept, with the raw text, never guessed).
+A judge is a contestant on any engine: llama.cpp, transformers, OpenAI-compatible, vLLM. Its persona is
+not used; the judge prompt is. Prompts follow MT-Bench's pairwise format. The verdict is ``[[A]]``,
+``[[B]]`` or ``[[C]]`` (tie). The answer is prefilled up to ``Verdict: [[``, so even a small model's next
+token is the verdict. Decoding is greedy and a handful of tokens long. Parsing accepts the bracketed form
+anywhere and a few plain phrasings. Anything else is ``unparsed``: kept with the raw text, never guessed.
 
-Every judge call goes through ``arena.engines.ask`` (the engine's gate, stream closed). The position swap is
-written once, ``both_orders``: the pairwise verdicts here, the checkpoint report's judge comparison and the judge
-reward (through ``judge_pair``) and the judge-described differences' validation (``training.report.vibecheck``) use it.
-Each item is judged twice, answer 1 first and then answer 2 first; both runs are stored as ``judgements`` and
-their combination (``annotation.bias.combine``) as one label of kind ``judge`` named after the judge, so judge
-labels export, snapshot and enter agreement like any other. Absolute grading asks for one criterion of the
-queue's rubric at a time, per answer, and stores rubric scores against the judgement.
+Every judge call goes through ``arena.engines.ask`` (the engine's gate, stream closed). The position swap
+is written once, in ``both_orders``. These use it:
+- the pairwise verdicts here;
+- the checkpoint report's judge comparison and the judge reward (through ``judge_pair``);
+- the validation of judge-described differences (``training.report.vibecheck``).
+
+Each item is judged twice, answer 1 first and then answer 2 first. Both runs are stored as ``judgements``.
+Their combination (``annotation.bias.combine``) becomes one label of kind ``judge``, named after the
+judge. So judge labels export, snapshot and enter agreement like any other. Absolute grading asks for one
+criterion of the queue's rubric at a time, per answer. It stores rubric scores against the judgement.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """The labelling service: hand an annotator their next item, take their verdict or skip, report progress.
 
-Order and layout are per annotator, random, and stored: each item's place in an annotator's order comes from a
-hash of (queue, annotator, item) kept in the assignment as ``order_key``, and which answer appears on the left
-is drawn per assignment and kept as ``left_is_first``. Items still short of the queue's overlap (N annotators
-per item) are offered, those closest to complete first, then in the annotator's own order. An annotator sees an
-item at most once; a pending assignment older than ``lease_minutes`` no longer holds a slot for others.
+Order and layout are per annotator, random, and stored.
+- Each item's place in an annotator's order comes from a hash of (queue, annotator, item). The assignment
+  keeps it as ``order_key``.
+- Which answer appears on the left is drawn per assignment and kept as ``left_is_first``.
+Items still short of the queue's overlap (N annotators per item) are offered. Those closest to complete
+come first, then the annotator's own order. An annotator sees an item at most once. A pending assignment
+older than ``lease_minutes`` no longer holds a slot for others.
 
-Annotators work in "left"/"right" terms; labels are stored in item terms (answer 1 / answer 2) together with the
+Annotators work in "left"/"right" terms. Labels are stored in item terms (answer 1 / answer 2), with the
 layout that was shown. Tasks carry no model names, policy versions or sampling settings.
 """
 

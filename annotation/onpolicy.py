@@ -1,16 +1,21 @@
 """On-policy queues: answer a prompt set k times with the current policy, pair the answers, queue the pairs.
 
-Variants are the policy under k different seeds (and, when given, temperatures), or the policy against another
-contestant. Every answer is stamped with the policy version (a hash of what defines the contestant: engine,
-model, adapter, persona, lineage), its sampling parameters and its token count and time. The k answers to a
-prompt become every pair among them (k=2: one pair); two identical answers make no pair.
+Variants are the policy under k different seeds (and temperatures, when given), or the policy against
+another contestant. Every answer is stamped with:
+- the policy version: a hash of what defines the contestant (engine, model, adapter, persona, lineage);
+- its sampling parameters, token count and time.
+The k answers to a prompt become every pair among them (k=2: one pair). Two identical answers make no
+pair.
 
-Generation runs in batch through the engine: requests go out concurrently up to the engine's ``concurrency``
-(a vLLM or other OpenAI-compatible server batches them; llama.cpp serves its pool), each one through the
-engine's gate (``arena.engines.ask``, so queue generation waits its turn behind the arena's battles), and the queue is written
-prompt by prompt in short transactions, so a crash loses at most the prompts in flight and a second run with the
-same queue name resumes where the first stopped. ``progress(done, total, note)`` is called as answers finish
-(the CLI maps it to tqdm, the web page to its progress bar). Only the first turn of each prompt is used.
+Generation runs in batch through the engine. Requests go out concurrently up to the engine's
+``concurrency``. A vLLM or other OpenAI-compatible server batches them; llama.cpp serves its pool. Each
+request goes through the engine's gate (``arena.engines.ask``). So queue generation waits its turn behind
+the arena's battles.
+
+The queue is written prompt by prompt in short transactions. So a crash loses at most the prompts in
+flight. A second run with the same queue name resumes where the first stopped.
+``progress(done, total, note)`` is called as answers finish. The CLI maps it to tqdm, the web page to its
+progress bar. Only the first turn of each prompt is used.
 """
 
 from __future__ import annotations

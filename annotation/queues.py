@@ -1,14 +1,18 @@
 """Annotation queues and their items: create, look up, list.
 
 A queue is a named set of items. An item is a conversation (``prompt_messages``) and one or two answers
-(``answer_1``, ``answer_2``) with a stamp per answer in ``meta["answers"]`` (model, policy version, sampling
-parameters, tokens). Items are written by on-policy generation (``annotation.onpolicy``) and by imports
-(``annotation.formats``); labels on them by annotators, judges and imports. ``content_key`` identifies the same
-prompt and answers regardless of answer order, so a pair is stored once however many people labelled it.
+(``answer_1``, ``answer_2``). Each answer has a stamp in ``meta["answers"]``: model, policy version,
+sampling parameters, tokens.
+- Items are written by on-policy generation (``annotation.onpolicy``) and by imports
+  (``annotation.formats``).
+- Labels on them come from annotators, judges and imports.
+``content_key`` identifies the same prompt and answers regardless of answer order. So a pair is stored
+once, however many people labelled it.
 
-Outcomes are in item terms (``common.outcomes``): ``1`` / ``2`` (that answer is better), ``tie``, ``both_good``,
-``both_bad``; a single-answer item takes ``good`` / ``bad``; judges may also record ``inconsistent`` (the verdict
-flipped when the answers swapped places) or ``unparsed``.
+Outcomes are in item terms (``common.outcomes``):
+- ``1`` / ``2`` (that answer is better), ``tie``, ``both_good``, ``both_bad``;
+- ``good`` / ``bad`` on a single-answer item;
+- from judges also ``inconsistent`` (the verdict flipped when the answers swapped places) or ``unparsed``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Rubrics as YAML "model spec" files: named, versioned criteria with a scale, text anchors and a weight.
 
-A criterion's scale is ``binary`` (0/1), ``1-5``, ``1-7`` or ``categorical`` (named categories, stored as their
-index). Anchors describe levels in words; weights combine the numeric criteria into one overall score after each
-is scaled to 0..1 (categorical criteria carry no weight). Every problem in a file is reported at once, each
-naming the file and the field (``default.yaml: criteria[2].scale: ...``), and nothing is half-loaded.
+A criterion's scale is ``binary`` (0/1), ``1-5``, ``1-7`` or ``categorical``. Categorical criteria name
+their categories, stored as their index. Anchors describe levels in words. Weights combine the numeric
+criteria into one overall score, after each is scaled to 0..1. Categorical criteria carry no weight. Every
+problem in a file is reported at once, each naming the file and the field
+(``default.yaml: criteria[2].scale: ...``). Nothing is half-loaded.
 
-Rubrics are looked up by name in the user's folder (``$VIBESTUDIO_HOME/rubrics``) first, then among the ones
-shipped in ``annotation/data/rubrics``. A queue keeps a frozen copy of its rubric (``as_dict``), so editing a
-file later never changes what earlier labels meant. This module knows nothing about the database.
+Rubrics are looked up by name in the user's folder (``$VIBESTUDIO_HOME/rubrics``) first. Then come the
+ones shipped in ``annotation/data/rubrics``. A queue keeps a frozen copy of its rubric (``as_dict``). So
+editing a file later never changes what earlier labels meant. This module knows nothing about the
+database.
 """
 
 from __future__ import annotations

@@ -1,15 +1,18 @@
-"""Frozen preference snapshots: votes -> TRL conversational preference rows -> a hashed, read-only JSONL file.
+"""Frozen preference snapshots: votes -> TRL conversational preference rows -> a hashed, read-only JSONL
+file.
 
-A row is ``{"prompt": [...messages], "chosen": [assistant msg], "rejected": [assistant msg], "provenance": {...}}``.
-The hash is the SHA-256 of the file's bytes, so the same votes always give the same snapshot. Only decisive
-votes (A or B better) make pairs; for a later turn the pair is kept only when both sides saw the same history
-(the same earlier answers), otherwise chosen and rejected would not share a prompt; two identical answers make no
-pair (nothing to prefer).
+A row is ``{"prompt": [...messages], "chosen": [assistant msg], "rejected": [assistant msg], "provenance":
+{...}}``. The hash is the SHA-256 of the file's bytes, so the same votes always give the same snapshot.
+- Only decisive votes (A or B better) make pairs.
+- For a later turn, the pair is kept only when both sides saw the same history (the same earlier answers).
+  Otherwise chosen and rejected would not share a prompt.
+- Two identical answers make no pair: there is nothing to prefer.
 
-Self-play votes (`arena.self_play`: one contestant sampled twice) are included by default: their rows name that
-contestant as both ``chosen_model`` and ``rejected_model`` (on-policy for it, `training.objectives.pairmix`) and add
-``provenance.self_play`` = ``{"policy", "chosen_sampling", "rejected_sampling"}``, the sampling that wrote each
-answer (the contestant's own with the battle's temperature and seed on top).
+Self-play votes (`arena.self_play`: one contestant sampled twice) are included by default. Their rows name
+that contestant as both ``chosen_model`` and ``rejected_model``: on-policy for it
+(`training.objectives.pairmix`). They add ``provenance.self_play`` =
+``{"policy", "chosen_sampling", "rejected_sampling"}``. That is the sampling that wrote each answer: the
+contestant's own, with the battle's temperature and seed on top.
 """
 
 from __future__ import annotations

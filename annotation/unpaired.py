@@ -1,23 +1,26 @@
-"""Unpaired (KTO) rows from the arena's own votes: every answer a person judged becomes a desirable or an
-undesirable row, so *both good*, *both bad* and rubric scores train too, not only A-or-B votes.
+"""Unpaired (KTO) rows from the arena's own votes. Every answer a person judged becomes a desirable or an
+undesirable row. So *both good*, *both bad* and rubric scores train too, not only A-or-B votes.
 
-A row is ``{"prompt": [...messages], "completion": [assistant msg], "label": bool, "provenance": {...}}`` (TRL's
-conversational unpaired layout). Each answer of a vote is labelled on its own, with its own history as the
-prompt (so a later turn whose two sides saw different earlier answers still gives two rows):
+A row is ``{"prompt": [...messages], "completion": [assistant msg], "label": bool, "provenance": {...}}``.
+That is TRL's conversational unpaired layout. Each answer of a vote is labelled on its own, with its own
+history as the prompt. So a later turn whose two sides saw different earlier answers still gives two rows:
 
   A or B better     the winner desirable, the loser undesirable
   both good         both desirable
   both bad          both undesirable
   tie               nothing from the vote (a plain tie says neither is good nor bad)
 
-With a score rule (``ScoreRule``: a rubric criterion and a threshold), an answer scored on that criterion is
-desirable when its score is at least the threshold, whatever the vote said; an answer without that score keeps
-the vote's label (a tie's answers without scores are left out). An empty answer is left out. Every answer that
-makes no row is counted under a reason (``annotation.snapshots.SKIP_REASONS`` words them), and ``coverage`` says, for each objective, how many
-votes it could use and why the others were left out, which a snapshot records in its filter.
+A score rule (``ScoreRule``) is a rubric criterion and a threshold. With one, an answer scored on that
+criterion is desirable when its score reaches the threshold, whatever the vote said. An answer without
+that score keeps the vote's label; a tie's answers without scores are left out. An empty answer is left
+out.
 
-A paired snapshot row (chosen / rejected) gives one row of each class (``from_pairs``). Pure data: no model, no
-training; the pairs rule lives in ``annotation.snapshots``.
+Every answer that makes no row is counted under a reason (``annotation.snapshots.SKIP_REASONS`` words
+them). ``coverage`` says, for each objective, how many votes it could use and why the others were left
+out. A snapshot records that in its filter.
+
+A paired snapshot row (chosen / rejected) gives one row of each class (``from_pairs``). Pure data: no
+model, no training. The pairs rule lives in ``annotation.snapshots``.
 """
 
 from __future__ import annotations

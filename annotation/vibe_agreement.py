@@ -1,12 +1,16 @@
-"""Human against AI feedback by vibe: on one queue, is the judge more swayed by length, markdown, flattery... than people?
+"""Human against AI feedback by vibe: on one queue, is the judge more swayed than people by length, markdown,
+flattery...?
 
-For every vibe feature (``textfeatures.vibes.features``: tokens, headers, list items, bold, code blocks, emoji,
-exclamations, flattery, sycophancy, hedging, refusal) the items whose two answers differ in that feature are the
-evidence. On them we count how often the judge picked the answer with *more* of it, and how often the people's
-majority did (ties and undecided verdicts are left out and counted). On the items both decided, the paired
-difference judge minus people gets a seeded percentile bootstrap interval; "judge more swayed" / "people more
-swayed" only when it excludes 0, otherwise "can't tell". Every cell carries its evidence count, and a cell with
-no evidence says so instead of showing 0.
+The vibe features come from ``textfeatures.vibes.features``: tokens, headers, list items, bold, code
+blocks, emoji, exclamations, flattery, sycophancy, hedging, refusal. For each, the evidence is the items
+whose two answers differ in that feature. On them we count how often the judge picked the answer with
+*more* of it. We count how often the people's majority did, too. Ties and undecided verdicts are left out
+and counted.
+
+On the items both decided, the paired difference judge minus people gets a seeded percentile bootstrap
+interval. The verdict is "judge more swayed" or "people more swayed" only when it excludes 0. Otherwise it
+is "can't tell". Every cell carries its evidence count. A cell with no evidence says so instead of showing
+0.
 """
 
 from __future__ import annotations

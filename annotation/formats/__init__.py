@@ -1,9 +1,12 @@
-"""Preference data in and out: importers (FastChat battles, AlpacaEval, UltraFeedback, HelpSteer2, TRL) and
-exporters (TRL standard / conversational, KTO, and the same third-party layouts) with provenance.
+"""Preference data in and out, with provenance.
 
-``common.files`` (the studio's one reader of untrusted files) turns files into records with line numbers,
-``importers`` validates records into one canonical row, ``store`` writes an import in one transaction,
-``exporters`` turns labels back into rows and files.
+Importers read FastChat battles, AlpacaEval, UltraFeedback, HelpSteer2 and TRL. Exporters write TRL
+standard / conversational, KTO, and the same third-party layouts.
+- ``common.files``, the studio's one reader of untrusted files, turns files into records with line
+  numbers.
+- ``importers`` validates records into one canonical row.
+- ``store`` writes an import in one transaction.
+- ``exporters`` turns labels back into rows and files.
 """
 
 from vibestudio.annotation.formats.exporters import (

@@ -1,16 +1,22 @@
-"""Export labelled items: TRL preference rows (standard or conversational), KTO unpaired rows, and the FastChat,
-AlpacaEval, UltraFeedback and HelpSteer2 layouts; written as JSONL, JSON, Parquet or a ``datasets`` directory.
+"""Export labelled items as JSONL, JSON, Parquet or a ``datasets`` directory.
 
-Every TRL/KTO row carries ``provenance``: who labelled it (annotators or judge, label kind), how many labels
-agreed, the rubric scores given, the policy version, model and sampling parameters of each answer, the position
-the chosen answer was shown in, and when. Provenance has the same keys in every row (absent values are null),
-so the rows load into Arrow, Parquet and ``datasets`` with one schema.
+The layouts are TRL preference rows (standard or conversational), KTO unpaired rows, and the FastChat,
+AlpacaEval, UltraFeedback and HelpSteer2 layouts.
 
-Labels become rows one per label (``aggregate="each"``) or one per item by strict majority (``"majority"``;
-items without one are skipped and counted). Pair formats take outcomes 1 / 2; KTO also takes both_good /
-both_bad (both answers desirable / undesirable) and good / bad on single answers. Ties, inconsistent and
-unparsed judge verdicts make no rows. ``snapshot_from_labels`` freezes conversational TRL rows into a
-content-hashed snapshot that training reads like a snapshot made from arena votes.
+Every TRL/KTO row carries ``provenance``:
+- who labelled it (annotators or judge, label kind) and how many labels agreed;
+- the rubric scores given;
+- the policy version, model and sampling parameters of each answer;
+- the position the chosen answer was shown in, and when.
+Provenance has the same keys in every row, with null for absent values. So the rows load into Arrow,
+Parquet and ``datasets`` with one schema.
+
+Labels become rows one per label (``aggregate="each"``), or one per item by strict majority
+(``"majority"``). Items without a majority are skipped and counted. Pair formats take outcomes 1 / 2. KTO
+also takes both_good / both_bad (both answers desirable / undesirable) and good / bad on single answers.
+Ties, inconsistent and unparsed judge verdicts make no rows. ``snapshot_from_labels`` freezes
+conversational TRL rows into a content-hashed snapshot. Training reads it like a snapshot made from arena
+votes.
 """
 
 from __future__ import annotations

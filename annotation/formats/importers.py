@@ -1,24 +1,25 @@
 """Parse and validate the preference layouts people bring into one canonical row (``ImportRow``).
 
-Layouts (field names as their projects publish them):
-- ``fastchat``: Chatbot Arena / MT-Bench human-judgment battles: ``model_a``, ``model_b``, ``winner``
-  (model_a, model_b, tie, tie (bothbad), tie (bothgood)), ``conversation_a``, ``conversation_b`` (lists of
-  {role, content}); optional ``judge`` (the annotator), ``turn`` (judge only that turn), ``tstamp``,
-  ``question_id``.
-- ``alpaca_eval``: ``instruction``, ``output_1``, ``output_2``, ``generator_1``, ``generator_2``, ``preference``
-  (1 = output_1, 2 = output_2, fractional values between them as soft preferences, 1.5 = tie); optional
-  ``input`` (AlpacaFarm), ``annotator``.
-- ``ultrafeedback``: UltraFeedback binarized: ``prompt``, ``chosen``, ``rejected`` (text, or message lists that
-  end with the answer), ``score_chosen``, ``score_rejected``; optional ``prompt_id``.
-- ``helpsteer2``: ``prompt``, ``response``, ``helpfulness``, ``correctness``, ``coherence``, ``complexity``,
-  ``verbosity`` (whole numbers 0-4). Responses to the same prompt are paired in file order (1st with 2nd...)
-  and the more helpful one is preferred; a response left without a partner becomes a single-answer item, good
-  when helpfulness >= 3.
-- ``trl``: TRL preference rows, standard (``prompt``, ``chosen``, ``rejected`` as text), conversational (message
-  lists) or with an implicit prompt (``chosen``/``rejected`` full conversations); an optional ``provenance``
-  (as this studio exports it) keeps the annotator.
+Layouts, with field names as their projects publish them:
+- ``fastchat``: Chatbot Arena / MT-Bench human-judgment battles. Fields: ``model_a``, ``model_b``,
+  ``winner``, ``conversation_a``, ``conversation_b`` (lists of {role, content}). The winner is model_a,
+  model_b, tie, tie (bothbad) or tie (bothgood). Optional: ``judge`` (the annotator), ``turn`` (judge only
+  that turn), ``tstamp``, ``question_id``.
+- ``alpaca_eval``: ``instruction``, ``output_1``, ``output_2``, ``generator_1``, ``generator_2``,
+  ``preference``. A preference of 1 means output_1, 2 means output_2, and 1.5 is a tie. Fractional values
+  between them are soft preferences. Optional: ``input`` (AlpacaFarm), ``annotator``.
+- ``ultrafeedback``: UltraFeedback binarized. Fields: ``prompt``, ``chosen``, ``rejected``,
+  ``score_chosen``, ``score_rejected``; optional ``prompt_id``. Chosen and rejected are text, or message
+  lists ending with the answer.
+- ``helpsteer2``: ``prompt``, ``response``, ``helpfulness``, ``correctness``, ``coherence``,
+  ``complexity``, ``verbosity`` (whole numbers 0-4). Responses to the same prompt are paired in file order
+  (1st with 2nd...). The more helpful one is preferred. A response left without a partner becomes a
+  single-answer item, good when helpfulness >= 3.
+- ``trl``: TRL preference rows. They are standard (``prompt``, ``chosen``, ``rejected`` as text),
+  conversational (message lists), or with an implicit prompt (``chosen``/``rejected`` full conversations).
+  An optional ``provenance``, as this studio exports it, keeps the annotator.
 
-A parser returns rows or adds ``RowError``s naming the line and the field; it writes nothing.
+A parser returns rows or adds ``RowError``s naming the line and the field. It writes nothing.
 """
 
 from __future__ import annotations

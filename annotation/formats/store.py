@@ -1,11 +1,12 @@
-"""Import a preference file into a queue: read, validate every row, then write everything in the caller's
-transaction, or nothing.
+"""Import a preference file into a queue: read, validate every row, then write all of it or nothing.
 
-Rows that show the same prompt and answers become one item (whatever the answer order), each row a label on
-it, so files where several people judged the same pair give agreement data. Duplicates are errors: the same
-id twice, the same prompt + answers + annotator twice, or a row already imported into the queue. With
-``skip_bad`` the bad rows are left out and listed; without it any bad row stops the import and every problem
-is reported (line and field), with nothing written.
+The writes happen in the caller's transaction. Rows that show the same prompt and answers become one item,
+whatever the answer order. Each row becomes a label on it. So files where several people judged the same
+pair give agreement data.
+
+Duplicates are errors: the same id twice, the same prompt + answers + annotator twice, or a row already
+imported into the queue. With ``skip_bad``, bad rows are left out and listed. Without it, any bad row
+stops the import. Then every problem is reported (line and field), and nothing is written.
 """
 
 from __future__ import annotations
