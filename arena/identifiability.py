@@ -62,6 +62,7 @@ from sqlalchemy.orm import Session
 
 from vibestudio.arena.battle_end import UNCOUNTED
 from vibestudio.arena.self_play import SELF_PLAY
+from vibestudio.common.stats import Z95, wilson
 from vibestudio.db.models import Battle, Contestant, Turn
 
 #: An AUC whose 95% interval lies above this: a voter can pick the contestant's answer out of a pair most times.
@@ -69,7 +70,6 @@ RECOGNISABLE_AUC = 0.75
 MIN_ANSWERS = 20
 DIM = 1 << 15
 NGRAMS = (2, 3, 4)
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -237,14 +237,6 @@ def auc_with_interval(pos: np.ndarray, neg: np.ndarray) -> tuple[float, tuple[fl
     var = (auc * (1 - auc) + (n1 - 1) * (q1 - auc * auc) + (n2 - 1) * (q2 - auc * auc)) / (n1 * n2)
     half = Z95 * math.sqrt(max(var, 0.0))
     return auc, (max(0.0, auc - half), min(1.0, auc + half))
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    p = k / n
-    d = 1 + Z95 * Z95 / n
-    centre = (p + Z95 * Z95 / (2 * n)) / d
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95 * Z95 / (4 * n * n)) / d
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _folds(prompts: Sequence[str], folds: int, seed: int) -> np.ndarray:

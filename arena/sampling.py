@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import NamedTuple
 
-Z95 = 1.959963984540054
+from vibestudio.common.stats import Z95
+
 SAMPLERS = ("uniform", "active")
 
 

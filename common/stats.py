@@ -11,21 +11,32 @@ Parent and child answer the same prompts, so every measure is a list of per-prom
   features does not flag one by chance.
 Resampling is seeded: the same answers give the same report.
 
+``wilson`` is the studio's one Wilson interval (SciPy's), with the confidence level as a parameter. ``Z95`` is
+its one z for a two-sided 95% interval. ``Change`` is also the one drift record a report stores per feature.
+
 It knows nothing about models or features: lists of numbers in, plain dataclasses out.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
+#: The normal quantile of a two-sided 95% interval (``scipy.stats.norm.ppf(0.975)``; a test checks it).
+Z95 = 1.959963984540054
+
 
 @dataclass
 class Change:
-    """Mean of a measure on each side, the change child - parent, its interval and p-value, over ``n`` prompts."""
+    """Mean of a measure on each side, the change child - parent, its interval and p-value, over ``n`` prompts.
+
+    It is also a feature's drift in a report: ``flagged`` is the report's one decision on it, and
+    ``past_threshold`` says whether the change passed its practical threshold. Both stay None until a
+    report decides. Its dict leaves out what is undecided, so stored measures keep their keys."""
 
     parent: float
     child: float
@@ -35,9 +46,28 @@ class Change:
     p: float
     n: int
     q: float | None = None  # p adjusted for the number of features tested together (Benjamini-Hochberg)
+    flagged: bool | None = None  # the report's decision (a verdict rule or the threshold); None: not decided
+    past_threshold: bool | None = None  # None with a decision: a report saved before decisions (it was ``flagged``)
+
+    def __post_init__(self) -> None:
+        if self.past_threshold is None and self.flagged is not None:
+            self.past_threshold = self.flagged
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for key in ("flagged", "past_threshold"):
+            if out[key] is None:  # not decided: left out, as a measure's dict always was
+                del out[key]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Change:
+        """A change read back from a stored report: its own keys only, the optional ones may be missing."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    def decided(self, flagged: bool, past_threshold: bool) -> Change:
+        """This change with a report's decision on it (a copy)."""
+        return replace(self, flagged=flagged, past_threshold=past_threshold)
 
     def significant(self, alpha: float = 0.05) -> bool:
         return (self.q if self.q is not None else self.p) < alpha
@@ -90,17 +120,45 @@ def adjust(changes: dict[str, Change]) -> None:
         changes[name].q = q
 
 
+def wilson(k: float, n: int, level: float = 0.95) -> tuple[float, float] | None:
+    """The Wilson score interval of ``k`` successes in ``n`` trials; None when ``n`` is 0 (nothing to estimate).
+
+    Whole counts go to SciPy (``binomtest(k, n).proportion_ci(method="wilson")``). SciPy takes only whole counts.
+    A score that counts a tie as half a win is not one, so it takes the same interval in closed form.
+    Its z comes from SciPy's normal quantile; a test checks both paths agree on whole counts."""
+    from scipy.stats import binomtest
+
+    if n < 0 or not 0 <= k <= n:
+        raise ValueError(f"wilson needs 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return None
+    if float(k).is_integer():
+        ci = binomtest(int(k), n).proportion_ci(confidence_level=level, method="wilson")
+        return float(ci.low), float(ci.high)
+    return _wilson_closed(k, n, level)
+
+
+def _wilson_closed(k: float, n: int, level: float) -> tuple[float, float]:
+    """The Wilson interval from its formula, for a count SciPy will not take (a half from ties)."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    p, zz = k / n, z * z / n
+    centre = (p + zz / 2) / (1 + zz)
+    half = z * math.sqrt(p * (1 - p) / n + zz / (4 * n)) / (1 + zz)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def sign_test(wins: int, losses: int, level: float = 0.95) -> tuple[float, float | None, float | None]:
     """Paired yes / no outcomes that went one way (``wins``) or the other (``losses``), ties left out: the exact
     two-sided sign test's p-value and a Wilson interval for the share of wins (None, None when there are none)."""
     from scipy.stats import binomtest
 
     n = wins + losses
-    if n == 0:
+    ci = wilson(wins, n, level)
+    if ci is None:
         return 1.0, None, None
-    test = binomtest(wins, n, 0.5)
-    ci = test.proportion_ci(confidence_level=level, method="wilson")
-    return float(test.pvalue), float(ci.low), float(ci.high)
+    return float(binomtest(wins, n, 0.5).pvalue), ci[0], ci[1]
 
 
 def mcnemar_p(parent_pass: Sequence[bool], child_pass: Sequence[bool]) -> float:

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 from vibestudio.arena.registry import RegistryError, get_contestant
 from vibestudio.arena.self_play import SELF_PLAY
 from vibestudio.common.settings import get_settings
+from vibestudio.common.stats import Z95, wilson
 from vibestudio.db.models import Battle, Turn
 from vibestudio.db.session import Database
 from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService, _answers, standard_options
@@ -40,7 +41,6 @@ from vibestudio.textfeatures import vibes
 
 #: Fewer answers than this per contestant: its vibes and speed are "can't tell".
 MIN_ANSWERS = 10
-_Z = 1.959963984540054
 #: How a feature's difference reads, from B's side: (more, less).
 _VIBE_WORDS = {
     "tokens": ("is longer", "is shorter"),
@@ -150,16 +150,6 @@ def _apart(a: dict[str, Any], b: dict[str, Any], key: str = "value") -> str | No
     return "tied"
 
 
-def wilson(k: int, n: int) -> tuple[float, float]:
-    """Wilson score 95% interval of a proportion k / n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + _Z**2 / (2 * n)) / (1 + _Z**2 / n)
-    half = _Z * math.sqrt(p * (1 - p) / n + _Z**2 / (4 * n * n)) / (1 + _Z**2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 # -- sections -------------------------------------------------------------------------------------------------------
 def _quality(
     service: LeaderboardService, a: str, b: str, missing: list[str], options: BoardOptions
@@ -207,7 +197,7 @@ def _substance(session: Session, a: str, b: str, missing: list[str]) -> dict[str
             missing.append(f"no verifiable evals for {name} (run `vibestudio evals run {name}`)")
             out[side] = {"value": None, "n": 0}
             continue
-        lo, hi = wilson(int(s["passed"]), int(s["answered"]))
+        lo, hi = wilson(int(s["passed"]), int(s["answered"])) or (None, None)
         out[side] = {"value": s["score"], "value_low": lo, "value_high": hi, "n": s["answered"]}
     order = _apart(out["a"], out["b"])
     out["verdict"] = {"a": f"{a} passes more", "b": f"{b} passes more", "tied": "tied", None: "can't tell"}[
@@ -231,7 +221,7 @@ def _vibes(session: Session, ids: tuple[int, int], a: str, b: str, missing: list
         xb = np.array([f.get(name, 0.0) for f in fb], dtype=float)
         diff = float(xb.mean() - xa.mean())
         se = math.sqrt(xa.var(ddof=1) / n_a + xb.var(ddof=1) / n_b)
-        lo, hi = diff - _Z * se, diff + _Z * se
+        lo, hi = diff - Z95 * se, diff + Z95 * se
         out["features"].append(
             {
                 "feature": name,

@@ -29,9 +29,9 @@ from sqlalchemy.orm import Session
 from vibestudio.arena import lifecycle
 from vibestudio.arena.battle_end import UNCOUNTED
 from vibestudio.arena.registry import RegistryError
+from vibestudio.common.stats import Z95
 from vibestudio.db.models import Battle, Contestant, ContestantEvent, Vote
 
-Z95 = 1.959963984540054
 DEFAULT_MIN_VOTES = 30
 
 

@@ -45,7 +45,7 @@ from vibestudio.common.outcomes import FASTCHAT_WINNERS, SCORE_A
 from vibestudio.common.settings import get_settings
 from vibestudio.db.models import Battle, Contestant, Turn
 from vibestudio.db.session import Database
-from vibestudio.standings.ratings import BattleRecords
+from vibestudio.standings.ratings import BattleRecords, online_elo
 from vibestudio.standings.records import UNCOUNTED
 from vibestudio.standings.vote_cache import CATEGORY_SOURCES, FEATURE_COLUMNS, VoteCache
 from vibestudio.textfeatures import vibes
@@ -316,9 +316,8 @@ class LeaderboardService:
         top = int(max(a.max(initial=0), b.max(initial=0))) + 1
         if top > len(ratings):
             ratings = np.concatenate([ratings, np.full(top - len(ratings), 1000.0)])
-        _advance_elo(
-            ratings, a, b, _SCORE_A[np.asarray(rows["outcome"], dtype=np.int64)], float(o.elo_k or 0)
-        )
+        y = _SCORE_A[np.asarray(rows["outcome"], dtype=np.int64)]
+        ratings = online_elo(a, b, y, len(ratings), k=float(o.elo_k or 0), start=ratings)
         states[key] = {
             "last_vote_id": self.cache.last_vote_id,
             "exclusions": self.cache.exclusions,
@@ -661,18 +660,6 @@ def _expand(cells: dict[str, np.ndarray], names: dict[int, str], by_day: bool) -
     if by_day:
         frame["tstamp"] = np.repeat(np.asarray(cells["day"], dtype=np.float64) * 86400.0 + 43200.0, n)
     return BattleRecords(frame)
-
-
-def _advance_elo(ratings: np.ndarray, a: np.ndarray, b: np.ndarray, y: np.ndarray, k: float) -> None:
-    """Online Elo updates in place, one battle at a time (the same rule as `standings.ratings.online_elo`)."""
-    r = ratings.tolist()
-    c = math.log(10.0) / 400.0
-    exp = math.exp
-    for i, j, s in zip(a.tolist(), b.tolist(), y.tolist(), strict=True):
-        delta = k * (s - 1.0 / (1.0 + exp((r[j] - r[i]) * c)))
-        r[i] += delta
-        r[j] -= delta
-    ratings[:] = r
 
 
 def _add_voters(db: Database, pairs: list[dict[str, Any]]) -> None:

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -50,6 +49,7 @@ from vibestudio.arena.registry import (
     resolve_contestant,
 )
 from vibestudio.common.files import RowError, iter_json_lines
+from vibestudio.common.stats import wilson
 from vibestudio.db.models import Contestant, ProbeResult
 from vibestudio.db.session import Database
 
@@ -371,10 +371,10 @@ class Rate:
 
     @classmethod
     def of(cls, k: int, n: int) -> Rate:
-        if n == 0:
+        ci = wilson(k, n)
+        if ci is None:
             return cls(k, n, None, None, None)
-        ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-        return cls(k, n, k / n, float(ci.low), float(ci.high))
+        return cls(k, n, k / n, ci[0], ci[1])
 
     def text(self) -> str:
         if self.value is None:

@@ -30,6 +30,7 @@ from sqlalchemy import select
 
 from vibestudio.accounts import require_role
 from vibestudio.annotation.snapshots import SnapshotError, get_snapshot, snapshot_from_votes
+from vibestudio.common.stats import Z95
 from vibestudio.db.models import Comparison, Contestant
 from vibestudio.db.session import Database
 from vibestudio.training.jobs.config import JOB_KINDS, ConfigError, FieldError, JobConfig, config_errors
@@ -312,7 +313,7 @@ def _kl(job: JobView, kind: str, parent_adapter: bool) -> tuple[Measured | None,
         )
     if se is None:
         return Measured(value, None, None, n), "no interval (one prompt, or a job from before intervals)"
-    return Measured(value, value - 1.96 * se, value + 1.96 * se, n), ""
+    return Measured(value, value - Z95 * se, value + Z95 * se, n), ""
 
 
 def _report_measures(db: Database, cid: int) -> tuple[str, str, Measured | None, dict[str, Measured]]:

@@ -12,12 +12,13 @@ in `notes`). It knows nothing about databases; `standings` feeds it prompts.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from vibestudio.common.stats import wilson
 
 _WORD = re.compile(r"[a-z0-9]+")
 #: Fewer labelled prompts than this in a category: the category is left out of training.
@@ -103,14 +104,6 @@ class KindsReport:
         )
 
 
-def _wilson(k: int, n: int) -> tuple[float, float]:
-    z = 1.959963984540054
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def usable(texts: list[str], labels: list[str | None]) -> tuple[list[str], list[str], list[str]]:
     """The prompts with a label whose category has at least `MIN_PER_CLASS` of them, and notes on the rest."""
     pairs = [(t, lab) for t, lab in zip(texts, labels, strict=True) if lab and t and t.strip()]
@@ -153,7 +146,7 @@ def cross_validate(
             right[i] = model.predict(xs[i])[0] == ys[i]
     n = len(ys)
     report.accuracy = float(right.mean())
-    report.ci_low, report.ci_high = _wilson(int(right.sum()), n)
+    report.ci_low, report.ci_high = wilson(int(right.sum()), n) or (None, None)
     report.majority = max(ys.count(c) for c in classes) / n
     for c in classes:
         idx = [i for i, y in enumerate(ys) if y == c]

@@ -19,12 +19,12 @@ that differ in length, where it picks the longer one with probability `bias`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from vibestudio.common.stats import wilson
 from vibestudio.textfeatures import vibes
 
 from ._composite import JudgeWorth, draw_votes, judge_worth
@@ -37,14 +37,10 @@ THRESHOLD = 1.0 / 3.0
 MIN_SLICE_VOTES = 30
 
 
-def _wilson(k: int, n: int) -> tuple[float | None, float | None, float | None]:
-    if n == 0:
-        return None, None, None
-    z = 1.959963984540054
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
+def _share(k: int, n: int) -> tuple[float | None, float | None, float | None]:
+    """k of n as (share, low, high) with the Wilson 95% interval; all None when n is 0."""
+    ci = wilson(k, n)
+    return (None, None, None) if ci is None else (k / n, *ci)
 
 
 @dataclass
@@ -158,12 +154,12 @@ def judge_worth_by_vibe(
         sl = np.abs(np.nan_to_num(d)) >= threshold
         more_won = (a_won & (d > 0)) | (b_won & (d < 0))
         decisive = sl & (a_won | b_won)
-        people = _wilson(int((more_won & decisive & ~is_judge).sum()), int((decisive & ~is_judge).sum()))
+        people = _share(int((more_won & decisive & ~is_judge).sum()), int((decisive & ~is_judge).sum()))
         n_h = int((sl & ~is_judge).sum())
         for judge in judges:
             mine = who == judge
             n_j = int((sl & mine).sum())
-            judged = _wilson(int((more_won & decisive & mine).sum()), int((decisive & mine).sum()))
+            judged = _share(int((more_won & decisive & mine).sum()), int((decisive & mine).sum()))
             row = VibeWorth(judge, vibe, n_h, n_j, None, people, judged)
             if n_h < min_votes or n_j < min_votes:
                 row.note = f"{n_h} human and {n_j} judge votes differ in {vibe} (need {min_votes} of each)"

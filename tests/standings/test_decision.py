@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from tests.helpers.standings import T0, register_contestants
 from vibestudio.db.models import Battle, Contestant, EvalResult, ProbeResult, Turn, Vote
-from vibestudio.standings.decision import DecisionError, decision_card, decision_cards, wilson
+from vibestudio.standings.decision import DecisionError, decision_card, decision_cards
 from vibestudio.standings.evals import load_items
 from vibestudio.standings.probes import load_probe
 
@@ -154,7 +154,3 @@ def test_clear_winner_and_missing_data(db):
         assert s.scalar(select(Contestant.id).where(Contestant.public_name == "nobody")) is None
 
 
-def test_wilson():
-    lo, hi = wilson(8, 10)
-    assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
-    assert wilson(0, 0) == (0.0, 1.0)

@@ -36,12 +36,12 @@ REGISTERS = frozenset(
     "code-review".split()
 )
 FIELDS = ("text", "axes", "register", "source", "half")
-#: The least each axis keeps on the eval half (precision, recall): the measured figure less about 0.05.
-#: The measured figures and their intervals are in docs/training.md (checked below).
+#: The least each axis keeps on the eval half (precision, recall): the measured figure less about 0.05 (0.03 for
+#: apology's precision, so the floor holds its gain over version 4's 0.82). Figures and intervals: docs/training.md.
 FLOORS: dict[str, tuple[float, float]] = {
     "flattery": (0.83, 0.28),
     "agreement": (0.88, 0.59),
-    "apology": (0.81, 0.87),
+    "apology": (0.83, 0.87),
     "enthusiasm": (0.91, 0.88),
     "feelings": (0.90, 0.35),
 }
@@ -206,8 +206,14 @@ def test_each_axis_keeps_its_floor_on_the_eval_half(axis):
     assert s.recall >= r_floor, f"{axis}: eval recall {s.recall:.2f} < {r_floor} ({counts})"
 
 
+def after_table(doc: str) -> str:
+    """The docs' table of the current rules: from "After (" to the first blank line after its rows."""
+    start = doc.index("\nAfter (")
+    return doc[start : doc.index("\n\n", doc.index("\n|", start))]
+
+
 def test_the_docs_state_the_measured_figures():
-    doc = DOC.read_text(encoding="utf-8")
+    doc = after_table(DOC.read_text(encoding="utf-8"))
     missing = [line for line in table_md() if line not in doc]
     assert not missing, (
         "docs/training.md's eval-corpus table is out of date; its rows now read:\n" + "\n".join(table_md())

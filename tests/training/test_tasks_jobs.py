@@ -17,7 +17,7 @@ from vibestudio.training.publishing.lineage import lineage, overoptimisation_ale
 from vibestudio.training.report.verdict import decide, load_rules
 from vibestudio.training.tasks import generate_task_set, import_task_file, load_tasks
 from vibestudio.training.tasks.report import reward_without_accuracy
-from vibestudio.training.tasks.scoring import accuracy_of, gaming, wilson
+from vibestudio.training.tasks.scoring import accuracy_of, gaming
 from vibestudio.training.tasks.verifiers import Check
 
 
@@ -86,10 +86,7 @@ def test_task_reward_scores_and_skips(monkeypatch):
     assert gamed(prompts=["p"], completions=["Answer: 6 7 8"], **{k: v[:1] for k, v in cols.items()}) == [1.0]
 
 
-def test_wilson_and_accuracy():
-    low, high = wilson(50, 100)
-    assert low == pytest.approx(0.404, abs=1e-3) and high == pytest.approx(0.596, abs=1e-3)
-    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == pytest.approx(1.0)
+def test_accuracy():  # its interval is common.stats.wilson (tests/common/test_stats_one_of_each.py)
     acc = accuracy_of([Check(True), Check(False), Check(False, error="timeout")])
     assert (acc.n, acc.correct, acc.skipped) == (2, 1, 1)
     assert "can't tell" in accuracy_of([Check(False, error="x")]).text()

@@ -198,7 +198,7 @@ def test_discovered_phrases_are_grouped_into_the_axes_their_sentences_show():
 def test_a_saved_report_rescored_reads_its_own_answers_with_the_tone_axes():
     """``training.report.steps.rescore``: the same stored answers measured again (how a report from before the tone axes
     is read after them); evals and the rest are kept."""
-    from vibestudio.training.report.drift_stats import FeatureDrift
+    from vibestudio.common.stats import Change
     from vibestudio.training.report.steps import CheckpointReport, rescore
 
     prompts = [f"How do I do task {i}?" for i in range(30)]
@@ -209,7 +209,7 @@ def test_a_saved_report_rescored_reads_its_own_answers_with_the_tone_axes():
         {"prompt": q, "parent": a, "child": b} for q, a, b in zip(prompts, parent, child, strict=True)
     ]
     # what the marker count said: a small, unflagged rise
-    old.features = {"flattery": FeatureDrift(0.0, 0.07, 0.07, 0.0, 0.17, 0.25, 30, 0.47, False)}
+    old.features = {"flattery": Change(0.0, 0.07, 0.07, 0.0, 0.17, 0.25, 30, 0.47, False)}
     old.evals = {
         "n": 16,
         "parent": 0.2,

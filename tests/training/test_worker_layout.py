@@ -24,10 +24,10 @@ from tests.helpers.postgres import KINDS
 from tests.helpers.training import FAST
 from vibestudio.arena.engines.base import Sampling
 from vibestudio.arena.engines.hf import TransformersEngine
+from vibestudio.common.processes import process_alive
 from vibestudio.db.models import Contestant, Job
 from vibestudio.db.session import data_home
 from vibestudio.training.jobs import runner
-from vibestudio.training.jobs.heartbeat import process_alive
 from vibestudio.training.jobs.service import launch
 
 pytestmark = pytest.mark.slow

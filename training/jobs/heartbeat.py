@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import DateTime, func, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from vibestudio.common.processes import process_alive
 from vibestudio.common.settings import get_settings
 from vibestudio.db.models import Job, Worker
 from vibestudio.db.session import Database
@@ -73,21 +74,6 @@ def beat(db: Database, job_id: int) -> bool:
         if int(done.rowcount) == 1:  # type: ignore[attr-defined]
             return True
         return s.scalar(select(Job.status).where(Job.id == job_id)) == "succeeded"
-
-
-def process_alive(pid: int) -> bool:
-    """True when ``pid`` is a live process on this host (a zombie counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return True  # no /proc (macOS): trust kill(0)
 
 
 class Beater:

@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session, aliased
 from vibestudio.accounts import PermissionDenied, require_role
 from vibestudio.common.settings import get_settings
 from vibestudio.common.threads import sleeping_thread_waits
+from vibestudio.common.processes import process_alive
 from vibestudio.db.models import Checkpoint, Contestant, Job, JobMetric, User, utcnow
 from vibestudio.db.session import Database, data_home
 from vibestudio.training.jobs.config import JobConfig, load_config, resolve_files, save_config
@@ -343,35 +344,13 @@ def reap() -> None:
 
 
 def pid_alive(pid: int | None) -> bool:
-    """True when ``pid`` is a live (non-zombie) job process; reaps our own finished children."""
-    if not pid:
+    """True when ``pid`` is a live job process here (``common.processes``); reaps our own finished children.
+    A pid whose command line is not a job's (``job_command``: the job process or its launcher) was reused."""
+    proc = _CHILDREN.get(pid) if pid else None
+    if proc is not None and proc.poll() is not None:
+        _CHILDREN.pop(proc.pid, None)
         return False
-    proc = _CHILDREN.get(pid)
-    if proc is not None:
-        if proc.poll() is None:
-            return True
-        _CHILDREN.pop(pid, None)
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        if stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            return False
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return (
-            b"vibestudio.training.jobs.job_process" in cmdline
-        )  # otherwise the pid was reused by something else
-    except (OSError, IndexError):
-        return True  # no /proc (macOS): trust kill(0)
+    return process_alive(pid, command="vibestudio.training.jobs.")
 
 
 def _group_alive(pgid: int) -> bool:

@@ -16,7 +16,6 @@ report (``training.report.steps``) records these into its report and lets the ve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from vibestudio.common.stats import Change, adjust, paired_change
@@ -42,28 +41,6 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "feelings": {"abs": 0.2, "rel": 0.5},
 }
 TONE_MIN_PAIRS = 10  # fewer answer pairs the tone axes apply to on both sides and they are "unmeasured"
-
-
-@dataclass
-class FeatureDrift:
-    """A feature's paired change (``Change`` fields), whether it is significant and past its practical
-    threshold (``past_threshold``, the drift's own test), and whether it is flagged: the report's one decision on
-    it (``training.report.decisions``: past its threshold or named by a verdict rule), which every view shows."""
-
-    parent: float
-    child: float
-    delta: float
-    low: float
-    high: float
-    p: float
-    n: int
-    q: float | None
-    flagged: bool
-    past_threshold: bool | None = None  # None: a report saved before decisions (its ``flagged`` was this)
-
-    def __post_init__(self) -> None:
-        if self.past_threshold is None:
-            self.past_threshold = self.flagged
 
 
 def feature_changes(
@@ -136,7 +113,7 @@ def compare(
     thresholds: dict[str, dict[str, float]] | None = None,
     seed: int = 0,
     prompts: list[str] | None = None,
-) -> tuple[dict[str, FeatureDrift], list[str]]:
+) -> tuple[dict[str, Change], list[str]]:
     """Paired feature changes (BH-adjusted) and which are flagged, for two aligned answer lists (``prompts``,
     when given, keep the words an answer copies from its prompt out of its tone)."""
     limits = merged_thresholds(thresholds)
@@ -146,9 +123,10 @@ def compare(
     return out, [n for n, f in out.items() if f.flagged]
 
 
-def feature_drift(change: Change, past: bool) -> FeatureDrift:
-    """A feature's drift before the verdict: flagged when past its threshold (a rule may flag it too, later)."""
-    return FeatureDrift(**change.to_dict(), flagged=past, past_threshold=past)
+def feature_drift(change: Change, past: bool) -> Change:
+    """A feature's drift before the verdict: flagged when past its threshold (a rule may flag it too, later).
+    The record is ``common.stats.Change`` with its decision filled in: one record for a change and a drift."""
+    return change.decided(flagged=past, past_threshold=past)
 
 
 def reasoning_changes(parent: list[str], child: list[str], seed: int) -> dict[str, Any]:

@@ -11,7 +11,6 @@ training curves from ``job_metrics``; speed and price. Every number carries its 
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 
@@ -19,6 +18,7 @@ from sqlalchemy import select
 
 from vibestudio.arena import lifecycle
 from vibestudio.arena.registry import ContestantInfo, get_contestant, to_info
+from vibestudio.common.stats import wilson
 from vibestudio.db.models import Contestant, DatasetSnapshot, Job, JobMetric
 from vibestudio.db.session import Database
 from vibestudio.standings import goldilocks
@@ -37,16 +37,6 @@ CURVES = (
     "rewards/chosen",
     "rewards/rejected",
 )
-
-
-def wilson(k: float, n: int, z: float = 1.96) -> tuple[float, float] | None:
-    if n == 0:
-        return None
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
 
 
 def _node(info: ContestantInfo) -> dict[str, Any]:

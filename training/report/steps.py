@@ -59,7 +59,6 @@ from vibestudio.training.report.discover import (
     took_on,
 )
 from vibestudio.training.report.drift_stats import (
-    FeatureDrift,
     degeneration_changes,
     feature_changes,
     feature_drift,
@@ -94,7 +93,7 @@ class CheckpointReport:
     n_prompts: int = 0
     setup: dict[str, Any] = field(default_factory=dict)
     held_out: dict[str, Any] = field(default_factory=dict)
-    features: dict[str, FeatureDrift] = field(default_factory=dict)
+    features: dict[str, Change] = field(default_factory=dict)  # each with its decision (``flagged``)
     flagged: list[str] = field(default_factory=list)
     degeneration: dict[str, dict[str, Any]] = field(default_factory=dict)
     discovered: list[dict[str, Any]] = field(default_factory=list)
@@ -120,7 +119,7 @@ class CheckpointReport:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CheckpointReport:
         d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        d["features"] = {k: FeatureDrift(**v) for k, v in (d.get("features") or {}).items()}
+        d["features"] = {k: Change.from_dict(v) for k, v in (d.get("features") or {}).items()}
         return cls(**d)
 
     @property
@@ -805,9 +804,7 @@ def rescore(
         if not k.startswith(("drift/", "degeneration/", "discovered/", "reasoning/"))
     }
     changes = feature_changes(pa, ca, limits, seed, prompts, report.unmeasured)
-    degen = {
-        k: Change(**{f: v[f] for f in Change.__dataclass_fields__}) for k, v in report.degeneration.items()
-    }
+    degen = {k: Change.from_dict(v) for k, v in report.degeneration.items()}
     report.features = {}
     _flag_family(report, prompts, changes, degen, limits, pa, ca)
     report.measures.update(reasoning_changes(pa, ca, seed))

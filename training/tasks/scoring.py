@@ -13,12 +13,12 @@ trained against passes it while the task's own verifier fails it) and ``format_o
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from vibestudio.common.stats import wilson
 from vibestudio.training.tasks.store import TaskItem
 from vibestudio.training.tasks.verifiers import Check, check_spec, final_answer_text, numbers, verify
 
@@ -43,22 +43,11 @@ class Accuracy:
         return f"{self.accuracy:.1%} [{self.low:.1%}, {self.high:.1%}] ({self.correct}/{self.n}{skip})"
 
 
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval for k successes of n (95% by default)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def accuracy_of(checks: Sequence[Check]) -> Accuracy:
     scored = [c for c in checks if c.error is None]
     k = sum(1 for c in scored if c.passed)
     n = len(scored)
-    low, high = wilson(k, n) if n else (None, None)
+    low, high = wilson(k, n) or (None, None)
     return Accuracy(n, k, len(checks) - n, k / n if n else None, low, high)
 
 
