@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from vibestudio.accounts import require_role
 from vibestudio.annotation.unpaired import ScoreRule, coverage, is_unpaired, unpaired_rows
+from vibestudio.arena.battle_end import ended_counts
 from vibestudio.arena.self_play import SELF_PLAY
 from vibestudio.common.filelocks import atomic_write_bytes
 from vibestudio.common.files import records_from_bytes
@@ -169,6 +170,24 @@ def vote_pairs(
     )
     rows, skipped = preference_pairs(records)
     return rows, skipped, len(records)
+
+
+@dataclass
+class Collected:
+    """What the votes hold now: ended battles, their votes, and the pairs a snapshot of them would freeze."""
+
+    battles: int  # ended battles, every mode (open and errored ones count nowhere)
+    votes: int  # the votes in them, every mode
+    read: int  # the votes a snapshot reads: anonymous and self-play battles, not revealed before the vote
+    pairs: int  # the preference pairs a snapshot freezes from them (``vote_pairs``, the freeze's own rule)
+    skipped: dict[str, int]  # why the other votes it reads make no pair (``SKIP_REASONS``)
+
+
+def collected(session: Session) -> Collected:
+    """The Data tab's counts; ``pairs`` is what Freeze (``snapshot_from_votes``' defaults) would make now."""
+    battles, votes = ended_counts(session)
+    rows, skipped, read = vote_pairs(session)
+    return Collected(battles, votes, read, len(rows), skipped)
 
 
 def vote_scores(session: Session, vote_ids: list[int]) -> dict[int, dict[str, dict[str, float]]]:

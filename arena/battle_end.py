@@ -192,3 +192,11 @@ class IdleSweeper:
                 self.sweep()
             except Exception:  # a failed sweep (database away) is retried at the next tick
                 log.exception("idle battle sweep failed")
+
+
+def ended_counts(session: Session) -> tuple[int, int]:
+    """Battles that ended (open and errored ones count nowhere) and the votes cast in them, of every mode."""
+    ended = Battle.status.not_in(UNCOUNTED)
+    battles = session.scalar(select(func.count(Battle.id)).where(ended)) or 0
+    votes = session.scalar(select(func.count(Vote.id)).join(Battle, Vote.battle_id == Battle.id).where(ended))
+    return int(battles), int(votes or 0)

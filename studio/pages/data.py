@@ -11,19 +11,17 @@ from pathlib import Path
 
 import gradio as gr
 import pandas as pd
-from sqlalchemy import func, select
 
 from vibestudio.accounts import PermissionDenied
 from vibestudio.annotation.snapshots import (
     SnapshotError,
+    collected,
     list_snapshots,
     load_snapshot,
     skip_reason_text,
     snapshot_from_votes,
 )
 from vibestudio.arena.prompts import PromptImportError, import_prompt_set
-from vibestudio.db.models import Battle, Vote
-from vibestudio.standings.records import UNCOUNTED
 from vibestudio.studio.context import StudioContext
 from vibestudio.studio.errors import refuse, require, user_error, wire
 from vibestudio.studio.render import count, literal, to_html
@@ -33,14 +31,13 @@ from vibestudio.training.objectives.pairmix import pair_mix
 
 def _counts(ctx: StudioContext) -> str:
     with ctx.db.session() as s:
-        ended = Battle.status.not_in(UNCOUNTED)  # an open battle counts nowhere until it ends
-        battles = s.scalar(select(func.count(Battle.id)).where(ended)) or 0
-        votes_q = select(func.count(Vote.id)).join(Battle, Vote.battle_id == Battle.id).where(ended)
-        votes = s.scalar(votes_q) or 0
-        decisive = s.scalar(votes_q.where(Vote.outcome.in_(["a", "b"]))) or 0
+        c = collected(s)
+    skipped = skip_reason_text(c.skipped)
     return (
-        f"{count(battles, 'ended battle', bold=True)} · {count(votes, 'vote', bold=True)} · "
-        f"{count(decisive, 'decisive vote', bold=True)} (A or B better)"
+        f"{count(c.battles, 'ended battle', bold=True)} · {count(c.votes, 'vote', bold=True)} · "
+        f"{count(c.pairs, 'preference pair', bold=True)} a snapshot would freeze now, from the "
+        f"{count(c.read, 'vote')} it reads (anonymous and self-play, not revealed before voting)"
+        + (f"; left out: {literal(skipped)}" if skipped else "")
     )
 
 
