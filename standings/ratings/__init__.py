@@ -54,6 +54,7 @@ _EXPORTS = {
     "FlipReport": "_flip",
     "PairFlip": "_flip",
     "headline": "_flip",
+    "flip_headline": "_flip",
     "votes_to_flip": "_flip",
     "win_rate_intervals": "_lcwin",
     "JudgeWorth": "_composite",
@@ -88,6 +89,7 @@ __all__ = [
     "annotator_diagnostics",
     "as_records",
     "composite_board",
+    "flip_headline",
     "format_annotators",
     "format_board",
     "format_predictive",
@@ -132,7 +134,7 @@ if TYPE_CHECKING:
     from ._board import SCALE, Leaderboard, ModelRating, leaderboard, rank_intervals
     from ._composite import JudgeWorth, composite_board, judge_worth
     from ._elo import online_elo
-    from ._flip import FlipReport, PairFlip, headline, votes_to_flip
+    from ._flip import FlipReport, PairFlip, flip_headline, headline, votes_to_flip
     from ._input import WINNERS, BattleRecords, RatingsInputError, as_records, load_battles_file
     from ._lcwin import win_rate_intervals
     from ._predict import PREDICT_METHODS, PredictiveCheck, format_predictive, predictive_check

@@ -37,6 +37,7 @@ from ._blas import single_threaded
 from ._elo import online_elo
 from ._features import covariates, side_counts
 from ._graph import strong_components, weak_components
+from ._identify import check_covariates
 from ._input import WINNERS, BattleRecords, as_records
 
 #: Rating points per natural-log unit of odds (400 points = a factor 10).
@@ -115,6 +116,8 @@ class Leaderboard:
     method: str = "bt"
     #: Tie models only: per tie kind, P(that tie) between two equal models, with its interval.
     tie_parameters: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Style/vibe features whose coefficient the votes cannot identify, with the reason (see `_identify`).
+    style_cant_tell: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -122,6 +125,8 @@ class Leaderboard:
             "style_coefficients": dict(self.style_coefficients),
             "warnings": list(self.warnings),
         }
+        if self.style_cant_tell:
+            out["style_cant_tell"] = dict(self.style_cant_tell)
         if self.method != "bt":
             out["method"] = self.method
             out["tie_parameters"] = {k: dict(v) for k, v in self.tie_parameters.items()}
@@ -145,6 +150,7 @@ class Leaderboard:
             bootstrap_rounds=int(options.get("bootstrap", 0)) if ci_method == "bootstrap" else 0,
             method=data.get("method", "bt"),
             tie_parameters={k: dict(v) for k, v in (data.get("tie_parameters") or {}).items()},
+            style_cant_tell=dict(data.get("style_cant_tell") or {}),
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -329,12 +335,20 @@ def _graph_warnings(names: list[str], pairs: _Pairs) -> tuple[list[str], bool]:
     bottom = [names[k] for k in range(m) if not has_out[strong[k]] and has_in[strong[k]]]
     out.append(
         "some ratings are not identified by the data: "
-        + (f"{_names(top)} never lost or drew against the other models they met" if top else "")
+        + (_perfect(top, "lost") if top else "")
         + ("; " if top and bottom else "")
-        + (f"{_names(bottom)} never won or drew against them" if bottom else "")
+        + (_perfect(bottom, "won") if bottom else "")
         + "; a weak prior (about four draws against an average model) keeps the ratings finite, read them as bounds"
     )
     return out, True
+
+
+def _perfect(group: list[str], never: str) -> str:
+    """ "X never lost or drew against a model it met"; for several, against any model outside the group (what they
+    did between themselves is not claimed)."""
+    if len(group) == 1:
+        return f"{group[0]} never {never} or drew against a model it met"
+    return f"{_names(group)} never {never} or drew against any model outside these {len(group)}"
 
 
 def _names(names: list[str], limit: int = 8) -> str:
@@ -531,9 +545,16 @@ def _thin_floor(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Intervals of models with fewer than `min_battles` battles, widened to at least the model-based
     (inverse-Hessian) half-width. The bootstrap and the sandwich measure the spread of the observed outcomes:
-    one tied battle has none, and would get [1000, 1000], an interval that looks certain on no evidence."""
+    one tied battle has none, and would get [1000, 1000], an interval that looks certain on no evidence. A model
+    whose battles all ended the same way (all won, all lost or all tied) has no spread either, however many battles
+    it has (ten straight wins resampled are ten straight wins), and is floored the same way."""
     m = len(ratings)
-    thin = _n_battles(pairs, m) < min_battles
+    pi, pj, counts = pairs.design.a, pairs.design.b, pairs.cell_counts
+    wins = np.bincount(pi, counts[:, 0], m) + np.bincount(pj, counts[:, 1], m)
+    losses = np.bincount(pi, counts[:, 1], m) + np.bincount(pj, counts[:, 0], m)
+    n = _n_battles(pairs, m)
+    same = (wins == n) | (losses == n) | (wins + losses == 0)
+    thin = (n < min_battles) | same
     if not thin.any():
         return lo, hi
     cov = np.linalg.pinv(est.fit.hessian, hermitian=True)[:m, :m]
@@ -630,6 +651,16 @@ def _covariate_fit(
     fa, fb = side_counts(recs, prep.rows, features)
     X, feature_names, feature_notes = covariates(fa, fb, features)
     board.warnings.extend(feature_notes)
+    for name in features:
+        if name not in feature_names:
+            board.style_cant_tell[name] = (
+                "it never varies between the two answers of a vote: left out of the fit"
+            )
+    check = check_covariates(prep.a, prep.b, len(prep.names), X, prep.w, feature_names)
+    board.style_cant_tell.update(check.cant_tell)
+    board.warnings.extend(check.notes)
+    X = X[:, check.fit_columns]
+    feature_names = [feature_names[j] for j in check.fit_columns]
     design = _fit.Design(prep.a, prep.b, len(prep.names), X)
     start = _fit.newton(pairs.design, pairs.s / pairs.n, pairs.n, ridge=ridge).theta
     fit = _fit.newton(design, prep.y, prep.w, ridge=ridge, theta0=start)
@@ -675,7 +706,9 @@ def _rating_intervals(
 
 
 def _set_coefficients(board: Leaderboard, est: _Estimate, m: int) -> None:
-    """The covariates' coefficients (rating points per SD) and their intervals, onto `board`."""
+    """The covariates' coefficients (rating points per SD) and their intervals, onto `board`. An interval is never
+    narrower than the inverse information allows (a bootstrap of all-tie votes has no spread at all), and a
+    coefficient whose interval is not finite or reaches past `MAX_HALF_WIDTH` reads can't tell instead."""
     alpha = 1.0 - board.ci_level
     beta = est.fit.beta
     if est.draws is None:
@@ -688,10 +721,25 @@ def _set_coefficients(board: Leaderboard, est: _Estimate, m: int) -> None:
     else:
         beta_lo = beta_hi = np.zeros(0)
     names = est.feature_names
-    board.style_coefficients = {n: float(SCALE * b) for n, b in zip(names, beta, strict=True)}
-    board.style_intervals = {
-        n: (float(lo_), float(hi_)) for n, lo_, hi_ in zip(names, beta_lo, beta_hi, strict=True)
-    }
+    if len(beta):
+        info_cov = np.linalg.pinv(est.fit.hessian, hermitian=True)
+        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+        half = z * SCALE * np.sqrt(np.maximum(np.diag(info_cov)[m : m + len(beta)], 0.0))
+        beta_lo = np.minimum(beta_lo, SCALE * beta - half)
+        beta_hi = np.maximum(beta_hi, SCALE * beta + half)
+    board.style_coefficients, board.style_intervals = {}, {}
+    for n, b, lo_, hi_ in zip(names, beta, beta_lo, beta_hi, strict=True):
+        value = float(SCALE * b)
+        if not all(math.isfinite(x) for x in (value, lo_, hi_)):
+            board.style_cant_tell[n] = "the data do not determine its interval (singular information)"
+        elif max(value - lo_, hi_ - value) > MAX_HALF_WIDTH:
+            board.style_cant_tell[n] = (
+                f"the data hold too little information: its interval would be wider than ±{MAX_HALF_WIDTH:.0f} "
+                "points (the votes nearly separate on it)"
+            )
+        else:
+            board.style_coefficients[n] = value
+            board.style_intervals[n] = (float(lo_), float(hi_))
 
 
 def _elo_ratings(recs: BattleRecords, prep: Prepared, k: float, init: float) -> np.ndarray:

@@ -129,23 +129,61 @@ class FlipReport:
 
 def headline(report: FlipReport) -> str:
     """ "#1 holds unless 3 votes go" (or what is missing), for a board's summary line."""
-    top = report.top()
+    return flip_headline(report.to_dict(with_votes=False))
+
+
+def dead_heat(pairs: list[dict[str, Any]]) -> list[str]:
+    """The models level with #1: the top pair and each next adjacent pair whose gap is zero (0 votes to flip)."""
+    by_position = {p["position"]: p for p in pairs}
+    top = by_position.get(1)
+    if top is None or top["votes"] != 0:
+        return []
+    level = [top["higher"], top["lower"]]
+    position = 2
+    while (p := by_position.get(position)) is not None and p["votes"] == 0 and p["higher"] == level[-1]:
+        level.append(p["lower"])
+        position += 1
+    return level
+
+
+def flip_headline(flip: dict[str, Any], board: dict[str, Any] | None = None) -> str:
+    """The votes-to-flip sentence from one flip report (`FlipReport.to_dict`). With the `board` it sits under, it
+    speaks of #1 only when that board's order is the flip report's (plain Bradley-Terry) order."""
+    pairs = sorted(flip["pairs"], key=lambda p: p["position"])
+    top = pairs[0] if pairs and pairs[0]["position"] == 1 else None
     if top is None:
         return (
             "votes-to-flip: can't tell ("
-            + ("; ".join(report.warnings) or "fewer than two rated models")
+            + ("; ".join(flip["warnings"]) or "fewer than two rated models")
             + ")"
         )
-    if top.votes is None:
-        return f"#1 ({top.higher} over {top.lower}): can't tell how many votes would flip it ({top.note})"
-    if top.votes == 0:
-        return f"#1 is a dead heat: {top.higher} and {top.lower} have the same rating"
-    share = 100.0 * top.votes / max(report.n_votes, 1)
-    plural = "vote goes" if top.votes == 1 else "votes go"
+    if board is not None:
+        shown = [m["name"] for m in board.get("models", [])]
+        controlled = (board.get("options") or {}).get("style_control") or (board.get("options") or {}).get(
+            "vibe_control"
+        )
+        if board.get("method", "bt") != "bt" or controlled or shown[:2] != [top["higher"], top["lower"]]:
+            return (
+                "votes-to-flip: this board's order is not the plain Bradley-Terry order they are counted on "
+                f"(there #1 is {top['higher']} over {top['lower']}); see the Votes to flip sub-tab"
+            )
+    if top["votes"] is None:
+        return f"#1 ({top['higher']} over {top['lower']}): can't tell how many votes would flip it ({top['note']})"
+    level = dead_heat(pairs)
+    if level:
+        everyone = board is not None and len(level) == len(board.get("models", []))
+        who = f"all {len(level)} rated models ({_and(level)})" if everyone else _and(level)
+        return f"#1 is a dead heat: {who} have the same rating, so no vote needs to go to change the order"
+    share = 100.0 * top["votes"] / max(flip["n_votes"], 1)
+    plural = "vote goes" if top["votes"] == 1 else "votes go"
     return (
-        f"#1 {top.higher} holds over {top.lower} unless {top.votes} {plural} "
-        f"({share:.2g}% of {counted(report.n_votes, 'vote')}; checked by refitting without them)"
+        f"#1 {top['higher']} holds over {top['lower']} unless {top['votes']} {plural} "
+        f"({share:.2g}% of {counted(flip['n_votes'], 'vote')}; checked by refitting without them)"
     )
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass

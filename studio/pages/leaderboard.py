@@ -31,6 +31,7 @@ from vibestudio.accounts import PermissionDenied
 from vibestudio.arena.registry import list_contestants
 from vibestudio.standings.goldilocks import goldilocks
 from vibestudio.standings.leaderboard import BoardOptions, compare_contestants, standard_options, vibe_profile
+from vibestudio.standings.ratings import flip_headline
 from vibestudio.studio.context import StudioContext
 from vibestudio.studio.errors import refuse, user_error, wire
 from vibestudio.studio.pages import families, identifiability
@@ -64,7 +65,7 @@ GOLDILOCKS_COLUMNS = [
     "cost_per_answer",
     "engine",
 ]
-STYLE_COLUMNS = ["feature", "rating points per SD", "low", "high"]
+STYLE_COLUMNS = ["feature", "rating points per SD", "low", "high", "note"]
 PROFILE_COLUMNS = ["feature", "mean", "share of answers", "median"]
 CONTROLS = [("Length & markdown (style)", "style"), ("Vibes: emoji, flattery, hedging... ", "vibe")]
 FREQS = [("Day", "D"), ("Week", "W"), ("Month", "M")]
@@ -116,7 +117,7 @@ def board_chart(board: dict[str, Any]) -> go.Figure | None:
     """Ratings with their intervals; models whose interval can't be told are left out, and the title says so."""
     models = sorted((m for m in board["models"] if not m.get("cant_tell")), key=lambda m: m["rating"])
     if not models:
-        return None
+        return None if not board["models"] else _cant_tell_chart(board)
     fig = go.Figure(
         go.Scatter(
             x=[m["rating"] for m in models],
@@ -146,7 +147,30 @@ def board_chart(board: dict[str, Any]) -> go.Figure | None:
     return fig
 
 
+def _cant_tell_chart(board: dict[str, Any]) -> go.Figure:
+    """The main chart when no model's interval can be told: a message with the reasons, never a blank panel."""
+    reasons = sorted({m["cant_tell"] for m in board["models"]})
+    fig = go.Figure()
+    fig.add_annotation(
+        text="Can't tell any rating's interval yet:<br>" + "<br>".join(r[:110] for r in reasons[:3]),
+        showarrow=False,
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+    )
+    fig.update_layout(
+        title=f"Bradley-Terry rating with 95% interval: can't tell for all {counted(len(board['models']), 'model')}",
+        height=220,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+    )
+    return fig
+
+
 def style_table(board: dict[str, Any]) -> pd.DataFrame:
+    """Coefficients with their intervals, then the features whose coefficient can't be told, with the reason."""
     coefs, intervals = board.get("style_coefficients") or {}, board.get("style_intervals") or {}
     rows = [
         {
@@ -154,14 +178,20 @@ def style_table(board: dict[str, Any]) -> pd.DataFrame:
             "rating points per SD": _r(value),
             "low": _r((intervals.get(name) or [None])[0]),
             "high": _r((intervals.get(name) or [None, None])[1]),
+            "note": "",
         }
         for name, value in sorted(coefs.items(), key=lambda kv: -abs(kv[1]))
+    ]
+    rows += [
+        {"feature": name, "rating points per SD": "can't tell", "low": None, "high": None, "note": why}
+        for name, why in (board.get("style_cant_tell") or {}).items()
     ]
     return pd.DataFrame(rows, columns=STYLE_COLUMNS)
 
 
 def style_chart(board: dict[str, Any]) -> go.Figure | None:
     table = style_table(board)
+    table = table[table["note"] == ""].astype({"rating points per SD": float})
     if table.empty:
         return None
     table = table.iloc[::-1]
@@ -925,18 +955,8 @@ def flip_summary(service: Any, o: BoardOptions, board: dict[str, Any]) -> str:
     """The board summary's votes-to-flip line ("#1 holds unless 3 votes go"), as Markdown with literal names."""
     if len(board["models"]) < 2:
         return ""
-    out = service.votes_to_flip(o, refresh=False)
-    top = out["pairs"][0] if out["pairs"] else None
-    if top is None or top["votes"] is None:
-        return "\n\nVotes to flip #1: can't tell" + (f" ({literal(top['note'])})" if top else "")
-    if top["votes"] == 0:
-        return f"\n\n#1 is a dead heat: {literal(top['higher'])} and {literal(top['lower'])} are level."
-    word = "vote goes" if top["votes"] == 1 else "votes go"
-    method = "" if board.get("method", "bt") == "bt" else " (on the plain Bradley-Terry order)"
-    return (
-        f"\n\n**#1 {literal(top['higher'])} holds over {literal(top['lower'])} unless {top['votes']} {word}**"
-        f" of {out['n_votes']:,}{method}: checked by refitting without them (see the *Votes to flip* sub-tab)."
-    )
+    # one sentence from the flip report and the board it sits under (standings.ratings.flip_headline)
+    return f"\n\n**{literal(flip_headline(service.votes_to_flip(o, refresh=False), board))}.**"
 
 
 def flip_table(out: dict[str, Any]) -> pd.DataFrame:

@@ -29,8 +29,10 @@ def test_tables_and_figures(db, tmp_path):
         and "fewer than 100 battles" in text
     )
     style = page.style_table(board)
-    assert set(style["feature"]) == set(board["style_coefficients"]) and "tokens" in set(style["feature"])
-    assert len(page.style_chart(board).data[0].y) == len(style)
+    told = style[style["note"] == ""]
+    assert set(told["feature"]) == set(board["style_coefficients"]) and "tokens" in set(told["feature"])
+    assert set(style["feature"]) - set(told["feature"]) == set(board.get("style_cant_tell", {}))
+    assert len(page.style_chart(board).data[0].y) == len(told)
     m = svc.matrices()
     assert page.heatmap(m["counts"], "n", counts=True).data[0].z.shape == (4, 4)
     assert len(page.over_time_chart(svc.over_time(freq="W")).data) == 4
