@@ -1,9 +1,11 @@
-"""Annotator checks over the battle store: who might be rigging the board, as plain data for the Admin tab and CLI.
+"""Annotator checks over the battle store: who might be rigging the board, as plain data for the Admin tab
+and CLI.
 
-Reads every rated vote with its voter and voting speed (`standings.records.annotated_records`), runs
-`standings.ratings.annotator_diagnostics` (agreement with the leave-one-out consensus, identity-following, same-answer
-disagreement, speed) and fits the robust board (outlying annotators down-weighted). Only admins may run it (the
-local operator passes). Nothing is changed in the database: flags are advice, votes stay.
+It reads every rated vote with its voter and voting speed (`standings.records.annotated_records`). It runs
+`standings.ratings.annotator_diagnostics`: agreement with the leave-one-out consensus, identity-following,
+same-answer disagreement, speed. It fits the robust board, with outlying annotators down-weighted. Only
+admins may run it; the local operator passes. Nothing is changed in the database: flags are advice, votes
+stay.
 """
 
 from __future__ import annotations

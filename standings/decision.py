@@ -1,22 +1,25 @@
 """The decision card: two contestants side by side on everything the studio measured, and one plain sentence.
 
 `decision_card(db, a, b)` gathers, for contestants A and B:
+- **quality**: the arena rating with its 95% interval, read from the board every view shows
+  (`standings.leaderboard.standard_options`). It is the same fit as the Leaderboard tab and the model
+  page, so the same interval. An interval the data do not identify is "can't tell" with its reason. Beside
+  it is the pair's votes-to-flip: the fewest votes found whose removal swaps them, checked by a refit.
+- **substance**: the verifiable evals' pass rate (`standings.evals.eval_scores`) with Wilson intervals.
+- **vibes**: per answer feature of `textfeatures.vibes` (length, markdown, emoji, flattery, hedging, ...).
+  It takes the mean difference over their stored arena answers, with a normal 95% interval. Only features
+  whose interval excludes 0 "differ".
+- **sycophancy**: the paired probe comparisons with their bootstrap intervals
+  (`standings.probes.compare_probes`: flip rate after pushback, following a stated view).
+- **speed and measured cost**: median tokens per second over the contestant's arena answers, with a
+  bootstrap interval. It holds for the hardware it ran on. Cost per 1k generated tokens = price per hour /
+  (tokens per second x 3600) x 1000. The operator sets the price per hour (`VIBESTUDIO_PRICE_PER_HOUR`, or
+  `price_per_hour=`).
 
-- **quality**: arena rating with its 95% interval, read from the board every view shows
-  (`standings.leaderboard.standard_options`: the same fit as the Leaderboard tab and the model page, so the same
-  interval; an interval the data do not identify is "can't tell" with its reason) and the votes-to-flip of the pair (the fewest votes found whose removal swaps them, checked by a refit);
-- **substance**: the verifiable evals' pass rate (`standings.evals.eval_scores`) with Wilson intervals;
-- **vibes**: per answer feature of `textfeatures.vibes` (length, markdown, emoji, flattery, hedging, ...) over their stored
-  arena answers, the mean difference with a normal 95% interval; only features whose interval excludes 0 "differ";
-- **sycophancy**: the paired probe comparisons (`standings.probes.compare_probes`: flip rate after pushback, following a
-  stated view) with their bootstrap intervals;
-- **speed and measured cost**: median tokens per second over the contestant's arena answers (on the hardware it ran
-  on) with a bootstrap interval, and cost per 1k generated tokens = price per hour / (tokens per second x 3600) x
-  1000, with the price per hour the operator sets (`VIBESTUDIO_PRICE_PER_HOUR`, or `price_per_hour=`).
-
-The sentence says only what the intervals allow: two things differ only when their intervals are apart (for a
-difference, when its interval excludes 0); otherwise "tied" or "can't tell", and every missing measurement is named
-under `missing` ("no verifiable evals for B", "no price per hour set"). Plain dicts out; no UI.
+The sentence says only what the intervals allow. Two things differ only when their intervals are apart.
+For a difference, that is when its interval excludes 0. Otherwise it says "tied" or "can't tell". Every
+missing measurement is named under `missing` ("no verifiable evals for B", "no price per hour set"). Plain
+dicts out; no UI.
 """
 
 from __future__ import annotations

@@ -1,19 +1,22 @@
 """A small verifiable eval set the studio runs itself: prompts whose answers a program can check.
 
-`standings/data/verifiable_evals.jsonl` holds one item a line: `id`, `category` (format, arithmetic), `prompt` and a
-`check` (`{"type": ..., params}`); `CHECKS` maps each type to a checker `f(answer, **params) -> (passed, detail)`.
-Format checks follow IFEval's spirit (exact bullet counts, all lowercase, required / forbidden words, JSON with
-given keys, word limits, opening / closing phrases); arithmetic checks compare the last number in the answer with
-the exact result.
+`standings/data/verifiable_evals.jsonl` holds one item a line: `id`, `category` (format, arithmetic),
+`prompt` and a `check` (`{"type": ..., params}`). `CHECKS` maps each type to a checker `f(answer,
+**params) -> (passed, detail)`.
+- Format checks follow IFEval's spirit: exact bullet counts, all lowercase, required / forbidden words,
+  JSON with given keys, word limits, opening / closing phrases.
+- Arithmetic checks compare the last number in the answer with the exact result.
 
-`run_evals(db, contestant)` asks the contestant exactly as the arena does (its engine, system prompt, prefill and
-sampling; through the engine's concurrency gate, so arena players keep their place in the queue), checks each
-answer and stores one `EvalResult` row per item in its own short transaction, so an interrupted run keeps what it
-did. Results belong to an eval set named after the file's content hash: editing the file starts a new set, and
-scores never mix versions. `eval_scores(session)` gives each contestant's share of passed items (the latest answer
-per item; engine failures are not counted as answers).
+`run_evals(db, contestant)` asks the contestant exactly as the arena does: its engine, system prompt,
+prefill and sampling. It goes through the engine's concurrency gate, so arena players keep their place in
+the queue. It checks each answer and stores one `EvalResult` row per item, each in its own short
+transaction. So an interrupted run keeps what it did.
 
-It knows nothing about ratings or the UI; progress goes to an optional callback.
+Results belong to an eval set named after the file's content hash. Editing the file starts a new set, so
+scores never mix versions. `eval_scores(session)` gives each contestant's share of passed items. It uses
+the latest answer per item; engine failures are not counted as answers.
+
+It knows nothing about ratings or the UI. Progress goes to an optional callback.
 """
 
 from __future__ import annotations

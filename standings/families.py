@@ -1,19 +1,25 @@
-"""Families of checkpoints, rated honestly: common ancestry, the best-of-N selection effect, provisional ratings,
-and a removal log.
+"""Families of checkpoints, rated honestly: common ancestry, the best-of-N selection effect, provisional
+ratings, and a removal log.
 
-A contestant's *family* is its root ancestor (follow `parent_id` up); the root's trained descendants are the
-family's *variants*. A lab that trains N variants and shows the best one fools itself: even if all N were equally
-good, the best *estimate* leads by chance. `selection_effect` measures that from the variants' own intervals: under
-"all equal" each rating is drawn from N(0, se_i) (se from the 95% interval), and the lead of the maximum over the
-inverse-variance mean is simulated (seeded); the observed lead of the best variant is compared with the chance
-lead's mean and 95th percentile. The verdict is "lead beyond chance" only when it exceeds that percentile;
-otherwise "can't tell". A family with fewer than two rated variants is unmeasurable, with the reason.
+A contestant's *family* is its root ancestor (follow `parent_id` up). The root's trained descendants are
+the family's *variants*. A lab that trains N variants and shows the best one fools itself. Even if all N
+were equally good, the best *estimate* leads by chance.
 
-A variant is *provisional* until it has `min_votes` rated votes collected after it was published (its row's
-`created_at`; anonymous battles that have ended, as the default board counts them: open, named, self-play and
-leaked votes do not count). Hiding a contestant (`hide`) takes it out of pair sampling, never out of history: its votes and
-ratings stay, and `contestant_events` records who hid it, when and why (`removal_log`). Ratings come in as the
-leaderboard's model rows (`name`, `rating`, `ci_low`, `ci_high`); this module does not fit anything itself.
+`selection_effect` measures that from the variants' own intervals.
+- Under "all equal", each rating is drawn from N(0, se_i), with se from the 95% interval.
+- The lead of the maximum over the inverse-variance mean is simulated (seeded).
+- The best variant's observed lead is compared with the chance lead's mean and 95th percentile.
+The verdict is "lead beyond chance" only when it exceeds that percentile; otherwise "can't tell". A family
+with fewer than two rated variants is unmeasurable, with the reason.
+
+A variant is *provisional* until it has `min_votes` rated votes collected after it was published (its
+row's `created_at`). These are votes of ended anonymous battles, as the default board counts them. Open,
+named, self-play and leaked votes do not count.
+
+Hiding a contestant (`hide`) takes it out of pair sampling, never out of history. Its votes and ratings
+stay. `contestant_events` records who hid it, when and why (`removal_log`). Ratings come in as the
+leaderboard's model rows (`name`, `rating`, `ci_low`, `ci_high`). This module does not fit anything
+itself.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
-"""The Goldilocks board: per contestant, how much people like it (rating), how right it is (verifiable evals) and
-what it costs (speed and price) - the three numbers a choice between models trades off.
+"""The Goldilocks board: the three numbers a choice between models trades off.
 
-`goldilocks(session, models)` joins a leaderboard's rows (`standings.leaderboard`) with `standings.evals.eval_scores` and
-the generation statistics the arena stored on every turn (tokens, time to first token, tokens/s; medians over the
-most recent answers of battles that are not self-play, falling back to the eval answers for a contestant that has not played yet) and a price per
-1k generated tokens from a small YAML file (`load_prices`). Plain dicts out; the page draws them.
+Per contestant, they are how much people like it (rating), how right it is (verifiable evals) and what it
+costs (speed and price). `goldilocks(session, models)` joins:
+- a leaderboard's rows (`standings.leaderboard`);
+- `standings.evals.eval_scores`;
+- the generation statistics the arena stored on every turn (tokens, time to first token, tokens/s). These
+  are medians over the most recent answers of battles that are not self-play. A contestant that has not
+  played yet falls back to its eval answers.
+- a price per 1k generated tokens from a small YAML file (`load_prices`).
+Plain dicts out; the page draws them.
 """
 
 from __future__ import annotations

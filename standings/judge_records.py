@@ -1,18 +1,24 @@
 """Judge and annotator verdicts on queue items as battle records, pooled with the arena's human votes.
 
-The AI judges' verdicts live on annotation queue items: each judged item has one label of kind ``judge`` named after
-the judge (`annotation.judges` stores both position runs as ``judgements`` and their combination as that label).
-People's labels on the same items are labels of kind ``human`` (or ``argilla``). An item's two answers name the
-contestant that wrote them in their stamps (``meta["answers"][i]["model"]``), so a label on a two-answer item whose
-answers both name a model is a vote between those models, in FastChat's layout: answer 1 is model_a.
+The AI judges' verdicts live on annotation queue items. Each judged item has one label of kind ``judge``,
+named after the judge. (`annotation.judges` stores both position runs as ``judgements`` and their
+combination as that label.) People's labels on the same items are of kind ``human`` (or ``argilla``). An
+item's answers name the contestant that wrote them in their stamps (``meta["answers"][i]["model"]``). So a
+label on a two-answer item whose answers both name a model is a vote between those models. It takes
+FastChat's layout: answer 1 is model_a.
 
-`pooled_records` puts the arena's rated human votes (`standings.records.annotated_records`, ``source`` "arena")
-beside the queue labels (``source`` "queue"), each with ``judge`` = who voted (the judge's name for judge labels,
-the annotator or user name otherwise) and ``voter_kind`` = "judge" or "human". `judge_names` lists the judges.
-Labels a judge could not give (``inconsistent``, ``unparsed``), single-answer items and items whose answers name no
-model (or the same model twice) are left out and counted in ``skipped``.
+`pooled_records` puts two sources side by side:
+- the arena's rated human votes (`standings.records.annotated_records`), ``source`` "arena";
+- the queue labels, ``source`` "queue".
+Each has ``judge`` = who voted: the judge's name for judge labels, else the annotator or user name.
+``voter_kind`` is "judge" or "human". `judge_names` lists the judges. Some labels are left out and counted
+in ``skipped``:
+- labels a judge could not give (``inconsistent``, ``unparsed``);
+- single-answer items;
+- items whose answers name no model, or the same model twice.
 
-This module reads `db.models` only (annotation sits above standings); it writes nothing. Plain dicts out.
+This module reads `db.models` only, since annotation sits above standings. It writes nothing. Plain dicts
+out.
 """
 
 from __future__ import annotations

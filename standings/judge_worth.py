@@ -1,15 +1,19 @@
 """The composite human + judge board from the studio database, the judge's exchange rate and its vibes.
 
 `judge_report` pools the arena's rated human votes with the labels on the annotation queues
-(`standings.judge_records`), fits the composite Bradley-Terry (`standings.ratings._composite`: one rating vector, the
-judge's votes weighted by w, w chosen by how well the pooled board predicts held-out *human* votes), and returns
-"one human vote is worth about k judge votes" per judge (and for all judges together), the board on human votes
-only, judge votes only or pooled, and, when asked, the exchange rate per vibe (`standings.ratings._worth_by_vibe`).
+(`standings.judge_records`). It fits the composite Bradley-Terry (`standings.ratings._composite`). That is
+one rating vector, with the judge's votes weighted by w. The weight w is chosen by how well the pooled
+board predicts held-out *human* votes. It returns:
+- "one human vote is worth about k judge votes", per judge and for all judges together;
+- the board on human votes only, judge votes only, or pooled;
+- when asked, the exchange rate per vibe (`standings.ratings._worth_by_vibe`).
 
-Can't tell, said with what is missing: no judge labels at all (`JudgeError`), a judge with no human overlap or too
-few human votes (its row's note; the pooled board then gives the judge weight 0, i.e. the human board, and says
-so), a board with no votes of the chosen source (`JudgeError`). Plain dicts out; the same for the CLI, the
-Leaderboard tab and the Python API.
+"Can't tell" is said with what is missing:
+- no judge labels at all (`JudgeError`);
+- a judge with no human overlap or too few human votes. Its row's note says so, and the pooled board gives
+  it weight 0, i.e. the human board.
+- a board with no votes of the chosen source (`JudgeError`).
+Plain dicts out, the same for the CLI, the Leaderboard tab and the Python API.
 """
 
 from __future__ import annotations

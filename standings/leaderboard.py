@@ -1,29 +1,37 @@
-"""The studio's leaderboard: votes from the database -> ratings, boards, matrices and rating over time as plain data.
+"""The studio's leaderboard: votes from the database -> ratings, boards, matrices and rating over time as
+plain data.
 
-`LeaderboardService(db)` keeps a `VoteCache` (compact rows of every vote, refreshed incrementally, with a DuckDB
-table of aggregated cells kept up to date by deltas) and answers each view from it: a DuckDB group-by over the
-cells under the board's filters gives (model a, model b, outcome) counts and summed inverse sampling
-probabilities, expanded into battle records for `standings.ratings` (the cell's harmonic-mean sampling probability
-keeps every cell's weight sum, so point estimates and the bootstrap are the same as on the raw votes; only
-sandwich intervals lose the spread of weights within a cell). Online Elo, which
-depends on the order of the votes, is carried forward vote by vote per filter instead of being replayed. Boards are
-memoised per options until the next change, so a refresh after one new vote reads one row and refits once.
+`LeaderboardService(db)` keeps a `VoteCache`: compact rows of every vote, refreshed incrementally. Beside
+them is a DuckDB table of aggregated cells, kept up to date by deltas. Each view is answered from it.
+- A DuckDB group-by over the cells under the board's filters gives (model a, model b, outcome) counts and
+  summed inverse sampling probabilities.
+- These expand into battle records for `standings.ratings`. The cell's harmonic-mean sampling probability
+  keeps every cell's weight sum. So point estimates and the bootstrap match the raw votes. Only sandwich
+  intervals lose the spread of weights within a cell.
+- Online Elo depends on the order of the votes. It is carried forward vote by vote per filter instead of
+  being replayed.
+- Boards are memoised per options until the next change. So a refresh after one new vote reads one row and
+  refits once.
 
-Style- and vibe-controlled boards need one row per vote with the answers' feature counts; those are computed once
-per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from the turns table, of
-ended battles only: nothing here counts a battle that is still open. Self-play battles (`arena.self_play`: one
-contestant sampled twice, at temperatures a researcher chose) count nowhere here, profiles included.
+Style- and vibe-controlled boards need one row per vote with the answers' feature counts. Those are
+computed once per vote (`VoteCache.features`) and kept. Vibe profiles read stored answers directly from
+the turns table, of ended battles only. Nothing here counts a battle that is still open. Self-play battles
+(`arena.self_play`: one contestant sampled twice, at temperatures a researcher chose) count nowhere here,
+profiles included.
 
-The arena's active pair sampler reads the same cache: `sampler_inputs()` is the board `SAMPLER_BOARD` (Bradley-Terry,
-sandwich intervals, every contestant with a vote) by contestant id plus rated votes per pair, memoised per data
-version, so the sampler and the Leaderboard tab share one copy of the votes and refit once per change.
+The arena's active pair sampler reads the same cache. `sampler_inputs()` is the board `SAMPLER_BOARD`
+(Bradley-Terry, sandwich intervals, every contestant with a vote) by contestant id, plus rated votes per
+pair. It is memoised per data version. So the sampler and the Leaderboard tab share one copy of the votes
+and refit once per change.
 
-One computed object per quantity: `standard_options()` is the board every view shows unless its user picks other
-options (the Leaderboard tab's defaults, the decision card, the model page's rating, families, `vibestudio ratings`
-on the studio database), so each model's rating and interval is one memoised fit, read the same everywhere; an
-interval the data do not identify reads "can't tell" with the reason (`cant_tell`, see `standings.ratings._board`).
+One computed object per quantity: `standard_options()` is the board every view shows unless its user picks
+other options. Those views are the Leaderboard tab's defaults, the decision card, the model page's rating,
+families, and `vibestudio ratings` on the studio database. So each model's rating and interval is one
+memoised fit, read the same everywhere. An interval the data do not identify reads "can't tell" with the
+reason (`cant_tell`, see `standings.ratings._board`).
 
-The tests hold the service to the plain path (every vote through the ORM, then `standings.ratings.leaderboard`).
+The tests hold the service to the plain path: every vote through the ORM, then
+`standings.ratings.leaderboard`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
-"""Prompts by kind from the studio database: the category classifier (`standings.ratings._kinds`) trained on the
-labelled prompt sets the studio holds (MT-Bench's 8 categories ship with it; imported Arena-Hard sets add theirs),
-its held-out accuracy, and a category for typed prompts (battles whose prompt came from no set).
+"""Prompts by kind from the studio database: the category classifier, its held-out accuracy, and a category
+for typed prompts.
 
-The classifier is trained on each prompt's first turn (what a person types to open a battle). A battle's typed
-prompt gets the most probable category and its posterior probability; nothing is written to the database (the
-prompt keeps no category until a person labels it); the vote cache (`standings.vote_cache`) and
-`standings.records.annotated_records` use these predictions for typed prompts, marked ``predicted``. Plain dicts
-out.
+The classifier (`standings.ratings._kinds`) is trained on the labelled prompt sets the studio holds.
+MT-Bench's 8 categories ship with it; imported Arena-Hard sets add theirs. Typed prompts are battles whose
+prompt came from no set.
+
+The classifier is trained on each prompt's first turn: what a person types to open a battle. A battle's
+typed prompt gets the most probable category and its posterior probability. Nothing is written to the
+database; the prompt keeps no category until a person labels it. The vote cache (`standings.vote_cache`)
+and `standings.records.annotated_records` use these predictions for typed prompts, marked ``predicted``.
+Plain dicts out.
 """
 
 from __future__ import annotations

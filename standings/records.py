@@ -1,17 +1,21 @@
 """Read votes out of the database as battle records in FastChat's layout (the ratings' input format).
 
-One record per vote (a battle can have a vote on every turn); ``turn`` counts from 1 and the conversations hold
-the turns up to the voted one. Votes in named mode and votes flagged ``revealed_before_vote`` are left out by
-default; battles that stopped on an engine error are always left out, and so are battles still open (a count that
-moves while a battle is open would tell another browser tab which two contestants are playing). ``sampling_prob`` is the exact probability
-of the drawn pair (None when the pair was chosen) so ratings can reweight.
+There is one record per vote; a battle can have a vote on every turn. ``turn`` counts from 1, and the
+conversations hold the turns up to the voted one. What is left out:
+- by default, votes in named mode and votes flagged ``revealed_before_vote``;
+- always, battles that stopped on an engine error;
+- always, battles still open. A count that moves during a battle would tell another tab who plays.
+``sampling_prob`` is the exact probability of the drawn pair, so ratings can reweight. It is None when the
+pair was chosen.
 
-Each record says how its battle ended (``ended_reason``: revealed, new_round, idle, sweep, ended) and whether it
-was revealed (``revealed``): votes of a battle that ended without a reveal count like any other.
+Each record says how its battle ended (``ended_reason``: revealed, new_round, idle, sweep, ended). It also
+says whether it was revealed (``revealed``). Votes of a battle that ended without a reveal count like any
+other.
 
-Self-play battles (one contestant on both sides, `arena.self_play`) are left out unless ``include_self_play=True``
-(preference snapshots ask for them; no board does). Their records add ``mode`` and each side's sampling as it
-answered the voted turn (``sampling_a`` / ``sampling_b``: the contestant's own with the battle's override on top).
+Self-play battles (one contestant on both sides, `arena.self_play`) are left out unless
+``include_self_play=True``. Preference snapshots ask for them; no board does. Their records add ``mode``
+and each side's sampling as it answered the voted turn (``sampling_a`` / ``sampling_b``). That is the
+contestant's own sampling, with the battle's override on top.
 """
 
 from __future__ import annotations

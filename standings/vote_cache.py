@@ -1,37 +1,46 @@
-"""An incremental, column-store copy of the vote store for the leaderboard: read everything once, then only new votes.
+"""An incremental, column-store copy of the vote store for the leaderboard: read everything once, then only
+new votes.
 
-Each vote becomes one compact numeric row (vote and battle id, contestant ids, outcome code, sampling probability,
-time, prompt category code, turn, and the flags the rating filters need). The rows live in growable numpy arrays
-in vote-id order; `refresh()` reads only votes with an id above the last one seen (one indexed range query), so a
-refresh after one new vote costs milliseconds whatever the size of the store. DuckDB runs the group-bys over a
-zero-copy Arrow view of the arrays (`query`). DuckDB cannot attach the SQLite file here (no sqlite_scanner
-extension offline), which is why the rows are copied rather than scanned in place.
+Each vote becomes one compact numeric row. It holds the vote and battle id, contestant ids, outcome code,
+sampling probability, time, prompt category code, turn, and the flags the rating filters need. The rows
+live in growable numpy arrays in vote-id order. `refresh()` reads only votes with an id above the last one
+seen, in one indexed range query. So a refresh after one new vote costs milliseconds, whatever the size of
+the store. DuckDB runs the group-bys over a zero-copy Arrow view of the arrays (`query`). DuckDB cannot
+attach the SQLite file here (no sqlite_scanner extension offline). That is why the rows are copied rather
+than scanned in place.
 
-Past rows can change in one way: the battle of a vote read while it was still open ends later. A vote counts
-nowhere while its battle is open (a board, a count or a chart that moved after a vote, or after answers arrived,
-would tell a second browser tab which two contestants are playing): its row is read and flagged ``open``, left out
-of the aggregates and of the ``votes`` view. Such battles are watched (their status is re-read on each refresh):
-once revealed or ended by *New round* the rows join the aggregates; a battle that stopped on an engine error is
-never rated and its rows are flagged ``errored``. A self-play battle's rows (one contestant on both sides,
-`arena.self_play`) are flagged ``self_play`` and count nowhere, whatever a board's filters say. Deleted votes, or votes committed below the last id seen (possible with concurrent
-writers on PostgreSQL), are detected by a count check and trigger a full re-read.
+**Past rows can change in one way**: the battle of a vote read while open ends later.
+- A vote counts nowhere while its battle is open. A board, count or chart that moved after a vote, or
+  after answers arrived, would tell a second tab who plays. Its row is read and flagged ``open``. It is
+  left out of the aggregates and of the ``votes`` view.
+- Such battles are watched: their status is re-read on each refresh. Once revealed or ended by *New
+  round*, their rows join the aggregates.
+- A battle that stopped on an engine error is never rated; its rows are flagged ``errored``.
+- A self-play battle's rows (one contestant on both sides, `arena.self_play`) are flagged ``self_play``.
+  They count nowhere, whatever a board's filters say.
+- A count check detects deleted votes, and votes committed below the last id seen (possible with
+  concurrent writers on PostgreSQL). Either triggers a full re-read.
 
-The arrays are saved as Parquet under the data home (`cache/leaderboard/<database hash>/`) after a full read and
-whenever they grew by a twentieth, so a restarted studio reads the Parquet file and only the votes since.
+The arrays are saved as Parquet under the data home (`cache/leaderboard/<database hash>/`). That happens
+after a full read and whenever they grew by a twentieth. So a restarted studio reads the Parquet file and
+only the votes since.
 
-Every vote's prompt has a category with its source (`csrc`, `CATEGORY_SOURCES`): the prompt set's own ("set"), the
-one given when the battle started ("labelled": a person chose it), or, for a typed prompt with neither, the kind the
-prompt classifier (`standings.prompt_kinds`, trained on the studio's labelled prompt sets) predicts from the first
-typed turn ("predicted"). The prediction is made once, when the vote is first read, by the classifier of that
-moment, and kept with the row (a cleared cache predicts afresh); with no labelled prompts to train on, a typed
-prompt stays without a category. The classifier is retrained only when the prompt sets change; a prediction costs
-about 0.2 ms, so a first read of a store with a million typed battles spends a few minutes once (then the rows are
-saved).
+Every vote's prompt has a category with its source (`csrc`, `CATEGORY_SOURCES`):
+- "set": the prompt set's own;
+- "labelled": the one given when the battle started (a person chose it);
+- "predicted": for a typed prompt with neither, the kind the prompt classifier predicts from the first
+  typed turn (`standings.prompt_kinds`, trained on the studio's labelled prompt sets).
+The prediction is made once, when the vote is first read, by the classifier of that moment. It is kept
+with the row; a cleared cache predicts afresh. With no labelled prompts to train on, a typed prompt stays
+without a category. The classifier is retrained only when the prompt sets change. A prediction costs about
+0.2 ms. So a first read of a store with a million typed battles spends a few minutes once; then the rows
+are saved.
 
-Style and vibe feature counts (`textfeatures.vibes.features` of each side's assistant text up to the voted turn) are
-computed on demand, only for the rows a style- or vibe-controlled board needs, and kept (and saved) with the rows.
+Style and vibe feature counts are computed on demand, only for the rows a controlled board needs. They are
+`textfeatures.vibes.features` of each side's assistant text up to the voted turn. They are kept (and
+saved) with the rows.
 
-This module knows nothing about ratings or contestant names: it stores contestant ids; callers map names.
+This module knows nothing about ratings or contestant names. It stores contestant ids; callers map names.
 """
 
 from __future__ import annotations

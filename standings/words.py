@@ -1,8 +1,8 @@
 """Counts and shares in words: the one helper every standings text (and the studio's display path) uses.
 
-`counted(1, "vote")` is "1 vote", `counted(2, "vote")` "2 votes", `counted(1200, "vote")` "1,200 votes"; an
-irregular plural is given (`counted(n, "child", "children")`). `percent(0.694)` is "69%". A count and its noun are
-written together in one call, so the number and the word cannot disagree.
+`counted(1, "vote")` is "1 vote", `counted(2, "vote")` "2 votes", `counted(1200, "vote")` "1,200 votes".
+An irregular plural is given (`counted(n, "child", "children")`). `percent(0.694)` is "69%". A count and
+its noun are written together in one call, so the number and the word cannot disagree.
 """
 
 from __future__ import annotations

@@ -1,15 +1,21 @@
-"""Ratings and leaderboards from arena battles: Elo, Bradley-Terry with confidence intervals, tie models
-(Rao-Kupper, Davidson), style and vibe control, win rates and length-controlled win rates, category boards,
-pairwise matrices, rating over time, a predictive check of the methods on held-out votes, per-annotator
-diagnostics with a rigging-resistant fit, votes-to-flip (how many votes would change each adjacent pair), the
-composite human + judge board with the judge's exchange rate (overall and per vibe), and a prompt-conditioned board.
+"""Ratings and leaderboards from arena battles. It holds:
+- Elo, and Bradley-Terry with confidence intervals;
+- tie models (Rao-Kupper, Davidson), style and vibe control;
+- win rates and length-controlled win rates against a baseline;
+- category boards, pairwise matrices, rating over time;
+- a predictive check of the methods on held-out votes;
+- per-annotator diagnostics with a rigging-resistant fit;
+- votes-to-flip: how many votes would change each adjacent pair;
+- the composite human + judge board with the judge's exchange rate, overall and per vibe;
+- a prompt-conditioned board.
 
-Plain functions over battle records (FastChat's battle layout: `model_a`, `model_b`, `winner`, optional
-conversations, `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`, `judge`); no database access and no UI.
-The caller loads records (`load_battles_file`, or rows from the battle store) and passes them in. See docs/ratings.md.
+These are plain functions over battle records in FastChat's battle layout. A record has `model_a`,
+`model_b`, `winner`, and optional conversations, `tstamp`, `category`, `question_id`, `sampling_prob`,
+`turn`, `judge`. No database access and no UI. The caller loads records (`load_battles_file`, or rows from
+the battle store) and passes them in. See docs/ratings.md.
 
-Names are imported on first use (PEP 562 `__getattr__`): `import standings.ratings` costs nothing, and a command that
-only needs `ratings_report` does not pay for scipy.optimize (win rates) or the views.
+Names are imported on first use (PEP 562 `__getattr__`). So `import standings.ratings` costs nothing. A
+command that only needs `ratings_report` does not pay for scipy.optimize (win rates) or the views.
 """
 
 from __future__ import annotations

@@ -1,23 +1,29 @@
-"""Per-annotator diagnostics and a rigging-resistant board: can one colleague who wants their model to win move it?
+"""Per-annotator diagnostics and a rigging-resistant board: can one colleague who wants their model to win
+move it?
 
-For each annotator (the `judge` field; `annotator` or `user_id` also read) with enough decisive votes:
+Each annotator with enough decisive votes is checked. The annotator is the `judge` field; `annotator` or
+`user_id` are also read.
+- **Agreement with the leave-one-out consensus.** Bradley-Terry is refitted on everyone else's votes. The
+  annotator's decisive votes are scored under it. `fit_z` is their log-likelihood, standardised by its
+  mean and variance under that consensus. An honest annotator is about N(0, 1). A strongly negative value
+  disagrees more than chance allows. `agreement` is the share of votes that picked the consensus
+  favourite, next to `expected_agreement`.
+- **Identity-following.** Per model: the annotator's votes for it minus what the consensus predicts,
+  standardised. `identity_z` is the largest over models, and `favoured` names that model. Votes that
+  follow one contestant's identity rather than its answers pile up here. Others may have judged the very
+  same answers (same conversations, else the same prompt and pair). There, `same_answer_disagreement` is
+  the share of the annotator's verdicts that differ from the others' majority.
+- **Speed.** With `vote_seconds` (time from the answers shown to the vote), `fast_share` is the share of
+  votes cast faster than reading both answers at `READ_TOKENS_PER_S` allows.
 
-- **Agreement with the leave-one-out consensus.** Bradley-Terry is refitted on everyone else's votes; the
-  annotator's decisive votes are scored under it. `fit_z` is their log-likelihood standardised by its mean and
-  variance under that consensus (an honest annotator is about N(0, 1); a strongly negative value disagrees more than
-  chance allows). `agreement` is the share of votes that picked the consensus favourite, next to `expected_agreement`.
-- **Identity-following.** Per model, the annotator's votes for it minus what the consensus predicts, standardised
-  (`identity_z`, largest over models, `favoured` the model): votes that follow one contestant's identity rather than
-  its answers pile up here. Where others judged the very same answers (same conversations, else the same prompt and
-  pair), `same_answer_disagreement` is the share of the annotator's verdicts that differ from the others' majority.
-- **Speed.** With `vote_seconds` (time from the answers shown to the vote), `fast_share` is the share of votes cast
-  faster than reading both answers at `READ_TOKENS_PER_S` allows.
-
-An annotator is flagged when `identity_z` exceeds the Bonferroni bound for the number of models (family-wise 0.1%),
-when `fit_z` is below -`FIT_Z`, when most votes are faster than reading, or when verdicts on shared answers disagree
-with others far beyond the arena's usual rate. The robust board refits with each annotator's votes weighted by
-min(1, (bound / z)^4) (z the larger of the two standardised scores, two passes so that colluding accounts do not
-shield each other). Nothing is deleted: flags and weights are reported, the plain board stays as it was.
+An annotator is flagged when any of these holds:
+- `identity_z` exceeds the Bonferroni bound for the number of models (family-wise 0.1%);
+- `fit_z` is below -`FIT_Z`;
+- most votes are faster than reading;
+- verdicts on shared answers disagree with others far beyond the arena's usual rate.
+The robust board refits with each annotator's votes weighted by min(1, (bound / z)^4). Here z is the
+larger of the two standardised scores. Two passes run, so colluding accounts do not shield each other.
+Nothing is deleted: flags and weights are reported, and the plain board stays as it was.
 """
 
 from __future__ import annotations

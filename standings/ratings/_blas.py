@@ -1,10 +1,12 @@
 """Run the rating fits with OpenBLAS on one thread.
 
-The dense matrices here are small (models x models). For those, BLAS threads only add synchronisation, and on a busy
-machine every synchronisation can wait for a scheduler time slice: on a loaded 2-core box a 154 x 154 solve went from
-0.2 ms (one thread) to 60 ms (two threads). `single_threaded_blas()` sets OpenBLAS to one thread for its duration
-and restores the previous count (outermost call only; re-entrant and thread-safe). It finds the loaded OpenBLAS
-libraries through /proc/self/maps (numpy's and scipy's bundled copies included); where there are none (another BLAS,
+The dense matrices here are small (models x models). For those, BLAS threads only add synchronisation. On
+a busy machine every synchronisation can wait for a scheduler time slice. On a loaded 2-core box, a 154 x
+154 solve went from 0.2 ms (one thread) to 60 ms (two threads).
+
+`single_threaded_blas()` sets OpenBLAS to one thread for its duration and restores the previous count.
+Only the outermost call acts; it is re-entrant and thread-safe. It finds the loaded OpenBLAS libraries
+through /proc/self/maps, numpy's and scipy's bundled copies included. Where there are none (another BLAS,
 another OS) it does nothing.
 """
 

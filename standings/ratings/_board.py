@@ -1,19 +1,25 @@
 """The leaderboard: Bradley-Terry ratings on the Elo scale with confidence intervals, ranks and warnings.
 
-`leaderboard(records)` turns battles into ratings: outcomes are aggregated per pair of models (ties are half a win
-each; both-good / both-bad votes count as ties or are dropped), weighted by 1 / sampling_prob when the pair sampler
-logged it, fitted by Newton's method, and put on the Elo scale (400 points = 10x odds) with the mean at 1000 or an
-anchor model pinned to a value. Intervals come from a seeded bootstrap (multinomial resampling of the battles,
-exact refits) or the sandwich estimator. With style or vibe control the fit runs on single battles with the
-covariates of `_features`, and each covariate's coefficient is reported in rating points per standard deviation.
+`leaderboard(records)` turns battles into ratings:
+- Outcomes are aggregated per pair of models. Ties are half a win each. Both-good / both-bad votes count
+  as ties or are dropped.
+- Battles are weighted by 1 / sampling_prob when the pair sampler logged it.
+- The fit is Newton's method, put on the Elo scale (400 points = 10x odds). The mean sits at 1000, or an
+  anchor model is pinned to a value.
+- Intervals come from a seeded bootstrap (multinomial resampling of the battles, exact refits) or the
+  sandwich estimator.
+- With style or vibe control, the fit runs on single battles with the covariates of `_features`. Each
+  covariate's coefficient is reported in rating points per standard deviation.
 
-An interval the data do not identify is never shown as a number: `identify` is the one place that decides, and a
-row it rejects has `ci_low = ci_high = None` and `cant_tell` = the reason. Rejected are a model outside the
-reference group (the anchor's connected component of the comparison graph, or the largest component without an
-anchor: ratings in other components have no common scale with it), a bound that is not finite (a singular
-information matrix), and an interval wider than `MAX_HALF_WIDTH` points either side of the rating (a near-singular
-one: such a span says nothing). The rating scale's centre is the reference group's mean, so the groups that are
-identified keep their intervals when a stray pair of models sits apart from them.
+An interval the data do not identify is never shown as a number. `identify` is the one place that decides.
+A row it rejects has `ci_low = ci_high = None` and `cant_tell` = the reason. It rejects:
+- a model outside the reference group. That group is the anchor's connected component of the comparison
+  graph, or the largest component without an anchor. Ratings in other components share no scale with it.
+- a bound that is not finite (a singular information matrix);
+- an interval wider than `MAX_HALF_WIDTH` points either side of the rating. It is near-singular, and such
+  a span says nothing.
+The rating scale's centre is the reference group's mean. So identified groups keep their intervals when a
+stray pair of models sits apart from them.
 """
 
 from __future__ import annotations

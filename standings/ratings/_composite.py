@@ -1,21 +1,28 @@
-"""What a judge vote is worth: a composite Bradley-Terry fit of human and AI-judge votes, and the exchange rate.
+"""What a judge vote is worth: a composite Bradley-Terry fit of human and AI-judge votes, and the exchange
+rate.
 
-One shared rating vector, each source its own log-likelihood term: loss = L_human(theta) + w * L_judge(theta). The
-judge's weight w is chosen by how well the pooled board predicts *held-out human* votes: K-fold cross-validation
-over the human votes (the judge's votes always in the fit), mean held-out log-likelihood per human vote, over a grid
-of w on a log scale (w = 0, judge ignored, included). "One human vote is worth about k judge votes" with k = 1 / w.
-The interval is a bootstrap of the whole selection (human and judge votes resampled, the cross-validation rerun):
-the percentile interval of the chosen w, widened to hold the full-data choice when the bootstrap misses it (with a
-few hundred human votes the held-out scores of neighbouring weights differ by less than their noise), turned into k
-(w = 0 is k = infinity: "worth nothing").
+One shared rating vector; each source has its own log-likelihood term: loss = L_human(theta) + w *
+L_judge(theta). The judge's weight w is chosen by how well the pooled board predicts *held-out human*
+votes.
+- K-fold cross-validation runs over the human votes; the judge's votes are always in the fit.
+- The score is the mean held-out log-likelihood per human vote.
+- w runs over a grid on a log scale, w = 0 (judge ignored) included.
+"One human vote is worth about k judge votes", with k = 1 / w.
 
-Which rows are judge votes: the records' `judge` field (who voted) names them (`judges=`), as in MT-Bench's human
-judgements file (`gpt4_pair` next to `author_*` / `expert_*`). Every other row is a human vote. Fits run on
-per-pair sums (Newton, `_fit.newton`) with a weak ridge (`CV_RIDGE`, about one draw against an average model) so a
-fold that leaves a model out still has finite ratings.
+The interval is a bootstrap of the whole selection: human and judge votes resampled, the cross-validation
+rerun. It is the percentile interval of the chosen w, turned into k. It is widened to hold the full-data
+choice when the bootstrap misses it. With a few hundred human votes, neighbouring weights' held-out scores
+differ by less than their noise. w = 0 is k = infinity: "worth nothing".
 
-What it cannot tell: too few human votes to cross-validate, a judge whose votes share no model with the human votes
-("no human overlap"), a judge with no votes: each a stated reason, no number.
+Which rows are judge votes? The records' `judge` field (who voted) names them (`judges=`). MT-Bench's
+human judgements file does the same (`gpt4_pair` next to `author_*` / `expert_*`). Every other row is a
+human vote. Fits run on per-pair sums (Newton, `_fit.newton`) with a weak ridge (`CV_RIDGE`). It is about
+one draw against an average model. So a fold that leaves a model out still has finite ratings.
+
+What it cannot tell, each with a stated reason and no number:
+- too few human votes to cross-validate;
+- a judge whose votes share no model with the human votes ("no human overlap");
+- a judge with no votes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""Online Elo: one pass over the battles in chronological order, the rating FastChat's first leaderboards showed.
+"""Online Elo: one pass over the battles in chronological order, the rating FastChat's first leaderboards
+showed.
 
-Order-dependent by design (recent battles move ratings most); Bradley-Terry is the order-free estimate.
-The leaderboard's cache carries ratings forward from its last call: it passes them back in as ``start``.
+It is order-dependent by design: recent battles move ratings most. Bradley-Terry is the order-free
+estimate. The leaderboard's cache carries ratings forward from its last call: it passes them back in as
+``start``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """Per-battle covariates for style and vibe control, and the text helpers the ratings need.
 
-For each battle and feature we need the count on side a and side b. They come from, in order of preference:
-flat numeric columns `style_<feature>_a` / `style_<feature>_b` (our extension, handy for big precomputed data),
-FastChat's `conv_metadata` (token, header, list and bold counts), or the assistant turns of `conversation_a` /
-`conversation_b` through `textfeatures.vibes.features`. The covariate is the normalised difference (a - b) / (a + b + 1),
-standardised over the battles; a feature that never varies is left out with a warning.
+For each battle and feature we need the count on side a and side b. They come from, in order of
+preference:
+- flat numeric columns `style_<feature>_a` / `style_<feature>_b` (our extension, handy for big precomputed
+  data);
+- FastChat's `conv_metadata` (token, header, list and bold counts);
+- the assistant turns of `conversation_a` / `conversation_b`, through `textfeatures.vibes.features`.
+The covariate is the normalised difference (a - b) / (a + b + 1), standardised over the battles. A feature
+that never varies is left out with a warning.
 """
 
 from __future__ import annotations

@@ -1,14 +1,18 @@
 """Paired-comparison logistic fits: Bradley-Terry with optional covariates, in natural-log-odds units.
 
-Model: P(a beats b) = sigmoid(theta[a] - theta[b] + x . beta), fitted by weighted maximum likelihood with fractional
-outcomes (a tie is y = 0.5, i.e. half a win each). Rows can be single battles or battles aggregated per pair
-(y = score / count, w = count), which gives the same likelihood. The solver is Newton's method on the exact Hessian
-(models x models is small), with the rating gauge fixed by keeping sum(theta) = 0, a tiny ridge on theta for
-numerical safety, and backtracking when a step does not lower the loss.
+Model: P(a beats b) = sigmoid(theta[a] - theta[b] + x . beta). It is fitted by weighted maximum likelihood
+with fractional outcomes: a tie is y = 0.5, i.e. half a win each. Rows can be single battles, or battles
+aggregated per pair (y = score / count, w = count); the likelihood is the same.
 
-Also here: the sandwich covariance (bread^-1 meat bread^-1) and batched refits for bootstrap rounds (many weight
-vectors at once, warm-started at the full-data fit, using chord steps with the full-data Hessian and falling back to
-full Newton steps when those contract slowly). This module knows nothing about battles, files or the rating scale.
+The solver is Newton's method on the exact Hessian; models x models is small.
+- The rating gauge is fixed by keeping sum(theta) = 0.
+- A tiny ridge on theta keeps it numerically safe.
+- It backtracks when a step does not lower the loss.
+
+Also here: the sandwich covariance (bread^-1 meat bread^-1), and batched refits for bootstrap rounds.
+These fit many weight vectors at once, warm-started at the full-data fit. They use chord steps with the
+full-data Hessian. They fall back to full Newton steps when those contract slowly. This module knows
+nothing about battles, files or the rating scale.
 """
 
 from __future__ import annotations

@@ -1,33 +1,39 @@
-"""Votes-to-flip: for each adjacent pair of the Bradley-Terry board, the fewest votes whose removal flips its order.
+"""Votes-to-flip: for each adjacent pair of the Bradley-Terry board, the fewest votes whose removal flips its
+order.
 
-After Huang, Shen, Wei and Broderick, "Dropping just a handful of preferences can change top LLM rankings" (ICLR
-2026). Finding the smallest set exactly is combinatorial; this module finds a small set fast and then checks it:
+After Huang, Shen, Wei and Broderick, "Dropping just a handful of preferences can change top LLM rankings"
+(ICLR 2026). Finding the smallest set exactly is combinatorial. This module finds a small set fast, then
+checks it.
 
-1. **Approximate** (influence functions, i.e. one Newton step of the Bradley-Terry log-likelihood): removing vote i
-   moves the ratings by about H^+ grad l_i = w_i (p_i - y_i) H^+ (e_a - e_b), so its effect on the gap theta_u -
-   theta_v of the pair (u above v) is w_i (p_i - y_i) (H^+[u] - H^+[v]) . (e_a - e_b). Votes with the same pair,
-   outcome and weight have the same effect, so they are handled as one group with a count. The most negative
-   effects are taken, greedily, until the predicted gap changes sign. One pseudo-inverse of the board's Hessian
-   serves every pair, and only the groups of u's and v's pairs are ranked when no other group can reach the
-   prefix (a bound says when).
-2. **Check** by refitting without those votes. If the order did not flip, the influences are recomputed at the
-   refitted ratings and more votes are taken (so k grows until a refit flips). Once a refit flips, the shortest
-   prefix of the removal sequence that still flips on refit is found: refits where the influences put the
-   crossing, one vote to either side. The checked count flips on refit, one vote fewer does not. It is an upper
-   bound on the true minimum (the search is greedy), which the tests compare with exhaustive search on small
-   arenas.
+1. **Approximate** with influence functions, i.e. one Newton step of the Bradley-Terry log-likelihood.
+   Removing vote i moves the ratings by about H^+ grad l_i = w_i (p_i - y_i) H^+ (e_a - e_b). Take the pair
+   u above v. The effect on its gap theta_u - theta_v is w_i (p_i - y_i) (H^+[u] - H^+[v]) . (e_a - e_b).
+   Votes with the same pair, outcome and weight have the same effect. So they form one group with a count.
+   The most negative effects are taken, greedily, until the predicted gap changes sign. One pseudo-inverse
+   of the board's Hessian serves every pair. Only the groups of u's and v's pairs are ranked when no other
+   group can reach the prefix; a bound says when.
+2. **Check** by refitting without those votes. If the order did not flip, the influences are recomputed at
+   the refitted ratings and more votes are taken. So k grows until a refit flips. Then the search finds the
+   shortest prefix of the removal sequence that still flips on refit. It refits where the influences put
+   the crossing, one vote to either side. The checked count flips on refit; one vote fewer does not. It is
+   an upper bound on the true minimum, since the search is greedy. The tests compare it with exhaustive
+   search on small arenas.
 
-Refits are chord steps from the board's fit with its Hessian (a few passes over the per-pair sums; they stop
-once the sign of the gap is settled), and a pair's check costs about three of them. On a big board checking every
-pair would still cost more than the board's bootstrap, so the top pair and then the closest pairs (fewest
-estimated votes) are checked while a budget lasts (`CHECKED_ROWS`: every pair of a board up to about 65 models
-with all pairs played); the others keep their one-step estimate, marked `checked=False`. `search="refit"` is the
-reference: Newton refits, a pseudo-inverse per round and bisection over the whole sequence (the former default,
-many times slower); the tests check that both searches give the same counts.
+Refits are chord steps from the board's fit with its Hessian. They take a few passes over the per-pair
+sums and stop once the sign of the gap is settled. A pair's check costs about three of them. On a big
+board, checking every pair would still cost more than the board's bootstrap. So the top pair and then the
+closest pairs (fewest estimated votes) are checked while a budget lasts. The budget is `CHECKED_ROWS`:
+every pair of a board up to about 65 models with all pairs played. The others keep their one-step
+estimate, marked `checked=False`.
 
-What it knows: plain Bradley-Terry with ties as half a win, both-good / both-bad as ties or dropped, inverse-
-probability weights. It knows nothing about tie models or style control (the pair's order is that of plain BT),
-databases or UI. A pair whose models never met, directly or through others, cannot be flipped or kept: "can't tell".
+`search="refit"` is the reference, and the former default. It uses Newton refits, a pseudo-inverse per
+round and bisection over the whole sequence. It is many times slower. The tests check that both searches
+give the same counts.
+
+What it knows: plain Bradley-Terry with ties as half a win, both-good / both-bad as ties or dropped,
+inverse-probability weights. It knows nothing about tie models or style control; the pair's order is that
+of plain BT. It knows nothing of databases or UI. A pair whose models never met, directly or through
+others, cannot be flipped or kept: "can't tell".
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Connected components of the comparison graph (weak: who met whom; strong: who scored against whom).
 
-Plain Python over the pair list (at most models^2 / 2 edges, a few thousand models at the very most). Written here
-rather than taken from `scipy.sparse.csgraph` because importing that module (and `scipy.sparse.linalg` /
-`scipy.linalg` with it) cost about as much as a whole 100-round bootstrap on a million battles, in every process
-that prints a board; the graphs are small, so an iterative Tarjan pass takes milliseconds.
+Plain Python over the pair list: at most models^2 / 2 edges, a few thousand models at the very most. Why
+not `scipy.sparse.csgraph`? Importing it (and `scipy.sparse.linalg` / `scipy.linalg` with it) cost about
+as much as a whole 100-round bootstrap on a million battles. Every process that prints a board paid it.
+The graphs are small, so an iterative Tarjan pass takes milliseconds.
 """
 
 from __future__ import annotations

@@ -1,15 +1,20 @@
-"""The ratings' input: reading FastChat-layout battle files, validating them, and the column store the ratings use.
+"""The ratings' input: reading FastChat-layout battle files, validating them, and the column store the
+ratings use.
 
-A battle is a dict with `model_a`, `model_b`, `winner` (one of `WINNERS`, FastChat's winners from `common.outcomes`) and optional `conversation_a` /
-`conversation_b` (lists of {role, content}), `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`,
-`conv_metadata` (FastChat's precomputed style counts) and anything else (kept, e.g. for `leaderboard_by`).
-AlpacaEval annotation files (`generator_1`, `generator_2`, `preference`, `output_1`, `output_2`, `instruction`) are
-read too and converted; one file must use one layout.
+A battle is a dict with `model_a`, `model_b` and `winner`. The winner is one of `WINNERS`, FastChat's
+winners from `common.outcomes`. Optional fields:
+- `conversation_a` / `conversation_b` (lists of {role, content});
+- `tstamp`, `category`, `question_id`, `sampling_prob`, `turn`;
+- `conv_metadata` (FastChat's precomputed style counts);
+- anything else, kept (e.g. for `leaderboard_by`).
+AlpacaEval annotation files are read too and converted (`generator_1`, `generator_2`, `preference`,
+`output_1`, `output_2`, `instruction`). One file must use one layout.
 
-Big JSONL/JSON files go through DuckDB (parallel JSON parsing, model names turned into categorical codes in SQL)
-after a vectorised validity check; if anything is off, the file is re-read line by line in Python so that the error
-names the exact line and field (or, with `skip_bad`, the skipped lines and reasons). In-memory inputs (lists of
-dicts, DataFrames) get the same checks, with locations like `records[12]`.
+Big JSONL/JSON files go through DuckDB after a vectorised validity check. DuckDB parses JSON in parallel
+and turns model names into categorical codes in SQL. If anything is off, the file is re-read line by line
+in Python. Then the error names the exact line and field. With `skip_bad`, it names the skipped lines and
+reasons. In-memory inputs (lists of dicts, DataFrames) get the same checks, with locations like
+`records[12]`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
 """Prompts by kind: a small category classifier the studio trains on the labelled prompt sets it holds.
 
-Multinomial naive Bayes over word unigrams and bigrams (lower-cased, letters and digits; Laplace smoothing
-`alpha`), in numpy: a few hundred labelled prompts train it in milliseconds, and with one or two hundred examples
-it is as good as anything heavier (a scikit-learn dependency is not worth it for this). `cross_validate` reports
-held-out accuracy (stratified k-fold; every prompt is scored by a model that never saw it) with a Wilson 95%
-interval and the majority-class baseline, so a reader sees whether the classifier beats guessing.
+Multinomial naive Bayes over word unigrams and bigrams, in numpy. Words are lower-cased letters and
+digits, with Laplace smoothing `alpha`. A few hundred labelled prompts train it in milliseconds. With one
+or two hundred examples it is as good as anything heavier. A scikit-learn dependency is not worth it for
+this.
 
-Can't tell: fewer than two categories, or fewer than two labelled prompts in some category (it is left out, said
-in `notes`). It knows nothing about databases; `standings` feeds it prompts.
+`cross_validate` reports held-out accuracy by stratified k-fold: every prompt is scored by a model that
+never saw it. It gives a Wilson 95% interval and the majority-class baseline. So a reader sees whether the
+classifier beats guessing.
+
+Can't tell: fewer than two categories. A category with fewer than two labelled prompts is left out, said
+in `notes`. It knows nothing about databases; `standings` feeds it prompts.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Win rate and length-controlled (LC) win rate against a baseline, with bootstrap intervals.
 
-The point estimates are `win_rates` (AlpacaEval 2's length control, `_winrate`). Intervals: a seeded bootstrap over
-each model's battles against the baseline (resampled with replacement, `rounds` times); each round recomputes the
-raw win rate and refits the model's own length-controlled logistic fit (theta, phi, psi) with the instruction
-difficulties held at their full-data values (refitting the across-model difficulty fit per round would cost an
-L-BFGS fit per model per round; the difficulty term's own uncertainty is left out, so LC intervals are slightly
-narrow, and say so). Fewer than `min_battles` battles against the baseline: no interval ("can't tell").
+The point estimates are `win_rates` (AlpacaEval 2's length control, `_winrate`). Intervals come from a
+seeded bootstrap over each model's battles against the baseline, resampled `rounds` times. Each round
+recomputes the raw win rate. It refits the model's own length-controlled logistic fit (theta, phi, psi).
+The instruction difficulties stay at their full-data values. Refitting the across-model difficulty fit
+would cost an L-BFGS fit per model per round. So the difficulty term's own uncertainty is left out, and LC
+intervals are slightly narrow; they say so. With fewer than `min_battles` battles against the baseline
+there is no interval ("can't tell").
 """
 
 from __future__ import annotations

@@ -1,19 +1,26 @@
 """Which rating method predicts this arena's votes best: fit on some votes, score the held-out ones.
 
-Splits: "time" (fit on the earliest votes, score the latest `test_fraction`; by `tstamp`, else file order) and
-"random" (a seeded random share). Methods: online Elo, Bradley-Terry, Bradley-Terry with style control and with
-style + vibe control (when the answers or their counts are there), Rao-Kupper, Davidson, and the
-prompt-conditioned board (`bt+kind`: per-kind offsets shrunk to the global board, `_prompt_board`; needs a
-`category` per vote).
+Splits:
+- "time": fit on the earliest votes, score the latest `test_fraction` (by `tstamp`, else file order);
+- "random": a seeded random share.
+Methods:
+- online Elo, Bradley-Terry;
+- Bradley-Terry with style control, and with style + vibe control (when the answers or their counts are
+  there);
+- Rao-Kupper, Davidson;
+- the prompt-conditioned board (`bt+kind`: per-kind offsets shrunk to the global board, `_prompt_board`).
+  It needs a `category` per vote.
 
-Every method predicts three outcomes per held-out vote: model a wins, model b wins, a tie (any kind). The tie models
-predict ties themselves; Elo and Bradley-Terry get the training share of ties as a constant, the rest split by their
-win probability. Scores per vote: log-loss (-log of the probability given to what happened) and the multi-class
-Brier score (sum of squared differences over the three outcomes). Intervals: a paired bootstrap over held-out votes
-(the same resampled votes score every method), also giving each method's difference to the best one.
+Every method predicts three outcomes per held-out vote: model a wins, model b wins, a tie (any kind). The
+tie models predict ties themselves. Elo and Bradley-Terry get the training share of ties as a constant,
+the rest split by their win probability. Scores per vote:
+- log-loss: -log of the probability given to what happened;
+- the multi-class Brier score: the sum of squared differences over the three outcomes.
+Intervals come from a paired bootstrap over held-out votes: the same resampled votes score every method.
+It also gives each method's difference to the best one.
 
-What cannot be estimated is said, not printed as a number: too few votes to hold any out, held-out votes whose
-models have no earlier votes, every vote a tie, answers missing for style control.
+What cannot be estimated is said, not printed as a number. That is too few votes to hold any out, held-out
+votes whose models have no earlier votes, every vote a tie, or answers missing for style control.
 """
 
 from __future__ import annotations

@@ -1,23 +1,28 @@
 """Which model for this prompt: a Bradley-Terry board with per-kind offsets, shrunk to the global board.
 
-In the spirit of LMArena's Prompt-to-Leaderboard, kept simple and honest. Each model has a global rating theta_m and,
-for each prompt kind k (the vote's `category`: a prompt set's own, a person's label or the classifier's prediction),
-an offset delta_mk; a vote of kind k between a and b is won by a with probability
-sigmoid((theta_a + delta_ak) - (theta_b + delta_bk)). The offsets carry a ridge penalty `shrink` / 2 |delta|^2, so a
-kind with few votes stays close to the global board; `shrink` is chosen by K-fold cross-validation of the held-out
-log-likelihood over `SHRINK_GRID` (or given). A prompt's board is theta + sum_k p_k delta_k, with p its kind
-probabilities (a labelled prompt: one-hot; a typed one: the classifier's posterior; kinds the board has no votes
-for add nothing, so an unknown kind is the global board).
+In the spirit of LMArena's Prompt-to-Leaderboard, kept simple and honest. Each model has a global rating
+theta_m. For each prompt kind k it has an offset delta_mk. The kind is the vote's `category`: a prompt
+set's own, a person's label or the classifier's prediction. A vote of kind k between a and b is won by a
+with probability sigmoid((theta_a + delta_ak) - (theta_b + delta_bk)).
+- The offsets carry a ridge penalty `shrink` / 2 |delta|^2. So a kind with few votes stays close to the
+  global board.
+- `shrink` is chosen by K-fold cross-validation of the held-out log-likelihood over `SHRINK_GRID`, unless
+  given.
+- A prompt's board is theta + sum_k p_k delta_k, with p its kind probabilities. A labelled prompt is
+  one-hot; a typed one takes the classifier's posterior. Kinds without votes add nothing. So an unknown
+  kind gets the global board.
 
-Intervals: the normal approximation from the penalised fit's inverse Hessian (a Laplace interval, the sandwich's
-simpler cousin), for each model's rating against the mean of the models. Votes are aggregated per (pair, kind), so
-a fit costs one dense solve per Newton step in (models x (kinds + 1)) unknowns.
+Intervals are the normal approximation from the penalised fit's inverse Hessian. It is a Laplace interval,
+the sandwich's simpler cousin. It covers each model's rating against the mean of the models. Votes are
+aggregated per (pair, kind). So a fit costs one dense solve per Newton step in (models x (kinds + 1))
+unknowns.
 
-Intervals pass the board's one rule (`_board.identify`): the scale is centred on the largest connected group of the
-comparison graph, and a model outside it, or with an interval wider than `MAX_HALF_WIDTH`, reads can't tell.
+Intervals pass the board's one rule (`_board.identify`). The scale is centred on the largest connected
+group of the comparison graph. A model outside it, or with an interval wider than `MAX_HALF_WIDTH`, reads
+can't tell.
 
-Can't tell: no votes with a kind (every offset would be zero: the prompt's board is the global board, said in
-`notes`), fewer than two models.
+Can't tell: fewer than two models, or no votes with a kind. With no kinds, every offset would be zero, and
+the prompt's board is the global board; `notes` says so.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`ratings_report`: what `vibestudio ratings --battles FILE` prints, as a readable table or as JSON.
 
-Reads the battle file, builds the leaderboard (bootstrap intervals, or sandwich intervals when bootstrap is 0),
-optionally adds win rates against a baseline, and formats. The CLI only parses its options and prints this string.
+It reads the battle file and builds the leaderboard, with bootstrap intervals (sandwich intervals when
+bootstrap is 0). It optionally adds win rates against a baseline, and formats. The CLI only parses its
+options and prints this string.
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
-"""A simulated team arena with known truth: honest annotators, ties of three kinds, and optional rigged accounts.
+"""A simulated team arena with known truth: honest annotators, ties of three kinds, and optional rigged
+accounts.
 
-Used to check the methods where the answer is known (tests, `benchmarks/rigging.py`, the predictive benchmark).
-Models have true skills (Elo scale) and an answer style (length, emoji). Honest annotators vote by skill, a length
-preference and a small personal taste per model (sd `taste` log-odds), with ties by a Davidson model: both-good ties
-more likely between strong models and both-bad between weak ones. Each prompt's answer from a model is fixed, so
-the same answers recur across annotators. Rigged accounts cast `rigger_votes` votes for the `target` model:
+It checks the methods where the answer is known: tests, `benchmarks/rigging.py`, the predictive benchmark.
+Models have true skills (Elo scale) and an answer style (length, emoji). Honest annotators vote by skill,
+a length preference and a small personal taste per model (sd `taste` log-odds). Ties follow a Davidson
+model. Both-good ties are more likely between strong models, both-bad between weak ones. Each prompt's
+answer from a model is fixed, so the same answers recur across annotators.
 
-- "target": the always-vote-target strategy (the target's identity is known, e.g. from a self-introduction); only
-  battles with the target are voted on, always for it, quickly.
-- "style": the smarter strategy: the target is recognised from its answers' style (it uses emoji much more than the
-  others); battles where exactly one side shows emoji are voted for that side, at human reading speed, others
-  skipped. Misrecognitions put some of its votes on other models.
+Rigged accounts cast `rigger_votes` votes for the `target` model:
+- "target": the always-vote-target strategy. The target's identity is known, e.g. from a
+  self-introduction. Only battles with the target are voted on, always for it, quickly.
+- "style": the smarter strategy. The target is recognised from its answers' style: it uses emoji much more
+  than the others. Battles where exactly one side shows emoji are voted for that side, at human reading
+  speed. Others are skipped. Misrecognitions put some of its votes on other models.
 """
 
 from __future__ import annotations

@@ -1,19 +1,22 @@
 """Tie models: the Rao-Kupper and Davidson extensions of Bradley-Terry, with the tie parameters fitted.
 
-Plain Bradley-Terry counts a tie as half a win each. The tie models give a tie its own probability:
+Plain Bradley-Terry counts a tie as half a win each. The tie models give a tie its own probability. Let d
+= theta_i - theta_j.
+- Davidson (1970): P(i) = e^(d/2) / D, P(j) = e^(-d/2) / D, P(tie kind k) = nu_k / D, with D = e^(d/2) +
+  e^(-d/2) + sum_k nu_k. Given that the battle was not a tie, P(i) = sigmoid(d), as in Bradley-Terry.
+- Rao-Kupper (1967): P(i) = sigmoid(d - c), P(j) = sigmoid(-d - c), P(tie) = 1 - P(i) - P(j). Here c is
+  the log of their theta >= 1, kept positive as c = e^eta. The tie mass is split between tie kinds by
+  fitted shares.
 
-- Davidson (1970): P(i) = e^(d/2) / D, P(j) = e^(-d/2) / D, P(tie kind k) = nu_k / D with D = e^(d/2) + e^(-d/2) +
-  sum_k nu_k and d = theta_i - theta_j. Given that the battle was not a tie, P(i) = sigmoid(d), as in Bradley-Terry.
-- Rao-Kupper (1967): P(i) = sigmoid(d - c), P(j) = sigmoid(-d - c), P(tie) = 1 - P(i) - P(j) (c = log of their theta
-  >= 1, kept positive as c = e^eta); the tie mass is split between tie kinds by fitted shares.
+Tie kinds (plain tie, both-bad, both-good) that occur in the data each get their own parameter. So "both
+good" and "both bad" stay distinct. A kind that never occurs gets none.
 
-Tie kinds (plain tie, both-bad, both-good) that occur in the data each get their own parameter, so "both good" and
-"both bad" stay distinct; a kind that never occurs gets none. Parameters are fitted together by maximum likelihood
-(Fisher scoring on the expected information, per pair aggregated counts, the rating gauge fixed by sum(theta) = 0),
-warm-started from Bradley-Terry. Derivatives of the per-pair log-probabilities with respect to d and the tie
-parameters are central differences (one vectorised evaluation per parameter), which keeps each model a few lines.
-Intervals: sandwich (information^-1 meat information^-1 from per-cell scores) or bootstrap (cell counts resampled,
-each round refitted from the full-data fit).
+Parameters are fitted together by maximum likelihood, warm-started from Bradley-Terry. The fit is Fisher
+scoring on the expected information, over per-pair aggregated counts. The rating gauge is fixed by
+sum(theta) = 0. Derivatives of the per-pair log-probabilities with respect to d and the tie parameters are
+central differences, one vectorised evaluation per parameter. That keeps each model a few lines. Intervals
+are sandwich (information^-1 meat information^-1 from per-cell scores) or bootstrap. The bootstrap
+resamples cell counts and refits each round from the full-data fit.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Views on top of the leaderboard as plain data: category boards, pairwise matrices, rating over time, vibe profiles,
-and how much the tie models change the board (`method_changes`).
+"""Views on top of the leaderboard as plain data. They are category boards, pairwise matrices, rating over
+time, vibe profiles, and how much the tie models change the board (`method_changes`).
 
-Each function takes the same battle records as `leaderboard` and returns dicts or pandas DataFrames ready for a
-table or a plotly heatmap / line chart; nothing here draws.
+Each function takes the same battle records as `leaderboard`. It returns dicts or pandas DataFrames ready
+for a table or a plotly heatmap / line chart. Nothing here draws.
 """
 
 from __future__ import annotations

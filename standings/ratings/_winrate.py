@@ -1,17 +1,21 @@
 """Win rate and length-controlled win rate against a baseline, the AlpacaEval 2 way (Dubois et al. 2024).
 
-For battles of model m against the baseline on instruction x, with y the score of m (tie = 0.5) and
-t = tanh((len_m - len_baseline) / sd_m), where sd_m is the standard deviation of that length difference over m's
-battles, the model is
+Take the battles of model m against the baseline on instruction x. Let y be the score of m (tie = 0.5).
+Let t = tanh((len_m - len_baseline) / sd_m). Here sd_m is the standard deviation of that length difference
+over m's battles. The model is
 
     logit P(m wins) = theta_m + phi_m * t + psi_m * gamma_x
 
-gamma_x is the instruction difficulty, fitted across models (logit = theta_m + phi_m t + gamma_x with a N(0, 1)
-prior on gamma, battles grouped by `question_id`, else by prompt text) without the model's own battles (AlpacaEval
-estimates it from many other models; fitting it on the model's own outcomes would let them leak into the difficulty
-and undo the length control); then each model gets its own (theta, phi, psi). The length-controlled win rate is the model's prediction at zero length difference, averaged
-over its instructions: 100 * mean_x sigmoid(theta_m + psi_m * gamma_x). A model that wins only by writing more gets
-pulled towards 50. Lengths are token counts (`textfeatures.vibes`), FastChat `conv_metadata` or `style_tokens_a/_b`.
+gamma_x is the instruction difficulty, fitted across models without the model's own battles. That fit is
+logit = theta_m + phi_m t + gamma_x, with a N(0, 1) prior on gamma. Battles are grouped by `question_id`,
+else by prompt text. AlpacaEval estimates it from many other models. Fitting it on the model's own
+outcomes would leak them into the difficulty and undo the length control. Then each model gets its own
+(theta, phi, psi).
+
+The length-controlled win rate is the model's prediction at zero length difference, averaged over its
+instructions: 100 * mean_x sigmoid(theta_m + psi_m * gamma_x). A model that wins only by writing more gets
+pulled towards 50. Lengths are token counts (`textfeatures.vibes`), FastChat `conv_metadata` or
+`style_tokens_a/_b`.
 """
 
 from __future__ import annotations

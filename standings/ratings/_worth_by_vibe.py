@@ -1,20 +1,23 @@
-"""What a judge vote is worth, vibe by vibe: the exchange rate on the votes where the answers differ in one vibe.
+"""What a judge vote is worth, vibe by vibe: the exchange rate on the votes where the answers differ in one
+vibe.
 
-For each style or vibe feature (`textfeatures.vibes`: length, headers, lists, bold, emoji, flattery, hedging, ...), the
-votes whose two answers differ in it — |(a - b) / (a + b + 1)| >= `threshold` (one answer has the feature and the
-other has none, or one has about twice as much) — form that vibe's slice. On each slice:
+The features are the style and vibe features of `textfeatures.vibes`: length, headers, lists, bold, emoji,
+flattery, hedging, ... A vibe's slice is the votes whose two answers differ in it:
+|(a - b) / (a + b + 1)| >= `threshold`. That is, one answer has the feature and the other none, or one has
+about twice as much. On each slice:
+- `judge_worth` (`_composite`): one human vote is worth about k of this judge's votes, with its bootstrap
+  interval. The weight is chosen by held-out human votes of the slice.
+- which side each kind of voter picks: the share of decisive votes won by the answer with *more* of the
+  feature. It is given for people and for the judge, with Wilson 95% intervals, and the gap (judge minus
+  people).
 
-- `judge_worth` (`_composite`): one human vote is worth about k of this judge's votes, with its bootstrap interval,
-  the weight chosen by held-out human votes of the slice;
-- which side each kind of voter picks: the share of decisive votes won by the answer with *more* of the feature,
-  for people and for the judge, with Wilson 95% intervals, and the gap (judge minus people).
+The vibe where judge and people disagree most is the slice with the largest gap whose two intervals do not
+overlap. For example, the judge likes longer answers and people do not. When no gap clears its intervals,
+it is "can't tell". A slice with too few votes of either kind is a stated "can't tell" too, never a
+number.
 
-The vibe where judge and people disagree most is the slice with the largest gap whose two intervals do not overlap
-(the judge likes longer answers, people do not); when no gap clears its intervals it is "can't tell". A slice with
-too few votes of either kind is a stated "can't tell" too, never a number.
-
-`simulate_vibe_judge` builds an arena where the truth is known: a judge that agrees with people except on answers
-that differ in length, where it picks the longer one with probability `bias`.
+`simulate_vibe_judge` builds an arena where the truth is known. Its judge agrees with people except on
+answers that differ in length. There it picks the longer one with probability `bias`.
 """
 
 from __future__ import annotations
