@@ -178,15 +178,20 @@ class Collected:
 
     battles: int  # ended battles, every mode (open and errored ones count nowhere)
     votes: int  # the votes in them, every mode
-    read: int  # the votes a snapshot reads: anonymous and self-play battles, not revealed before the vote
+    read: int  # the votes a snapshot reads (by default anonymous and self-play ones, not revealed before the vote)
     pairs: int  # the preference pairs a snapshot freezes from them (``vote_pairs``, the freeze's own rule)
     skipped: dict[str, int]  # why the other votes it reads make no pair (``SKIP_REASONS``)
 
 
-def collected(session: Session) -> Collected:
-    """The Data tab's counts; ``pairs`` is what Freeze (``snapshot_from_votes``' defaults) would make now."""
+def collected(
+    session: Session,
+    include_named: bool = False,
+    include_revealed: bool = False,
+    include_self_play: bool = True,
+) -> Collected:
+    """The Data tab's counts. ``pairs`` is what ``snapshot_from_votes`` would freeze now, with the same filters."""
     battles, votes = ended_counts(session)
-    rows, skipped, read = vote_pairs(session)
+    rows, skipped, read = vote_pairs(session, include_named, include_revealed, include_self_play)
     return Collected(battles, votes, read, len(rows), skipped)
 
 

@@ -8,6 +8,7 @@ annotation labels (with provenance) in a training or third-party layout.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,10 +100,23 @@ def export(
     desirable_threshold: float = typer.Option(
         None, help="With --score-criterion: scores at or above this are desirable (default: mid-scale)."
     ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Print the pairs a snapshot would freeze now and why votes are left out; write nothing.",
+    ),
 ) -> None:
     """Freeze the current decisive votes into a hashed preference snapshot (TRL conversational rows);
     with --format, export annotation labels (with provenance) instead."""
-    from vibestudio.annotation.snapshots import SnapshotError, snapshot_from_votes
+    from vibestudio.annotation.snapshots import SnapshotError, collected, snapshot_from_votes
+
+    if dry_run and (fmt or snapshot):
+        fail("--dry-run counts the pairs a vote snapshot would freeze; it does not take --format or --snapshot")
+    if dry_run:  # the Data tab's counts (``annotation.snapshots.collected``), under these filters
+        with open_db().session() as s:
+            counts = collected(s, include_named=include_named, include_self_play=self_play)
+        typer.echo(json.dumps(asdict(counts)))
+        return
 
     if fmt or snapshot:
         from vibestudio.annotation.unpaired import score_rule

@@ -1,19 +1,24 @@
 """The Data tab's pair count is the snapshot's: over generated votes (every mode, outcome, reveal flag, open or
-ended battle, identical or empty answers), ``collected`` counts exactly the pairs Freeze then writes, and the tab
-says that number. The old "decisive votes" count took named and revealed votes a snapshot leaves out."""
+ended battle, identical or empty answers), ``collected`` counts exactly the pairs Freeze then writes; the tab
+says that number and ``vibestudio export --dry-run`` prints it. The old "decisive votes" count took named and revealed votes a snapshot leaves out."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, func, select
+from typer.testing import CliRunner
 
 from vibestudio.annotation.snapshots import collected, snapshot_from_votes
 from vibestudio.arena.registry import ContestantSpec, register
 from vibestudio.arena.self_play import SELF_PLAY
 from vibestudio.db.models import Battle, DatasetSnapshot, Turn, Vote
+from vibestudio.db.session import Database
+from vibestudio.studio.cli import app
 
 VOTE = st.fixed_dictionaries(
     {
@@ -96,3 +101,20 @@ def test_the_data_tab_says_the_snapshots_number(db) -> None:
     assert snap.n_pairs == 1 and _old_decisive(db) == 4
     assert f"**{snap.n_pairs}** preference pair a snapshot would freeze now" in text
     assert "from the 3 votes it reads" in text and "two identical answers" in text, text
+
+
+def test_the_cli_dry_run_prints_the_counts_and_writes_nothing() -> None:
+    db = Database()  # the CLI's own database, under this test's data home
+    db.migrate()
+    decisive = {"status": "voted", "outcome": "b", "revealed": False, "answers": "different"}
+    _write(db, _contestants(db), [{**decisive, "mode": "anonymous"}, {**decisive, "mode": "named"}])
+    runner = CliRunner()
+    plain = runner.invoke(app, ["export", "--dry-run"])
+    named = runner.invoke(app, ["export", "--dry-run", "--include-named"])
+    assert plain.exit_code == 0 and named.exit_code == 0, plain.output + named.output
+    with db.session() as s:
+        assert json.loads(plain.stdout) == asdict(collected(s))
+        assert s.scalar(select(func.count(DatasetSnapshot.id))) == 0
+    assert (json.loads(plain.stdout)["pairs"], json.loads(named.stdout)["pairs"]) == (1, 2)
+    refused = runner.invoke(app, ["export", "--dry-run", "--format", "trl"])
+    assert refused.exit_code != 0 and "--dry-run" in refused.output

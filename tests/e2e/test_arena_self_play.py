@@ -44,6 +44,10 @@ def test_self_play_battle_is_voted_and_frozen_as_an_on_policy_pair(tmp_path, bro
             part.split("at temperature ")[1].split()[0] for part in shown.splitlines()[0].split(" · ")
         }
         page.get_by_role("tab", name="Data").click()
+        # the tab's count is the snapshot's (annotation.snapshots.collected): the pairs Freeze is about to write
+        wait_text(
+            page, "#data-counts", "1 preference pair a snapshot would freeze now, from the 1 vote it reads"
+        )
         page.locator("#data-freeze").click()
         wait_text(
             page, "#data-snapshot-result", "on-policy pairs (both answers by one model): quokka-alpha 1 of 1"

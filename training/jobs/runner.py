@@ -33,9 +33,9 @@ from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
 from vibestudio.accounts import PermissionDenied, require_role
+from vibestudio.common.processes import process_alive
 from vibestudio.common.settings import get_settings
 from vibestudio.common.threads import sleeping_thread_waits
-from vibestudio.common.processes import process_alive
 from vibestudio.db.models import Checkpoint, Contestant, Job, JobMetric, User, utcnow
 from vibestudio.db.session import Database, data_home
 from vibestudio.training.jobs.config import JobConfig, load_config, resolve_files, save_config
