@@ -56,7 +56,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from vibestudio.arena.battle_end import UNREVEALED, close, end_idle, touch
-from vibestudio.arena.engines.base import Sampling
+from vibestudio.arena.engines.base import Sampling, hit_cap
 from vibestudio.arena.lifecycle import may_play
 from vibestudio.arena.registry import (
     ContestantInfo,
@@ -183,13 +183,13 @@ def hit_length_limit(sd: Any, max_new_tokens: int) -> bool:
     """True when a finished side's answer used every token it was allowed (its persona's cap or the arena's)."""
     if sd.stats is None or sd.error is not None:
         return False
+    if sd.stats.finish is not None or sd.stats.cap is not None:  # the engine's word, or the cap it was asked
+        return hit_cap(sd.stats)
     try:
-        cap = Sampling.from_dict(
-            sd.info.sampling
-        ).max_tokens  # what the stream asked for (arena/streaming.py)
+        cap = Sampling.from_dict(sd.info.sampling).max_tokens
     except (TypeError, ValueError, KeyError):
         cap = max_new_tokens
-    return sd.stats.tokens >= min(cap, max_new_tokens) > 0
+    return hit_cap(sd.stats, min(cap, max_new_tokens))
 
 
 @dataclass

@@ -115,6 +115,20 @@ def stream_pair(
         cancel.set()  # also when the consumer stops listening: engines stop and free their slots
 
 
+def visible_budget(engine: Any, cap: int, prefill: str, strip_prefill: bool) -> int:
+    """The tokens to ask the engine for so that the answer as shown holds at most ``cap``: ``cap`` when the
+    opening is hidden, else ``cap`` less the opening's tokens (counted by the engine when it can, else at four
+    characters a token), at least 1. So a shown opening is part of the same budget every persona answers under."""
+    if strip_prefill or not prefill:
+        return cap
+    count = getattr(engine, "count_tokens", None)
+    try:
+        used = int(count(prefill)) if count is not None else -(-len(prefill) // 4)
+    except Exception:  # an engine that cannot count now: the character rule
+        used = -(-len(prefill) // 4)
+    return max(1, cap - used)
+
+
 def _run_side(
     side: str,
     info: ContestantInfo,
@@ -141,11 +155,17 @@ def _run_side(
         try:
             events.put((side, "start", time.monotonic() - t0))
             sampling = Sampling.from_dict(info.sampling)
-            sampling.max_tokens = min(sampling.max_tokens, limits.max_new_tokens)
+            sampling.max_tokens = visible_budget(
+                engine, min(sampling.max_tokens, limits.max_new_tokens), info.prefill, limits.strip_prefill
+            )
             stream = engine.stream_chat(messages, sampling, info.prefill)
-            hide = (
-                info.prefill if limits.strip_prefill else ""
-            )  # engines yield the prefill as the first delta
+            if getattr(stream, "stats", None) is not None:
+                stream.stats.cap = sampling.max_tokens  # what an answer without the engine's word is held to
+            # engines yield the prefill as the first delta: hidden, or held until the model's first text (shown
+            # at once it would say "this one has an opening" before the other side has started)
+            hide = info.prefill if limits.strip_prefill else ""
+            held = "" if limits.strip_prefill else info.prefill
+            opened = False
             try:
                 for delta in stream:
                     if cancel.is_set():
@@ -156,9 +176,19 @@ def _run_side(
                         delta, hide = delta.lstrip(), "" if delta.strip() else hide
                         if not delta:
                             continue
+                    elif held:
+                        if not opened and delta == held:  # the engine's opening itself
+                            opened = True
+                            continue
+                        held += delta
+                        if not delta.strip():  # wait for the model's first visible text
+                            continue
+                        delta, held = held, ""
                     events.put((side, "delta", delta))
             finally:
                 stream.close()
+            if held:  # the model wrote nothing after its opening: the opening is the answer
+                events.put((side, "delta", held))
             events.put((side, "done", stream.stats))
         finally:
             gate.release()

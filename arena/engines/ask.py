@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from vibestudio.arena.engines.base import GenerationStats, Reply, Request, Sampling
+from vibestudio.arena.engines.base import GenerationStats, Reply, Request, Sampling, hit_cap
 from vibestudio.arena.engines.gate import gate_for
 
 MAX_WORKERS = 8  # threads per batch on a streaming engine; more would only wait in its gate
@@ -47,7 +47,7 @@ def ask(engine: Any, messages: list[dict[str, str]], sampling: Sampling, prefill
     finally:
         gate.release()
     st = getattr(stream, "stats", None) or GenerationStats()
-    return Reply(text, st.tokens, st.tokens >= sampling.max_tokens, st.seconds, st.ttft, st.tokens_per_s)
+    return Reply(text, st.tokens, hit_cap(st, sampling.max_tokens), st.seconds, st.ttft, st.tokens_per_s)
 
 
 def ask_each(engine: Any, requests: Sequence[Request]) -> list[Reply]:

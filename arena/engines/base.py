@@ -79,6 +79,20 @@ class GenerationStats:
     ttft: float | None = None  # seconds from request to first model text
     seconds: float = 0.0
     tokens_per_s: float | None = None
+    # why generation ended, in the engine's own words: "length" (the token cap) or "stop" (the model ended);
+    # None when the engine does not say. Token counts from deltas are not exact (llama.cpp streams several tokens
+    # in one delta around a possible stop string and none for half a character), so the engine's word decides.
+    finish: str | None = None
+    cap: int | None = None  # the token cap the answer was asked under, when the caller recorded it
+
+
+def hit_cap(stats: GenerationStats, cap: int | None = None) -> bool:
+    """True when an answer stopped at its token cap: the engine's own word when it gives one, else its token
+    count against ``cap`` (or the cap recorded on ``stats``). One rule for every persona and caller."""
+    if stats.finish is not None:
+        return stats.finish == "length"
+    limit = cap if cap is not None else stats.cap
+    return limit is not None and stats.tokens >= limit > 0
 
 
 @dataclass

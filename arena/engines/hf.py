@@ -131,6 +131,7 @@ class TransformersEngine(Engine):
         if "error" in result:
             raise EngineError(f"transformers generation failed: {result['error']}")
         stats.tokens = result.get("tokens", 0)
+        stats.finish = "length" if stats.tokens >= sampling.max_tokens else "stop"
 
     def generate_batch(self, requests: Sequence[Request]) -> list[Reply]:
         """Answers in request order, one left-padded ``generate`` per chunk of requests sharing their decoding."""

@@ -161,9 +161,17 @@ class LlamaCppEngine(Engine):
 
     def stream_chat(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str = "") -> Stream:
         stats = GenerationStats()
-        return Stream(timed(self._generate(messages, sampling, prefill), stats, prefill=prefill), stats)
+        return Stream(
+            timed(self._generate(messages, sampling, prefill, stats), stats, prefill=prefill), stats
+        )
 
-    def _generate(self, messages: list[dict[str, str]], sampling: Sampling, prefill: str) -> Iterator[str]:
+    def _generate(
+        self,
+        messages: list[dict[str, str]],
+        sampling: Sampling,
+        prefill: str,
+        stats: GenerationStats | None = None,
+    ) -> Iterator[str]:
         llm = self._pool.get()
         try:
             prompt, stops = self._prompt(llm, messages, prefill)
@@ -184,8 +192,17 @@ class LlamaCppEngine(Engine):
                 stop=stops,
                 stream=True,
             )
+            finish = None
             for chunk in chunks:
-                yield chunk["choices"][0].get("text") or ""
+                choice = chunk["choices"][0]
+                finish = choice.get("finish_reason") or finish
+                yield choice.get("text") or ""
+            if stats is not None and finish is not None:
+                # llama.cpp's own word: deltas undercount tokens (several per delta near a stop string, none for
+                # half a character), so a capped answer full of emoji once read as 196 of 200 and went unmarked
+                stats.finish = "length" if finish == "length" else "stop"
+                if stats.finish == "length":
+                    stats.tokens = max_tokens
         except EngineError:
             raise
         except Exception as exc:  # llama.cpp raises plain exceptions

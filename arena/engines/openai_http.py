@@ -222,6 +222,9 @@ def _parse_sse(lines: Iterator[str], url: str, usage: dict[str, int]) -> Iterato
         if not isinstance(choices, list):
             raise EngineError(f"{url} sent 'choices' that is not a list: {data[:120]!r}", "garbage")
         for choice in choices:
+            reason = (choice or {}).get("finish_reason") if isinstance(choice, dict) else None
+            if reason:
+                usage["finish_length"] = int(reason == "length")
             delta = (choice or {}).get("delta") or {}
             text = delta.get("content")
             if text:
@@ -243,6 +246,8 @@ def _with_usage(deltas: Iterator[str], stats: GenerationStats, usage: dict[str, 
         close = getattr(deltas, "close", None)
         if close is not None:
             close()
+    if "finish_length" in usage:  # the server's own word on why it stopped
+        stats.finish = "length" if usage["finish_length"] else "stop"
     n = usage.get("completion_tokens")
     if n is not None and n > 0:
         stats.tokens = n
