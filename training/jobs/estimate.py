@@ -1,27 +1,43 @@
-"""Memory and time estimates before launch, from the model's shape, the job config and (when there is one) the
-measured speed of earlier jobs on the same base.
+"""Memory and time estimates before launch. They come from the model's shape, the job config and, when there
+is one, the measured speed of earlier jobs on the same base.
 
-Memory: weights (fp32 on CPU, bf16 on GPU) + gradients and AdamW state for what trains (everything, or the LoRA
-matrices) + a reference copy when a full fine-tune needs one + activations kept for the backward pass
-(Korthikanti et al. 2022: about 34·h + 5·a·s bytes per token per layer at 2 bytes a value) + the vocabulary-sized logits TRL turns
-into log-probs (several copies) + a fixed framework overhead. It is meant as an upper bound good to tens of per cent:
-sequences are counted at ``max_length``, while real batches are padded only to their longest row.
+**Memory** is the sum of:
+- weights: fp32 on CPU, bf16 on GPU;
+- gradients and AdamW state for what trains (everything, or the LoRA matrices);
+- a reference copy, when a full fine-tune needs one;
+- activations kept for the backward pass. After Korthikanti et al. 2022, that is about 34·h + 5·a·s bytes
+  per token per layer, at 2 bytes a value.
+- the vocabulary-sized logits TRL turns into log-probs (several copies);
+- a fixed framework overhead.
+It is meant as an upper bound, good to tens of per cent. Sequences are counted at ``max_length``, while
+real batches are padded only to their longest row.
 
-Time: training FLOPs (6·N per token for a full fine-tune, 4·N for LoRA, which still back-propagates through the
-frozen weights, + 2·N for a reference forward) over a device throughput. Measured ``step_seconds`` of earlier jobs
-with the same kind, base and LoRA setting replace the FLOP model (scaled by tokens per step) once there are some.
-The checkpoint report that follows every job is part of the time: both sides answer ``drift_prompts`` held-out
-prompts and the eval items, at a generation speed per device (``REPORT_TOKENS_PER_S``). When an earlier report
-against the same parent, with the same report settings, kept the parent's answers (``training.report.answer_cache``:
-a llama.cpp parent), the parent's half is not decoded again and the estimate counts half the answers.
+**Time** is training FLOPs over a device throughput. A full fine-tune costs 6·N per token. LoRA costs 4·N,
+since it still back-propagates through the frozen weights. A reference forward adds 2·N. Measured
+``step_seconds`` of earlier jobs replace the FLOP model once there are some, scaled by tokens per step.
+They must share the kind, base and LoRA setting.
 
-Calibration (the estimate learns): every job this studio already ran left its timings in the database (started,
-ended, and ``drift_seconds``, the report's own time). ``training.jobs.preflight.past_timings`` reads them with what the formula above
-would have said for each job's config; ``calibrate`` scales the formula's training and report parts by the median
-ratio measured / formula of the past jobs most like this one (same kind, base model and LoRA setting; else the
-same kind; else the same base). A reward model publishes no contestant, so it has no report to estimate. Without any, the formula stands with a stated uncertainty (``UNCALIBRATED``: a 1-step job the
-formula put at 17 s took 155 s). ``past_error`` says how far off the estimate was on the last jobs, each
-estimated only from the jobs before it, as the form shows it ("last 10 jobs: median error x1.3").
+The checkpoint report that follows every job is part of the time. Both sides answer ``drift_prompts``
+held-out prompts and the eval items, at a generation speed per device (``REPORT_TOKENS_PER_S``). An
+earlier report may have kept the parent's answers (``training.report.answer_cache``: a llama.cpp parent).
+It must be against the same parent with the same report settings. Then the parent's half is not decoded
+again, and the estimate counts half the answers.
+
+**Calibration** (the estimate learns). Every job this studio already ran left its timings in the database:
+started, ended, and ``drift_seconds`` (the report's own time). ``training.jobs.preflight.past_timings``
+reads them, with what the formula would have said for each job's config. ``calibrate`` scales the
+formula's training and report parts by the median ratio measured / formula. It takes the past jobs most
+like this one: same kind, base model and LoRA setting; else the same kind; else the same base. A reward
+model publishes no contestant, so it has no report to estimate. Without past jobs, the formula stands with
+a stated uncertainty (``UNCALIBRATED``). For example, a 1-step job the formula put at 17 s took 155 s.
+``past_error`` says how far off the estimate was on the last jobs. Each was estimated only from the jobs
+before it, as the form shows it ("last 10 jobs: median error x1.3").
+
+**Machine load.** The figures assume the machine as the formula (an idle one) or the measured jobs found
+it. The estimate reads the load when it is made (``machine_load``: the 1-minute load average over the
+CPUs). It says which it assumed. On a busy CPU machine it also gives widened figures. A job that wants
+every core gets about ``cpus / (cpus + load)`` of them. So its steps take ``1 + load / cpus`` times as
+long. A 2-CPU machine at load 4 gives x3. Seen: ~13.8 s/step estimated, 41 s/step taken beside other work.
 """
 
 from __future__ import annotations
@@ -57,6 +73,7 @@ FIDELITY_TOKENS = 12 * 24  # the rules' default prompts x tokens
 # (scripts/estimate_error.py), x9 on SmolLM2 before start-up was counted.
 UNCALIBRATED = 10.0
 CALIBRATE_ON = 10  # the newest past jobs like this one that calibration reads
+BUSY_SLOWDOWN = 1.25  # a machine whose load slows a job by this much or more is called busy
 
 # SmolLM2-135M's shape, for estimates before its HF conversion exists on this machine.
 SMOLLM2_135M = {
@@ -103,6 +120,35 @@ class Shape:
         return self.layers * per_layer
 
 
+@dataclass(frozen=True)
+class MachineLoad:
+    """The machine's load when the estimate was made: the 1-minute load average and the CPUs it is spread over."""
+
+    load: float
+    cpus: int
+
+    @property
+    def slowdown(self) -> float:
+        """How much longer a job that wants every CPU takes at this load than on an idle machine."""
+        return 1.0 + max(self.load, 0.0) / max(self.cpus, 1)
+
+    @property
+    def busy(self) -> bool:
+        return self.slowdown >= BUSY_SLOWDOWN
+
+    def words(self) -> str:
+        return f"load {self.load:.1f} on {counted(self.cpus, 'CPU')}"
+
+
+def machine_load() -> MachineLoad | None:
+    """The load now (``os.getloadavg``), or None where the system does not say."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+    return MachineLoad(float(load), os.cpu_count() or 1)
+
+
 @dataclass
 class Estimate:
     device: str
@@ -123,10 +169,33 @@ class Estimate:
     report_reuses_parent: bool = False  # an earlier report kept the parent's answers: about half the report
     uncertainty: str = ""  # how far off it may be, in words ("" when calibrated: ``error`` says it)
     error: PastError | None = None  # the estimate's error on the last jobs of this studio
+    load: MachineLoad | None = None  # the machine's load when the estimate was made (None: not known)
 
     @property
     def fits(self) -> bool:
         return self.available_bytes is None or self.peak_bytes <= self.available_bytes
+
+    @property
+    def busy_factor(self) -> float:
+        """How much longer the job may take at the load now (1.0: idle, unknown, or its steps on a GPU)."""
+        if self.load is None or not self.load.busy or self.device == "GPU":
+            return 1.0
+        return self.load.slowdown
+
+    def load_line(self) -> str:
+        """Which machine load the figures assume, and the widened figures when the machine is busy now."""
+        assumed = "an idle machine" if self.basis == "FLOP model" else "the load the measured jobs ran under"
+        if self.load is None:
+            return f"assumes {assumed} (the load now is not known)"
+        if not self.load.busy:
+            return f"assumes {assumed} ({self.load.words()} now: idle)"
+        if self.device == "GPU":
+            return f"assumes {assumed}; busy now ({self.load.words()}): the steps run on the GPU, start-up may be slower"
+        f = self.busy_factor
+        return (
+            f"assumes {assumed}, but the machine is busy now ({self.load.words()}): if it stays so, "
+            f"x{f:.1f}: ~{self.seconds_per_step * f:.1f} s/step, ~{_duration(self.total_seconds * f)} in all"
+        )
 
     def summary(self) -> str:
         avail = f" of {self.available_bytes / GIB:.1f} GiB available" if self.available_bytes else ""
@@ -148,6 +217,7 @@ class Estimate:
             f"~{self.peak_bytes / GIB:.1f} GiB peak{avail} on {self.device}; ~{self.seconds_per_step:.1f} s/step, "
             f"~{_duration(self.total_seconds)} in all{report}, {self.basis}"
             + (f", {self.uncertainty}" if self.uncertainty else "")
+            + f"; {self.load_line()}"
             + f"; {self.error.line() if self.error else 'no past jobs to check it against'}; "
             f"{self.trainable_params / 1e6:.2f}M of {self.params / 1e6:.0f}M parameters train"
         )
@@ -290,12 +360,14 @@ def estimate(
     past: list[Timing] | None = None,
     parent: int | None = None,
     gguf_parent: bool = False,
+    load: MachineLoad | None = None,
 ) -> Estimate:
     """Peak memory and time (training, publishing and its report) for ``cfg`` on base ``model_ref``; ``history``:
     measured s/step of similar jobs; ``past``: the timings of the jobs this studio ran (``past_timings``) to
     calibrate on; ``parent``: the contestant it trains from (a report against a parent whose answers an earlier
     report kept decodes about half as much); ``gguf_parent``: that parent plays a GGUF on llama.cpp, so publishing
-    first measures which form of the child keeps its training (``training.publishing.fidelity``)."""
+    first measures which form of the child keeps its training (``training.publishing.fidelity``); ``load``: the
+    machine's load to state (default: read now, ``machine_load``)."""
     shape = model_shape(model_ref)
     gpu = _gpu_visible(cfg)
     wbytes = 2 if gpu else 4
@@ -371,6 +443,7 @@ def estimate(
         report_reuses_parent=share < 1.0 and report > 0,
         uncertainty=uncertainty,
         error=past_error(past or []),
+        load=load if load is not None else machine_load(),
     )
 
 
