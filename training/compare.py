@@ -1,23 +1,26 @@
-"""Objectives side by side: one action trains N objectives (DPO, KTO, ORPO, SimPO) from one parent on one freeze
-of the votes with matched budgets, and one view compares the children.
+"""Objectives side by side: one action trains N objectives (DPO, KTO, ORPO, SimPO) from one parent, and one
+view compares the children.
 
-Launch (``launch_comparison``) freezes the current votes once, in one transaction: a pair snapshot for the
-pair objectives and, when KTO is among them, an unpaired snapshot of the same votes (both-good and both-bad
-votes reach KTO only). A given snapshot is used by every objective instead (KTO then trains on each pair's two
-answers). Every config is built and checked by the one pre-launch check before any job is queued, so a refusal
-(too few undesirable answers for KTO, a field out of range) names the objective and launches nothing.
+All train on one freeze of the votes, with matched budgets.
 
-Matched budget: the same optimizer steps, learning-rate schedule, LoRA, seed, maximum length and report
-settings for all, and the same *answers* per step: a pair row holds two answers, so KTO's batch of single
-answers is twice the pair objectives' batch. Each objective keeps its own default learning rate and beta
-(what its paper and TRL recommend), unless the caller sets them for all (``shared``) or for one
+**Launch** (``launch_comparison``) freezes the current votes once, in one transaction. It makes a pair
+snapshot for the pair objectives. When KTO is among them, it also makes an unpaired snapshot of the same
+votes; both-good and both-bad votes reach KTO only. A given snapshot is used by every objective instead.
+KTO then trains on each pair's two answers. Every config is built and checked by the one pre-launch check
+before any job is queued. So a refusal names the objective and launches nothing. Examples are too few
+undesirable answers for KTO, or a field out of range.
+
+**Matched budget.** All share the same optimizer steps, learning-rate schedule, LoRA, seed, maximum length
+and report settings. They also see the same *answers* per step. A pair row holds two answers, so KTO's
+batch of single answers is twice the pair objectives' batch. Each objective keeps its own default learning
+rate and beta, as its paper and TRL recommend. The caller may set them for all (``shared``) or for one
 (``per_objective``).
 
-The view (``comparison``) reads each job (status, steps, seconds, peak memory, KL to the parent with its
-standard error) and each child's checkpoint report (verdict, eval change and drift with their intervals). For
-each measure it names the objective whose interval lies wholly on the better side of every other's, or says
-"can't tell" where the intervals overlap. It needs researcher, and each job's owner or an admin, as every job
-read does (``training.jobs.runner.job_view``).
+**The view** (``comparison``) reads each job: status, steps, seconds, peak memory, KL to the parent with
+its standard error. It reads each child's checkpoint report: verdict, eval change and drift with their
+intervals. For each measure it names the objective whose interval lies wholly on the better side of every
+other's. Where the intervals overlap, it says "can't tell". It needs researcher, and each job's owner or
+an admin, as every job read does (``training.jobs.runner.job_view``).
 """
 
 from __future__ import annotations

@@ -1,22 +1,32 @@
-"""Typed job configs: one dataclass per job kind, every field with a default and a help string, saved as YAML.
+"""Typed job configs: one dataclass per job kind, every field with a default and a help string, saved as
+YAML.
 
-A config is everything a job process needs to run a job from scratch, so the same file can be re-run by hand
-(``python -m vibestudio.training.jobs.job_process config.yaml``) or under ``accelerate launch``. Defaults follow the papers and TRL:
-DPO (Rafailov et al. 2023) beta 0.1 with the sigmoid loss; LoRA (Hu et al. 2021) r 16, alpha 32, dropout 0.05 on
-all linear layers.
+A config is everything a job process needs to run a job from scratch. So the same file can be re-run by
+hand (``python -m vibestudio.training.jobs.job_process config.yaml``) or under ``accelerate launch``.
+Defaults follow the papers and TRL:
+- DPO (Rafailov et al. 2023): beta 0.1 with the sigmoid loss;
+- LoRA (Hu et al. 2021): r 16, alpha 32, dropout 0.05 on all linear layers.
 
-Learning rate: TRL's DPO default is 1e-6 and the DPO paper used 5e-7..1e-6 for full fine-tunes of 1-7B models on
-large batches. We train small models (135M) on small batches of arena votes, so the full default is 5e-6. A LoRA
-update starts at zero and is scaled by alpha/r; the usual practice (and what moves a LoRA adapter within a few
-dozen steps) is about 10x the full-fine-tune rate, so LoRA defaults to 5e-5. ``learning_rate: null`` picks the
-one matching ``lora``; an explicit value always wins.
+**Learning rate.** TRL's DPO default is 1e-6. The DPO paper used 5e-7..1e-6 for full fine-tunes of 1-7B
+models on large batches. We train small models (135M) on small batches of arena votes, so the full default
+is 5e-6. A LoRA update starts at zero and is scaled by alpha/r. Usual practice is about 10x the
+full-fine-tune rate, which moves a LoRA adapter within a few dozen steps. So LoRA defaults to 5e-5.
+``learning_rate: null`` picks the one matching ``lora``. An explicit value always wins.
 
-A field that names a server file is checked before the file is read (``common.paths``): ``verdict_rules`` and
-a ``score_rubric`` path must be plain YAML files inside the data home's ``rules`` / ``rubrics`` folder or the
-shipped ones, and ``accelerate_config`` a file of the data home's ``launch`` folder whose keys the launcher
-allows (``training.jobs.launcher``); each refusal names its field.
+**Each field is defined once**, here: its type, default, help and bounds (``_f``). Pydantic checks the
+types and bounds from that definition (``field_model``), each error tied to its field. These are derived
+from it: the CLI options, the Train form's defaults, the docs' YAML reference and the report's options. A
+minimum the report needs (``training.report.minimums``) is a bound here. So "Config valid" means every
+part of the report can be made.
 
-This module knows nothing about processes or the database (``db.session.data_home`` is where files live).
+**Fields naming a server file** are checked before the file is read (``common.paths``).
+- ``verdict_rules`` and a ``score_rubric`` path must be plain YAML files. They must lie inside the data
+  home's ``rules`` / ``rubrics`` folder, or be the shipped ones.
+- ``accelerate_config`` must be a file of the data home's ``launch`` folder, with keys the launcher allows
+  (``training.jobs.launcher``).
+Each refusal names its field.
+
+This module knows nothing about processes or the database. ``db.session.data_home`` is where files live.
 """
 
 from __future__ import annotations

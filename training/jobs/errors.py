@@ -1,4 +1,6 @@
-"""Errors the training package raises to its callers (UI, CLI): messages are meant to be shown as they are."""
+"""Errors the training package raises to its callers (UI, CLI). Their messages are meant to be shown as they
+are.
+"""
 
 from __future__ import annotations
 

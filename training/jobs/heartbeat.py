@@ -1,13 +1,19 @@
-"""Heartbeats on the database's clock: a running job's sign of life, the worker registry, and stale detection.
+"""Heartbeats on the database's clock: a running job's sign of life, the worker registry, and stale
+detection.
 
-Hosts' clocks disagree, so no time written here comes from a host: a heartbeat is ``UPDATE ... SET heartbeat_at =
-<the database's now>`` and staleness compares it with the database's now again (``db_now``, UTC on both
-SQLite and PostgreSQL). A job is failed as lost only when its heartbeat is older than the grace period
-(``VIBESTUDIO_HEARTBEAT_GRACE_S``), never because this host's ``/proc`` lacks a pid that lives on another
-host, nor because a pid recorded under the same host name is missing here: the identity a job records is the
-host name *and* a random token of the process that started it (``this_host``), so only that very process reads
-the job's pid, and every other judges by the heartbeat. The training process beats for itself (``Beater``, a thread in ``training.jobs.job_process``); when its beat finds the
-row no longer running (cancelled from any process, or failed as lost) it stops its own process group.
+Hosts' clocks disagree, so no time written here comes from a host. A heartbeat is
+``UPDATE ... SET heartbeat_at = <the database's now>``. Staleness compares it with the database's now
+again (``db_now``, UTC on both SQLite and PostgreSQL).
+
+A job is failed as lost only when its heartbeat is older than the grace period
+(``VIBESTUDIO_HEARTBEAT_GRACE_S``). It is never failed because this host's ``/proc`` lacks a pid that
+lives on another host. Nor is it failed because a pid recorded under the same host name is missing here. A
+job records the host name *and* a random token of the process that started it (``this_host``). So only
+that very process reads the job's pid; every other judges by the heartbeat.
+
+The training process beats for itself (``Beater``, a thread in ``training.jobs.job_process``). Its beat
+may find the row no longer running: cancelled from any process, or failed as lost. Then it stops its own
+process group.
 
 Knows the ``jobs`` and ``workers`` tables; knows nothing about TRL or how a job is started.
 """

@@ -1,19 +1,26 @@
-"""The job process: ``python -m vibestudio.training.jobs.job_process <config.yaml> --job <id>``, one training or report job.
+"""The job process: ``python -m vibestudio.training.jobs.job_process <config.yaml> --job <id>``, one training
+or report job.
 
-Not to be confused with ``training.jobs.workers``, the worker service (``vibestudio worker``) that claims jobs and
-starts this process for each.
+Not to be confused with ``training.jobs.workers``: the worker service (``vibestudio worker``) that claims
+jobs and starts this process for each.
 
-It owns one job from start to end: marks it running (pid), re-checks its inputs, runs the trainer for the job's
-kind, publishes the checkpoint (pending), runs its checkpoint report and records the verdict (which releases or
-holds it: ``training.publishing.publish``, ``training.report.job``), and records succeeded / failed (exception + log tail). A ``report`` job (queued
-by a mid-run publish) runs only the report of the contestant it names. SIGTERM (a cancel) ends it
-cleanly. A heartbeat thread (``training.jobs.heartbeat.Beater``) writes the database's time on the row every few
-seconds; when the row is no longer running (cancelled from any process) it sends this process group SIGTERM, and
-with ``--worker-pid`` (started by ``vibestudio worker``) it stops the job too when that worker is gone. On exit
-it starts the next queued job (unless a worker owns it), so the queue drains without the app. If an earlier attempt of the
-same job left ``checkpoints/checkpoint-*``, training resumes from the newest one.
+It owns one job from start to end:
+- marks it running (pid) and re-checks its inputs;
+- runs the trainer for the job's kind;
+- publishes the checkpoint (pending), runs its checkpoint report and records the verdict, which releases
+  or holds it (``training.publishing.publish``, ``training.report.job``);
+- records succeeded / failed (exception + log tail).
+A ``report`` job, queued by a mid-run publish, runs only the report of the contestant it names. SIGTERM (a
+cancel) ends it cleanly.
 
-Everything it prints goes to the job's ``train.log`` (the runner redirects stdout and stderr).
+A heartbeat thread (``training.jobs.heartbeat.Beater``) writes the database's time on the row every few
+seconds. When the row is no longer running (cancelled from any process), it sends this process group
+SIGTERM. With ``--worker-pid`` (started by ``vibestudio worker``) it also stops the job when that worker
+is gone. On exit it starts the next queued job, unless a worker owns it. So the queue drains without the
+app. If an earlier attempt of the same job left ``checkpoints/checkpoint-*``, training resumes from the
+newest.
+
+Everything it prints goes to the job's ``train.log``; the runner redirects stdout and stderr.
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
-"""The launcher config a job runs with (``launcher: accelerate``): written by the studio, never a user's file.
+"""The launcher config a job runs with (``launcher: accelerate``): written by the studio, never a user's
+file.
 
-A job's ``accelerate_config`` names a file in the data home's ``launch`` folder (the operator puts vetted
-accelerate / DeepSpeed / FSDP setups there; nothing a user uploads lands there), read with ``common.paths``
-(a plain file of at most ``MAX_LAUNCH_BYTES``, no link out of the folder), parsed with the safe YAML loader,
-and re-emitted from an allow-list of keys, each with a typed value: the distributed type among a fixed set,
-mixed precision, one machine, GPU ids, ZeRO stage and CPU offload, FSDP sharding. Anything else (a command
-list or file, a TPU or MPI setup, a DeepSpeed config file or host file, a multi-node launcher, a dynamo
-backend, a rendezvous on another host) is refused naming the field and the key. The studio writes the
-result as ``accelerate.yaml`` in the job's own folder and launches with that file, so the launcher reads only
-what was checked; ``num_processes`` comes from the job.
+A job's ``accelerate_config`` names a file in the data home's ``launch`` folder. The operator puts vetted
+accelerate / DeepSpeed / FSDP setups there; nothing a user uploads lands there.
+- It is read with ``common.paths``: a plain file of at most ``MAX_LAUNCH_BYTES``, no link out of the
+  folder.
+- It is parsed with the safe YAML loader.
+- It is re-emitted from an allow-list of keys, each with a typed value. The keys cover the distributed
+  type (among a fixed set), mixed precision, one machine, GPU ids, ZeRO stage and CPU offload, FSDP
+  sharding.
+Anything else is refused, naming the field and the key. That includes a command list or file, a TPU or MPI
+setup, a DeepSpeed config file or host file, a multi-node launcher, a dynamo backend, and a rendezvous on
+another host. The studio writes the result as ``accelerate.yaml`` in the job's own folder and launches
+with that file. So the launcher reads only what was checked. ``num_processes`` comes from the job.
 
-Imports common and db (the data home); raises ``LaunchConfigError`` (a ``ValueError``) whose message starts
-with the field.
+Imports common and db (the data home). Raises ``LaunchConfigError`` (a ``ValueError``) whose message
+starts with the field.
 """
 
 from __future__ import annotations

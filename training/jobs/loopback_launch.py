@@ -1,13 +1,17 @@
 """``accelerate launch`` with its rendezvous on loopback: how a job with ``launcher: accelerate`` starts.
 
-A job runs on one host (``training.jobs.launcher`` allows one machine only), but torch's elastic agent, which
-``accelerate launch`` runs in its own process, serves its rendezvous and its workers' store (``TCPStore``) on
-every interface of the host: anyone who reached the port could join the job's process group or feed it values.
-This module binds every store the launcher serves to 127.0.0.1 (a socket bound here, handed to the store as its
-listening descriptor) and then runs ``accelerate launch`` with the arguments it was given. The job's workers
-connect to the agent's store (``MASTER_ADDR`` is a loopback name), so nothing of the job listens elsewhere.
+A job runs on one host; ``training.jobs.launcher`` allows one machine only. But torch's elastic agent runs
+in its own process under ``accelerate launch``. It serves its rendezvous and its workers' store
+(``TCPStore``) on every interface of the host. Anyone who reached the port could join the job's process
+group or feed it values.
 
-Run as ``python -m vibestudio.training.jobs.loopback_launch <accelerate launch arguments>``; only the job command uses it.
+This module binds every store the launcher serves to 127.0.0.1. It binds a socket here and hands it to the
+store as its listening descriptor. Then it runs ``accelerate launch`` with the arguments it was given. The
+job's workers connect to the agent's store (``MASTER_ADDR`` is a loopback name). So nothing of the job
+listens elsewhere.
+
+Run as ``python -m vibestudio.training.jobs.loopback_launch <accelerate launch arguments>``. Only the job
+command uses it.
 """
 
 from __future__ import annotations

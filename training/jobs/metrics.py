@@ -1,9 +1,10 @@
-"""Job metrics: a small writer into ``job_metrics`` and the TrainerCallback that feeds it from any TRL trainer.
+"""Job metrics: a small writer into ``job_metrics`` and the TrainerCallback that feeds it from any TRL
+trainer.
 
-Every scalar the trainer logs (loss, rewards/*, logps/*, learning_rate, grad_norm, ...) becomes a row
-``(job_id, step, name, value)``; ``progress`` (step / max_steps) is written each step so a job page can draw a bar
-without parsing logs. Each write is one short transaction (SQLite allows one writer at a time). A readable line
-per log also goes to stdout, which is the job's ``train.log``.
+Every scalar the trainer logs becomes a row ``(job_id, step, name, value)``. Examples are loss, rewards/*,
+logps/*, learning_rate, grad_norm. ``progress`` (step / max_steps) is written each step. So a job page can
+draw a bar without parsing logs. Each write is one short transaction, since SQLite allows one writer at a
+time. A readable line per log also goes to stdout, which is the job's ``train.log``.
 """
 
 from __future__ import annotations

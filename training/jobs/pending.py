@@ -1,14 +1,18 @@
 """A pending checkpoint always has a report coming, or it is held with the reason why none is.
 
-A published checkpoint is *pending* (``arena.lifecycle``) until its report records a verdict. The job that runs
-that report is the ``report`` job of its newest publish event, else the training job that published it (its
-job process runs the report before it ends). When that job is no longer queued or running (cancelled, failed, lost
-with its process), no verdict is coming: ``hold_orphans`` holds the contestant at once, saying which job and why,
-and how to get a verdict (rerun the report, or resume the job). ``runner.finish`` calls it for the job it ends,
-whichever way it ends (a cancel, a failure, a lost job process), so a cancel during a report holds the child in the
-cancel's own request; ``runner.reconcile`` calls it for every pending contestant (a job process killed or crashed
-between publish and verdict, or a report job deleted). It never releases anything; a later verdict (a rerun
-report, a resumed job that publishes again) moves the contestant on as any verdict does.
+A published checkpoint is *pending* (``arena.lifecycle``) until its report records a verdict. The job that
+runs that report is the ``report`` job of its newest publish event. Otherwise it is the training job that
+published it; its job process runs the report before it ends.
+
+That job may be no longer queued or running: cancelled, failed, or lost with its process. Then no verdict
+is coming. ``hold_orphans`` holds the contestant at once. It says which job and why, and how to get a
+verdict (rerun the report, or resume the job). Two callers:
+- ``runner.finish`` calls it for the job it ends, whichever way it ends: a cancel, a failure, a lost job
+  process. So a cancel during a report holds the child in the cancel's own request.
+- ``runner.reconcile`` calls it for every pending contestant. That catches a job process killed or crashed
+  between publish and verdict, or a report job deleted.
+It never releases anything. A later verdict moves the contestant on as any verdict does: a rerun report,
+or a resumed job that publishes again.
 """
 
 from __future__ import annotations

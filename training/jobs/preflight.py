@@ -1,13 +1,21 @@
-"""The one pre-launch check, and the choice of base model: everything that can fail cheaply fails here, not in a
-job process.
+"""The one pre-launch check, and the choice of base model: everything that can fail cheaply fails here, not
+in a job process.
 
-``check_job`` is the check: it finds the parent contestant, decides which checkpoint the job trains on
-(``choose_base``), opens the snapshot (hash verified, answers non-empty, enough pairs after the ``pairs`` filter)
-or the task set, asks the reward sources (a judge that is down, a failed reward job), refuses a taken output
-name and a job that cannot fit in memory, and returns every problem at once, each tied to its field, with what
-it resolved on the way. The Train tab, ``vibestudio train --dry-run`` and the API reach it through
-``training.jobs.service.check_config``; ``preflight`` is the same check at submit time and in the job process, where any
-problem is a ``JobError`` naming them all. It never loads a model, so it takes milliseconds.
+``check_job`` is the check. It:
+- finds the parent contestant and decides which checkpoint the job trains on (``choose_base``);
+- opens the snapshot (hash verified, answers non-empty, enough pairs after the ``pairs`` filter) or the
+  task set;
+- asks the reward sources: a judge that is down, a failed reward job;
+- refuses a taken output name and a job that cannot fit in memory;
+- refuses a job whose report cannot be made: too few held-out prompts beside its training data
+  (``training.report.minimums``). So "Config valid" means every part of the report can be made.
+It returns every problem at once, each tied to its field, with what it resolved on the way.
+
+The Train tab, ``vibestudio train --dry-run`` and the API reach it through
+``training.jobs.service.check_config``. A launch passes that result on (``Findings.checked``) instead of
+checking again. ``preflight`` is the same check in the job process, and for a caller of ``runner.submit``
+that brings no check. There any problem is a ``JobError`` naming them all. It never loads a model, so it
+takes milliseconds.
 """
 
 from __future__ import annotations

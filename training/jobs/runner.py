@@ -1,16 +1,24 @@
 """Job runner: validate, queue and launch training jobs as detached job processes; cancel and re-attach.
 
-State lives only in the database (``jobs``, ``job_metrics``) and the job folder
-``<data_home>/jobs/<id>/`` (config.yaml, train.log, output/), so any process (the app after a restart, the CLI,
-a test) can look at a job. Who runs a queued job is a setting (``VIBESTUDIO_JOBS``): ``local`` (the default, so
-``make demo`` is one command): one job at a time on this host, ``start_next`` claiming the oldest queued job with
-a single conditional UPDATE (atomic on SQLite; serialised by an advisory lock on PostgreSQL), so two launchers
-never start two job processes, and a job process starting the next queued job when it exits; ``workers``: nothing starts
-here, ``vibestudio worker`` processes claim jobs (``training.jobs.workers``). Either way a running job records its host
-and heartbeats on the database's clock (``training.jobs.heartbeat``); ``reconcile`` fails a job whose heartbeat went
-stale (its host is lost), or, on the host that started it, whose process is gone, with the tail of its log.
-Cancel works through the database: the row turns ``cancelled`` and the training process, wherever it runs, stops
-at its next heartbeat (at once when it runs on this host).
+State lives only in the database (``jobs``, ``job_metrics``) and the job folder ``<data_home>/jobs/<id>/``
+(config.yaml, train.log, output/). So any process can look at a job: the app after a restart, the CLI, a
+test.
+
+Who runs a queued job is a setting (``VIBESTUDIO_JOBS``):
+- ``local``, the default, so ``make demo`` is one command. One job runs at a time on this host.
+  ``start_next`` claims the oldest queued job with a single conditional UPDATE. That is atomic on SQLite,
+  and serialised by an advisory lock on PostgreSQL. So two launchers never start two job processes. A job
+  process starts the next queued job when it exits.
+- ``workers``: nothing starts here; ``vibestudio worker`` processes claim jobs
+  (``training.jobs.workers``).
+- ``ray``: every queued job is handed to a Ray cluster, which places it (``training.jobs.ray_jobs``).
+
+Either way, a running job records its host and heartbeats on the database's clock
+(``training.jobs.heartbeat``). ``reconcile`` fails a job whose heartbeat went stale: its host is lost. On
+the host that started it, it also fails a job whose process is gone. It adds the tail of its log.
+
+Cancel works through the database. The row turns ``cancelled``. The training process, wherever it runs,
+stops at its next heartbeat, or at once on this host.
 
 The runner knows nothing about TRL; ``training.jobs.job_process`` does the training.
 """

@@ -1,11 +1,14 @@
-"""The training API the UI and CLI call: check a config, launch a job from a parent and a snapshot (or fresh votes).
+"""The training API the UI and CLI call: check a config, launch a job from a parent and a snapshot (or fresh
+votes).
 
-Thin on purpose: configs come from ``training.jobs.config``, checks and launching from ``training.jobs.runner``. Errors the
-user can fix arrive as JobError with a message to show as is; ``check_config`` returns them field by field
-(for the Train tab's YAML editor and ``vibestudio train --dry-run``) together with the memory/time estimate and
-the on-policy mix of the data, before anything is written or started. A file a field names is checked before
-it is read: rules, rubric and launcher files in ``training.jobs.config``, a signed-in user's ``base_model`` here
-(``arena.model_files``).
+Thin on purpose. Configs come from ``training.jobs.config``; checks and launching from
+``training.jobs.runner``. Errors the user can fix arrive as JobError, with a message to show as is.
+``check_config`` returns them field by field, before anything is written or started. The Train tab's YAML
+editor and ``vibestudio train --dry-run`` use it. It also returns the memory/time estimate and the
+on-policy mix of the data.
+
+A file a field names is checked before it is read. Rules, rubric and launcher files are checked in
+``training.jobs.config``. A signed-in user's ``base_model`` is checked here (``arena.model_files``).
 """
 
 from __future__ import annotations

@@ -1,20 +1,28 @@
-"""The ``vibestudio worker`` service: claim queued jobs from the database and run each as a training process here.
+"""The ``vibestudio worker`` service: claim queued jobs from the database and run each as a training process
+here.
 
-A launched job is a queued row. A worker claims the oldest queued job of a kind it serves with one atomic step:
-on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED`` (two workers never wait on, or take, the same row), on SQLite
-the conditional ``UPDATE ... WHERE id = ? AND status = 'queued'`` whose row count says who won. The claim records
-the worker's identity (``jobs.host``) and a first heartbeat on the database's clock (``training.jobs.heartbeat``).
+A launched job is a queued row. A worker claims the oldest queued job of a kind it serves, in one atomic
+step.
+- On PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED``. Two workers never wait on, or take, the same row.
+- On SQLite: the conditional ``UPDATE ... WHERE id = ? AND status = 'queued'``. Its row count says who
+  won.
+The claim records the worker's identity (``jobs.host``). It writes a first heartbeat on the database's
+clock (``training.jobs.heartbeat``).
 
-Each job then runs as ``python -m vibestudio.training.jobs.job_process`` (or under ``accelerate launch``, from the same saved config,
-with ``CUDA_VISIBLE_DEVICES`` set to ``--gpus``) with this worker's data home; it beats for itself and stops when
-its row stops being ``running`` (a cancel from any process). This service beats too for the children it sees
-alive, fails the jobs of children that exit without a result, fails every job anywhere whose heartbeat went stale,
-and keeps its ``workers`` row fresh so the app can say when no live worker serves a kind.
+Each job then runs as ``python -m vibestudio.training.jobs.job_process``, with this worker's data home. It
+may run under ``accelerate launch`` instead, from the same saved config, with ``CUDA_VISIBLE_DEVICES`` set
+to ``--gpus``. The job beats for itself. It stops when its row stops being ``running`` (a cancel from any
+process). This service also:
+- beats for the children it sees alive;
+- fails the jobs of children that exit without a result;
+- fails every job anywhere whose heartbeat went stale;
+- keeps its ``workers`` row fresh, so the app can say when no live worker serves a kind.
 
-Where the job folder lives: the worker's own data home (``<home>/jobs/<id>``). When that is not the folder the
-app wrote (two data homes), the worker writes the config there from the database and records its paths on the
-row, so the published checkpoint's path is the worker's: the app must be able to read it (docs/deployment.md,
-"Workers and checkpoints"). A job whose inputs this host cannot see is failed with a message naming the path.
+**Where the job folder lives**: the worker's own data home (``<home>/jobs/<id>``). That may not be the
+folder the app wrote (two data homes). Then the worker writes the config there from the database and
+records its paths on the row. So the published checkpoint's path is the worker's, and the app must be able
+to read it (docs/deployment.md, "Workers and checkpoints"). A job whose inputs this host cannot see is
+failed with a message naming the path.
 """
 
 from __future__ import annotations

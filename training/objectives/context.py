@@ -1,8 +1,10 @@
-"""What a running job knows (config, checked inputs, folders, metric writer) and the model loading every
-trainer shares: base checkpoint (+ the parent's adapter), tokenizer, LoRA config, device arguments.
+"""What a running job knows, and the model loading every trainer shares.
 
-Trainer modules (``training.objectives.dpo`` ...) take a JobContext and return a TrainResult; they never touch job status
-or the arena registry (the job process and ``training.publishing.publish`` do).
+A job knows its config, checked inputs, folders and metric writer. The shared loading covers the base
+checkpoint (+ the parent's adapter), tokenizer, LoRA config and device arguments.
+
+Trainer modules (``training.objectives.dpo`` ...) take a JobContext and return a TrainResult. They never
+touch job status or the arena registry; the job process and ``training.publishing.publish`` do.
 """
 
 from __future__ import annotations

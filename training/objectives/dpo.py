@@ -1,9 +1,11 @@
-"""DPO job: TRL ``DPOTrainer`` on a frozen preference snapshot, LoRA by default, with metrics into the database.
+"""DPO job: TRL ``DPOTrainer`` on a frozen preference snapshot, LoRA by default, with metrics into the
+database.
 
-Besides TRL's own logs (loss, rewards/chosen|rejected|margins|accuracies, logps/*, logits/*), the job measures
-KL(policy || reference) on held-out prompts (``training.objectives.kl``), which TRL's DPO does not log, during training by
-default, and, when the config names one, a gold signal (``training.objectives.gold``) at the same steps, with the option to
-stop once gold falls and publish the best-gold weights.
+TRL logs its own: loss, rewards/chosen|rejected|margins|accuracies, logps/*, logits/*. Besides these, the
+job measures KL(policy || reference) on held-out prompts (``training.objectives.kl``). TRL's DPO does not
+log it. It is measured during training by default. When the config names one, a gold signal
+(``training.objectives.gold``) is measured at the same steps. The job can then stop once gold falls and
+publish the best-gold weights.
 """
 
 from __future__ import annotations

@@ -1,15 +1,20 @@
-"""DPO's kin as job kinds: KTO (TRL ``KTOTrainer``) on unpaired desirable / undesirable answers, and the
-reference-free ORPO (TRL ``ORPOTrainer``) and SimPO (TRL ``CPOTrainer`` with ``loss_type="simpo"`` and
-``cpo_alpha=0``) on the same preference snapshots as DPO.
+"""DPO's kin as job kinds: KTO, ORPO and SimPO.
+- KTO (TRL ``KTOTrainer``) trains on unpaired desirable / undesirable answers.
+- ORPO (TRL ``ORPOTrainer``) is reference-free, on the same preference snapshots as DPO.
+- SimPO (TRL ``CPOTrainer`` with ``loss_type="simpo"`` and ``cpo_alpha=0``) is reference-free too, on the
+  same snapshots.
 
-Each reads its snapshot, loads the model the way every trainer does (``training.objectives.context``), and hands the job process
-a ``TrainResult``; curves, checkpoints, resume, publishing and the report are the job process's, as for DPO. A KTO job
-on a paired snapshot trains on each pair's chosen answer as desirable and its rejected one as undesirable
-(``annotation.unpaired.from_pairs``). ORPO and CPO live in ``trl.experimental`` in the installed TRL; KTO is
-stable there. TRL logs ``loss``, ``rewards/chosen|rejected|margins`` (KTO: ``kl`` as well, its own batch
-estimate) and ``logps/*``. When training ends each job measures KL(child || parent) on held-out prompts
-(``training.objectives.kl``), filed as ``kl_heldout``, ``kl_heldout_se`` and ``kl_heldout_per_token`` so TRL's ``kl``
-keeps its meaning; ``kl_unmeasured`` says when there is no parent to measure against.
+Each reads its snapshot and loads the model the way every trainer does (``training.objectives.context``).
+It hands the job process a ``TrainResult``. Curves, checkpoints, resume, publishing and the report are the
+job process's, as for DPO. A KTO job on a paired snapshot takes each pair's chosen answer as desirable and
+its rejected one as undesirable (``annotation.unpaired.from_pairs``). ORPO and CPO live in
+``trl.experimental`` in the installed TRL; KTO is stable there.
+
+TRL logs ``loss``, ``rewards/chosen|rejected|margins`` and ``logps/*``. KTO also logs ``kl``, its own
+batch estimate. When training ends, each job measures KL(child || parent) on held-out prompts
+(``training.objectives.kl``). It is filed as ``kl_heldout``, ``kl_heldout_se`` and
+``kl_heldout_per_token``, so TRL's ``kl`` keeps its meaning. ``kl_unmeasured`` says when there is no
+parent to measure against.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """The gold signal measured while a job trains, and the option to keep the best-gold weights.
 
-Gold here is the verifiable-eval accuracy of the policy being trained (``standings.evals``: format and arithmetic
-items a program checks), generated greedily by the in-training model itself on the first ``gold_items`` items,
-at step 0 (the parent; KL 0 by definition) and every ``gold_every`` steps. Each measurement writes ``gold``
-(share passed), ``gold_se`` (its binomial standard error) and ``gold_n``; ``training.objectives.overopt`` places them
-against sqrt(KL) and says when gold has peaked.
+Gold here is the verifiable-eval accuracy of the policy being trained (``standings.evals``: format and
+arithmetic items a program checks). The in-training model itself answers greedily on the first
+``gold_items`` items. It runs at step 0 (the parent; KL 0 by definition) and every ``gold_every`` steps.
+Each measurement writes ``gold`` (share passed), ``gold_se`` (its binomial standard error) and ``gold_n``.
+``training.objectives.overopt`` places them against sqrt(KL) and says when gold has peaked.
 
-With ``stop_at_best_gold`` the callback keeps an in-memory copy of the trainable weights (the LoRA adapter, or
-the whole model in a full fine-tune) at the best gold so far, stops training once gold has *fallen* (a sustained
-fall, see ``training.objectives.overopt``), and puts the best weights back before the job saves and publishes.
+With ``stop_at_best_gold``, the callback keeps an in-memory copy of the trainable weights at the best gold
+so far. That is the LoRA adapter, or the whole model in a full fine-tune. It stops training once gold has
+*fallen*: a sustained fall, see ``training.objectives.overopt``. It puts the best weights back before the
+job saves and publishes.
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
-"""GRPO job: TRL ``GRPOTrainer`` with verifiable rewards (``training.objectives.rewards``) on the prompts of a snapshot, or
-on the train split of a task set (RLVR, ``tasks: NAME``).
+"""GRPO job: TRL ``GRPOTrainer`` with verifiable rewards (``training.objectives.rewards``).
 
-Each distinct prompt of the snapshot is a training prompt; its chosen answer is kept as the ``reference`` column
-for ``exact_match`` rewards. On a task set each train task is a prompt with its ``answer``, ``verifier`` and
-``choices`` columns for the ``task`` reward; the job process re-checks the set (no held-out task among them) before
-training, and ``training.tasks.heldout`` measures held-out accuracy (Wilson interval; the change since step 0 with
-an exact McNemar test) and the studio's own KL every ``heldout_every`` steps. A ``reward_model`` spec naming a job (``{type: reward_model, job: 7}``) is resolved to
-that job's checkpoint folder here, and a ``judge`` spec naming a contestant to that contestant's engine. TRL logs ``reward``, ``rewards/<function>/mean``, ``kl`` (when beta > 0),
-completion lengths and clip ratios; they all land in ``job_metrics``.
+It trains on the prompts of a snapshot, or on the train split of a task set (RLVR, ``tasks: NAME``).
+- **On a snapshot**, each distinct prompt is a training prompt. Its chosen answer is kept as the
+  ``reference`` column for ``exact_match`` rewards.
+- **On a task set**, each train task is a prompt with its ``answer``, ``verifier`` and ``choices``
+  columns, for the ``task`` reward. The job process re-checks the set before training: no held-out task
+  among them. Every ``heldout_every`` steps, ``training.tasks.heldout`` measures held-out accuracy and the
+  studio's own KL. Accuracy has a Wilson interval, and its change since step 0 an exact McNemar test.
+
+A ``reward_model`` spec naming a job (``{type: reward_model, job: 7}``) is resolved here to that job's
+checkpoint folder. A ``judge`` spec naming a contestant is resolved to that contestant's engine. TRL logs
+``reward``, ``rewards/<function>/mean``, ``kl`` (when beta > 0), completion lengths and clip ratios. They
+all land in ``job_metrics``.
 """
 
 from __future__ import annotations

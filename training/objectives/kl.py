@@ -1,11 +1,15 @@
-"""KL(policy || reference) measured the honest way: sample answers from the policy on held-out prompts and average
-log pi(y|x) - log pi_ref(y|x) over the sampled answers (a Monte-Carlo estimate of the sequence-level KL).
+"""KL(policy || reference) measured the honest way, on answers sampled from the policy on held-out prompts.
 
-TRL's DPO logs only the implicit rewards (beta * log-ratios on the *training* pairs), which say nothing about how
-far the policy drifts on prompts it was not trained on. Held-out prompts are MT-Bench first turns that do not
-appear in the snapshot. Sampling uses temperature 1 and no top-p, so the samples come from pi itself (any
-truncation would bias the estimate). The reference is what the trainer uses: the base with the adapter disabled
-(new LoRA), TRL's frozen "ref" adapter (continued LoRA), or ``trainer.ref_model`` (full fine-tune).
+It averages log pi(y|x) - log pi_ref(y|x) over the sampled answers: a Monte-Carlo estimate of the
+sequence-level KL. TRL's DPO logs only the implicit rewards: beta * log-ratios on the *training* pairs.
+They say nothing about how far the policy drifts on prompts it was not trained on.
+
+Held-out prompts are MT-Bench first turns that do not appear in the snapshot. Sampling uses temperature 1
+and no top-p, so the samples come from pi itself; any truncation would bias the estimate. The reference is
+what the trainer uses:
+- new LoRA: the base with the adapter disabled;
+- continued LoRA: TRL's frozen "ref" adapter;
+- full fine-tune: ``trainer.ref_model``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,22 @@
-"""Over-optimisation you can see while it happens: gold against sqrt(KL), the Gao et al. fit, and a peak detector.
+"""Over-optimisation you can see while it happens: gold against sqrt(KL), the Gao et al. fit, and a peak
+detector.
 
-Gao, Schulman & Hilton (2022) found that the *gold* reward of a policy optimised against a proxy, measured against
-d = sqrt(KL(policy || reference)), follows ``gold(d) = g0 + d (alpha - beta log d)`` for RL and
-``g0 + d (alpha - beta d)`` for best-of-n: it rises, peaks and falls while the proxy (training) reward keeps
-rising. A job records ``kl`` and a gold signal (metric ``gold``, optionally ``gold_se`` for its standard error:
-verifiable-eval accuracy, a judge's win rate against the parent, a held-out reward model); this module pairs each
-gold point with the KL measured at or before its step, fits the form once it has enough points (linear least
-squares: the form is linear in g0, alpha, beta; numpy), and says whether gold has peaked or falls while the
-training reward still rises.
+Gao, Schulman & Hilton (2022) studied a policy optimised against a proxy. Its *gold* reward, measured
+against d = sqrt(KL(policy || reference)), follows a curve:
+- ``gold(d) = g0 + d (alpha - beta log d)`` for RL;
+- ``g0 + d (alpha - beta d)`` for best-of-n.
+It rises, peaks and falls while the proxy (training) reward keeps rising.
 
-A gold series that is missing, too short or constant is *unmeasurable*, with the reason: never "fine".
-A fall counts when it is sustained (the last two points below the best) and, when standard errors are recorded,
-larger than twice the standard error of the difference. Knows nothing about processes or the UI.
+A job records ``kl`` and a gold signal: metric ``gold``, optionally ``gold_se`` for its standard error.
+Gold may be verifiable-eval accuracy, a judge's win rate against the parent, or a held-out reward model.
+This module pairs each gold point with the KL measured at or before its step. It fits the form once it has
+enough points, by linear least squares (the form is linear in g0, alpha, beta; numpy). It says whether
+gold has peaked or falls while the training reward still rises.
+
+A gold series that is missing, too short or constant is *unmeasurable*, with the reason: never "fine". A
+fall counts when it is sustained: the last two points below the best. When standard errors are recorded,
+it must also be larger than twice the standard error of the difference. Knows nothing about processes or
+the UI.
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
 """On-policy, half or off-policy: who wrote the two answers of each preference pair, seen from one policy.
 
-The point of arena preference data is that it comes from the model being tuned. Each snapshot row records the
-contestants that wrote its chosen and rejected answers (``provenance.chosen_model`` / ``rejected_model``,
-public names, so each published checkpoint is its own policy version). For a parent contestant a pair is
-``on`` (both answers are the parent's), ``half`` (one is), ``off`` (neither) or ``unknown`` (imported rows
-without provenance). A self-play battle in the arena (`arena.self_play`: one contestant sampled twice) is the
-way to collect ``on`` pairs on purpose. ``pair_mix`` counts them; ``filter_rows`` keeps the kinds a researcher asks for. This
-module knows nothing about jobs or the database.
+The point of arena preference data is that it comes from the model being tuned. Each snapshot row records
+the contestants that wrote its chosen and rejected answers (``provenance.chosen_model`` /
+``rejected_model``). These are public names, so each published checkpoint is its own policy version. For a
+parent contestant, a pair is:
+- ``on``: both answers are the parent's;
+- ``half``: one is;
+- ``off``: neither is;
+- ``unknown``: imported rows without provenance.
+A self-play battle in the arena (`arena.self_play`: one contestant sampled twice) collects ``on`` pairs on
+purpose. ``pair_mix`` counts them; ``filter_rows`` keeps the kinds a researcher asks for. This module
+knows nothing about jobs or the database.
 """
 
 from __future__ import annotations

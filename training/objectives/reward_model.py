@@ -1,9 +1,10 @@
-"""Reward-model job: TRL ``RewardTrainer`` (Bradley-Terry loss on chosen vs rejected) on a preference snapshot.
+"""Reward-model job: TRL ``RewardTrainer`` (Bradley-Terry loss on chosen vs rejected) on a preference
+snapshot.
 
-The model is the base checkpoint with a one-output score head (``AutoModelForSequenceClassification``); with LoRA
-the adapter trains together with the head (PEFT keeps the head in ``modules_to_save``). The output folder's
-manifest lets ``training.objectives.rewards.RewardModelScorer`` load it for GRPO. TRL logs ``accuracy`` (chosen scored
-above rejected), ``margin`` and the reward range per step.
+The model is the base checkpoint with a one-output score head (``AutoModelForSequenceClassification``).
+With LoRA, the adapter trains together with the head; PEFT keeps the head in ``modules_to_save``. The
+output folder's manifest lets ``training.objectives.rewards.RewardModelScorer`` load it for GRPO. TRL logs
+``accuracy`` (chosen scored above rejected), ``margin`` and the reward range per step.
 """
 
 from __future__ import annotations

@@ -1,38 +1,42 @@
-"""Verifiable reward functions for GRPO (RLVR): format constraints, exact match, length bounds, regex, and a
-trained reward model, each built from a small spec dict that a job config holds.
+"""Verifiable reward functions for GRPO (RLVR), each built from a small spec dict that a job config holds.
 
-A spec is ``{"type": ..., "weight": 1.0, **params}``. ``build_rewards(specs)`` returns TRL-ready callables
-``f(prompts, completions, **columns) -> list[float]`` (each with a readable ``__name__``, which TRL uses for the
-per-function metric ``rewards/<name>/mean``) and their weights. The functions are pure and fast; only
-``reward_model`` loads a model. This module knows nothing about jobs or the database.
+The kinds are format constraints, exact match, length bounds, regex, and a trained reward model. A spec is
+``{"type": ..., "weight": 1.0, **params}``. ``build_rewards(specs)`` returns TRL-ready callables
+``f(prompts, completions, **columns) -> list[float]`` and their weights. Each callable has a readable
+``__name__``, which TRL uses for the per-function metric ``rewards/<name>/mean``. The functions are pure
+and fast; only ``reward_model`` loads a model. This module knows nothing about jobs or the database.
 
 Types and their parameters:
-- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` (default; counted by ``textfeatures.vibes.word_count``)
-  or ``chars``. 1.0 inside the bounds, falling linearly to 0 at twice the distance (so the policy gets a gradient
-  towards the window).
+- ``length``: ``min`` / ``max`` (inclusive) in ``unit`` ``words`` or ``chars``. Words are the default,
+  counted by ``textfeatures.vibes.word_count``. 1.0 inside the bounds, falling linearly to 0 at twice the
+  distance. So the policy gets a gradient towards the window.
 - ``regex``: ``pattern`` (Python ``re``), ``flags`` (e.g. ``"IMS"``), ``mode`` ``search`` (default) or
-  ``fullmatch``; ``negate: true`` rewards *not* matching. 1.0 or 0.0.
-- ``format``: ``format`` one of ``json``, ``markdown_heading``, ``bullets``, ``no_markdown``, ``no_emoji``,
-  ``single_paragraph``, ``ends_with_punctuation``. 1.0 or 0.0. Headers, bullets, markdown and emoji are the
-  definitions of ``textfeatures.vibes`` (the ones drift reports, vibe control and the evals count with).
-- ``exact_match``: compares the answer (or the first group of ``extract``, a regex) with the dataset column
-  ``column`` (default ``reference``), case- and space-normalised unless ``normalize: false``. 1.0 or 0.0.
-- ``contains``: ``keywords`` list, ``mode`` ``any`` (default) or ``all``; case-insensitive. 1.0 or 0.0.
-- ``reward_model``: ``path`` of a reward-model checkpoint made by a ``reward`` job (or ``job``: its id, resolved
-  by the job process). The raw scalar score.
-- ``judge``: ``judge`` (a contestant, id or name, resolved by the job process into its engine) compares each answer
-  with the dataset column ``against`` (default ``reference``, the snapshot's chosen answer) with
-  ``annotation.judges.judge_pair``, both orders: 1 per win, 0.5 per tie, 0 per loss, averaged over the parsed
-  verdicts (0.5 when the judge gives none). ``focus`` is passed to the judge prompt.
-- ``task``: the answer checked against the task's reference by a verifier (``training.tasks.verifiers``): the
-  task's own (dataset columns ``answer``, ``verifier``, ``choices``, as a GRPO job on a task set provides them)
-  unless ``verifier`` names another one for every task. 1.0 or 0.0; ``None`` (left out, counted in ``skipped``)
-  when the verifier raises, times out or is switched off.
+  ``fullmatch``. ``negate: true`` rewards *not* matching. 1.0 or 0.0.
+- ``format``: ``format`` is one of ``json``, ``markdown_heading``, ``bullets``, ``no_markdown``,
+  ``no_emoji``, ``single_paragraph``, ``ends_with_punctuation``. 1.0 or 0.0. Headers, bullets, markdown
+  and emoji are the definitions of ``textfeatures.vibes``. Drift reports, vibe control and the evals count
+  with the same ones.
+- ``exact_match``: compares the answer with the dataset column ``column`` (default ``reference``). With
+  ``extract`` (a regex), it compares the first group instead. Case and spaces are normalised unless
+  ``normalize: false``. 1.0 or 0.0.
+- ``contains``: a ``keywords`` list, ``mode`` ``any`` (default) or ``all``; case-insensitive. 1.0 or 0.0.
+- ``reward_model``: the ``path`` of a reward-model checkpoint made by a ``reward`` job. Or ``job``: its
+  id, resolved by the job process. The raw scalar score.
+- ``judge``: ``judge`` is a contestant (id or name), resolved by the job process into its engine. It
+  compares each answer with the dataset column ``against`` (default ``reference``, the snapshot's chosen
+  answer). It uses ``annotation.judges.judge_pair``, both orders. It scores 1 per win, 0.5 per tie, 0 per
+  loss, averaged over the parsed verdicts. It gives 0.5 when the judge gives none. ``focus`` is passed to
+  the judge prompt.
+- ``task``: the answer checked against the task's reference by a verifier (``training.tasks.verifiers``).
+  It is the task's own verifier, from the dataset columns ``answer``, ``verifier``, ``choices`` (as a GRPO
+  job on a task set provides them). ``verifier`` may name another one for every task. 1.0 or 0.0. It gives
+  ``None`` when the verifier raises, times out or is switched off; that is left out, counted in
+  ``skipped``.
 
-A deliberate recursion with ``training.tasks.verifiers``: the two modules are one spec language, in which a
-``task`` reward holds a verifier and a ``reward`` verifier holds a reward spec, nested to any depth. Each side
-imports the other only inside the function that descends (``make_reward``'s ``task`` branch, ``TaskScorer``), so
-importing either module alone imports nothing of the other.
+A deliberate recursion with ``training.tasks.verifiers``: the two modules are one spec language. A
+``task`` reward holds a verifier, and a ``reward`` verifier holds a reward spec, nested to any depth. Each
+side imports the other only inside the function that descends (``make_reward``'s ``task`` branch,
+``TaskScorer``). So importing either module alone imports nothing of the other.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The manifest every job output folder carries (``studio.json``): what the folder holds and what it sits on.
 
-A LoRA adapter is useless without its base; the manifest records the base reference (``builtin:`` or a path)
-and its resolved path on this machine, the job kind, step and snapshot, so a later job (GRPO scoring with a
-reward model, a drift report, a vLLM server loading the adapter) can use the folder without the database.
+A LoRA adapter is useless without its base. The manifest records the base reference (``builtin:`` or a
+path) and its resolved path on this machine. It also records the job kind, step and snapshot. So a later
+job can use the folder without the database: GRPO scoring with a reward model, a drift report, a vLLM
+server loading the adapter.
 """
 
 from __future__ import annotations

@@ -1,34 +1,47 @@
 """Fidelity: how much of a checkpoint's training survives in the form that plays, and which form plays.
 
-The trained model is the parent's HF weights plus the child's LoRA (or its full checkpoint) in fp32 with
-transformers: exactly what the optimizer changed. A *deployed form* is what the arena would run instead: a GGUF
-of the merged weights at some quantization, the parent's own GGUF with the child's LoRA applied at run time
-(``training.publishing.gguf_adapter``), or the transformers engine itself. Re-quantizing can throw the training away (a
-SmolLM2 DPO LoRA changes weights by less than one Q4_1 step), so no form is trusted by construction.
+The trained model is the parent's HF weights plus the child's LoRA (or its full checkpoint), in fp32 with
+transformers. That is exactly what the optimizer changed. A *deployed form* is what the arena would run
+instead:
+- a GGUF of the merged weights at some quantization;
+- the parent's own GGUF with the child's LoRA applied at run time (``training.publishing.gguf_adapter``);
+- the transformers engine itself.
+Re-quantizing can throw the training away: a SmolLM2 DPO LoRA changes weights by less than one Q4_1 step.
+So no form is trusted by construction.
 
-How it is measured. On held-out prompts the trained model writes a greedy continuation; the trained model, the
-parent, each form and the parent *as that form's world runs it* (its GGUF for llama.cpp forms, its HF weights
-for transformers) score the same token sequence, position by position, over the whole vocabulary. With
-``Δ_T = log T - log P`` (the trained shift) and ``Δ_D = log D - log P_D`` (the shift as deployed, against the
-parent as it plays), weighted at each position by ``w = (T + P) / 2``:
+**How it is measured.** On held-out prompts the trained model writes a greedy continuation. Several models
+score the same token sequence, position by position, over the whole vocabulary:
+- the trained model and the parent;
+- each form;
+- the parent *as that form's world runs it*: its GGUF for llama.cpp forms, its HF weights for
+  transformers.
+``Δ_T = log T - log P`` is the trained shift. ``Δ_D = log D - log P_D`` is the shift as deployed, against
+the parent as it plays. Each position is weighted by ``w = (T + P) / 2``:
 
     kept = Σ E_w[Δ_D · Δ_T] / Σ E_w[Δ_T²]
 
-the projection of the deployed shift on the trained one: 1 when the form reproduces the trained shift, 0 when
-it plays like its parent. Engine noise (llama.cpp quantizes activations; the parent's GGUF is not bit-equal to
-its fp32 conversion either) is independent of the trained shift, so it widens the interval without biasing
-the share; an R²-style share would count that noise as lost training. Its 95% interval is SciPy's percentile
-bootstrap over prompts. Beside it, in nats per token: KL(T‖P) (how far training moved the model), KL(D‖P_D)
-(how far the form moved from its parent), KL(T‖D) (how far the form is from the trained model) and KL(P‖P_D)
-(what the engine costs the parent itself). A form passes when its share reaches ``floor`` and
-KL(T‖D) is at most ``(1 - floor)`` times KL(T‖P) plus ``max_added_noise`` times KL(P‖P_D): it carries the
-training and adds no more noise than the floor lets go plus what its engine adds to the parent (which also bounds
-an overshoot). A shift too small to measure (``min_shift``) says "can't tell" and the noise
-test alone decides.
+This is the projection of the deployed shift on the trained one. It is 1 when the form reproduces the
+trained shift, 0 when it plays like its parent. Engine noise is independent of the trained shift.
+(llama.cpp quantizes activations; the parent's GGUF is not bit-equal to its fp32 conversion either.) So
+noise widens the interval without biasing the share. An R²-style share would count that noise as lost
+training. Its 95% interval is SciPy's percentile bootstrap over prompts.
 
-``choose`` measures the candidate forms fastest first (the rules file's ``fidelity.forms``) and returns the
-first whose point estimate reaches ``fidelity.floor``; files of forms that failed are removed, so nothing below
-the floor is ever registered. The transformers engine is the trained computation itself and always qualifies.
+Beside it, in nats per token:
+- KL(T‖P): how far training moved the model;
+- KL(D‖P_D): how far the form moved from its parent;
+- KL(T‖D): how far the form is from the trained model;
+- KL(P‖P_D): what the engine costs the parent itself.
+
+**A form passes** when its share reaches ``floor`` and KL(T‖D) is small enough. KL(T‖D) may be at most
+``(1 - floor)`` times KL(T‖P), plus ``max_added_noise`` times KL(P‖P_D). So it carries the training. It
+adds no more noise than the floor lets go, plus what its engine adds to the parent. That also bounds an
+overshoot. A shift too small to measure (``min_shift``) says "can't tell", and the noise test alone
+decides.
+
+``choose`` measures the candidate forms fastest first (the rules file's ``fidelity.forms``). It returns
+the first whose point estimate reaches ``fidelity.floor``. Files of forms that failed are removed, so
+nothing below the floor is ever registered. The transformers engine is the trained computation itself and
+always qualifies.
 """
 
 from __future__ import annotations

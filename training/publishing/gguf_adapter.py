@@ -1,17 +1,18 @@
 """A PEFT LoRA adapter written as a llama.cpp LoRA adapter in GGUF, applied at run time on the parent's file.
 
-Re-quantizing a merged child throws its training away when the trained change is smaller than a quantization
-step (a Q4_1 step is several times a DPO LoRA's change on SmolLM2). Applied at run time, the adapter adds
-``B @ A @ x`` beside the parent's own quantized matmul: the very computation the child was trained with, since
-training saw the parent's dequantized weights plus the LoRA.
+Re-quantizing a merged child throws its training away when the trained change is smaller than a
+quantization step. A Q4_1 step is several times a DPO LoRA's change on SmolLM2. Applied at run time, the
+adapter adds ``B @ A @ x`` beside the parent's own quantized matmul. That is the very computation the
+child was trained with, since training saw the parent's dequantized weights plus the LoRA.
 
-The file follows llama.cpp's adapter layout (the format its own ``convert_lora_to_gguf.py`` writes):
-``general.type = adapter``, ``adapter.type = lora``, ``adapter.lora.alpha``, and for each adapted weight two
-tensors named ``<llama.cpp weight name>.lora_a`` (PEFT's ``lora_A``, r x in) and ``.lora_b`` (``lora_B``,
-out x r). llama.cpp scales by alpha / r, as PEFT does; an rsLoRA adapter (alpha / sqrt(r)) is written with the
-alpha that gives its scale. The q/k rows of ``lora_b`` get the same permutation as the merged conversion's q/k
-weights. Adapters that llama.cpp cannot apply (DoRA, trained full modules beside the LoRA, biases, other
-architectures) raise ``ConversionError`` and the caller picks another form.
+The file follows llama.cpp's adapter layout, the format its own ``convert_lora_to_gguf.py`` writes:
+- ``general.type = adapter``, ``adapter.type = lora``, ``adapter.lora.alpha``;
+- for each adapted weight, two tensors: ``<llama.cpp weight name>.lora_a`` (PEFT's ``lora_A``, r x in) and
+  ``.lora_b`` (``lora_B``, out x r).
+llama.cpp scales by alpha / r, as PEFT does. An rsLoRA adapter (alpha / sqrt(r)) is written with the alpha
+that gives its scale. The q/k rows of ``lora_b`` get the same permutation as the merged conversion's q/k
+weights. Some adapters llama.cpp cannot apply: DoRA, trained full modules beside the LoRA, biases, other
+architectures. They raise ``ConversionError``, and the caller picks another form.
 """
 
 from __future__ import annotations

@@ -1,25 +1,29 @@
 """A checkpoint's merged weights written as a GGUF that llama.cpp loads, at any file type.
 
-A checkpoint trained from a GGUF parent (the embedded SmolLM2 Q4_1, or any llama.cpp contestant whose HF weights
-were trained) can be written back as GGUF: at the parent's quantization, Q8_0 or F16 (candidate forms that
-``training.publishing.fidelity`` measures before one plays; re-quantizing can lose a small trained change). The child has
-its parent's architecture and tokenizer, so the parent's GGUF is the template:
+A checkpoint trained from a GGUF parent can be written back as GGUF. The parent is the embedded SmolLM2
+Q4_1, or any llama.cpp contestant whose HF weights were trained. It can be written at the parent's
+quantization, Q8_0 or F16. These are candidate forms that ``training.publishing.fidelity`` measures before
+one plays, since re-quantizing can lose a small trained change. The child has its parent's architecture
+and tokenizer, so the parent's GGUF is the template:
 
-1. the child's weights are loaded with transformers and its LoRA merged with peft (a full fine-tune is read as is);
-2. its tensors get llama.cpp's names (``gguf``'s tensor map) and the q/k row permutation that llama.cpp's HF
-   conversion applies to Llama attention (transformers undoes it when it reads a GGUF, so training saw HF order);
-3. they are written as F16 (1-D norms as F32) with every metadata key of the template (tokenizer, chat
-   template, special ids) except the architecture numbers, which come from the child's own config;
-4. ``llama_cpp.llama_model_quantize`` brings them to the template's file type (F16/F32 templates skip this),
-   with the template's types for the token embedding and output tensors;
-5. the result is load-checked by llama.cpp (it loads, its vocabulary is the tokenizer's, it answers a token)
-   and only then renamed onto its final name, atomically: a partial or corrupt file is never at that name.
+1. The child's weights are loaded with transformers and its LoRA merged with peft. A full fine-tune is
+read
+   as is.
+2. Its tensors get llama.cpp's names (``gguf``'s tensor map). They get the q/k row permutation that
+   llama.cpp's HF conversion applies to Llama attention. Transformers undoes it when it reads a GGUF, so
+   training saw HF order.
+3. They are written as F16 (1-D norms as F32) with every metadata key of the template: tokenizer, chat
+   template, special ids. The architecture numbers are the exception; they come from the child's own config.
+4. ``llama_cpp.llama_model_quantize`` brings them to the template's file type. F16/F32 templates skip
+   this. The token embedding and output tensors keep the template's types.
+5. llama.cpp load-checks the result: it loads, its vocabulary is the tokenizer's, it answers a token. Only
+   then is it renamed onto its final name, atomically. So a partial or corrupt file is never at that name.
 
-Only Llama-architecture checkpoints convert (SmolLM2 is one); anything else, a tokenizer that is not the
-template's, or a failing step raises ``ConversionError`` with the reason, and the caller tries another form
-(``training.publishing.fidelity``, which says why on the child's page). Whether a converted file keeps what was
-trained is ``training.publishing.fidelity``'s question; exports for deployment are ``training.publishing.model_export``. This module knows
-nothing about the database.
+Only Llama-architecture checkpoints convert (SmolLM2 is one). Anything else raises ``ConversionError``
+with the reason: another architecture, a tokenizer that is not the template's, or a failing step. The
+caller then tries another form (``training.publishing.fidelity``, which says why on the child's page).
+Whether a converted file keeps what was trained is ``training.publishing.fidelity``'s question. Exports
+for deployment are ``training.publishing.model_export``. This module knows nothing about the database.
 """
 
 from __future__ import annotations

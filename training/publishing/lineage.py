@@ -1,10 +1,16 @@
-"""Lineage and health of trained checkpoints: where a contestant came from, and whether its job over-optimised.
+"""Lineage and health of trained checkpoints: where a contestant came from, and whether its job
+over-optimised.
 
-``lineage`` walks a contestant's ancestors (parent links) and, for each trained one, its job's config, snapshot
-and the votes that fed it, or the task set (name, hash, train / held-out split) an RLVR job trained on. ``overoptimisation_alerts`` reads a job's metric series and says when the reward
-keeps rising while the measured KL to the reference runs away (the classic reward-hacking shape), when the gold
-signal has peaked or falls while the reward still rises (``training.objectives.overopt``), or when the drift report flagged
-changes. Both return plain data for the model page and the live job page.
+``lineage`` walks a contestant's ancestors (parent links). For each trained one it gives its job's config,
+snapshot and the votes that fed it. For an RLVR job it gives the task set instead: name, hash, train /
+held-out split.
+
+``overoptimisation_alerts`` reads a job's metric series. It says when:
+- the reward keeps rising while the measured KL to the reference runs away (the classic reward-hacking
+  shape);
+- the gold signal has peaked or falls while the reward still rises (``training.objectives.overopt``);
+- the drift report flagged changes.
+Both return plain data for the model page and the live job page.
 """
 
 from __future__ import annotations

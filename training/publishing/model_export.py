@@ -1,12 +1,13 @@
-"""Exports for deployment: a contestant's weights in a form another runtime loads, with how much of its training
-that form keeps.
+"""Exports for deployment: a contestant's weights in a form another runtime loads, with how much of its
+training that form keeps.
 
-``export`` is the Python API behind ``vibestudio models export`` and the Models page. It resolves a contestant's
-weights (``weights_of``) and writes one of two deployable forms: ``gguf`` (the file it plays with on llama.cpp;
-for a child that plays its parent's file with a run-time LoRA, both files; otherwise a conversion of its HF
-weights on the embedded tokenizer's template) or ``merged`` (an HF checkpoint with the LoRA merged in). Its
-``source`` says where the weights came from and, for a published checkpoint, the fidelity of the form written
-(``training.publishing.fidelity``): a user downloads what was trained and knows it.
+``export`` is the Python API behind ``vibestudio models export`` and the Models page. It resolves a
+contestant's weights (``weights_of``). It writes one of two deployable forms:
+- ``gguf``: the file it plays with on llama.cpp. A child that plays its parent's file with a run-time LoRA
+  gets both files. Otherwise it is a conversion of its HF weights on the embedded tokenizer's template.
+- ``merged``: an HF checkpoint with the LoRA merged in.
+Its ``source`` says where the weights came from. For a published checkpoint it gives the fidelity of the
+form written (``training.publishing.fidelity``). So a user downloads what was trained, and knows it.
 """
 
 from __future__ import annotations

@@ -1,34 +1,43 @@
-"""Checkpoint publishing, one path for every checkpoint: a job's final output (end of job, and again on resume)
-and a checkpoint saved on the way (``publish_checkpoint``, the Train tab's mid-run publish).
+"""Checkpoint publishing, one path for every checkpoint.
 
-Each becomes a Checkpoint row and (by default) an arena contestant, registered **pending** (`arena.lifecycle`):
-never drawn for an anonymous battle until its checkpoint report has recorded a verdict, which releases it
-(pass / watch) or holds it (regress; unknown, a failed or skipped report by default; the rules file's ``hold``
-section decides). The same persona inheritance, the same report and the same verdict apply on every path:
+That covers a job's final output (end of job, and again on resume). It also covers a checkpoint saved on
+the way (``publish_checkpoint``, the Train tab's mid-run publish).
 
-- end of job: the job process publishes and runs the report in its own process, then marks the job succeeded;
-- mid-run (or after the job): ``publish_checkpoint`` registers the contestant and queues a ``report`` job in
-  the same transaction; the job queue's job process (``python -m vibestudio.training.jobs.job_process``) runs it when its turn
-  comes (after the training job that is running, on a one-job-at-a-time queue), so the request returns at once.
+Each becomes a Checkpoint row and, by default, an arena contestant, registered **pending**
+(`arena.lifecycle`). It is never drawn for an anonymous battle until its checkpoint report has recorded a
+verdict. The verdict releases it (pass / watch) or holds it. Regress holds it, and by default so do
+unknown and a failed or skipped report; the rules file's ``hold`` section decides. The same persona
+inheritance, report and verdict apply on every path:
+- **End of job**: the job process publishes and runs the report in its own process. Then it marks the job
+  succeeded.
+- **Mid-run** (or after the job): ``publish_checkpoint`` registers the contestant and queues a ``report``
+  job in the same transaction. The job queue's job process
+  (``python -m vibestudio.training.jobs.job_process``) runs it when its turn comes. On a one-job-at-a-time
+  queue that is after the running training job. So the request returns at once.
 
-The report itself, its settings and the ``report`` job are ``training.report.job``; publishing decides when it
-runs. Publishing a checkpoint twice (a double click, a resumed job) returns the contestant it already became; one
-the sweep held for want of a verdict goes back to pending and its report runs again. The sweep
-(``training.jobs.pending.hold_orphans``, run by ``runner.reconcile`` at start-up and on every reconcile, and whenever a
-job ends) holds a pending contestant whose report is no longer queued or running, with the reason: a crashed or
-killed job process never leaves one released without a verdict.
+The report itself, its settings and the ``report`` job are ``training.report.job``. Publishing decides
+when it runs. Publishing a checkpoint twice (a double click, a resumed job) returns the contestant it
+already became. One the sweep held for want of a verdict goes back to pending, and its report runs again.
 
-A child of a GGUF parent on llama.cpp plays as the fastest form that keeps its training (``training.publishing.fidelity``):
-each candidate (the merged weights at the parent's quantization, the parent's GGUF with the LoRA applied at run
-time, Q8_0, F16) is made beside the checkpoint, load-checked and measured against the trained model; the first
-that keeps the rules file's floor of the trained shift is registered, the rest are deleted, and every
-measurement goes into the checkpoint row (``Checkpoint.fidelity``) and the description. When none does, and for
-every other parent, the contestant plays with the transformers engine (the trained computation itself): the base
-model reference (``builtin:`` refs stay symbolic) plus the adapter folder, or the full checkpoint folder. A LoRA child of a vLLM-served parent plays on the parent's
-server (the vLLM engine registers the adapter on its first request). Lineage goes into the row: parent id, job
-id, snapshot hash. Sampling is inherited from the parent, and so is the persona (system prompt, prefill) unless
-the job says ``inherit_persona: false``: a child of ``smollm2-warm`` plays warm, and its report compares like with
-like.
+The sweep is ``training.jobs.pending.hold_orphans``. ``runner.reconcile`` runs it at start-up and on every
+reconcile, and it runs whenever a job ends. It holds a pending contestant whose report is no longer queued
+or running, with the reason. So a crashed or killed job process never leaves one released without a
+verdict.
+
+**The playing form.** A child of a GGUF parent on llama.cpp plays as the fastest form that keeps its
+training (``training.publishing.fidelity``). The candidates are the merged weights at the parent's
+quantization, the parent's GGUF with the LoRA applied at run time, Q8_0 and F16. Each is made beside the
+checkpoint, load-checked and measured against the trained model. The first that keeps the rules file's
+floor of the trained shift is registered; the rest are deleted. Every measurement goes into the checkpoint
+row (``Checkpoint.fidelity``) and the description. When none does, and for every other parent, the
+contestant plays with the transformers engine, the trained computation itself. It takes the base model
+reference (``builtin:`` refs stay symbolic) plus the adapter folder, or the full checkpoint folder. A LoRA
+child of a vLLM-served parent plays on the parent's server. The vLLM engine registers the adapter on its
+first request.
+
+**Lineage** goes into the row: parent id, job id, snapshot hash. Sampling is inherited from the parent. So
+is the persona (system prompt, prefill), unless the job says ``inherit_persona: false``. So a child of
+``smollm2-warm`` plays warm, and its report compares like with like.
 """
 
 from __future__ import annotations

@@ -1,20 +1,23 @@
-"""The checkpoint report: what changed between a published checkpoint and its parent, how sure that is, the
-verdict that releases or holds it, and the model page that shows it all.
+"""The checkpoint report: what changed between a published checkpoint and its parent, and how sure that is.
+It also holds the verdict that releases or holds the checkpoint, and the model page that shows it all.
 
-- ``training.report.steps``: the report, step by step (``drift_report``), saved and read back (``load_report``);
+- ``training.report.steps``: the report, step by step (``drift_report``), saved and read back
+  (``load_report``);
 - ``training.report.job``: the report as a job (``run_report``, ``run_report_job``, ``queue_report_job``,
-  ``after_probes``), which ``training.publishing.publish`` runs for every checkpoint it publishes;
+  ``after_probes``). ``training.publishing.publish`` runs it for every checkpoint it publishes.
 - ``training.report.fair``: both sides answer the same held-out prompts under the same conditions;
 - ``training.report.drift_stats``: the feature-drift statistics and their practical thresholds;
 - ``common.stats``: paired statistics (bootstrap intervals, permutation and sign tests, BH q-values);
 - ``training.report.discover``: discovered and rewarded phrases, and the tone summary;
 - ``training.report.vibecheck``: the differences a judge names and then checks;
 - ``training.report.decisions``: one decision per measure, which every view renders;
-- ``training.report.verdict``: the verdict rules (``data/verdict_rules.yaml``), recording and the hold on play;
-- ``training.report.model_page``: everything known about one contestant, and ``training.report.text``: the report
-  and the model page as Markdown.
+- ``training.report.verdict``: the verdict rules (``data/verdict_rules.yaml``), recording and the hold on
+  play;
+- ``training.report.model_page``: everything known about one contestant;
+- ``training.report.text``: the report and the model page as Markdown.
 
-Imports common, textfeatures, db, accounts, arena, standings and annotation, and from the rest of ``training``
-the job queue (``training.jobs.runner``) and, when a report measures a task set, ``training.tasks``. Nothing in the training
-loop imports it; ``training.publishing.publish``, the job process and the studio's pages and commands do.
+Imports common, textfeatures, db, accounts, arena, standings and annotation. From the rest of ``training``
+it imports the job queue (``training.jobs.runner``). When a report measures a task set, it imports
+``training.tasks`` too. Nothing in the training loop imports it. ``training.publishing.publish``, the job
+process and the studio's pages and commands do.
 """

@@ -1,19 +1,24 @@
-"""Answers a report already has: a model file's answer to a prompt under one persona, decoding and seed, kept so
-that the next report of the same side does not decode it again.
+"""Answers a report already has, kept so that the next report of the same side does not decode them again.
 
-Every child of a parent is reported against that parent on the same held-out prompts and eval items with the same
-seeds, so without this each report decodes the parent's answers anew: half of its work, the same every time. An
-answer is reused only when everything that decides it is the same: the engine and its settings (llama.cpp alone: each sequence
-there draws from its own seeded generator, so an answer does not depend on which other answers were decoded
-beside it), the GGUF file (its real path, size and modification time), the messages as sent (system prompt and
-prompt), the prefill, every sampling setting with the seed and token cap, the llama.cpp version and
-``DECODER_VERSION`` (raised when the batched sampler changes what a seed draws). A reused answer is the one that
-decoding would have drawn again with the same seed; the report says how many it reused.
+An entry is a model file's answer to a prompt under one persona, decoding and seed. Every child of a
+parent is reported against that parent on the same held-out prompts and eval items, with the same seeds.
+Without this, each report decodes the parent's answers anew: half of its work, the same every time.
 
-The store is one small JSON file per answer under ``<VIBESTUDIO_HOME>/cache/report_answers`` (written to a
-temporary name and renamed, so a reader never sees half a file; one that does not parse is decoded again).
-Deleting the folder only costs time. It holds model answers to the studio's own held-out prompts and eval items,
-nothing a user typed.
+An answer is reused only when everything that decides it is the same:
+- the engine and its settings. Only llama.cpp qualifies: each sequence there draws from its own seeded
+  generator, so an answer does not depend on which other answers were decoded beside it.
+- the GGUF file: its real path, size and modification time;
+- the messages as sent (system prompt and prompt), and the prefill;
+- every sampling setting, with the seed and token cap;
+- the llama.cpp version and ``DECODER_VERSION``. That is raised when the batched sampler changes what a
+  seed draws.
+A reused answer is the one that decoding would have drawn again with the same seed. The report says how
+many it reused.
+
+The store is one small JSON file per answer under ``<VIBESTUDIO_HOME>/cache/report_answers``. Each is
+written to a temporary name and renamed, so a reader never sees half a file. One that does not parse is
+decoded again. Deleting the folder only costs time. It holds model answers to the studio's own held-out
+prompts and eval items, nothing a user typed.
 """
 
 from __future__ import annotations

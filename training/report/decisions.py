@@ -1,10 +1,10 @@
 """One decision per measure of a checkpoint report, computed once; every view of the report reads it.
 
-A report's verdict reasons, its per-feature flags, the drift and tone tables, the "at a glance" line and the
-"can't tell yet" list once each decided for themselves whether a measure had moved, with different tests (the
-verdict's rule on q alone, the flag on q and a practical threshold, "can't tell" on the raw interval), so a
-child could read "regress: more flattery" while its tone table left flattery unflagged. Now ``decide`` gives each
-measure one ``Decision`` and the views only render it:
+Several views once each decided for themselves whether a measure had moved. These were the verdict
+reasons, the per-feature flags, the drift and tone tables, the "at a glance" line and the "can't tell yet"
+list. They used different tests. The verdict's rule used q alone, the flag q and a practical threshold,
+"can't tell" the raw interval. So a child could read "regress: more flattery" while its tone table left
+flattery unflagged. Now ``decide`` gives each measure one ``Decision``, and the views only render it:
 
     flagged     the report stands behind the change: significant once adjusted for everything tested with it
                 (q < alpha) and past its practical threshold (``past_threshold``, when the measure has one), or a
@@ -14,9 +14,9 @@ measure one ``Decision`` and the views only render it:
     no_change   neither
     unmeasured  the report could not measure it; ``reason`` says why
 
-A number measure (``discovered/significant``: a count) is flagged when a rule matched on it, else no_change.
-``rules`` are the verdict reasons that name the measure. It knows nothing about models or databases: plain dicts
-in, plain dataclasses out.
+A number measure (``discovered/significant``: a count) is flagged when a rule matched on it, else
+no_change. ``rules`` are the verdict reasons that name the measure. It knows nothing about models or
+databases: plain dicts in, plain dataclasses out.
 """
 
 from __future__ import annotations

@@ -1,22 +1,25 @@
-"""Discovered changes: the phrases, openings and closings whose rate rose or fell most from parent to child,
-and whether the child took on what its training preferences rewarded.
+"""Discovered changes: the phrases, openings and closings whose rate rose or fell most from parent to child.
+It also asks whether the child took on what its training preferences rewarded.
 
-No list of phrases is needed: every word n-gram (1-3 words, punctuation and emoji count as words), every answer
-opening (its first one, two and three words) and closing (its last one to three) is a candidate, counted once per
-answer. Candidates are ranked by the weighted log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi
-& Quinn 2008, "Fightin' Words"), the pooled parent + child counts scaled by ``prior_scale`` serving as the prior,
-which shrinks rare phrases towards "no change".
+No list of phrases is needed. Every candidate is counted once per answer:
+- every word n-gram of 1-3 words (punctuation and emoji count as words);
+- every answer opening: its first one, two and three words;
+- every closing: its last one to three words.
+Candidates are ranked by the weighted log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi
+& Quinn 2008, "Fightin' Words"). The prior is the pooled parent + child counts, scaled by ``prior_scale``.
+It shrinks rare phrases towards "no change".
 
-How sure a change is: parent and child answer the same prompts with the same seeds, so each candidate's p-value
-is the exact sign test on the prompts where only one side used it (McNemar); unpaired lists fall back to the
-log-odds z. Phrases and answer edges (openings and closings) are two families, each adjusted on its own with
-Benjamini-Hochberg, so a habit at the start of answers is not drowned by thousands of n-grams. Two samples of
-the same model find nothing.
+**How sure a change is.** Parent and child answer the same prompts with the same seeds. So each
+candidate's p-value is the exact sign test on the prompts where only one side used it (McNemar). Unpaired
+lists fall back to the log-odds z. Phrases and answer edges (openings and closings) are two families. Each
+is adjusted on its own with Benjamini-Hochberg. So a habit at the start of answers is not drowned by
+thousands of n-grams. Two samples of the same model find nothing.
 
-``rewarded`` reads the training snapshot instead: the candidates its chosen answers carry more (or less) than its
-rejected ones, pair by pair. Those few, named before the held-out answers are seen, are then tested on the child against its
-parent (``took_on``, Benjamini-Hochberg over just them), which is far more sensitive than searching every n-gram
-and answers the question the studio exists for: did the child pick up what the preferences rewarded?
+**Rewarded.** ``rewarded`` reads the training snapshot instead. It finds the candidates its chosen answers
+carry more (or less) than its rejected ones, pair by pair. Those few are named before the held-out answers
+are seen. Then they are tested on the child against its parent (``took_on``, Benjamini-Hochberg over just
+them). That is far more sensitive than searching every n-gram. It answers the question the studio exists
+for: did the child pick up what the preferences rewarded?
 """
 
 from __future__ import annotations

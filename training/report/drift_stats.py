@@ -1,17 +1,22 @@
-"""Feature-drift statistics: each ``textfeatures.vibes`` feature and ``textfeatures.tone`` axis of the child's answers against
-the parent's on the same prompts, as a paired change, and whether it is past its practical threshold.
+"""Feature-drift statistics: the child's answers against the parent's on the same prompts, as paired changes.
 
-``feature_changes`` measures every feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
-markers, refusals) as a paired change (``common.stats.paired_change``: a bootstrap-over-prompts interval
-and a permutation p-value); the tone axes are measured on the answer pairs they apply to on both sides (at least
-``TONE_MIN_PAIRS``). ``degeneration_changes`` does the same for the degeneration signals, and
-``reasoning_changes`` for answers that reason aloud. A change is past its threshold (``is_flagged``) when it is
-significant AND its size passes ``abs`` and ``rel`` x the parent's mean (``DEFAULT_THRESHOLDS``, merged with a
-job's ``drift_thresholds`` by ``merged_thresholds``), so a tiny but consistent change is not an alarm and a big
-noisy one is not either. ``compare`` is all of it for two aligned answer lists, the p-values adjusted together.
+Each ``textfeatures.vibes`` feature and ``textfeatures.tone`` axis is measured. For each, it also says
+whether the change is past its practical threshold.
+- ``feature_changes`` measures every feature as a paired change (``common.stats.paired_change``: a
+  bootstrap-over-prompts interval and a permutation p-value). The features are length, markdown, emoji,
+  exclamations, flattery / sycophancy / hedging markers and refusals.
+- The tone axes are measured on the answer pairs they apply to on both sides, at least ``TONE_MIN_PAIRS``.
+- ``degeneration_changes`` does the same for the degeneration signals.
+- ``reasoning_changes`` does it for answers that reason aloud.
 
-It knows nothing about models, engines or the database: answer texts in, plain dataclasses out. The checkpoint
-report (``training.report.steps``) records these into its report and lets the verdict decide.
+A change is past its threshold (``is_flagged``) when it is significant AND its size passes ``abs`` and
+``rel`` x the parent's mean. The thresholds are ``DEFAULT_THRESHOLDS``, merged with a job's
+``drift_thresholds`` by ``merged_thresholds``. So a tiny but consistent change is not an alarm, and a big
+noisy one is not either. ``compare`` is all of it for two aligned answer lists, the p-values adjusted
+together.
+
+It knows nothing about models, engines or the database: answer texts in, plain dataclasses out. The
+checkpoint report (``training.report.steps``) records these into its report and lets the verdict decide.
 """
 
 from __future__ import annotations

@@ -1,21 +1,28 @@
 """Fair comparisons: parent and child answer the same held-out prompts under the same conditions.
 
-``fair_pair`` decides how both sides run: the child as it plays, and the parent on the child's engine at the same
-precision (a child published as GGUF and its GGUF parent both on llama.cpp at the parent's quantization, the
-engine the arena uses; a child left on the transformers engine faces its embedded GGUF parent's HF conversion,
-the very weights its LoRA was trained on), both with the child's persona (system prompt, prefill) and decoding, the same seeds.
-A child inherits its parent's persona unless its job said ``inherit_persona: false``; ``Setup.persona_source``
-says which. When the two cannot share an engine, the setup says so in ``caveats`` and ``fair`` is false.
+``fair_pair`` decides how both sides run. The child runs as it plays. The parent runs on the child's
+engine at the same precision.
+- A child published as GGUF and its GGUF parent both run on llama.cpp at the parent's quantization. That
+  is the engine the arena uses.
+- A child left on the transformers engine faces its embedded GGUF parent's HF conversion. Those are the
+  very weights its LoRA was trained on.
+Both use the child's persona (system prompt, prefill) and decoding, and the same seeds. A child inherits
+its parent's persona unless its job said ``inherit_persona: false``; ``Setup.persona_source`` says which.
+When the two cannot share an engine, the setup says so in ``caveats``, and ``fair`` is false.
 
-``held_out`` draws prompts (MT-Bench first turns) whose content hash appears nowhere in the training snapshot's
-user turns. ``answer_all`` answers a prompt list through ``arena.engines.ask.ask_batch``: batched, seeded
-``generate`` calls on the transformers engine (so both sides meet identical seeds and batches), one seeded request
-per prompt on engines that do not batch, all through the engine's gate; a llama.cpp engine (the arena's, and a
-GGUF child's) decodes its requests together in one context. Each answer records whether it hit the token cap.
+``held_out`` draws prompts (MT-Bench first turns) whose content hash appears nowhere in the training
+snapshot's user turns. ``answer_all`` answers a prompt list through ``arena.engines.ask.ask_batch``, all
+through the engine's gate.
+- The transformers engine makes batched, seeded ``generate`` calls. So both sides meet identical seeds and
+  batches.
+- Engines that do not batch get one seeded request per prompt.
+- A llama.cpp engine (the arena's, and a GGUF child's) decodes its requests together in one context.
+Each answer records whether it hit the token cap.
 
-``power`` says what a report's n could have detected (80% power, 5% two-sided): a drift in standard deviations of
-the per-prompt change, and a change in eval pass rate; ``items_for`` is its inverse, the items a wanted
-difference needs.
+``power`` says what a report's n could have detected, at 80% power and 5% two-sided. It gives a drift in
+standard deviations of the per-prompt change, and a change in eval pass rate. ``items_for`` is its
+inverse:
+the items a wanted difference needs.
 """
 
 from __future__ import annotations

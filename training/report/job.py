@@ -1,13 +1,18 @@
-"""The checkpoint report as a job: its settings, the run that makes, saves and records it, and the ``report`` job.
+"""The checkpoint report as a job: its settings, the run that makes, saves and records it, and the ``report``
+job.
 
-``ReportOptions`` are the report settings of a job config (``REPORT_FIELDS``). ``run_report`` makes a published
-checkpoint's report against its parent (``training.report.steps.drift_report``), saves it beside the contestant,
-and records its verdict (``training.report.verdict.record``), which releases or holds the contestant; it never
-raises. Two paths run it, both from ``training.publishing.publish``, the one publish path: at the end of a job the job
-process (``training.jobs.job_process``) runs it in its own process right after publishing; a checkpoint published on
-the way gets a queued ``report`` job (``queue_report_job``, in the publish's own transaction) that the job queue
-(``training.jobs.runner``) starts like any job, and whose process runs ``run_report_job``. ``after_probes`` decides
-again the verdicts that sycophancy probes stored since can change.
+``ReportOptions`` are the report settings of a job config (``REPORT_FIELDS``). ``run_report`` makes a
+published checkpoint's report against its parent (``training.report.steps.drift_report``). It saves it
+beside the contestant. It records its verdict (``training.report.verdict.record``), which releases or
+holds the contestant. It never raises.
+
+Two paths run it, both from ``training.publishing.publish``, the one publish path:
+- At the end of a job, the job process (``training.jobs.job_process``) runs it in its own process right
+  after publishing.
+- A checkpoint published on the way gets a queued ``report`` job (``queue_report_job``), in the publish's
+  own transaction. The job queue (``training.jobs.runner``) starts it like any job. Its process runs
+  ``run_report_job``.
+``after_probes`` decides again the verdicts that sycophancy probes stored since can change.
 """
 
 from __future__ import annotations

@@ -1,12 +1,19 @@
-"""Everything the studio knows about one contestant, gathered for its model page and ``vibestudio models show``.
+"""Everything the studio knows about one contestant, gathered for its model page and
+``vibestudio models show``.
 
-``model_page(db, name)`` returns plain data: identity and engine; the family tree (ancestors, children,
-siblings; for trained ones the snapshot with its pair count and sources, the job and its config); ratings raw
-and with style and with vibe control (rating, interval, rank, votes); the arena head-to-head against the parent
-(wins / losses / ties with a Wilson interval); the vibe profile of its arena answers; the checkpoint report
-(drift with intervals, discovered phrases, judge-described differences, evals vs parent, degeneration, verdict)
-and its lifecycle state (pending / released / held / hidden, with who put it there and why);
-training curves from ``job_metrics``; speed and price. Every number carries its sample size; what is missing says why.
+``model_page(db, name)`` returns plain data:
+- identity and engine;
+- the family tree: ancestors, children, siblings. For trained ones it adds the snapshot with its pair
+  count and sources, and the job with its config.
+- ratings raw, with style and with vibe control: rating, interval, rank, votes;
+- the arena head-to-head against the parent: wins / losses / ties with a Wilson interval;
+- the vibe profile of its arena answers;
+- the checkpoint report: drift with intervals, discovered phrases, judge-described differences, evals vs
+  parent, degeneration, verdict;
+- its lifecycle state (pending / released / held / hidden), with who put it there and why;
+- training curves from ``job_metrics``;
+- speed and price.
+Every number carries its sample size; what is missing says why.
 """
 
 from __future__ import annotations

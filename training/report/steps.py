@@ -1,35 +1,46 @@
-"""The checkpoint report, step by step: what changed between a checkpoint and its parent, how sure that is, and
-the verdict.
+"""The checkpoint report, step by step: what changed between a checkpoint and its parent, how sure that is,
+and the verdict.
 
-Both sides answer the same held-out prompts under the same conditions (``training.report.fair``: engine, precision,
-persona, decoding, seeds; prompts whose content hash is not in the training snapshot). Then:
-
-- *drift*: every ``textfeatures.vibes`` feature (length, markdown, emoji, exclamations, flattery / sycophancy / hedging
-  markers, refusals) as a paired change with a bootstrap-over-prompts interval and a permutation p-value, the
-  p-values adjusted together (Benjamini-Hochberg). A feature is *flagged* when its change is significant AND
-  passes a practical threshold (``abs`` and ``rel`` x the parent's mean; ``DEFAULT_THRESHOLDS``, per job
-  ``drift_thresholds``), so a tiny but consistent change is not an alarm and a big noisy one is not either
-  (the statistics are ``training.report.drift_stats``);
-- *discovered*: phrases, openings and closings whose rate changed most (``training.report.discover``), with examples;
-- *rewarded*: the phrases the training snapshot's chosen answers carry more (or less) than its rejected ones,
-  each tested on the held-out answers: did the child take on what its preferences rewarded?
+Both sides answer the same held-out prompts under the same conditions (``training.report.fair``). That
+means the same engine, precision, persona, decoding and seeds. The prompts' content hashes are not in the
+training snapshot. Then:
+- *drift*: every ``textfeatures.vibes`` feature as a paired change. The features are length, markdown,
+  emoji, exclamations, flattery / sycophancy / hedging markers and refusals. Each gets a
+  bootstrap-over-prompts interval and a permutation p-value. The p-values are adjusted together
+  (Benjamini-Hochberg). A feature is *flagged* when its change is significant AND passes a practical
+  threshold. The threshold is ``abs`` and ``rel`` x the parent's mean (``DEFAULT_THRESHOLDS``, per job
+  ``drift_thresholds``). So a tiny but consistent change is not an alarm, and a big noisy one is not
+  either. The statistics are ``training.report.drift_stats``.
+- *discovered*: phrases, openings and closings whose rate changed most (``training.report.discover``),
+  with examples.
+- *rewarded*: the phrases the training snapshot's chosen answers carry more (or less) than its rejected
+  ones. Each is tested on the held-out answers: did the child take on what its preferences rewarded?
 - *substance*: verifiable-eval accuracy of both sides on the same items (exact McNemar test, bootstrap
-  interval), degeneration signals (empty, repetition, off-topic, language switch, truncated), and, when a judge
-  contestant is given, a position-swapped judge head-to-head on the held-out prompts;
-- *described*: when a judge is given, the differences the judge names and then checks prompt by prompt, both
-  orders, on prompts it did not name them from (``training.report.vibecheck``, after VibeCheck, Dunlap et al. 2025);
+  interval). Degeneration signals: empty, repetition, off-topic, language switch, truncated. When a judge
+  contestant is given, a position-swapped judge head-to-head on the held-out prompts.
+- *described*: when a judge is given, the differences the judge names and then checks prompt by prompt,
+  both orders. It checks on prompts it did not name them from (``training.report.vibecheck``, after
+  VibeCheck, Dunlap et al. 2025).
 - *verdict*: ``training.report.verdict`` applied to all of the above.
 
-Nothing here raises for bad input about the models: a parent that is gone, an engine that is down, a child
-that answers nothing, a judge that answers garbage, too few held-out prompts. Each gap is recorded in
-``unmeasured`` with the reason, and the verdict becomes "unknown" when a required measure is missing.
-Reports are saved next to the checkpoint (``<job>/drift.json``), summarised as job metrics (``drift/<feature>``,
-``drift/flagged``, ``evals/accuracy_delta``, ``verdict/<name>``), and read back by the model page and the CLI.
-Named measures for the verdict rules: ``drift/<feature>``, ``degeneration/<signal>``, ``evals/accuracy``,
-``reasoning/thinking_aloud`` (answers that reason aloud on the everyday prompts, paired like the features),
-``judge/child_win_rate``, ``discovered/significant``, ``rewarded/took_on``, ``described/significant`` (axes
-found), plug-ins' names. Without ``exclude`` the rows of the child's own training snapshot are read from its job,
-so the held-out prompts are checked against it whichever way the report is asked for.
+Nothing here raises for bad input about the models. Examples are a parent that is gone, an engine that is
+down, a child that answers nothing, a judge that answers garbage, too few held-out prompts. Each gap is
+recorded in ``unmeasured`` with the reason. The verdict becomes "unknown" when a required measure is
+missing.
+
+Reports are saved next to the checkpoint (``<job>/drift.json``). They are summarised as job metrics:
+``drift/<feature>``, ``drift/flagged``, ``evals/accuracy_delta``, ``verdict/<name>``. The model page and
+the CLI read them back.
+
+Named measures for the verdict rules:
+- ``drift/<feature>``, ``degeneration/<signal>``, ``evals/accuracy``;
+- ``reasoning/thinking_aloud``: answers that reason aloud on the everyday prompts, paired like the
+  features;
+- ``judge/child_win_rate``, ``discovered/significant``, ``rewarded/took_on``;
+- ``described/significant`` (axes found);
+- plug-ins' names.
+Without ``exclude``, the rows of the child's own training snapshot are read from its job. So the held-out
+prompts are checked against it whichever way the report is asked for.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
-"""The checkpoint report and model page as Markdown text, for the CLI and (through the studio's inert display
-path) the Models tab. ``escape`` is applied to everything a model or a user wrote (answers, phrases, names).
+"""The checkpoint report and model page as Markdown text, for the CLI and the Models tab.
 
-Whether a measure moved is never decided here: the verdict reasons, the drift and tone tables' flag column, the
-"at a glance" line and the "can't tell yet" list all render the report's one decision per measure
-(``training.report.decisions``), so they cannot contradict one another."""
+The Models tab shows it through the studio's inert display path. ``escape`` is applied to everything a
+model or a user wrote: answers, phrases, names.
+
+Whether a measure moved is never decided here. Several parts render the report's one decision per measure
+(``training.report.decisions``): the verdict reasons, the drift and tone tables' flag column, the "at a
+glance" line and the "can't tell yet" list. So they cannot contradict one another.
+"""
 
 from __future__ import annotations
 

@@ -1,20 +1,25 @@
-"""Verdicts: pass / watch / regress / unknown for a checkpoint, from rules in a YAML file, and the hold on play.
+"""Verdicts: pass / watch / regress / unknown for a checkpoint, from rules in a YAML file, and the hold on
+play.
 
-A report (``training.report.steps.CheckpointReport``) carries named measures, each either a ``Change`` (parent vs child
-with interval, p and q) as a dict, a plain number, or "unmeasured" with the reason. Rules
-(``training/report/data/verdict_rules.yaml`` by default, or any file a job or caller names) say which condition on
-which measure gives which verdict; see the file's header for the vocabulary. A measure that nobody produced
-(the sycophancy probes before they run) is "unmeasured" and only matters when its rule is ``required``.
+A report (``training.report.steps.CheckpointReport``) carries named measures. Each is one of:
+- a ``Change`` (parent vs child with interval, p and q) as a dict;
+- a plain number;
+- "unmeasured", with the reason.
+Rules say which condition on which measure gives which verdict. They live in
+``training/report/data/verdict_rules.yaml`` by default, or any file a job or caller names. See the file's
+header for the vocabulary. A measure nobody produced is "unmeasured", like the sycophancy probes before
+they run. It only matters when its rule is ``required``.
 
-What a verdict does to play is the file's ``hold`` section: a matched rule with ``hold: true`` holds, and so do
-the verdicts listed in ``hold.verdicts`` (regress and unknown by default) and a report that failed or was skipped
-(``hold.failed_report`` / ``hold.skipped_report``, true by default).
+What a verdict does to play is the file's ``hold`` section. These hold:
+- a matched rule with ``hold: true``;
+- the verdicts listed in ``hold.verdicts`` (regress and unknown by default);
+- a report that failed or was skipped (``hold.failed_report`` / ``hold.skipped_report``, true by default).
 
-``record`` stores the verdict as a ``VerdictEvent`` row and applies it to the contestant's one lifecycle
-(``arena.lifecycle.apply_verdict``: pending -> released or held, released -> held...). ``release`` and ``hold``
-are a researcher's decisions through the same lifecycle, logged with who and why. ``current`` gives the state
-and the newest verdict per contestant for badges. ``reevaluate`` decides again from a saved report with the
-probes stored since, records it and applies its hold.
+``record`` stores the verdict as a ``VerdictEvent`` row. It applies it to the contestant's one lifecycle
+(``arena.lifecycle.apply_verdict``: pending -> released or held, released -> held...). ``release`` and
+``hold`` are a researcher's decisions through the same lifecycle, logged with who and why. ``current``
+gives the state and the newest verdict per contestant, for badges. ``reevaluate`` decides again from a
+saved report with the probes stored since. It records the result and applies its hold.
 """
 
 from __future__ import annotations

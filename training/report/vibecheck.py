@@ -1,31 +1,37 @@
-"""Judge-described differences between two models' answers, in the manner of VibeCheck (Dunlap et al., "VibeCheck:
-Discover and Quantify Qualitative Differences in Large Language Models", ICLR 2025).
+"""Judge-described differences between two models' answers, in the manner of VibeCheck.
 
-A judge model (any engine) reads both sides' answers to the same prompts and names how they differ; each named
-difference is then checked, prompt by prompt, on prompts the judge did not see while naming it.
+The paper is Dunlap et al., "VibeCheck: Discover and Quantify Qualitative Differences in Large Language
+Models", ICLR 2025. A judge model (any engine) reads both sides' answers to the same prompts and names how
+they differ. Each named difference is then checked, prompt by prompt, on prompts the judge did not see
+while naming it.
 
 1. *Propose.* ``batches`` batches of ``per_batch`` prompts, each showing the question and both answers as
-   "Model 1" and "Model 2" (which side is Model 1 alternates between batches, the first one drawn from the seed).
-   The judge lists properties that differ, one ``AXIS: <short phrase>`` line each ("uses emoji", "opens by
-   praising the question"), or ``AXIS: none`` (a judge that names nothing anywhere leaves the step unmeasured:
-   its "none" was never checked). Candidates are cleaned (1-8 words, no "Model 1" in them),
-   deduplicated on their content words ("more concise" = "less concise" = "concise": the validation finds the
-   direction), ranked by how many batches named them, and capped at ``max_axes``.
-2. *Validate.* For every axis and every validation prompt (disjoint from the proposal prompts), the judge is asked
-   which answer shows MORE of the property, ``[[A]]``, ``[[B]]`` or ``[[C]]`` (about equal / neither), once with
-   the parent's answer first and once with the child's first. Both orders agreeing on a side is *decisive*; they
-   disagree = *inconsistent* (counted as neither: a judge that always says "A" finds nothing); either reply
-   unreadable = *unreadable*.
-3. *Statistics.* Per axis, the child's share of the decisive prompts with a Wilson interval and the exact sign test
-   (``common.stats.sign_test``); the p-values of all axes are adjusted together (Benjamini-Hochberg). An axis is
-   *found* only when its q-value is below ``alpha`` and most of its replies were readable.
+   "Model 1" and "Model 2". Which side is Model 1 alternates between batches; the seed draws the first. The
+   judge lists properties that differ, one ``AXIS: <short phrase>`` line each. Examples: "uses emoji",
+   "opens by praising the question". It may answer ``AXIS: none``. A judge that names nothing anywhere
+   leaves the step unmeasured, since its "none" was never checked. Candidates are cleaned: 1-8 words, no
+   "Model 1" in them. They are deduplicated on their content words: "more concise" = "less concise" =
+   "concise", and the validation finds the direction. They are ranked by how many batches named them, and
+   capped at ``max_axes``.
+2. *Validate.* For every axis and every validation prompt, the judge is asked which answer shows MORE of
+the
+   property. Validation prompts are disjoint from the proposal prompts. The reply is ``[[A]]``, ``[[B]]`` or
+   ``[[C]]`` (about equal / neither). It is asked once with the parent's answer first, once with the
+   child's first. Both orders agreeing on a side is *decisive*. Disagreeing is *inconsistent*, counted as
+   neither; so a judge that always says "A" finds nothing. Either reply unreadable is *unreadable*.
+3. *Statistics.* Per axis, the child's share of the decisive prompts gets a Wilson interval and the exact
+   sign test (``common.stats.sign_test``). The p-values of all axes are adjusted together
+   (Benjamini-Hochberg). An axis is *found* only when its q-value is below ``alpha`` and most of its replies
+   were readable.
 
-What it leaves out of the paper: the iterative re-proposal on prompts the found vibes do not separate, and the
-vibes' power to predict model identity and user preference. Cost: ``batches + 2 * axes * prompts`` judge calls
-(3 + 2 x 6 x 12 = 147 by default), short greedy replies. A judge that is down, or whose replies are mostly
-unreadable, raises ``Unmeasured`` with the reason (the caller records it); it is never read as "no difference".
+What it leaves out of the paper: the iterative re-proposal on prompts the found vibes do not separate.
+Also the vibes' power to predict model identity and user preference. Cost:
+``batches + 2 * axes * prompts`` judge calls, short greedy replies; 3 + 2 x 6 x 12 = 147 by default. A
+judge that is down, or whose replies are mostly unreadable, raises ``Unmeasured`` with the reason, and the
+caller records it. It is never read as "no difference".
 
-It knows nothing about the database or contestants: an engine and aligned prompts and answers in, plain data out.
+It knows nothing about the database or contestants: an engine and aligned prompts and answers in, plain
+data out.
 """
 
 from __future__ import annotations

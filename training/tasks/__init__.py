@@ -1,13 +1,14 @@
 """Task sets for RLVR: prompts with reference answers and verifiers, imported or generated, split honestly.
 
 The API the CLI, the Data tab and GRPO jobs call:
-
-- ``import_task_file(db, path, name)``: a JSONL / JSON / Parquet file or a folder of them, row by row
-  (``training.tasks.importers``), stored in one transaction with its provenance (``training.tasks.store``);
-- ``generate_task_set(db, family, n, difficulty, seed, name)``: a generated family (``training.tasks.generator``);
+- ``import_task_file(db, path, name)``: a JSONL / JSON / Parquet file or a folder of them, read row by row
+  (``training.tasks.importers``). It is stored in one transaction with its provenance
+  (``training.tasks.store``).
+- ``generate_task_set(db, family, n, difficulty, seed, name)``: a generated family
+  (``training.tasks.generator``);
 - ``list_task_sets``, ``get_task_set``, ``load_tasks``, ``train_tasks`` (refuses held-out tasks);
-- ``verify`` (``training.tasks.verifiers``) and ``score_answers`` (the held-out accuracy with a Wilson interval,
-  ``training.tasks.scoring``).
+- ``verify`` (``training.tasks.verifiers``) and ``score_answers``: the held-out accuracy with a Wilson
+  interval (``training.tasks.scoring``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
-"""Launch checks for a GRPO job on a task set, run inside the submitting transaction (``training.jobs.preflight``) and
-again by the job process before it trains: everything that can be refused before training starts is refused here.
+"""Launch checks for a GRPO job on a task set: everything that can be refused before training starts is
+refused here.
 
-- the set exists, and is the one the job was launched on (its content hash, ``tasks_hash``);
-- it has at least ``min_pairs`` train tasks;
-- none of its train tasks is held out in any stored set (same content hash): a job never trains on a held-out task;
-- no task needs a code check while code checks are off (``VIBESTUDIO_CODE_CHECKS``), neither by its own
-  verifier nor by the one the task reward imposes;
-- a verifier the task reward imposes can read every train task's reference (a numeric verifier on word answers).
+They run inside the submitting transaction (``training.jobs.preflight``), and again by the job process
+before it trains.
+- The set exists, and is the one the job was launched on (its content hash, ``tasks_hash``).
+- It has at least ``min_pairs`` train tasks.
+- None of its train tasks is held out in any stored set (same content hash). A job never trains on a
+  held-out task.
+- No task needs a code check while code checks are off (``VIBESTUDIO_CODE_CHECKS``). That holds for its
+  own verifier and for the one the task reward imposes.
+- A verifier the task reward imposes can read every train task's reference. A numeric verifier on word
+  answers fails this.
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """Generated task families written for the studio: endless fresh tasks with checkable answers for a CPU run.
 
-``generate(family, n, difficulty, seed)`` returns ``n`` distinct tasks (prompt, answer, verifier, meta), the same
-ones for the same arguments. Families:
+``generate(family, n, difficulty, seed)`` returns ``n`` distinct tasks (prompt, answer, verifier, meta).
+The same arguments give the same tasks. Families:
+- ``arithmetic``: word problems. Difficulty 1: one addition or subtraction of single-digit numbers. 2:
+  two-digit numbers. 3: two steps (add then subtract, or a product). 4 and up: three steps with larger
+  numbers.
+- ``units``: unit conversions (km/m/cm/mm, kg/g, h/min/s, l/ml). Difficulty 1: whole numbers one step
+  apart (3 km in m). 2: decimals. 3 and up: two steps (hours to seconds) and decimals.
+- ``strings``: string transforms. Difficulty 1: spell a short word with dashes. 2: reverse a word. 3:
+  count a letter. 4 and up: reverse the order of several words.
 
-- ``arithmetic``: word problems. Difficulty 1: one addition or subtraction of single-digit numbers; 2: two-digit
-  numbers; 3: two steps (add then subtract, or a product); 4 and up: three steps with larger numbers.
-- ``units``: unit conversions (km/m/cm/mm, kg/g, h/min/s, l/ml). Difficulty 1: whole numbers one step apart
-  (3 km in m); 2: decimals; 3 and up: two steps (hours to seconds) and decimals.
-- ``strings``: string transforms checked with the normalised exact verifier. Difficulty 1: spell a short word
-  with dashes; 2: reverse a word; 3: count a letter; 4 and up: reverse the order of several words.
-
-Numbers are checked with the numeric verifier, strings with the normalised exact one. Every prompt asks for the
-result after ``Answer:``, so a verifier reads one stated result rather than guessing. The words and names are
-the studio's own lists; nothing is taken from a published data set.
+Numbers are checked with the numeric verifier, strings with the normalised exact one. Every prompt asks
+for the result after ``Answer:``. So a verifier reads one stated result rather than guessing. The words
+and names are the studio's own lists; nothing is taken from a published data set.
 """
 
 from __future__ import annotations

@@ -1,17 +1,22 @@
-"""What a GRPO job on a task set does besides training: its dataset (train tasks only, checked again), and the
-held-out accuracy and KL it measures while it runs.
+"""What a GRPO job on a task set does besides training: its dataset, and the held-out checks it runs.
 
-``task_rows`` reads the set's train split through ``store.train_tasks`` (which refuses any task held out in any
-set) and asserts that no row's content hash is a held-out one before the trainer sees the rows.
+**The dataset** holds train tasks only, checked again. ``task_rows`` reads the set's train split through
+``store.train_tasks``, which refuses any task held out in any set. Before the trainer sees the rows, it
+asserts that no row's content hash is a held-out one.
 
-``HeldoutCheck`` answers ``heldout_tasks`` held-out tasks greedily with the policy being trained (before the
-first step, every ``heldout_every`` steps and after the last), checks them with each task's own verifier and
-logs to ``job_metrics``: ``heldout/accuracy`` with its Wilson 95% interval (``heldout/low``, ``heldout/high``),
-``heldout/n`` and ``heldout/skipped`` (the verifier could not score), the change since step 0 on the same tasks
-(``heldout/delta`` with a bootstrap interval, ``heldout/p`` exact McNemar), the share of answers stating several
-numbers, ``heldout/seconds``, the verifier skips of the task reward so far (``tasks/verifier_skips``) and the
-studio's own KL on held-out MT-Bench prompts (``kl_heldout``, ``training.objectives.kl``). Every check also goes to
-``heldout.jsonl`` in the job folder (with the answers of the last one), which the report and the CLI read.
+**The check.** ``HeldoutCheck`` answers ``heldout_tasks`` held-out tasks greedily with the policy being
+trained. It runs before the first step, every ``heldout_every`` steps and after the last. It checks each
+answer with the task's own verifier. It logs to ``job_metrics``:
+- ``heldout/accuracy`` with its Wilson 95% interval (``heldout/low``, ``heldout/high``);
+- ``heldout/n``, and ``heldout/skipped`` (the verifier could not score);
+- the change since step 0 on the same tasks: ``heldout/delta`` with a bootstrap interval, ``heldout/p``
+  exact McNemar;
+- the share of answers stating several numbers;
+- ``heldout/seconds``;
+- the task reward's verifier skips so far (``tasks/verifier_skips``);
+- the studio's own KL on held-out MT-Bench prompts (``kl_heldout``, ``training.objectives.kl``).
+Every check also goes to ``heldout.jsonl`` in the job folder, with the answers of the last one. The report
+and the CLI read it.
 """
 
 from __future__ import annotations

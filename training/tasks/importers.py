@@ -1,26 +1,30 @@
-"""Task rows from files people bring: JSONL / JSON / Parquet / Arrow files, or a folder of them (a data set's
-files), read through the studio's one reader of untrusted files (``common.files``) and checked row by row.
+"""Task rows from files people bring: JSONL / JSON / Parquet / Arrow files, or a folder of them.
 
-A folder written by ``datasets``' ``save_to_disk`` is read by its own index, in the two layouts that call
-writes: a ``Dataset`` (``state.json`` naming its ``.arrow`` files) and a ``DatasetDict`` (``dataset_dict.json``
-naming its splits, each a ``Dataset`` folder); every split's rows are imported (the studio makes its own
-train / held-out split by content hash), each named by ``split/file`` in errors and provenance. Any other
-folder is searched for task files (``.jsonl``, ``.json``, ``.parquet``, ``.arrow``).
+A folder is a data set's files. Everything is read through the studio's one reader of untrusted files
+(``common.files``) and checked row by row.
+
+A folder written by ``datasets``' ``save_to_disk`` is read by its own index. That call writes two layouts:
+- a ``Dataset``: ``state.json`` naming its ``.arrow`` files;
+- a ``DatasetDict``: ``dataset_dict.json`` naming its splits, each a ``Dataset`` folder.
+Every split's rows are imported; the studio makes its own train / held-out split by content hash. Each is
+named by ``split/file`` in errors and provenance. Any other folder is searched for task files (``.jsonl``,
+``.json``, ``.parquet``, ``.arrow``).
 
 Layouts recognised per row (the first that fits):
+- ``prompt`` + ``answer``, also ``question`` / ``problem`` / ``input`` + ``target`` / ``output``.
+  Optional: ``verifier`` (a spec or a type name), ``choices`` and ``meta``.
+- GSM8K: ``question`` + ``answer`` whose last line is ``#### N``. The answer is N, checked numerically.
+- MATH: ``problem`` + ``solution`` with ``\\boxed{...}``. The answer is the last boxed text: numeric when
+  it reads as a number, else normalised exact.
+- multiple choice: ``choices`` (a list, or ARC's ``{"label": [...], "text": [...]}``). The answer is a
+  letter (``answer`` / ``answerKey``) or a 0-based index (MMLU). The choices are listed in the prompt as
+  ``A) ...``.
+- code: ``tests`` (Python test code) with the task's prompt. It is checked by running the answer against
+  the tests.
 
-- ``prompt`` + ``answer`` (also ``question`` / ``problem`` / ``input`` + ``target`` / ``output``), with an
-  optional ``verifier`` (a spec or a type name), ``choices`` and ``meta``;
-- GSM8K: ``question`` + ``answer`` whose last line is ``#### N``: the answer is N, checked numerically;
-- MATH: ``problem`` + ``solution`` with ``\\boxed{...}``: the answer is the last boxed text (numeric when it
-  reads as a number, else normalised exact);
-- multiple choice: ``choices`` (a list, or ARC's ``{"label": [...], "text": [...]}``) with the answer a letter
-  (``answer`` / ``answerKey``) or a 0-based index (MMLU): the choices are listed in the prompt as ``A) ...``;
-- code: ``tests`` (Python test code) with the task's prompt: checked by running the answer against the tests.
-
-Without a ``verifier`` the set's default is used (``--verifier``), else numeric when the answer is a number
-and normalised exact otherwise. Every problem is a ``RowError`` with the file, line (or row) and field; nothing
-here writes anything.
+Without a ``verifier``, the set's default is used (``--verifier``). Otherwise numeric when the answer is a
+number, and normalised exact when not. Every problem is a ``RowError`` with the file, line (or row) and
+field. Nothing here writes anything.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """Running a code answer against its tests in a separate Python process with resource limits.
 
-The answer and the tests are written to files in a fresh scratch directory (never onto a command line), and
-``python -I`` runs them there with an empty environment and ``resource.setrlimit`` limits: CPU seconds, address
-space, file size, open files and no new processes, plus a wall-clock timeout that kills the process group. The
-limits stop runaway loops, memory hogs and fork bombs written by mistake; they are not a security boundary
-against a hostile answer (it can still read what the user running the studio can read), which is why code checks
-are off unless the operator turns them on (``VIBESTUDIO_CODE_CHECKS``; docs/security.md).
+The answer and the tests are written to files in a fresh scratch directory, never onto a command line.
+``python -I`` runs them there with an empty environment and ``resource.setrlimit`` limits:
+- CPU seconds, address space, file size and open files;
+- no new processes;
+- a wall-clock timeout that kills the process group.
+The limits stop runaway loops, memory hogs and fork bombs written by mistake. They are not a security
+boundary against a hostile answer: it can still read what the user running the studio can read. That is
+why code checks are off unless the operator turns them on (``VIBESTUDIO_CODE_CHECKS``; docs/security.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
-"""Task sets in the database: store (one transaction), split, list, read, and the guard that keeps held-out tasks
-out of training.
+"""Task sets in the database: store (one transaction), split, list, read, and the guard that keeps held-out
+tasks out of training.
 
-A task's *content hash* is the SHA-256 of its normalised prompt (case and spaces folded), so the same question
-imported twice, in two sets or two files, has one hash. Its *split* is a function of that hash alone: held-out
-when the hash's first 64 bits, as a fraction of 2**64, fall below the set's ``heldout_fraction`` (default 0.2),
-else train. So a task is held out in every set that holds it at the same fraction, the split is fixed before
-any job sees the set, and re-importing cannot move a task across. ``train_tasks`` refuses (``TaskError``) when
-a train task of the set is held out in *any* stored set: a job never trains on a held-out task.
+A task's *content hash* is the SHA-256 of its normalised prompt, with case and spaces folded. So the same
+question imported twice, in two sets or two files, has one hash. Its *split* is a function of that hash
+alone. It is held out when the hash's first 64 bits, as a fraction of 2**64, fall below the set's
+``heldout_fraction`` (default 0.2). Otherwise it is train. So a task is held out in every set that holds
+it at the same fraction. The split is fixed before any job sees the set, and re-importing cannot move a
+task across. ``train_tasks`` refuses (``TaskError``) when a train task of the set is held out in *any*
+stored set. A job never trains on a held-out task.
 
-A set's hash covers its tasks (content hash, answer, verifier, split) in order; it is what a job's lineage records.
+A set's hash covers its tasks (content hash, answer, verifier, split) in order. A job's lineage records
+it.
 """
 
 from __future__ import annotations

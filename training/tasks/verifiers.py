@@ -1,40 +1,42 @@
 """Verifiers: does an answer solve a task? One spec dict per verifier, checked once, then applied to answers.
 
-A spec is ``{"type": ..., **params}``; ``check_spec`` validates it (``VerifierError`` naming the parameter) and
-``verify(spec, answer, task)`` returns a ``Check`` (passed, what was read from the answer, and an ``error`` when
-the verifier itself failed: it raised, it timed out, or it is switched off). Types:
+A spec is ``{"type": ..., **params}``. ``check_spec`` validates it (``VerifierError`` naming the
+parameter). ``verify(spec, answer, task)`` returns a ``Check``: passed, what was read from the answer, and
+an ``error`` when the verifier itself failed (it raised, timed out, or is switched off). Types:
+- ``numeric``: the answer's final number equals the reference within ``tolerance`` (absolute, default
+  1e-6) or ``rel`` (relative). The final number comes after ``####``, inside ``\\boxed{}``, after "answer
+  is" / "answer:", else it is the last number. Thousands separators (``1,234``), signs, decimals,
+  fractions (``3/4``), percents, currency signs and units are read. A unit on both sides of one dimension
+  (m/km/cm/mm, g/kg, s/min/h, ml/l) is converted; a unit of another dimension fails. ``match: any`` passes
+  when *any* number in the answer matches. That is a gameable verifier: list several numbers and one is
+  right. It is kept so the report's hack detectors can be shown to catch it.
+- ``exact``: the final answer (as above, or the whole answer) equals the reference. Case, spaces,
+  surrounding quotes and end punctuation are normalised first.
+- ``choice``: a letter (A-Z) among ``choices``, read from "answer is B", "(B)", "B)" or a lone letter. An
+  answer naming two different letters is ambiguous and fails. An answer that is exactly one choice's text
+  counts.
+- ``regex``: the answer matches ``pattern``; ``{answer}`` in it stands for the escaped reference. It runs
+  with the ``regex`` module's own timeout, so a catastrophic pattern cannot hang a job.
+- ``json_schema``: the first JSON value in the answer validates against ``schema`` (or the reference, read
+  as a schema). With ``jsonschema`` installed, it does the validation. Without it, a small subset is
+  checked, and the check's ``note`` says so. The subset is type, properties, required,
+  additionalProperties false, enum, items, minimum, maximum, minLength, maxLength.
+- ``reward``: any ``training.objectives.rewards`` spec (``reward: {type: contains, keywords: [..]}``). It
+  passes when its score is at least ``threshold`` (default 1.0).
+- ``code``: the answer's code (a fenced block, else the whole answer) runs with the task's reference (test
+  code, e.g. asserts). It runs in a separate Python process with CPU-time, memory, file-size and process
+  limits (``resource.setrlimit``), no environment and a scratch directory. It is off unless the operator
+  sets ``VIBESTUDIO_CODE_CHECKS=true``. See docs/security.md: the limits contain mistakes, not an
+  attacker.
 
-- ``numeric``: the answer's final number (after ``####``, inside ``\\boxed{}``, after "answer is" / "answer:",
-  else the last number) equals the reference within ``tolerance`` (absolute, default 1e-6) or ``rel``
-  (relative). Thousands separators (``1,234``), signs, decimals, fractions (``3/4``), percents, currency signs and
-  units are read; a unit on both sides of one dimension (m/km/cm/mm, g/kg, s/min/h, ml/l) is converted, a unit of
-  another dimension fails. ``match: any`` passes when *any* number in the answer matches: a gameable verifier
-  (list several numbers and one is right), kept so the report's hack detectors can be shown to catch it.
-- ``exact``: the final answer (as above, or the whole answer) equals the reference after normalising case,
-  spaces, surrounding quotes and end punctuation.
-- ``choice``: a letter (A-Z) among ``choices``; read from "answer is B", "(B)", "B)" or a lone letter; an answer
-  naming two different letters is ambiguous and fails; an answer that is exactly one choice's text counts.
-- ``regex``: the answer matches ``pattern`` (``{answer}`` in it stands for the escaped reference), with the
-  ``regex`` module's own timeout, so a catastrophic pattern cannot hang a job.
-- ``json_schema``: the first JSON value in the answer validates against ``schema`` (or the reference, read as a
-  schema). With ``jsonschema`` installed it does the validation; without it, a small subset (type, properties,
-  required, additionalProperties false, enum, items, minimum, maximum, minLength, maxLength) is checked and the
-  check's ``note`` says so.
-- ``reward``: any ``training.objectives.rewards`` spec (``reward: {type: contains, keywords: [..]}``); passes when its score
-  is at least ``threshold`` (default 1.0).
-- ``code``: the answer's code (a fenced block, else the whole answer) is run with the task's reference (test code,
-  e.g. asserts) in a separate Python process with CPU-time, memory, file-size and process limits
-  (``resource.setrlimit``), no environment and a scratch directory. Off unless the operator sets
-  ``VIBESTUDIO_CODE_CHECKS=true`` (docs/security.md: the limits contain mistakes, not an attacker).
+Every verifier runs under a wall-clock limit (``timeout_s``, default 2 s) on the main thread (SIGALRM). A
+verifier that raises or overruns gives ``Check(passed=False, error=...)``. A job counts that as a skip,
+never as a wrong answer. This module knows nothing about the database or jobs.
 
-Every verifier runs under a wall-clock limit (``timeout_s``, default 2 s) on the main thread (SIGALRM); a
-verifier that raises or overruns gives ``Check(passed=False, error=...)``, which a job counts as a skip, never as a
-wrong answer. This module knows nothing about the database or jobs.
-
-A deliberate recursion with ``training.objectives.rewards``: a ``reward`` verifier holds a reward spec and a ``task`` reward
-holds a verifier, so the two modules are one spec language nested to any depth. Each side imports the other only
-inside the function that descends (``check_spec``'s and ``_reward``'s ``reward`` branch), so importing either
-module alone imports nothing of the other.
+A deliberate recursion with ``training.objectives.rewards``: a ``reward`` verifier holds a reward spec,
+and a ``task`` reward holds a verifier. So the two modules are one spec language, nested to any depth.
+Each side imports the other only inside the function that descends (``check_spec``'s and ``_reward``'s
+``reward`` branch). So importing either module alone imports nothing of the other.
 """
 
 from __future__ import annotations
