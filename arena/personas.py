@@ -4,12 +4,14 @@ A persona is an engine model, a system prompt, a prefill, decoding parameters an
 one persona (a mapping), a list of them, or ``{personas: [...]}``::
 
     personas:
-- name: sunny                      # public name, shown after the vote engine: llama_cpp                #
-  llama_cpp (default) | transformers | openai | vllm model: builtin:smollm2-135m-instruct-q4_1
-  system_prompt: You are Sunny, a cheerful assistant. prefill: "What a great question! " sampling:
-  {temperature: 0.7, max_tokens: 120} aliases: [Sunny]                 # names an answer must not say
-  before the vote engine_config: {base_url: http://127.0.0.1:8000/v1, api_key_env: MY_KEY}   # HTTP
-  engines only
+      - name: sunny                      # public name, shown after the vote
+        engine: llama_cpp                # llama_cpp (default) | transformers | openai | vllm
+        model: builtin:smollm2-135m-instruct-q4_1
+        system_prompt: You are Sunny, a cheerful assistant.
+        prefill: "What a great question! "
+        sampling: {temperature: 0.7, max_tokens: 120}
+        aliases: [Sunny]                 # names an answer must not say before the vote
+        engine_config: {base_url: http://127.0.0.1:8000/v1, api_key_env: MY_KEY}   # HTTP engines only
 
 Everything is checked before anything is written. These raise ``PersonaError`` naming the file, the
 persona and the field: an unknown field, a wrong type, a duplicate name, an unknown sampling or
