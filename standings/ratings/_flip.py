@@ -6,18 +6,18 @@ After Huang, Shen, Wei and Broderick, "Dropping just a handful of preferences ca
 checks it.
 
 1. **Approximate** with influence functions, i.e. one Newton step of the Bradley-Terry log-likelihood.
-   Removing vote i moves the ratings by about H^+ grad l_i = w_i (p_i - y_i) H^+ (e_a - e_b). Take the pair
-   u above v. The effect on its gap theta_u - theta_v is w_i (p_i - y_i) (H^+[u] - H^+[v]) . (e_a - e_b).
-   Votes with the same pair, outcome and weight have the same effect. So they form one group with a count.
-   The most negative effects are taken, greedily, until the predicted gap changes sign. One pseudo-inverse
-   of the board's Hessian serves every pair. Only the groups of u's and v's pairs are ranked when no other
-   group can reach the prefix; a bound says when.
+   Removing vote i moves the ratings by about H^+ grad l_i = w_i (p_i - y_i) H^+ (e_a - e_b). Take the
+   pair u above v. The effect on its gap theta_u - theta_v is w_i (p_i - y_i) (H^+[u] - H^+[v]) . (e_a -
+   e_b). Votes with the same pair, outcome and weight have the same effect. So they form one group with a
+   count. The most negative effects are taken, greedily, until the predicted gap changes sign. One
+   pseudo-inverse of the board's Hessian serves every pair. Only the groups of u's and v's pairs are
+   ranked when no other group can reach the prefix; a bound says when.
 2. **Check** by refitting without those votes. If the order did not flip, the influences are recomputed at
-   the refitted ratings and more votes are taken. So k grows until a refit flips. Then the search finds the
-   shortest prefix of the removal sequence that still flips on refit. It refits where the influences put
-   the crossing, one vote to either side. The checked count flips on refit; one vote fewer does not. It is
-   an upper bound on the true minimum, since the search is greedy. The tests compare it with exhaustive
-   search on small arenas.
+   the refitted ratings and more votes are taken. So k grows until a refit flips. Then the search finds
+   the shortest prefix of the removal sequence that still flips on refit. It refits where the influences
+   put the crossing, one vote to either side. The checked count flips on refit; one vote fewer does not.
+   It is an upper bound on the true minimum, since the search is greedy. The tests compare it with
+   exhaustive search on small arenas.
 
 Refits are chord steps from the board's fit with its Hessian. They take a few passes over the per-pair
 sums and stop once the sign of the gap is settled. A pair's check costs about three of them. On a big

@@ -3,8 +3,8 @@
 A coefficient is fitted only when the data can identify it. Three checks, in order:
 
 1. Votes per coefficient. Logistic fits need about ten events per fitted parameter (Peduzzi et al., 1996).
-   A covariate fit has (models - 1) ratings plus one coefficient per feature. With fewer than ten votes per
-   parameter, no coefficient is fitted. Each reads "can't tell" with the votes it would need.
+   A covariate fit has (models - 1) ratings plus one coefficient per feature. With fewer than ten votes
+   per parameter, no coefficient is fitted. Each reads "can't tell" with the votes it would need.
 2. Effective votes per coefficient, by variance inflation factors (VIF, Marquardt 1970). The features are
    first freed of what the models' ratings explain (the Schur complement of the weighted design's Gram
    matrix). So a feature only one model shows is collinear with the models. A coefficient with inflation
