@@ -7,13 +7,13 @@ one plays, since re-quantizing can lose a small trained change. The child has it
 and tokenizer, so the parent's GGUF is the template:
 
 1. The child's weights are loaded with transformers and its LoRA merged with peft. A full fine-tune is
-read
-   as is.
+   read as is.
 2. Its tensors get llama.cpp's names (``gguf``'s tensor map). They get the q/k row permutation that
    llama.cpp's HF conversion applies to Llama attention. Transformers undoes it when it reads a GGUF, so
    training saw HF order.
 3. They are written as F16 (1-D norms as F32) with every metadata key of the template: tokenizer, chat
-   template, special ids. The architecture numbers are the exception; they come from the child's own config.
+   template, special ids. The architecture numbers are the exception; they come from the child's own
+   config.
 4. ``llama_cpp.llama_model_quantize`` brings them to the template's file type. F16/F32 templates skip
    this. The token embedding and output tensors keep the template's types.
 5. llama.cpp load-checks the result: it loads, its vocabulary is the tokenizer's, it answers a token. Only

@@ -6,23 +6,23 @@ they differ. Each named difference is then checked, prompt by prompt, on prompts
 while naming it.
 
 1. *Propose.* ``batches`` batches of ``per_batch`` prompts, each showing the question and both answers as
-   "Model 1" and "Model 2". Which side is Model 1 alternates between batches; the seed draws the first. The
-   judge lists properties that differ, one ``AXIS: <short phrase>`` line each. Examples: "uses emoji",
+   "Model 1" and "Model 2". Which side is Model 1 alternates between batches; the seed draws the first.
+   The judge lists properties that differ, one ``AXIS: <short phrase>`` line each. Examples: "uses emoji",
    "opens by praising the question". It may answer ``AXIS: none``. A judge that names nothing anywhere
    leaves the step unmeasured, since its "none" was never checked. Candidates are cleaned: 1-8 words, no
    "Model 1" in them. They are deduplicated on their content words: "more concise" = "less concise" =
    "concise", and the validation finds the direction. They are ranked by how many batches named them, and
    capped at ``max_axes``.
 2. *Validate.* For every axis and every validation prompt, the judge is asked which answer shows MORE of
-the
-   property. Validation prompts are disjoint from the proposal prompts. The reply is ``[[A]]``, ``[[B]]`` or
-   ``[[C]]`` (about equal / neither). It is asked once with the parent's answer first, once with the
-   child's first. Both orders agreeing on a side is *decisive*. Disagreeing is *inconsistent*, counted as
-   neither; so a judge that always says "A" finds nothing. Either reply unreadable is *unreadable*.
+   the property. Validation prompts are disjoint from the proposal prompts. The reply is ``[[A]]``,
+   ``[[B]]`` or ``[[C]]`` (about equal / neither). It is asked once with the parent's answer first, once
+   with the child's first. Both orders agreeing on a side is *decisive*. Disagreeing is *inconsistent*,
+   counted as neither; so a judge that always says "A" finds nothing. Either reply unreadable is
+   *unreadable*.
 3. *Statistics.* Per axis, the child's share of the decisive prompts gets a Wilson interval and the exact
    sign test (``common.stats.sign_test``). The p-values of all axes are adjusted together
-   (Benjamini-Hochberg). An axis is *found* only when its q-value is below ``alpha`` and most of its replies
-   were readable.
+   (Benjamini-Hochberg). An axis is *found* only when its q-value is below ``alpha`` and most of its
+   replies were readable.
 
 What it leaves out of the paper: the iterative re-proposal on prompts the found vibes do not separate.
 Also the vibes' power to predict model identity and user preference. Cost:
