@@ -1,6 +1,6 @@
-"""Accounts and roles: users with argon2 password hashes, role checks for services, login sessions and
-throttles, per-user rate limits shared by every web server, and users signed in by an authenticating
-proxy.
+"""Accounts and what each may do: users with argon2 password hashes, role checks for services, login
+sessions and throttles, per-user rate limits shared by every web server, and users signed in by an
+authenticating proxy.
 
 Roles, lowest first:
 - ``annotator``: arena battles and votes, labelling.
