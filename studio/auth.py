@@ -1,39 +1,41 @@
 """Who is asking: login for the web app and its HTTP API, and the map from a request to a user id.
 
 Modes, from ``VIBESTUDIO_AUTH``:
-
-- ``auto`` (default): login is required as soon as one enabled user has a password (``vibestudio users add``);
-  with no such user the app runs in the open single-user mode, where everyone is the local operator.
-- ``on``: login is always required; the server refuses to start while no enabled user has a password.
+- ``auto`` (default): login is required as soon as one enabled user has a password
+  (``vibestudio users add``). With no such user, the app runs in the open single-user mode: everyone is
+  the local operator.
+- ``on``: login is always required. The server refuses to start while no enabled user has a password.
 - ``off``: never ask (a trusted network); everyone is the local operator.
-- ``proxy``: an authenticating proxy in front (oauth2-proxy, Authelia, a company gateway) signs users in and names
-  each in a header (``VIBESTUDIO_PROXY_USER_HEADER``, default ``X-Forwarded-User``). The header is believed only
-  from the proxy's addresses (``VIBESTUDIO_PROXY_ADDRESSES``, addresses or CIDR ranges, compared with the TCP
-  peer, not with ``X-Forwarded-For``); a request carrying it from any other address is refused with 403 and
-  logged; a request without it gets 401. The name becomes a studio user (``accounts.proxy``).
+- ``proxy``: an authenticating proxy in front signs users in (oauth2-proxy, Authelia, a company gateway).
+  It names each in a header (``VIBESTUDIO_PROXY_USER_HEADER``, default ``X-Forwarded-User``). The header
+  is believed only from the proxy's addresses (``VIBESTUDIO_PROXY_ADDRESSES``: addresses or CIDR ranges).
+  They are compared with the TCP peer, not with ``X-Forwarded-For``. A request carrying it from any other
+  address is refused with 403 and logged. A request without it gets 401. The name becomes a studio user
+  (``accounts.proxy``).
 
-The mode is decided when the server starts. The open mode binds to loopback only: serving it on another
+The mode is decided when the server starts. The open mode binds to loopback only. Serving it on another
 interface needs an explicit ``VIBESTUDIO_AUTH=off``.
 
-Gradio does the login itself (``launch(auth=...)``, a session cookie for browsers, ``gradio_client``'s
-``auth=(name, password)`` for scripts); this module checks the password with ``accounts`` and turns
+Gradio does the login itself: ``launch(auth=...)``, a session cookie for browsers, ``gradio_client``'s
+``auth=(name, password)`` for scripts. This module checks the password with ``accounts``. It turns
 ``gr.Request.username`` into the user id that handlers pass to the services, which do the role checks.
 Every request re-reads the user, so disabling an account stops it at its next action. Imports no gradio.
 
 Around Gradio's login, ``SessionGuard`` (an ASGI middleware) adds what Gradio lacks:
-
-- **Throttled login** (``accounts.throttle``): the check sees the client's address and refuses, before hashing,
-  a name that failed too often from that address or an address that failed too often across names.
-- **Sessions that end** (``accounts.sessions``): each token Gradio issues is recorded with its time and the
-  user's password fingerprint; a request whose token is older than ``VIBESTUDIO_SESSION_HOURS``, whose user's
-  password changed since, or whose user is disabled reaches Gradio without its cookie (so it is not signed in),
-  and the token is forgotten for good. Signing out ends every session of the user.
-- **Sessions any replica accepts**: the book is a database table, and Gradio's cookie names carry a random id
-  per process, so the guard renames the session cookies to fixed names on the way out
-  (``access-token-studio``) and back to this process's names on the way in, and enters a session issued by
+- **Throttled login** (``accounts.throttle``). The check sees the client's address. Before hashing, it
+  refuses a name that failed too often from that address. It also refuses an address that failed too often
+  across names.
+- **Sessions that end** (``accounts.sessions``). Each token Gradio issues is recorded with its time and
+  the user's password fingerprint. Some requests reach Gradio without their cookie, so they are not signed
+  in: a token older than ``VIBESTUDIO_SESSION_HOURS``, a user whose password changed since, a disabled
+  user. Such a token is forgotten for good. Signing out ends every session of the user.
+- **Sessions any replica accepts.** The book is a database table. Gradio's cookie names carry a random id
+  per process. So the guard renames the session cookies to fixed names on the way out
+  (``access-token-studio``), and back to this process's names on the way in. It enters a session issued by
   another process into this process's token table.
-- **Cookie attributes**: Gradio sets its session cookie ``SameSite=None``; the guard rewrites it to
-  ``SameSite=Lax; HttpOnly`` (plus ``Secure`` when the request came over https), so no other site's page sends it.
+- **Cookie attributes.** Gradio sets its session cookie ``SameSite=None``. The guard rewrites it to
+  ``SameSite=Lax; HttpOnly``, plus ``Secure`` when the request came over https. So no other site's page
+  sends it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""Wiring: one database, the arena service, the leaderboard service they share, first-start set-up (migrations,
-default contestants, prompts, the start-up sweep of idle battles) and the idle-battle timer of the app process."""
+"""Wiring: one database, the arena service, and the leaderboard service they share.
+
+It also runs first-start set-up: migrations, default contestants, prompts, and the start-up sweep of idle
+battles. It owns the idle-battle timer of the app process.
+"""
 
 from __future__ import annotations
 

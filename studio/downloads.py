@@ -1,26 +1,31 @@
-"""Downloads checked like every other read: the one route that serves a file of the data home, after the role
-and the owner are checked, as for every handler.
+"""Downloads checked like every other read: the one route that serves a file of the data home.
 
-Gradio's own file routes (``/gradio_api/file=...``) serve nothing at all (``FileRouteGuard``; the app also gives
-them no ``allowed_paths``, and its upload cache is a per-process folder outside the data home, ``studio.uploads``). A file the studio
-offers for download (a label export) is written into a folder of its own, ``<home>/exports/<token>/``, with a record of
-who may read it (``.offer.json``: the owner's user id and the role the read needs); ``<token>`` is 128 random bits,
-so a name cannot be guessed, and knowing it is still not enough:
+It serves a file only after the role and the owner are checked, as for every handler. Gradio's own file
+routes (``/gradio_api/file=...``) serve nothing at all (``FileRouteGuard``). The app also gives them no
+``allowed_paths``. Its upload cache is a per-process folder outside the data home (``studio.uploads``).
 
-``GET /studio/download/<token>/<name>`` answers the file only when the request's user (the session cookie, or
-the proxy's user in single sign-on) holds the role, and is the owner or an admin. In the open single-user mode
-(loopback only) the user is the local operator, who may read everything. Every refusal says what was refused and
-what would admit it, never the token, a path or a name from the request.
+A file the studio offers for download (a label export) goes into a folder of its own,
+``<home>/exports/<token>/``. Beside it is a record of who may read it (``.offer.json``): the owner's user
+id and the role the read needs. ``<token>`` is 128 random bits, so a name cannot be guessed. Knowing it is
+still not enough.
 
-``offer`` (a page hands it the file it wrote) and ``open_offer`` (the check) are plain functions; the route is a
-thin layer over ``open_offer``.
+``GET /studio/download/<token>/<name>`` answers the file only when the request's user holds the role and
+is the owner or an admin. The user comes from the session cookie, or the proxy's user in single sign-on.
+In the open single-user mode (loopback only) the user is the local operator, who may read everything.
+Every refusal says what was refused and what would admit it. It never names the token, a path or a name
+from the request.
 
-**Exports expire, and each user has a share** (``sweep_expired``, ``make_room``): a download folder is removed once
-it is older than ``VIBESTUDIO_EXPORT_HOURS`` (its record's time, else the folder's), at start-up (``install``) and
-whenever a new export begins; a signed-in user may hold at most ``VIBESTUDIO_EXPORT_MB_PER_USER`` of unexpired
-downloads (a folder counts from the moment ``new_folder`` makes it, so exports under way count too): a new export
-is refused when they hold that much already, and one that brings them past it is removed and refused
-(``ExportRefused``). The local operator (``owner_id=None``) has no cap.
+``offer`` (a page hands it the file it wrote) and ``open_offer`` (the check) are plain functions. The
+route is a thin layer over ``open_offer``.
+
+**Exports expire, and each user has a share** (``sweep_expired``, ``make_room``).
+- A download folder is removed once it is older than ``VIBESTUDIO_EXPORT_HOURS``, by its record's time,
+  else the folder's. This runs at start-up (``install``) and whenever a new export begins.
+- A signed-in user may hold at most ``VIBESTUDIO_EXPORT_MB_PER_USER`` of unexpired downloads. A folder
+  counts from the moment ``new_folder`` makes it, so exports under way count too.
+- A new export is refused when they hold that much already. One that brings them past it is removed and
+  refused (``ExportRefused``).
+The local operator (``owner_id=None``) has no cap.
 """
 
 from __future__ import annotations

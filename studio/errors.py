@@ -1,20 +1,20 @@
 """Errors shown to users: a refusal answers in place, a safe message in the page, the full detail in the log.
 
 Two kinds of failure reach a page:
+- a **refusal** (``Refusal``): the user can fix it. Examples: "pick a queue first", a name that is taken,
+  a file that does not parse. A handler wired with ``in_place`` answers it in the status element next to
+  its button: an HTML or Markdown output it already has. It leaves every other output as it was
+  (``gr.skip()``). So there is no red "Error" badge over the outputs, and no toast that follows the user
+  to other tabs. There is no traceback in the server log either. An API caller reads the same message in
+  that output. Unwired, a ``Refusal`` is still a ``gr.Error`` (a toast), without the traceback Gradio
+  prints for other errors.
+- a **denial** (``accounts.PermissionDenied``) stays a plain ``gr.Error``. An API client of a lower role
+  must get it as an error, and the page hides nothing from it.
 
-- a **refusal** (``Refusal``): the user can fix it ("pick a queue first", a name that is taken, a file that does not
-  parse). A handler wired with ``in_place`` answers it in the status element next to its button (an HTML or
-  Markdown output it already has) and leaves every other output as it was (``gr.skip()``): no red "Error" badge
-  over the outputs, no toast that follows the user to other tabs, no traceback in the server log. An API caller
-  reads the same message in that output. Unwired, a ``Refusal`` is still a ``gr.Error`` (a toast), without the
-  traceback Gradio prints for other errors.
-- a **denial** (``accounts.PermissionDenied``) stays a plain ``gr.Error``: it is the answer an API client of a lower
-  role must get as an error, and the page hides nothing from it.
-
-Any message passes ``studio.render.error_text``: no file paths (the file's name only), URLs, key-like strings or
-markup, and bounded length (Gradio renders toasts as HTML, so the text is also escaped). Anything a page does not
-catch is shown by Gradio as a generic "Error" (the app launches with ``show_error=False``), never as exception text:
-that is a bug, and it is logged with its traceback.
+Any message passes ``studio.render.error_text``. It holds no file paths (the file's name only), URLs,
+key-like strings or markup, and its length is bounded. Gradio renders toasts as HTML, so the text is also
+escaped. Anything a page does not catch is shown by Gradio as a generic "Error", never as exception text.
+(The app launches with ``show_error=False``.) That is a bug, and it is logged with its traceback.
 """
 
 from __future__ import annotations

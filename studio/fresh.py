@@ -1,13 +1,16 @@
 """Fresh on sight: what the page load fills is filled again when the tab that shows it opens.
 
-A page's views are read by its load events (``demo.load``). Alone, those run once per page: a tab opened an
-hour later showed the state of that hour-old load (a Data tab with "0 ended battles" beside five stored ones).
-``refresh_on_open`` gives every load event a second trigger per tab around its outputs: the tab's own ``select``
-and each enclosing tab's. So opening a tab or a sub-tab re-reads what it shows, whoever changed it (another tab,
-the CLI, another user, a job). It is one event with more triggers, not a copy: its concurrency line is kept.
+A page's views are read by its load events (``demo.load``). Alone, those run once per page. So a tab
+opened an hour later showed the state of that hour-old load. An example was a Data tab with "0 ended
+battles" beside five stored ones.
 
-A tab whose existing ``select`` event already writes all of a load's outputs gets no second trigger (the
-Leaderboard's opening redraws its board itself). A view drawn by a button is redrawn on opening only where
+``refresh_on_open`` gives every load event a second trigger per tab around its outputs. Those are the
+tab's own ``select`` and each enclosing tab's. So opening a tab or a sub-tab re-reads what it shows,
+whoever changed it: another tab, the CLI, another user, a job. It is one event with more triggers, not a
+copy; its concurrency line is kept.
+
+A tab whose existing ``select`` event already writes all of a load's outputs gets no second trigger. The
+Leaderboard's opening redraws its board itself. A view drawn by a button is redrawn on opening only where
 its page also hangs the handler on the tab's ``select``.
 """
 

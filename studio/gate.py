@@ -1,35 +1,38 @@
 """Identity before bytes: who is asking, and how much they may send, decided before any request body is read.
 
-``RequestGate`` is an ASGI middleware on the FastAPI app Gradio serves the studio from (``studio.app.app_kwargs``
-puts it inside ``auth.SessionGuard``, which has already looked at the session cookie or the proxy's header;
-nothing outside it reads a body). For every request, in this order:
+``RequestGate`` is an ASGI middleware on the FastAPI app Gradio serves the studio from.
+``studio.app.app_kwargs`` puts it inside ``auth.SessionGuard``, which has already looked at the session
+cookie or the proxy's header. Nothing outside it reads a body. For every request, in this order:
 
-1. **Side routes answer nothing** (``SIDE_ROUTES``, 404 for everyone): Gradio's monitoring dashboard and its
-   summary (every function's call counts and timings), the token route (it would put the ``HttpOnly`` session
-   token in a response body that a script can read), the run history (it reaches the Hugging Face hub with a
-   token of the host's), screen-recording processing, profiling, the development reload stream and the vibe
-   editor. The studio uses none of them.
-2. **No session, no route** (login on): a request without a valid session may reach the login page, the login
-   form, the page's static files, ``/logout`` and the start-up call Gradio makes to itself (``PRE_LOGIN_EXACT``,
-   ``PRE_LOGIN_PREFIXES``); anything else is refused with 401 before its body is read, whatever its size.
-   Gradio would read and parse a body (an event's JSON, a form) before its own login check answers. The login
-   page itself goes out without the API description Gradio embeds in every page (``without_api_info``).
-3. **Size before bytes**: a request is refused with 413 when its ``Content-Length`` is over its limit, and when
-   a body sent without one (chunked) grows past it while it is read (counted as it streams). The limits:
-   ``LOGIN_BODY_LIMIT`` (64 KiB) for a request without a session; ``VIBESTUDIO_MAX_UPLOAD_MB`` plus 1 MiB of
-   form overhead on Gradio's upload route; ``VIBESTUDIO_MAX_REQUEST_MB`` on every other route.
-4. **A budget per address before login**: what one client address sends without a session (the login form)
-   is charged to a byte budget, ``VIBESTUDIO_LOGIN_KB_PER_MINUTE`` (each request at least 1 KiB), kept in this
-   process; over it, 429 with ``Retry-After`` before the body is read. Failed logins are throttled separately
-   (``accounts.throttle``).
-5. **A share of uploads per user**: what one signed-in user uploads is charged to ``UploadQuota`` before the body
-   is read (its ``Content-Length``; a chunked body as it streams): at most ``VIBESTUDIO_UPLOAD_MB_PER_HOUR`` an
-   hour and ``VIBESTUDIO_UPLOAD_MB_HELD`` waiting at once (an upload counts as held until it has expired,
-   ``studio.uploads.UPLOAD_TTL_S``, even when a handler removed it sooner); over either, 429 with ``Retry-After``,
-   nothing stored. Kept per process; the local operator of the open mode is not charged.
+1. **Side routes answer nothing** (``SIDE_ROUTES``, 404 for everyone). The studio uses none of them:
+   - Gradio's monitoring dashboard and its summary (every function's call counts and timings);
+   - the token route: it would put the ``HttpOnly`` session token in a body that a script can read;
+   - the run history: it reaches the Hugging Face hub with a token of the host's;
+   - screen-recording processing, profiling, the development reload stream and the vibe editor.
+2. **No session, no route** (login on). A request without a valid session may reach a short list: the
+   login page, the login form, the page's static files, ``/logout``, and the start-up call Gradio makes to
+   itself (``PRE_LOGIN_EXACT``, ``PRE_LOGIN_PREFIXES``). Anything else is refused with 401 before its body
+   is read, whatever its size. Gradio would read and parse a body (an event's JSON, a form) before its own
+   login check answers. The login page goes out without the API description Gradio embeds in every page
+   (``without_api_info``).
+3. **Size before bytes.** A request is refused with 413 when its ``Content-Length`` is over its limit. A
+   body sent without one (chunked) is counted as it streams, and refused when it grows past. The limits:
+   - ``LOGIN_BODY_LIMIT`` (64 KiB) for a request without a session;
+   - ``VIBESTUDIO_MAX_UPLOAD_MB`` plus 1 MiB of form overhead on Gradio's upload route;
+   - ``VIBESTUDIO_MAX_REQUEST_MB`` on every other route.
+4. **A budget per address before login.** What one client address sends without a session (the login form)
+   is charged to a byte budget. That is ``VIBESTUDIO_LOGIN_KB_PER_MINUTE``, each request at least 1 KiB,
+   kept in this process. Over it: 429 with ``Retry-After``, before the body is read. Failed logins are
+   throttled separately (``accounts.throttle``).
+5. **A share of uploads per user.** What one signed-in user uploads is charged to ``UploadQuota`` before
+   the body is read. That is its ``Content-Length``, or a chunked body as it streams. The caps are
+   ``VIBESTUDIO_UPLOAD_MB_PER_HOUR`` an hour, and ``VIBESTUDIO_UPLOAD_MB_HELD`` waiting at once. An upload
+   counts as held until it has expired (``studio.uploads.UPLOAD_TTL_S``), even when a handler removed it
+   sooner. Over either cap: 429 with ``Retry-After``, nothing stored. Kept per process; the local operator
+   of the open mode is not charged.
 
-A refusal of a request that may carry a body says ``Connection: close``, so the server does not read what is
-left of it. Imports no gradio.
+A refusal of a request that may carry a body says ``Connection: close``. So the server does not read what
+is left of it. Imports no gradio.
 """
 
 from __future__ import annotations

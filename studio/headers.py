@@ -1,16 +1,21 @@
 """Security headers on every response of the studio's web app: the second wall behind the display path.
 
-Whatever a model writes is rendered by ``studio.render`` into HTML that loads nothing; this Content-Security-Policy
-makes the browser refuse to load anything from elsewhere even if some text ever got through: images (``data:``
-and ``blob:`` too, which Gradio uses for its own icons and uploads), frames, fonts, styles, media, workers and
-connections (fetch, WebSocket, server-sent events) only from the studio itself. No page may frame the studio
-(``frame-ancestors 'none'``; clickjacking on the vote buttons), forms post only to it, ``<base>`` cannot move it.
+Whatever a model writes is rendered by ``studio.render`` into HTML that loads nothing. This
+Content-Security-Policy makes the browser refuse to load anything from elsewhere, even if some text ever
+got through.
+- Images, frames, fonts, styles, media, workers and connections come only from the studio itself.
+  Connections are fetch, WebSocket and server-sent events. Images include ``data:`` and ``blob:``, which
+  Gradio uses for its own icons and uploads.
+- No page may frame the studio (``frame-ancestors 'none'``), against clickjacking on the vote buttons.
+- Forms post only to it, and ``<base>`` cannot move it.
 
-Gradio's page needs inline scripts (its config is an inline ``<script>``), ``eval`` (``gr.HTML`` compiles its
-template with ``Function``) and inline styles (Svelte sets ``style`` attributes), so scripts and styles allow
-``'unsafe-inline'`` (scripts also ``'unsafe-eval'``) but still come from no other origin. Untrusted text never
-reaches the page as markup that could use that: ``studio.render`` emits no ``<script>``, ``style`` or event
-attribute, and ``nh3`` strips them if it did.
+Gradio's page needs three things:
+- inline scripts: its config is an inline ``<script>``;
+- ``eval``: ``gr.HTML`` compiles its template with ``Function``;
+- inline styles: Svelte sets ``style`` attributes.
+So scripts and styles allow ``'unsafe-inline'`` (scripts also ``'unsafe-eval'``), but still come from no
+other origin. Untrusted text never reaches the page as markup that could use that. ``studio.render`` emits
+no ``<script>``, ``style`` or event attribute, and ``nh3`` strips them if it did.
 """
 
 from __future__ import annotations

@@ -1,24 +1,26 @@
-"""Which pages may talk to the studio: a ``Host`` and ``Origin`` policy on every request, before Gradio sees it.
+"""Which pages may talk to the studio: a ``Host`` and ``Origin`` policy on every request, before Gradio sees
+it.
 
-Two attacks, one rule each, applied by an ASGI middleware in login mode *and* in the open mode:
+Two attacks, one rule each. An ASGI middleware applies them in login mode *and* in the open mode.
+- **Another site's page**: cross-site request forgery, and reading the answers. A browser sends ``Origin``
+  with every cross-origin ``fetch``, form post, preflight and WebSocket. Gradio would answer it with
+  credentials. So a request is refused with 403, whatever its method (``OPTIONS`` preflights included),
+  when its ``Origin`` is not allowed. Allowed are the app's own and those the operator listed in
+  ``VIBESTUDIO_ALLOWED_ORIGINS``. ``Origin: null`` (sandboxed frames, ``file:`` pages) is refused too. So
+  is a browser's ``Sec-Fetch-Site: cross-site`` without an ``Origin``. Origins are compared as the browser
+  defines them: scheme, host and port. A missing port is the scheme's default. So ``Host: studio`` on
+  plain http is ``http://studio:80``, and a page at ``http://studio:8080`` is another origin. Requests
+  without ``Origin`` pass: ``gradio_client``, ``curl``, a typed address. They are not browsers acting for
+  a page.
+- **Outermost.** The guard wraps the whole app, outside Gradio's own CORS layer (``wrap``). So no
+  preflight is answered, and no origin reflected with credentials, before the policy has admitted it.
+- **DNS rebinding**: a name the attacker controls, resolved to this machine, so the page counts as
+  same-origin. A ``Host`` is refused with 421 unless it is one of these: a loopback name, an IP address,
+  this machine's own name, a host the operator listed in ``VIBESTUDIO_ALLOWED_HOSTS``, or the host of an
+  allowed origin. An IP address cannot be rebound (there is no name to re-point), so any is accepted.
 
-- **Another site's page** (cross-site request forgery, and reading the answers): a browser sends ``Origin`` with
-  every cross-origin ``fetch``, form post, preflight and WebSocket, and Gradio would answer it with
-  credentials. A request whose ``Origin`` is not the app's own nor one the operator listed in
-  ``VIBESTUDIO_ALLOWED_ORIGINS`` is refused with 403, whatever its method (``OPTIONS`` preflights included);
-  so is ``Origin: null`` (sandboxed frames, ``file:`` pages) and a browser's ``Sec-Fetch-Site: cross-site``
-  without an ``Origin``. Origins are compared as the browser defines them: scheme, host and port, the port
-  being the scheme's default when it is absent (``Host: studio`` on plain http is ``http://studio:80``, so a
-  page at ``http://studio:8080`` is another origin). Requests without ``Origin`` (``gradio_client``, ``curl``,
-  a typed address) are not browsers acting for a page and pass.
-- **Outermost**: the guard wraps the whole app, outside Gradio's own CORS layer (``wrap``), so no preflight
-  is answered, and no origin reflected with credentials, before the policy has admitted it.
-- **DNS rebinding** (a name the attacker controls, resolved to this machine, so the page counts as same-origin):
-  a ``Host`` that is not a loopback name, an IP address, this machine's own name, a host the operator listed in
-  ``VIBESTUDIO_ALLOWED_HOSTS`` or the host of an allowed origin is refused with 421. An IP address cannot be
-  rebound (there is no name to re-point), so any is accepted.
-
-The refusal says which header was refused and which setting admits it; it does not echo the header's value.
+The refusal says which header was refused and which setting admits it. It does not echo the header's
+value.
 """
 
 from __future__ import annotations

@@ -1,29 +1,34 @@
 """The one display path for untrusted text: Markdown -> HTML with a real CommonMark parser, then a sanitizer.
 
-Untrusted text is anything a model, a user, an import file, a judge or a persona file wrote. It reaches a page
-only as the HTML this module returns, which the page shows as HTML (``gr.HTML``, or ``gr.Chatbot`` with
-``render_markdown=False``, so that Gradio's own Markdown renderer never sees the text):
+Untrusted text is anything a model, a user, an import file, a judge or a persona file wrote. It reaches a
+page only as the HTML this module returns. The page shows that as HTML: ``gr.HTML``, or ``gr.Chatbot``
+with ``render_markdown=False``. So Gradio's own Markdown renderer never sees the text.
 
-1. ``clean_text``: lone UTF-16 surrogates become U+FFFD; bidi overrides, zero-width characters and other
-   control characters become a visible ``⟨U+202E⟩`` marker (shown, never obeyed); text past ``MAX_CHARS`` is
-   cut with a note saying how much is not shown (the stored text is untouched).
-2. ``markdown-it-py`` (CommonMark, plus GFM tables and strikethrough) with raw HTML off: a ``<script>`` or
-   ``<img>`` in the text is text. Images become an inert "[image: alt] url" label that loads nothing. Links and
-   autolinks parse only for ``http``, ``https`` and ``mailto`` (anything else, ``javascript:``, ``data:``,
-   ``vbscript:``, relative paths, stays as the characters written) and open in a new tab with
-   ``rel="noopener noreferrer"``. Nesting deeper than ``MAX_NESTING`` is shown flattened, not dropped.
-3. ``nh3`` (the Rust sanitizer ammonia) on the output, with an allow-list of the tags and attributes step 2 can
-   produce: a second wall if a parser rule ever lets something through.
+1. ``clean_text``. Lone UTF-16 surrogates become U+FFFD. Bidi overrides, zero-width characters and other
+   control characters become a visible ``⟨U+202E⟩`` marker: shown, never obeyed. Text past ``MAX_CHARS``
+   is cut, with a note saying how much is not shown. The stored text is untouched.
+2. ``markdown-it-py`` (CommonMark, plus GFM tables and strikethrough) with raw HTML off. A ``<script>`` or
+   ``<img>`` in the text is text. Images become an inert "[image: alt] url" label that loads nothing.
+   Links and autolinks parse only for ``http``, ``https`` and ``mailto``. Anything else stays as the
+   characters written: ``javascript:``, ``data:``, ``vbscript:``, relative paths. Links open in a new tab
+   with ``rel="noopener noreferrer"``. Nesting deeper than ``MAX_NESTING`` is shown flattened, not
+   dropped.
+3. ``nh3`` (the Rust sanitizer ammonia) on the output, with an allow-list of the tags and attributes step
+   2 can produce. It is a second wall if a parser rule ever lets something through.
 
-``sanitize_html`` is the last step for every ``gr.HTML`` value in the app: ``studio.app`` wraps each HTML
-component's output with it, so even a handler that forgot ``to_html`` shows no markup it did not allow.
-``counted`` (from ``standings.words``: "1 vote", "2 votes") and ``interval_text`` ("[677, 1254]", or "can't tell:
-the reason" for an interval the board marked ``cant_tell``) keep numbers and words together on every page.
-``count`` and ``noun`` (the same rule, for pages) make a number and its word agree.
-``literal`` makes untrusted text (a contestant name, a cell) a Markdown literal so it can sit inside a Markdown
-template that is then rendered by ``to_html``; ``error_text`` is the plain-text path for error toasts.
-Why these libraries: markdown-it-py is the CommonMark reference port that Gradio itself depends on, and nh3 is
-the maintained binding of ammonia (Bleach, the older Python sanitizer, is deprecated). Escaping by regular
+``sanitize_html`` is the last step for every ``gr.HTML`` value in the app. ``studio.app`` wraps each HTML
+component's output with it. So even a handler that forgot ``to_html`` shows no markup it did not allow.
+
+Helpers that keep numbers and words together on every page:
+- ``counted`` (from ``standings.words``: "1 vote", "2 votes");
+- ``interval_text``: "[677, 1254]", or "can't tell: the reason" for an interval the board marked
+  ``cant_tell``;
+- ``count`` and ``noun``: the same rule, for pages, so a number and its word agree.
+``literal`` makes untrusted text (a contestant name, a cell) a Markdown literal. It can then sit inside a
+Markdown template that ``to_html`` renders. ``error_text`` is the plain-text path for error toasts.
+
+Why these libraries? markdown-it-py is the CommonMark reference port that Gradio itself depends on. nh3 is
+the maintained binding of ammonia; Bleach, the older Python sanitizer, is deprecated. Escaping by regular
 expressions, which this module replaced, cannot know where a parser will see code spans and HTML.
 """
 

@@ -1,17 +1,19 @@
-"""Uploads live only as long as their request: Gradio's upload cache is a folder of this process's own, outside
-the data home, that nothing else serves, and nothing a user uploaded outlives its use.
+"""Uploads live only as long as their request.
 
-- **A folder per process** (``claim_upload_folder``, called by ``studio.app.serve`` before the app is built):
-  ``<temp>/vibestudio-uploads-<random>``, set as ``GRADIO_TEMP_DIR`` (where Gradio 6 keeps uploads and its
-  cache). The process holds an exclusive lock on the folder's ``.lock`` for its life, so a folder whose lock
-  can be taken belongs to a process that is gone: the sweep at start removes those leftovers (a killed server's
-  uploads), never a live replica's. The folder is removed when the server closes.
-- **After use, and on refusal**: a handler that reads an upload removes it in a ``finally`` (``discard_upload``),
-  so a refused request (a low role, a bad file) leaves nothing either.
-- **Never used**: Gradio's upload route accepts a file from any signed-in user before any handler runs; a file
-  no handler took is removed once it is older than ``UPLOAD_TTL_S`` (``sweep_stale``, on a timer).
+Gradio's upload cache is a folder of this process's own, outside the data home, that nothing else serves.
+Nothing a user uploaded outlives its use.
+- **A folder per process** (``claim_upload_folder``, called by ``studio.app.serve`` before the app is
+  built). It is ``<temp>/vibestudio-uploads-<random>``, set as ``GRADIO_TEMP_DIR``; Gradio 6 keeps uploads
+  and its cache there. The process holds an exclusive lock on the folder's ``.lock`` for its life. So a
+  folder whose lock can be taken belongs to a process that is gone. The sweep at start removes those
+  leftovers (a killed server's uploads), never a live replica's. The folder is removed when the server
+  closes.
+- **After use, and on refusal.** A handler that reads an upload removes it in a ``finally``
+  (``discard_upload``). So a refused request (a low role, a bad file) leaves nothing either.
+- **Never used.** Gradio's upload route accepts a file from any signed-in user before any handler runs. A
+  file no handler took is removed once it is older than ``UPLOAD_TTL_S`` (``sweep_stale``, on a timer).
 
-Only files inside this process's upload folder are removed (never a path from anywhere else).
+Only files inside this process's upload folder are removed, never a path from anywhere else.
 """
 
 from __future__ import annotations

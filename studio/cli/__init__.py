@@ -1,8 +1,7 @@
 """The ``vibestudio`` command line: a thin layer over the same services the web app uses.
 
-This module builds the root app from one module per subject, one line per command or group below
-(``vibestudio --help`` lists the commands first, then the groups):
-
+This module builds the root app from one module per subject, one line per command or group below.
+``vibestudio --help`` lists the commands first, then the groups.
 - ``serve``: the web app (``serve.py``)
 - ``battle``, ``prompts``: play the arena in the terminal, its prompt sets (``arena.py``)
 - ``import``, ``export``: preference data in and out (``data.py``)
@@ -19,11 +18,12 @@ This module builds the root app from one module per subject, one line per comman
 - ``decide``: the decision card of two or more contestants (``decide.py``)
 - ``tasks``: task sets with checkable answers for RLVR (``tasks.py``)
 
-Every module imports only typer at the top; services and their libraries load inside the command that runs, so
-``vibestudio --help`` stays fast (``benchmarks/startup.py``). The command modules keep their annotations as objects
-(no ``from __future__ import annotations``): Typer reads every command's annotations to build ``--help``, and a
-string annotation costs a compile each (tests/studio/test_cli_docs.py holds the rule). Shared helpers are in ``_common.py``; ``docs.py``
-writes ``docs/cli.md`` from the help texts.
+Every module imports only typer at the top. Services and their libraries load inside the command that
+runs. So ``vibestudio --help`` stays fast (``benchmarks/startup.py``). The command modules keep their
+annotations as objects (no ``from __future__ import annotations``). Typer reads every command's
+annotations to build ``--help``, and a string annotation costs a compile each.
+tests/studio/test_cli_docs.py holds the rule. Shared helpers are in ``_common.py``. ``docs.py`` writes
+``docs/cli.md`` from the help texts.
 """
 
 from vibestudio.studio.cli import (

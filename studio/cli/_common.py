@@ -1,7 +1,7 @@
-"""What every ``vibestudio`` command shares: the one way to open the database and the one error exit
-(``fail``, or ``failing_on`` around a block whose known errors are the message).
+"""What every ``vibestudio`` command shares: the one way to open the database, and the one error exit.
 
-Kept free of heavy imports (SQLAlchemy, the arena, training) so that ``vibestudio --help`` stays fast: each helper
+The exit is ``fail``, or ``failing_on`` around a block whose known errors are the message. It is kept free
+of heavy imports (SQLAlchemy, the arena, training), so ``vibestudio --help`` stays fast. Each helper
 imports what it needs when it runs.
 """
 

@@ -1,7 +1,7 @@
 """Annotation commands: ``vibestudio queue``, ``judge``, ``rubric``, ``argilla`` and ``agreement``.
 
-A thin layer over ``annotation``: parse options, call the service, print a summary (or JSON). Importing and
-exporting preference data is in ``studio.cli.data``.
+A thin layer over ``annotation``: parse options, call the service, print a summary (or JSON). Importing
+and exporting preference data is in ``studio.cli.data``.
 """
 
 import json

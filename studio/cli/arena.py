@@ -1,4 +1,6 @@
-"""``vibestudio battle`` and ``vibestudio prompts import|list``: play the arena from the terminal, and its prompt sets."""
+"""``vibestudio battle`` and ``vibestudio prompts import|list``: play the arena from the terminal, and manage
+its prompt sets.
+"""
 
 from pathlib import Path
 

@@ -1,8 +1,9 @@
 """``vibestudio import`` and ``vibestudio export``: preference data in and out of the studio.
 
-``import`` validates every row of a file (FastChat, AlpacaEval, UltraFeedback, HelpSteer2, TRL) before writing
-anything; ``export`` freezes the decisive votes into a hashed preference snapshot, or with ``--format`` writes
-annotation labels (with provenance) in a training or third-party layout.
+``import`` validates every row of a file before writing anything. It reads FastChat, AlpacaEval,
+UltraFeedback, HelpSteer2 and TRL. ``export`` freezes the decisive votes into a hashed preference
+snapshot. With ``--format`` it writes annotation labels (with provenance) in a training or third-party
+layout instead.
 """
 
 from __future__ import annotations

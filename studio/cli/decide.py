@@ -1,7 +1,8 @@
 """``vibestudio decide A B [C ...]``: the decision card of A against each of the others.
 
-A thin layer over ``standings.decision``: quality (rating, interval, votes-to-flip), substance (verifiable evals),
-vibes, sycophancy probes, speed and measured cost, and one plain sentence; "can't tell" lines name what is missing.
+A thin layer over ``standings.decision``. It shows quality (rating, interval, votes-to-flip), substance
+(verifiable evals), vibes, sycophancy probes, speed and measured cost, and one plain sentence. "Can't
+tell" lines name what is missing.
 """
 
 import json

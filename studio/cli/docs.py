@@ -1,9 +1,9 @@
 """``docs/cli.md`` from the commands' own ``--help``: every command and group, in ``--help`` order.
 
-``python -m vibestudio.studio.cli.docs`` (or ``make docs``) rewrites the part of ``docs/cli.md`` below the marker line; the
-part above it is written by hand. ``python -m vibestudio.studio.cli.docs --check`` exits 1 when the file is out of date
-(tests/studio/test_cli_docs.py does the same). The help is rendered at a fixed width without colour, so the
-output does not depend on the terminal.
+``python -m vibestudio.studio.cli.docs`` (or ``make docs``) rewrites the part of ``docs/cli.md`` below the
+marker line. The part above it is written by hand. ``python -m vibestudio.studio.cli.docs --check`` exits
+1 when the file is out of date; tests/studio/test_cli_docs.py does the same. The help is rendered at a
+fixed width without colour, so the output does not depend on the terminal.
 """
 
 from __future__ import annotations

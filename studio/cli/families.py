@@ -1,7 +1,7 @@
 """``vibestudio families``: checkpoints grouped by common ancestor and rated honestly.
 
-A thin layer over ``standings.families`` (ratings from the leaderboard service's standard board). Hiding and
-restoring a contestant (the removal log shown here) are ``vibestudio models hide|restore``.
+A thin layer over ``standings.families``, with ratings from the leaderboard service's standard board. This
+command shows the removal log. Hiding and restoring a contestant are ``vibestudio models hide|restore``.
 """
 
 import json

@@ -1,6 +1,7 @@
 """``vibestudio train health JOB``: a job's over-optimisation alerts and its gold-against-sqrt(KL) curve.
 
-A thin layer over ``training.publishing.lineage`` and ``training.objectives.overopt``; registered on the ``train`` group.
+A thin layer over ``training.publishing.lineage`` and ``training.objectives.overopt``. It is registered on
+the ``train`` group.
 """
 
 import json

@@ -1,6 +1,8 @@
-"""``vibestudio jobs list|show|cancel|resume|logs|workers``: training jobs after launch, and the progress bar that follows one.
+"""``vibestudio jobs list|show|cancel|resume|logs|workers``: training jobs after launch, and the progress bar
+that follows one.
 
-A thin layer over ``training.jobs.runner``; ``job_dict`` is the JSON shape of a job that ``train`` and ``jobs`` print.
+A thin layer over ``training.jobs.runner``. ``job_dict`` is the JSON shape of a job that ``train`` and
+``jobs`` print.
 """
 
 import time

@@ -1,12 +1,17 @@
 """``vibestudio models ...`` and ``vibestudio drift``: the arena's contestants and what is known about each.
 
-``models list|add`` manage contestants (personas from YAML or flags), ``models show`` is the model page (lineage,
-ratings, report, verdict, lifecycle state), ``models hold|release`` keep a checkpoint out of anonymous battles or
-let it in (a researcher's logged decision), ``models hide|restore`` retire one and bring it back (to the state it
-had: a held checkpoint comes back held), ``models log`` prints its lifecycle, ``models export`` writes one for
-deployment (its GGUF, or HF weights with the LoRA merged in), and ``drift`` compares a checkpoint with its parent
-(``--record`` saves the report and records its verdict). A thin layer over ``arena.registry``, ``arena.personas``,
-``standings.families``, ``training.report.model_page``, ``training.report.steps``, ``training.report.verdict`` and
+- ``models list|add`` manage contestants (personas from YAML or flags).
+- ``models show`` is the model page: lineage, ratings, report, verdict, lifecycle state.
+- ``models hold|release`` keep a checkpoint out of anonymous battles or let it in: a researcher's logged
+  decision.
+- ``models hide|restore`` retire one and bring it back to the state it had. A held checkpoint comes back
+  held.
+- ``models log`` prints its lifecycle.
+- ``models export`` writes one for deployment: its GGUF, or HF weights with the LoRA merged in.
+- ``drift`` compares a checkpoint with its parent. ``--record`` saves the report and records its verdict.
+
+A thin layer over ``arena.registry``, ``arena.personas``, ``standings.families``,
+``training.report.model_page``, ``training.report.steps``, ``training.report.verdict`` and
 ``training.publishing.model_export``.
 """
 

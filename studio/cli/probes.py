@@ -1,8 +1,8 @@
 """``vibestudio probes run|show``: sycophancy probes (pushback flips and stated views) with intervals.
 
-A thin layer over ``standings.probes``: run with a tqdm bar, print rates with intervals (or JSON). After a run the
-verdicts of the probed checkpoints (and of their children) are decided again with the stored probes, and a
-holding verdict holds (``training.report.job.after_probes``).
+A thin layer over ``standings.probes``. It runs with a tqdm bar and prints rates with intervals (or JSON).
+After a run, the verdicts of the probed checkpoints and their children are decided again with the stored
+probes. A holding verdict holds (``training.report.job.after_probes``).
 """
 
 import json

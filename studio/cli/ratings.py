@@ -1,9 +1,11 @@
-"""``vibestudio ratings [predict|annotators|methods|judges|kinds|for-prompt]``: ratings from a battles file or the studio database.
+"""``vibestudio ratings [predict|annotators|methods|judges|kinds|for-prompt]``: ratings from a battles file
+or the studio database.
 
-A thin layer over ``standings.ratings`` (pure statistics). With ``--battles FILE`` nothing but the file is read: the
-database (SQLAlchemy) is opened only when no file is given. On the studio database the board is the one every view
-shows (``standings.leaderboard.standard_options`` through the leaderboard service, the options given changing it),
-so a model's rating and interval here are the Leaderboard tab's, the decision card's and the model page's.
+A thin layer over ``standings.ratings`` (pure statistics). With ``--battles FILE`` nothing but the file is
+read. The database (SQLAlchemy) is opened only when no file is given. On the studio database the board is
+the one every view shows: ``standings.leaderboard.standard_options`` through the leaderboard service, as
+changed by the options given. So a model's rating and interval here are the Leaderboard tab's, the
+decision card's and the model page's.
 """
 
 import json

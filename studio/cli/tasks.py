@@ -1,9 +1,9 @@
 """``vibestudio tasks import|generate|list|show|report``: task sets with checkable answers for RLVR.
 
-A thin layer over ``training.tasks``: an import checks every row (file, line, field) and writes nothing when one
-is bad unless ``--skip-bad``; it prints the rows kept and the train / held-out split, which is fixed by each
-task's content hash before any job sees the set. ``report`` reads a trained child's checkpoint report and prints
-its RLVR measures (held-out accuracy against the parent, reward-hacking signs).
+A thin layer over ``training.tasks``. An import checks every row (file, line, field). When one is bad it
+writes nothing, unless ``--skip-bad``. It prints the rows kept and the train / held-out split. Each task's
+content hash fixes the split before any job sees the set. ``report`` reads a trained child's checkpoint
+report. It prints its RLVR measures: held-out accuracy against the parent, reward-hacking signs.
 """
 
 from pathlib import Path

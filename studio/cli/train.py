@@ -1,10 +1,11 @@
-"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo|compare|comparison|health``: launch training jobs (one, or
-several objectives side by side), and read a job's over-optimisation health or a comparison.
+"""``vibestudio train dpo|kto|orpo|simpo|reward|grpo|compare|comparison|health``: launch training jobs, and
+read a job's health or a comparison.
 
-A thin layer over ``training.jobs.service``: flags (and an optional YAML config, and ``--set field=value``) become one
-config mapping, which is checked field by field before anything is written or started; then the job is queued,
-followed with a progress bar (``studio.cli.jobs``), and reported as text or ``--json``.
-Precedence: the config file, then the flags, then ``--set``.
+A launch is one job, or several objectives side by side. Health is a job's over-optimisation alerts. A
+thin layer over ``training.jobs.service``. Flags, an optional YAML config and ``--set field=value`` become
+one config mapping. Precedence: the config file, then the flags, then ``--set``. The mapping is checked
+field by field before anything is written or started. Then the job is queued and followed with a progress
+bar (``studio.cli.jobs``). It is reported as text or ``--json``.
 """
 
 from pathlib import Path

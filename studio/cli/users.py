@@ -1,7 +1,8 @@
-"""``vibestudio users ...``: accounts from the command line (the CLI is the local operator, with admin rights).
+"""``vibestudio users ...``: accounts from the command line. The CLI is the local operator, with admin
+rights.
 
-Passwords are read from a hidden prompt or, for scripts, one line on stdin (``--password-stdin``); there is no
-``--password`` option, so a password never lands in shell history or the process list.
+Passwords are read from a hidden prompt or, for scripts, one line on stdin (``--password-stdin``). There
+is no ``--password`` option, so a password never lands in shell history or the process list.
 """
 
 import json

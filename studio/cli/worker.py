@@ -1,6 +1,7 @@
 """``vibestudio worker``: claim queued training jobs from the database and run them on this host.
 
-A thin layer over ``training.jobs.workers.WorkerService``; ``jobs workers`` (in ``jobs.py``) lists the registered ones.
+A thin layer over ``training.jobs.workers.WorkerService``. ``jobs workers`` (in ``jobs.py``) lists the
+registered ones.
 """
 
 import os

@@ -1,1 +1,1 @@
-"""One module per tab; each exposes ``build(ctx)`` that lays out its components and wires thin handlers."""
+"""One module per tab. Each exposes ``build(ctx)``, which lays out its components and wires thin handlers."""

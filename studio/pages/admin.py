@@ -1,8 +1,10 @@
-"""Admin tab: users and roles (list, add, change role, disable or enable, reset a password), and annotator checks
-(per-annotator diagnostics that flag votes which look rigged, with the robust board next to the plain one; nothing is
-deleted).
+"""Admin tab: users and roles, and annotator checks.
 
-Every handler passes the signed-in user's id to ``accounts``, which refuses anyone but an admin; the tab
+Users and roles: list, add, change role, disable or enable, reset a password. Annotator checks are
+per-annotator diagnostics that flag votes which look rigged. The robust board sits next to the plain one;
+nothing is deleted.
+
+Every handler passes the signed-in user's id to ``accounts``, which refuses anyone but an admin. The tab
 being visible to others changes nothing. In the open single-user mode the local operator is the admin.
 """
 

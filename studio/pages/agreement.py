@@ -1,10 +1,15 @@
-"""Agreement tab: how far annotators agree on a queue, per criterion and per pair, and how an AI judge behaves.
+"""Agreement tab: how far annotators agree on a queue, per criterion and per pair, and how an AI judge
+behaves.
 
-Krippendorff's alpha on the verdicts and on each rubric criterion (at the level its scale fits), Cohen's kappa
-per annotator pair, Fleiss' kappa, each annotator's agreement with the others' majority; for a judge its
-position, length and own-family preference and its agreement with human labels; and, per vibe feature (length,
-markdown, flattery...), whether the judge is more swayed by it than people are. Computation lives in
-``annotation.agreement_report``, ``annotation.judges`` and ``annotation.vibe_agreement``.
+It shows:
+- Krippendorff's alpha on the verdicts and on each rubric criterion, at the level its scale fits;
+- Cohen's kappa per annotator pair, and Fleiss' kappa;
+- each annotator's agreement with the others' majority;
+- for a judge, its position, length and own-family preference, and its agreement with human labels;
+- per vibe feature (length, markdown, flattery...), whether the judge is more swayed by it than people
+  are.
+Computation lives in ``annotation.agreement_report``, ``annotation.judges`` and
+``annotation.vibe_agreement``.
 """
 
 from __future__ import annotations

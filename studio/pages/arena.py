@@ -1,18 +1,20 @@
 """Arena tab: two anonymous answers stream side by side; vote on any turn; reveal ends the battle.
 
-Any unvoted turn of the open battle can be voted: the "Vote on" picker lists them (the latest first and selected),
-so a turn skipped before a follow-up can still get its vote. API clients pass the turn (from 0) as the vote
-event's last input, or leave it out for the latest turn.
+Any unvoted turn of the open battle can be voted. The "Vote on" picker lists them, the latest first and
+selected. So a turn skipped before a follow-up can still get its vote. API clients pass the turn (from 0)
+as the vote event's last input, or leave it out for the latest turn.
 
-Only ids live in ``gr.State`` (the battle id, the id of a prompt drawn from a set). Everything this page sends
-before the reveal comes from identity-free service results (``TurnUpdate``, ``VoteReceipt``, ``BattleError``);
-contestant names reach the page in the reveal, or, in named mode and self-play, because the user chose them. The
-names for those modes are loaded only when one is picked. In self-play (one contestant, two temperatures) the panes
-carry its name, and which side had which temperature appears only in the reveal. Handlers convert inputs, call
-``ArenaService`` and map the result to outputs; no rules live here.
+Only ids live in ``gr.State``: the battle id, the id of a prompt drawn from a set. Everything this page
+sends before the reveal comes from identity-free service results (``TurnUpdate``, ``VoteReceipt``,
+``BattleError``). Contestant names reach the page in the reveal. In named mode and self-play they arrive
+because the user chose them. The names for those modes are loaded only when one is picked. In self-play
+(one contestant, two temperatures) the panes carry its name. Which side had which temperature appears only
+in the reveal. Handlers convert inputs, call ``ArenaService`` and map the result to outputs; no rules live
+here.
 
-Named mode also shows a "which model for this prompt?" box: a typed prompt's ranking from the prompt-conditioned
-board (`standings.leaderboard.LeaderboardService.for_prompt`), with intervals; it reads the board, writes nothing.
+Named mode also shows a "which model for this prompt?" box. It ranks a typed prompt on the
+prompt-conditioned board (`standings.leaderboard.LeaderboardService.for_prompt`), with intervals. It reads
+the board and writes nothing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""Data tab: what has been collected, prompt-set import, frozen preference snapshots for training, and task sets
-with checkable answers for RLVR (``training.tasks``: import a file, see each set's train / held-out split).
+"""Data tab: what has been collected, prompt-set import, frozen preference snapshots, and task sets.
 
-A frozen snapshot's line says how many of its pairs are on-policy for a model (both answers its own: self-play
-battles, `arena.self_play`), counted by `training.objectives.pairmix` as the Train tab counts them for a job's parent.
+Snapshots are for training. Task sets have checkable answers for RLVR (``training.tasks``): import a file,
+see each set's train / held-out split.
+
+A frozen snapshot's line says how many of its pairs are on-policy for a model: both answers its own, as
+self-play battles give (`arena.self_play`). They are counted by `training.objectives.pairmix`, as the
+Train tab counts them for a job's parent.
 """
 
 from __future__ import annotations

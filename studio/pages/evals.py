@@ -1,9 +1,9 @@
-"""Verifiable evals section of the Probes tab: start an eval run over a contestant (``standings.evals.run_evals``),
-with a progress bar.
+"""Verifiable evals section of the Probes tab: start an eval run over a contestant, with a progress bar.
 
-Running evals is work started on purpose, so it lives with the probes (the tab that measures a contestant); the
-Leaderboard's Goldilocks board only reads the stored runs. The same run: ``vibestudio evals run`` (CLI), the
-``/evals_run`` API endpoint, ``standings.evals.run_evals`` (Python).
+The run is ``standings.evals.run_evals``. Running evals is work started on purpose. So it lives with the
+probes, the tab that measures a contestant. The Leaderboard's Goldilocks board only reads the stored runs.
+The same run is ``vibestudio evals run`` (CLI), the ``/evals_run`` API endpoint, and
+``standings.evals.run_evals`` (Python).
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""Families section of the Leaderboard: checkpoints grouped by common ancestor, the best-of-N selection effect,
-provisional flags and the removal log. Data from ``standings.families`` over the board the service computes."""
+"""Families section of the Leaderboard: checkpoints grouped by common ancestor.
+
+It shows the best-of-N selection effect, provisional flags and the removal log. Data comes from
+``standings.families``, over the board the service computes.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The over-optimisation view a job page shows: gold against sqrt(KL) with the Gao et al. fit, and alert lines.
+"""The over-optimisation view a job page shows: gold against sqrt(KL) with the Gao et al. fit, and alert
+lines.
 
-Plain helpers over ``training.objectives.overopt`` and ``training.publishing.lineage``, used by the Train tab's job view.
+Plain helpers over ``training.objectives.overopt`` and ``training.publishing.lineage``. The Train tab's
+job view uses them.
 """
 
 from __future__ import annotations

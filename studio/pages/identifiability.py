@@ -1,7 +1,10 @@
-"""Identifiability section of the Leaderboard: per contestant, how well its answers alone give it away
-(`arena.identifiability`: a held-out classifier over character n-grams, AUC and top-1 rate with intervals), with
-and without the personas' fixed openings side by side (the difference is what the opening alone gives away); and
-the warning lines the board's summary shows for contestants recognisable as the arena shows their answers."""
+"""Identifiability section of the Leaderboard: per contestant, how well its answers alone give it away.
+
+The measure is `arena.identifiability`: a held-out classifier over character n-grams, with AUC and top-1
+rate and their intervals. It is shown with and without the personas' fixed openings, side by side. The
+difference is what the opening alone gives away. It also gives the warning lines of the board's summary.
+They name contestants recognisable as the arena shows their answers.
+"""
 
 from __future__ import annotations
 

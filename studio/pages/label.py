@@ -1,9 +1,11 @@
 """Label tab: an annotator works through a queue, one pair at a time, with the rubric beside the answers.
 
-Keys: 1 = A better, 2 = B better, 3 = tie, 4 = both good, 5 = both bad, S = skip, N = next / start (ignored
-while typing in a text box). With sign-in on, the annotator name is the signed-in user. The per-prompt
-checklist (written by a judge model or by hand) is shown above the answers and can be edited here. The page holds only the assignment id; the order, the left/right layout and the
-verdicts live in the database (``annotation.labelling``), and no model names ever reach the page.
+Keys: 1 = A better, 2 = B better, 3 = tie, 4 = both good, 5 = both bad, S = skip, N = next / start. They
+are ignored while typing in a text box. With sign-in on, the annotator name is the signed-in user.
+
+The per-prompt checklist, written by a judge model or by hand, is shown above the answers. It can be
+edited here. The page holds only the assignment id. The order, the left/right layout and the verdicts live
+in the database (``annotation.labelling``). No model names ever reach the page.
 """
 
 from __future__ import annotations

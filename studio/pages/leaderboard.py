@@ -1,17 +1,23 @@
-"""Leaderboard tab: the board with intervals, style/vibe control, category boards, matrices, rating over time, vibe
-profiles and the Goldilocks board (rating vs evals vs speed and price); what a judge vote is worth (the board on
-people's votes, judges' or both pooled, `standings.judge_worth`); the rating method (Bradley-Terry or a tie model; by
-default the one that predicts held-out votes best) and the *Predictive check* sub-tab (which method predicts best).
-The board refreshes when the tab is opened and on a short timer while it is open (only new votes are read; nothing
-is redrawn when nothing changed).
+"""Leaderboard tab: the board with intervals, and the views around it.
 
-Every view here only reads: nothing on this tab starts work (a model's answers, an eval run). Goldilocks reads the
-stored eval runs; the Probes tab starts them (`studio.pages.evals`), as do ``vibestudio evals run`` and the
-``/evals_run`` endpoint.
+It holds:
+- style/vibe control, category boards, matrices, rating over time, vibe profiles;
+- the Goldilocks board: rating vs evals vs speed and price;
+- what a judge vote is worth: the board on people's votes, judges' or both pooled
+  (`standings.judge_worth`);
+- the rating method: Bradley-Terry or a tie model, by default the one that predicts held-out votes best;
+- the *Predictive check* sub-tab: which method predicts best.
+The board refreshes when the tab is opened, and on a short timer while it is open. Only new votes are
+read, and nothing is redrawn when nothing changed.
 
-Data comes from `standings.leaderboard.LeaderboardService` (`ctx.leaderboard`, one per app and shared with the
-arena's pair sampler: an incremental copy of the votes, so a refresh reads only new votes), `standings.goldilocks`
-and `standings.evals`; this module turns options into calls and plain data into tables and plotly figures.
+Every view here only reads. Nothing on this tab starts work, such as a model's answers or an eval run.
+Goldilocks reads the stored eval runs. The Probes tab starts them (`studio.pages.evals`), as do
+``vibestudio evals run`` and the ``/evals_run`` endpoint.
+
+Data comes from `standings.leaderboard.LeaderboardService` (`ctx.leaderboard`), `standings.goldilocks` and
+`standings.evals`. The service is one per app, shared with the arena's pair sampler. It keeps an
+incremental copy of the votes, so a refresh reads only new votes. This module turns options into calls,
+and plain data into tables and plotly figures.
 """
 
 from __future__ import annotations

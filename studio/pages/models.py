@@ -1,14 +1,18 @@
 """Models tab: pick any contestant and see everything the studio knows about it on one page.
 
-Lineage tree (parent, children, siblings; snapshot, job, config, engine), ratings raw and with style and vibe
-control (intervals, rank), the head-to-head against its parent from arena votes, its vibe profile, the checkpoint
-report (drift with intervals, discovered phrases, judge-described differences, evals vs parent, degeneration,
-verdict), training curves and speed and price. Researchers can let a held checkpoint into anonymous battles (or hold one) with a reason,
-and export a model for deployment (``export_section``: GGUF, or HF weights with the LoRA merged in).
+The page shows:
+- the lineage tree: parent, children, siblings; snapshot, job, config, engine;
+- ratings raw and with style and vibe control (intervals, rank);
+- the head-to-head against its parent from arena votes, and its vibe profile;
+- the checkpoint report: drift with intervals, discovered phrases, judge-described differences, evals vs
+  parent, degeneration, verdict;
+- training curves, speed and price.
+Researchers can let a held checkpoint into anonymous battles, or hold one, with a reason. They can export
+a model for deployment (``export_section``): GGUF, or HF weights with the LoRA merged in.
 
-Data comes from ``training.report.model_page`` and ``training.report.text``; every model-written string goes through
-``studio.render.literal`` inside Markdown that ``studio.render.to_html``
-renders (the one display path for untrusted text).
+Data comes from ``training.report.model_page`` and ``training.report.text``. Every model-written string
+goes through ``studio.render.literal``, inside Markdown that ``studio.render.to_html`` renders. That is
+the one display path for untrusted text.
 """
 
 from __future__ import annotations

@@ -1,11 +1,15 @@
-"""Train tab, "Objectives side by side": train N objectives (DPO, KTO, ORPO, SimPO) from one parent on one freeze
-of the votes with matched budgets, then compare the children in one table (``training.compare``).
+"""Train tab, "Objectives side by side": train N objectives (DPO, KTO, ORPO, SimPO) from one parent, then
+compare the children in one table (``training.compare``).
 
-The section launches through ``training.compare.launch_comparison`` (every config checked before any job is
-queued) and shows ``training.compare.comparison`` rendered by ``training.compare.markdown``: verdicts, eval
-change, drift and KL to the parent, each with its interval and n, and per measure the objective that stands out
-or "can't tell". A refusal (two objectives at least, too few undesirable answers for KTO) answers next to the
-button. Only ids live in the page; the jobs are rows the job queue runs, so the view can be refreshed any time.
+They train on one freeze of the votes, with matched budgets. The section launches through
+``training.compare.launch_comparison``, which checks every config before any job is queued. It shows
+``training.compare.comparison`` rendered by ``training.compare.markdown``. That is verdicts, eval change,
+drift and KL to the parent, each with its interval and n. Per measure it names the objective that stands
+out, or says "can't tell".
+
+A refusal answers next to the button. Examples are fewer than two objectives, or too few undesirable
+answers for KTO. Only ids live in the page. The jobs are rows the job queue runs, so the view can be
+refreshed any time.
 """
 
 from __future__ import annotations

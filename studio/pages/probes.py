@@ -1,8 +1,9 @@
-"""Probes tab: run the sycophancy probes on a contestant (optionally against its parent) and read the results;
-below them, run the verifiable evals (``studio.pages.evals``).
+"""Probes tab: run the sycophancy probes on a contestant (optionally against its parent) and read the
+results.
 
-Thin: the handlers call ``standings.probes`` and turn its plain report into a table (rates with 95% intervals and n,
-unmeasurable counts with reasons) and the paired difference against the other contestant.
+Below them, run the verifiable evals (``studio.pages.evals``). Thin: the handlers call
+``standings.probes`` and turn its plain report into a table. The table gives rates with 95% intervals and
+n, and unmeasurable counts with reasons. Beside it is the paired difference against the other contestant.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Annotate tab: make queues (on-policy generation with a progress bar, or an import), run AI judges, export.
 
-Each handler converts inputs, calls one ``annotation`` service and maps its plain result to text; long work
-(generation, judging) reports through ``gr.Progress``. Exports are written under the data home, each in a folder
-with a random name, and offered as a link to the checked download route (``studio.downloads``), never through
-Gradio's file route.
+Each handler converts inputs, calls one ``annotation`` service and maps its plain result to text. Long
+work (generation, judging) reports through ``gr.Progress``. Exports are written under the data home, each
+in a folder with a random name. They are offered as a link to the checked download route
+(``studio.downloads``), never through Gradio's file route.
 """
 
 from __future__ import annotations

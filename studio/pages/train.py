@@ -1,11 +1,18 @@
-"""Train tab: the whole training API in one page. Set up a job (DPO with its loss types, KTO with its class balance, ORPO, SimPO, reward model, GRPO with
-verifiable, learned and AI-judge rewards, or on a task set: RLVR with its held-out accuracy curve), see the exact YAML that will run (editable, checked field by field),
-the memory/time estimate and the on-policy mix before launch; then pick a job from the table to watch its curves
-and log, cancel, resume, clone-and-edit, or publish a checkpoint saved on the way. Below, "Objectives side by side"
+"""Train tab: the whole training API in one page.
+
+Set up a job. The kinds are:
+- DPO with its loss types, KTO with its class balance, ORPO, SimPO, reward model;
+- GRPO with verifiable, learned and AI-judge rewards;
+- GRPO on a task set: RLVR with its held-out accuracy curve.
+Before launch, see the exact YAML that will run, editable and checked field by field. See the memory/time
+estimate and the on-policy mix too. Then pick a job from the table to watch its curves and log. From
+there:
+cancel, resume, clone-and-edit, or publish a checkpoint saved on the way. Below, "Objectives side by side"
 (``studio.pages.objectives``) trains several objectives on the same votes and compares their children.
 
-The job runs in its own process; this page only reads its state and metrics from the database, so closing the
-browser loses nothing and reopening the tab re-attaches (the newest running or queued job is selected).
+The job runs in its own process. This page only reads its state and metrics from the database. So closing
+the browser loses nothing, and reopening the tab re-attaches; the newest running or queued job is
+selected.
 """
 
 from __future__ import annotations
