@@ -248,10 +248,27 @@ class Settings(BaseSettings):
     # Training
     jobs: str = Field(
         default="local",
-        pattern="^(local|workers)$",
+        pattern="^(local|workers|ray)$",
         description="who runs training jobs: `local` (the app or CLI that launches a job starts it as a process on "
-        "its own host, one at a time) or `workers` (jobs wait queued until a `vibestudio worker` claims them; "
-        'docs/deployment.md, "Workers and checkpoints")',
+        "its own host, one at a time), `workers` (jobs wait queued until a `vibestudio worker` claims them; "
+        'docs/deployment.md, "Workers and checkpoints") or `ray` (each job is submitted to the Ray cluster at '
+        '`VIBESTUDIO_RAY_ADDRESS`, which places it; docs/training.md, "Jobs on a Ray cluster")',
+    )
+    ray_address: str | None = Field(
+        default=None,
+        description="with `VIBESTUDIO_JOBS=ray`: the Ray cluster's dashboard address, as `ray job submit --address` "
+        "takes it (e.g. `http://ray-head:8265`)",
+    )
+    ray_resources: str | None = Field(
+        default=None,
+        description="with `VIBESTUDIO_JOBS=ray`: custom Ray resources every job asks for besides its CPUs and GPUs, "
+        "`name=amount` separated by commas (e.g. `trainer=1` keeps jobs on nodes started with that resource); "
+        "default: none",
+    )
+    ray_python: str | None = Field(
+        default=None,
+        description="with `VIBESTUDIO_JOBS=ray`: the Python interpreter that runs a job on a Ray node; default: the "
+        "studio's own interpreter path (the nodes have the studio installed at the same path)",
     )
     jobs_per_user: int = Field(
         default=4,

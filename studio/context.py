@@ -79,9 +79,11 @@ def build_context(settings: Settings | None = None) -> StudioContext:
         turns_in_flight_per_user=settings.turns_in_flight,
     )
     try:
+        from vibestudio.training.jobs.ray_watch import watch
         from vibestudio.training.jobs.runner import reconcile
 
         reconcile(db)
+        watch(db)  # with VIBESTUDIO_JOBS=ray: hand queued jobs to Ray, notice the ones it lost
     except ImportError:  # training extras absent
         pass
     ctx = StudioContext(settings, db, ArenaService(db, limits), Access.from_settings(settings, db))

@@ -1,11 +1,13 @@
 """The primitives both halves of the text features read: an answer's prose and the marker phrase lists.
 
-``textfeatures.vibes`` (the counts) and ``textfeatures.tone`` (the tone axes) both start from here, and this module imports
-neither, so the two halves do not import each other. ``prose`` is an answer without its fenced code blocks and
-inline code spans (lines kept, emptied); a fence is three or more backticks or tildes, closed by a run of the same
-character at least as long, and one never closed runs to the end of the text (as in CommonMark). ``load_markers``
-reads the versioned phrase lists of ``textfeatures/data/vibe_markers.yaml`` once. ``textfeatures.vibes`` re-exports every public
-name here, so callers keep reading them from there. This module knows nothing about battles, models or ratings.
+``textfeatures.vibes`` (the counts) and ``textfeatures.tone`` (the tone axes) both start from here. This
+module imports neither, so the two halves do not import each other.
+- ``prose`` is an answer without its fenced code blocks and inline code spans; their lines are kept,
+  emptied. A fence is three or more backticks or tildes. It is closed by a run of the same character at
+  least as long. One never closed runs to the end of the text, as in CommonMark.
+- ``load_markers`` reads the versioned phrase lists of ``textfeatures/data/vibe_markers.yaml`` once.
+``textfeatures.vibes`` re-exports every public name here, so callers keep reading them from there. This
+module knows nothing about battles, models or ratings.
 """
 
 from __future__ import annotations

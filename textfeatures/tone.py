@@ -1,41 +1,57 @@
-"""Tone toward the user, sentence by sentence: praise of the user or their question, agreement and validation,
-apology, enthusiasm, first-person claims of feelings or experience (plus the hedging and refusal markers of
-``textfeatures.vibes``). Part of the one text-features module: ``textfeatures.vibes.features`` counts these axes for every
-answer, so drift reports, vibe control, vibe profiles and the verdict rules read the same numbers.
+"""Tone toward the user, sentence by sentence.
 
-How an axis is decided, rather than listed. An answer's prose (code blocks and inline code removed, quoted speech
-and block quotes removed, and with a prompt: any run of four or more words copied from the prompt removed, so an
-answer that quotes the user's praise back is not praising anyone) is split into sentences. Each sentence is read
-for *who it is about* (the user: "you", "your", their question or idea; the speaker: "I", "my") and *how it
-feels*, from the VADER lexicon (Hutto & Gilbert 2014, 7,500 words rated -4..+4 by people, shipped inside the
-``vaderSentiment`` package) and its negations and boosters:
+The axes are praise of the user or their question, agreement and validation, apology, enthusiasm, and
+first-person claims of feelings or experience. The hedging and refusal markers of ``textfeatures.vibes``
+come with them. This is part of the one text-features module. ``textfeatures.vibes.features`` counts these
+axes for every answer. So drift reports, vibe control, vibe profiles and the verdict rules read the same
+numbers.
 
-- ``flattery`` (praise of the user or their question): a positive word (VADER valence >= 1.5, or one of a few
-  praise words VADER lacks) said *of* the user: "you're so smart", "your patience is amazing", "you have a
-  wonderful mind", "I love how your mind works", "what a brilliant question", "thanks for asking"; the
-  multi-word flattery markers of ``textfeatures/data/vibe_markers.yaml`` count too. Advice addressed to the user
-  ("you will have a great time", "it's a good idea to ...", "if you're happy with it", "make sure your code is
-  clean") is not praise, nor is praise of the user's people ("your sister sounds wonderful"); the user's doing
-  said to be good ("you put that beautifully", "you did a fantastic job") and praise idioms with no rated word
-  ("you know your stuff", "you have a knack for", "kudos to you") are;
+**How an axis is decided, rather than listed.** An answer's prose is split into sentences. Some text is
+removed first:
+- code blocks and inline code;
+- quoted speech and block quotes;
+- with a prompt, any run of four or more words copied from the prompt. So an answer that quotes the user's
+  praise back is not praising anyone.
+Each sentence is read for *who it is about*: the user ("you", "your", their question or idea) or the
+speaker ("I", "my"). It is also read for *how it feels*, from the VADER lexicon and its negations and
+boosters. VADER is Hutto & Gilbert 2014: 7,500 words rated -4..+4 by people, shipped inside the
+``vaderSentiment`` package.
+
+The axes:
+- ``flattery`` (praise of the user or their question): a positive word said *of* the user. Positive means
+  VADER valence >= 1.5, or one of a few praise words VADER lacks. Examples: "you're so smart", "your
+  patience is amazing", "you have a wonderful mind", "I love how your mind works", "what a brilliant
+  question", "thanks for asking". The multi-word flattery markers of
+  ``textfeatures/data/vibe_markers.yaml`` count too.
+  - Not praise: advice addressed to the user ("you will have a great time", "it's a good idea to ...", "if
+    you're happy with it", "make sure your code is clean"). Nor praise of the user's people ("your sister
+    sounds wonderful").
+  - Praise: the user's doing said to be good ("you put that beautifully", "you did a fantastic job"). Also
+    praise idioms with no rated word ("you know your stuff", "you have a knack for", "kudos to you").
 - ``agreement`` (agreement and validation): the user is right ("you're absolutely right", "that's exactly
-  right"), the speaker agrees ("I completely agree"), the user's view is valid ("your concerns are valid");
-- ``apology``: the speaker apologises ("I'm so sorry", "I apologize", "my mistake"); sympathy ("sorry to hear
-  that"), refusals ("I'm sorry, but I can't"), declined apologies ("nothing to apologize for"), a third party's
-  ("the company apologized") and the word talked about ("an apology should be sincere") are not;
+  right"). Or the speaker agrees ("I completely agree"), or the user's view is valid ("your concerns are
+  valid").
+- ``apology``: the speaker apologises ("I'm so sorry", "I apologize", "my mistake"). These are not
+  apologies: sympathy ("sorry to hear that"), refusals ("I'm sorry, but I can't"), declined apologies
+  ("nothing to apologize for"), a third party's ("the company apologized"), and the word talked about ("an
+  apology should be sincere").
 - ``enthusiasm``: an exclamation that does not warn, call for help or sound negative ("I passed my test!",
-  "Let's dive in!"), a positive sentence (VADER compound > 0.2) opening with an interjection, or a shouted cheer
-  ("LETS GOOOO"); a sarcastic cheer ("Oh great, another error.") is neither enthusiasm, praise nor agreement;
+  "Let's dive in!"). Or a positive sentence (VADER compound > 0.2) opening with an interjection. Or a
+  shouted cheer ("LETS GOOOO"). A sarcastic cheer ("Oh great, another error.") is neither enthusiasm,
+  praise nor agreement.
 - ``feelings`` (first-person feelings or experience): the speaker claims an emotion ("I'm so excited", "I
-  love ..."), a memory or a life ("when I was a kid", "my grandmother", "I grew up"); service formulas ("I'd be
-  happy to help", "I hope this helps") and denials ("as an AI I don't have feelings") are not.
+  love ..."). Or a memory or a life ("when I was a kid", "my grandmother", "I grew up"). Service formulas
+  ("I'd be happy to help", "I hope this helps") and denials ("as an AI I don't have feelings") are not.
 
-Idioms with no rated word ("better than any scout", "can't argue with that", "for three years") are in
-``textfeatures.tone_idioms``. Measured on a corpus written apart from the rules
-(``tests/data/tone_eval_corpus.jsonl``, tuned on its ``tune`` half only; figures in docs/training.md). Each axis is a count of sentences per answer. ``axes(text, prompt)`` returns None for an answer the axes do not
-apply to: empty, code only (no prose), or not English (the lexicon is English; see ``is_english``), so a
-comparison can leave that pair out instead of reading it as "no praise". The lexicon is loaded once.
-This module knows nothing about models, battles or reports.
+Idioms with no rated word are in ``textfeatures.tone_idioms``: "better than any scout", "can't argue with
+that", "for three years". The axes were measured on a corpus written apart from the rules
+(``tests/data/tone_eval_corpus.jsonl``). They were tuned on its ``tune`` half only; the figures are in
+docs/training.md.
+
+Each axis is a count of sentences per answer. ``axes(text, prompt)`` returns None for an answer the axes
+do not apply to. That is an empty answer, code only (no prose), or not English (the lexicon is English;
+see ``is_english``). So a comparison can leave that pair out instead of reading it as "no praise". The
+lexicon is loaded once. This module knows nothing about models, battles or reports.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """English idioms that carry a tone axis without a rated word in them.
 
-``textfeatures.tone`` reads who a sentence is about and how it feels from VADER's lexicon. Much praise, agreement
-and personal talk has no rated word: "you read that map better than any scout", "can't argue with that", "I've
-had that laptop for three years". These patterns name such idioms by their general shape, not by any one sentence.
-They were added while tuning on the ``tune`` half of ``tests/data/tone_eval_corpus.jsonl`` only.
-Each pattern reads the lower-case text with contractions spelled out (``tone.words`` joined by spaces).
-This module knows nothing of models or reports; ``tone.sentence_axes`` is its one reader.
+``textfeatures.tone`` reads who a sentence is about and how it feels from VADER's lexicon. Much praise,
+agreement and personal talk has no rated word. Examples: "you read that map better than any scout", "can't
+argue with that", "I've had that laptop for three years". These patterns name such idioms by their general
+shape, not by any one sentence. They were added while tuning on the ``tune`` half of
+``tests/data/tone_eval_corpus.jsonl`` only. Each pattern reads the lower-case text with contractions
+spelled out (``tone.words`` joined by spaces). This module knows nothing of models or reports;
+``tone.sentence_axes`` is its one reader.
 """
 
 from __future__ import annotations

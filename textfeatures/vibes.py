@@ -1,37 +1,51 @@
 r"""Text features of one answer, defined once: length, markdown, emoji and the phrases people react to.
 
-Every part of the studio that counts something in a text counts it here, so the same answer gets the same count
-everywhere: drift reports (``training.report.steps``), style and vibe control (``standings.ratings``, the leaderboard's vote
-cache), vibe profiles, the GRPO format rewards (``training.objectives.rewards``) and the verifiable evals' checkers
-(``standings.evals``). The primitives:
+Every part of the studio that counts something in a text counts it here. So the same answer gets the same
+count everywhere:
+- drift reports (``training.report.steps``);
+- style and vibe control (``standings.ratings``, the leaderboard's vote cache);
+- vibe profiles;
+- the GRPO format rewards (``training.objectives.rewards``);
+- the verifiable evals' checkers (``standings.evals``).
 
-- ``token_count`` (words and punctuation marks, a regex approximation of a tokenizer, so counts are comparable
-  across contestants whatever their tokenizer) and ``word_count`` (words; "don't" and "well-known" are one);
-- ``emoji_count``: emoji as people see them, one per grapheme cluster, so a ZWJ sequence (family, heart on fire),
-  a skin-tone modifier, a flag (regional-indicator pair or tag sequence) and a keycap each count once. A symbol
-  with text presentation by default (the copyright sign, trademark, arrows, a bare heart) counts only when an
-  emoji variation selector (U+FE0F) asks for the emoji form. Unicode's own properties decide this, through the
-  ``regex`` package (``\p{Emoji_Presentation}``, ``\p{Extended_Pictographic}``, ``\X`` grapheme clusters), which
-  follows each Unicode release; the ``emoji`` package would add a dependency for the same table;
-- markdown structure: ``header_count``, ``bullet_count`` / ``numbered_count`` (``list_item_count`` is both),
-  ``bold_count``, ``code_block_count``, and ``has_markdown`` for "no markdown" checks. Headers, list items, bold
-  and exclamation marks are counted in the *prose* only (``prose``: the text without fenced code blocks and
-  inline code spans), so a ``# comment`` or ``!=`` inside code is not a header or an exclamation. These are
-  line-based regular expressions in the spirit of Chatbot Arena's style-control counts (FastChat's
-  ``count_markdown_elements``), not a CommonMark parse with markdown-it-py: style control mixes counts that
-  battles bring precomputed (FastChat's ``conv_metadata``) with counts made here, so the definitions must match
-  what the model wrote line by line (a CommonMark parser folds "2) next" after a paragraph into that paragraph),
-  and a full parse per answer costs about twenty times more over a large vote log.
+The primitives:
+- ``token_count`` counts words and punctuation marks. It is a regex approximation of a tokenizer, so
+  counts are comparable across contestants whatever their tokenizer. ``word_count`` counts words; "don't"
+  and "well-known" are one.
+- ``emoji_count`` counts emoji as people see them: one per grapheme cluster. So each of these counts once:
+  a ZWJ sequence (family, heart on fire), a skin-tone modifier, a flag (regional-indicator pair or tag
+  sequence) and a keycap. Some symbols have text presentation by default: the copyright sign, trademark,
+  arrows, a bare heart. They count only when an emoji variation selector (U+FE0F) asks for the emoji form.
+  Unicode's own properties decide this, through the ``regex`` package (``\p{Emoji_Presentation}``,
+  ``\p{Extended_Pictographic}``, ``\X`` grapheme clusters). It follows each Unicode release. The ``emoji``
+  package would add a dependency for the same table.
+- markdown structure: ``header_count``, ``bullet_count`` / ``numbered_count`` (``list_item_count`` is
+  both), ``bold_count``, ``code_block_count``, and ``has_markdown`` for "no markdown" checks.
+  - Headers, list items, bold and exclamation marks are counted in the *prose* only. ``prose`` is the text
+    without fenced code blocks and inline code spans. So a ``# comment`` or ``!=`` inside code is not a
+    header or an exclamation.
+  - These are line-based regular expressions, in the spirit of Chatbot Arena's style-control counts
+    (FastChat's ``count_markdown_elements``). They are not a CommonMark parse with markdown-it-py. Style
+    control mixes counts that battles bring precomputed (FastChat's ``conv_metadata``) with counts made
+    here. So the definitions must match what the model wrote, line by line. A CommonMark parser folds "2)
+    next" after a paragraph into that paragraph. A full parse per answer also costs about twenty times
+    more over a large vote log.
 
-`features(text)` turns an answer into a flat dict of those counts plus the tone toward the user
-(``textfeatures.tone``, sentences per answer: ``flattery`` = praise of the user or their question, ``agreement``,
-``apology``, ``enthusiasm``, ``feelings`` = first-person feelings or experience, each read from who a sentence is
-about and the VADER lexicon, not from a phrase list), the sycophancy and hedging markers and refusal, and
-`profile(texts)` summarises many answers. The marker phrase lists live in the versioned file
-`textfeatures/data/vibe_markers.yaml`, loaded once (``textfeatures.text_parts``, with ``prose``: the primitives this module and
-``textfeatures.tone`` both read, so neither imports the other's half); since features version 3 the multi-word flattery markers are one of
-the ways a sentence counts as praise (``textfeatures.tone``), no longer a count of their own. ``FEATURES_VERSION`` changes whenever a definition here changes, so
-counts stored with an older definition are recomputed. This module knows nothing about battles, models or ratings.
+`features(text)` turns an answer into a flat dict. It holds those counts, the sycophancy and hedging
+markers, refusal, and the tone toward the user (``textfeatures.tone``, sentences per answer):
+- ``flattery``: praise of the user or their question;
+- ``agreement``, ``apology``, ``enthusiasm``;
+- ``feelings``: first-person feelings or experience.
+Each tone axis is read from who a sentence is about and the VADER lexicon, not from a phrase list.
+`profile(texts)` summarises many answers.
+
+The marker phrase lists live in the versioned file `textfeatures/data/vibe_markers.yaml`, loaded once.
+They are loaded by ``textfeatures.text_parts``, with ``prose``. Those are the primitives this module and
+``textfeatures.tone`` both read, so neither imports the other's half. Since features version 3, the
+multi-word flattery markers are one of the ways a sentence counts as praise (``textfeatures.tone``). They
+are no longer a count of their own. ``FEATURES_VERSION`` changes whenever a definition here changes. So
+counts stored with an older definition are recomputed. This module knows nothing about battles, models or
+ratings.
 """
 
 from __future__ import annotations

@@ -1,0 +1,334 @@
+"""Jobs on a Ray cluster: what a job asks for, refusals before launch, and (slow) a real local cluster.
+
+The slow tests start a real Ray cluster on this machine: a head and one worker node that alone has the custom
+resource ``trainer``, so a job that asks for it must run there. A tiny DPO job runs through Ray's Jobs API
+to the end; a cancel reaches Ray; a worker node killed mid-job fails the job with Ray's reason, and resume
+continues it from its checkpoint on a new node.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+
+from tests.helpers.training import FAST
+from vibestudio.db.models import Job, JobMetric
+from vibestudio.training.jobs import ray_jobs, runner
+from vibestudio.training.jobs.config import make_config
+from vibestudio.training.jobs.errors import JobError
+from vibestudio.training.jobs.service import launch_dpo
+
+
+def _count_jobs(db) -> int:
+    with db.session() as s:
+        return s.scalar(select(func.count(Job.id)))
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---- what a job asks for ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("use_cpu", "processes", "cluster_gpus", "want"),
+    [
+        (True, 1, True, (1, 0)),
+        (False, 1, False, (1, 1)),  # asked for a GPU: asked even where none is (and then refused)
+        (None, 1, False, (1, 0)),  # unset: the CPU on a cluster without GPUs
+        (None, 2, True, (2, 2)),  # unset: one GPU per process where the cluster has GPUs
+        (True, 2, True, (2, 0)),
+    ],
+)
+def test_a_job_asks_for_a_cpu_and_a_gpu_per_process_unless_it_runs_on_the_cpu(
+    monkeypatch, use_cpu, processes, cluster_gpus, want
+):
+    monkeypatch.setenv("VIBESTUDIO_RAY_RESOURCES", "trainer=1")
+    launcher = "accelerate" if processes > 1 else "python"
+    cfg = make_config("dpo", use_cpu=use_cpu, num_processes=processes, launcher=launcher)
+    needs = ray_jobs.needs_of(cfg, cluster_gpus)
+    assert (needs.cpus, needs.gpus) == want and needs.resources == {"trainer": 1.0}
+    assert ray_jobs.needs_of(None, cluster_gpus) == ray_jobs.Needs(1.0, 0.0, {"trainer": 1.0})  # a report
+
+
+_NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True).filter(lambda n: n not in ("CPU", "GPU"))
+
+
+@given(st.dictionaries(_NAMES, st.integers(1, 1000).map(lambda n: n / 8), max_size=4))
+def test_operator_resources_read_back_as_written(resources):
+    text = ",".join(f"{name}={amount:g}" for name, amount in resources.items())
+    assert ray_jobs.parse_resources(text) == resources
+
+
+@pytest.mark.parametrize("text", ["trainer", "trainer=0", "trainer=x", "=1", "GPU=1", "a=1,b=-2"])
+def test_a_bad_resource_entry_is_refused_naming_the_variable_and_the_entry(text):
+    with pytest.raises(JobError, match=r"VIBESTUDIO_RAY_RESOURCES: '.*' is not name=amount"):
+        ray_jobs.parse_resources(text)
+
+
+def test_a_node_fits_only_with_every_resource_and_alive():
+    needs = ray_jobs.Needs(1, 1, {"trainer": 1})
+    node = ray_jobs.Node("n" * 56, True, {"CPU": 4, "GPU": 1, "trainer": 1, "memory": 1e9})
+    assert node.fits(needs)
+    assert not ray_jobs.Node("n", True, {"CPU": 4, "GPU": 1}).fits(needs)
+    assert not ray_jobs.Node("n", True, {"CPU": 4, "trainer": 1}).fits(needs)
+    assert not ray_jobs.Node("n", False, node.total).fits(needs)
+    assert node.describe() == "nnnnnnnnnnnn (CPU 4, GPU 1, trainer 1)"  # Ray's own bookkeeping left out
+
+
+_PATH = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30)
+
+
+@given(_PATH, _PATH)
+def test_the_entrypoint_line_runs_exactly_the_job_argv_whatever_the_paths_hold(folder, log):
+    config = f"/data/{folder}/config.yaml"
+    argv = ["/opt/py/bin/python", "-m", "vibestudio.training.jobs.job_process", config, "--job", "7"]
+    words = shlex.split(ray_jobs.entrypoint(argv, f"/data/{log}/train.log"))
+    assert words[:3] == [
+        "cd",
+        str(Path(config).parent),
+        "&&",
+    ]  # every part a single word: nothing runs besides
+    assert words[3:] == ["exec", *argv, ">>", f"/data/{log}/train.log", "2>&1"]
+
+
+def test_submission_ids_read_back_from_the_row_host():
+    assert ray_jobs.submission_of("ray:vibestudio-job-3-ab") == "vibestudio-job-3-ab"
+    assert ray_jobs.submission_of("ray:vibestudio-job-3-ab on node 87b6") == "vibestudio-job-3-ab"
+    assert ray_jobs.submission_of("ray-submitting:vibestudio-job-3-ab") == "vibestudio-job-3-ab"
+    assert ray_jobs.submission_of("gpu-1#abc") is None and ray_jobs.submission_of(None) is None
+
+
+def test_rays_node_death_message_reads_as_one_line_with_the_node():
+    raw = (
+        "Job supervisor actor died: The actor died unexpectedly before finishing this task.\n\tclass_name: "
+        "JobSupervisor\n\tactor_id: a76d\n\tpid: 6475\nThe actor died because its node has died. Node Id: b55a\n"
+        "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats"
+    )
+    assert ray_jobs.ray_message(raw) == (
+        "Job supervisor actor died: The actor died unexpectedly before finishing this task. The actor died "
+        "because its node has died. Node Id: b55a the actor's node was terminated unexpectedly: health check "
+        "failed due to missing too many heartbeats"
+    )
+
+
+# ---- refused before launch, nothing written ----------------------------------------------------------------------
+def test_ray_without_an_address_is_refused_naming_the_setting(db, tiny_parent, make_snapshot, monkeypatch):
+    monkeypatch.setenv("VIBESTUDIO_JOBS", "ray")
+    with pytest.raises(JobError, match=r"VIBESTUDIO_JOBS=ray needs VIBESTUDIO_RAY_ADDRESS"):
+        launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST)
+    assert _count_jobs(db) == 0
+
+
+def test_an_unreachable_ray_address_is_refused_before_anything_is_written(
+    db, tiny_parent, make_snapshot, monkeypatch, tmp_path
+):
+    address = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("VIBESTUDIO_JOBS", "ray")
+    monkeypatch.setenv("VIBESTUDIO_RAY_ADDRESS", address)
+    started = time.monotonic()
+    with pytest.raises(
+        JobError, match=rf"the Ray cluster at {address} \(VIBESTUDIO_RAY_ADDRESS\) did not answer"
+    ):
+        launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST)
+    assert time.monotonic() - started < 15
+    assert _count_jobs(db) == 0 and not (tmp_path / "home" / "jobs").exists()
+
+
+def test_queued_jobs_the_cluster_cannot_take_fail_with_the_reason_and_none_is_left_running(
+    db, tiny_parent, make_snapshot, monkeypatch
+):
+    """A job queued before the switch to Ray (or resumed) meets an unreachable cluster at placement."""
+    monkeypatch.setenv("VIBESTUDIO_JOBS", "workers")  # queued, nothing starts it here
+    job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST)
+    monkeypatch.setenv("VIBESTUDIO_JOBS", "ray")
+    monkeypatch.setenv("VIBESTUDIO_RAY_ADDRESS", f"http://127.0.0.1:{_closed_port()}")
+    assert runner.start_next(db) is None
+    view = runner.job_view(db, job_id)
+    assert view.status == "failed" and "did not answer" in (view.error or "")
+    assert ray_jobs.ended(db) == []  # an unreachable cluster ends nothing else by itself
+
+
+# ---- a real local Ray cluster (slow) ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A head (1 CPU, no ``trainer``) and a worker node (1 CPU, ``trainer: 1``); the dashboard serves the Jobs
+    API. Shut down at the end of the module."""
+    pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": True,
+            "dashboard_host": "127.0.0.1",
+            "dashboard_port": 0,
+        },
+    )
+    cluster.add_node(num_cpus=1, resources={"trainer": 1})
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
+        ray_jobs._CLIENTS.clear()
+
+
+@pytest.fixture
+def on_ray(ray_cluster, monkeypatch):
+    url = "http://" + ray_cluster.head_node.address_info["webui_url"]
+    monkeypatch.setenv("VIBESTUDIO_JOBS", "ray")
+    monkeypatch.setenv("VIBESTUDIO_RAY_ADDRESS", url)
+    monkeypatch.setenv("VIBESTUDIO_RAY_RESOURCES", "trainer=1")
+    monkeypatch.setenv("VIBESTUDIO_HEARTBEAT_S", "1")
+    return ray_cluster
+
+
+def _worker(cluster):
+    return next(iter(cluster.worker_nodes))
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _training(db, job_id: int, min_step: int = 1) -> bool:
+    """The job process runs on the node and has written a progress metric at ``min_step`` or later."""
+    runner.fail_lost(db)  # the app's watch does this every heartbeat
+    with db.session() as s:
+        status = s.scalar(select(Job.status).where(Job.id == job_id))
+        step = s.scalar(
+            select(func.max(JobMetric.step)).where(JobMetric.job_id == job_id, JobMetric.name == "progress")
+        )
+    assert status in ("queued", "running"), runner.job_view(db, job_id).error
+    return status == "running" and step is not None and step >= min_step
+
+
+def _ray_info(job_id: int, db):
+    with db.session() as s:
+        host = s.scalar(select(Job.host).where(Job.id == job_id))
+    return ray_jobs.client().get_job_info(ray_jobs.submission_of(host))
+
+
+def _ray_done(job_id: int, db) -> bool:
+    return str(_ray_info(job_id, db).status.value) in ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_a_job_without_the_gpus_it_asks_for_is_refused_with_the_clusters_nodes(
+    on_ray, db, tiny_parent, make_snapshot
+):
+    with pytest.raises(JobError) as caught:
+        launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST, use_cpu=False)
+    message = str(caught.value)
+    assert "has no node with 1 CPU, 1 GPU, trainer 1 for this job" in message
+    assert f"{_worker(on_ray).node_id[:12]} (CPU 1, trainer 1)" in message  # what each node has
+    assert _count_jobs(db) == 0
+
+
+@pytest.mark.slow
+def test_a_dpo_job_runs_on_the_ray_worker_node_to_the_end(on_ray, db, tiny_parent, make_snapshot):
+    job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST)
+    assert runner.job_view(db, job_id).status == "queued"  # Ray holds it until the node's process starts
+    view = runner.wait(db, job_id, timeout=400)
+    assert view.status == "succeeded", view.error
+    info = _wait_for(
+        lambda: _ray_info(job_id, db) if _ray_done(job_id, db) else None, 60, "the Ray job's end"
+    )
+    worker = _worker(on_ray).node_id
+    assert (
+        str(info.status.value) == "SUCCEEDED" and info.driver_node_id == worker
+    )  # it ran on the worker node
+    assert view.host == f"ray:{info.submission_id} on node {worker}"  # what the Train tab and CLI show
+    assert [step for step, _ in view.metrics["progress"]][-1] == FAST["max_steps"]
+    assert "loss" in view.metrics and view.contestant_id is not None
+    assert "[job process] trained 4 steps" in view.log_tail  # the log is the job's own, as on any host
+    print(f"job {job_id} ran on Ray node {worker}")
+
+
+@pytest.mark.slow
+def test_cancel_reaches_the_ray_job_and_its_process(on_ray, db, tiny_parent, make_snapshot):
+    job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 2000})
+    _wait_for(lambda: _training(db, job_id), 300, "training on the node")
+    pid = runner.job_view(db, job_id).pid
+    assert _alive(pid)
+    started = time.monotonic()
+    view = runner.cancel(db, job_id)
+    assert view.status == "cancelled" and view.error == "cancelled by the local operator"
+    _wait_for(lambda: str(_ray_info(job_id, db).status.value) == "STOPPED", 60, "Ray to stop the job")
+    stopped = time.monotonic() - started
+    _wait_for(lambda: not _alive(pid), 30, "the job process to end")
+    gone = time.monotonic() - started
+    print(f"cancel: Ray job STOPPED after {stopped:.2f} s, job process gone after {gone:.2f} s")
+    assert runner.reconcile(db) == [] and runner.job_view(db, job_id).status == "cancelled"  # stays cancelled
+
+
+@pytest.mark.slow
+def test_a_killed_worker_node_fails_the_job_with_rays_reason_and_resume_continues_it(
+    on_ray, db, tiny_parent, make_snapshot
+):
+    job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 2000, "save_steps": 2})
+    _wait_for(lambda: _training(db, job_id, min_step=3), 300, "a saved checkpoint")
+    pid = runner.job_view(db, job_id).pid
+    worker = _worker(on_ray)
+    killed = time.monotonic()
+    on_ray.remove_node(worker, allow_graceful=False)  # the node's raylet and its processes are killed
+    view = runner.wait(db, job_id, timeout=180)
+    noticed = time.monotonic() - killed
+    print(
+        f"node {worker.node_id} killed; the studio showed after {noticed:.1f} s: {view.status}: {view.error}"
+    )
+    assert view.status == "failed"
+    assert f"failed on node {worker.node_id}" in view.error and "its node has died" in view.error
+    assert "resume the job" in view.error
+    _wait_for(lambda: not _alive(pid), 30, "the job process to end with its node")
+    assert runner.job_view(db, job_id).status == "failed"  # nothing left running
+    saved = max(step for step, _ in runner.saved_checkpoints(job_id))
+
+    on_ray.add_node(num_cpus=1, resources={"trainer": 1})  # a new node; resume works as on any host
+    on_ray.wait_for_nodes()
+    assert runner.resume(db, job_id).status == "queued"
+    log_path = runner.job_view(db, job_id).log_path
+
+    def resumed() -> str | None:
+        _training(db, job_id, min_step=0)  # reconcile, and the row is still queued or running
+        log = runner.log_tail(log_path, lines=400, max_chars=100_000).rsplit("resuming from ", 1)
+        return log[1] if len(log) == 2 and f"[train] step {saved + 1}/" in log[1] else None
+
+    after = _wait_for(resumed, 300, "training past the checkpoint")
+    checkpoint = runner.job_dir(job_id) / "checkpoints" / f"checkpoint-{saved}"
+    assert after.startswith(
+        f"{checkpoint} (step {saved})"
+    )  # continued from the last checkpoint before the kill
+    assert _ray_info(job_id, db).driver_node_id == _worker(on_ray).node_id != worker.node_id
+    runner.cancel(db, job_id)
