@@ -46,6 +46,7 @@ from vibestudio.common.settings import get_settings
 from vibestudio.common.threads import sleeping_thread_waits
 from vibestudio.db.models import Checkpoint, Contestant, Job, JobMetric, User, utcnow
 from vibestudio.db.session import Database, data_home
+from vibestudio.training.jobs import ray_jobs
 from vibestudio.training.jobs.config import JobConfig, load_config, resolve_files, save_config
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.jobs.heartbeat import stale_jobs, this_host, waiting_reasons
@@ -166,6 +167,8 @@ def submit(
         resolve_files(config)  # the files it names, as the resolved paths that were checked
     except ValueError as exc:
         raise JobError(str(exc)) from exc
+    if get_settings().jobs == "ray":  # the cluster answers and has a node for it (training.jobs.ray_jobs)
+        ray_jobs.check_cluster(config)
     with db.session() as s:
         require_job_share(s, created_by)
         checked = preflight(s, config)
@@ -206,6 +209,11 @@ def start_next(db: Database) -> int | None:
     reap()
     if get_settings().jobs == "workers":
         return None
+    if get_settings().jobs == "ray":  # Ray places every queued job (training.jobs.ray_jobs); none starts here
+        submitted, refused = ray_jobs.submit_queued(db, job_command)
+        for r in refused:
+            finish(db, r.job_id, r.status, r.reason, only_if=r.was)
+        return submitted[0] if submitted else None
     while True:
         job_id = _claim_next(db)
         if job_id is None:
@@ -400,6 +408,11 @@ def fail_lost(db: Database) -> list[int]:
     """Fail the running jobs that are lost: a stale heartbeat on any host (database clock, grace period), or,
     for a job this host's runner started, a process that is gone. Returns the ids failed."""
     failed = [x.job_id for x in stale_jobs(db) if finish(db, x.job_id, "failed", x.reason, only_if="running")]
+    for r in ray_jobs.ended(db):  # a Ray job that ended without its row (lost node): Ray's reason, log tail
+        tail = log_tail(r.log_path)
+        reason = r.reason + ("\n--- log tail ---\n" + tail if tail else "")
+        if finish(db, r.job_id, r.status, reason, only_if=r.was):
+            failed.append(r.job_id)
     with db.session() as s:
         running = s.execute(
             select(Job.id, Job.pid, Job.started_at, Job.log_path, Job.host, Job.heartbeat_at).where(
@@ -499,6 +512,7 @@ def cancel(
         raise JobError(f"job {job_id} already {status}")
     if not finish(db, job_id, "cancelled", f"cancelled by {who}", only_if=status):
         return cancel(db, job_id, grace)  # it moved on (queued -> running) while we looked: try again
+    ray_jobs.stop(host)  # a job Ray holds or runs is stopped there too (training.jobs.ray_jobs)
     if status == "running" and pid and _is_here(host):
         _terminate_group(pid, grace)
         start_next(db)
@@ -612,7 +626,7 @@ def wait(db: Database, job_id: int, timeout: float = 600.0, poll: float = 0.5) -
             time.sleep(poll)  # give the job process's last write a moment, then reconcile
             reconcile(db)
             continue
-        if status == "running" and fail_lost(db):
+        if (status == "running" or ray_jobs.submission_of(host)) and fail_lost(db):
             continue
         if time.monotonic() > deadline:
             raise TimeoutError(f"job {job_id} still {status} after {timeout:.0f} s")
