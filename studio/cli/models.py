@@ -16,11 +16,15 @@ A thin layer over ``arena.registry``, ``arena.personas``, ``standings.families``
 """
 
 import json
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from vibestudio.studio.cli._common import fail, failing_on, group, open_db
+from vibestudio.training.report.minimums import MIN_VALIDATE
+from vibestudio.training.report.options import DEFAULTS as REPORT
+from vibestudio.training.report.options import report_help
 
 models_app = group(help="Contestants in the arena.", no_args_is_help=True)
 
@@ -140,10 +144,42 @@ def models_export(
     )
 
 
+class Gate(StrEnum):
+    """The mildest verdict a CI gate stops on."""
+
+    watch = "watch"
+    unknown = "unknown"
+    regress = "regress"
+
+
+FAIL_ON_HELP = (
+    "A CI gate: exit with status 3 when the verdict is this or worse (regress; unknown = unknown or regress; "
+    "watch = anything but pass). No verdict counts as unknown."
+)
+
+
+def _gate(verdict_name: str | None, fail_on: Gate | None) -> None:
+    """Exit with the gate's status when ``fail_on`` blocks ``verdict_name`` (after the output is printed)."""
+    from vibestudio.training.report.verdict import GATE_EXIT, VerdictError, blocks
+
+    try:
+        blocked = blocks(verdict_name, fail_on.value if fail_on else None)
+    except VerdictError as exc:
+        fail(str(exc))
+    if blocked:
+        typer.secho(
+            f"Gate: the verdict is {verdict_name or 'none yet (unknown)'}, and --fail-on {fail_on.value} blocks it.",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(GATE_EXIT)
+
+
 @models_app.command("show")
 def models_show(
     name: str = typer.Argument(..., help="Contestant name or id."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fail_on: Gate | None = typer.Option(None, "--fail-on", help=FAIL_ON_HELP),
 ) -> None:
     """Everything about one model: lineage, ratings, head-to-head vs parent, report, evals, verdict, speed."""
     from vibestudio.arena.registry import RegistryError
@@ -157,6 +193,7 @@ def models_show(
         fail(str(exc))
     if as_json:
         typer.echo(json.dumps(page, indent=2, default=str, ensure_ascii=False))
+        _gate(page["verdict"]["verdict"], fail_on)
         return
     v = page["verdict"]
     typer.echo(f"# {page['contestant']['public_name']}  {v['badge'] or '(no verdict)'}")
@@ -170,6 +207,7 @@ def models_show(
     typer.echo(f"Identifiability: {ident['line'] if ident else 'no answers from ended battles (can’t tell)'}")
     if ident and ident["warning"]:
         typer.echo(f"  warning: {ident['warning']}")
+    _gate(v["verdict"], fail_on)
 
 
 def drift_cmd(
@@ -177,21 +215,17 @@ def drift_cmd(
     against: str = typer.Option(
         None, "--against", help="Compare with this contestant instead of the parent."
     ),
-    prompts: int = typer.Option(80, help="Held-out prompts to answer (at most the pool's 80)."),
-    max_tokens: int = typer.Option(64, help="Answer length cap."),
-    eval_items: int = typer.Option(
-        70, help="Verifiable eval items, spread over the categories (-1 all, 0 none; 70 detect a 15% change)."
-    ),
+    prompts: int = typer.Option(REPORT.drift_prompts, help=report_help("drift_prompts")),
+    max_tokens: int = typer.Option(REPORT.drift_max_tokens, help=report_help("drift_max_tokens")),
+    eval_items: int = typer.Option(REPORT.eval_items, help=report_help("eval_items")),
     judge: str = typer.Option(
         None, help="A judge contestant: a position-swapped head-to-head, and the differences it describes."
     ),
-    describe_axes: int = typer.Option(
-        6, min=0, help="With --judge: at most this many judge-named differences checked (0 = off)."
-    ),
+    describe_axes: int = typer.Option(REPORT.describe_axes, min=0, help=report_help("describe_axes")),
     describe_prompts: int = typer.Option(
-        12, min=8, help="With --judge: held-out prompts each named difference is checked on (both orders)."
+        REPORT.describe_prompts, min=MIN_VALIDATE, help=report_help("describe_prompts")
     ),
-    seed: int = typer.Option(0, help="Seed for prompts, sampling and resampling."),
+    seed: int = typer.Option(REPORT.seed, help=report_help("seed")),
     rules: str = typer.Option(None, "--rules", help="A verdict rules YAML file (default: the built-in one)."),
     record: bool = typer.Option(
         False,
@@ -200,6 +234,7 @@ def drift_cmd(
         "Without it nothing is saved or recorded.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fail_on: Gate | None = typer.Option(None, "--fail-on", help=FAIL_ON_HELP),
 ) -> None:
     """Compare a checkpoint with its parent (or --against) under the same conditions, and give a verdict."""
     from vibestudio.arena.registry import RegistryError
@@ -239,9 +274,10 @@ def drift_cmd(
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         typer.echo(note, err=True)
-        return
-    typer.echo(report_md(report.to_dict()))
-    typer.echo(note)
+    else:
+        typer.echo(report_md(report.to_dict()))
+        typer.echo(note)
+    _gate(report.verdict_name, fail_on)
 
 
 @models_app.command("release")

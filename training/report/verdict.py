@@ -52,6 +52,27 @@ class VerdictError(ValueError):
     """A rules file that cannot be used (the message names the file, rule and field)."""
 
 
+#: The exit status of a CLI gate that blocks (``--fail-on``): 1 is an error, 2 a usage error (Typer's).
+GATE_EXIT = 3
+
+
+def blocks(verdict: str | None, fail_on: str | None) -> bool:
+    """Whether a CI gate set to ``fail_on`` stops on ``verdict``.
+
+    ``fail_on`` names the mildest verdict that blocks: ``regress`` blocks regress only, ``unknown`` blocks unknown
+    and regress, ``watch`` everything but pass. No verdict yet counts as unknown. None never blocks.
+    """
+    if fail_on is None:
+        return False
+    if fail_on not in _ORDER:
+        raise VerdictError(
+            f"--fail-on must be one of {', '.join(v for v in VERDICTS if v != 'pass')}, got {fail_on!r}"
+        )
+    if fail_on == "pass":
+        raise VerdictError("--fail-on pass would block every checkpoint; name watch, unknown or regress")
+    return _ORDER[verdict or "unknown"] >= _ORDER[fail_on]
+
+
 @dataclass
 class Rule:
     name: str
