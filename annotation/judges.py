@@ -42,6 +42,7 @@ from vibestudio.arena.registry import ContestantInfo, engine_for, get_contestant
 from vibestudio.common.outcomes import merge_ties
 from vibestudio.db.models import Judgement, Label, QueueItem, RubricScore
 from vibestudio.db.session import Database
+from vibestudio.standings.words import progress_note
 
 Progress = Callable[[int, int, str], None]
 
@@ -408,7 +409,7 @@ def generate_checklists(
     out: dict[str, list[str]] = {}
     for k, (question, item_id) in enumerate(first.items()):
         if progress:
-            progress(k, len(first), f"prompt {k + 1}/{len(first)}")
+            progress(k, len(first), progress_note(k, len(first), "prompt"))
         msgs = [{"role": "user", "content": CHECKLIST_PROMPT.format(question=question, n=n)}]
         greedy = Sampling(temperature=0.0, top_p=1.0, max_tokens=max_tokens, seed=0)
         raw = ask(engine, msgs, greedy, CHECKLIST_PREFILL).text

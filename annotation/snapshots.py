@@ -37,6 +37,7 @@ from vibestudio.common.outcomes import FASTCHAT_WINNERS
 from vibestudio.db.models import DatasetSnapshot, RubricScore
 from vibestudio.db.session import data_home
 from vibestudio.standings.records import battle_records
+from vibestudio.standings.words import counted
 
 DECISIVE = FASTCHAT_WINNERS[:2]  # model_a, model_b: the votes that make a preference pair
 
@@ -49,10 +50,21 @@ class SnapshotError(ValueError):
 class SnapshotInfo:
     id: int
     hash: str
-    n_pairs: int
+    n_pairs: int  # rows: preference pairs, or single answers in an unpaired (KTO) snapshot; see `unit`
     path: str
     created: bool
     skipped: dict[str, int]
+    unit: str = "pair"  # what one row is: "pair", or "single answer" (``row_unit``)
+
+    @property
+    def rows(self) -> str:
+        """The row count named for what it counts ("8 pairs", "8 single answers")."""
+        return counted(self.n_pairs, self.unit)
+
+
+def row_unit(filt: dict[str, Any] | None) -> str:
+    """What one row of a snapshot with this filter is: a preference pair, or a single answer (KTO's layout)."""
+    return "single answer" if (filt or {}).get("layout") == "unpaired" else "pair"
 
 
 def preference_pairs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -109,7 +121,15 @@ def write_snapshot(
     digest = hashlib.sha256(body).hexdigest()
     existing = session.scalar(select(DatasetSnapshot).where(DatasetSnapshot.hash == digest))
     if existing is not None:
-        return SnapshotInfo(existing.id, digest, existing.n_pairs, existing.path, False, skipped or {})
+        return SnapshotInfo(
+            existing.id,
+            digest,
+            existing.n_pairs,
+            existing.path,
+            False,
+            skipped or {},
+            row_unit(existing.filter),
+        )
     folder = data_home() / "snapshots"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{digest}.jsonl"
@@ -131,8 +151,8 @@ def write_snapshot(
         won = session.scalar(select(DatasetSnapshot).where(DatasetSnapshot.hash == digest))
         if won is None:
             raise
-        return SnapshotInfo(won.id, digest, won.n_pairs, won.path, False, skipped or {})
-    return SnapshotInfo(snap.id, digest, len(rows), str(path), True, skipped or {})
+        return SnapshotInfo(won.id, digest, won.n_pairs, won.path, False, skipped or {}, row_unit(won.filter))
+    return SnapshotInfo(snap.id, digest, len(rows), str(path), True, skipped or {}, row_unit(filt))
 
 
 #: Why a vote or label made no pair, in words for a page (the keys stay the stored, machine-readable ones).
@@ -329,6 +349,14 @@ def get_snapshot(session: Session, ident: int | str) -> DatasetSnapshot:
 
 def list_snapshots(session: Session) -> list[dict[str, Any]]:
     return [
-        {"id": s.id, "hash": s.hash, "n_pairs": s.n_pairs, "path": s.path, "created_at": s.created_at}
+        {
+            "id": s.id,
+            "hash": s.hash,
+            "n_pairs": s.n_pairs,
+            "unit": row_unit(s.filter),
+            "rows": counted(s.n_pairs, row_unit(s.filter)),
+            "path": s.path,
+            "created_at": s.created_at,
+        }
         for s in session.scalars(select(DatasetSnapshot).order_by(DatasetSnapshot.id.desc()))
     ]

@@ -170,3 +170,29 @@ def mcnemar_p(parent_pass: Sequence[bool], child_pass: Sequence[bool]) -> float:
     if worse + better == 0:
         return 1.0
     return float(binomtest(better, worse + better, 0.5).pvalue)
+
+
+def mcnemar_change(parent_pass: Sequence[bool], child_pass: Sequence[bool], level: float = 0.95) -> Change:
+    """Change in pass rate with its interval and p-value from one test: the exact McNemar test.
+
+    Conditional on the d items that changed, the b that got better are Binomial(d, pi), and "no change" is
+    pi = 1/2. The p-value is the exact two-sided binomial test (``mcnemar_p``). The interval is the
+    Clopper-Pearson interval of pi, the inversion of that same test, mapped to the change d / n (2 pi - 1).
+    So the interval excludes 0 exactly when p < 1 - level. No changed item: change 0, interval [0, 0], p 1."""
+    from scipy.stats import binomtest
+
+    pairs = list(zip(parent_pass, child_pass, strict=True))
+    n = len(pairs)
+    if n == 0:
+        raise ValueError("no pairs to compare")
+    better = sum(1 for p, c in pairs if c and not p)
+    worse = sum(1 for p, c in pairs if p and not c)
+    d = better + worse
+    parent, child = sum(map(bool, parent_pass)) / n, sum(map(bool, child_pass)) / n
+    if d == 0:
+        return Change(parent, child, 0.0, 0.0, 0.0, 1.0, n, q=1.0)
+    test = binomtest(better, d, 0.5)
+    ci = test.proportion_ci(confidence_level=level, method="exact")
+    low, high = (d / n * (2.0 * x - 1.0) for x in (ci.low, ci.high))
+    p = float(test.pvalue)
+    return Change(parent, child, (better - worse) / n, float(low), float(high), p, n, q=p)

@@ -349,16 +349,14 @@ def _speed_cost(
 def sentence(card: DecisionCard) -> str:
     """One plain sentence that says no more than the intervals allow."""
     a, b, q = card.a, card.b, card.quality
-    flip = q.get("votes_to_flip")
-    flip_text = "" if flip is None else f"; {flip} vote{'s' if flip != 1 else ''} would flip their order"
     if q["verdict"] == "tied":
-        head = f"{a} and {b} are tied in the arena{flip_text}"
+        head = f"{a} and {b} are tied in the arena{_flip_words(q, None)}"
     elif q["verdict"] == "can't tell":
         head = f"Can't tell whether people prefer {a} or {b}"
     else:
         winner = a if q["verdict"].startswith(a + " ") else b
         loser = b if winner == a else a
-        head = f"People prefer {winner} to {loser}{flip_text}"
+        head = f"People prefer {winner} to {loser}{_flip_words(q, winner)}"
     phrases: dict[str, list[str]] = {a: [], b: []}
     s = card.substance
     if s["verdict"].endswith("passes more"):
@@ -393,6 +391,21 @@ def sentence(card: DecisionCard) -> str:
     if not any(phrases.values()):
         text = text[:-1] + "; nothing else measured tells them apart."
     return text
+
+
+def _flip_words(q: dict[str, Any], winner: str | None) -> str:
+    """The votes-to-flip clause, from the same pair report as the card's number: 0 votes is a dead heat (the same
+    rating, nothing to flip); a count is said only of the order it was counted on (plain Bradley-Terry's, which
+    a tie model's board may not share)."""
+    flip, higher = q.get("votes_to_flip"), q.get("flip_higher")
+    if flip is None:
+        return ""
+    if flip == 0:
+        return "; they have the same rating, so no vote needs to go to change their order"
+    if winner is not None and higher is not None and higher != winner:
+        return ""
+    lead = f" (now {higher} ahead)" if winner is None and higher else ""
+    return f"; {flip} vote{'s' if flip != 1 else ''} would flip their order{lead}"
 
 
 def _join(items: list[str]) -> str:

@@ -43,3 +43,16 @@ def percent(share: float) -> str:
     if 99.5 <= value < 100.0:
         return ">99%"
     return f"{value:.0f}%"
+
+
+def rank_words(rank_low: int, rank_high: int, of: int) -> str:
+    """A place as far as the rank interval allows: "#2 of 6" when it is one rank, else "#1–#6 of 6 (can't tell
+    its exact place)". A board's `rank` is the best rank the intervals allow, never a place on its own."""
+    if rank_low == rank_high:
+        return f"#{rank_low} of {of}"
+    return f"#{rank_low}–#{rank_high} of {of} (can't tell its exact place)"
+
+
+def progress_note(done: int, total: int, noun: str) -> str:
+    """A progress line whose count is the one the bar shows: "2 of 3 prompts done" beside 2/3."""
+    return f"{done} of {counted(total, noun)} done"

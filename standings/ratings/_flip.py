@@ -163,16 +163,11 @@ def flip_headline(flip: dict[str, Any], board: dict[str, Any] | None = None) -> 
             + ("; ".join(flip["warnings"]) or "fewer than two rated models")
             + ")"
         )
-    if board is not None:
-        shown = [m["name"] for m in board.get("models", [])]
-        controlled = (board.get("options") or {}).get("style_control") or (board.get("options") or {}).get(
-            "vibe_control"
+    if board is not None and not _same_order(board, top):
+        return (
+            "votes-to-flip: this board's order is not the plain Bradley-Terry order they are counted on "
+            f"(there #1 is {top['higher']} over {top['lower']}); see the Votes to flip sub-tab"
         )
-        if board.get("method", "bt") != "bt" or controlled or shown[:2] != [top["higher"], top["lower"]]:
-            return (
-                "votes-to-flip: this board's order is not the plain Bradley-Terry order they are counted on "
-                f"(there #1 is {top['higher']} over {top['lower']}); see the Votes to flip sub-tab"
-            )
     if top["votes"] is None:
         return f"#1 ({top['higher']} over {top['lower']}): can't tell how many votes would flip it ({top['note']})"
     level = dead_heat(pairs)
@@ -185,6 +180,22 @@ def flip_headline(flip: dict[str, Any], board: dict[str, Any] | None = None) -> 
     return (
         f"#1 {top['higher']} holds over {top['lower']} unless {top['votes']} {plural} "
         f"({share:.2g}% of {counted(flip['n_votes'], 'vote')}; checked by refitting without them)"
+    )
+
+
+def _same_order(board: dict[str, Any], top: dict[str, Any]) -> bool:
+    """Whether the flip report's top pair is the board's #1 and #2: a plain Bradley-Terry board without style or
+    vibe control, whose first two ratings are the pair's (models of exactly equal rating may stand in any order)."""
+    rows = board.get("models", [])
+    options = board.get("options") or {}
+    if board.get("method", "bt") != "bt" or options.get("style_control") or options.get("vibe_control"):
+        return False
+    rating = {m["name"]: m["rating"] for m in rows}
+    if len(rows) < 2 or top["higher"] not in rating or top["lower"] not in rating:
+        return False
+    return (
+        abs(rating[top["higher"]] - rows[0]["rating"]) < 1e-6
+        and abs(rating[top["lower"]] - rows[1]["rating"]) < 1e-6
     )
 
 

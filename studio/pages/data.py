@@ -65,7 +65,7 @@ def _snapshots(ctx: StudioContext) -> pd.DataFrame:
             {
                 "id": x["id"],
                 "hash": x["hash"][:16],
-                "pairs": x["n_pairs"],
+                "rows": x["rows"],
                 "created": str(x["created_at"])[:19],
             }
             for x in snaps
@@ -74,7 +74,7 @@ def _snapshots(ctx: StudioContext) -> pd.DataFrame:
     )
 
 
-SNAPSHOT_COLUMNS = ["id", "hash", "pairs", "created"]
+SNAPSHOT_COLUMNS = ["id", "hash", "rows", "created"]
 
 
 def build(ctx: StudioContext, demo: gr.Blocks) -> None:
@@ -105,7 +105,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
             raise user_error(exc) from exc
         verb = "Created" if snap.created else "Already frozen:"
         skipped = literal(skip_reason_text(snap.skipped))  # each reason in words, not its stored key
-        text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, 'pair', bold=True)}"
+        text = f"{verb} snapshot **{snap.id}** · hash `{snap.hash[:16]}` · {count(snap.n_pairs, snap.unit, bold=True)}"
         text += _on_policy(snap.path, snap.hash)
         return text + (f" (left out: {skipped})" if skipped else ""), _snapshots(ctx), _counts(ctx)
 

@@ -108,9 +108,8 @@ def flip_md(service: LeaderboardService, name: str) -> str:
         other = p["lower"] if p["higher"] == name else p["higher"]
         where = "above" if p["higher"] == name else "below"
         count = "can’t tell" if p["votes"] is None else f"{p['votes']} of {counted(out['n_votes'], 'vote')}"
-        lines.append(
-            f"- {where} {literal(other)} (#{p['position'] + (where == 'above')}): swapped if {count} go"
-        )
+        # the neighbour in the point-rating order the votes are counted on, not a rank (the Rating table has it)
+        lines.append(f"- next {where} {literal(other)} by point rating: swapped if {count} go")
     if not lines:
         return ""
     head = "\n\n**How fragile its place is** (votes whose removal swaps it with a neighbour, checked by refitting; "

@@ -137,7 +137,7 @@ def _choices(
 ) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     with ctx.db.session() as s:
         parents = [c.public_name for c in list_contestants(s)]
-        snaps = [NEW_SNAPSHOT] + [f"{x['hash'][:16]} ({x['n_pairs']} pairs)" for x in list_snapshots(s)]
+        snaps = [NEW_SNAPSHOT] + [f"{x['hash'][:16]} ({x['rows']})" for x in list_snapshots(s)]
     reward_jobs = [(NONE, NONE)] + [
         (f"job {j.id} ({j.status})", str(j.id))
         for j in list_jobs(ctx.db, user_id=uid)

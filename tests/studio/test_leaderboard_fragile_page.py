@@ -59,7 +59,9 @@ def test_models_tab_flip_lines(db, tmp_path):
     order = [m["name"] for m in svc.board(BoardOptions(ci_method="sandwich"))["models"]]
     pairs = svc.votes_to_flip()["pairs"]
     top = flip_md(svc, order[0])
-    assert f"above {order[1]} (#2)" in top and f"{pairs[0]['votes']} of" in top and "below" not in top
+    # the neighbour by point rating, never a rank the intervals may not allow (issue 48: "1 of 6" beside "#5")
+    assert f"next above {order[1]} by point rating" in top and f"{pairs[0]['votes']} of" in top
+    assert "below" not in top and "(#" not in top
     middle = flip_md(svc, order[1])
     assert f"below {order[0]}" in middle and f"above {order[2]}" in middle
     assert flip_md(svc, "nobody") == ""

@@ -53,6 +53,7 @@ from vibestudio.arena import lifecycle
 from vibestudio.arena.registry import ContestantInfo, ContestantSpec, RegistryError, register
 from vibestudio.db.models import Checkpoint, Contestant, Job
 from vibestudio.db.session import Database
+from vibestudio.standings.words import counted
 from vibestudio.training.jobs.config import (
     JOB_KINDS,
     DPOJobConfig,
@@ -149,18 +150,20 @@ def describe(ctx: JobContext, result: TrainResult) -> str:
     elif isinstance(cfg, GRPOJobConfig):
         extra = ", rewards " + "+".join(str(r.get("name") or r.get("type")) for r in cfg.rewards)
     parent = ctx.checked.parent.public_name if ctx.checked.parent else ctx.checked.base.model_ref
+    unit = "single answer" if isinstance(cfg, KTOJobConfig) else "pair"  # KTO reads unpaired rows
     return (
         f"{JOB_KINDS[cfg.kind].label or cfg.kind.upper()} ({how}{extra}, {result.step} steps, lr {cfg.effective_learning_rate():g}) of "
-        f"{parent} on {trained_on(getattr(cfg, 'tasks', ''), ctx.checked.snapshot_hash, ctx.checked.n_pairs)}, "
+        f"{parent} on {trained_on(getattr(cfg, 'tasks', ''), ctx.checked.snapshot_hash, ctx.checked.n_pairs, unit)}, "
         f"job {ctx.job_id}."
     )
 
 
-def trained_on(tasks: str, snapshot_hash: str, n_pairs: int | None = None) -> str:
-    """What a child learned from, in words: a task set (RLVR) by its name, a snapshot by hash and pairs."""
+def trained_on(tasks: str, snapshot_hash: str, n_pairs: int | None = None, unit: str = "pair") -> str:
+    """What a child learned from, in words: a task set (RLVR) by its name, a snapshot by hash and its rows, named
+    for what one row is (`unit`: "pair", or "single answer" for KTO's unpaired rows)."""
     if tasks:
         return f"task set {tasks}"
-    pairs = f" ({n_pairs} pairs)" if n_pairs is not None else ""
+    pairs = f" ({counted(n_pairs, unit)})" if n_pairs is not None else ""
     return f"snapshot {snapshot_hash[:12]}{pairs}" if snapshot_hash else "no snapshot"
 
 

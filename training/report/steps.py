@@ -56,7 +56,7 @@ from typing import Any
 from vibestudio.arena.engines.base import EngineError
 from vibestudio.arena.registry import ContestantInfo, RegistryError, engine_for, get_contestant
 from vibestudio.common.outcomes import score_first
-from vibestudio.common.stats import Change, adjust, mcnemar_p, paired_change
+from vibestudio.common.stats import Change, adjust, mcnemar_change, paired_change
 from vibestudio.db.session import Database
 from vibestudio.standings.evals import load_items, run_check, spread
 from vibestudio.textfeatures import vibes
@@ -217,8 +217,7 @@ def _evals(
     )
     pp = [run_check(i.check, a.text)[0] for i, a in zip(items, pa, strict=True)]
     cp = [run_check(i.check, a.text)[0] for i, a in zip(items, ca, strict=True)]
-    change = paired_change([float(x) for x in pp], [float(x) for x in cp], seed=seed)
-    change.q = change.p = mcnemar_p(pp, cp)
+    change = mcnemar_change(pp, cp)  # interval and p-value from one test
     by_cat: dict[str, list[tuple[bool, bool]]] = {}
     for item, x, y in zip(items, pp, cp, strict=True):
         by_cat.setdefault(item.category, []).append((x, y))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from vibestudio.standings.words import rank_words
 from vibestudio.training.report import decisions as decided
 
 Escape = Callable[[str], str]
@@ -193,11 +194,24 @@ def _flag_cell(d: decided.Decision) -> str:
     return "🚩" if d.flagged else "can’t tell" if d.state == "cant_tell" else ""
 
 
+def drift_title(report: dict[str, Any], esc: Escape = _plain) -> str:
+    """The drift section's title, from the same report fields as its body: "on N held-out prompts" only when
+    drift was measured on them, else what was answered and why nothing was compared."""
+    parent, n = esc(report.get("parent") or "–"), report.get("n_prompts", 0)
+    if report.get("features"):
+        return f"### Drift vs {parent} on {n} held-out prompts"
+    unmeasured = report.get("unmeasured") or {}
+    why = next((v for k, v in unmeasured.items() if k.startswith("drift/")), None) or unmeasured.get(
+        "answers", "no feature was compared"
+    )
+    return f"### Drift vs {parent}: not measured ({esc(str(why))}; {n} held-out prompts answered)"
+
+
 def drift_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     s = report.get("setup") or {}
     h = report.get("held_out") or {}
     lines = [
-        f"### Drift vs {esc(report.get('parent') or '–')} on {report.get('n_prompts', 0)} held-out prompts",
+        drift_title(report, esc),
         f"Same engine ({esc(s.get('engine', '–'))}), persona {esc(s.get('persona_source', '–'))}, "
         f"decoding {esc(str(s.get('sampling', {})))}, seed {s.get('seed', '–')}; parent ran as "
         f"{esc(s.get('parent_ran_as', '–'))}.",
@@ -530,7 +544,7 @@ def ratings_md(page: dict[str, Any], esc: Escape = _plain) -> str:
         else:
             lines.append(
                 f"| {label} | {row['rating']:.0f} [{row['ci_low']:.0f}, {row['ci_high']:.0f}] | "
-                f"{row['rank']} of {row['of']} (range {row['rank_low']}–{row['rank_high']}) | {row['n_battles']} |"
+                f"{rank_words(row['rank_low'], row['rank_high'], row['of'])} | {row['n_battles']} |"
             )
     h = page.get("head_to_head")
     if h:

@@ -184,15 +184,15 @@ class HeldoutCheck:
         if self.first is None:
             self.first = passed
         else:
-            from vibestudio.common.stats import mcnemar_p, paired_change
+            from vibestudio.common.stats import mcnemar_change
 
-            change = paired_change([float(x) for x in self.first], [float(x) for x in passed])
+            change = mcnemar_change(self.first, passed)  # interval and p-value from one test
             values.update(
                 {
                     "heldout/delta": change.delta,
                     "heldout/delta_low": change.low,
                     "heldout/delta_high": change.high,
-                    "heldout/p": mcnemar_p(self.first, passed),
+                    "heldout/p": change.p,
                 }
             )
         values["heldout/seconds"] = time.perf_counter() - t0

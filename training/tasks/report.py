@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import select
 
 from vibestudio.arena.registry import ContestantInfo
-from vibestudio.common.stats import mcnemar_p, paired_change
+from vibestudio.common.stats import mcnemar_change
 from vibestudio.db.models import JobMetric
 from vibestudio.db.session import Database
 from vibestudio.training.tasks.scoring import accuracy_of, check_all, gaming
@@ -39,9 +39,7 @@ from vibestudio.training.tasks.store import load_tasks
 
 
 def _binary(parent: list[bool], child: list[bool], seed: int) -> dict[str, Any]:
-    change = paired_change([float(x) for x in parent], [float(x) for x in child], seed=seed)
-    change.p = change.q = mcnemar_p(parent, child)
-    return change.to_dict()
+    return mcnemar_change(parent, child).to_dict()  # interval and p-value from one test
 
 
 def reward_without_accuracy(
