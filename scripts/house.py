@@ -1,5 +1,5 @@
 """The house drawn from its imports: lines per top-level package, the import circles among the studio's own
-modules, and the longest functions.
+modules, and the longest functions. It also measures how long the module docstrings' sentences run.
 
 Usage: python scripts/house.py [--top 10]
 
@@ -273,14 +273,16 @@ GENERATED = ("db.migrations.versions.",)
 
 _CODE_SPAN = re.compile(r"``.+?``|`[^`\n]+`", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_LIST_ITEM = re.compile(r"([-*]|\d+\.) ")  # "- ", "* " or "1. " opening a list item
 
 
 def docstring_sentences(doc: str) -> list[str]:
     """The sentences of a docstring, each inline ``code`` span turned into one word.
 
-    A sentence ends at ``.``, ``!`` or ``?`` before a space or a line break. A bullet item (a line starting
-    ``- `` or ``* ``, ending at the next line back at its margin), a line ending with ``:`` and a paragraph
-    end each close a sentence too. Each line of an indented block (a table, an example) is one sentence.
+    A sentence ends at ``.``, ``!`` or ``?`` before a space or a line break. A list item (a line starting
+    ``- ``, ``* `` or ``1. ``, ending at the next line back at its margin), a line ending with ``:`` and a
+    paragraph end each close a sentence too. Each line of an indented block (a table, an example) is one
+    sentence.
     """
     text = _CODE_SPAN.sub("CODE", doc)
     chunks: list[list[str]] = [[]]
@@ -292,8 +294,9 @@ def docstring_sentences(doc: str) -> list[str]:
             chunks.append([])
             bullet_indent = -1
             continue
-        if line.startswith(("- ", "* ")):
-            chunks.append([line[2:]])
+        item = _LIST_ITEM.match(line)
+        if item:
+            chunks.append([line[item.end() :]])
             bullet_indent = indent
         elif 0 <= indent <= bullet_indent:  # a line back at the list's margin ends the item
             chunks.append([line])
