@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import exists, func, select, text, update
 from sqlalchemy.orm import Session
@@ -194,9 +194,22 @@ class IdleSweeper:
                 log.exception("idle battle sweep failed")
 
 
-def ended_counts(session: Session) -> tuple[int, int]:
-    """Battles that ended (open and errored ones count nowhere) and the votes cast in them, of every mode."""
+class Ended(NamedTuple):
+    """Battles that ended, of every mode, and their votes; the newest vote tells one state from another."""
+
+    battles: int
+    votes: int
+    last_vote_id: int  # 0: no vote
+    last_vote_at: str  # "" when no vote; with the id, a restored database does not read as the same state
+
+
+def ended_counts(session: Session) -> Ended:
+    """Battles that ended (open and errored ones count nowhere) and the votes cast in them."""
     ended = Battle.status.not_in(UNCOUNTED)
     battles = session.scalar(select(func.count(Battle.id)).where(ended)) or 0
-    votes = session.scalar(select(func.count(Vote.id)).join(Battle, Vote.battle_id == Battle.id).where(ended))
-    return int(battles), int(votes or 0)
+    votes, last_id, last_at = session.execute(
+        select(func.count(Vote.id), func.max(Vote.id), func.max(Vote.created_at))
+        .join(Battle, Vote.battle_id == Battle.id)
+        .where(ended)
+    ).one()
+    return Ended(int(battles), int(votes or 0), int(last_id or 0), str(last_at or ""))
