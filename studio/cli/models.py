@@ -162,8 +162,10 @@ def _gate(verdict_name: str | None, fail_on: Gate | None) -> None:
     """Exit with the gate's status when ``fail_on`` blocks ``verdict_name`` (after the output is printed)."""
     from vibestudio.training.report.verdict import GATE_EXIT, VerdictError, blocks
 
+    if fail_on is None:
+        return
     try:
-        blocked = blocks(verdict_name, fail_on.value if fail_on else None)
+        blocked = blocks(verdict_name, fail_on.value)
     except VerdictError as exc:
         fail(str(exc))
     if blocked:
