@@ -106,12 +106,16 @@ def test_a_job_from_the_train_tab_runs_on_the_ray_worker_node_and_cancel_reaches
         _launch(page, url, snap, 2000)
         _wait_text(page, "train-launched", "submitted")
         deadline = time.monotonic() + 600
-        while f"on node {worker.node_id}" not in page.locator("#train-detail").inner_text():
+        running_there = "dpo · running · on ray:vibestudio-job-1-"  # then the node, once Ray names it
+        while not (
+            running_there in (shown := page.locator("#train-detail").inner_text())
+            and f"on node {worker.node_id}" in shown
+        ):
             v = job_view(db, 1)
             assert v.status in ("queued", "running") and time.monotonic() < deadline, (v.status, v.error)
             time.sleep(1)
         detail = page.locator("#train-detail").inner_text()
-        assert "running" in detail and "ray:vibestudio-job-1-" in detail, detail
+        assert running_there in detail, detail
         page.locator("#train-cancel").click()
         _wait_text(page, "train-launched", "Job 1 is cancelled")
         with pytest.MonkeyPatch.context() as mp:

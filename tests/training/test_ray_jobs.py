@@ -332,3 +332,25 @@ def test_a_killed_worker_node_fails_the_job_with_rays_reason_and_resume_continue
     )  # continued from the last checkpoint before the kill
     assert _ray_info(job_id, db).driver_node_id == _worker(on_ray).node_id != worker.node_id
     runner.cancel(db, job_id)
+
+
+def test_the_cli_refuses_a_launch_to_an_unreachable_cluster_with_the_reason(tiny_model_dir, monkeypatch):
+    from typer.testing import CliRunner
+
+    from tests.helpers.servers import seed_tiny_parent
+    from vibestudio.db.session import Database
+    from vibestudio.studio.cli import app
+
+    db = Database()
+    try:
+        snap = seed_tiny_parent(db, tiny_model_dir)
+        address = f"http://127.0.0.1:{_closed_port()}"
+        monkeypatch.setenv("VIBESTUDIO_JOBS", "ray")
+        monkeypatch.setenv("VIBESTUDIO_RAY_ADDRESS", address)
+        args = ["train", "dpo", "--parent", "tiny-parent", "--snapshot", snap, "--set", "max_steps=2"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1
+        assert f"the Ray cluster at {address} (VIBESTUDIO_RAY_ADDRESS) did not answer" in result.output
+        assert runner.list_jobs(db) == []
+    finally:
+        db.dispose()
