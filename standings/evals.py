@@ -442,3 +442,32 @@ def _median(values: list[float | None]) -> float | None:
         return None
     mid = len(known) // 2
     return known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
+
+
+def record_checked(
+    db: Database,
+    contestant_id: int,
+    items: list[EvalItem],
+    answers: list[str],
+    passed: list[bool],
+    run_id: str,
+) -> None:
+    """Store answers checked elsewhere (a checkpoint report's evals) as this contestant's eval results.
+
+    The report and the decision card then read one record of the same answers. `eval_scores` keeps the latest
+    answer per item, so these stand for their items until a later run answers them again."""
+    eval_set = load_items()[0]
+    with db.session() as s:
+        for item, answer, ok in zip(items, answers, passed, strict=True):
+            s.add(
+                EvalResult(
+                    run_id=run_id,
+                    contestant_id=contestant_id,
+                    eval_set=eval_set,
+                    item_id=item.id,
+                    category=item.category,
+                    passed=bool(ok),
+                    answer=answer,
+                    detail="checkpoint report",
+                )
+            )

@@ -212,3 +212,29 @@ def test_unpaired_snapshot_counts_single_answers(db) -> None:
     assert paired.unit == "pair" and paired.rows.endswith(("pair", "pairs"))
     assert listed[single.hash]["rows"] == single.rows and "pair" not in single.rows
     assert trained_on("", single.hash, single.n_pairs, single.unit).endswith(f"({single.rows})")
+
+
+def test_decision_card_reads_the_evals_the_report_measured(db, tiny_model_dir) -> None:
+    """The card said "no verifiable evals" for a child whose report showed 25% -> 33%: both now read one record of
+    the same checked answers (the report stores them as the eval results the card reads)."""
+    from vibestudio.arena.registry import ContestantSpec, register
+    from vibestudio.standings.decision import decision_card
+    from vibestudio.training.report.steps import drift_report
+
+    with db.session() as s:
+        parent = register(s, ContestantSpec("tiny-p", engine="transformers", model_ref=str(tiny_model_dir)))
+        child = register(
+            s,
+            ContestantSpec("tiny-c", engine="transformers", model_ref=str(tiny_model_dir), parent_id=parent),
+        )
+    report = drift_report(
+        db, child, n_prompts=20, max_tokens=4, eval_items=6, eval_max_tokens=4, describe_axes=0
+    )
+    assert report.evals["n"] == 6
+    card = decision_card(db, "tiny-c", "tiny-p")
+    substance = card.substance
+    assert substance["a"]["n"] == substance["b"]["n"] == 6, card.missing
+    assert (
+        substance["a"]["value"] == report.evals["child"] and substance["b"]["value"] == report.evals["parent"]
+    )
+    assert not any("no verifiable evals" in m for m in card.missing)

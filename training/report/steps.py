@@ -58,7 +58,7 @@ from vibestudio.arena.registry import ContestantInfo, RegistryError, engine_for,
 from vibestudio.common.outcomes import score_first
 from vibestudio.common.stats import Change, adjust, mcnemar_change, paired_change
 from vibestudio.db.session import Database
-from vibestudio.standings.evals import load_items, run_check, spread
+from vibestudio.standings.evals import load_items, record_checked, run_check, spread
 from vibestudio.textfeatures import vibes
 from vibestudio.training.report import verdict as verdicts
 from vibestudio.training.report.discover import (
@@ -238,6 +238,11 @@ def _evals(
         "changed_items": changed[:12],
         "reused": {"parent": p_reused, "child": c_reused},
         "items_answered": len(items),
+        "answered": {
+            "items": items,
+            "parent": ([a.text for a in pa], pp),
+            "child": ([a.text for a in ca], cp),
+        },
     }
 
 
@@ -316,7 +321,7 @@ def drift_report(
         _record_drift(report, prompts, answers, limits, seed, too_few)
         _record_rewarded(report, rows, no_rows, prompts, answers)
         _record_tone(report, prompts, answers[0], answers[1])
-    _record_evals(report, parent, kid, eval_items, eval_max_tokens, seed, say)
+    _record_evals(db, report, parent, kid, eval_items, eval_max_tokens, seed, say)
     report.setup["power"] = power(
         len(prompts) if answers else 0, report.evals.get("n", 0), report.evals.get("discordant")
     )
@@ -551,6 +556,7 @@ def _record_tone(report: CheckpointReport, prompts: list[str], pa: list[Answer],
 
 
 def _record_evals(
+    db: Database,
     report: CheckpointReport,
     parent: ContestantInfo,
     kid: ContestantInfo,
@@ -559,7 +565,8 @@ def _record_evals(
     seed: int,
     say: Progress,
 ) -> None:
-    """The verifiable evals of both sides into the report (a gap when turned off or failing)."""
+    """The verifiable evals of both sides into the report (a gap when turned off or failing), and their checked
+    answers into the eval results, so the decision card reads the same answers as the report."""
     if eval_items == 0:
         report.unmeasured["evals/accuracy"] = "evals turned off for this report (eval_items 0)"
         return
@@ -569,6 +576,10 @@ def _record_evals(
         report.evals = _evals(parent, kid, eval_items, eval_max_tokens, seed)
         reused = report.setup.setdefault("reused", {})["evals"] = report.evals.pop("reused")
         _count_answered(report, parent, 2 * report.evals.pop("items_answered"), sum(reused.values()))
+        answered = report.evals.pop("answered")
+        for side, info in (("parent", parent), ("child", kid)):
+            texts, passed = answered[side]
+            record_checked(db, info.id, answered["items"], texts, passed, f"report-{kid.id}")
     except (EngineError, RegistryError, OSError, RuntimeError, ValueError) as exc:
         report.unmeasured["evals/accuracy"] = f"{type(exc).__name__}: {exc}"
     report.timings["evals"] = time.perf_counter() - t
