@@ -40,12 +40,13 @@ PLAN: list[tuple[str, bool, int]] = [
     ("dpo", False, 10),
     ("dpo", True, 4),
 ]
-#: Small enough for a loaded 2-core machine: short rows, a short KL check, a 4-prompt report with 4 eval items.
+#: Small enough for a loaded 2-core machine: short rows, a short KL check, the smallest report that measures drift
+#: (``training.report.minimums.MIN_PROMPTS`` prompts) with 4 eval items.
 SMALL: dict[str, Any] = {
     "per_device_train_batch_size": 2,
     "max_length": 64,
     "learning_rate": 5e-3,
-    "drift_prompts": 4,
+    "drift_prompts": 20,
     "drift_max_tokens": 6,
     "eval_items": 4,
     "eval_max_tokens": 6,

@@ -216,7 +216,7 @@ def launch_comparison(
     """Queue one job per objective on ``parent`` with matched budgets (``shared`` config fields for all,
     ``per_objective`` for one) and record them as one comparison. Every config passes the pre-launch check
     before any is queued. Returns the comparison id."""
-    from vibestudio.training.jobs.service import check_config, launch_config
+    from vibestudio.training.jobs.service import check_config, launch_checked
 
     require_role(db, created_by, "researcher")
     names = _objectives(objectives)
@@ -225,19 +225,20 @@ def launch_comparison(
         parent_id, parent_name = info.id, info.public_name
     configs = _configs(names, parent_name, dict(shared), dict(per_objective or {}))
     snaps = _freeze(db, configs, snapshot, created_by)
-    problems = []
+    problems, checks = [], []
     for kind, cfg in configs.items():
         layout = "unpaired" if JOB_KINDS[kind].rows == "unpaired" else "pairs"
         cfg.snapshot_hash = snaps.get(layout) or next(iter(snaps.values()))
-        check = check_config(db, cfg, user_id=created_by)
+        check = check_config(db, cfg, user_id=created_by)  # once per child; its launch reuses it
+        checks.append(check)
         if not check.ok:
             problems.append(f"{JOB_KINDS[kind].label}: {check.message() or 'refused'}")
     if problems:
         raise JobError("nothing launched; " + "; ".join(problems))
     job_ids: list[int] = []
     try:
-        for cfg in configs.values():
-            job_ids.append(launch_config(db, cfg, created_by=created_by))
+        for check in checks:
+            job_ids.append(launch_checked(db, check, created_by=created_by))
     except Exception:
         for jid in job_ids:  # all or nothing: a half-launched comparison compares nothing
             cancel(db, jid, user_id=created_by)

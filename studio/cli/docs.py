@@ -1,7 +1,7 @@
 """``docs/cli.md`` from the commands' own ``--help``: every command and group, in ``--help`` order.
 
 ``python -m vibestudio.studio.cli.docs`` (or ``make docs``) rewrites the part of ``docs/cli.md`` below the
-marker line. The part above it is written by hand. ``python -m vibestudio.studio.cli.docs --check`` exits
+marker line, and the job config reference (``docs/job-config.md``) from the config classes. The part above it is written by hand. ``python -m vibestudio.studio.cli.docs --check`` exits
 1 when the file is out of date; tests/studio/test_cli_docs.py does the same. The help is rendered at a
 fixed width without colour, so the output does not depend on the terminal.
 """
@@ -22,6 +22,17 @@ from typer.testing import CliRunner
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 MARKER = "<!-- Generated below from --help by `python -m vibestudio.studio.cli.docs` (make docs); do not edit by hand. -->"
 REGENERATE = "python -m vibestudio.studio.cli.docs"
+JOB_DOC = DOC.parent / "job-config.md"
+JOB_MARKER = "<!-- Generated below from the job config classes by `make docs`; do not edit by hand. -->"
+JOB_HEAD = """# Job config reference
+
+A job config is a YAML mapping of these fields (`kind` picks the table). Each field is defined once, in
+`training/jobs/config.py`: its default, what it accepts and its help. The CLI's `vibestudio train KIND` options, the
+Train tab's starting values, the checkpoint report's settings and this page are all read from that definition
+(`tests/training/test_settings_once.py` checks it). A value outside what a field accepts is refused before
+launch, naming the field. See docs/training.md for why the defaults are what they are.
+
+"""
 WIDTH = 100
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -92,6 +103,15 @@ def updated(current: str, app: typer.Typer) -> str:
     return head + render(app)
 
 
+def job_config_doc(current: str) -> str:
+    """``current`` (docs/job-config.md) with everything from the marker on written from the job configs' field
+    definitions (``training.jobs.config.reference_markdown``)."""
+    from vibestudio.training.jobs.config import reference_markdown
+
+    head = current.split(JOB_MARKER, 1)[0] if JOB_MARKER in current else JOB_HEAD
+    return head + JOB_MARKER + "\n\n" + reference_markdown()
+
+
 def main(argv: list[str] | None = None) -> int:
     from vibestudio.studio.cli import app
 
@@ -100,17 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="Exit 1 when docs/cli.md is out of date; write nothing."
     )
     args = ap.parse_args(argv)
-    current = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-    new = updated(current, app)
-    if args.check:
-        if new != current:
-            print(f"{DOC} is out of date: run `{REGENERATE}` (or `make docs`)", file=sys.stderr)
-            return 1
-        return 0
-    if new != current:
-        DOC.write_text(new, encoding="utf-8")
-        print(f"wrote {DOC}")
-    return 0
+    stale = 0
+    for doc, make in ((DOC, lambda text: updated(text, app)), (JOB_DOC, job_config_doc)):
+        current = doc.read_text(encoding="utf-8") if doc.exists() else ""
+        new = make(current)
+        if new == current:
+            continue
+        if args.check:
+            print(f"{doc} is out of date: run `{REGENERATE}` (or `make docs`)", file=sys.stderr)
+            stale = 1
+        else:
+            doc.write_text(new, encoding="utf-8")
+            print(f"wrote {doc}")
+    return stale
 
 
 if __name__ == "__main__":

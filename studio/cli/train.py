@@ -8,8 +8,9 @@ field by field before anything is written or started. Then the job is queued and
 bar (``studio.cli.jobs``). It is reported as text or ``--json``.
 """
 
+import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
@@ -75,7 +76,7 @@ def launch_from_cli(
     from vibestudio.annotation.unpaired import describe_balance
     from vibestudio.common.files import read_yaml
     from vibestudio.training.jobs.errors import JobError
-    from vibestudio.training.jobs.service import check_config, launch_config
+    from vibestudio.training.jobs.service import check_config, launch_checked
     from vibestudio.training.objectives.pairmix import describe_mix
 
     data: dict[str, Any] = {}
@@ -121,7 +122,7 @@ def launch_from_cli(
             raise typer.Exit(1)
         return
     try:
-        job_id = launch_config(db, data)
+        job_id = launch_checked(db, check)  # the check above, not a second one
     except JobError as exc:
         fail(str(exc))
     if not wait:
@@ -137,234 +138,132 @@ def launch_from_cli(
     follow(db, job_id, timeout, as_json)
 
 
-# ---- shared options -------------------------------------------------------------------------------------------
-_PARENT = typer.Option(None, help="Contestant (public name or id) to start from [default: smollm2-plain].")
-_SNAPSHOT = typer.Option(None, help="Snapshot hash (or prefix); default: freeze the current votes.")
+# ---- one command per job kind, derived from its config class -----------------------------------------------------
 _CONFIG = typer.Option(None, help="YAML config file (fields as in `vibestudio train KIND --dry-run`).")
 _SET = typer.Option(None, "--set", help="FIELD=VALUE (YAML value), repeatable; wins over flags and --config.")
-_STEPS = typer.Option(None, "--steps", help="Optimizer steps (max_steps).")
-_LR = typer.Option(None, "--lr", help="Learning rate (default: the kind's LoRA/full default).")
-_LORA = typer.Option(None, "--lora/--full", help="LoRA adapter (default) or full fine-tune.")
-_BATCH = typer.Option(None, "--batch-size", help="Rows per device per step.")
-_SAVE = typer.Option(None, "--save-steps", help="Keep a resumable checkpoint every N steps (0 = none).")
-_PAIRS = typer.Option(
-    None, "--pairs", help="all | on_policy | on_and_half | off_policy (seen from the parent)."
-)
-_NAME = typer.Option(None, "--output-name", help="Public name of the published contestant.")
 _DRY = typer.Option(
     False, "--dry-run", help="Check the config and show it with the estimate; launch nothing."
 )
+_STEPS = typer.Option(None, "--steps", "--max-steps", help="Optimizer steps to run (max_steps).")
+_LORA = typer.Option(None, "--lora/--full", help="Train a LoRA adapter (default) or the full model.")
+
+#: What each kind's command says it does (its fields and their help come from its config class).
+KIND_HELP = {
+    "dpo": "DPO on a preference snapshot; the checkpoint joins the arena as a contestant.",
+    "kto": "KTO on unpaired answers: both-good and both-bad votes train too (no snapshot = the current votes as "
+    "desirable / undesirable rows); --dry-run shows the class balance and the weights.",
+    "orpo": "ORPO (reference-free) on a preference snapshot; the checkpoint joins the arena as a contestant.",
+    "simpo": "SimPO (reference-free, length-normalised) on a preference snapshot; the checkpoint joins the arena.",
+    "reward": "A reward model (Bradley-Terry) on a preference snapshot; use it in GRPO with "
+    "--reward reward_model:job=ID.",
+    "grpo": "GRPO with verifiable rewards (on a task set with --tasks: RLVR, which adds the task reward), a learned "
+    "reward model or an AI judge; the checkpoint joins the arena.",
+}
 
 
-def _common(
-    parent: str | None,
-    snapshot: str | None,
-    steps: int | None,
-    lr: float | None,
-    lora: bool | None,
-    batch: int | None,
-    save_steps: int | None,
-    pairs: str | None,
-    output_name: str | None,
-) -> dict[str, Any]:
-    return {
-        "parent_contestant": parent,
-        "snapshot_hash": snapshot,
-        "max_steps": steps,
-        "learning_rate": lr,
-        "lora": lora,
-        "per_device_train_batch_size": batch,
-        "save_steps": save_steps,
-        "pairs": pairs,
-        "output_name": output_name,
-    }
+def field_options(kind: str) -> list[tuple[str, Any, Any]]:
+    """(field, annotation, typer.Option) for every field of ``kind``'s config that has a flag: ``--field-name``
+    and any other names the field declares (``flags``), its help with its default and bounds. Every default
+    is None, so a flag left out leaves the config file's value (or the field's default) alone."""
+    import dataclasses
+    from typing import Optional
+
+    from vibestudio.training.jobs.config import CONFIG_KINDS, bounds_text, default_of
+
+    out = []
+    for f in dataclasses.fields(CONFIG_KINDS[kind]):
+        meta = f.metadata
+        base = f.type if isinstance(f.type, type) else _plain_type(str(f.type))
+        if not meta.get("cli", True) or base is None:
+            continue
+        names = list(meta.get("flags", ()))
+        dashed = "--" + f.name.replace("_", "-")
+        if base is bool and not names:
+            names = [f"{dashed}/--no-{dashed[2:]}"]
+        elif base is not bool and dashed not in names:
+            names.append(dashed)
+        rule = bounds_text(meta)
+        shown = default_of(f)
+        extra = f"default: {'null' if shown is None else repr(shown)}" + (f"; {rule}" if rule else "")
+        option = typer.Option(None, *names, help=f"{meta.get('help', '')} [{extra}]", show_default=False)
+        out.append((f.name, Optional[base], option))  # noqa: UP045 (typer reads Optional)
+    return out
 
 
-@train_app.command("dpo")
-def train_dpo(
-    parent: str = _PARENT,
-    snapshot: str = _SNAPSHOT,
-    config: Path = _CONFIG,
-    set_: list[str] = _SET,
-    steps: int = _STEPS,
-    lr: float = _LR,
-    lora: bool = _LORA,
-    batch_size: int = _BATCH,
-    save_steps: int = _SAVE,
-    pairs: str = _PAIRS,
-    output_name: str = _NAME,
-    beta: float = typer.Option(None, help="DPO beta (0.1)."),
-    loss_type: str = typer.Option(None, help="DPO loss: sigmoid, ipo, hinge, robust, ... (see --dry-run)."),
-    kl_every: int = typer.Option(None, help="Measure KL to the reference every N steps (0 = at the end)."),
-    dry_run: bool = _DRY,
-    wait: bool = WAIT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """DPO on a preference snapshot; the checkpoint joins the arena as a contestant."""
-    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
-    flags.update(beta=beta, loss_type=loss_type, kl_every=kl_every)
-    launch_from_cli("dpo", config, flags, set_, dry_run, wait, timeout, as_json)
+def _plain_type(annotation: str) -> type | None:
+    """The flag type of a field's annotation text (``float | None`` -> float); None for lists and mappings."""
+    name = annotation.replace(" | None", "").strip()
+    return {"int": int, "float": float, "str": str, "bool": bool}.get(name)
 
 
-@train_app.command("kto")
-def train_kto(
-    parent: str = _PARENT,
-    snapshot: str = _SNAPSHOT,
-    config: Path = _CONFIG,
-    set_: list[str] = _SET,
-    steps: int = _STEPS,
-    lr: float = _LR,
-    lora: bool = _LORA,
-    batch_size: int = _BATCH,
-    save_steps: int = _SAVE,
-    output_name: str = _NAME,
-    beta: float = typer.Option(None, help="KTO beta (0.1)."),
-    desirable_weight: float = typer.Option(None, help="Weight of the desirable losses (1.0)."),
-    undesirable_weight: float = typer.Option(None, help="Weight of the undesirable losses (1.0)."),
-    score_criterion: str = typer.Option(
-        None, help="A rubric criterion whose scores label answers (empty = the votes alone)."
+def kind_command(kind: str, extra: list[inspect.Parameter] | None = None, adjust: Any = None) -> Any:
+    """The ``vibestudio train KIND`` command: ``--config``, ``--set``, one option per config field
+    (``field_options``), then ``extra`` (and ``adjust(flags, values)`` to turn them into fields)."""
+    fields = field_options(kind)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("config", keyword, default=_CONFIG, annotation=Optional[Path]),  # noqa: UP045
+        inspect.Parameter("set_", keyword, default=_SET, annotation=Optional[list[str]]),  # noqa: UP045
+        *[inspect.Parameter(name, keyword, default=opt, annotation=ann) for name, ann, opt in fields],
+        *(extra or []),
+        inspect.Parameter("dry_run", keyword, default=_DRY, annotation=bool),
+        inspect.Parameter("wait", keyword, default=WAIT_OPTION, annotation=bool),
+        inspect.Parameter("timeout", keyword, default=TIMEOUT_OPTION, annotation=float),
+        inspect.Parameter("as_json", keyword, default=JSON_OPTION, annotation=bool),
+    ]
+    names = [name for name, _, _ in fields]
+
+    def command(**values: Any) -> None:
+        flags = {name: values[name] for name in names}
+        if adjust is not None:
+            adjust(flags, values)
+        launch_from_cli(
+            kind,
+            values["config"],
+            flags,
+            values["set_"],
+            values["dry_run"],
+            values["wait"],
+            values["timeout"],
+            values["as_json"],
+        )
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = KIND_HELP[kind]
+    command.__name__ = f"train_{kind}"
+    return command
+
+
+_GRPO_EXTRA = [
+    inspect.Parameter(
+        "reward",
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=Optional[list[str]],  # noqa: UP045
+        default=typer.Option(
+            None,
+            help="A reward function (repeatable): TYPE[:key=value,...] or a YAML mapping, e.g. length:max=60, "
+            "format:format=no_emoji,weight=0.5, reward_model:job=7, judge:judge=smollm2-plain. At least one.",
+        ),
     ),
-    desirable_threshold: float = typer.Option(
-        None, help="With --score-criterion: scores at or above this are desirable (default: mid-scale)."
+    inspect.Parameter(
+        "verifier",
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=Optional[str],  # noqa: UP045
+        default=typer.Option(
+            None,
+            help="With --tasks: one verifier for every task's reward instead of each task's own, as a type or a "
+            "YAML mapping (e.g. '{type: numeric, tolerance: 0.5}'). Held-out accuracy always uses the task's own.",
+        ),
     ),
-    dry_run: bool = _DRY,
-    wait: bool = WAIT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """KTO on unpaired answers: both-good and both-bad votes train too (no snapshot = the current votes as
-    desirable / undesirable rows); --dry-run shows the class balance and the weights."""
-    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, None, output_name)
-    flags.update(
-        beta=beta,
-        desirable_weight=desirable_weight,
-        undesirable_weight=undesirable_weight,
-        score_criterion=score_criterion,
-        desirable_threshold=desirable_threshold,
-    )
-    launch_from_cli("kto", config, flags, set_, dry_run, wait, timeout, as_json)
+]
 
 
-@train_app.command("orpo")
-def train_orpo(
-    parent: str = _PARENT,
-    snapshot: str = _SNAPSHOT,
-    config: Path = _CONFIG,
-    set_: list[str] = _SET,
-    steps: int = _STEPS,
-    lr: float = _LR,
-    lora: bool = _LORA,
-    batch_size: int = _BATCH,
-    save_steps: int = _SAVE,
-    pairs: str = _PAIRS,
-    output_name: str = _NAME,
-    beta: float = typer.Option(None, help="Weight of the odds-ratio term (0.1)."),
-    dry_run: bool = _DRY,
-    wait: bool = WAIT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """ORPO (reference-free) on a preference snapshot; the checkpoint joins the arena as a contestant."""
-    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
-    flags.update(beta=beta)
-    launch_from_cli("orpo", config, flags, set_, dry_run, wait, timeout, as_json)
+def _grpo_rewards(flags: dict[str, Any], values: dict[str, Any]) -> None:
+    """``--reward`` specs, and with ``--tasks`` the task reward first (with ``--verifier``'s verifier)."""
+    import yaml
 
-
-@train_app.command("simpo")
-def train_simpo(
-    parent: str = _PARENT,
-    snapshot: str = _SNAPSHOT,
-    config: Path = _CONFIG,
-    set_: list[str] = _SET,
-    steps: int = _STEPS,
-    lr: float = _LR,
-    lora: bool = _LORA,
-    batch_size: int = _BATCH,
-    save_steps: int = _SAVE,
-    pairs: str = _PAIRS,
-    output_name: str = _NAME,
-    beta: float = typer.Option(None, help="SimPO reward scale beta (2.0)."),
-    simpo_gamma: float = typer.Option(None, help="Target reward margin gamma (0.5)."),
-    dry_run: bool = _DRY,
-    wait: bool = WAIT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """SimPO (reference-free, length-normalised) on a preference snapshot; the checkpoint joins the arena."""
-    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
-    flags.update(beta=beta, simpo_gamma=simpo_gamma)
-    launch_from_cli("simpo", config, flags, set_, dry_run, wait, timeout, as_json)
-
-
-@train_app.command("reward")
-def train_reward(
-    parent: str = _PARENT,
-    snapshot: str = _SNAPSHOT,
-    config: Path = _CONFIG,
-    set_: list[str] = _SET,
-    steps: int = _STEPS,
-    lr: float = _LR,
-    lora: bool = _LORA,
-    batch_size: int = _BATCH,
-    save_steps: int = _SAVE,
-    pairs: str = _PAIRS,
-    dry_run: bool = _DRY,
-    wait: bool = WAIT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """A reward model (Bradley-Terry) on a preference snapshot; use it in GRPO with --reward reward_model:job=ID."""
-    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, None)
-    launch_from_cli("reward", config, flags, set_, dry_run, wait, timeout, as_json)
-
-
-@train_app.command("grpo")
-def train_grpo(
-    parent: str = _PARENT,
-    snapshot: str = _SNAPSHOT,
-    config: Path = _CONFIG,
-    set_: list[str] = _SET,
-    steps: int = _STEPS,
-    lr: float = _LR,
-    lora: bool = _LORA,
-    batch_size: int = _BATCH,
-    save_steps: int = _SAVE,
-    pairs: str = _PAIRS,
-    output_name: str = _NAME,
-    reward: list[str] = typer.Option(
-        None,
-        help="A reward function (repeatable): TYPE[:key=value,...] or a YAML mapping, e.g. length:max=60, "
-        "format:format=no_emoji,weight=0.5, reward_model:job=7, judge:judge=smollm2-plain. At least one.",
-    ),
-    beta: float = typer.Option(None, help="KL penalty to the reference (0.04)."),
-    num_generations: int = typer.Option(None, help="Answers sampled per prompt (the group)."),
-    max_completion_length: int = typer.Option(None, help="Maximum tokens per sampled answer."),
-    tasks: str = typer.Option(
-        None,
-        "--tasks",
-        help="RLVR: train on this task set's train split (its held-out split is measured, never trained on); "
-        "adds the task reward, mixed with any --reward (e.g. --reward regex:pattern=Answer:,weight=0.2).",
-    ),
-    verifier: str = typer.Option(
-        None,
-        help="With --tasks: one verifier for every task's reward instead of each task's own, as a type or a "
-        "YAML mapping (e.g. '{type: numeric, tolerance: 0.5}'). Held-out accuracy always uses the task's own.",
-    ),
-    heldout_every: int = typer.Option(None, help="With --tasks: held-out accuracy every N steps."),
-    heldout_tasks: int = typer.Option(None, help="With --tasks: held-out tasks per check (-1 = all)."),
-    dry_run: bool = _DRY,
-    wait: bool = WAIT_OPTION,
-    timeout: float = TIMEOUT_OPTION,
-    as_json: bool = JSON_OPTION,
-) -> None:
-    """GRPO with verifiable rewards (on a task set: RLVR), a learned reward model or an AI judge; the checkpoint
-    joins the arena."""
-    flags = _common(parent, snapshot, steps, lr, lora, batch_size, save_steps, pairs, output_name)
-    flags.update(beta=beta, num_generations=num_generations, max_completion_length=max_completion_length)
-    if tasks:
-        import yaml
-
+    reward, verifier = values["reward"], values["verifier"]
+    if flags.get("tasks"):
         task_reward: dict[str, Any] = {"type": "task"}
         if verifier:
             try:
@@ -372,15 +271,20 @@ def train_grpo(
             except yaml.YAMLError as exc:
                 fail(f"--verifier {verifier!r}: {exc}")
             task_reward["verifier"] = {"type": spec} if isinstance(spec, str) else spec
-        flags.update(tasks=tasks, heldout_every=heldout_every, heldout_tasks=heldout_tasks)
         flags["rewards"] = [task_reward] + [parse_reward(r) for r in reward or []]
     elif verifier:
         fail("--verifier needs --tasks")
     elif reward:
         flags["rewards"] = [parse_reward(r) for r in reward]
-    elif config is None and not any(s.startswith("rewards=") for s in set_ or []):
+    elif values["config"] is None and not any(s.startswith("rewards=") for s in values["set_"] or []):
         fail("a GRPO job needs at least one reward function: --reward length:max=60 (see --help)")
-    launch_from_cli("grpo", config, flags, set_, dry_run, wait, timeout, as_json)
+
+
+for _kind in KIND_HELP:
+    if _kind == "grpo":
+        train_app.command(_kind)(kind_command(_kind, _GRPO_EXTRA, _grpo_rewards))
+    else:
+        train_app.command(_kind)(kind_command(_kind))
 
 
 @train_app.command("compare")

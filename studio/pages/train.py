@@ -37,10 +37,10 @@ from vibestudio.studio.errors import user_error
 from vibestudio.studio.pages import objectives
 from vibestudio.studio.pages.gold import gold_figure, gold_markdown
 from vibestudio.studio.render import literal, to_html
-from vibestudio.training.jobs.config import CONFIG_KINDS, DPO_LOSS_TYPES, JOB_KINDS, help_table
+from vibestudio.training.jobs.config import CONFIG_KINDS, DPO_LOSS_TYPES, JOB_KINDS, default, help_table
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.jobs.runner import JobView, cancel, job_view, list_jobs, resume, saved_checkpoints
-from vibestudio.training.jobs.service import ConfigCheck, check_config, launch_config
+from vibestudio.training.jobs.service import ConfigCheck, check_config, launch_checked
 from vibestudio.training.objectives.pairmix import describe_mix
 from vibestudio.training.objectives.rewards import FORMATS
 from vibestudio.training.publishing.lineage import job_alerts
@@ -173,9 +173,9 @@ def form_config(
     data["lora"] = bool(lora)
     data["save_steps"] = int(save_steps or 0)
     if kind == "dpo":
-        data["beta"] = float(beta) if beta else 0.1
-        data["loss_type"] = loss_type or "sigmoid"
-        data["kl_every"] = int(kl_every or 0)
+        data["beta"] = float(beta) if beta else default("dpo", "beta")
+        data["loss_type"] = loss_type or default("dpo", "loss_type")
+        data["kl_every"] = int(kl_every) if kl_every is not None else default("dpo", "kl_every")
     elif kind == "grpo":
         if beta is not None and beta != "":
             data["beta"] = float(beta)
@@ -183,6 +183,20 @@ def form_config(
     elif _default_beta(kind) is not None and beta:
         data["beta"] = float(beta)  # KTO (its own fields: with_kto), ORPO, SimPO: the rest in the YAML editor
     return data
+
+
+def _dpo(name: str) -> Any:
+    """The form's starting value for ``name``: the DPO config's default (defined once, in the config)."""
+    return default("dpo", name)
+
+
+def _help(name: str, kind: str = "dpo") -> str:
+    """The config's help for field ``name`` of ``kind``, shown under the form's field."""
+    return next(h for n, _, h in help_table(CONFIG_KINDS[kind]) if n == name)
+
+
+#: GRPO's default length reward, whose window the form starts from.
+_LENGTH: dict[str, Any] = default("grpo", "rewards")[0]
 
 
 def _default_beta(kind: str) -> float | None:
@@ -452,9 +466,18 @@ def _job_form(parents: list[str], snaps: list[str]) -> _JobForm:
             elem_id="train-parent",
         )
         snapshot = gr.Dropdown(snaps, value=NEW_SNAPSHOT, label="Dataset snapshot", elem_id="train-snapshot")
-        pairs = gr.Dropdown(PAIRS, value="all", label="Pairs (seen from the parent)", elem_id="train-pairs")
+        pairs = gr.Dropdown(
+            PAIRS, value=_dpo("pairs"), label="Pairs (seen from the parent)", elem_id="train-pairs"
+        )
     with gr.Row():
-        steps = gr.Number(16, label="Steps", precision=0, minimum=1, elem_id="train-steps")
+        steps = gr.Number(
+            _dpo("max_steps"),
+            label="Steps",
+            info=_help("max_steps"),
+            precision=0,
+            minimum=1,
+            elem_id="train-steps",
+        )
         # a Textbox: a Number shows an empty value as 0, which reads as "learning rate 0"
         lr = gr.Textbox(
             "",
@@ -462,13 +485,23 @@ def _job_form(parents: list[str], snaps: list[str]) -> _JobForm:
             placeholder="default for the kind",
             elem_id="train-lr",
         )
-        beta = gr.Number(0.1, label="beta (KL strength)", elem_id="train-beta")
-        lora = gr.Checkbox(True, label="LoRA (off = full fine-tune)", elem_id="train-lora")
+        beta = gr.Number(_dpo("beta"), label="beta (KL strength)", info=_help("beta"), elem_id="train-beta")
+        lora = gr.Checkbox(
+            _dpo("lora"), label="LoRA (off = full fine-tune)", info=_help("lora"), elem_id="train-lora"
+        )
         save_steps = gr.Number(
-            0, label="Save every N steps (0 = end only)", precision=0, elem_id="train-save"
+            _dpo("save_steps"),
+            label="Save every N steps (0 = end only)",
+            info=_help("save_steps"),
+            precision=0,
+            elem_id="train-save",
         )
         kl_every = gr.Number(
-            0, label="KL every N steps (DPO; 0 = end)", precision=0, elem_id="train-kl-every"
+            _dpo("kl_every"),
+            label="KL every N steps (DPO; 0 = end)",
+            info=_help("kl_every"),
+            precision=0,
+            elem_id="train-kl-every",
         )
     return _JobForm(kind, parent, snapshot, pairs, steps, lr, beta, lora, save_steps, kl_every)
 
@@ -480,7 +513,13 @@ class _DpoBox(NamedTuple):
 
 def _dpo_box() -> _DpoBox:
     with gr.Group(visible=True) as box:
-        loss_type = gr.Dropdown(list(DPO_LOSS_TYPES), value="sigmoid", label="DPO loss", elem_id="train-loss")
+        loss_type = gr.Dropdown(
+            list(DPO_LOSS_TYPES),
+            value=_dpo("loss_type"),
+            label="DPO loss",
+            info=_help("loss_type"),
+            elem_id="train-loss",
+        )
     return _DpoBox(box, loss_type)
 
 
@@ -505,8 +544,18 @@ class _KtoBox(NamedTuple):
 
 def _kto_box() -> _KtoBox:
     with gr.Group(visible=False) as box, gr.Row():
-        desirable = gr.Number(1.0, label="Desirable weight", elem_id="train-kto-desirable")
-        undesirable = gr.Number(1.0, label="Undesirable weight", elem_id="train-kto-undesirable")
+        desirable = gr.Number(
+            default("kto", "desirable_weight"),
+            label="Desirable weight",
+            info=_help("desirable_weight", "kto"),
+            elem_id="train-kto-desirable",
+        )
+        undesirable = gr.Number(
+            default("kto", "undesirable_weight"),
+            label="Undesirable weight",
+            info=_help("undesirable_weight", "kto"),
+            elem_id="train-kto-undesirable",
+        )
         # Textboxes: empty means "the votes alone" and "the middle of the scale" (a Number shows empty as 0)
         criterion = gr.Textbox(
             "",
@@ -568,8 +617,8 @@ def _grpo_box(ctx: StudioContext, parents: list[str], reward_jobs: list[tuple[st
         gr.Markdown("**GRPO rewards** (weighted sum; more types in the YAML: regex, exact_match, contains)")
         with gr.Row():
             use_length = gr.Checkbox(True, label="Length window (words)", elem_id="train-rw-length")
-            length_min = gr.Number(5, label="min", precision=0)
-            length_max = gr.Number(60, label="max", precision=0)
+            length_min = gr.Number(_LENGTH["min"], label="min", precision=0)
+            length_max = gr.Number(_LENGTH["max"], label="max", precision=0)
             length_w = gr.Number(1.0, label="weight")
         with gr.Row():
             use_format = gr.Checkbox(False, label="Format", elem_id="train-rw-format")
@@ -822,7 +871,7 @@ def on_kind(label: str) -> tuple[Any, Any, Any, Any]:
     return (
         gr.update(visible=k == "dpo"),
         gr.update(visible=k == "grpo"),
-        gr.update(value=default_beta),
+        gr.update(value=default_beta, info=_help("beta", k) if default_beta is not None else ""),
         gr.update(visible=k == "kto"),
     )
 
@@ -859,7 +908,7 @@ def _config_handlers(ctx: StudioContext) -> _ConfigHandlers:
                 gr.update(),
             )
         try:
-            jid = launch_config(ctx.db, text, created_by=uid)
+            jid = launch_checked(ctx.db, check, created_by=uid)  # the check above, not a second one
         except JobError as exc:
             return (
                 refused(f"Not launched: {exc}"),
@@ -1000,8 +1049,18 @@ def _job_handlers(ctx: StudioContext) -> _JobHandlers:
 
 #: The form's first values as the page lays it out (after the parent), in ``_form_yaml``'s order, for the YAML the
 #: page load writes. The learning rate is None (the default), as the empty box means.
-_FIRST_FORM = (NEW_SNAPSHOT, "all", 16, None, 0.1, True, 0, 0, "sigmoid")
-_FIRST_REWARDS = (True, 5, 60, 1.0, False, "no_emoji", 1.0, NONE, 1.0, NONE, 1.0)
+_FIRST_FORM = (
+    NEW_SNAPSHOT,
+    _dpo("pairs"),
+    _dpo("max_steps"),
+    None,
+    _dpo("beta"),
+    _dpo("lora"),
+    _dpo("save_steps"),
+    _dpo("kl_every"),
+    _dpo("loss_type"),
+)
+_FIRST_REWARDS = (True, _LENGTH["min"], _LENGTH["max"], 1.0, False, "no_emoji", 1.0, NONE, 1.0, NONE, 1.0)
 
 
 def _jobs_refresh(ctx: StudioContext) -> Callable[..., Any]:

@@ -119,7 +119,7 @@ def test_a_reward_model_has_no_report_and_a_first_one_calibrates_on_the_jobs_of_
     """A reward job publishes no contestant, so no report follows it: none is estimated (the estimate once added
     a 36 s report to an 8 s reward job, x11.7 off); the first one borrows the calibration of the base's DPO jobs."""
     _parent(db)
-    assert estimate_job(db, "reward", "p0", max_steps=4, drift_prompts=4).report_seconds == 0
+    assert estimate_job(db, "reward", "p0", max_steps=4, drift_prompts=20).report_seconds == 0
     fresh = estimate_job(db, "reward", "p0", max_steps=4)
     assert "uncalibrated" in fresh.summary()
     dpo = make_config("dpo", parent_contestant="p0", max_steps=1)

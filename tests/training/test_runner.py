@@ -53,7 +53,7 @@ def test_too_few_pairs_is_refused_before_anything_is_written(db, tiny_parent, ma
 
 
 def test_no_votes_and_bad_inputs_give_clear_errors(db, tiny_parent, make_snapshot):
-    with pytest.raises(JobError, match="only 0 preference pair"):
+    with pytest.raises(JobError, match=r"the current votes make 0 pair\(s\) to train on"):
         launch_dpo(db, "tiny-parent")  # no snapshot given, and the arena has no votes
     snap = make_snapshot(8)
     with pytest.raises(JobError, match="parent contestant 'nobody' not found"):

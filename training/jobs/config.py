@@ -32,18 +32,21 @@ This module knows nothing about processes or the database. ``db.session.data_hom
 from __future__ import annotations
 
 import dataclasses
-import re
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
-
-import yaml
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from vibestudio.common.files import MAX_YAML_BYTES, parse_yaml, read_yaml
 from vibestudio.common.paths import PathRefused, regular_file
-from vibestudio.db.session import data_home
+from vibestudio.training.report.minimums import DEFAULT_PROMPTS, MIN_PROMPTS, MIN_VALIDATE
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+# pydantic, yaml and the database are imported where they are used: the CLI reads these definitions to draw its
+# options, and its start-up loads no service code (tests/studio/test_cli_docs.py).
 
 DPO_LOSS_TYPES = (
     "sigmoid",
@@ -62,6 +65,7 @@ DPO_LOSS_TYPES = (
     "sft",
     "sigmoid_norm",
 )
+PAIRS = ("all", "on_policy", "on_and_half", "off_policy")
 LORA_LR = 5e-5
 FULL_LR = 5e-6
 RM_LORA_LR = 1e-4  # TRL's RewardConfig default
@@ -75,7 +79,11 @@ SIMPO_FULL_LR = 1e-6
 
 
 class ConfigError(ValueError):
-    """A job config is invalid: unknown field, wrong type or out-of-range value (the message names the field)."""
+    """A job config is invalid: unknown field, wrong type or out-of-range value. ``field`` names the field."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass
@@ -86,8 +94,14 @@ class FieldError:
     message: str
 
 
+#: The bounds a field may carry, as pydantic names them.
+BOUNDS = ("ge", "gt", "le", "lt")
+
+
 def _f(default: Any, help: str, **extra: Any) -> Any:
-    """A dataclass field with a help string (lists and dicts get a factory)."""
+    """A dataclass field with a help string (lists and dicts get a factory). ``extra``: bounds (``ge``, ``gt``,
+    ``le``, ``lt``), ``choices`` (the allowed strings), ``zero_or_at_least`` (0 switches it off, else at least
+    that), ``flags`` (extra CLI names, e.g. ``("--steps",)``), ``cli=False`` (no CLI option: ``--set`` only)."""
     meta = {"help": help, **extra}
     if isinstance(default, list | dict):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
@@ -105,8 +119,13 @@ class JobConfig:
         "smollm2-plain",
         "Contestant (id or public name) the job starts from. Its model is the base unless base_model is set; "
         "the published checkpoint records it as parent and inherits its sampling settings.",
+        flags=("--parent",),
     )
-    snapshot_hash: str = _f("", "Content hash (or unique prefix) of the frozen dataset snapshot to train on.")
+    snapshot_hash: str = _f(
+        "",
+        "Content hash (or unique prefix) of the frozen dataset snapshot to train on.",
+        flags=("--snapshot",),
+    )
     base_model: str = _f(
         "",
         "Override the base model: an HF checkpoint directory or a builtin: reference. Empty = derived from the "
@@ -114,30 +133,43 @@ class JobConfig:
     )
     output_name: str = _f("", "Public name of the published contestant. Empty = '<parent>-<kind>-j<job id>'.")
     publish: bool = _f(True, "Register the final checkpoint as an arena contestant when the job succeeds.")
-    min_pairs: int = _f(4, "Refuse to launch on a snapshot with fewer preference pairs than this.")
-    max_steps: int = _f(16, "Optimizer steps to run (the data is repeated as needed).")
-    per_device_train_batch_size: int = _f(4, "Rows per device per step.")
-    gradient_accumulation_steps: int = _f(1, "Micro-batches accumulated per optimizer step.")
+    min_pairs: int = _f(4, "Refuse to launch on a snapshot with fewer preference pairs than this.", ge=1)
+    max_steps: int = _f(
+        16, "Optimizer steps to run (the data is repeated as needed).", ge=1, flags=("--steps",)
+    )
+    per_device_train_batch_size: int = _f(4, "Rows per device per step.", ge=1, flags=("--batch-size",))
+    gradient_accumulation_steps: int = _f(1, "Micro-batches accumulated per optimizer step.", ge=1)
     learning_rate: float | None = _f(
         None,
         "Peak AdamW learning rate. null = the kind's default for LoRA / full fine-tuning "
         f"(DPO {LORA_LR:g} / {FULL_LR:g}, reward model {RM_LORA_LR:g} / {RM_FULL_LR:g}, "
         f"GRPO {GRPO_LORA_LR:g} / {GRPO_FULL_LR:g}, KTO as DPO, ORPO {ORPO_LORA_LR:g} / {ORPO_FULL_LR:g}, "
         f"SimPO {SIMPO_LORA_LR:g} / {SIMPO_FULL_LR:g}).",
+        gt=0,
+        lt=1,
+        flags=("--lr",),
     )
     lr_scheduler_type: str = _f("linear", "Learning-rate schedule (any transformers scheduler name).")
-    warmup_ratio: float = _f(0.0, "Fraction of max_steps spent warming the learning rate up from 0.")
-    max_length: int = _f(256, "Maximum tokens per prompt + answer; longer sequences are truncated.")
+    warmup_ratio: float = _f(
+        0.0, "Fraction of max_steps spent warming the learning rate up from 0.", ge=0, lt=1
+    )
+    max_length: int = _f(256, "Maximum tokens per prompt + answer; longer sequences are truncated.", ge=16)
     seed: int = _f(42, "Random seed for data order, LoRA init and sampling.")
-    lora: bool = _f(True, "Train a LoRA adapter (small, fast to publish). false = full fine-tune.")
-    lora_r: int = _f(16, "LoRA rank.")
-    lora_alpha: int = _f(32, "LoRA scaling numerator (update scaled by alpha / r).")
-    lora_dropout: float = _f(0.05, "Dropout on the LoRA input.")
+    lora: bool = _f(
+        True,
+        "Train a LoRA adapter (small, fast to publish). false = full fine-tune.",
+        flags=("--lora/--full",),
+    )
+    lora_r: int = _f(16, "LoRA rank.", ge=1)
+    lora_alpha: int = _f(32, "LoRA scaling numerator (update scaled by alpha / r).", ge=1)
+    lora_dropout: float = _f(0.05, "Dropout on the LoRA input.", ge=0, lt=1)
     lora_target_modules: str = _f(
         "all-linear", "Modules that get adapters: 'all-linear' or comma-separated names."
     )
-    logging_steps: int = _f(1, "Write metrics every this many steps.")
-    save_steps: int = _f(0, "Save a resumable checkpoint every this many steps (0 = only the final one).")
+    logging_steps: int = _f(1, "Write metrics every this many steps.", ge=1)
+    save_steps: int = _f(
+        0, "Save a resumable checkpoint every this many steps (0 = only the final one).", ge=0
+    )
     use_cpu: bool | None = _f(None, "Force CPU training. null = CPU when no accelerator is visible.")
     check_memory: bool = _f(
         True, "Refuse to launch when the estimated peak memory exceeds what is available."
@@ -145,8 +177,9 @@ class JobConfig:
     launcher: str = _f(
         "python",
         "How the job process runs: 'python' (one process) or 'accelerate' (accelerate launch: multi-GPU, DeepSpeed).",
+        choices=("python", "accelerate"),
     )
-    num_processes: int = _f(1, "Processes (usually GPUs) for launcher 'accelerate'.")
+    num_processes: int = _f(1, "Processes (usually GPUs) for launcher 'accelerate'.", ge=1)
     accelerate_config: str = _f(
         "",
         "For launcher 'accelerate': the name of an accelerate config (e.g. a DeepSpeed ZeRO setup) in the data "
@@ -158,13 +191,16 @@ class JobConfig:
         "Which preference pairs to train on, seen from the parent: all, on_policy (both answers written by "
         "the parent), on_and_half (at least one), off_policy (neither). A filter other than 'all' freezes the "
         "kept rows as a new snapshot when the job is launched.",
+        choices=PAIRS,
     )
     drift_prompts: int = _f(
-        80,
+        DEFAULT_PROMPTS,
         "After publishing, compare answers with the parent's on this many held-out prompts (0 = no report; "
-        "the pool holds the 80 MT-Bench first turns less any in the training snapshot).",
+        f"else at least {MIN_PROMPTS}, the fewest the drift measures need; the pool holds the "
+        f"{DEFAULT_PROMPTS} MT-Bench first turns less any in the training snapshot).",
+        zero_or_at_least=MIN_PROMPTS,
     )
-    drift_max_tokens: int = _f(64, "Answer length cap for the drift report.")
+    drift_max_tokens: int = _f(64, "Answer length cap for the drift report.", ge=1)
     inherit_persona: bool = _f(
         True, "The published child plays with its parent's system prompt and prefill (false: none)."
     )
@@ -172,19 +208,24 @@ class JobConfig:
         70,
         "Verifiable eval items in the checkpoint report, spread over the categories (-1 = all 109, 0 = none). "
         "70 detect a change of 15% in pass rate 80% of the time at 5% (assuming 20% of items change).",
+        ge=-1,
     )
-    eval_max_tokens: int = _f(96, "Answer length cap for the report's verifiable evals.")
+    eval_max_tokens: int = _f(96, "Answer length cap for the report's verifiable evals.", ge=1)
     detect_drift_sd: float | None = _f(
         None,
         "Choose the report's prompts by power instead of drift_prompts: the smallest drift, in standard "
         "deviations of the per-prompt change, it must find 80% of the time at 5% two-sided (0.4 -> 50 prompts; "
         "at most the held-out pool). null = drift_prompts.",
+        ge=0.05,
+        le=3,
     )
     detect_eval_change: float | None = _f(
         None,
         "Choose the report's eval items by power instead of eval_items: the smallest change in pass rate it "
         "must find 80% of the time at 5% (assuming 20% of items change; 0.15 -> 70 items, at most the set). "
         "null = eval_items.",
+        ge=0.01,
+        lt=1,
     )
     judge: str = _f(
         "",
@@ -195,11 +236,14 @@ class JobConfig:
         6,
         "With a judge: at most this many judge-named differences (VibeCheck-style axes) checked in the report "
         "(0 = off). Judge calls: 3 + 2 x describe_axes x describe_prompts.",
+        ge=0,
     )
     describe_prompts: int = _f(
         12,
-        "With a judge: held-out prompts each named difference is checked on, in both orders (at least 8; "
+        "With a judge: held-out prompts each named difference is checked on, in both orders (at least "
+        f"{MIN_VALIDATE}; "
         "prompts left after the 9 the judge names differences on).",
+        ge=MIN_VALIDATE,
     )
     verdict_rules: str = _f(
         "",
@@ -209,6 +253,7 @@ class JobConfig:
     drift_thresholds: dict[str, Any] = _f(
         {},
         "Per-feature overrides of the drift flags, e.g. {tokens: {abs: 20, rel: 0.5}} (see training.report.drift_stats).",
+        cli=False,
     )
     report_probes: bool = _f(
         False,
@@ -218,8 +263,9 @@ class JobConfig:
     probe_items: int = _f(
         4,
         "With report_probes: items per probe, spread over the set (4 takes ~1-2 minutes per model on a CPU).",
+        ge=1,
     )
-    probe_max_tokens: int = _f(64, "With report_probes: answer length cap for the probes.")
+    probe_max_tokens: int = _f(64, "With report_probes: answer length cap for the probes.", ge=1)
 
     # ---- derived values -------------------------------------------------------------------------------------
     def effective_learning_rate(self) -> float:
@@ -237,68 +283,46 @@ class JobConfig:
         )
 
     def validate(self) -> None:
-        """Range checks; raises ConfigError naming the field."""
-        _positive(
-            self,
-            "max_steps",
-            "per_device_train_batch_size",
-            "gradient_accumulation_steps",
-            "logging_steps",
-            "lora_r",
-            "lora_alpha",
-        )
-        if self.min_pairs < 1:
-            raise ConfigError("min_pairs must be at least 1")
-        if self.max_length < 16:
-            raise ConfigError(f"max_length must be at least 16 (got {self.max_length})")
-        if self.learning_rate is not None and not 0 < self.learning_rate < 1:
-            raise ConfigError(f"learning_rate must be in (0, 1) (got {self.learning_rate})")
-        if not 0 <= self.lora_dropout < 1:
-            raise ConfigError(f"lora_dropout must be in [0, 1) (got {self.lora_dropout})")
-        if not 0 <= self.warmup_ratio < 1:
-            raise ConfigError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio})")
-        if self.save_steps < 0:
-            raise ConfigError("save_steps must be >= 0")
-        if self.launcher not in ("python", "accelerate"):
-            raise ConfigError(f"launcher must be 'python' or 'accelerate' (got {self.launcher!r})")
-        if self.num_processes < 1 or (self.num_processes > 1 and self.launcher != "accelerate"):
-            raise ConfigError("num_processes > 1 needs launcher: accelerate")
-        if self.pairs not in ("all", "on_policy", "on_and_half", "off_policy"):
-            raise ConfigError(f"pairs must be all, on_policy, on_and_half or off_policy (got {self.pairs!r})")
-        if self.probe_items < 1 or self.probe_max_tokens < 1:
-            raise ConfigError("probe_items and probe_max_tokens must be >= 1")
-        if self.drift_prompts < 0 or self.drift_max_tokens < 1 or self.eval_max_tokens < 1:
-            raise ConfigError("drift_prompts must be >= 0, drift_max_tokens and eval_max_tokens >= 1")
-        if self.detect_drift_sd is not None and not 0.05 <= self.detect_drift_sd <= 3:
-            raise ConfigError(
-                f"detect_drift_sd must be in [0.05, 3] standard deviations (got {self.detect_drift_sd})"
-            )
-        if self.detect_eval_change is not None and not 0.01 <= self.detect_eval_change < 1:
-            raise ConfigError(f"detect_eval_change must be in [0.01, 1) (got {self.detect_eval_change})")
-        if self.describe_axes < 0 or self.describe_prompts < 8:
-            raise ConfigError(
-                f"describe_axes must be >= 0 and describe_prompts >= 8 (got {self.describe_axes}, "
-                f"{self.describe_prompts})"
-            )
+        """Field types and bounds (pydantic, from the field definitions), then the rules that tie fields
+        together; raises ConfigError naming the field."""
+        errors = field_errors(type(self), dataclasses.asdict(self))
+        if errors:
+            raise ConfigError(errors[0].message, errors[0].field)
+        self._rules()
+
+    def _rules(self) -> None:
+        """The checks that read more than one field, or a file; each ConfigError names its field."""
+        if self.num_processes > 1 and self.launcher != "accelerate":
+            raise ConfigError("num_processes > 1 needs launcher: accelerate", "num_processes")
         if self.verdict_rules:
             from vibestudio.training.report.verdict import VerdictError, load_rules
 
             try:
                 load_rules(rules_file(self.verdict_rules))  # checked before it is read
             except VerdictError as exc:
-                raise ConfigError(f"verdict_rules: {exc}") from exc
+                raise ConfigError(f"verdict_rules: {exc}", "verdict_rules") from exc
         if self.accelerate_config:
             from vibestudio.training.jobs.launcher import LaunchConfigError, read_launch_config
 
             try:
                 read_launch_config(self.accelerate_config)
             except LaunchConfigError as exc:
-                raise ConfigError(str(exc)) from exc
+                raise ConfigError(str(exc), "accelerate_config") from exc
         for name, limits in self.drift_thresholds.items():
             if not isinstance(limits, dict) or not set(limits) <= {"abs", "rel"}:
-                raise ConfigError(f"drift_thresholds[{name!r}] must be a mapping with 'abs' and/or 'rel'")
+                raise ConfigError(
+                    f"drift_thresholds[{name!r}] must be a mapping with 'abs' and/or 'rel'",
+                    "drift_thresholds",
+                )
         if not str(self.parent_contestant).strip() and not self.base_model:
-            raise ConfigError("parent_contestant is empty (set it, or set base_model)")
+            raise ConfigError("parent_contestant is empty (set it, or set base_model)", "parent_contestant")
+        prompts, _ = self.report_counts()
+        if 0 < prompts < MIN_PROMPTS:
+            raise ConfigError(
+                f"detect_drift_sd {self.detect_drift_sd} chooses {prompts} held-out prompts; the drift measures "
+                f"need at least {MIN_PROMPTS}: ask for a larger drift",
+                "detect_drift_sd",
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **dataclasses.asdict(self)}
@@ -312,6 +336,7 @@ def rules_file(value: str) -> Path:
     """The verdict rules file ``value`` names, resolved: a plain YAML file inside the data home's ``rules``
     folder or the shipped rules' folder, checked before it is read (``common.paths``); ConfigError naming
     ``verdict_rules`` otherwise."""
+    from vibestudio.db.session import data_home
     from vibestudio.training.report.verdict import RULES_PATH
 
     try:
@@ -319,7 +344,7 @@ def rules_file(value: str) -> Path:
             value, "verdict_rules", [data_home() / "rules", RULES_PATH.parent], MAX_YAML_BYTES, RULES_WHERE
         )
     except PathRefused as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(str(exc), "verdict_rules") from None
 
 
 def rubric_file(value: str) -> Path:
@@ -332,7 +357,7 @@ def rubric_file(value: str) -> Path:
             value, "score_rubric", [user_rubric_dir(), SHIPPED], MAX_YAML_BYTES, RUBRICS_WHERE
         )
     except PathRefused as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(str(exc), "score_rubric") from None
 
 
 def resolve_files(cfg: JobConfig) -> JobConfig:
@@ -347,62 +372,54 @@ def resolve_files(cfg: JobConfig) -> JobConfig:
     return cfg
 
 
-def _positive(cfg: Any, *names: str) -> None:
-    for name in names:
-        if getattr(cfg, name) < 1:
-            raise ConfigError(f"{name} must be at least 1 (got {getattr(cfg, name)})")
-
-
 @dataclass
 class DPOJobConfig(JobConfig):
     """Direct Preference Optimization on a frozen preference snapshot (TRL DPOTrainer)."""
 
     kind: ClassVar[str] = "dpo"
 
-    beta: float = _f(0.1, "DPO temperature: higher keeps the policy closer to the reference (paper: 0.1).")
-    loss_type: str = _f("sigmoid", "DPO loss: " + ", ".join(DPO_LOSS_TYPES) + ".")
-    label_smoothing: float = _f(0.0, "Assumed label-flip rate for the robust / cDPO losses (0 = plain DPO).")
+    beta: float = _f(
+        0.1, "DPO temperature: higher keeps the policy closer to the reference (paper: 0.1).", gt=0
+    )
+    loss_type: str = _f("sigmoid", "DPO loss: " + ", ".join(DPO_LOSS_TYPES) + ".", choices=DPO_LOSS_TYPES)
+    label_smoothing: float = _f(
+        0.0, "Assumed label-flip rate for the robust / cDPO losses (0 = plain DPO).", ge=0, lt=0.5
+    )
     kl_prompts: int = _f(
         8,
         "Held-out prompts (MT-Bench, not in the snapshot) on which KL(policy || reference) is measured by "
         "sampling from the policy. 0 disables the measurement.",
+        ge=0,
     )
     kl_every: int = _f(
-        4, "Also measure KL every this many steps during training (0 = only at the end), to see it grow."
+        4,
+        "Also measure KL every this many steps during training (0 = only at the end), to see it grow.",
+        ge=0,
     )
-    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.")
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.", ge=1)
     gold: str = _f(
         "none",
         "Gold signal measured while training, plotted against sqrt(KL): 'evals' (verifiable-eval accuracy of "
         "the policy being trained) or 'none'.",
+        choices=("none", "evals"),
     )
-    gold_every: int = _f(4, "Measure gold (and KL) every this many steps, and at step 0 (the parent).")
-    gold_items: int = _f(16, "Verifiable-eval items per gold measurement (more: a tighter interval, slower).")
-    gold_max_new_tokens: int = _f(64, "Tokens generated per item for the gold measurement.")
+    gold_every: int = _f(4, "Measure gold (and KL) every this many steps, and at step 0 (the parent).", ge=1)
+    gold_items: int = _f(
+        16, "Verifiable-eval items per gold measurement (more: a tighter interval, slower).", ge=1
+    )
+    gold_max_new_tokens: int = _f(64, "Tokens generated per item for the gold measurement.", ge=1)
     stop_at_best_gold: bool = _f(
         False,
         "Stop once gold has fallen (sustained, beyond noise) and publish the weights of the best-gold step "
         "instead of the last ones (needs gold).",
     )
 
-    def validate(self) -> None:
-        super().validate()
-        if self.beta <= 0:
-            raise ConfigError(f"beta must be > 0 (got {self.beta})")
-        if self.loss_type not in DPO_LOSS_TYPES:
-            raise ConfigError(
-                f"loss_type {self.loss_type!r} unknown; choose one of {', '.join(DPO_LOSS_TYPES)}"
-            )
-        if not 0 <= self.label_smoothing < 0.5:
-            raise ConfigError(f"label_smoothing must be in [0, 0.5) (got {self.label_smoothing})")
-        if self.kl_prompts < 0 or self.kl_every < 0 or self.kl_max_new_tokens < 1:
-            raise ConfigError("kl_prompts and kl_every must be >= 0, kl_max_new_tokens >= 1")
-        if self.gold not in ("none", "evals"):
-            raise ConfigError(f"gold must be 'none' or 'evals' (got {self.gold!r})")
-        if self.gold_every < 1 or self.gold_items < 1 or self.gold_max_new_tokens < 1:
-            raise ConfigError("gold_every, gold_items and gold_max_new_tokens must be >= 1")
+    def _rules(self) -> None:
+        super()._rules()
         if self.stop_at_best_gold and self.gold == "none":
-            raise ConfigError("stop_at_best_gold needs a gold signal: set gold to 'evals'")
+            raise ConfigError(
+                "stop_at_best_gold needs a gold signal: set gold to 'evals'", "stop_at_best_gold"
+            )
 
 
 @dataclass
@@ -421,10 +438,12 @@ class RewardJobConfig(JobConfig):
         None, "Penalty pulling mean rewards towards zero (Eisenstein et al. 2023 use 0.01). null = none."
     )
 
-    def validate(self) -> None:
-        super().validate()
+    def _rules(self) -> None:
+        super()._rules()
         if self.publish:
-            raise ConfigError("publish must be false for a reward model: it scores answers, it does not chat")
+            raise ConfigError(
+                "publish must be false for a reward model: it scores answers, it does not chat", "publish"
+            )
 
 
 @dataclass
@@ -446,19 +465,26 @@ class GRPOJobConfig(JobConfig):
         [{"type": "length", "min": 5, "max": 60, "unit": "words"}],
         "Reward functions and weights: a list of {type, weight, ...} specs (length, regex, format, exact_match, "
         "contains, reward_model).",
+        cli=False,
     )
     num_generations: int = _f(
-        4, "Answers sampled per prompt (the group). The paper used 64; 4 keeps CPUs usable."
+        4, "Answers sampled per prompt (the group). The paper used 64; 4 keeps CPUs usable.", ge=2
     )
-    max_completion_length: int = _f(64, "Maximum tokens per sampled answer.")
-    temperature: float = _f(1.0, "Sampling temperature for the group.")
+    max_completion_length: int = _f(64, "Maximum tokens per sampled answer.", ge=1)
+    temperature: float = _f(1.0, "Sampling temperature for the group.", gt=0)
     beta: float = _f(
-        0.04, "KL penalty to the reference (GRPO paper: 0.04; TRL's default 0 skips the reference)."
+        0.04, "KL penalty to the reference (GRPO paper: 0.04; TRL's default 0 skips the reference).", ge=0
     )
     loss_type: str = _f(
-        "dapo", "TRL GRPO loss: grpo, dr_grpo, dapo (TRL default, no length bias), bnpo, cispo."
+        "dapo",
+        "TRL GRPO loss: grpo, dr_grpo, dapo (TRL default, no length bias), bnpo, cispo.",
+        choices=("grpo", "dr_grpo", "dapo", "bnpo", "cispo"),
     )
-    scale_rewards: str = _f("group", "Advantage scaling: group (paper), batch, or none (Dr. GRPO).")
+    scale_rewards: str = _f(
+        "group",
+        "Advantage scaling: group (paper), batch, or none (Dr. GRPO).",
+        choices=("group", "batch", "none"),
+    )
     use_vllm: bool = _f(False, "Generate with vLLM colocated on the GPU (needs the vllm extra and a GPU).")
     tasks: str = _f(
         "",
@@ -466,58 +492,55 @@ class GRPOJobConfig(JobConfig):
         "refused), scored by the task reward ({type: task}) that rewards must include.",
     )
     tasks_hash: str = _f(
-        "", "The task set's content hash, filled in at launch (the job refuses a set that changed since)."
+        "",
+        "The task set's content hash, filled in at launch (the job refuses a set that changed since).",
+        cli=False,
     )
     heldout_every: int = _f(
-        10, "With tasks: held-out accuracy every this many steps, and before the first and after the last."
+        10,
+        "With tasks: held-out accuracy every this many steps, and before the first and after the last.",
+        ge=0,
     )
     heldout_tasks: int = _f(
-        100, "With tasks: held-out tasks per accuracy check (-1 = all, 0 = no checks while training)."
+        100, "With tasks: held-out tasks per accuracy check (-1 = all, 0 = no checks while training).", ge=-1
     )
     heldout_max_tokens: int = _f(
-        0, "With tasks: answer length cap (greedy) for held-out checks (0 = max_completion_length)."
+        0, "With tasks: answer length cap (greedy) for held-out checks (0 = max_completion_length).", ge=0
     )
     kl_prompts: int = _f(
         8,
         "With tasks: held-out MT-Bench prompts on which the studio's own KL(policy || reference) is measured at "
         "each held-out check (kl_heldout; TRL's kl needs beta > 0 and is on training prompts). 0 = off.",
+        ge=0,
     )
-    kl_max_new_tokens: int = _f(32, "Tokens sampled per prompt for that KL estimate.")
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per prompt for that KL estimate.", ge=1)
 
-    def validate(self) -> None:
-        super().validate()
+    def _rules(self) -> None:
+        super()._rules()
         from vibestudio.training.objectives.rewards import RewardSpecError, validate_specs
 
         has_task_reward = any(isinstance(r, dict) and r.get("type") == "task" for r in self.rewards)
         if self.tasks and self.snapshot_hash:
-            raise ConfigError("tasks and snapshot_hash are both set: a GRPO job trains on one or the other")
+            raise ConfigError(
+                "tasks and snapshot_hash are both set: a GRPO job trains on one or the other", "tasks"
+            )
         if self.tasks and not has_task_reward:
-            raise ConfigError("rewards: a job on a task set needs the task reward, e.g. [{type: task}]")
+            raise ConfigError(
+                "rewards: a job on a task set needs the task reward, e.g. [{type: task}]", "rewards"
+            )
         if has_task_reward and not self.tasks:
-            raise ConfigError("rewards: the task reward needs a task set (tasks: NAME)")
-        if self.heldout_every < 0 or self.heldout_tasks < -1 or self.heldout_max_tokens < 0:
-            raise ConfigError("heldout_every and heldout_max_tokens must be >= 0, heldout_tasks >= -1")
-        if self.kl_prompts < 0 or self.kl_max_new_tokens < 1:
-            raise ConfigError("kl_prompts must be >= 0 and kl_max_new_tokens >= 1")
-
+            raise ConfigError("rewards: the task reward needs a task set (tasks: NAME)", "rewards")
         try:
             validate_specs(self.rewards)
         except RewardSpecError as exc:
-            raise ConfigError(f"rewards: {exc}") from exc
-        if self.num_generations < 2:
-            raise ConfigError("num_generations must be at least 2 (GRPO compares answers within a group)")
+            raise ConfigError(f"rewards: {exc}", "rewards") from exc
         batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
         if batch % self.num_generations:
             raise ConfigError(
                 f"per_device_train_batch_size x gradient_accumulation_steps ({batch}) must be a multiple of "
-                f"num_generations ({self.num_generations})"
+                f"num_generations ({self.num_generations})",
+                "per_device_train_batch_size",
             )
-        if self.beta < 0 or self.temperature <= 0 or self.max_completion_length < 1:
-            raise ConfigError("beta must be >= 0, temperature > 0 and max_completion_length >= 1")
-        if self.loss_type not in ("grpo", "dr_grpo", "dapo", "bnpo", "cispo"):
-            raise ConfigError(f"loss_type {self.loss_type!r} unknown for GRPO")
-        if self.scale_rewards not in ("group", "batch", "none"):
-            raise ConfigError(f"scale_rewards {self.scale_rewards!r} unknown; choose group, batch or none")
 
 
 @dataclass
@@ -532,13 +555,9 @@ class EndKLConfig(JobConfig):
         8,
         "Held-out prompts (MT-Bench, not in the snapshot) on which KL(child || parent) is measured at the end "
         "by sampling from the child. 0 disables the measurement.",
+        ge=0,
     )
-    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.")
-
-    def validate(self) -> None:
-        super().validate()
-        if self.kl_prompts < 0 or self.kl_max_new_tokens < 1:
-            raise ConfigError("kl_prompts must be >= 0 and kl_max_new_tokens >= 1")
+    kl_max_new_tokens: int = _f(32, "Tokens sampled per held-out prompt for the KL estimate.", ge=1)
 
 
 @dataclass
@@ -554,15 +573,24 @@ class KTOJobConfig(EndKLConfig):
 
     kind: ClassVar[str] = "kto"
 
-    min_pairs: int = _f(4, "Refuse to launch with fewer unpaired rows (desirable + undesirable) than this.")
-    beta: float = _f(0.1, "KTO temperature: higher keeps the policy closer to the reference (paper: 0.1).")
-    loss_type: str = _f("kto", "TRL KTO loss: kto or apo_zero_unpaired.")
+    min_pairs: int = _f(
+        4, "Refuse to launch with fewer unpaired rows (desirable + undesirable) than this.", ge=1
+    )
+    beta: float = _f(
+        0.1, "KTO temperature: higher keeps the policy closer to the reference (paper: 0.1).", gt=0
+    )
+    loss_type: str = _f(
+        "kto", "TRL KTO loss: kto or apo_zero_unpaired.", choices=("kto", "apo_zero_unpaired")
+    )
     desirable_weight: float = _f(
         1.0,
         "Weight of the desirable losses; with more undesirable than desirable rows the paper asks for "
         "weight x desirable between 1 and 1.33 x undesirable (the check before launch shows the range).",
+        gt=0,
     )
-    undesirable_weight: float = _f(1.0, "Weight of the undesirable losses (the other side of that balance).")
+    undesirable_weight: float = _f(
+        1.0, "Weight of the undesirable losses (the other side of that balance).", gt=0
+    )
     score_criterion: str = _f(
         "",
         "A rubric criterion whose scores label answers desirable / undesirable (empty = the votes alone).",
@@ -578,18 +606,10 @@ class KTOJobConfig(EndKLConfig):
         "(empty = the default rubric).",
     )
 
-    def validate(self) -> None:
-        super().validate()
-        if self.beta <= 0:
-            raise ConfigError(f"beta must be > 0 (got {self.beta})")
-        if self.loss_type not in ("kto", "apo_zero_unpaired"):
-            raise ConfigError(
-                f"loss_type {self.loss_type!r} unknown for KTO; choose kto or apo_zero_unpaired"
-            )
-        if self.desirable_weight <= 0 or self.undesirable_weight <= 0:
-            raise ConfigError("desirable_weight and undesirable_weight must be > 0")
+    def _rules(self) -> None:
+        super()._rules()
         if self.pairs != "all":
-            raise ConfigError("pairs must be 'all' for KTO: its rows are single answers, not pairs")
+            raise ConfigError("pairs must be 'all' for KTO: its rows are single answers, not pairs", "pairs")
         self.score_rule()  # raises naming the field (desirable_threshold or score_criterion)
 
     def score_rule(self) -> Any:
@@ -603,7 +623,8 @@ class KTOJobConfig(EndKLConfig):
         try:
             return score_rule(self.score_criterion, self.desirable_threshold, rubric)
         except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
+            named = "desirable_threshold" if self.desirable_threshold is not None else "score_criterion"
+            raise ConfigError(str(exc), named) from exc
 
 
 @dataclass
@@ -614,12 +635,7 @@ class ORPOJobConfig(EndKLConfig):
     kind: ClassVar[str] = "orpo"
     default_lr: ClassVar[tuple[float, float]] = (ORPO_LORA_LR, ORPO_FULL_LR)
 
-    beta: float = _f(0.1, "Weight of the odds-ratio term (the paper's lambda, 0.1).")
-
-    def validate(self) -> None:
-        super().validate()
-        if self.beta <= 0:
-            raise ConfigError(f"beta must be > 0 (got {self.beta})")
+    beta: float = _f(0.1, "Weight of the odds-ratio term (the paper's lambda, 0.1).", gt=0)
 
 
 @dataclass
@@ -630,15 +646,10 @@ class SimPOJobConfig(EndKLConfig):
     kind: ClassVar[str] = "simpo"
     default_lr: ClassVar[tuple[float, float]] = (SIMPO_LORA_LR, SIMPO_FULL_LR)
 
-    beta: float = _f(2.0, "Reward scale (the paper's beta: 2.0-2.5).")
-    simpo_gamma: float = _f(0.5, "Target reward margin gamma (the paper: gamma / beta about 0.5 .. 1.5).")
-
-    def validate(self) -> None:
-        super().validate()
-        if self.beta <= 0:
-            raise ConfigError(f"beta must be > 0 (got {self.beta})")
-        if self.simpo_gamma < 0:
-            raise ConfigError(f"simpo_gamma must be >= 0 (got {self.simpo_gamma})")
+    beta: float = _f(2.0, "Reward scale (the paper's beta: 2.0-2.5).", gt=0)
+    simpo_gamma: float = _f(
+        0.5, "Target reward margin gamma (the paper: gamma / beta about 0.5 .. 1.5).", ge=0
+    )
 
 
 @dataclass(frozen=True)
@@ -678,94 +689,150 @@ JOB_KINDS: dict[str, JobKind] = {
 CONFIG_KINDS: dict[str, type[JobConfig]] = {kind: k.config for kind, k in JOB_KINDS.items()}
 
 
+def default_of(f: dataclasses.Field[Any]) -> Any:
+    """A field's default (a fresh copy for lists and dicts)."""
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
 def help_table(cls: type[JobConfig]) -> list[tuple[str, Any, str]]:
     """(name, default, help) for every field: what a UI form or ``--help`` shows."""
-    out = []
-    for f in dataclasses.fields(cls):
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        out.append((f.name, default, f.metadata.get("help", "")))
-    return out
+    return [(f.name, default_of(f), f.metadata.get("help", "")) for f in dataclasses.fields(cls)]
 
 
-#: A number in exponent form that YAML 1.1 (PyYAML) leaves a string: ``1e-9``, ``5E-7``, ``+2e3`` (no inf, no nan).
-_YAML11_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+def default(kind: str, name: str) -> Any:
+    """The default of field ``name`` for a ``kind`` job (the Train form's starting values read these)."""
+    return next(default_of(f) for f in dataclasses.fields(CONFIG_KINDS[kind]) if f.name == name)
 
 
-def _check_type(kind: str, name: str, value: Any, annotation: Any) -> Any:
-    """Accept ``value`` for ``annotation`` (int for float, None for optionals); raise ConfigError otherwise."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(annotation)
-        if value is None and type(None) in options:
-            return None
-        for opt in options:
-            if opt is type(None):
-                continue
-            try:
-                return _check_type(kind, name, value, opt)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{kind} config field {name!r}: {value!r} is not a valid {annotation}")
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(f"{kind} config field {name!r}: expected a list, got {value!r}")
-        (item,) = typing.get_args(annotation) or (Any,)
-        return [_check_type(kind, name, v, item) for v in value]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{kind} config field {name!r}: expected a mapping, got {value!r}")
-        return dict(value)
-    if annotation is Any:
-        return value
-    if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if annotation is float and isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
-        return float(value)  # YAML 1.1 reads ``1e-9`` (no dot in the mantissa) as a string
-    if annotation is str and isinstance(value, int) and not isinstance(value, bool):
-        return str(value)  # a contestant id written as a number
-    if annotation is bool and not isinstance(value, bool):
-        raise ConfigError(f"{kind} config field {name!r}: expected true/false, got {value!r}")
-    if annotation is int and isinstance(value, bool):
-        raise ConfigError(f"{kind} config field {name!r}: expected an integer, got {value!r}")
-    if isinstance(annotation, type) and not isinstance(value, annotation):
-        raise ConfigError(f"{kind} config field {name!r}: expected {annotation.__name__}, got {value!r}")
+def bounds_text(meta: Any) -> str:
+    """A field's bounds in words, e.g. "at least 1", "in [0, 1)", "0 or at least 20" ('' when it has none)."""
+    rules = {k: meta[k] for k in BOUNDS if k in meta}
+    if "zero_or_at_least" in meta:
+        return f"0 or at least {meta['zero_or_at_least']}"
+    low = ("[", rules["ge"]) if "ge" in rules else ("(", rules["gt"]) if "gt" in rules else None
+    high = ("]", rules["le"]) if "le" in rules else (")", rules["lt"]) if "lt" in rules else None
+    if low and high:
+        return f"in {low[0]}{low[1]}, {high[1]}{high[0]}"
+    if low:
+        return f"at least {low[1]}" if low[0] == "[" else f"> {low[1]}"
+    if high:
+        return f"at most {high[1]}" if high[0] == "]" else f"< {high[1]}"
+    if "choices" in meta:
+        return "one of " + ", ".join(meta["choices"])
+    return ""
+
+
+def _no_bool(value: Any) -> Any:
+    """Numbers are numbers: YAML's true/false is not 1/0 here."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got true/false")
     return value
+
+
+def _zero_or_at_least(least: int) -> Any:
+    def check(value: int) -> int:
+        if value != 0 and value < least:
+            raise ValueError(f"must be 0 or at least {least}")
+        return value
+
+    return check
+
+
+def _field_type(annotation: Any, meta: Any) -> Any:
+    """The pydantic type for a field: strict booleans, no booleans as numbers, choices as a Literal."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _field_type(args[0], meta) | None
+    from pydantic import AfterValidator, BeforeValidator, StrictBool
+
+    if annotation is bool:
+        return StrictBool
+    if annotation in (int, float):
+        checks: list[Any] = [BeforeValidator(_no_bool)]
+        if "zero_or_at_least" in meta:
+            checks.append(AfterValidator(_zero_or_at_least(meta["zero_or_at_least"])))
+        return Annotated[annotation, *checks]
+    if annotation is str and "choices" in meta:
+        return Literal[tuple(meta["choices"])]
+    return annotation
+
+
+_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def field_model(cls: type[JobConfig]) -> type[BaseModel]:
+    """The pydantic model of ``cls``'s fields, built once from their definitions: types, defaults, help, bounds."""
+    key = f"{cls.__module__}.{cls.__qualname__}"
+    if key not in _MODELS:
+        _MODELS[key] = _build_model(cls)
+    return _MODELS[key]
+
+
+def _build_model(cls: type[JobConfig]) -> type[BaseModel]:
+    from pydantic import ConfigDict, Field, create_model
+
+    hints = typing.get_type_hints(cls)
+    spec: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        bounds = {k: f.metadata[k] for k in BOUNDS if k in f.metadata}
+        info = Field(default=default_of(f), description=f.metadata.get("help", ""), **bounds)
+        spec[f.name] = (_field_type(hints[f.name], f.metadata), info)
+    config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    model: type[BaseModel] = create_model(f"{cls.__name__}Fields", __config__=config, **spec)
+    return model
+
+
+def _error_message(kind: str, cls: type[JobConfig], error: Any) -> FieldError:
+    """One pydantic error as the studio says it, tied to its field."""
+    name = str(error["loc"][0]) if error["loc"] else ""
+    got = error.get("input")
+    metas: dict[str, Any] = {f.name: f.metadata for f in dataclasses.fields(cls)}
+    if error["type"] == "extra_forbidden":
+        return FieldError(name, f"unknown field {name!r} for a {kind} job (known: {', '.join(metas)})")
+    meta = metas.get(name, {})
+    if error["type"] == "literal_error":
+        return FieldError(name, f"{name} {got!r} unknown; choose one of {', '.join(meta['choices'])}")
+    if error["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal") or (
+        error["type"] == "value_error" and "zero_or_at_least" in meta and not isinstance(got, bool)
+    ):
+        return FieldError(name, f"{name} must be {bounds_text(meta)} (got {got!r})")
+    if error["type"] == "bool_type":
+        return FieldError(name, f"{kind} config field {name!r}: expected true/false, got {got!r}")
+    said = str(error["msg"]).removeprefix("Value error, ")
+    return FieldError(name, f"{kind} config field {name!r}: {said[:1].lower()}{said[1:]} (got {got!r})")
+
+
+def field_errors(cls: type[JobConfig], data: dict[str, Any]) -> list[FieldError]:
+    """Every unknown field, wrong type and value out of bounds in ``data``, each tied to its field."""
+    return _read(cls, data)[1]
+
+
+def _read(cls: type[JobConfig], data: dict[str, Any]) -> tuple[dict[str, Any], list[FieldError]]:
+    """``data``'s values as pydantic read them (``1`` for a float is ``1.0``, ``1e-9`` text is a number), or
+    every problem, each tied to its field."""
+    from pydantic import ValidationError
+
+    try:
+        model = field_model(cls).model_validate(data)
+    except ValidationError as exc:
+        return {}, [_error_message(cls.kind, cls, e) for e in exc.errors(include_url=False)]
+    return {k: getattr(model, k) for k in data}, []
 
 
 def config_from_dict(data: dict[str, Any], kind: str | None = None) -> JobConfig:
     """Build and validate a config; unknown fields and wrong types raise ConfigError naming the field."""
-    data = dict(data)
-    kind = data.pop("kind", None) or kind
-    if kind not in CONFIG_KINDS:
-        raise ConfigError(f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")
-    cls = CONFIG_KINDS[kind]
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = [k for k in data if k not in names]
-    if unknown:
-        raise ConfigError(
-            f"unknown field(s) in {kind} config: {', '.join(map(repr, unknown))} (known: {', '.join(names)})"
-        )
-    values = {k: _check_type(kind, k, v, hints[k]) for k, v in data.items()}
-    cfg = cls(**values)
-    cfg.validate()
+    cfg, errors = config_errors(data, kind)
+    if cfg is None:
+        first = errors[0]
+        raise ConfigError("; ".join(e.message for e in errors), first.field)
     return cfg
 
 
-def _field_of(message: str, names: list[str]) -> str:
-    """The config field a validation message is about: the first field name it mentions."""
-    best = ""
-    pos = len(message) + 1
-    for name in names:
-        m = re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", message)
-        if m and (m.start() < pos or (m.start() == pos and len(name) > len(best))):
-            best, pos = name, m.start()
-    return best
-
-
 def config_errors(data: Any, kind: str | None = None) -> tuple[JobConfig | None, list[FieldError]]:
-    """Check a config mapping field by field: every unknown field and every ill-typed value is reported (not
-    just the first), then the range checks. Returns (config, []) when it is valid, else (None, errors)."""
+    """Check a config mapping field by field: every unknown field and every ill-typed or out-of-bounds value
+    is reported (not just the first), then the rules between fields. (config, []) when valid, else (None, errors)."""
     if not isinstance(data, dict):
         return None, [FieldError("", "expected a mapping of field: value")]
     data = dict(data)
@@ -775,24 +842,14 @@ def config_errors(data: Any, kind: str | None = None) -> tuple[JobConfig | None,
             FieldError("kind", f"unknown job kind {kind!r}; known: {', '.join(sorted(CONFIG_KINDS))}")
         ]
     cls = CONFIG_KINDS[kind]
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    errors, values = [], {}
-    for key, value in data.items():
-        if key not in names:
-            errors.append(FieldError(str(key), f"unknown field for a {kind} job"))
-            continue
-        try:
-            values[key] = _check_type(kind, key, value, hints[key])
-        except ConfigError as exc:
-            errors.append(FieldError(key, str(exc).split(": ", 1)[-1]))
+    values, errors = _read(cls, data)
     if errors:
         return None, errors
     cfg = cls(**values)
     try:
-        cfg.validate()
+        cfg._rules()
     except ConfigError as exc:
-        return None, [FieldError(_field_of(str(exc), names), str(exc))]
+        return None, [FieldError(exc.field, str(exc))]
     return cfg, []
 
 
@@ -811,6 +868,8 @@ def make_config(kind: str, **overrides: Any) -> JobConfig:
 
 def config_yaml(cfg: JobConfig) -> str:
     """The YAML a job saves and runs (field order as declared)."""
+    import yaml
+
     return yaml.safe_dump(cfg.to_dict(), sort_keys=False)
 
 
@@ -832,3 +891,39 @@ def load_config(path: str | Path, kind: str | None = None) -> JobConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of field: value")
     return config_from_dict(data, kind)
+
+
+def _cell(value: Any) -> str:
+    """A default as the YAML reference writes it (YAML's own spelling, in backticks)."""
+    import yaml
+
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+    return f"`{text}`" if text else "`''`"
+
+
+def reference_markdown() -> str:
+    """The YAML reference of every job kind's fields: default, bounds and help, from the field definitions
+    (``python -m vibestudio.studio.cli.docs`` writes it into docs/job-config.md)."""
+    shared = {f.name for f in dataclasses.fields(JobConfig)}
+    out = ["## Fields every kind shares", ""]
+    out += _table([f for f in dataclasses.fields(DPOJobConfig) if f.name in shared])
+    for kind, spec in JOB_KINDS.items():
+        cls = spec.config
+        own = [f for f in dataclasses.fields(cls) if f.name not in shared or _differs(f)]
+        out += ["", f"## `kind: {kind}` ({spec.label})", "", (cls.__doc__ or "").split("\n\n")[0].strip(), ""]
+        out += _table(own) if own else ["No fields of its own."]
+    return "\n".join(out) + "\n"
+
+
+def _differs(f: dataclasses.Field[Any]) -> bool:
+    """A shared field a kind redefines (another default or help)."""
+    base = next(b for b in dataclasses.fields(JobConfig) if b.name == f.name)
+    return default_of(base) != default_of(f) or base.metadata != f.metadata
+
+
+def _table(fields: list[dataclasses.Field[Any]]) -> list[str]:
+    rows = ["| field | default | allowed | what it does |", "|---|---|---|---|"]
+    for f in fields:
+        help_text = str(f.metadata.get("help", "")).replace("|", "\\|").replace("<", "&lt;")
+        rows.append(f"| `{f.name}` | {_cell(default_of(f))} | {bounds_text(f.metadata)} | {help_text} |")
+    return rows

@@ -89,8 +89,11 @@ def run_job(db, job_id: int, config_path: str, owner_pid: int | None = None) -> 
     beater = Beater(db, job_id, owner_pid=owner_pid).start()
     code = 1
     try:
-        if kind == "report":
-            code = run_report_job(db, job_id, config_path)
+        if kind == "report":  # the report room runs it; finishing the job is the job machinery's part
+            unusable = run_report_job(db, config_path)
+            beater.close()
+            runner.finish(db, job_id, "failed" if unusable else "succeeded", unusable, only_if="running")
+            code = 1 if unusable else 0
             return code
         cfg = load_config(config_path)
         with db.session() as s:

@@ -58,6 +58,8 @@ from vibestudio.training.jobs.estimate import (
     report_key,
 )
 from vibestudio.training.objectives.pairmix import filter_rows, pair_mix
+from vibestudio.training.report.fair import held_out
+from vibestudio.training.report.minimums import MIN_PROMPTS
 
 T = TypeVar("T")
 
@@ -146,6 +148,18 @@ class Findings:
     estimate: Estimate | None = None
     task_set: str | None = None
     balance: dict[str, Any] | None = None  # KTO: desirable / undesirable counts and TRL's weights
+    rows: list[dict[str, Any]] | None = (
+        None  # the rows checked (the snapshot's, or the votes'), for the launch
+    )
+
+    def checked(self, snapshot: Any = None) -> Checked:
+        """What a launch passes on to the queued job: the resolved inputs (``snapshot``: the one the launch
+        froze, when the check read the current votes). Only for findings without errors."""
+        assert not self.errors and self.base is not None
+        snap = snapshot if snapshot is not None else self.snapshot
+        if snap is None:
+            return Checked(self.parent, self.base, None, "", "", self.n_pairs, self.estimate, self.task_set)
+        return Checked(self.parent, self.base, snap.id, snap.hash, snap.path, self.n_pairs, self.estimate)
 
     def problem(self, name: str, call: Callable[[], T]) -> T | None:
         """``call()``, or None with its error recorded against field ``name``."""
@@ -182,6 +196,7 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
         found.n_pairs = found.problem("tasks", lambda: check_task_job(session, cfg)) or 0
     else:
         _check_pairs(session, cfg, found, fresh_from_votes)
+    _check_report(cfg, found)
     found.problem("rewards", lambda: check_reward_sources(session, cfg))
     if cfg.output_name and session.scalar(
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
@@ -219,6 +234,7 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
         )
     if rows is None:
         return
+    found.rows = rows
     if JOB_KINDS[cfg.kind].rows == "unpaired":
         _check_unpaired(session, cfg, found, rows, fresh_from_votes)
         return
@@ -256,6 +272,26 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
         )
 
 
+def _check_report(cfg: JobConfig, found: Findings) -> None:
+    """The report's drift needs ``MIN_PROMPTS`` held-out prompts: MT-Bench's first turns less those the job
+    trains on. A job that cannot have them is refused here, not held as "unknown" after training."""
+    if not (JOB_KINDS[cfg.kind].publishes and cfg.publish):
+        return
+    n_prompts, _ = cfg.report_counts()
+    if n_prompts == 0:
+        return
+    pool = held_out(n_prompts, found.rows, cfg.seed)
+    if len(pool.prompts) < MIN_PROMPTS:
+        found.errors.append(
+            FieldError(
+                "drift_prompts",
+                f"the report would compare only {len(pool.prompts)} held-out prompts ({pool.excluded} of the "
+                f"{pool.pool} MT-Bench first turns are in the training data); its drift measures need at least "
+                f"{MIN_PROMPTS}: train on other prompts, or set drift_prompts: 0 to skip the report",
+            )
+        )
+
+
 def score_rule(cfg: JobConfig) -> ScoreRule | None:
     """The rule that labels scored answers for a KTO job (None: the votes alone); ConfigError naming the field."""
     rule: ScoreRule | None = cfg.score_rule() if isinstance(cfg, KTOJobConfig) else None
@@ -276,6 +312,7 @@ def _check_unpaired(
             found.errors.append(FieldError("desirable_threshold", str(exc)))
             return
         rows, skipped, n_votes = vote_unpaired(session, rule)
+        found.rows = rows
     else:
         rows = rows if all(is_unpaired(r) for r in rows) else from_pairs(rows)
         skipped, n_votes = {}, None
@@ -309,11 +346,7 @@ def preflight(session: Session, cfg: JobConfig) -> Checked:
     found = check_job(session, cfg)
     if found.errors:
         raise JobError(errors_text(found.errors))
-    assert found.base is not None
-    snap = found.snapshot
-    if snap is None:
-        return Checked(found.parent, found.base, None, "", "", found.n_pairs, found.estimate, found.task_set)
-    return Checked(found.parent, found.base, snap.id, snap.hash, snap.path, found.n_pairs, found.estimate)
+    return found.checked()
 
 
 def check_reward_sources(session: Session, cfg: JobConfig) -> None:

@@ -37,9 +37,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import yaml
 from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
+import vibestudio
 from vibestudio.accounts import PermissionDenied, require_role
 from vibestudio.common.processes import process_alive
 from vibestudio.common.settings import get_settings
@@ -47,16 +49,17 @@ from vibestudio.common.threads import sleeping_thread_waits
 from vibestudio.db.models import Checkpoint, Contestant, Job, JobMetric, User, utcnow
 from vibestudio.db.session import Database, data_home
 from vibestudio.training.jobs import ray_jobs
-from vibestudio.training.jobs.config import JobConfig, load_config, resolve_files, save_config
+from vibestudio.training.jobs.config import JobConfig, load_config, resolve_files
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.jobs.heartbeat import stale_jobs, this_host, waiting_reasons
 from vibestudio.training.jobs.launcher import write_launch_config
 from vibestudio.training.jobs.pending import hold_orphans
-from vibestudio.training.jobs.preflight import preflight
+from vibestudio.training.jobs.preflight import Checked, preflight
 
 TERMINAL = ("succeeded", "failed", "cancelled")
 STATUSES = ("queued", "running", *TERMINAL)
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+#: The folder that holds the ``vibestudio`` package (the checkout, or site-packages), for a job process's PYTHONPATH.
+_PROJECT_ROOT = Path(vibestudio.__file__).parent.parent
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}  # job processes this process started (to reap them)
 _START_TIMEOUT = timedelta(seconds=120)
 audit = logging.getLogger("vibestudio.audit")  # who acted on another user's job, and why
@@ -151,9 +154,11 @@ def submit(
     created_by: int | None = None,
     start: bool = True,
     validated: bool = False,
+    checked: Checked | None = None,
 ) -> int:
     """Validate ``config`` (unless the caller just did: ``validated``), record a queued job, save its config
-    file and start it when nothing else runs.
+    file and start it when nothing else runs. ``checked``: what the caller's pre-launch check resolved
+    (``training.jobs.service.launch_checked``); without it the check runs here (``preflight``).
 
     Everything that can be checked before launch is (config ranges, parent contestant, snapshot exists and its
     file matches its hash, enough pairs, no empty answers, free output name); on any failure JobError is raised
@@ -171,7 +176,8 @@ def submit(
         ray_jobs.check_cluster(config)
     with db.session() as s:
         require_job_share(s, created_by)
-        checked = preflight(s, config)
+        if checked is None:
+            checked = preflight(s, config)
         config.snapshot_hash = checked.snapshot_hash
         same = config.to_dict()
         for other_id, other_config in s.execute(
@@ -181,25 +187,41 @@ def submit(
                 raise JobError(
                     f"job {other_id} with exactly this config is already queued or running (launched twice?)"
                 )
-        job = Job(
-            kind=kind,
-            config={},
-            status="queued",
-            created_by=created_by,
-            snapshot_id=checked.snapshot_id,
-            parent_contestant_id=checked.parent_id,
-        )
-        s.add(job)
-        s.flush()
-        folder = job_dir(job.id)
-        job.config = config.to_dict()
-        job.config_path = str(save_config(config, folder / "config.yaml"))
-        job.log_path = str(folder / "train.log")
-        job.output_dir = str(folder / "output")
-        job_id = job.id
+        job_id = queue(s, same, checked.snapshot_id, checked.parent_id, created_by)
     if start:
         start_next(db)
     return job_id
+
+
+def queue(
+    s: Session,
+    settings: dict[str, Any],
+    snapshot_id: int | None,
+    parent_id: int | None,
+    created_by: int | None,
+) -> int:
+    """Record a queued job in the caller's transaction, with its config file (``settings``, whose ``kind`` is
+    the job's) in its folder; a worker or ``start_next`` starts it. The one way a job row is made: ``submit``
+    for a training job, the publish path for a checkpoint's ``report`` job. Returns the job id."""
+    kind = str(settings["kind"])
+    job = Job(
+        kind=kind,
+        config=settings,
+        status="queued",
+        created_by=created_by,
+        snapshot_id=snapshot_id,
+        parent_contestant_id=parent_id,
+    )
+    s.add(job)
+    s.flush()
+    folder = job_dir(job.id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    job.config_path, job.log_path = str(path), str(folder / "train.log")
+    if kind != "report":  # a report writes beside its contestant, not in an output folder
+        job.output_dir = str(folder / "output")
+    return job.id
 
 
 # ---- launching -----------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from vibestudio.training.jobs.config import (
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.jobs.estimate import Estimate, estimate, history_for
 from vibestudio.training.jobs.preflight import (
+    Findings,
     check_job,
     choose_base,
     errors_text,
@@ -65,6 +66,7 @@ class ConfigCheck:
         None  # on / half / off / unknown pairs for the parent (None: no snapshot yet)
     )
     balance: dict[str, Any] | None = None  # KTO: desirable / undesirable answers and TRL's weights
+    found: Findings | None = None  # what the check resolved, passed on by the launch (``launch_checked``)
 
     @property
     def ok(self) -> bool:
@@ -152,12 +154,7 @@ def check_config(
     and tells whether names and paths exist."""
     user = require_role(db, user_id, "researcher")
     if isinstance(config, JobConfig):
-        cfg: JobConfig | None = config
-        errors: list[FieldError] = []
-        try:
-            config.validate()
-        except ConfigError:
-            cfg, errors = config_errors(config.to_dict())
+        cfg, errors = config_errors(config.to_dict())
     elif isinstance(config, str):
         cfg, errors = parse_config_text(config, kind)
     else:
@@ -167,7 +164,9 @@ def check_config(
     refused = _model_path_errors(db, cfg, user)
     if refused:
         return ConfigCheck(None, refused)
-    return _check_against_db(db, cfg)
+    with db.session() as s:
+        found = check_job(s, cfg, fresh_from_votes=True)
+    return ConfigCheck(cfg, found.errors, found.estimate, found.mix, found.balance, found)
 
 
 def _model_path_errors(db: Database, cfg: JobConfig, user: UserInfo | None) -> list[FieldError]:
@@ -183,63 +182,62 @@ def _model_path_errors(db: Database, cfg: JobConfig, user: UserInfo | None) -> l
     return []
 
 
-def _check_against_db(db: Database, cfg: JobConfig) -> ConfigCheck:
-    """The one pre-launch check (``training.jobs.preflight.check_job``), an empty snapshot meaning the votes' one."""
-    with db.session() as s:
-        found = check_job(s, cfg, fresh_from_votes=True)
-    return ConfigCheck(cfg, found.errors, found.estimate, found.mix, found.balance)
-
-
-def _apply_pairs_filter(db: Database, cfg: JobConfig) -> None:
-    """Freeze the pairs the job keeps (``cfg.pairs``) as their own snapshot; the job trains on that one."""
-    if cfg.pairs == "all":
-        return
-    with db.session() as s:
-        found = check_job(s, cfg)  # the one minimum-pairs rule, on the snapshot with the filter
-        if found.errors:
-            raise JobError(errors_text(found.errors))
-        snap = get_snapshot(s, cfg.snapshot_hash)
-        rows = load_snapshot(snap.path, snap.hash, provenance=True)
-        parent = find_parent(s, cfg.parent_contestant).public_name
-        kept = filter_rows(rows, parent, cfg.pairs)
-        if len(kept) < len(rows):
-            filt = {"source": "pairs_filter", "from": snap.hash, "policy": parent, "pairs": cfg.pairs}
-            cfg.snapshot_hash = write_snapshot(s, kept, filt).hash
-
-
 def launch_config(
     db: Database,
     config: str | dict[str, Any] | JobConfig,
     kind: str | None = None,
     created_by: int | None = None,
 ) -> int:
-    """Launch a job from a whole config (YAML text, a mapping or a JobConfig): checked field by field first;
-    an empty ``snapshot_hash`` freezes the current votes. Returns the job id."""
-    user = require_role(db, created_by, "researcher")
-    if isinstance(config, JobConfig):
-        cfg: JobConfig | None = config
-        errors: list[FieldError] = []
-        try:
-            config.validate()
-        except ConfigError as exc:
-            raise JobError(str(exc)) from exc
-    elif isinstance(config, str):  # parsed and validated field by field
-        cfg, errors = parse_config_text(config, kind)
-    else:
-        cfg, errors = config_errors(config, kind)
-    if cfg is None:
-        raise JobError(errors_text(errors))
-    refused = _model_path_errors(db, cfg, user)
-    if refused:
-        raise JobError(errors_text(refused))
+    """Launch a job from a whole config (YAML text, a mapping or a JobConfig): checked once, field by field and
+    against the database (``check_config``), then launched from that check. Returns the job id."""
+    return launch_checked(db, check_config(db, config, kind, user_id=created_by), created_by)
+
+
+def launch_checked(db: Database, check: ConfigCheck, created_by: int | None = None) -> int:
+    """Launch what ``check_config`` passed, reusing what it resolved (parent, base, snapshot and its rows, the
+    estimate) down to the queued job: no second check. An empty ``snapshot_hash`` freezes the current votes,
+    and a ``pairs`` filter freezes the rows it keeps; JobError names every problem of a failed check."""
+    if not check.ok or check.found is None or check.config is None:
+        raise JobError(check.message() or "the config was not checked")
+    cfg, found = check.config, check.found
     if getattr(cfg, "tasks", ""):
-        return submit(db, cfg.kind, _with_tasks_hash(db, cfg), created_by=created_by, validated=True)
-    cfg.snapshot_hash = resolve_snapshot(db, cfg.snapshot_hash, min_pairs=cfg.min_pairs, **_vote_layout(cfg))
+        checked = found.checked()
+        return submit(db, cfg.kind, _with_tasks_hash(db, cfg), created_by, validated=True, checked=checked)
     try:
-        _apply_pairs_filter(db, cfg)
+        snap = _frozen(db, cfg, found)
     except SnapshotError as exc:
         raise JobError(str(exc)) from exc
-    return submit(db, cfg.kind, cfg, created_by=created_by, validated=True)
+    cfg.snapshot_hash = snap.hash
+    return submit(db, cfg.kind, cfg, created_by, validated=True, checked=found.checked(snap))
+
+
+def _frozen(db: Database, cfg: JobConfig, found: Findings) -> Any:
+    """The snapshot the job trains on: the one the check opened, or the current votes frozen now; with a
+    ``pairs`` filter, the rows it keeps frozen as their own snapshot (counted by the check's one rule)."""
+    with db.session() as s:
+        snap = found.snapshot
+        rows = found.rows
+        if snap is None:
+            snap = snapshot_from_votes(s, min_pairs=cfg.min_pairs, **_vote_layout(cfg))
+            if cfg.pairs != "all":
+                rows = load_snapshot(snap.path, snap.hash, provenance=True)
+        if cfg.pairs == "all" or found.parent is None or rows is None:
+            return snap
+        kept = filter_rows(rows, found.parent.public_name, cfg.pairs)
+        if len(kept) != found.n_pairs:
+            raise JobError(
+                f"pairs: the votes changed since the check ({len(kept)} pairs kept now, {found.n_pairs} then); "
+                "check the config again"
+            )
+        if len(kept) == len(rows):
+            return snap
+        filt = {
+            "source": "pairs_filter",
+            "from": snap.hash,
+            "policy": found.parent.public_name,
+            "pairs": cfg.pairs,
+        }
+        return write_snapshot(s, kept, filt)
 
 
 def launch(
@@ -250,12 +248,12 @@ def launch(
     created_by: int | None = None,
     **overrides: Any,
 ) -> int:
-    """Validate and queue a job of ``kind``; it starts at once when no other job runs. Returns the job id."""
-    require_role(db, created_by, "researcher")
-    cfg = build_config(kind, parent, None, **overrides)
-    if not getattr(cfg, "tasks", ""):
-        cfg.snapshot_hash = resolve_snapshot(db, snapshot, min_pairs=cfg.min_pairs, **_vote_layout(cfg))
-    return launch_config(db, cfg, created_by=created_by)
+    """Check once and queue a job of ``kind``; it starts at once when no other job runs. ``snapshot``: an id, a
+    hash or a prefix (default: the current votes, frozen at launch). Returns the job id."""
+    data = {"kind": kind, "parent_contestant": str(parent), **overrides}
+    if snapshot is not None and snapshot != "":
+        data["snapshot_hash"] = resolve_snapshot(db, snapshot)
+    return launch_config(db, data, created_by=created_by)
 
 
 def _vote_layout(cfg: JobConfig) -> dict[str, Any]:

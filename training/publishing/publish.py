@@ -65,9 +65,9 @@ from vibestudio.training.jobs.config import (
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.jobs.pending import report_running
 from vibestudio.training.jobs.preflight import choose_base, find_parent
-from vibestudio.training.jobs.runner import job_dir, require_job_owner, saved_checkpoints, start_next
+from vibestudio.training.jobs.runner import job_dir, queue, require_job_owner, saved_checkpoints, start_next
 from vibestudio.training.objectives.context import JobContext, TrainResult
-from vibestudio.training.report.job import queue_report_job
+from vibestudio.training.report.job import report_job_settings
 
 
 @dataclass
@@ -222,6 +222,19 @@ def _register(s: Any, t: Target, *, contestant: bool) -> tuple[Checkpoint, bool]
     return ckpt, False
 
 
+def _queue_report(s: Any, contestant_id: int, t: Target) -> int:
+    """A queued ``report`` job for a checkpoint published on the way, through the runner's one queue path, in
+    the publish's transaction (no sweep sees the child pending with no report to come)."""
+    source = s.get(Job, t.job_id)
+    return queue(
+        s,
+        report_job_settings(contestant_id, t.job_id, t.step, t.config),
+        source.snapshot_id if source else None,
+        t.parent.id if t.parent else None,
+        source.created_by if source else None,
+    )
+
+
 def _publish(db: Database, t: Target, *, contestant: bool, queue_report: bool) -> Published:
     t0 = time.perf_counter()
     with db.session() as s:
@@ -235,11 +248,7 @@ def _publish(db: Database, t: Target, *, contestant: bool, queue_report: bool) -
             stuck = row.state == "pending" and (not queue_report or not report_running(s, cid))
             retry = already and (stuck or (row.state == "held" and lifecycle.without_verdict(s, cid)))
             if not already or retry:
-                report_job = (
-                    queue_report_job(s, cid, t.job_id, t.step, t.config, t.parent.id if t.parent else None)
-                    if queue_report
-                    else None
-                )
+                report_job = _queue_report(s, cid, t) if queue_report else None
                 why = (
                     f"published from job {t.job_id} at step {t.step}"
                     + (" again (its report runs again)" if already else "")

@@ -3,8 +3,10 @@ It also holds the verdict that releases or holds the checkpoint, and the model p
 
 - ``training.report.steps``: the report, step by step (``drift_report``), saved and read back
   (``load_report``);
-- ``training.report.job``: the report as a job (``run_report``, ``run_report_job``, ``queue_report_job``,
+- ``training.report.job``: the report as a job (``run_report``, ``run_report_job``, ``report_job_settings``,
   ``after_probes``). ``training.publishing.publish`` runs it for every checkpoint it publishes.
+- ``training.report.options``: the report's settings, read from the job config's field definitions;
+- ``training.report.minimums``: the least each part needs, which the pre-launch check enforces too;
 - ``training.report.fair``: both sides answer the same held-out prompts under the same conditions;
 - ``training.report.drift_stats``: the feature-drift statistics and their practical thresholds;
 - ``common.stats``: paired statistics (bootstrap intervals, permutation and sign tests, BH q-values);
@@ -17,7 +19,7 @@ It also holds the verdict that releases or holds the checkpoint, and the model p
 - ``training.report.text``: the report and the model page as Markdown.
 
 Imports common, textfeatures, db, accounts, arena, standings and annotation. From the rest of ``training``
-it imports the job queue (``training.jobs.runner``). When a report measures a task set, it imports
+it reads the job config's field definitions (``training.jobs.config``), never the job queue. When a report measures a task set, it imports
 ``training.tasks`` too. Nothing in the training loop imports it. ``training.publishing.publish``, the job
 process and the studio's pages and commands do.
 """

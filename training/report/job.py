@@ -1,7 +1,7 @@
 """The checkpoint report as a job: its settings, the run that makes, saves and records it, and the ``report``
 job.
 
-``ReportOptions`` are the report settings of a job config (``REPORT_FIELDS``). ``run_report`` makes a
+``ReportOptions`` are the report settings of a job config (``training.report.options``). ``run_report`` makes a
 published checkpoint's report against its parent (``training.report.steps.drift_report``). It saves it
 beside the contestant. It records its verdict (``training.report.verdict.record``), which releases or
 holds the contestant. It never raises.
@@ -9,9 +9,10 @@ holds the contestant. It never raises.
 Two paths run it, both from ``training.publishing.publish``, the one publish path:
 - At the end of a job, the job process (``training.jobs.job_process``) runs it in its own process right
   after publishing.
-- A checkpoint published on the way gets a queued ``report`` job (``queue_report_job``), in the publish's
-  own transaction. The job queue (``training.jobs.runner``) starts it like any job. Its process runs
-  ``run_report_job``.
+- A checkpoint published on the way gets a queued ``report`` job, in the publish's own transaction:
+  ``report_job_settings`` is its config, queued by the job runner's one path (``runner.queue``). The
+  queue starts it like any job. Its process runs ``run_report_job``, and finishes the job itself.
+This room never imports the job runner: the jobs room calls down into it, not the other way.
 ``after_probes`` decides again the verdicts that sycophancy probes stored since can change.
 """
 
@@ -20,78 +21,18 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from vibestudio.db.models import Contestant, Job, utcnow
+from vibestudio.db.models import Contestant, utcnow
 from vibestudio.db.session import Database
-from vibestudio.training.jobs import runner
-from vibestudio.training.report import fair, steps, verdict
+from vibestudio.training.report import steps, verdict
+from vibestudio.training.report.options import REPORT_FIELDS, ReportOptions
 
-#: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
-REPORT_FIELDS = (
-    "drift_prompts",
-    "drift_max_tokens",
-    "seed",
-    "drift_thresholds",
-    "eval_items",
-    "eval_max_tokens",
-    "detect_drift_sd",
-    "detect_eval_change",
-    "judge",
-    "describe_axes",
-    "describe_prompts",
-    "verdict_rules",
-    "snapshot_hash",
-    "report_probes",
-    "probe_items",
-    "probe_max_tokens",
-    "tasks",
-    "heldout_tasks",
-    "rewards",
-)
-
-
-@dataclass
-class ReportOptions:
-    """The report settings of a job config (``REPORT_FIELDS``), with the job config's defaults."""
-
-    drift_prompts: int = 80
-    drift_max_tokens: int = 64
-    seed: int = 42
-    drift_thresholds: dict[str, Any] = field(default_factory=dict)
-    eval_items: int = fair.DEFAULT_EVAL_ITEMS
-    eval_max_tokens: int = 96
-    detect_drift_sd: float | None = None
-    detect_eval_change: float | None = None
-    judge: str = ""
-    describe_axes: int = 6
-    describe_prompts: int = 12
-    verdict_rules: str = ""
-    snapshot_hash: str = ""
-    report_probes: bool = False
-    probe_items: int = 4
-    probe_max_tokens: int = 64
-    # RLVR jobs (a task set instead of a snapshot): the report measures held-out task accuracy and reward hacking
-    tasks: str = ""
-    heldout_tasks: int = 0
-    rewards: list[Any] = field(default_factory=list)
-
-    @classmethod
-    def from_config(cls, data: dict[str, Any]) -> ReportOptions:
-        return cls(**{k: data[k] for k in REPORT_FIELDS if k in data and data[k] is not None})
-
-    def counts(self) -> tuple[int, int]:
-        """(prompts, eval items) as ``JobConfig.report_counts`` gives them (``fair.chosen_counts``)."""
-        return fair.chosen_counts(
-            self.drift_prompts, self.eval_items, self.detect_drift_sd, self.detect_eval_change
-        )
-
+__all__ = ["REPORT_FIELDS", "ReportOptions", "after_probes", "report_job_settings", "run_report", "run_report_job"]
 
 def run_report(
     db: Database,
@@ -211,24 +152,20 @@ def _probe_pair(db: Database, contestant_id: int, options: ReportOptions, say: C
             say(f"probe {probe} on {name}: {len(run.measurements)} measurements in {run.seconds:.1f} s")
 
 
-def run_report_job(db: Database, job_id: int, config_path: str) -> int:
-    """A ``report`` job's process: run the report of the contestant it names; the job fails (and the sweep
-    holds the contestant) only when the job itself is unusable."""
+def run_report_job(db: Database, config_path: str) -> str | None:
+    """A ``report`` job's process: run the report of the contestant it names. Returns why the job itself is
+    unusable (it fails, and the sweep holds the contestant), or None; the job process finishes the job."""
     data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8")) or {}
     contestant_id = int(data["contestant_id"])
     with db.session() as s:
         if s.get(Contestant, contestant_id) is None:
-            runner.finish(
-                db, job_id, "failed", f"contestant {contestant_id} no longer exists", only_if="running"
-            )
-            return 1
+            return f"contestant {contestant_id} no longer exists"
     state = run_report(db, contestant_id, ReportOptions.from_config(data))
-    runner.finish(db, job_id, "succeeded", None, only_if="running")
     print(
         f"[report] contestant {contestant_id} is {state} at {utcnow().isoformat(timespec='seconds')}",
         flush=True,
     )
-    return 0
+    return None
 
 
 def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
@@ -248,33 +185,14 @@ def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
     return out
 
 
-def queue_report_job(
-    s: Session, contestant_id: int, source_job: int, step: int, config: dict[str, Any], parent_id: int | None
-) -> int:
-    """A queued ``report`` job for ``contestant_id``, a checkpoint saved at ``step`` of job ``source_job``, with
-    that job's report settings (``config``: its job config). The caller's transaction is the publish's, so no
-    sweep can see the contestant pending with no report to come. Returns the new job's id."""
-    settings = {
+def report_job_settings(contestant_id: int, source_job: int, step: int, config: dict[str, Any]) -> dict[str, Any]:
+    """The config of a ``report`` job for ``contestant_id``, a checkpoint saved at ``step`` of job ``source_job``,
+    with that job's report settings (``config``: its job config). The publish path queues it through the job
+    runner (``training.jobs.runner.queue``), in the publish's own transaction."""
+    return {
         "kind": "report",
         "contestant_id": contestant_id,
         "source_job": source_job,
         "step": step,
         **{k: config[k] for k in REPORT_FIELDS if k in config},
     }
-    source = s.get(Job, source_job)
-    job = Job(
-        kind="report",
-        config=settings,
-        status="queued",
-        snapshot_id=source.snapshot_id if source else None,
-        parent_contestant_id=parent_id,
-        created_by=source.created_by if source else None,
-    )
-    s.add(job)
-    s.flush()
-    folder = runner.job_dir(job.id)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "config.yaml"
-    path.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
-    job.config_path, job.log_path = str(path), str(folder / "train.log")
-    return job.id

@@ -78,7 +78,6 @@ from vibestudio.training.report.drift_stats import (
     reasoning_changes,
 )
 from vibestudio.training.report.fair import (
-    DEFAULT_EVAL_ITEMS,
     Answer,
     Setup,
     answer_all_counted,
@@ -86,10 +85,10 @@ from vibestudio.training.report.fair import (
     held_out,
     power,
 )
-from vibestudio.training.report.vibecheck import MAX_AXES, VALIDATE_PROMPTS, Unmeasured, describe
+from vibestudio.training.report.minimums import MIN_PROMPTS  # the pre-launch check's too
+from vibestudio.training.report.options import DEFAULTS  # the job config's defaults, defined once there
+from vibestudio.training.report.vibecheck import Unmeasured, describe
 
-DEFAULT_PROMPTS = 80  # every MT-Bench first turn the training snapshot does not hold
-MIN_PROMPTS = 20  # fewer held-out prompts than this and the drift measures are "unmeasured"
 #: Plug-in measures (for example sycophancy probes): ``f(db, parent, child, setup) -> {name: Change dict | number}``.
 MeasureProvider = Callable[[Database, ContestantInfo, ContestantInfo, Setup], dict[str, Any]]
 Progress = Callable[[str], None]
@@ -279,16 +278,16 @@ def drift_report(
     *,
     against: int | str | None = None,
     prompts: list[str] | None = None,
-    n_prompts: int = DEFAULT_PROMPTS,
-    max_tokens: int = 64,
-    seed: int = 0,
+    n_prompts: int = DEFAULTS.drift_prompts,
+    max_tokens: int = DEFAULTS.drift_max_tokens,
+    seed: int = DEFAULTS.seed,
     thresholds: dict[str, dict[str, float]] | None = None,
     exclude: list[dict[str, Any]] | None = None,
-    eval_items: int | None = DEFAULT_EVAL_ITEMS,
-    eval_max_tokens: int = 96,
+    eval_items: int | None = DEFAULTS.eval_items,
+    eval_max_tokens: int = DEFAULTS.eval_max_tokens,
     judge: str | None = None,
-    describe_axes: int = MAX_AXES,
-    describe_prompts: int = VALIDATE_PROMPTS,
+    describe_axes: int = DEFAULTS.describe_axes,
+    describe_prompts: int = DEFAULTS.describe_prompts,
     rules_path: str | Path | None = None,
     providers: list[MeasureProvider] | None = None,
     min_prompts: int = MIN_PROMPTS,

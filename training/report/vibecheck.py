@@ -49,10 +49,10 @@ from vibestudio.annotation.judges import PAIRWISE_PREFILL, both_orders
 from vibestudio.arena.engines.ask import ask
 from vibestudio.arena.engines.base import Engine, EngineError, Sampling
 from vibestudio.common.stats import bh, sign_test
+from vibestudio.training.report.minimums import MIN_VALIDATE  # the pre-launch check's too
 
 MAX_AXES = 6
 VALIDATE_PROMPTS = 12
-MIN_VALIDATE = 8  # fewer validation prompts than this and nothing could reach significance after adjustment
 BATCHES = 3
 PER_BATCH = 3
 METHOD = "VibeCheck-style (Dunlap et al., ICLR 2025): judge-proposed axes, position-swapped validation"
