@@ -1,7 +1,8 @@
 """``vibestudio families``: checkpoints grouped by common ancestor and rated honestly.
 
 A thin layer over ``standings.families``, with ratings from the leaderboard service's standard board. This
-command shows the removal log. Hiding and restoring a contestant are ``vibestudio models hide|restore``.
+command shows the removal log, and whether each family's reports predicted the arena
+(``training.report.track_record``). Hiding and restoring a contestant are ``vibestudio models hide|restore``.
 """
 
 import json
@@ -19,6 +20,7 @@ def families_cmd(
     from vibestudio.standings.families import families
     from vibestudio.standings.leaderboard import LeaderboardService, standard_options
     from vibestudio.standings.words import counted
+    from vibestudio.training.report.track_record import families_md, track_record
 
     db = open_db()
     board = LeaderboardService(db).board(standard_options())  # the board every view shows
@@ -51,3 +53,4 @@ def families_cmd(
             typer.echo(f"  selection effect unmeasurable: {f.reason}")
         for e in f.log:
             typer.echo(f"  log {e['at']}: {e['by']} {e['action']} {e['contestant']}: {e['reason']}")
+    typer.echo(families_md(track_record(db)))

@@ -7,6 +7,7 @@
 - ``models hide|restore`` retire one and bring it back to the state it had. A held checkpoint comes back
   held.
 - ``models log`` prints its lifecycle.
+- ``models track-record`` scores every report's prediction on the votes since: hit or miss, calibration.
 - ``models export`` writes one for deployment: its GGUF, or HF weights with the LoRA merged in.
 - ``drift`` compares a checkpoint with its parent. ``--record`` saves the report and records its verdict.
 
@@ -187,6 +188,7 @@ def models_show(
     from vibestudio.arena.registry import RegistryError
     from vibestudio.training.report.model_page import model_page
     from vibestudio.training.report.text import fidelity_md, lineage_md, ratings_md, report_md
+    from vibestudio.training.report.track_record import record_md
 
     db = open_db()
     try:
@@ -205,6 +207,8 @@ def models_show(
         typer.echo(fidelity_md(page))
     typer.echo(ratings_md(page))
     typer.echo(report_md(page["report"]) if page["report"] else "No checkpoint report (not a trained child).")
+    if page["track_record"]:
+        typer.echo(record_md(page["track_record"]))
     ident = page["identifiability"]
     typer.echo(f"Identifiability: {ident['line'] if ident else 'no answers from ended battles (can’t tell)'}")
     if ident and ident["warning"]:
@@ -379,3 +383,18 @@ def models_identifiability(
         typer.echo(f"  {line}")
     for note in notes:
         typer.echo(f"  note: {note}")
+
+
+@models_app.command("track-record")
+def models_track_record(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Does the report predict the arena? Each child's predicted win rate against its parent, the observed one
+    once it has enough votes (hit or miss, Brier score), and the calibration overall and per family."""
+    from vibestudio.standings.track_record import table_md
+    from vibestudio.training.report.track_record import families_md, track_record
+
+    record = track_record(open_db())
+    if as_json:
+        typer.echo(json.dumps(record.as_dict(), indent=2, ensure_ascii=False))
+        return
+    typer.echo(table_md(record))
+    typer.echo(families_md(record))

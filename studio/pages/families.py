@@ -1,7 +1,8 @@
 """Families section of the Leaderboard: checkpoints grouped by common ancestor.
 
 It shows the best-of-N selection effect, provisional flags and the removal log. Data comes from
-``standings.families``, over the board the service computes.
+``standings.families``, over the board the service computes. It also says whether each family's checkpoint
+reports predicted the arena (``training.report.track_record``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from vibestudio.standings.families import DEFAULT_MIN_VOTES, families
 from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
 from vibestudio.studio.context import StudioContext
 from vibestudio.studio.render import count, literal, to_html
+from vibestudio.training.report.track_record import families_md, track_record
 
 COLUMNS = [
     "family",
@@ -78,6 +80,8 @@ def family_view(
                 f"({literal(e['reason'] or '-')})"
             )
     text = to_html("\n".join(notes)) if notes else "No family with two or more rated variants yet."
+    # whether the reports' predictions before play came true, per family and overall
+    text += to_html(families_md(track_record(ctx.db), literal))
     return pd.DataFrame(rows, columns=COLUMNS), text
 
 

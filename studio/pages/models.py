@@ -6,6 +6,7 @@ The page shows:
 - the head-to-head against its parent from arena votes, and its vibe profile;
 - the checkpoint report: drift with intervals, discovered phrases, judge-described differences, evals vs
   parent, degeneration, verdict;
+- the report's prediction against the parent, and its score once the child has enough votes;
 - training curves, speed and price.
 Researchers can let a held checkpoint into anonymous battles, or hold one, with a reason. They can export
 a model for deployment (``export_section``): GGUF, or HF weights with the LoRA merged in.
@@ -33,6 +34,7 @@ from vibestudio.training.jobs.runner import reconcile
 from vibestudio.training.report import verdict as verdicts
 from vibestudio.training.report.model_page import model_page
 from vibestudio.training.report.text import fidelity_md, lineage_md, ratings_md, report_md
+from vibestudio.training.report.track_record import record_md
 
 CURVE_PANELS = (("loss",), ("rewards/margins", "reward"), ("rewards/accuracies",), ("kl",))
 
@@ -192,6 +194,8 @@ def render(
             for h in v["history"][-6:]
         )
     report = report_md(page["report"], literal) if page["report"] else no_report_md(page)
+    if page.get("track_record"):  # the report's prediction, scored on the votes since
+        report += "\n\n" + record_md(page["track_record"], literal)
     return (
         to_html(head),
         to_html(lineage_md(page, literal) + "\n\n" + fidelity_md(page, literal)),

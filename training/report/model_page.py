@@ -10,6 +10,7 @@
 - the vibe profile of its arena answers;
 - the checkpoint report: drift with intervals, discovered phrases, judge-described differences, evals vs
   parent, degeneration, verdict;
+- the report's prediction of its win rate against the parent, scored once it has enough votes;
 - its lifecycle state (pending / released / held / hidden), with who put it there and why;
 - training curves from ``job_metrics``;
 - speed and price.
@@ -34,6 +35,7 @@ from vibestudio.standings.records import battle_records
 from vibestudio.standings.words import counted
 from vibestudio.training.report import verdict as verdicts
 from vibestudio.training.report.steps import load_report
+from vibestudio.training.report.track_record import child_record
 
 CURVES = (
     "loss",
@@ -218,6 +220,8 @@ def model_page(
         "head_to_head": head_to_head(db, info.public_name, parent.public_name if parent else None),
         "vibe_profile": profile,
         "report": report.to_dict() if report else None,
+        # the report's prediction before play, scored on the votes since (``training.report.track_record``)
+        "track_record": child_record(db, info.public_name, report.to_dict() if report else None),
         "verdict": {
             "verdict": status.verdict if status else None,
             "held": info.state == "held",

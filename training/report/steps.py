@@ -87,6 +87,7 @@ from vibestudio.training.report.fair import (
 )
 from vibestudio.training.report.minimums import MIN_PROMPTS  # the pre-launch check's too
 from vibestudio.training.report.options import DEFAULTS  # the job config's defaults, defined once there
+from vibestudio.training.report.prediction import predict
 from vibestudio.training.report.vibecheck import Unmeasured, describe
 
 #: Plug-in measures (for example sycophancy probes): ``f(db, parent, child, setup) -> {name: Change dict | number}``.
@@ -122,6 +123,7 @@ class CheckpointReport:
     timings: dict[str, float] = field(default_factory=dict)
     samples: list[dict[str, str]] = field(default_factory=list)
     rules_path: str = ""  # the verdict rules file it was decided with ("" = the built-in one)
+    prediction: dict[str, Any] = field(default_factory=dict)  # made before play (``training.report.prediction``)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -743,6 +745,8 @@ def _finish(
         report.unmeasured["fairness"] = "; ".join(report.setup.get("caveats", []))
     report.verdict = _decide(report, rules_path).to_dict()
     apply_decisions(report)
+    if child is not None and not report.prediction:  # a new report's, fixed before play (rescore keeps one)
+        report.prediction = predict(report.to_dict())
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from vibestudio.standings.words import rank_words
 from vibestudio.training.report import decisions as decided
+from vibestudio.training.report.prediction import prediction_md
 
 Escape = Callable[[str], str]
 
@@ -460,6 +461,7 @@ def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
             rewarded_md(report, esc),
             described_md(report, esc),
             evals_md(report, esc),
+            prediction_md(report, esc),
         ]
     )
 
