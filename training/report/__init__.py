@@ -15,6 +15,8 @@ It also holds the verdict that releases or holds the checkpoint, and the model p
 - ``training.report.decisions``: one decision per measure, which every view renders;
 - ``training.report.verdict``: the verdict rules (``data/verdict_rules.yaml``), recording and the hold on
   play;
+- ``training.report.prediction``: what the report expects the arena to show against the parent;
+- ``training.report.track_record``: those predictions scored on the votes after them;
 - ``training.report.model_page``: everything known about one contestant;
 - ``training.report.text``: the report and the model page as Markdown.
 

@@ -22,6 +22,8 @@ training snapshot. Then:
   both orders. It checks on prompts it did not name them from (``training.report.vibecheck``, after
   VibeCheck, Dunlap et al. 2025).
 - *verdict*: ``training.report.verdict`` applied to all of the above.
+- *prediction*: the child's win rate against its parent in the arena, with an interval, fixed before
+  play (``training.report.prediction``).
 
 Nothing here raises for bad input about the models. Examples are a parent that is gone, an engine that is
 down, a child that answers nothing, a judge that answers garbage, too few held-out prompts. Each gap is
