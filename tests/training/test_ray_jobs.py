@@ -354,3 +354,43 @@ def test_the_cli_refuses_a_launch_to_an_unreachable_cluster_with_the_reason(tiny
         assert runner.list_jobs(db) == []
     finally:
         db.dispose()
+
+
+def _row_for(db, sid: str) -> int:
+    with db.session() as s:
+        job = Job(kind="dpo", config={"kind": "dpo"}, status="running", host=ray_jobs.PREFIX + sid)
+        s.add(job)
+        s.flush()
+        return job.id
+
+
+@pytest.mark.slow
+def test_ray_jobs_that_end_behind_the_studios_back_end_their_rows_with_why(on_ray, db):
+    """Stopped through Ray (``ray job stop``): cancelled. Exited without recording a result: failed. A job the
+    cluster does not know (it was restarted): failed. Each says so; a job Ray still runs is left alone."""
+    client = ray_jobs.client()
+    stopped = client.submit_job(entrypoint="exec sleep 120", submission_id=f"t-stop-{time.time_ns()}")
+    quiet = client.submit_job(entrypoint="true", submission_id=f"t-quiet-{time.time_ns()}")
+    busy = client.submit_job(entrypoint="exec sleep 120", submission_id=f"t-busy-{time.time_ns()}")
+    rows = {sid: _row_for(db, sid) for sid in (stopped, quiet, busy, "t-unknown")}
+    _wait_for(lambda: str(client.get_job_status(stopped).value) == "RUNNING", 60, "the job to run")
+    client.stop_job(stopped)
+    _wait_for(lambda: all(_ray_done_sid(client, s) for s in (stopped, quiet)), 60, "the jobs to end")
+    assert sorted(runner.fail_lost(db)) == sorted([rows[stopped], rows[quiet], rows["t-unknown"]])
+    views = {sid: runner.job_view(db, job_id) for sid, job_id in rows.items()}
+    assert views[stopped].status == "cancelled" and f"the Ray job {stopped} was stopped through Ray" in (
+        views[stopped].error or ""
+    )
+    assert views[quiet].status == "failed" and "(exit code 0) without recording a result" in (
+        views[quiet].error or ""
+    )
+    assert views["t-unknown"].status == "failed" and "has no job t-unknown" in (
+        views["t-unknown"].error or ""
+    )
+    assert views[busy].status == "running"
+    runner.cancel(db, rows[busy])
+    _wait_for(lambda: str(client.get_job_status(busy).value) == "STOPPED", 60, "cancel to reach Ray")
+
+
+def _ray_done_sid(client, sid: str) -> bool:
+    return str(client.get_job_status(sid).value) in ("SUCCEEDED", "FAILED", "STOPPED")
