@@ -167,6 +167,12 @@ class JobConfig:
         "all-linear", "Modules that get adapters: 'all-linear' or comma-separated names."
     )
     logging_steps: int = _f(1, "Write metrics every this many steps.", ge=1)
+    report_to: str = _f(
+        "",
+        "Experiment trackers that also get the curves, comma-separated: trackio, mlflow, wandb (offline). "
+        "Empty = none; the studio keeps its own curves either way. Stores are local, in the data home's "
+        "trackers folder (training.jobs.trackers).",
+    )
     save_steps: int = _f(
         0, "Save a resumable checkpoint every this many steps (0 = only the final one).", ge=0
     )
@@ -294,6 +300,13 @@ class JobConfig:
         """The checks that read more than one field, or a file; each ConfigError names its field."""
         if self.num_processes > 1 and self.launcher != "accelerate":
             raise ConfigError("num_processes > 1 needs launcher: accelerate", "num_processes")
+        if self.report_to:
+            from vibestudio.training.jobs.trackers import parse
+
+            try:
+                parse(self.report_to)
+            except ValueError as exc:
+                raise ConfigError(f"report_to: {exc}", "report_to") from exc
         if self.verdict_rules:
             from vibestudio.training.report.verdict import VerdictError, load_rules
 

@@ -7,6 +7,7 @@ in a job process.
   task set;
 - asks the reward sources: a judge that is down, a failed reward job;
 - refuses a taken output name and a job that cannot fit in memory;
+- refuses a tracker in ``report_to`` that is not installed (``training.jobs.trackers``);
 - refuses a job whose report cannot be made: too few held-out prompts beside its training data
   (``training.report.minimums``). So "Config valid" means every part of the report can be made.
 It returns every problem at once, each tied to its field, with what it resolved on the way.
@@ -57,6 +58,7 @@ from vibestudio.training.jobs.estimate import (
     history_for,
     report_key,
 )
+from vibestudio.training.jobs import trackers
 from vibestudio.training.objectives.pairmix import filter_rows, pair_mix
 from vibestudio.training.report.fair import held_out
 from vibestudio.training.report.minimums import MIN_PROMPTS
@@ -198,6 +200,7 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
         _check_pairs(session, cfg, found, fresh_from_votes)
     _check_report(cfg, found)
     found.problem("rewards", lambda: check_reward_sources(session, cfg))
+    found.problem("report_to", lambda: trackers.check(cfg.report_to))
     if cfg.output_name and session.scalar(
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
     ):

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vibestudio.db.session import data_home
 from vibestudio.training.jobs.config import JobConfig
 from vibestudio.training.jobs.metrics import MetricWriter, make_callback
 from vibestudio.training.jobs.preflight import Checked
+from vibestudio.training.jobs.trackers import trainer_args
 from vibestudio.training.publishing.artifacts import write_manifest
 
 
@@ -101,7 +103,7 @@ def common_args(ctx: JobContext) -> dict[str, Any]:
         "save_steps": cfg.save_steps or 500,
         "save_total_limit": 2,
         "seed": cfg.seed,
-        "report_to": [],
+        **trainer_args(cfg.report_to, ctx.job_id, data_home()),
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
         **device_args(cfg),
