@@ -581,7 +581,7 @@ def _board_view() -> _BoardView:
     refresh = gr.Button("Refresh", elem_id="leaderboard-refresh")
     summary = gr.HTML(elem_id="leaderboard-summary")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, elem_id="leaderboard-table")
-    chart = gr.Plot()
+    chart = gr.Plot(elem_id="leaderboard-chart")
     return _BoardView(refresh, summary, table, chart)
 
 

@@ -103,3 +103,18 @@ def test_method_and_predictive_views(db, tmp_path):
     assert (table["low"] <= table["log-loss"]).all() and (table["log-loss"] <= table["high"]).all()
     assert "automatic method" in page.predict_text(pred)
     assert page.predict_text({"checks": [], "best": None}) == "No rated votes yet: nothing to compare."
+
+
+def test_main_chart_is_never_blank_when_no_interval_can_be_told():
+    """Issue 48: with every interval can't tell, the chart says so with the reasons instead of going blank."""
+    board = {
+        "models": [
+            {"name": n, "rating": 1000.0, "ci_low": None, "ci_high": None, "cant_tell": "never compared"}
+            for n in ("a", "b")
+        ],
+        "options": {},
+    }
+    fig = page.board_chart(board)
+    assert fig is not None and "never compared" in fig.layout.annotations[0].text
+    assert "can't tell for all 2 models" in fig.layout.title.text
+    assert page.board_chart({"models": []}) is None
