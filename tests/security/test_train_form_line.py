@@ -36,7 +36,7 @@ def test_a_storm_of_form_events_does_not_hold_another_users_page_load(studio_app
         t.start()
     assert started.wait(10)
     t0 = time.perf_counter()
-    res = studio_app.call(studio_app.http("rex"), load, [])
+    res = studio_app.call(studio_app.http("rex"), load, [None])
     took = time.perf_counter() - t0
     assert res.ok, res.error
     assert took < SLOW_S, f"another user's page load took {took:.1f} s behind the form events"
@@ -47,8 +47,8 @@ def test_a_storm_of_form_events_does_not_hold_another_users_page_load(studio_app
 def test_the_load_leaves_the_yaml_an_edit_wrote(studio_app):
     form, load = studio_app.fn_index(FORM), studio_app.fn_index(LOAD)
     rita = studio_app.http("rita")
-    fresh = studio_app.call(rita, load, [], session="page-one")
+    fresh = studio_app.call(rita, load, [None], session="page-one")
     assert fresh.ok and isinstance(fresh.output[-2], str)  # a fresh page gets its first YAML
     assert studio_app.call(rita, form, session="page-two").ok
-    late = studio_app.call(rita, load, [], session="page-two")  # a load that lands after the edit
+    late = studio_app.call(rita, load, [None], session="page-two")  # a load that lands after the edit
     assert late.ok and not isinstance(late.output[-2], str), late.output[-2]
