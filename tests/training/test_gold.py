@@ -79,7 +79,7 @@ def test_without_the_option_nothing_is_kept():
 def test_config_checks_the_gold_options():
     with pytest.raises(ConfigError, match="stop_at_best_gold needs a gold signal"):
         make_config("dpo", parent_contestant="p", stop_at_best_gold=True)
-    with pytest.raises(ConfigError, match="gold must be"):
+    with pytest.raises(ConfigError, match="gold .vibes. unknown; choose one of none, evals"):
         make_config("dpo", parent_contestant="p", gold="vibes")
     assert make_config("dpo", parent_contestant="p").kl_every == 4  # KL during training by default
 
