@@ -388,6 +388,19 @@ def test_ray_jobs_that_end_behind_the_studios_back_end_their_rows_with_why(on_ra
         views["t-unknown"].error or ""
     )
     assert views[busy].status == "running"
+    # a row whose submitter had not yet recorded its submission: promoted once Ray knows it, else left alone
+    with db.session() as s:
+        known = Job(kind="dpo", config={"kind": "dpo"}, status="queued", host=ray_jobs.SUBMITTING + busy)
+        unknown = Job(
+            kind="dpo", config={"kind": "dpo"}, status="queued", host=ray_jobs.SUBMITTING + "t-flight"
+        )
+        s.add_all([known, unknown])
+        s.flush()
+        ids = known.id, unknown.id
+    assert runner.fail_lost(db) == []
+    assert runner.job_view(db, ids[0]).host == f"ray:{busy}"  # from now on judged as any submitted job
+    assert runner.job_view(db, ids[1]).status == "queued"
+    runner.cancel(db, ids[1])
     runner.cancel(db, rows[busy])
     _wait_for(lambda: str(client.get_job_status(busy).value) == "STOPPED", 60, "cancel to reach Ray")
 

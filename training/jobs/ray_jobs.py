@@ -315,7 +315,8 @@ def ended(db: Database) -> list[Ended]:
     with db.session() as s:
         rows = s.execute(
             select(Job.id, Job.status, Job.host, Job.log_path).where(
-                Job.status.in_(("queued", "running")), Job.host.like(PREFIX + "%")
+                Job.status.in_(("queued", "running")),
+                Job.host.like(PREFIX + "%") | Job.host.like(SUBMITTING + "%"),
             )
         ).all()
     if not rows:
@@ -327,8 +328,13 @@ def ended(db: Database) -> list[Ended]:
         return []
     out: list[Ended] = []
     for job_id, status, host, log_path in rows:
+        host = str(host)
         sid = submission_of(host)
         info = known.get(sid)
+        if host.startswith(SUBMITTING):  # its submitter may still be on its way (or died after submitting)
+            if info is not None:
+                _name_node(db, job_id, host, PREFIX + str(sid))
+            continue
         if info is None:
             out.append(
                 Ended(
@@ -342,7 +348,7 @@ def ended(db: Database) -> list[Ended]:
             )
             continue
         node = info.driver_node_id
-        if node and host and ON_NODE not in host:
+        if node and ON_NODE not in host:
             _name_node(db, job_id, host, f"{PREFIX}{sid}{ON_NODE}{node}")
         ray_status = str(getattr(info.status, "value", info.status))
         if ray_status in ("PENDING", "RUNNING"):
