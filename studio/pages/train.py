@@ -132,12 +132,17 @@ def _task_sets(ctx: StudioContext) -> list[str]:
     return [t.name for t in list_task_sets(ctx.db)]
 
 
+def _snapshot_labels(s: Any) -> list[str]:
+    """The snapshot picker's choices: a new one from the votes, then each frozen snapshot."""
+    return [NEW_SNAPSHOT] + [f"{x['hash'][:16]} ({x['rows']})" for x in list_snapshots(s)]
+
+
 def _choices(
     ctx: StudioContext, uid: int | None = None
 ) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     with ctx.db.session() as s:
         parents = [c.public_name for c in list_contestants(s)]
-        snaps = [NEW_SNAPSHOT] + [f"{x['hash'][:16]} ({x['rows']})" for x in list_snapshots(s)]
+        snaps = _snapshot_labels(s)
     reward_jobs = [(NONE, NONE)] + [
         (f"job {j.id} ({j.status})", str(j.id))
         for j in list_jobs(ctx.db, user_id=uid)
@@ -919,7 +924,9 @@ def _config_handlers(ctx: StudioContext) -> _ConfigHandlers:
             )
         except PermissionDenied as exc:
             raise user_error(exc) from exc
-        _, new_snaps, _ = _choices(ctx, uid)
+        # a launch may have frozen a snapshot; the parents and reward jobs did not change
+        with ctx.db.session() as s:
+            new_snaps = _snapshot_labels(s)
         return (
             to_html(f"Job **{jid}** submitted."),
             check_markdown(check),
