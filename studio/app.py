@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from vibestudio.studio import fresh, headers, uploads
+from vibestudio.studio import fresh, headers, roles, uploads
 from vibestudio.studio.auth import SessionGuard, check_serving
 from vibestudio.studio.context import StudioContext, build_context
 from vibestudio.studio.gate import Limits, RequestGate
@@ -53,7 +53,8 @@ THEME_FONTS = dict(
 
 
 def build_app(ctx: StudioContext) -> gr.Blocks:
-    with gr.Blocks(title="Vibe Studio") as demo:
+    # shaped by role (``studio.roles``): each tab and marked section shown only to the roles that may use it
+    with roles.shaping(hidden_first=ctx.access.required) as shaped, gr.Blocks(title="Vibe Studio") as demo:
         gr.Markdown("# Vibe Studio\nWhich model do people actually like, and why?")
         # The two timers live outside the tabs, so they exist before any tab is opened (a tab's children mount only
         # when it is first opened); ``_tab`` switches them as tabs open.
@@ -81,6 +82,7 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
             models.build(ctx, demo)
         with _tab("Admin", "admin", timers):
             admin.build(ctx, demo)
+        roles.shape(ctx, demo, shaped)
     fresh.refresh_on_open(demo)  # every view a page load fills is filled again when its tab opens
     demo.queue(default_concurrency_limit=8)
     sanitize_html_components(demo)
@@ -126,6 +128,7 @@ def _sanitized(postprocess: Any) -> Any:
 def _tab(label: str, name: str, timers: dict[str, gr.Timer]) -> Iterator[gr.Tab]:
     """``gr.Tab(label, id=name)`` whose opening switches ``timers`` (``_runs_timers``) before the page's own events."""
     with gr.Tab(label, id=name) as tab:
+        roles.restrict(tab, roles.TAB_ROLES[name])
         _runs_timers(tab, name, timers)
         yield tab
 

@@ -37,6 +37,7 @@ from vibestudio.arena.prompts import MT_BENCH, PromptImportError, get_prompt, li
 from vibestudio.arena.registry import BUILTIN_GGUF, RegistryError, get_contestant
 from vibestudio.arena.self_play import SELF_PLAY, default_temperatures
 from vibestudio.common import outcomes
+from vibestudio.studio import roles
 from vibestudio.studio.context import StudioContext
 from vibestudio.studio.errors import log, refuse, require, user_error, wire
 from vibestudio.studio.render import CUT_NOTE, counted, error_text, literal, to_html
@@ -1042,7 +1043,8 @@ def _for_prompt_box(ctx: StudioContext) -> Any:
 
 def _persona_form(ctx: StudioContext) -> None:
     """A small form (and a YAML upload) that adds personas as contestants."""
-    with gr.Accordion("Add a persona (model + system prompt + decoding)", open=False):
+    with gr.Accordion("Add a persona (model + system prompt + decoding)", open=False) as box:
+        roles.restrict(box, "researcher")  # shown to researchers only (the handlers check the role again)
         with gr.Row():
             name = gr.Textbox(label="Name (shown after the vote)", elem_id="persona-name")
             engine = gr.Dropdown(list(ENGINE_KINDS), value="llama_cpp", label="Engine")

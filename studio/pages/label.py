@@ -28,6 +28,7 @@ from vibestudio.annotation.labelling import (
 from vibestudio.annotation.queues import QueueError, edit_checklist, get_queue, list_queues
 from vibestudio.annotation.rubrics import Criterion, rubric_from_dict
 from vibestudio.common import outcomes
+from vibestudio.studio import roles
 from vibestudio.studio.context import StudioContext
 from vibestudio.studio.errors import refuse, require, user_error, wire
 from vibestudio.studio.render import CUT_NOTE, count, literal, to_html
@@ -146,7 +147,8 @@ def _task_column() -> _TaskColumn:
             buttons = [gr.Button(text, elem_id=f"label-choice-{c}", interactive=False) for text, c in CHOICES]
             skip = gr.Button("S · Skip", elem_id="label-skip", interactive=False)
         reason = gr.Textbox(label="Why? (optional)", lines=2, elem_id="label-reason")
-        with gr.Accordion("Edit this prompt's checklist (one line each)", open=False):
+        with gr.Accordion("Edit this prompt's checklist (one line each)", open=False) as editor:
+            roles.restrict(editor, "researcher")  # shown to researchers only (the save checks the role again)
             checklist_edit = gr.Textbox(lines=3, show_label=False, elem_id="label-checklist-edit")
             save_checklist = gr.Button("Save checklist", size="sm", elem_id="label-checklist-save")
             checklist_note = gr.HTML("", elem_id="label-checklist-note")

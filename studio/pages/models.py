@@ -27,6 +27,7 @@ from plotly.subplots import make_subplots
 from vibestudio.accounts import PermissionDenied
 from vibestudio.arena.registry import RegistryError, list_contestants
 from vibestudio.standings.leaderboard import LeaderboardService
+from vibestudio.studio import roles
 from vibestudio.studio.context import StudioContext
 from vibestudio.studio.errors import require, user_error
 from vibestudio.studio.render import counted, literal, to_html
@@ -219,7 +220,9 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
     report = gr.HTML(elem_id="models-report")
     curves = gr.Plot(label="Training curves", visible=False, elem_id="models-curves")
     vibe = gr.HTML(elem_id="models-vibe")
-    with gr.Accordion("Hold or let into anonymous battles (researchers)", open=False):
+    with gr.Accordion("Hold or let into anonymous battles (researchers)", open=False) as decide_box:
+        # shown to researchers only (the handlers check the role again)
+        roles.restrict(decide_box, "researcher")
         reason = gr.Textbox(label="Why (logged)", elem_id="models-reason")
         with gr.Row():
             let_in = gr.Button("Let it play", elem_id="models-release")
@@ -274,7 +277,9 @@ def export_section(ctx: StudioContext, pick: gr.Dropdown) -> None:
     """Export the picked model for deployment (researchers): its GGUF file, or its HF weights with the LoRA
     merged in (a zip), written under the data home's exports and offered as a download
     (``training.publishing.model_export.export``, as ``vibestudio models export``)."""
-    with gr.Accordion("Export for deployment (researchers)", open=False):
+    with gr.Accordion("Export for deployment (researchers)", open=False) as export_box:
+        # shown to researchers only (the export checks the role again)
+        roles.restrict(export_box, "researcher")
         with gr.Row():
             fmt = gr.Radio(["gguf", "merged"], value="gguf", label="Format", elem_id="models-export-format")
             go_export = gr.Button("Export", elem_id="models-export")

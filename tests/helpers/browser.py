@@ -149,3 +149,38 @@ def open_model(browser, url: str, name: str):  # type: ignore[no-untyped-def]
     page.locator("#models-pick input").click()
     page.locator("#models-pick").get_by_role("option", name=name).click()
     return page
+
+
+def sign_in(browser, url: str, name: str, password: str):  # type: ignore[no-untyped-def]
+    """A new page in a context of its own (its own cookies) on the studio at ``url``, signed in as ``name``
+    through the login form; returns once the studio's tabs are on the page."""
+    page = browser.new_context(viewport={"width": 1400, "height": 1200}).new_page()
+    page.set_default_timeout(STEP_MS)
+    page.goto(url)
+    page.locator("input[type=password]").fill(password)
+    page.locator("input[type=text]").first.fill(name)
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_selector("button[role=tab]")
+    return page
+
+
+def visible_tabs(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """The names of the tabs the page shows, in order."""
+    return page.evaluate(
+        "() => [...document.querySelectorAll('button[role=tab]')].filter(t => t.offsetParent !== null)"
+        ".map(t => t.innerText.trim())"
+    )
+
+
+def error_badges(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every red "Error" the page shows (a failed event's badge over its outputs, an error toast), each named by
+    the nearest element id around it, a toast by its text."""
+    return page.evaluate(
+        r"""() => [...document.querySelectorAll('*')]
+            .filter(e => e.offsetParent !== null && e.children.length === 0 && e.textContent.trim() === 'Error')
+            .map(e => {
+                const toast = e.closest('[class*=toast-body]');
+                const where = (e.closest('[id]') || {}).id || e.className || e.tagName;
+                return toast ? `toast: ${toast.innerText.replace(/\s+/g, ' ').slice(0, 300)}` : where;
+            })"""
+    )

@@ -102,7 +102,9 @@ LEAST_ROLE: dict[str, str] = {
     P + "objectives._wire.<locals>.on_show": RESEARCHER,
     P + "objectives._open_handler.<locals>.on_open": RESEARCHER_READ,
     P + "train._jobs_refresh.<locals>.on_jobs": RESEARCHER_READ,
-    P + "train._load_handler.<locals>.on_load": RESEARCHER,
+    # the page load: a lower role's page hides the Train tab, and its load answers it with no change
+    # (``studio.roles.quiet_hidden_loads``); called by index, nothing comes back
+    P + "train._load_handler.<locals>.on_load": RESEARCHER_READ,
     P + "models.build.<locals>.show": ANY,
     P
     + "models.build.<locals>.on_open": ANY,  # the page load and the tab's opening: the list and the pick again
@@ -120,6 +122,7 @@ LEAST_ROLE: dict[str, str] = {
     P + "admin.build.<locals>.on_list": ADMIN,
     P + "admin.build.<locals>.on_load": ADMIN_READ,
     P + "admin.build_checks.<locals>.on_check": ADMIN,
+    "vibestudio.studio.roles.shape.<locals>.on_load": ANY,  # which tabs and sections the viewer's role shows
 }
 
 

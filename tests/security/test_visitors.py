@@ -93,7 +93,7 @@ def _models_show(app, who: str, name: str) -> str:
     load first, which offers the contestants made since the app started)."""
     http, session = app.http(who), f"models-{who}"
     assert app.call(
-        http, app.fn_index("vibestudio.studio.pages.models.build.<locals>.<lambda>"), [], session=session
+        http, app.fn_index("vibestudio.studio.pages.models.build.<locals>.on_open"), [None], session=session
     ).ok
     out = app.call(http, app.fn_index("models_show"), [name], session=session)
     assert out.ok, out.error
