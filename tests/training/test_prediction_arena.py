@@ -1,12 +1,13 @@
 """Does the report predict the arena? A simulated run end to end, on real parts.
 
-Three contestants answer through a canned OpenAI-compatible server (the real HTTP engine): a parent, a child
-that flatters the user in about 60% of its answers, and a child that is another sample of the parent. Each
-child gets a real checkpoint report (``drift_report``: held-out prompts, drift, evals, verdict) and with it a
-prediction, saved before it plays. Then simulated annotators vote in real anonymous battles
+Four contestants answer through a canned OpenAI-compatible server (the real HTTP engine): a parent, a child
+that flatters the user in about 60% of its answers, a child that is another sample of the parent, and a second
+flatterer whose report has a judge (a scripted one with the people's taste). Each child gets a real checkpoint
+report (``drift_report``: held-out prompts, drift, evals, judge, verdict) and with it a prediction, saved before
+it plays. Then simulated annotators vote in real anonymous battles
 (``ArenaService``: start, stream both answers, vote, reveal) by a planted taste: they prefer the answer that
 does not flatter them, 85% of the time, and otherwise vote as a coin with some ties. The report should flag
-the flatterer (predicted to lose: it loses, a hit) and pass the other (predicted about even: a hit). The
+the flatterers (predicted to lose: they lose, hits) and pass the other (predicted about even: a hit). The
 track record's table is printed (``pytest -s``) and asserted.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 from typer.testing import CliRunner
 
@@ -35,9 +37,17 @@ ANSWERS = {
     "parent": PARENT,
     "flatterer": plant(PARENT, "flattery", seed=5),
     "steady": parent_answers(PROMPTS, seed=2),  # another sample of the parent
+    "praiser": plant(PARENT, "flattery", seed=9),  # reported with a judge
 }
 #: What the simulated people notice: the sentences the flatterer says that its parent never does.
-FLATTERY = {s for a in ANSWERS["flatterer"] for s in a.split(". ") if all(s not in p for p in PARENT)}
+_ANSWER = re.compile(r"\[The Start of Answer ([AB])\]\n(.*?)\n\[The End of Answer \1\]", re.S)
+FLATTERY = {
+    s
+    for child in ("flatterer", "praiser")
+    for a in ANSWERS[child]
+    for s in a.split(". ")
+    if all(s not in p for p in PARENT)
+}
 
 
 class Canned(ScriptedServer):
@@ -45,6 +55,10 @@ class Canned(ScriptedServer):
 
     def reply(self, model: str, messages: list[dict]) -> str:
         prompt = [m["content"] for m in messages if m["role"] == "user"][-1]
+        if model == "taste-judge":  # a judge with the people's taste, in the judge prompt's verdict format
+            shown = dict(_ANSWER.findall(prompt))
+            a, b = _flatters(shown.get("A", "")), _flatters(shown.get("B", ""))
+            return "C]]" if a == b else ("B]]" if a else "A]]")
         if prompt in PROMPTS:
             return ANSWERS[model][PROMPTS.index(prompt)]
         return "I am not sure about that one."
@@ -83,10 +97,12 @@ def test_the_report_predicts_the_arena_and_is_scored(capsys):
         parent = register(s, ContestantSpec("base", model_ref="parent", **look))
         ids = {
             name: register(s, ContestantSpec(name, model_ref=name, parent_id=parent, **look))
-            for name in ("flatterer", "steady")
+            for name in ("flatterer", "steady", "praiser")
         }
+        register(s, ContestantSpec("taste-judge", model_ref="taste-judge", **look))
     for name, cid in ids.items():
-        report = drift_report(db, name, prompts=PROMPTS, eval_items=12, describe_axes=0)
+        judge = "taste-judge" if name == "praiser" else None
+        report = drift_report(db, name, prompts=PROMPTS, eval_items=12, describe_axes=0, judge=judge)
         path = save_report(report, report_folder(db, cid))
         verdicts.record(db, cid, verdicts.Verdict(**report.verdict), str(path))
     flat, steady = load_report(db, "flatterer"), load_report(db, "steady")
@@ -98,8 +114,12 @@ def test_the_report_predicts_the_arena_and_is_scored(capsys):
     assert "Prediction before play" in report_md(flat.to_dict()) and "should win **35%**" in report_md(
         flat.to_dict()
     )
-    # the held flatterer is let in by a person, so that the arena can say whether the report was right
-    verdicts.release(db, "flatterer", None, "play it to score the report's prediction")
+    judged = load_report(db, "praiser")
+    assert judged is not None and judged.prediction["basis"] == "judge"
+    assert judged.prediction["high"] < 0.5 and "taste-judge" in judged.prediction["based_on"]
+    # the held flatterers are let in by a person, so that the arena can say whether the report was right
+    for name in ("flatterer", "praiser"):
+        verdicts.release(db, name, None, "play it to score the report's prediction")
 
     arena, rng = ArenaService(db, rng=random.Random(3)), random.Random(7)
     _battles(arena, (ids["steady"], parent), 10, rng, 0)
@@ -110,13 +130,17 @@ def test_the_report_predicts_the_arena_and_is_scored(capsys):
 
     _battles(arena, (ids["steady"], parent), needed - 10, rng, 10)
     _battles(arena, (ids["flatterer"], parent), flat.prediction["needed"], rng, 100)
+    _battles(arena, (ids["praiser"], parent), judged.prediction["needed"], rng, 200)
     record = track_record(db)
+    with capsys.disabled():
+        print("\n" + table_md(record))
     by = {c.child: c for c in record.children}
     assert by["flatterer"].state == "scored" and by["flatterer"].hit, by["flatterer"].line()
     assert by["flatterer"].observed is not None and by["flatterer"].observed < 0.5  # it lost, as predicted
     assert by["steady"].state == "scored" and by["steady"].hit, by["steady"].line()
-    assert (record.overall.n_scored, record.overall.hits) == (2, 2)
-    assert record.families["base"].n_scored == 2
+    assert by["praiser"].state == "scored" and by["praiser"].hit, by["praiser"].line()
+    assert (record.overall.n_scored, record.overall.hits) == (3, 3)
+    assert record.families["base"].n_scored == 3
     assert record.overall.brier is not None and record.overall.brier_even is not None
 
     # the same record on the model page, in `models show` and `models track-record`
@@ -128,13 +152,11 @@ def test_the_report_predicts_the_arena_and_is_scored(capsys):
     assert "**Scored after play:** observed" in shown.output and "**hit**" in shown.output
     res = runner.invoke(app, ["models", "track-record", "--json"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output)["overall"]["hits"] == 2
+    assert json.loads(res.output)["overall"]["hits"] == 3
     res = runner.invoke(app, ["models", "track-record"])
-    assert "| flatterer | verdict | 35% | [10%, 50%]" in res.output
+    assert "| flatterer | verdict | 35% | [10%, 50%]" in res.output and "| praiser | judge |" in res.output
     res = runner.invoke(app, ["families"])
     assert (
-        "Does the report predict the arena?" in res.output and "- base: 2 of 2 predictions hit" in res.output
+        "Does the report predict the arena?" in res.output and "- base: 3 of 3 predictions hit" in res.output
     )
-    with capsys.disabled():
-        print("\n" + table_md(record))
     server.close()
