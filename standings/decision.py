@@ -167,13 +167,14 @@ def _quality(
             out[side] = {"value": None, "n": 0}
         elif m.get("cant_tell"):
             missing.append(f"{name}'s rating: {m['cant_tell']}")
-            out[side] = {"value": None, "n": m["n_battles"], "cant_tell": m["cant_tell"], "rank": m["rank"]}
+            n = m.get("n_votes", m["n_battles"])  # the rating's sample: rated votes
+            out[side] = {"value": None, "n": n, "cant_tell": m["cant_tell"], "rank": m["rank"]}
         else:
             out[side] = {
                 "value": m["rating"],
                 "value_low": m["ci_low"],
                 "value_high": m["ci_high"],
-                "n": m["n_battles"],
+                "n": m.get("n_votes", m["n_battles"]),
                 "rank": m["rank"],
             }
     order = _apart(out["a"], out["b"])

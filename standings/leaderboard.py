@@ -162,6 +162,16 @@ class LeaderboardService:
             params.append(self.cache.categories.index(name) if name in self.cache.categories else -2)
         return " AND ".join(clauses), params
 
+    def _battles(self, o: BoardOptions, names: dict[int, str]) -> dict[str, int]:
+        """Per model, the battles its rated votes on `o`'s board come from (a battle of two turns has two votes)."""
+        where, params = self._where(o)
+        rows = self.cache.query(
+            f"SELECT m, count(DISTINCT battle_id) AS n FROM (SELECT a AS m, battle_id FROM votes WHERE {where} "
+            f"UNION ALL SELECT b AS m, battle_id FROM votes WHERE {where}) GROUP BY m",
+            [*params, *params],
+        )
+        return {names.get(int(m), str(m)): int(n) for m, n in zip(rows["m"], rows["n"], strict=True)}
+
     def _cells(self, o: BoardOptions, by_day: bool = False) -> dict[str, np.ndarray]:
         """(a, b, outcome, nop, n, inv) per cell of `o`'s votes; with `by_day` also per day (from the rows)."""
         where, params = self._where(o)
@@ -206,8 +216,12 @@ class LeaderboardService:
                 else:
                     records = _expand(self._cells(o), names, False)
                 elo = self._elo_ratings(o) if o.elo_k is not None and len(records) else None
+                battles = self._battles(o, names)
         if out is None:
             out = self._fit(o, records, names, elo)
+            # the fit's rows are votes (one per turn): name each count for what it counts
+            for m in out["models"]:
+                m["n_votes"], m["n_battles"] = m["n_battles"], battles.get(m["name"], 0)
             with self.cache.lock:
                 self._memo[key] = out
         out = dict(out)
@@ -238,6 +252,7 @@ class LeaderboardService:
                 both_bad=o.both_bad,
                 elo_k=None,
                 min_battles=o.min_battles,
+                record_noun="vote",
             )
             out.update(board.to_dict())
             out["style_intervals"] = {k: list(v) for k, v in board.style_intervals.items()}
@@ -285,9 +300,7 @@ class LeaderboardService:
             ids = {name: cid for cid, name in names.items()}
             for m in board["models"]:
                 if m["name"] in ids:
-                    ratings[ids[m["name"]]] = RatingInfo(
-                        m["rating"], m["ci_low"], m["ci_high"], m["n_battles"]
-                    )
+                    ratings[ids[m["name"]]] = RatingInfo(m["rating"], m["ci_low"], m["ci_high"], m["n_votes"])
         out = SamplerInputs(ratings, counts)
         with self.cache.lock:
             self._memo[key] = out

@@ -448,6 +448,7 @@ def leaderboard(
     resample: str = "bayesian",
     method: str = "bt",
     vote_weights: Any = None,
+    record_noun: str = "battle",
 ) -> Leaderboard:
     """Bradley-Terry leaderboard on the Elo scale from battle records (list of dicts, DataFrame or BattleRecords).
 
@@ -458,6 +459,8 @@ def leaderboard(
     bootstrap scheme: "multinomial" (resample battles with replacement, as FastChat) or "bayesian" (Dirichlet weights
     on the battles; same intervals to first order, about twice as fast to draw). `method` "bt" counts a tie as half
     a win; "rao-kupper" and "davidson" fit tie probabilities (one parameter per tie kind that occurs).
+    `record_noun` names what one record is in the warnings: "battle" (FastChat's layout) or "vote" (the studio's
+    records, one per turn).
     """
     _check_options(method, style_control or vibe_control, ci_method, resample, bootstrap_rounds, ci_level)
     recs = as_records(records)
@@ -503,7 +506,7 @@ def leaderboard(
             else f"ratings are on {anchor}'s scale"
         )
         board.warnings[-1] += "; the intervals of models outside it read can't tell"
-    board.warnings.extend(_few_battles(board.models, min_battles))
+    board.warnings.extend(_few_battles(board.models, min_battles, record_noun))
     return board
 
 
@@ -523,14 +526,15 @@ def _empty_board(
     )
 
 
-def _few_battles(models: list[ModelRating], min_battles: int) -> list[str]:
-    """The warning (if any) about models with fewer than `min_battles` battles."""
+def _few_battles(models: list[ModelRating], min_battles: int, noun: str = "battle") -> list[str]:
+    """The warning (if any) about models with fewer than `min_battles` records, named for what one record is
+    (`noun`: a battle in FastChat's layout, a vote in the studio's, where a battle of two turns has two)."""
     few = [r.name for r in models if r.n_battles < min_battles]
     if not few:
         return []
     return [
-        f"{_names(few)} {'has' if len(few) == 1 else 'have'} fewer than {counted(min_battles, 'battle')}: can't "
-        "tell yet where they stand (their intervals are at least as wide as the model allows for so few battles)"
+        f"{_names(few)} {'has' if len(few) == 1 else 'have'} fewer than {counted(min_battles, noun)}: can't "
+        f"tell yet where they stand (their intervals are at least as wide as the model allows for so few {noun}s)"
     ]
 
 

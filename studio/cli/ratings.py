@@ -314,7 +314,9 @@ def _cant_tell_lines(models: list[dict[str, Any]]) -> list[str]:
 def _board_lines(board: dict[str, Any]) -> str:
     lines = [f"{'#':>3} {'model':<28}{'rating':>8}{'95% CI':>20}{'votes':>8}"]
     for m in board["models"]:
-        lines.append(f"{m['rank']:>3} {m['name']:<28}{m['rating']:>8.1f}{_ci(m)}{m['n_battles']:>8}")
+        lines.append(
+            f"{m['rank']:>3} {m['name']:<28}{m['rating']:>8.1f}{_ci(m)}{m.get('n_votes', m['n_battles']):>8}"
+        )
     lines += _cant_tell_lines(board["models"])
     return "\n".join(lines + [f"warning: {w}" for w in board.get("warnings", [])])
 

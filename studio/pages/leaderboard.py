@@ -53,6 +53,7 @@ COLUMNS = [
     "ci_high",
     "rank_high",
     "elo",
+    "n_votes",
     "n_battles",
     "wins",
     "losses",
@@ -954,7 +955,7 @@ def _view_handlers(ctx: StudioContext, options: Callable[..., BoardOptions]) -> 
 # -- how fragile is the order; LC win rate (votes-to-flip, #31) ----------------------------------------------------------
 FLIP_COLUMNS = ["#", "higher", "lower", "rating gap", "votes to flip", "share of votes", "note"]
 FLIP_VOTE_COLUMNS = ["battle", "vote", "voted at (UTC)", "voter", "model_a", "model_b", "winner"]
-LC_COLUMNS = ["name", "battles", "win %", "win low", "win high", "LC win %", "LC low", "LC high", "note"]
+LC_COLUMNS = ["name", "votes", "win %", "win low", "win high", "LC win %", "LC low", "LC high", "note"]
 
 
 def flip_summary(service: Any, o: BoardOptions, board: dict[str, Any]) -> str:
@@ -1022,7 +1023,7 @@ def lc_table(out: dict[str, Any]) -> pd.DataFrame:
     rows = [
         {
             "name": r["name"],
-            "battles": r["n_battles"],
+            "votes": r["n_battles"],  # win_rates counts the board's records: rated votes
             "win %": _r(r["win_rate"]),
             "win low": _r(r["win_low"]),
             "win high": _r(r["win_high"]),

@@ -238,3 +238,31 @@ def test_decision_card_reads_the_evals_the_report_measured(db, tiny_model_dir) -
         substance["a"]["value"] == report.evals["child"] and substance["b"]["value"] == report.evals["parent"]
     )
     assert not any("no verifiable evals" in m for m in card.missing)
+
+
+def test_counts_are_named_for_what_they_count(db, tmp_path) -> None:
+    """`n_battles` counted votes (a battle of two turns counted twice): the board now gives both, each named."""
+    from sqlalchemy import func, select
+
+    from tests.helpers.standings import register_contestants, write_battles
+    from vibestudio.db.models import Battle, Vote
+    from vibestudio.standings.leaderboard import BoardOptions, LeaderboardService
+    from vibestudio.standings.vote_cache import VoteCache
+
+    ids = register_contestants(db)
+    write_battles(db, ids, 40, mode="anonymous")
+    board = LeaderboardService(db, VoteCache(db, tmp_path / "c")).board(BoardOptions(ci_method="sandwich"))
+    with db.session() as s:
+        for m in board["models"]:
+            cid = ids[m["name"]]
+            rated = (
+                select(Vote.battle_id)
+                .join(Battle, Vote.battle_id == Battle.id)
+                .where((Battle.a_id == cid) | (Battle.b_id == cid), ~Vote.revealed_before_vote)
+                .subquery()
+            )
+            votes = s.scalar(select(func.count()).select_from(rated))
+            battles = s.scalar(select(func.count(func.distinct(rated.c.battle_id))))
+            assert (m["n_votes"], m["n_battles"]) == (votes, battles), m
+    assert any(m["n_votes"] > m["n_battles"] for m in board["models"])  # some battles had two turns
+    assert all("fewer than 10 votes" in w for w in board["warnings"] if "fewer than" in w)

@@ -26,7 +26,7 @@ def test_tables_and_figures(db, tmp_path):
     assert (
         f"<strong>{board['n_votes']}</strong> rated votes" in text
         and "⚠️" in text
-        and "fewer than 100 battles" in text
+        and "fewer than 100 votes" in text
     )
     style = page.style_table(board)
     told = style[style["note"] == ""]

@@ -539,14 +539,15 @@ def _setting(value: Any) -> str:
 
 
 def ratings_md(page: dict[str, Any], esc: Escape = _plain) -> str:
-    lines = ["### Rating", "| board | rating [95% CI] | rank | battles |", "|---|---|---|---|"]
+    lines = ["### Rating", "| board | rating [95% CI] | rank | votes (battles) |", "|---|---|---|---|"]
     for label, row in page["ratings"].items():
         if "missing" in row:
             lines.append(f"| {label} | can’t tell: {esc(str(row['missing']))} | | |")
         else:
             lines.append(
                 f"| {label} | {row['rating']:.0f} [{row['ci_low']:.0f}, {row['ci_high']:.0f}] | "
-                f"{rank_words(row['rank_low'], row['rank_high'], row['of'])} | {row['n_battles']} |"
+                f"{rank_words(row['rank_low'], row['rank_high'], row['of'])} | "
+                f"{row.get('n_votes', row['n_battles'])} ({row['n_battles']}) |"
             )
     h = page.get("head_to_head")
     if h:
