@@ -47,3 +47,20 @@ def test_the_prediction_says_what_it_is_based_on():
     assert since_stamp({"made_at": "2026-01-05T12:00:00+00:00"}) == since_stamp(
         {"made_at": "2026-01-05T12:00:00"}
     )
+
+
+def test_an_old_report_gets_no_prediction_after_play_and_a_broken_one_says_so():
+    from vibestudio.training.report.steps import from_saved
+    from vibestudio.training.report.track_record import score_child
+
+    old = from_saved(
+        {"contestant_id": 2, "contestant": "kid", "parent_id": 1, "parent": "mum", "verdict": {}}
+    )
+    assert old.prediction == {}  # a report saved before predictions: none is made when it is read
+    said = score_child("kid", "mum", old.to_dict().get("prediction"), [])
+    assert said.state == "no prediction" and "made before reports predicted" in said.why
+    broken = score_child("kid", "mum", {"basis": "verdict", "p": "x", "low": 0.1, "high": 0.5}, [])
+    assert broken.state == "no prediction" and "does not read (ValueError" in broken.why
+    made = predict(_report())
+    good = score_child("kid", "mum", made, [])
+    assert good.state == "can't tell yet" and good.needed == 25 and "25 more votes needed" in good.line()

@@ -25,23 +25,28 @@ from vibestudio.training.report.steps import load_report
 def score_child(
     child: str, parent: str | None, prediction: dict[str, Any] | None, records: list[dict[str, Any]]
 ) -> scoring.Scored:
-    """One child's prediction (None: its report had none) against the records."""
+    """One child's prediction (None or empty: its report had none) against the records."""
     if parent is None:
         return scoring.unpredicted(child, None, "no parent to play against")
-    if prediction is None:
+    if not prediction:
         return scoring.unpredicted(child, parent, "its report was made before reports predicted")
     if prediction.get("basis") == "none":
         return scoring.unpredicted(child, parent, str(prediction.get("why", "")))
-    pred = scoring.Predicted(
-        child,
-        str(prediction.get("against") or parent),
-        float(prediction["p"]),
-        float(prediction["low"]),
-        float(prediction["high"]),
-        since_stamp(prediction),
-        str(prediction.get("basis", "")),
-    )
-    return scoring.score(pred, records)
+    try:
+        pred = scoring.Predicted(
+            child,
+            str(prediction.get("against") or parent),
+            float(prediction["p"]),
+            float(prediction["low"]),
+            float(prediction["high"]),
+            since_stamp(prediction),
+            str(prediction.get("basis", "")),
+        )
+        return scoring.score(pred, records)
+    except (KeyError, TypeError, ValueError) as exc:  # a saved report edited by hand: say so, keep the page
+        return scoring.unpredicted(
+            child, parent, f"its saved prediction does not read ({type(exc).__name__}: {exc})"
+        )
 
 
 def track_record(db: Database) -> scoring.TrackRecord:
