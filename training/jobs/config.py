@@ -180,6 +180,21 @@ class JobConfig:
     check_memory: bool = _f(
         True, "Refuse to launch when the estimated peak memory exceeds what is available."
     )
+    gradient_checkpointing: bool = _f(
+        False,
+        "Recompute activations in the backward pass on a GPU: far less activation memory, about a third "
+        "slower. Ignored on a CPU.",
+    )
+    qlora: bool = _f(
+        False,
+        "With lora: load the frozen base in 4-bit NF4 (QLoRA; needs a CUDA GPU and bitsandbytes).",
+    )
+    gpu_memory_gb: float | None = _f(
+        None,
+        "Memory per GPU in GB, for the fit check when this machine has no GPU (a job a GPU worker will run; "
+        "num_processes GPUs). null = torch.cuda's figure when there is a GPU, else no GPU check.",
+        gt=0,
+    )
     launcher: str = _f(
         "python",
         "How the job process runs: 'python' (one process) or 'accelerate' (accelerate launch: multi-GPU, DeepSpeed).",
@@ -300,6 +315,8 @@ class JobConfig:
         """The checks that read more than one field, or a file; each ConfigError names its field."""
         if self.num_processes > 1 and self.launcher != "accelerate":
             raise ConfigError("num_processes > 1 needs launcher: accelerate", "num_processes")
+        if self.qlora and not self.lora:
+            raise ConfigError("qlora trains a LoRA adapter on a 4-bit base: set lora: true", "qlora")
         if self.report_to:
             from vibestudio.training.jobs.trackers import parse
 

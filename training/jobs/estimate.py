@@ -170,6 +170,7 @@ class Estimate:
     uncertainty: str = ""  # how far off it may be, in words ("" when calibrated: ``error`` says it)
     error: PastError | None = None  # the estimate's error on the last jobs of this studio
     load: MachineLoad | None = None  # the machine's load when the estimate was made (None: not known)
+    fit: Any = None  # the per-GPU fit (``training.jobs.fit.Fit``) when the job's GPUs are known
 
     @property
     def fits(self) -> bool:
@@ -220,6 +221,7 @@ class Estimate:
             + f"; {self.load_line()}"
             + f"; {self.error.line() if self.error else 'no past jobs to check it against'}; "
             f"{self.trainable_params / 1e6:.2f}M of {self.params / 1e6:.0f}M parameters train"
+            + (f"; per GPU: {self.fit.reason()}" if self.fit is not None else "")
         )
 
 
@@ -333,7 +335,7 @@ def _gpu_visible(cfg: JobConfig) -> bool:
         return False
 
 
-def _reference_forward(cfg: JobConfig) -> bool:
+def reference_forward(cfg: JobConfig) -> bool:
     """Whether the job runs a frozen reference model (DPO, KTO; GRPO with a KL penalty); ORPO, SimPO and reward
     models do not."""
     if isinstance(cfg, GRPOJobConfig):
@@ -373,7 +375,7 @@ def estimate(
     wbytes = 2 if gpu else 4
     n = shape.params
     trainable = shape.lora_params(cfg.lora_r) if cfg.lora else n
-    with_ref = _reference_forward(cfg)
+    with_ref = reference_forward(cfg)
     needs_ref = not cfg.lora and with_ref
     seqs, seq_len = tokens_per_step(cfg)
     micro_seqs = seqs // cfg.gradient_accumulation_steps

@@ -39,6 +39,7 @@ from vibestudio.annotation.snapshots import (
 from vibestudio.annotation.unpaired import ScoreRule, balance, from_pairs, is_unpaired
 from vibestudio.arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from vibestudio.db.models import Checkpoint, Contestant, Job, JobMetric
+from vibestudio.training.jobs import fit, trackers
 from vibestudio.training.jobs.config import (
     JOB_KINDS,
     ConfigError,
@@ -58,7 +59,6 @@ from vibestudio.training.jobs.estimate import (
     history_for,
     report_key,
 )
-from vibestudio.training.jobs import trackers
 from vibestudio.training.objectives.pairmix import filter_rows, pair_mix
 from vibestudio.training.report.fair import held_out
 from vibestudio.training.report.minimums import MIN_PROMPTS
@@ -201,6 +201,7 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
     _check_report(cfg, found)
     found.problem("rewards", lambda: check_reward_sources(session, cfg))
     found.problem("report_to", lambda: trackers.check(cfg.report_to))
+    found.problem("qlora", lambda: fit.qlora_ready(cfg))
     if cfg.output_name and session.scalar(
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
     ):
@@ -490,6 +491,11 @@ def check_resources(
         est = estimate(cfg, base.model_ref, seconds, tokens, past_timings(session), parent, gguf_parent=gguf)
     except (ValueError, OSError):
         return None  # unknown shape (e.g. a hub id): no estimate, no refusal
+    found_fit = gpu_fit(cfg, base.model_ref, est)
+    if found_fit is not None:
+        if cfg.check_memory and not found_fit.fits:
+            raise JobError(found_fit.reason() + " (check_memory: false skips this check)")
+        return est
     if cfg.check_memory and not est.fits:
         assert est.available_bytes is not None
         raise JobError(
@@ -500,3 +506,15 @@ def check_resources(
             + " (check_memory: false skips this check)"
         )
     return est
+
+
+def gpu_fit(cfg: JobConfig, model_ref: str, est: Estimate) -> fit.Fit | None:
+    """The per-GPU fit (``training.jobs.fit``) when the job's GPUs are known, written into ``est``, so the form
+    shows the figure the check used. None without GPUs (torch.cuda or ``gpu_memory_gb``)."""
+    found = fit.job_fit(cfg, model_ref)
+    if found is not None:
+        est.peak_bytes, est.available_bytes = int(found.needed), int(found.gpus.memory)
+        est.device = f"GPU ({found.gpus.words()})"
+        est.breakdown = {k: int(v) for k, v in found.breakdown.items()}
+        est.fit = found
+    return found

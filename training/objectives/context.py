@@ -79,12 +79,14 @@ def on_cpu(cfg: JobConfig) -> bool:
 
 
 def device_args(cfg: JobConfig) -> dict[str, Any]:
-    """TrainingArguments that depend on the device (MACHINE.md: CPU needs use_cpu, no bf16, no checkpointing)."""
+    """TrainingArguments that depend on the device (CPU: use_cpu, no bf16, no checkpointing; GPU: bf16 when
+    supported, gradient checkpointing when the config asks)."""
     import torch
 
     cpu = on_cpu(cfg)
     bf16 = (not cpu) and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return {"use_cpu": cpu, "bf16": bf16, "fp16": False, "gradient_checkpointing": False}
+    checkpointing = bool(cfg.gradient_checkpointing) and not cpu
+    return {"use_cpu": cpu, "bf16": bf16, "fp16": False, "gradient_checkpointing": checkpointing}
 
 
 def common_args(ctx: JobContext) -> dict[str, Any]:
@@ -127,6 +129,15 @@ def load_model(
     # GPU: a frozen LoRA base in bf16 (adapters stay fp32); a full fine-tune keeps fp32 master weights and
     # trains under bf16 autocast (pure-bf16 AdamW loses small updates). CPU: fp32.
     dtype = torch.bfloat16 if cfg.lora and not on_cpu(cfg) else torch.float32
+    if cfg.qlora:  # QLoRA: the frozen base in 4-bit NF4 with double quantization (Dettmers et al. 2023)
+        from transformers import BitsAndBytesConfig
+
+        model_kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16,
+        )
     model = cls.from_pretrained(path, dtype=dtype, **model_kwargs)
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = tok.pad_token_id
