@@ -217,7 +217,7 @@ def collected(
 ) -> Collected:
     """The Data tab's counts. ``pairs`` is what ``snapshot_from_votes`` would freeze now, with the same filters."""
     ended = ended_counts(session)
-    key = (str(session.get_bind().url), include_named, include_revealed, include_self_play, *ended)
+    key = (str(session.get_bind().engine.url), include_named, include_revealed, include_self_play, *ended)
     if key not in _COLLECTED:
         rows, skipped, read = vote_pairs(session, include_named, include_revealed, include_self_play)
         if len(_COLLECTED) >= 64:
