@@ -8,7 +8,6 @@ continues it from its checkpoint on a new node.
 
 from __future__ import annotations
 
-import os
 import shlex
 import socket
 import time
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from tests.helpers.training import FAST
+from vibestudio.common.processes import process_alive
 from vibestudio.db.models import Job, JobMetric
 from vibestudio.training.jobs import ray_jobs, runner
 from vibestudio.training.jobs.config import make_config
@@ -231,17 +231,7 @@ def _ray_done(job_id: int, db) -> bool:
 
 
 def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    return process_alive(pid, command="vibestudio.training.jobs.job_process")
 
 
 @pytest.mark.slow
