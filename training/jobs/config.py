@@ -515,7 +515,23 @@ class GRPOJobConfig(JobConfig):
         "Advantage scaling: group (paper), batch, or none (Dr. GRPO).",
         choices=("group", "batch", "none"),
     )
-    use_vllm: bool = _f(False, "Generate with vLLM colocated on the GPU (needs the vllm extra and a GPU).")
+    use_vllm: bool = _f(
+        False,
+        "Generate with vLLM (needs a GPU): colocated in the training process, or on a server (vllm_mode).",
+    )
+    vllm_mode: str = _f(
+        "colocate",
+        "With use_vllm: 'colocate' (vLLM inside the training process, on its GPU) or 'server' (a vLLM server "
+        "started with `trl vllm-serve`, at vllm_server_host:vllm_server_port; it must answer TRL's /health "
+        "before launch).",
+        choices=("colocate", "server"),
+    )
+    vllm_server_host: str = _f(
+        "127.0.0.1",
+        "With vllm_mode server: the server's host (the engine URL policy applies: a host that is not public "
+        "must be in VIBESTUDIO_ENGINE_ALLOWED_HOSTS).",
+    )
+    vllm_server_port: int = _f(8000, "With vllm_mode server: the server's port.", ge=1, le=65535)
     tasks: str = _f(
         "",
         "RLVR: a task set (name) to train on instead of a snapshot: its train split only (held-out tasks are "
@@ -550,6 +566,8 @@ class GRPOJobConfig(JobConfig):
         from vibestudio.training.objectives.rewards import RewardSpecError, validate_specs
 
         has_task_reward = any(isinstance(r, dict) and r.get("type") == "task" for r in self.rewards)
+        if self.vllm_mode == "server" and not self.use_vllm:
+            raise ConfigError("vllm_mode server generates with vLLM: set use_vllm: true", "vllm_mode")
         if self.tasks and self.snapshot_hash:
             raise ConfigError(
                 "tasks and snapshot_hash are both set: a GRPO job trains on one or the other", "tasks"

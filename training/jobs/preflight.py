@@ -8,6 +8,7 @@ in a job process.
 - asks the reward sources: a judge that is down, a failed reward job;
 - refuses a taken output name and a job that cannot fit in memory;
 - refuses a tracker in ``report_to`` that is not installed (``training.jobs.trackers``);
+- refuses GRPO's vLLM server mode when no server answers TRL's health check, or no CUDA GPU is here;
 - refuses a job whose report cannot be made: too few held-out prompts beside its training data
   (``training.report.minimums``). So "Config valid" means every part of the report can be made.
 It returns every problem at once, each tied to its field, with what it resolved on the way.
@@ -39,7 +40,7 @@ from vibestudio.annotation.snapshots import (
 from vibestudio.annotation.unpaired import ScoreRule, balance, from_pairs, is_unpaired
 from vibestudio.arena.registry import BUILTIN_GGUF, BUILTIN_HF, ContestantInfo, RegistryError, get_contestant
 from vibestudio.db.models import Checkpoint, Contestant, Job, JobMetric
-from vibestudio.training.jobs import fit, trackers
+from vibestudio.training.jobs import fit, trackers, vllm_server
 from vibestudio.training.jobs.config import (
     JOB_KINDS,
     ConfigError,
@@ -202,6 +203,8 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
     found.problem("rewards", lambda: check_reward_sources(session, cfg))
     found.problem("report_to", lambda: trackers.check(cfg.report_to))
     found.problem("qlora", lambda: fit.qlora_ready(cfg))
+    found.problem("vllm_server_host", lambda: vllm_server.check_server(cfg))
+    found.problem("vllm_mode", lambda: vllm_server.check_gpu(cfg))
     if cfg.output_name and session.scalar(
         select(Contestant.id).where(Contestant.public_name == cfg.output_name)
     ):

@@ -22,6 +22,7 @@ from vibestudio.annotation.snapshots import load_snapshot
 from vibestudio.db.models import Checkpoint
 from vibestudio.training.jobs.config import GRPOJobConfig
 from vibestudio.training.jobs.metrics import make_callback
+from vibestudio.training.jobs.vllm_server import grpo_args
 from vibestudio.training.objectives.context import (
     JobContext,
     TrainResult,
@@ -110,8 +111,7 @@ def run_grpo(ctx: JobContext) -> TrainResult:
         loss_type=cfg.loss_type,
         scale_rewards=cfg.scale_rewards,
         reward_weights=weights,
-        use_vllm=cfg.use_vllm,
-        vllm_mode="colocate",
+        **grpo_args(cfg),
     )
     callbacks = [make_callback(ctx.metrics)]
     check = None
