@@ -406,14 +406,16 @@ def identify(
         if not inside[k]:
             out.append(
                 f"never compared, directly or through other models, with {group}: its rating has no common "
-                "scale with theirs (the comparison graph is disconnected)"
+                "scale with theirs (the comparison graph is disconnected); one vote between its group and theirs "
+                "would put it on their scale"
             )
         elif not (math.isfinite(lo[k]) and math.isfinite(hi[k]) and math.isfinite(ratings[k])):
             out.append("the data do not determine its interval (singular information)")
         elif max(ratings[k] - lo[k], hi[k] - ratings[k]) > MAX_HALF_WIDTH:
             out.append(
                 f"the data hold too little information: its interval would be wider than ±{MAX_HALF_WIDTH:.0f} "
-                "points"
+                "points (more votes against the models it is compared with, with some wins and some losses, "
+                "would narrow it)"
             )
         else:
             out.append(None)
