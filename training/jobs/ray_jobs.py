@@ -233,6 +233,7 @@ def environment(db: Database) -> dict[str, str]:
         variable_name("jobs"): "workers",
         "PYTHONUNBUFFERED": "1",
         "TOKENIZERS_PARALLELISM": "false",
+        "MASTER_ADDR": "127.0.0.1",  # one node: several processes meet on loopback, as ``runner.spawn`` does
     }
 
 
