@@ -154,7 +154,9 @@ def dead_heat(pairs: list[dict[str, Any]]) -> list[str]:
 
 def flip_headline(flip: dict[str, Any], board: dict[str, Any] | None = None) -> str:
     """The votes-to-flip sentence from one flip report (`FlipReport.to_dict`). With the `board` it sits under, it
-    speaks of #1 only when that board's order is the flip report's (plain Bradley-Terry) order."""
+    speaks of #1 only when that board's order agrees: its #1 and #2 are the flip report's top pair, and a dead
+    heat is level on the board too. Over a tie model or a style- or vibe-controlled board it says the count is
+    on the plain Bradley-Terry fit of the same votes."""
     pairs = sorted(flip["pairs"], key=lambda p: p["position"])
     top = pairs[0] if pairs and pairs[0]["position"] == 1 else None
     if top is None:
@@ -163,39 +165,61 @@ def flip_headline(flip: dict[str, Any], board: dict[str, Any] | None = None) -> 
             + ("; ".join(flip["warnings"]) or "fewer than two rated models")
             + ")"
         )
-    if board is not None and not _same_order(board, top):
+    level = dead_heat(pairs)
+    if board is not None and not _same_order(board, top, level):
         return (
             "votes-to-flip: this board's order is not the plain Bradley-Terry order they are counted on "
             f"(there #1 is {top['higher']} over {top['lower']}); see the Votes to flip sub-tab"
         )
+    on = (
+        ""
+        if board is None or _plain(board)
+        else " (counted on the plain Bradley-Terry fit of the same votes)"
+    )
     if top["votes"] is None:
         return f"#1 ({top['higher']} over {top['lower']}): can't tell how many votes would flip it ({top['note']})"
-    level = dead_heat(pairs)
     if level:
         everyone = board is not None and len(level) == len(board.get("models", []))
         who = f"all {len(level)} rated models ({_and(level)})" if everyone else _and(level)
-        return f"#1 is a dead heat: {who} have the same rating, so no vote needs to go to change the order"
+        return (
+            f"#1 is a dead heat: {who} have the same rating, so no vote needs to go to change the order{on}"
+        )
     share = 100.0 * top["votes"] / max(flip["n_votes"], 1)
     plural = "vote goes" if top["votes"] == 1 else "votes go"
     return (
         f"#1 {top['higher']} holds over {top['lower']} unless {top['votes']} {plural} "
-        f"({share:.2g}% of {counted(flip['n_votes'], 'vote')}; checked by refitting without them)"
+        f"({share:.2g}% of {counted(flip['n_votes'], 'vote')}; checked by refitting without them){on}"
     )
 
 
-def _same_order(board: dict[str, Any], top: dict[str, Any]) -> bool:
-    """Whether the flip report's top pair is the board's #1 and #2: a plain Bradley-Terry board without style or
-    vibe control, whose first two ratings are the pair's (models of exactly equal rating may stand in any order)."""
-    rows = board.get("models", [])
+def _plain(board: dict[str, Any]) -> bool:
+    """A plain Bradley-Terry board (the fit votes-to-flip counts on): no tie model, no style or vibe control."""
     options = board.get("options") or {}
-    if board.get("method", "bt") != "bt" or options.get("style_control") or options.get("vibe_control"):
-        return False
+    return (
+        board.get("method", "bt") == "bt"
+        and not options.get("style_control")
+        and not options.get("vibe_control")
+    )
+
+
+def _same_order(board: dict[str, Any], top: dict[str, Any], level: list[str]) -> bool:
+    """Whether the board's #1 and #2 are the flip report's top pair (models of exactly equal rating may stand in
+    any order), and every model of a dead heat is level with #1 on the board too."""
+    rows = board.get("models", [])
     rating = {m["name"]: m["rating"] for m in rows}
     if len(rows) < 2 or top["higher"] not in rating or top["lower"] not in rating:
         return False
+    first, second = rows[0]["rating"], rows[1]["rating"]
+    if level:  # the same models level with #1 on the board (those it can place on its scale)
+        told = [m["rating"] for m in rows if not m.get("cant_tell")]
+        level_on_board = sum(abs(r - first) < 1e-6 for r in told)
+        return all(n in rating and abs(rating[n] - first) < 1e-6 for n in level) and level_on_board == len(
+            level
+        )
     return (
-        abs(rating[top["higher"]] - rows[0]["rating"]) < 1e-6
-        and abs(rating[top["lower"]] - rows[1]["rating"]) < 1e-6
+        abs(rating[top["higher"]] - first) < 1e-6
+        and abs(rating[top["lower"]] - second) < 1e-6
+        and (first - second > 1e-6)
     )
 
 

@@ -109,11 +109,19 @@ def test_votes_to_flip_headline_names_who_is_level(records: list[dict[str, Any]]
 @STATES
 @given(records=battles())
 def test_flip_headline_speaks_of_this_board_only(records: list[dict[str, Any]]) -> None:
-    """Under a board whose order is not the plain Bradley-Terry one it was counted on (a tie model), the headline
-    claims no #1 of its own."""
+    """Under a tie model's board the headline names #1 only when that board's #1 and #2 are the pair it counted
+    on (plain Bradley-Terry), and says where it counted."""
     board = leaderboard(records, method="davidson", ci_method="sandwich", elo_k=None)
-    text = flip_headline(votes_to_flip(records).to_dict(with_votes=False), board.to_dict())
-    assert "holds over" not in text and "dead heat" not in text
+    text = flip_headline(
+        votes_to_flip(records).to_dict(with_votes=False), board.to_dict() | {"method": "davidson"}
+    )
+    if "holds over" in text:
+        first, second = text.split("#1 ", 1)[1].split(" unless")[0].split(" holds over ")
+        rows = board.models
+        assert rows[0].rating - rows[1].rating > 1e-6 and abs(board.get(first).rating - rows[0].rating) < 1e-6
+        assert abs(board.get(second).rating - rows[1].rating) < 1e-6
+    if "holds over" in text or "dead heat" in text:
+        assert "counted on the plain Bradley-Terry fit" in text
 
 
 @STATES
