@@ -276,7 +276,53 @@ def test_every_view_reads_what_changed_outside_when_opened(browser, tmp_path, ti
         stale += [f"{what}: no (see {tmp_path / 'views.json'})" for what, seen in named.items() if not seen]
         # a chart with nothing to draw says so in words (Gradio's own icon read as a broken image)
         empty = fresh.evaluate(EMPTY_PLOTS_JS)
-        assert empty and all("No chart yet" in text and not icon for text, icon in empty), empty
-        assert not stale, f"{len(stale)} stale views of {len(truth)}:\n" + "\n".join(stale)
+        if not empty or not all("No chart yet" in text and not icon for text, icon in empty):
+            stale.append(f"empty charts without words (text, icon shown): {empty}")
+        assert not stale, f"{len(stale)} problems over {len(truth)} views:\n" + "\n".join(stale)
     finally:
         stop_server(proc)
+
+
+def test_cancel_says_cancelling_before_the_server_answers(tmp_path, browser, tiny_model_dir, monkeypatch):
+    """A running job, cancelled: the job's line says "cancelling" at once, while the server has not answered
+    yet (every request held back), then the real state. Before, it said "running" until the next poll."""
+    from vibestudio.training.jobs.heartbeat import register_worker
+    from vibestudio.training.jobs.service import launch
+    from vibestudio.training.jobs.workers import claim, parse_kinds
+
+    monkeypatch.setenv("VIBESTUDIO_JOBS", "workers")  # a worker elsewhere runs it: no process here to stop
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    db = Database(f"sqlite:///{home / 'studio.sqlite'}")
+    snap = seed_tiny_parent(db, tiny_model_dir)
+    job = launch(db, "dpo", "tiny-parent", snap, max_steps=4)
+    register_worker(db, "gpu-e2e", parse_kinds("dpo"), "0", 1, "/srv/vs")
+    assert claim(db, "gpu-e2e", parse_kinds("dpo")) == job
+    proc, url = start_server(home, {"VIBESTUDIO_JOBS": "workers"})
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
+        page.goto(url)
+        page.get_by_role("tab", name="Train").click()  # the running job is picked and shown on opening
+        detail = "(document.querySelector('#train-detail')?.innerText || '')"
+        page.wait_for_function(f"{detail}.includes('running')")
+        held: list = []
+
+        def hold(route) -> None:  # type: ignore[no-untyped-def]
+            if held and held[0] is None:  # let through
+                route.continue_()
+            else:
+                held.append(route)
+
+        page.route("**/queue/join*", hold)  # the server hears nothing until the test lets it
+        page.locator("#train-cancel").click()
+        page.wait_for_function(f"{detail}.includes('cancelling')", timeout=5_000)
+        assert "running" not in page.locator("#train-detail").inner_text()
+        waiting = list(held)
+        held[:] = [None]
+        for route in waiting:
+            route.continue_()
+        page.wait_for_function(f"{detail}.includes('cancelled')")
+        page.close()
+    finally:
+        stop_server(proc)
+        db.dispose()
