@@ -116,10 +116,10 @@ class _Reader(ast.NodeVisitor):
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
-    """``from studio.x import f`` -> {"f": ("studio.x", "f")}."""
+    """``from vibestudio.studio.x import f`` -> {"f": ("vibestudio.studio.x", "f")}."""
     out = {}
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("studio"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vibestudio.studio"):
             for a in node.names:
                 out[a.asname or a.name] = (node.module, a.name)
     return out
@@ -168,7 +168,7 @@ def studio_sources() -> dict[str, str]:
     for path in sorted((ROOT / "studio").rglob("*.py")):
         parts = path.relative_to(ROOT).with_suffix("").parts
         module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        out[module] = path.read_text(encoding="utf-8")
+        out[f"vibestudio.{module}"] = path.read_text(encoding="utf-8")  # the name it runs under
     return out
 
 
@@ -180,7 +180,7 @@ def unwired_refusals(demo: gr.Blocks, refusing: dict[str, bool]) -> list[str]:
         if fn is None or getattr(fn, "refusals_in_place", False):
             continue
         key = f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', '?')}"
-        if not key.startswith("studio."):
+        if not key.startswith("vibestudio.studio."):
             continue
         assert key in refusing, f"the source reader did not find the handler {key}"
         if refusing[key]:
