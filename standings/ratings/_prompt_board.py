@@ -38,6 +38,7 @@ from vibestudio.standings.words import counted
 from ._blas import single_threaded
 from ._board import SCALE, identify, prepare, rank_intervals
 from ._graph import weak_components
+from ._identify import VOTES_PER_COEFFICIENT
 from ._input import as_records
 
 #: Offset penalties tried by cross-validation (larger: closer to the global board).
@@ -246,6 +247,14 @@ def fit_arrays(
         notes.append("no vote has a prompt kind: every prompt gets the global board")
     theta, delta, cov = _fit(_Cells(lo, hi, kind, ylo, w, m, k), float(shrink))
     counts = np.bincount(kind[kind >= 0], minlength=k) if k else np.zeros(0, dtype=np.int64)
+    need = VOTES_PER_COEFFICIENT * max(1, m - 1)  # ten votes per offset (one per model after the first)
+    thin = [f"{kinds[i]} ({counts[i]})" for i in range(k) if counts[i] < need]
+    if thin:
+        notes.append(
+            f"can't tell how these kinds move the board: {', '.join(thin)} votes, each kind's {m - 1} offsets need "
+            f"at least {need} ({VOTES_PER_COEFFICIENT} per offset); their boards stay close to the global board "
+            "(shrunk toward it): read them as the global board"
+        )
     return PromptBoard(
         names, kinds, theta, delta, cov, float(shrink), len(a),
         {kinds[i]: int(counts[i]) for i in range(k)}, heldout, notes, _largest_group(m, lo, hi),

@@ -140,6 +140,13 @@ def test_prompt_conditioned_board_says_what_it_cant_tell(records: list[dict]) ->
     if len({r["model_a"] for r in records} | {r["model_b"] for r in records}) < 2:
         return
     board = prompt_board(records, shrink=8.0)
+    m = len(board.names)
+    for (
+        kind,
+        n,
+    ) in board.votes_by_kind.items():  # a kind too thin to move the board says so, with the votes needed
+        if n < 10 * (m - 1):
+            assert any(f"{kind} ({n})" in note and f"at least {10 * (m - 1)}" in note for note in board.notes)
     for probs in (None, {"code": 1.0}, {"chat": 0.5, "code": 0.5}):
         for row in board.rank(probs):
             if row["cant_tell"]:
