@@ -21,6 +21,10 @@ its standard error. It reads each child's checkpoint report: verdict, eval chang
 intervals. For each measure it names the objective whose interval lies wholly on the better side of every
 other's. Where the intervals overlap, it says "can't tell". It needs researcher, and each job's owner or
 an admin, as every job read does (``training.jobs.runner.job_view``).
+
+**The planted taste.** A comparison may name the drift feature its votes planted a taste on (``axis``).
+The view then carries ``training.compare_taste``'s call. It names the objective that moved that axis
+further, by a paired test over the reports' shared prompts. Or it says "can't tell" and how many prompts would.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from vibestudio.annotation.snapshots import SnapshotError, get_snapshot, snapsho
 from vibestudio.common.stats import Z95
 from vibestudio.db.models import Comparison, Contestant
 from vibestudio.db.session import Database
+from vibestudio.training.compare_taste import Measured, TasteCall, axis_error, taste_call
+from vibestudio.training.compare_taste import markdown as taste_markdown
 from vibestudio.training.jobs.config import JOB_KINDS, ConfigError, FieldError, JobConfig, config_errors
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.jobs.preflight import errors_text, find_parent, score_rule
@@ -51,17 +57,6 @@ DEFAULT_OBJECTIVES = ("dpo", "kto", "simpo")
 #: The drift features the view always shows (besides any a child's report flagged).
 HEADLINE_FEATURES = ("tokens", "list_items", "bold", "emoji", "flattery")
 MAX_OBJECTIVES = len(OBJECTIVES)
-
-
-@dataclass
-class Measured:
-    """One number with its 95% interval and sample size (``low``/``high`` None: no interval)."""
-
-    value: float
-    low: float | None
-    high: float | None
-    n: int
-    state: str = ""  # the report's decision: flagged / cant_tell / no_change (drift, evals)
 
 
 @dataclass
@@ -108,6 +103,7 @@ class ComparisonView:
     children: list[Child]
     calls: list[Call]
     created_at: datetime | None
+    taste: TasteCall | None = None  # the planted axis's call (``training.compare_taste``), when one is named
 
     @property
     def done(self) -> bool:
@@ -211,15 +207,23 @@ def launch_comparison(
     snapshot: str | None = None,
     created_by: int | None = None,
     per_objective: dict[str, dict[str, Any]] | None = None,
+    axis: str | None = None,
+    toward: str = "higher",
     **shared: Any,
 ) -> int:
     """Queue one job per objective on ``parent`` with matched budgets (``shared`` config fields for all,
     ``per_objective`` for one) and record them as one comparison. Every config passes the pre-launch check
-    before any is queued. Returns the comparison id."""
+    before any is queued. ``axis`` names the drift feature the votes planted a taste on (``toward`` it:
+    higher or lower); the view then names the objective that moved it further, or what would tell.
+    Returns the comparison id."""
     from vibestudio.training.jobs.service import check_config, launch_checked
 
     require_role(db, created_by, "researcher")
     names = _objectives(objectives)
+    axis = (axis or "").strip() or None
+    why = axis_error(axis, toward)
+    if why:
+        raise JobError(why)
     with db.session() as s:
         info = find_parent(s, str(parent))
         parent_id, parent_name = info.id, info.public_name
@@ -256,7 +260,13 @@ def launch_comparison(
     with db.session() as s:
         row = Comparison(
             parent_contestant_id=parent_id,
-            spec={"objectives": names, "budget": budget, "snapshots": snaps, "shared": _plain(shared)},
+            spec={
+                "objectives": names,
+                "budget": budget,
+                "snapshots": snaps,
+                "shared": _plain(shared),
+                **({"taste": {"axis": axis, "toward": toward}} if axis else {}),
+            },
             job_ids=job_ids,
             created_by=created_by,
         )
@@ -458,9 +468,19 @@ def calls(children: list[Child]) -> list[Call]:
     return out
 
 
-def comparison(db: Database, comparison_id: int, user_id: int | None = None) -> ComparisonView:
-    """The children side by side, with a call per measure (``calls``)."""
+def comparison(
+    db: Database,
+    comparison_id: int,
+    user_id: int | None = None,
+    axis: str | None = None,
+    toward: str | None = None,
+) -> ComparisonView:
+    """The children side by side, with a call per measure (``calls``) and, when a planted axis is named (at
+    launch, or here as ``axis``/``toward``), the call on it (``training.compare_taste``)."""
     require_role(db, user_id, "researcher")
+    why = axis_error(axis, toward or "higher")
+    if why:
+        raise JobError(why)
     with db.session() as s:
         row = s.get(Comparison, int(comparison_id))
         if row is None:
@@ -485,6 +505,9 @@ def comparison(db: Database, comparison_id: int, user_id: int | None = None) -> 
         _child(db, k, j, user_id, coverage, sizes, parent_adapter, verdicts)
         for k, j in zip(names, jobs, strict=False)
     ]
+    planted = dict(spec.get("taste") or {})
+    axis = axis or planted.get("axis")
+    toward = toward or (planted.get("toward") if planted.get("axis") == axis else None) or "higher"
     return ComparisonView(
         int(comparison_id),
         parent_name,
@@ -495,7 +518,27 @@ def comparison(db: Database, comparison_id: int, user_id: int | None = None) -> 
         children,
         calls(children),
         created,
+        _taste(db, axis, toward, children) if axis else None,
     )
+
+
+def _taste(db: Database, axis: str, toward: str, children: list[Child]) -> TasteCall:
+    """The planted axis's call over the children's saved reports (None for a child without one yet)."""
+    from vibestudio.training.report.steps import load_report
+
+    reports: dict[str, dict[str, Any] | None] = {}
+    for c in children:
+        cid = _contestant_id(db, c.contestant)
+        report = load_report(db, cid) if cid is not None else None
+        reports[c.objective] = report.to_dict() if report is not None else None
+    return taste_call(axis, toward, reports)
+
+
+def _contestant_id(db: Database, name: str | None) -> int | None:
+    if name is None:
+        return None
+    with db.session() as s:
+        return s.scalar(select(Contestant.id).where(Contestant.public_name == name))
 
 
 def _num(m: Measured | None, fmt: str = "+.3g") -> str:
@@ -538,6 +581,8 @@ def markdown(view: ComparisonView) -> str:
         lines.append("|---|" + "---|" * len(view.children))
         for f in features:
             lines.append(f"| {f} | " + " | ".join(_num(c.drift.get(f)) for c in view.children) + " |")
+    if view.taste is not None:
+        lines += ["", *taste_markdown(view.taste)]
     lines += ["", "**Calls** (an objective is named only when its 95% interval is apart from every other's):"]
     lines += [f"- {c.measure}: {c.text}" for c in view.calls]
     lines.append(

@@ -287,6 +287,12 @@ for _kind in KIND_HELP:
         train_app.command(_kind)(kind_command(_kind))
 
 
+_AXIS = typer.Option(
+    None, help="The drift feature the votes planted a taste on (e.g. emoji, flattery, list_items)."
+)
+_TOWARD = typer.Option("higher", help="Which way the taste moves the axis: higher or lower.")
+
+
 @train_app.command("compare")
 def train_compare(
     objectives: str = typer.Option(
@@ -305,13 +311,16 @@ def train_compare(
     ),
     lora: bool = _LORA,
     set_: list[str] = _SET,
+    axis: str = _AXIS,
+    toward: str = _TOWARD,
     wait: bool = WAIT_OPTION,
     timeout: float = TIMEOUT_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Train several objectives on one parent and one freeze of the votes with matched budgets; then compare the
     children (``vibestudio train comparison ID``). ``--set FIELD=VALUE`` applies to every objective,
-    ``--set kto.beta=0.2`` to one."""
+    ``--set kto.beta=0.2`` to one. ``--axis emoji`` names the planted taste: the view then names the objective
+    that moved it further, or says can't tell and how many prompts would tell."""
     from vibestudio.training.compare import comparison, launch_comparison
     from vibestudio.training.jobs.errors import JobError
 
@@ -329,7 +338,9 @@ def train_compare(
             shared[key] = value
     db = open_db()
     try:
-        cid = launch_comparison(db, parent, objectives, snapshot, per_objective=per, **shared)
+        cid = launch_comparison(
+            db, parent, objectives, snapshot, per_objective=per, axis=axis, toward=toward, **shared
+        )
     except JobError as exc:
         fail(str(exc))
     view = comparison(db, cid)
@@ -370,6 +381,10 @@ def _follow_comparison(db: Any, cid: int, timeout: float) -> Any:
 @train_app.command("comparison")
 def train_comparison(
     comparison_id: int = typer.Argument(None, help="Comparison id; leave out to list them."),
+    axis: str = typer.Option(
+        None, help="Judge the children on this planted axis (default: the one named at launch)."
+    ),
+    toward: str = typer.Option(None, help="higher or lower (default: as named at launch, else higher)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """A comparison's children side by side (verdicts, evals, drift and KL with intervals), or the list."""
@@ -390,7 +405,7 @@ def train_comparison(
             typer.echo(f"{r.id}\t{r.parent}\t{','.join(r.objectives)}\tjobs {','.join(map(str, r.job_ids))}")
         return
     try:
-        view = comparison(db, comparison_id)
+        view = comparison(db, comparison_id, axis=axis, toward=toward)
     except JobError as exc:
         fail(str(exc))
     _show_comparison(view, as_json)

@@ -5,7 +5,8 @@ They train on one freeze of the votes, with matched budgets. The section launche
 ``training.compare.launch_comparison``, which checks every config before any job is queued. It shows
 ``training.compare.comparison`` rendered by ``training.compare.markdown``. That is verdicts, eval change,
 drift and KL to the parent, each with its interval and n. Per measure it names the objective that stands
-out, or says "can't tell".
+out, or says "can't tell". With a planted taste named, it names the objective that moved that axis further,
+or says how many prompts would tell (``training.compare_taste``).
 
 A refusal answers next to the button. Examples are fewer than two objectives, or too few undesirable
 answers for KTO. Only ids live in the page. The jobs are rows the job queue runs, so the view can be
@@ -37,7 +38,9 @@ LABELS = [(JOB_KINDS[k].label, k) for k in OBJECTIVES]
 INTRO = (
     "Train several objectives from one parent on the same votes, with the same steps and answers per step, and "
     "compare the children: verdicts, eval change, drift and KL to the parent with intervals. An objective is "
-    "named better only when its interval is apart from every other's; otherwise the table says *can't tell*."
+    "named better only when its interval is apart from every other's; otherwise the table says *can't tell*. Name "
+    "the planted taste (a drift feature such as emoji) to learn which objective took it further, or how many "
+    "prompts a run would need to tell."
 )
 
 
@@ -47,6 +50,8 @@ class _Section(NamedTuple):
     snapshot: Any
     steps: Any
     batch: Any
+    axis: Any
+    toward: Any
     launch: Any
     status: Any
     picker: Any
@@ -67,13 +72,17 @@ def build(ctx: StudioContext, demo: gr.Blocks | None = None) -> Any:
         with gr.Row():
             steps = gr.Number(16, label="Steps (every objective)", precision=0)
             batch = gr.Number(4, label="Pairs per step (KTO: twice as many answers)", precision=0)
+            axis = gr.Textbox("", label="Planted taste (a drift feature, e.g. emoji; empty: none)")
+            toward = gr.Radio(["higher", "lower"], value="higher", label="The taste moves it")
             launch = gr.Button("Train side by side", variant="primary", elem_id="objectives-launch")
         status = gr.HTML(elem_id="objectives-status")
         with gr.Row():
             picker = gr.Dropdown([], label="Comparison", interactive=True, elem_id="objectives-picker")
             refresh = gr.Button("Refresh", elem_id="objectives-refresh")
         view = gr.HTML(elem_id="objectives-view")
-    section = _Section(objectives, parent, snapshot, steps, batch, launch, status, picker, refresh, view)
+    section = _Section(
+        objectives, parent, snapshot, steps, batch, axis, toward, launch, status, picker, refresh, view
+    )
     launched = _wire(ctx, section)
     if demo is not None:
         demo.load(_open_handler(ctx), [picker], [picker, view], api_visibility="private")
@@ -101,7 +110,7 @@ def _open_handler(ctx: StudioContext) -> Any:
 
 
 def _wire(ctx: StudioContext, p: _Section) -> Any:
-    def on_launch(objectives, parent, snapshot, steps, batch, request: gr.Request):  # type: ignore[no-untyped-def]
+    def on_launch(objectives, parent, snapshot, steps, batch, axis, toward, request: gr.Request):  # type: ignore[no-untyped-def]
         uid = require(ctx, request, "researcher")
         try:
             cid = launch_comparison(
@@ -112,6 +121,8 @@ def _wire(ctx: StudioContext, p: _Section) -> Any:
                 created_by=uid,
                 max_steps=int(steps or 0),
                 per_device_train_batch_size=int(batch or 0),
+                axis=str(axis or "").strip() or None,
+                toward=str(toward or "higher"),
             )
             view = comparison(ctx.db, cid, user_id=uid)
         except (JobError, PermissionDenied) as exc:
@@ -133,7 +144,7 @@ def _wire(ctx: StudioContext, p: _Section) -> Any:
             raise user_error(exc) from exc
         return "", gr.update(choices=choices, value=int(cid)), text
 
-    inputs = [p.objectives, p.parent, p.snapshot, p.steps, p.batch]
+    inputs = [p.objectives, p.parent, p.snapshot, p.steps, p.batch, p.axis, p.toward]
     outputs = [p.status, p.picker, p.view]
     launched = wire(p.launch.click, on_launch, inputs, outputs, p.status, api_name="objectives_launch")
     wire(p.refresh.click, on_show, [p.picker], outputs, p.status, api_name="objectives_show")

@@ -263,7 +263,7 @@ def test_cancel_publish_and_resume_from_the_train_tab(tmp_path, browser, tiny_mo
 @pytest.mark.timeout(900)
 def test_objectives_side_by_side_from_the_train_tab(tmp_path, browser, tiny_model_dir):
     """The section's refusal answers next to its button (no Error toast); a launch queues one job per objective
-    on the given snapshot and the view lists them with the calls."""
+    on the given snapshot and the view lists them with the calls, and the planted taste's call (#50)."""
     proc, url, db, snap, home = _server(tmp_path, tiny_model_dir)
     try:
         page = _new_page(browser, url, home)
@@ -281,6 +281,7 @@ def test_objectives_side_by_side_from_the_train_tab(tmp_path, browser, tiny_mode
         section.get_by_label("Parent (name or id)").fill("tiny-parent")
         section.get_by_label("Snapshot (empty: freeze the current votes now)").fill(snap)
         section.get_by_label("Steps (every objective)").fill("1")
+        section.get_by_label("Planted taste (a drift feature, e.g. emoji; empty: none)").fill("emoji")
         page.locator("#objectives-launch").click()
         _wait_text(page, "objectives-status", "Comparison 1 launched")
         _wait_text(page, "objectives-view", "ORPO")
@@ -288,7 +289,12 @@ def test_objectives_side_by_side_from_the_train_tab(tmp_path, browser, tiny_mode
         assert "DPO" in view and "can't tell" in view, view
         from vibestudio.training.compare import comparison
 
-        assert [c.objective for c in comparison(db, 1).children] == ["dpo", "orpo"]
+        got = comparison(db, 1)
+        assert [c.objective for c in got.children] == ["dpo", "orpo"]
+        # the planted taste's call, as the page shows it: the same object's sentence (no reports yet)
+        assert got.taste is not None and got.taste.axis == "emoji" and got.taste.winner is None
+        assert "Planted taste: emoji" in view, view
+        assert "can't tell yet which objective moved emoji further: no report for" in view, view
         page.close()
     finally:
         _cancel_leftovers(db)
