@@ -232,7 +232,7 @@ def _evals(
     return {
         "eval_set": name,
         **change.to_dict(),
-        "test": "exact McNemar on the items that changed",
+        "test": "exact McNemar on the items that changed (the interval inverts the same test)",
         "discordant": sum(1 for x, y in zip(pp, cp, strict=True) if x != y),
         "by_category": {
             k: {"n": len(v), "parent": sum(x for x, _ in v) / len(v), "child": sum(y for _, y in v) / len(v)}
