@@ -14,7 +14,7 @@ Bradley-Terry with a 100-round multinomial bootstrap). Goal: ours >= 4x faster.
     python benchmarks/ratings_process.py --file F.jsonl   # an existing file
     python benchmarks/ratings_process.py --lane --n 300000 --repeat 1   # the performance lane's entry
 
-Also times `vibestudio --help` and `python -c "import standings.ratings"` (start-up cost alone); `--lane` skips
+Also times `vibestudio --help` and `python -c "import vibestudio.standings.ratings"` (start-up cost alone); `--lane` skips
 those and the `--no-flip` run.
 """
 
@@ -98,7 +98,7 @@ def main() -> None:
         if not args.lane:
             t_noflip, _ = run([*ours, "--no-flip"], args.repeat)
             t_help, _ = run([*ours_cmd, "--help"], args.repeat)
-            t_import, _ = run([sys.executable, "-c", "import standings.ratings"], args.repeat)
+            t_import, _ = run([sys.executable, "-c", "import vibestudio.standings.ratings"], args.repeat)
             t_import_all, _ = run(
                 [sys.executable, "-c", "from standings.ratings import ratings_report"], args.repeat
             )

@@ -92,7 +92,7 @@ def test_start_up_imports_stay_lazy() -> None:
 
     heavy = ("gradio", "torch", "transformers", "sqlalchemy", "pandas", "numpy", "scipy", "duckdb")
     code = "import sys; {stmt}; print(','.join(m for m in {mods!r} if m in sys.modules))"
-    for stmt in ("import studio.cli", "import standings.ratings"):
+    for stmt in ("import vibestudio.studio.cli", "import vibestudio.standings.ratings"):
         out = subprocess.run(
             [sys.executable, "-c", code.format(stmt=stmt, mods=heavy)],
             capture_output=True,

@@ -220,7 +220,7 @@ def test_the_ratings_and_the_vote_cache_use_these_codes() -> None:
 
 
 def test_it_imports_nothing_heavy() -> None:
-    code = "import sys, common.outcomes; print(sorted(m for m in ('numpy', 'sqlalchemy', 'pandas') if m in sys.modules))"
+    code = "import sys, vibestudio.common.outcomes; print(sorted(m for m in ('numpy', 'sqlalchemy', 'pandas') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

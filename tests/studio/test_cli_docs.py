@@ -3,6 +3,7 @@ says what it is for; the CLI runs as `python -m vibestudio.studio.cli` and exits
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -51,23 +52,32 @@ def test_runs_as_a_module(args: list[str]) -> None:
 
 
 def test_importing_the_cli_loads_no_service_code() -> None:
-    """Each command imports its services when it runs: `import studio.cli` (all of `vibestudio --help` but the
-    help drawing) loads none of the project's other packages and none of their libraries."""
+    """Each command imports its services when it runs: `import vibestudio.studio.cli` (all of `vibestudio --help`
+    but the help drawing) loads none of the project's services and none of their libraries. The one exception is
+    the job settings' definitions: `vibestudio train KIND` and `vibestudio drift` take their options from the config
+    classes (each setting defined once), so the config module and the report's options load, and nothing below."""
     heavy = {
-        "accounts",
-        "annotation",
-        "arena",
-        "db",
-        "standings",
-        "training",
+        "vibestudio.accounts",
+        "vibestudio.annotation",
+        "vibestudio.arena",
+        "vibestudio.db",
+        "vibestudio.standings",
         "sqlalchemy",
         "pydantic",
         "yaml",
     }
     heavy |= {"tqdm", "numpy", "pandas", "vibestudio.studio.context", "vibestudio.studio.app"}
-    code = f"import sys, studio.cli; print(sorted({heavy!r} & set(sys.modules)))"
+    code = (
+        f"import sys, vibestudio.studio.cli; print(sorted({heavy!r} & set(sys.modules))); "
+        "print(sorted(m for m in sys.modules if m.startswith('vibestudio.training')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]", out
+    loaded, training = out.strip().splitlines()
+    assert loaded == "[]", loaded
+    definitions = {"jobs", "jobs.config", "report", "report.options", "report.minimums"}
+    assert set(ast.literal_eval(training)) <= {"vibestudio.training"} | {
+        f"vibestudio.training.{m}" for m in definitions
+    }
 
 
 def test_help_is_drawn_without_rich() -> None:
