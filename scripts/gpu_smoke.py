@@ -1,12 +1,16 @@
-"""Accelerator smoke run: DPO (LoRA and full, bf16 on a GPU), a reward model and GRPO on a tiny random model,
-each through the studio's real job runner.
+"""GPU readiness: DPO (LoRA and full), KTO, a reward model and GRPO through the studio's real job runner, on a
+random model at a real shape, offline, with raw TRL timed in the same run.
 
-Usage: python scripts/gpu_smoke.py --tokenizer DIR [--steps 30] [--jobs dpo-lora,dpo-full,reward,grpo]
-       [--launcher python|accelerate] [--allow-cpu]
-Builds a tiny Llama with the given tokenizer, freezes a small synthetic preference snapshot, launches each job
-out of process, waits, and prints per job: status, seconds per step (median of the steps after the first),
-peak memory (GPU: max allocated; CPU: peak RSS) and, for the jobs that publish, whether the new contestant
-answers. Without a GPU it refuses unless --allow-cpu (then it is a CPU check of the same path, with few steps).
+Usage: python scripts/gpu_smoke.py [--shape 1.7b|tiny] [--tokenizer DIR] [--steps 30] [--jobs dpo-lora,...]
+       [--launcher python|accelerate] [--no-raw] [--allow-cpu]
+- The model is random (no weights are downloaded): SmolLM2-1.7B's shape (``--shape 1.7b``, the default), or a
+  tiny Llama for a CPU check of the same path. The tokenizer is SmolLM2's, read from the embedded GGUF.
+- Each job runs out of process, as the Train tab launches it, in bf16 on a GPU.
+- Per job it prints: status, seconds per step (median after the first), peak memory (GPU: max allocated) and,
+  for the jobs that publish, whether the new contestant answers.
+- Raw TRL: the same DPO LoRA job as a plain TRL script in its own process, s/step and peak memory, and the ratio.
+- It needs no network (HF_HUB_OFFLINE=1); carry the packages as wheels (docs/training.md, GPU readiness).
+Without a GPU it refuses unless --allow-cpu.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from vibestudio.training.jobs.service import launch
 JOBS = {
     "dpo-lora": ("dpo", {"lora": True, "kl_prompts": 0}),
     "dpo-full": ("dpo", {"lora": False, "kl_prompts": 0}),
+    "kto": ("kto", {}),
     "reward": ("reward", {}),
     "grpo": (
         "grpo",
@@ -62,7 +67,8 @@ def run_one(db: Database, label: str, snap: str, model: Path, steps: int, launch
         snap,
         base_model=str(model),
         max_steps=steps,
-        per_device_train_batch_size=8,
+        per_device_train_batch_size=BATCH,
+        max_length=LENGTH,
         launcher=launcher,
         drift_prompts=0,
         output_name=f"smoke-{label}",
@@ -91,12 +97,113 @@ def run_one(db: Database, label: str, snap: str, model: Path, steps: int, launch
     return row
 
 
+#: SmolLM2-1.7B's config.json shape (the weights are random: nothing is downloaded).
+SHAPE_17B = {
+    "hidden_size": 2048,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "max_position_embeddings": 8192,
+    "rope_theta": 130000,
+    "tie_word_embeddings": True,
+}
+LENGTH = 512  # max_length of every job (prompt + answer)
+BATCH = 8
+
+
+def real_shape(tokenizer: str, out: Path) -> Path:
+    """A random Llama at SmolLM2-1.7B's shape with the given tokenizer, saved in bf16 like a checkpoint."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        **SHAPE_17B,
+    )
+    torch.manual_seed(0)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def raw_dpo_lora(model_dir: str, snapshot: str, steps: int) -> None:
+    """The baseline in its own process: plain TRL + PEFT DPO LoRA, as their docs write it; prints one JSON line
+    with the median s/step after the first and the peak GPU memory."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import DPOConfig, DPOTrainer
+
+    from vibestudio.common.files import read_json_lines
+
+    rows = [rec.value for rec in read_json_lines(snapshot)[0]]
+    data = Dataset.from_list([{k: r[k] for k in ("prompt", "chosen", "rejected")} for r in rows])
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    cuda = torch.cuda.is_available()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16 if cuda else torch.float32)
+    times: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, *a, **k):  # type: ignore[no-untyped-def]
+            self.t = time.perf_counter()
+
+        def on_step_end(self, *a, **k):  # type: ignore[no-untyped-def]
+            times.append(time.perf_counter() - self.t)
+
+    args = DPOConfig(
+        output_dir=tempfile.mkdtemp(prefix="raw-dpo-"),
+        max_steps=steps,
+        per_device_train_batch_size=BATCH,
+        max_length=LENGTH,
+        learning_rate=5e-5,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=not cuda,
+        bf16=cuda,
+    )
+    lora = LoraConfig(
+        r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+    DPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=data,
+        processing_class=tok,
+        peft_config=lora,
+        callbacks=[Clock()],
+    ).train()
+    peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0
+    print(json.dumps({"s_per_step": _median(times[1:]), "peak_memory_gib": round(peak, 2)}))
+
+
+def time_raw(model: Path, snapshot: str, steps: int) -> dict:
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--raw", str(model), snapshot, "--steps", str(steps)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        return {"error": done.stderr[-300:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--raw":
+        raw_dpo_lora(sys.argv[2], sys.argv[3], int(sys.argv[5]))
+        return
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--tokenizer", default="", help="a tokenizer folder (default: SmolLM2's from the GGUF)")
+    ap.add_argument("--shape", default="1.7b", choices=("1.7b", "tiny"))
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--launcher", default="python")
     ap.add_argument("--jobs", default=",".join(JOBS), help="comma-separated: " + ", ".join(JOBS))
+    ap.add_argument("--no-raw", action="store_true", help="skip the raw TRL baseline")
     ap.add_argument(
         "--allow-cpu", action="store_true", help="run without a GPU (a CPU check of the same path)"
     )
@@ -106,16 +213,24 @@ def main() -> None:
         raise SystemExit(f"unknown job(s): {', '.join(sorted(unknown))}; choose from {', '.join(JOBS)}")
     if not torch.cuda.is_available() and not args.allow_cpu:
         raise SystemExit("no GPU visible: run on a machine with one, or pass --allow-cpu for a CPU check")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="vibestudio-gpu-"))
     os.environ["VIBESTUDIO_HOME"] = str(work / "home")
+    started = time.monotonic()
     print(
         f"torch {torch.__version__}; cuda available: {torch.cuda.is_available()}"
         + (f" ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "")
     )
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' tiny-model factory
-    from tests.helpers.models import make_tiny_llama
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' model helpers
+    from tests.helpers.models import ensure_tokenizer_dir, make_tiny_llama
 
-    model = make_tiny_llama(args.tokenizer, work / "tiny", hidden=256, layers=4)
+    tokenizer = args.tokenizer or str(ensure_tokenizer_dir(work / "tokenizer"))
+    if args.shape == "tiny":
+        model = make_tiny_llama(tokenizer, work / "tiny", hidden=256, layers=4)
+    else:
+        model = real_shape(tokenizer, work / "smollm2-1.7b-shape")
+    print(f"model: random, {args.shape} shape, at {model}")
     db = Database(f"sqlite:///{work / 'studio.sqlite'}")
     db.migrate()
     rng = random.Random(0)
@@ -143,13 +258,21 @@ def main() -> None:
     results = [
         run_one(db, label, snap.hash, model, args.steps, args.launcher) for label in args.jobs.split(",")
     ]
+    raw = None if args.no_raw else time_raw(model, snap.path, args.steps)
     print(f"{'job':<10} {'status':<10} {'s/step':>8} {'peak GiB':>9} {'wall s':>7}  answers / error")
     for r in results:
         print(
             f"{r['job']:<10} {r['status']:<10} {r['s_per_step'] or float('nan'):>8.3f} {r['peak_memory_gib']:>9.2f} "
             f"{r['wall_s']:>7.1f}  {r.get('answers', '')!r} {r['error']}"
         )
-    print(json.dumps(results))
+    studio = next((r for r in results if r["job"] == "dpo-lora"), None)
+    if raw is not None:
+        line = f"raw TRL dpo-lora: {raw}"
+        if studio and studio["s_per_step"] and raw.get("s_per_step"):
+            line += f"; studio / raw s/step: x{studio['s_per_step'] / raw['s_per_step']:.2f}"
+        print(line)
+    print(f"whole run: {time.monotonic() - started:.0f} s")
+    print(json.dumps({"jobs": results, "raw_trl_dpo_lora": raw}))
     if any(r["status"] != "succeeded" for r in results):
         raise SystemExit(1)
 
