@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 
 from tests.helpers.training import FAST
 from vibestudio.common.processes import process_alive
-from vibestudio.db.models import Job, JobMetric
+from vibestudio.db.models import Contestant, Job, JobMetric
 from vibestudio.training.jobs import ray_jobs, runner
 from vibestudio.training.jobs.config import make_config
 from vibestudio.training.jobs.errors import JobError
@@ -397,3 +397,54 @@ def test_ray_jobs_that_end_behind_the_studios_back_end_their_rows_with_why(on_ra
 
 def _ray_done_sid(client, sid: str) -> bool:
     return str(client.get_job_status(sid).value) in ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def test_a_job_of_two_processes_is_placed_across_nodes_only_when_no_node_holds_both():
+    cfg = make_config("dpo", use_cpu=True, num_processes=2, launcher="accelerate")
+    needs = ray_jobs.Needs(2.0, 0.0, {"trainer": 1.0})
+    one_each = [ray_jobs.Node(f"n{i}", True, {"CPU": 1.0, "trainer": 1.0}) for i in range(2)]
+    assert ray_jobs.placement(one_each, needs, cfg) == "spread"
+    assert ray_jobs.placement(
+        [*one_each, ray_jobs.Node("big", True, {"CPU": 4.0, "trainer": 1.0})], needs, cfg
+    ) == ("node")
+    assert ray_jobs.placement(one_each[:1], needs, cfg) is None  # room for one process only
+    dead = [one_each[0], ray_jobs.Node("n9", False, {"CPU": 1.0, "trainer": 1.0})]
+    assert ray_jobs.placement(dead, needs, cfg) is None
+    one_process = make_config("dpo", use_cpu=True)
+    assert (
+        ray_jobs.placement(one_each, ray_jobs.Needs(2.0, 0.0, {}), one_process) is None
+    )  # not a launcher job
+
+
+@pytest.mark.slow
+def test_one_job_across_two_nodes_trains_on_both_ranks_and_rank_0_alone_publishes(
+    on_ray, db, tiny_parent, make_snapshot
+):
+    """Two worker nodes with one CPU each: a two-process job fits on neither alone, so it runs one rank on each
+    (``training.jobs.ray_spread``), meeting over gloo; the global batch is twice the per-device one."""
+    import re
+
+    on_ray.add_node(num_cpus=1, resources={"trainer": 1})
+    on_ray.wait_for_nodes()
+    two = {"launcher": "accelerate", "num_processes": 2, "use_cpu": True, "per_device_train_batch_size": 2}
+    job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, **two})
+    view = runner.wait(db, job_id, timeout=900)
+    log = runner.log_tail(view.log_path, lines=2000, max_chars=10**7)
+    assert view.status == "succeeded", view.error or log[-3000:]
+    batches = re.findall(r"\[rank (\d) of 2\] per-device batch (\d+), global batch (\d+)", log)
+    trained = re.findall(r"\[rank (\d) of 2\] trained (\d+) steps", log)
+    assert sorted(batches) == [("0", "2", "4"), ("1", "2", "4")], log[-3000:]
+    assert sorted(trained) == [("0", str(FAST["max_steps"])), ("1", str(FAST["max_steps"]))], log[-3000:]
+    assert "[ray spread] 2 processes over the cluster" in log
+    placed = dict(re.findall(r"\[ray spread\] rank (\d) on node (\w+)", log))
+    workers = {n.node_id for n in on_ray.worker_nodes}
+    assert set(placed) == {"0", "1"} and placed["0"] != placed["1"] and set(placed.values()) <= workers, (
+        placed
+    )
+    assert view.contestant_id is not None and log.count("published") <= 2  # one publish, by rank 0
+    with db.session() as s:
+        contestants = s.scalar(
+            select(func.count()).select_from(Contestant).where(Contestant.job_id == job_id)
+        )
+    assert contestants == 1
+    print(f"job {job_id} across two nodes: ranks on {placed}, batches {batches}, trained {trained}")

@@ -18,6 +18,7 @@ It stops the Ray job of a cancelled row (``stop``). Ray is imported only when us
 
 from __future__ import annotations
 
+import json
 import secrets
 import shlex
 import sys
@@ -56,6 +57,10 @@ class Needs:
         parts += [f"{name} {amount:g}" for name, amount in sorted(self.resources.items())]
         return ", ".join(parts)
 
+    def per_process(self) -> Needs:
+        """One process's share when the job is spread over nodes (the operator's resources with each)."""
+        return Needs(1.0, self.gpus / self.cpus if self.cpus else 0.0, self.resources)
+
 
 @dataclass(frozen=True)
 class Node:
@@ -68,6 +73,14 @@ class Node:
     def fits(self, needs: Needs) -> bool:
         wanted = {"CPU": needs.cpus, "GPU": needs.gpus, **needs.resources}
         return self.alive and all(self.total.get(k, 0.0) >= v for k, v in wanted.items() if v > 0)
+
+    def holds(self, needs: Needs) -> int:
+        """How many processes of ``needs`` (each one CPU, its share of GPUs, the resources) this node holds."""
+        per = needs.per_process()
+        wanted = {"CPU": per.cpus, "GPU": per.gpus, **per.resources}
+        if not self.alive:
+            return 0
+        return min(int(self.total.get(k, 0.0) // v) for k, v in wanted.items() if v > 0)
 
     def describe(self) -> str:
         shown = {k: v for k, v in self.total.items() if k in ("CPU", "GPU") or not _internal(k)}
@@ -186,18 +199,61 @@ def nodes() -> list[Node]:
     ]
 
 
+def placement(found: list[Node], needs: Needs, cfg: Any) -> str | None:
+    """``node`` when one node has everything the job asks for; ``spread`` when a job of several processes
+    (``launcher: accelerate``) fits only across nodes, one process per share (``training.jobs.ray_spread``);
+    None when it fits nowhere."""
+    if any(n.fits(needs) for n in found):
+        return "node"
+    several = needs.cpus > 1 and getattr(cfg, "launcher", None) == "accelerate"
+    if several and sum(n.holds(needs) for n in found) >= needs.cpus:
+        return "spread"
+    return None
+
+
+def _nowhere(found: list[Node], needs: Needs) -> JobError:
+    alive = [n.describe() for n in found if n.alive] or ["none alive"]
+    return JobError(
+        f"the Ray cluster at {address()} has no node with {needs.describe()} for this job, nor room for its "
+        f"processes across nodes (nodes: {'; '.join(alive)}); ask for fewer (use_cpu, num_processes) or add a "
+        "node that has them"
+    )
+
+
 def check_cluster(cfg: Any) -> Needs:
     """Refuse (JobError) a job that this cluster cannot run: the cluster does not answer, or no live node has
-    what the job needs (its GPUs and CPUs and the operator's resources), naming what each node has."""
+    what the job needs (its GPUs and CPUs and the operator's resources), nor do the nodes together for a job of
+    several processes; the refusal names what each node has."""
     found = nodes()
     needs = needs_of(cfg, any(n.alive and n.total.get("GPU", 0) > 0 for n in found))
-    if any(n.fits(needs) for n in found):
-        return needs
-    alive = [n.describe() for n in found if n.alive] or ["none alive"]
-    raise JobError(
-        f"the Ray cluster at {address()} has no node with {needs.describe()} for this job "
-        f"(nodes: {'; '.join(alive)}); ask for fewer (use_cpu, num_processes) or add a node that has them"
-    )
+    if placement(found, needs, cfg) is None:
+        raise _nowhere(found, needs)
+    return needs
+
+
+def spread_argv(python: str, needs: Needs, config_path: str, job_id: int, log_path: str) -> list[str]:
+    """The driver that runs one job's processes across nodes, each the plain job process."""
+    per = needs.per_process()
+    return [
+        python,
+        "-m",
+        "vibestudio.training.jobs.ray_spread",
+        "--processes",
+        str(int(needs.cpus)),
+        "--gpus",
+        f"{per.gpus:g}",
+        "--resources",
+        json.dumps(per.resources),
+        "--log",
+        log_path,
+        "--",
+        python,
+        "-m",
+        "vibestudio.training.jobs.job_process",
+        config_path,
+        "--job",
+        str(job_id),
+    ]
 
 
 # ---- submitting -----------------------------------------------------------------------------------------------
@@ -269,23 +325,29 @@ def submit_queued(db: Database, command: Callable[[str, int], list[str]]) -> tup
         if not config_path or not log_path or not _claim(db, job_id, SUBMITTING + sid):
             continue
         try:
-            needs = needs_of(_config(config_path), has_gpus)
-            if not any(n.fits(needs) for n in found):
-                alive = "; ".join(n.describe() for n in found if n.alive) or "none alive"
-                raise JobError(
-                    f"the Ray cluster at {address()} has no node with {needs.describe()} (nodes: {alive})"
-                )
-            argv = command(config_path, job_id)
-            argv[0] = get_settings().ray_python or argv[0] or sys.executable
+            cfg = _config(config_path)
+            needs = needs_of(cfg, has_gpus)
+            where = placement(found, needs, cfg)
+            if where is None:
+                raise _nowhere(found, needs)
+            python = get_settings().ray_python or sys.executable
+            if where == "spread":  # the driver asks for each process's share itself
+                argv = spread_argv(python, needs, config_path, job_id, log_path)
+                asks: dict[str, Any] = {"entrypoint_num_cpus": 0}
+            else:
+                argv = [python, *command(config_path, job_id)[1:]]
+                asks = {
+                    "entrypoint_num_cpus": needs.cpus,
+                    "entrypoint_num_gpus": needs.gpus,
+                    "entrypoint_resources": needs.resources or None,
+                }
             Path(log_path).parent.mkdir(parents=True, exist_ok=True)
             client().submit_job(
                 entrypoint=entrypoint(argv, log_path),
                 submission_id=sid,
                 runtime_env={"env_vars": environment(db)},
-                entrypoint_num_cpus=needs.cpus,
-                entrypoint_num_gpus=needs.gpus,
-                entrypoint_resources=needs.resources or None,
                 metadata={"vibestudio_job": str(job_id)},
+                **asks,
             )
             _name_node(db, job_id, SUBMITTING + sid, PREFIX + sid)
             submitted.append(job_id)
