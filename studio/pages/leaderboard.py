@@ -791,7 +791,7 @@ def _wire(
     # rate, judge votes, families) wait for their button.
     m.tab.select(views.on_matrices, filters, [m.win, m.counts], api_visibility="private")
     o.tab.select(views.on_over_time, [o.period, *filters], [o.plot], api_visibility="private")
-    v.tab.select(views.on_vibes_open, [v.a, v.b], vibe_outs, api_visibility="private")
+    wire(v.tab.select, views.on_vibes_open, [v.a, v.b], vibe_outs, v.text, api_visibility="private")
     g.tab.select(views.on_goldilocks, filters, g.outputs, api_visibility="private")
     wire_fragility(ctx, p.fragility, filters, options)
     wire_lc(ctx, demo, p.lc, filters, options)
