@@ -114,6 +114,10 @@ def test_rays_node_death_message_reads_as_one_line_with_the_node():
         "JobSupervisor\n\tactor_id: a76d\n\tpid: 6475\nThe actor died because its node has died. Node Id: b55a\n"
         "\tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats"
     )
+    assert ray_jobs.ray_message(
+        "Job entrypoint command failed with exit code 1, last available logs (truncated "
+        "to 20,000 chars): Running entrypoint for job x: cd /a && exec b"
+    ) == ("Job entrypoint command failed with exit code 1")
     assert ray_jobs.ray_message(raw) == (
         "Job supervisor actor died: The actor died unexpectedly before finishing this task. The actor died "
         "because its node has died. Node Id: b55a the actor's node was terminated unexpectedly: health check "
@@ -448,3 +452,46 @@ def test_one_job_across_two_nodes_trains_on_both_ranks_and_rank_0_alone_publishe
         )
     assert contestants == 1
     print(f"job {job_id} across two nodes: ranks on {placed}, batches {batches}, trained {trained}")
+
+
+def _job_processes(config_path: str) -> list[int]:
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        line = proc.info.get("cmdline") or []
+        spread = "vibestudio.training.jobs.ray_spread" in line  # the driver names the job process too
+        if "vibestudio.training.jobs.job_process" in line and config_path in line and not spread:
+            found.append(proc.info["pid"])
+    return found
+
+
+@pytest.mark.slow
+def test_a_lost_node_under_a_job_across_nodes_fails_it_and_stops_every_rank(
+    on_ray, db, tiny_parent, make_snapshot
+):
+    """As documented: one rank's node lost fails the whole job (the driver stops the other rank), with why;
+    no rank is left training; resume continues it like any job."""
+    import re
+
+    while len(on_ray.worker_nodes) < 2:
+        on_ray.add_node(num_cpus=1, resources={"trainer": 1})
+    on_ray.wait_for_nodes()
+    two = {"launcher": "accelerate", "num_processes": 2, "use_cpu": True, "per_device_train_batch_size": 2}
+    job_id = launch_dpo(
+        db, "tiny-parent", make_snapshot(8), **{**FAST, **two, "max_steps": 2000, "save_steps": 2}
+    )
+    _wait_for(lambda: _training(db, job_id, min_step=3), 400, "both ranks training")
+    view = runner.job_view(db, job_id)
+    log = runner.log_tail(view.log_path, lines=400, max_chars=10**6)
+    placed = dict(re.findall(r"\[ray spread\] rank (\d) on node (\w+)", log))
+    config_path = str(runner.job_dir(job_id) / "config.yaml")
+    assert len(_job_processes(config_path)) == 2
+    rank_1 = next(n for n in on_ray.worker_nodes if n.node_id == placed["1"])
+    killed = time.monotonic()
+    on_ray.remove_node(rank_1, allow_graceful=False)
+    view = runner.wait(db, job_id, timeout=240)
+    noticed = time.monotonic() - killed
+    print(f"rank 1's node killed; the studio showed after {noticed:.1f} s: {view.status}: {view.error[:600]}")
+    assert view.status == "failed" and "a rank failed, stopping the others" in view.error
+    _wait_for(lambda: not _job_processes(config_path), 60, "every rank to end")

@@ -434,7 +434,9 @@ def ended(db: Database) -> list[Ended]:
 
 def ray_message(text: str | None, limit: int = 600) -> str:
     """Ray's status message in one line: its headline lines and those about nodes, without the actor's
-    tab-indented details (class, actor id, pid, namespace)."""
+    tab-indented details (class, actor id, pid, namespace), and without Ray's copy of the job's logs (the
+    job's own log tail comes with the reason)."""
+    text = str(text or "").split(", last available logs", 1)[0]
     kept = []
     for raw in str(text or "").splitlines():
         if raw.strip() and (not raw.startswith("\t") or "node" in raw):
