@@ -495,3 +495,22 @@ def test_a_lost_node_under_a_job_across_nodes_fails_it_and_stops_every_rank(
     print(f"rank 1's node killed; the studio showed after {noticed:.1f} s: {view.status}: {view.error[:600]}")
     assert view.status == "failed" and "a rank failed, stopping the others" in view.error
     _wait_for(lambda: not _job_processes(config_path), 60, "every rank to end")
+
+
+@pytest.mark.slow
+def test_cancel_of_a_job_across_nodes_stops_every_rank(on_ray, db, tiny_parent, make_snapshot):
+    while len(on_ray.worker_nodes) < 2:
+        on_ray.add_node(num_cpus=1, resources={"trainer": 1})
+    on_ray.wait_for_nodes()
+    two = {"launcher": "accelerate", "num_processes": 2, "use_cpu": True, "per_device_train_batch_size": 2}
+    job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, **two, "max_steps": 2000})
+    _wait_for(lambda: _training(db, job_id, min_step=2), 400, "both ranks training")
+    config_path = str(runner.job_dir(job_id) / "config.yaml")
+    assert len(_job_processes(config_path)) == 2
+    started = time.monotonic()
+    assert runner.cancel(db, job_id).status == "cancelled"
+    _wait_for(lambda: not _job_processes(config_path), 60, "every rank to end")
+    gone = time.monotonic() - started
+    _wait_for(lambda: _ray_done(job_id, db), 60, "the Ray job to end")
+    print(f"cancel across nodes: every rank gone after {gone:.2f} s")
+    assert runner.job_view(db, job_id).status == "cancelled"
