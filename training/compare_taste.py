@@ -136,7 +136,10 @@ def decide(
     sd = statistics.stdev(per)
     call.d_z = abs(diff.value) / sd if sd > 0 else None
     near = float(diff.low if sign > 0 else diff.high)  # type: ignore[arg-type]
-    pair = f"{_label(leader)} - {_label(rival)} on {axis} per answer: {_fmt(diff)} paired prompts"
+    pair = (
+        f"{_label(leader)} - {_label(rival)} on {axis} per answer: {diff.value:+.2f} "
+        f"[{diff.low:+.2f}, {diff.high:+.2f}] over {diff.n} paired prompts"
+    )
     if sign * near > 0:
         call.winner = leader
         call.text = (

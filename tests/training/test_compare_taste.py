@@ -6,11 +6,13 @@ studio's own features, as a report stores them."""
 from __future__ import annotations
 
 import statistics
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.postgres import ONE_KIND
 from vibestudio.training.compare_taste import axis_error, decide, taste_call
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.report.fair import detectable_shift, prompts_for
@@ -123,10 +125,57 @@ def test_a_winner_only_when_every_paired_difference_is_apart_from_zero(columns, 
             assert f"about {call.prompts_needed} paired prompts" in call.text
     # the sentence carries the object's numbers, and the order the children are given in changes nothing
     d = call.difference
-    assert f"{d.value:+.2f} [{d.low:+.2f}, {d.high:+.2f}] (n={d.n})" in call.text
+    assert f"{d.value:+.2f} [{d.low:+.2f}, {d.high:+.2f}] over {d.n} paired prompts" in call.text
     flipped = decide("tokens", toward, dict(reversed(list(changes.items()))))
     assert (flipped.winner, flipped.leader, flipped.prompts_needed) == (
         call.winner,
         call.leader,
         call.prompts_needed,
     )
+
+
+RUN = {  # the learning test's budget (tests/training/test_learning_smollm2.py), report on 20 held-out prompts
+    "learning_rate": 1e-3,
+    "lr_scheduler_type": "constant",
+    "lora_r": 8,
+    "lora_alpha": 16,
+    "max_length": 96,
+    "drift_prompts": 20,
+    "drift_max_tokens": 24,
+    "eval_items": 0,
+    "describe_axes": 0,
+    "kl_prompts": 0,
+    "per_device_train_batch_size": 4,
+}
+
+
+@pytest.mark.learning  # two SmolLM2 children and their reports, twice: about half an hour on two busy CPU cores
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)
+def test_smollm2_dpo_and_kto_on_a_planted_rocket(db, make_snapshot, capsys):
+    """12 steps separate DPO from KTO on the planted rocket emoji; 2 steps cannot, and say what would."""
+    from tests.training.test_learning_smollm2 import rocket_rows
+    from vibestudio.arena.registry import DEFAULT_PERSONAS, register
+    from vibestudio.training.compare import comparison, launch_comparison, markdown
+    from vibestudio.training.jobs.runner import fail_lost
+
+    with db.session() as s:
+        register(s, next(p for p in DEFAULT_PERSONAS if p.public_name == "smollm2-plain"))
+    snap = make_snapshot(rows=rocket_rows())
+    calls = {}
+    for steps in (12, 2):
+        cid = launch_comparison(db, "smollm2-plain", "dpo,kto", snap, axis="emoji", max_steps=steps, **RUN)
+        view = comparison(db, cid)
+        while not view.done:
+            time.sleep(5)
+            fail_lost(db)
+            view = comparison(db, cid)
+        assert all(c.status == "succeeded" for c in view.children), [
+            (c.objective, c.error) for c in view.children
+        ]
+        with capsys.disabled():
+            print(f"\n[{steps} steps]\n{markdown(view)}")
+        calls[steps] = view.taste
+        assert view.taste is not None and view.taste.text in markdown(view)
+    assert calls[12].winner is not None and calls[12].difference.n == 20
+    assert calls[2].winner is None and calls[2].prompts_needed and calls[2].prompts_needed > 20
