@@ -149,7 +149,7 @@ RUN = {  # the learning test's budget (tests/training/test_learning_smollm2.py),
 }
 
 
-@pytest.mark.learning  # two SmolLM2 children and their reports, twice: about half an hour on two busy CPU cores
+@pytest.mark.learning  # two SmolLM2 children and their reports, twice: about 20-30 minutes on two busy CPU cores
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("db", ONE_KIND, indirect=True)
 def test_smollm2_dpo_and_kto_on_a_planted_rocket(db, make_snapshot, capsys):
@@ -177,5 +177,6 @@ def test_smollm2_dpo_and_kto_on_a_planted_rocket(db, make_snapshot, capsys):
             print(f"\n[{steps} steps]\n{markdown(view)}")
         calls[steps] = view.taste
         assert view.taste is not None and view.taste.text in markdown(view)
-    assert calls[12].winner is not None and calls[12].difference.n == 20
+    # a manual run with these settings: DPO - KTO +7.15 [+6.70, +7.55]; at 2 steps +0.15 [+0.00, +0.40], 84 needed
+    assert calls[12].winner == "dpo" and calls[12].difference.n == 20
     assert calls[2].winner is None and calls[2].prompts_needed and calls[2].prompts_needed > 20
