@@ -188,7 +188,7 @@ def _calls(tmp: Path, tag: str) -> dict[str, tuple[tuple, dict]]:
         "/train_resume": ((987654, ""), {}),
         "/train_clone": ((987654,), {}),
         "/train_publish": ((987654, None, ""), {}),
-        "/objectives_launch": ((["dpo", "kto"], "smollm2-plain", "", 2, 2), {}),
+        "/objectives_launch": ((["dpo", "kto"], "smollm2-plain", "", 2, 2, "", "higher"), {}),
         "/objectives_show": ((None,), {}),
         "/admin_users": ((), {}),
         "/admin_add_user": ((f"new-{tag}", "another long password", "annotator"), {}),
