@@ -493,7 +493,9 @@ def test_a_lost_node_under_a_job_across_nodes_fails_it_and_stops_every_rank(
     view = runner.wait(db, job_id, timeout=240)
     noticed = time.monotonic() - killed
     print(f"rank 1's node killed; the studio showed after {noticed:.1f} s: {view.status}: {view.error[:600]}")
-    assert view.status == "failed" and "a rank failed, stopping the others" in view.error
+    assert view.status == "failed" and f"the Ray job {ray_jobs.submission_of(view.host)} failed" in view.error
+    whole = runner.log_tail(view.log_path, lines=10**5, max_chars=10**8)
+    assert "[ray spread] a rank failed, stopping the others" in whole
     _wait_for(lambda: not _job_processes(config_path), 60, "every rank to end")
 
 

@@ -81,7 +81,7 @@ def main(args: list[str]) -> int:
     from ray.util.placement_group import placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    ray.init()
+    ray.init(log_to_driver=False)  # each rank writes to the job's log itself
     bundle: dict[str, float] = {"CPU": 1.0, **json.loads(ns.resources)}
     if ns.gpus:
         bundle["GPU"] = ns.gpus
