@@ -47,7 +47,9 @@ class Change:
     n: int
     q: float | None = None  # p adjusted for the number of features tested together (Benjamini-Hochberg)
     flagged: bool | None = None  # the report's decision (a verdict rule or the threshold); None: not decided
-    past_threshold: bool | None = None  # None with a decision: a report saved before decisions (it was ``flagged``)
+    past_threshold: bool | None = (
+        None  # None with a decision: a report saved before decisions (it was ``flagged``)
+    )
 
     def __post_init__(self) -> None:
         if self.past_threshold is None and self.flagged is not None:

@@ -112,7 +112,9 @@ def export(
     from vibestudio.annotation.snapshots import SnapshotError, collected, snapshot_from_votes
 
     if dry_run and (fmt or snapshot):
-        fail("--dry-run counts the pairs a vote snapshot would freeze; it does not take --format or --snapshot")
+        fail(
+            "--dry-run counts the pairs a vote snapshot would freeze; it does not take --format or --snapshot"
+        )
     if dry_run:  # the Data tab's counts (``annotation.snapshots.collected``), under these filters
         with open_db().session() as s:
             counts = collected(s, include_named=include_named, include_self_play=self_play)

@@ -152,5 +152,3 @@ def test_clear_winner_and_missing_data(db):
         decision_card(db, "alpha", "bravo", price_per_hour=-1.0)
     with db.session() as s:
         assert s.scalar(select(Contestant.id).where(Contestant.public_name == "nobody")) is None
-
-

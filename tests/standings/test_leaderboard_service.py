@@ -108,7 +108,8 @@ def test_boards_by_category_and_turns_match_leaderboard_by(store):
         assert out["n_votes"] == ref.n_battles
         assert {m["name"]: m["rating"] for m in out["models"]} == pytest.approx(ref.ratings(), abs=1e-6)
         assert any("fewer than 5 votes" in w for w in out["warnings"]) == any(
-            "fewer than 5 battles" in w for w in ref.warnings  # the plain path's records are the votes
+            "fewer than 5 battles" in w
+            for w in ref.warnings  # the plain path's records are the votes
         )
     assert svc.board(BoardOptions(board="category:nothing"))["models"] == []
 

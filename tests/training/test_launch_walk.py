@@ -42,9 +42,10 @@ def test_a_launch_validates_once_and_applies_the_pairs_rule_once(db, tiny_parent
 
     check_config(db, text)  # a warm process: the modules a check imports lazily are loaded (not the walk)
     seen = _walk(launch_config, db, text)
-    validate = seen["vibestudio.training.jobs.config:JobConfig.validate"] + seen[
-        "vibestudio.training.jobs.config:config_errors"
-    ]  # the one field check (pydantic) and the rules between fields, whichever way the config came in
+    validate = (
+        seen["vibestudio.training.jobs.config:JobConfig.validate"]
+        + seen["vibestudio.training.jobs.config:config_errors"]
+    )  # the one field check (pydantic) and the rules between fields, whichever way the config came in
     modules = {name.split(":")[0] for name in seen}
     print(
         f"launch walk: {len(seen)} distinct studio functions in {len(modules)} modules, "

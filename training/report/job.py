@@ -32,7 +32,15 @@ from vibestudio.db.session import Database
 from vibestudio.training.report import steps, verdict
 from vibestudio.training.report.options import REPORT_FIELDS, ReportOptions
 
-__all__ = ["REPORT_FIELDS", "ReportOptions", "after_probes", "report_job_settings", "run_report", "run_report_job"]
+__all__ = [
+    "REPORT_FIELDS",
+    "ReportOptions",
+    "after_probes",
+    "report_job_settings",
+    "run_report",
+    "run_report_job",
+]
+
 
 def run_report(
     db: Database,
@@ -185,7 +193,9 @@ def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
     return out
 
 
-def report_job_settings(contestant_id: int, source_job: int, step: int, config: dict[str, Any]) -> dict[str, Any]:
+def report_job_settings(
+    contestant_id: int, source_job: int, step: int, config: dict[str, Any]
+) -> dict[str, Any]:
     """The config of a ``report`` job for ``contestant_id``, a checkpoint saved at ``step`` of job ``source_job``,
     with that job's report settings (``config``: its job config). The publish path queues it through the job
     runner (``training.jobs.runner.queue``), in the publish's own transaction."""

@@ -125,7 +125,9 @@ class CheckpointReport:
     timings: dict[str, float] = field(default_factory=dict)
     samples: list[dict[str, str]] = field(default_factory=list)
     rules_path: str = ""  # the verdict rules file it was decided with ("" = the built-in one)
-    prediction: dict[str, Any] = field(default_factory=dict)  # made before play (``training.report.prediction``)
+    prediction: dict[str, Any] = field(
+        default_factory=dict
+    )  # made before play (``training.report.prediction``)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
