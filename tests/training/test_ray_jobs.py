@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
+from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import FAST
 from vibestudio.common.processes import process_alive
 from vibestudio.db.models import Contestant, Job, JobMetric
@@ -239,6 +240,7 @@ def _alive(pid: int | None) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_a_job_without_the_gpus_it_asks_for_is_refused_with_the_clusters_nodes(
     on_ray, db, tiny_parent, make_snapshot
 ):
@@ -251,6 +253,7 @@ def test_a_job_without_the_gpus_it_asks_for_is_refused_with_the_clusters_nodes(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_a_dpo_job_runs_on_the_ray_worker_node_to_the_end(on_ray, db, tiny_parent, make_snapshot):
     job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **FAST)
     assert runner.job_view(db, job_id).status == "queued"  # Ray holds it until the node's process starts
@@ -271,6 +274,7 @@ def test_a_dpo_job_runs_on_the_ray_worker_node_to_the_end(on_ray, db, tiny_paren
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_cancel_reaches_the_ray_job_and_its_process(on_ray, db, tiny_parent, make_snapshot):
     job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 2000})
     _wait_for(lambda: _training(db, job_id), 300, "training on the node")
@@ -288,6 +292,7 @@ def test_cancel_reaches_the_ray_job_and_its_process(on_ray, db, tiny_parent, mak
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_a_killed_worker_node_fails_the_job_with_rays_reason_and_resume_continues_it(
     on_ray, db, tiny_parent, make_snapshot
 ):
@@ -359,6 +364,7 @@ def _row_for(db, sid: str) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_ray_jobs_that_end_behind_the_studios_back_end_their_rows_with_why(on_ray, db):
     """Stopped through Ray (``ray job stop``): cancelled. Exited without recording a result: failed. A job the
     cluster does not know (it was restarted): failed. Each says so; a job Ray still runs is left alone."""
@@ -421,6 +427,7 @@ def test_a_job_of_two_processes_is_placed_across_nodes_only_when_no_node_holds_b
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_one_job_across_two_nodes_trains_on_both_ranks_and_rank_0_alone_publishes(
     on_ray, db, tiny_parent, make_snapshot
 ):
@@ -467,6 +474,7 @@ def _job_processes(config_path: str) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_a_lost_node_under_a_job_across_nodes_fails_it_and_stops_every_rank(
     on_ray, db, tiny_parent, make_snapshot
 ):
@@ -500,6 +508,7 @@ def test_a_lost_node_under_a_job_across_nodes_fails_it_and_stops_every_rank(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("db", ONE_KIND, indirect=True)  # one database per run: the cluster is slow to drive
 def test_cancel_of_a_job_across_nodes_stops_every_rank(on_ray, db, tiny_parent, make_snapshot):
     while len(on_ray.worker_nodes) < 2:
         on_ray.add_node(num_cpus=1, resources={"trainer": 1})
