@@ -219,16 +219,18 @@ def test_conv_metadata_is_used_for_style(tmp_path: Path) -> None:
             "winner": "model_a" if k % 3 else "model_b",
             "conv_metadata": meta("a", "b") if k % 4 else meta("b", "a"),
         }
-        for k in range(40)
+        for k in range(80)
     ]
-    coefficients = {}
+    coefficients, cant_tell = {}, {}
     for engine in ("python", "duckdb"):
         records, _ = load_battles_file(write_jsonl(tmp_path / f"{engine}.jsonl", rows), engine=engine)
         board = leaderboard(records, style_control=True, ci_method="sandwich")
-        coefficients[engine] = board.style_coefficients
-    # Every count comes from the metadata; the side with the longer, richer answer wins 24 of the 40 votes.
-    assert set(coefficients["python"]) == {"tokens", "headers", "list_items", "bold"}
-    assert all(c > 0 for c in coefficients["python"].values()), coefficients
+        coefficients[engine], cant_tell[engine] = board.style_coefficients, board.style_cant_tell
+    # Every count comes from the metadata; the side with the longer, richer answer wins 48 of the 80 votes. The four
+    # counts move together here, so one is fitted and the other three read can't tell, naming the collinearity.
+    assert set(coefficients["python"]) | set(cant_tell["python"]) == {"tokens", "headers", "list_items", "bold"}
+    assert coefficients["python"] and all(c > 0 for c in coefficients["python"].values()), coefficients
+    assert all("collinear" in why for why in cant_tell["python"].values()), cant_tell
     assert coefficients["duckdb"] == pytest.approx(coefficients["python"])
 
 
