@@ -178,8 +178,9 @@ class Estimate:
 
     @property
     def busy_factor(self) -> float:
-        """How much longer the job may take at the load now (1.0: idle, unknown, or its steps on a GPU)."""
-        if self.load is None or not self.load.busy or self.device == "GPU":
+        """How much longer the job may take at the load now (1.0: idle, unknown, its steps on a GPU, or figures
+        measured on past jobs, which already ran under their own load: widening them counts the load twice)."""
+        if self.load is None or not self.load.busy or self.device == "GPU" or self.basis != "FLOP model":
             return 1.0
         return self.load.slowdown
 
@@ -192,6 +193,8 @@ class Estimate:
             return f"assumes {assumed} ({self.load.words()} now: idle)"
         if self.device == "GPU":
             return f"assumes {assumed}; busy now ({self.load.words()}): the steps run on the GPU, start-up may be slower"
+        if self.basis != "FLOP model":
+            return f"assumes {assumed} ({self.load.words()} now; busier than they ran, it takes longer)"
         f = self.busy_factor
         return (
             f"assumes {assumed}, but the machine is busy now ({self.load.words()}): if it stays so, "
