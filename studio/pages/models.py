@@ -141,8 +141,10 @@ def _curves(fig: go.Figure | None) -> Any:
     return gr.update(value=fig, visible=fig is not None)
 
 
-#: What of a contestant a page shows a viewer below researcher (``for_annotators``).
-PUBLIC_FIELDS = ("id", "public_name", "description", "engine", "state", "parent_id", "job_id", "created_at")
+#: What of a contestant a page shows a viewer below researcher (``for_annotators``). Not its description: a
+#: persona's description says how its answers read ("opens with praise and emoji"), which helps a blind voter tell
+#: it in a battle.
+PUBLIC_FIELDS = ("id", "public_name", "engine", "state", "parent_id", "job_id", "created_at")
 HIDDEN = "shown to researchers"
 
 

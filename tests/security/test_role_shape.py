@@ -137,3 +137,22 @@ def test_the_server_still_refuses_what_the_shape_hides(studio_app, child):
         r = studio_app.call(http, i, data)
         said = (r.error or "") + r.text
         assert "needs researcher or higher" in said or "needs admin or higher" in said, (key, said[:300])
+
+
+def test_an_annotators_model_page_drops_the_persona_description() -> None:
+    """A persona's description says how its answers read ("opens with praise and emoji"): a blind voter could tell it
+    in a battle, so a viewer below researcher does not get it (a browser tour found it on the annotator's page)."""
+    from vibestudio.studio.pages.models import for_annotators
+
+    page = {
+        "contestant": {
+            "public_name": "warm",
+            "description": "Opens with praise and emoji.",
+            "engine": "llama_cpp",
+        },
+        "family": {"job": {"id": 1}, "snapshot": "abc"},
+        "curves": {"loss": [1.0]},
+        "fidelity": {"kept": 1.0},
+    }
+    shaped = for_annotators(page)
+    assert "description" not in shaped["contestant"] and "Opens with praise" not in repr(shaped)
