@@ -535,8 +535,8 @@ def _few_battles(models: list[ModelRating], min_battles: int, noun: str = "battl
     if not few:
         return []
     return [
-        f"{_names(few)} {'has' if len(few) == 1 else 'have'} fewer than {counted(min_battles, noun)}: can't "
-        f"tell yet where they stand (their intervals are at least as wide as the model allows for so few {noun}s)"
+        f"{_names(few)} {'has' if len(few) == 1 else 'have'} fewer than {counted(min_battles, noun)}: their "
+        f"places are not settled (their intervals are at least as wide as the model allows for so few {noun}s)"
     ]
 
 
