@@ -228,7 +228,12 @@ def test_conv_metadata_is_used_for_style(tmp_path: Path) -> None:
         coefficients[engine], cant_tell[engine] = board.style_coefficients, board.style_cant_tell
     # Every count comes from the metadata; the side with the longer, richer answer wins 48 of the 80 votes. The four
     # counts move together here, so one is fitted and the other three read can't tell, naming the collinearity.
-    assert set(coefficients["python"]) | set(cant_tell["python"]) == {"tokens", "headers", "list_items", "bold"}
+    assert set(coefficients["python"]) | set(cant_tell["python"]) == {
+        "tokens",
+        "headers",
+        "list_items",
+        "bold",
+    }
     assert coefficients["python"] and all(c > 0 for c in coefficients["python"].values()), coefficients
     assert all("collinear" in why for why in cant_tell["python"].values()), cant_tell
     assert coefficients["duckdb"] == pytest.approx(coefficients["python"])
