@@ -197,6 +197,8 @@ def test_train_fresh_snapshot_follows_the_frozen_rule(page, studio):
     tab(page, "Train")
     pick(page, "train-parent", "train-x")
     wait_text(page, "#train-check", "at least 4")  # the fresh snapshot of the same three pairs is refused
+    # opening the tab checks again (fresh on sight): read the panel once that check has drawn the parent's mix
+    wait_text(page, "#train-check", "3 pairs: 3 half")
     check = page.locator("#train-check").inner_text()
     shot(page, "03-train-fresh")
     assert "Config valid" not in check
@@ -332,7 +334,7 @@ def test_one_tied_battle_is_not_certain(page, studio):
     rating, low, high = (float(rows["thin-a"][k]) for k in ("rating", "ci_low", "ci_high"))
     assert rating == pytest.approx(1000.0, abs=0.1)
     assert high - low > 200  # one tie says almost nothing: no [1000, 1000]
-    assert "can't tell" in page.locator("#leaderboard-summary").inner_text()
+    assert "places are not settled" in page.locator("#leaderboard-summary").inner_text()
     page.get_by_text("Families: checkpoints with a common ancestor").click()
     page.locator("#families-show").click()
     wait_text(page, "#families-table", "thin-a")
