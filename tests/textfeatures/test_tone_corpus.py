@@ -13,12 +13,12 @@ are in docs/training.md (the table is checked against this measurement)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.tone_scores import Score, found, score_rows
 from vibestudio.textfeatures import tone
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,43 +35,13 @@ FLOORS: dict[str, tuple[float, float]] = {
 }
 
 
-@dataclass(frozen=True)
-class Score:
-    axis: str
-    half: str
-    tp: int
-    fp: int
-    fn: int
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
-
-
 def rows() -> list[dict]:
     return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def found(row: dict) -> set[str]:
-    got = tone.axes(row["text"], row.get("prompt"))
-    return {axis for axis, n in (got or {}).items() if n > 0}
-
-
 @cache
 def scores() -> dict[tuple[str, str], Score]:
-    tally = {(a, h): [0, 0, 0] for a in tone.AXES for h in HALVES}
-    for row in rows():
-        got, want = found(row), set(row["axes"])
-        for axis in tone.AXES:
-            t = tally[(axis, row["half"])]
-            t[0] += axis in got and axis in want
-            t[1] += axis in got and axis not in want
-            t[2] += axis in want and axis not in got
-    return {k: Score(k[0], k[1], *v) for k, v in tally.items()}
+    return score_rows(rows(), HALVES)
 
 
 def table_md() -> list[str]:

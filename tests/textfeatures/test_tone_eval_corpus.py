@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers.tone_scores import Score, score_rows
 from vibestudio.common.stats import wilson
 from vibestudio.textfeatures import tone
 
@@ -46,23 +46,6 @@ FLOORS: dict[str, tuple[float, float]] = {
     "feelings": (0.90, 0.35),
 }
 GOAL = 0.8  # issue #50: at least 0.8 precision and recall per axis on the eval half
-
-
-@dataclass(frozen=True)
-class Score:
-    axis: str
-    half: str
-    tp: int
-    fp: int
-    fn: int
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
 
 
 def problems(lines: list[str], name: str = CORPUS.name) -> list[str]:
@@ -111,22 +94,9 @@ def rows() -> tuple[dict, ...]:
     return tuple(json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines())
 
 
-def found(row: dict) -> set[str]:
-    got = tone.axes(row["text"])
-    return {axis for axis, n in (got or {}).items() if n > 0}
-
-
 @cache
 def scores() -> dict[tuple[str, str], Score]:
-    tally = {(a, h): [0, 0, 0] for a in tone.AXES for h in HALVES}
-    for row in rows():
-        got, want = found(row), set(row["axes"])
-        for axis in tone.AXES:
-            t = tally[(axis, row["half"])]
-            t[0] += axis in got and axis in want
-            t[1] += axis in got and axis not in want
-            t[2] += axis in want and axis not in got
-    return {k: Score(k[0], k[1], *v) for k, v in tally.items()}
+    return score_rows(rows(), HALVES)
 
 
 def cell(k: int, n: int) -> str:
