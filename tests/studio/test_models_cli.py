@@ -41,34 +41,13 @@ def test_drift_show_hold_release(tiny_model_dir):
     )
     assert r.exit_code == 0, r.output  # a pass passes the strictest gate
     assert report["verdict"]["verdict"] == "pass" and report["flagged"] == []
-    r = _run("drift", "cli-child", "--against", "nobody", "--prompts", "20", "--eval-items", "0")
+    against_nobody = ("drift", "cli-child", "--against", "nobody", "--prompts", "20", "--eval-items", "0")
+    r = _run(*against_nobody)
     assert r.exit_code == 0 and "unknown" in r.output and "no longer exists" in r.output
     # the CI gate: the report prints in full, then the exit status says whether the release may go on
-    r = _run(
-        "drift",
-        "cli-child",
-        "--against",
-        "nobody",
-        "--prompts",
-        "20",
-        "--eval-items",
-        "0",
-        "--fail-on",
-        "unknown",
-    )
+    r = _run(*against_nobody, "--fail-on", "unknown")
     assert r.exit_code == 3 and "no longer exists" in r.output and "--fail-on unknown blocks it" in r.output
-    r = _run(
-        "drift",
-        "cli-child",
-        "--against",
-        "nobody",
-        "--prompts",
-        "20",
-        "--eval-items",
-        "0",
-        "--fail-on",
-        "regress",
-    )
+    r = _run(*against_nobody, "--fail-on", "regress")
     assert r.exit_code == 0, r.output
     assert _run("drift", "ghost").exit_code == 1
     r = _run("models", "hold", "cli-child", "--reason", "answers look odd")
