@@ -787,10 +787,11 @@ def _wire(
     g = p.goldilocks
     g.button.click(views.on_goldilocks, filters, g.outputs, api_visibility="private")
     # Fresh on sight: the drawn views redraw as their sub-tab opens (a vibe profile only once a contestant is
-    # picked); the measurements that take a while (identifiability, the predictive check, votes to flip, LC win
-    # rate, judge votes, families) wait for their button.
+    # picked; over time also when its period changes); the measurements that take a while (identifiability, the
+    # predictive check, votes to flip, LC win rate, judge votes, families) wait for their button.
     m.tab.select(views.on_matrices, filters, [m.win, m.counts], api_visibility="private")
     o.tab.select(views.on_over_time, [o.period, *filters], [o.plot], api_visibility="private")
+    o.period.change(views.on_over_time, [o.period, *filters], [o.plot], api_visibility="private")
     wire(v.tab.select, views.on_vibes_open, [v.a, v.b], vibe_outs, v.text, api_visibility="private")
     g.tab.select(views.on_goldilocks, filters, g.outputs, api_visibility="private")
     wire_fragility(ctx, p.fragility, filters, options)

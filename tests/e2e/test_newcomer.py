@@ -294,10 +294,11 @@ def test_over_time_agrees_with_the_board(page, studio):
     wait_names(page, "leaderboard-table", {"time-a", "time-b", "time-c"})
     board = {r["name"]: float(r["rating"]) for r in table(page, "leaderboard-table")}
     page.get_by_role("tab", name="Over time").click()
+    # the tab draws the weekly chart as it opens; picking Day redraws it (wait for the daily one: four dates)
     page.get_by_label("Day").check()
-    page.locator("#leaderboard-over-time").click()
     page.wait_for_function(
-        "() => { const p = document.querySelector('#leaderboard-over-time-plot .js-plotly-plot'); return p && p.data && p.data.length; }",
+        "() => { const p = document.querySelector('#leaderboard-over-time-plot .js-plotly-plot');"
+        " return p && p._fullData && p._fullData.length && p._fullData[0].x.length === 4; }",
         timeout=STEP_MS,
     )
     shot(page, "05-over-time")

@@ -98,6 +98,9 @@ def _read_everything(page, url: str) -> dict[str, str]:
     page.wait_for_selector("#arena-prompt textarea")
     page.get_by_role("tab", name="Data").click()
     page.wait_for_function("document.querySelector('#data-counts').innerText.includes('battle')")
+    # opening the tab re-reads the counts: read them once that re-read's timer is gone
+    page.wait_for_timeout(300)
+    page.wait_for_function("!document.querySelector('.progress-text, .eta-bar')", timeout=STEP_MS)
     seen = {"data": page.locator("#data-counts").inner_text()}
     page.get_by_role("tab", name="Leaderboard").click()
     _click_and_settle(page, "#leaderboard-refresh")
