@@ -56,10 +56,11 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
     # shaped by role (``studio.roles``): each tab and marked section shown only to the roles that may use it
     with roles.shaping(hidden_first=ctx.access.required) as shaped, gr.Blocks(title="Vibe Studio") as demo:
         gr.Markdown("# Vibe Studio\nWhich model do people actually like, and why?")
-        # The two timers live outside the tabs, so they exist before any tab is opened (a tab's children mount only
+        # The timers live outside the tabs, so they exist before any tab is opened (a tab's children mount only
         # when it is first opened); ``_tab`` switches them as tabs open.
         timers = {
             "leaderboard": gr.Timer(leaderboard.REFRESH_SECONDS, active=False),
+            "data": gr.Timer(data.REFRESH_SECONDS, active=False),
             "train": gr.Timer(train.POLL_SECONDS, active=False),
         }
         with _tab("Arena", "arena", timers):
@@ -67,7 +68,7 @@ def build_app(ctx: StudioContext) -> gr.Blocks:
         with _tab("Leaderboard", "leaderboard", timers) as tab:
             leaderboard.build(ctx, demo, timers["leaderboard"], tab=tab)
         with _tab("Data", "data", timers):
-            data.build(ctx, demo)
+            data.build(ctx, demo, timers["data"])
         with _tab("Annotate", "annotate", timers):
             queues.build(ctx, demo)
         with _tab("Label", "label", timers):

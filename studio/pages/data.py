@@ -6,6 +6,9 @@ see each set's train / held-out split.
 A frozen snapshot's line says how many of its pairs are on-policy for a model: both answers its own, as
 self-play battles give (`arena.self_play`). They are counted by `training.objectives.pairmix`, as the
 Train tab counts them for a job's parent.
+
+While the tab is open, a timer re-reads the counts, the snapshots and the task sets. It redraws only what
+changed since the page last drew, so votes cast in other browsers show up without a reload.
 """
 
 from __future__ import annotations
@@ -75,9 +78,22 @@ def _snapshots(ctx: StudioContext) -> pd.DataFrame:
 
 
 SNAPSHOT_COLUMNS = ["id", "hash", "rows", "created"]
+#: How often the open tab re-reads what was collected (seconds).
+REFRESH_SECONDS = 10.0
 
 
-def build(ctx: StudioContext, demo: gr.Blocks) -> None:
+def _fill(ctx: StudioContext) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """What the tab shows: the counts, the snapshots and the task sets."""
+    return _counts(ctx), _snapshots(ctx), _task_sets(ctx)
+
+
+def _drawn(values: tuple[str, pd.DataFrame, pd.DataFrame]) -> str:
+    """A key of what was drawn: the timer redraws only when it changes."""
+    text, snaps, tasks = values
+    return "\n".join([text, snaps.to_csv(index=False), tasks.to_csv(index=False)])
+
+
+def build(ctx: StudioContext, demo: gr.Blocks, timer: gr.Timer | None = None) -> None:
     counts = gr.Markdown(elem_id="data-counts")
     gr.Markdown(
         "### Preference snapshots\nFreeze the current decisive votes into a hashed, read-only "
@@ -137,11 +153,25 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
         api_name="data_import_prompts",
     )
     task_table = _task_section(ctx)
-    demo.load(
-        lambda: (_counts(ctx), _snapshots(ctx), _task_sets(ctx)),
-        None,
-        [counts, table, task_table],
-        api_visibility="private",
+    seen = gr.State("")  # what this page last drew
+
+    def on_load():
+        values = _fill(ctx)
+        return (*values, _drawn(values))
+
+    demo.load(on_load, None, [counts, table, task_table, seen], api_visibility="private")
+    if timer is None:
+        return
+
+    def on_tick(drawn: str):
+        values = _fill(ctx)
+        key = _drawn(values)
+        if key == drawn:
+            return gr.skip(), gr.skip(), gr.skip(), drawn
+        return (*values, key)
+
+    timer.tick(
+        on_tick, [seen], [counts, table, task_table, seen], show_progress="hidden", api_visibility="private"
     )
 
 

@@ -13,6 +13,7 @@ the store to hold exactly three preference pairs.
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -425,3 +426,27 @@ def test_label_export_downloads(page, studio, tmp_path):
     got = httpx.get(href if href.startswith("http") else url + href, timeout=30)
     assert got.status_code == 200
     assert any((home / "exports").iterdir())
+
+
+# -- 12. The Data tab follows new votes while it stays open -----------------------------------------------------------
+def test_data_counts_follow_new_votes_while_the_tab_stays_open(page, studio):
+    _, db, _ = studio
+    tab(page, "Data")
+    counts = page.locator("#data-counts")
+    counts.get_by_text("ended battle").first.wait_for(timeout=STEP_MS)
+    before = counts.inner_text()
+    ids = contestants(db, "live-a", "live-b")
+    battles(db, ids, [("live-a", "live-b", "a", T0), ("live-a", "live-b", "b", T0)], "live")
+    # no click, no reload: the tab's timer redraws within two of its periods
+    page.wait_for_function(
+        "n => (document.querySelector('#data-counts').innerText.match(/([0-9,]+) ended battle/) || [])[1] == n",
+        arg=str(_ended(before) + 2),
+        timeout=25_000,
+    )
+    assert _ended(counts.inner_text()) == _ended(before) + 2
+
+
+def _ended(text: str) -> int:
+    found = re.search(r"(\d[\d,]*) ended battle", text)
+    assert found, text
+    return int(found.group(1).replace(",", ""))
