@@ -275,8 +275,17 @@ def drift_cmd(
     note = "Nothing was saved or recorded (add --record to save the report and record its verdict)."
     if record:
         path = save_report(report, report_folder(db, report.contestant_id))
-        state = verdict.record(db, report.contestant_id, verdict.Verdict(**report.verdict), str(path))
-        note = f"Saved the report to {path} and recorded the verdict {report.verdict_name}: {report.contestant} is {state}."
+        done = verdict.record_verdict(
+            db,
+            report.contestant_id,
+            verdict.Verdict(**report.verdict),
+            str(path),
+            report=report,
+            by=verdict.LOCAL_OPERATOR,
+        )
+        note = f"Saved the report to {path} and recorded the verdict {report.verdict_name}: {report.contestant} is {done.state}."
+        if done.kept_held:
+            note += f" It is still held: {done.kept_held.removeprefix('kept held: ')}."
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         typer.echo(note, err=True)

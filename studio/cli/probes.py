@@ -61,9 +61,10 @@ def probes_run(
 def _reevaluate(db, names: list[str]) -> None:  # type: ignore[no-untyped-def]
     """Probes stored: the verdicts of these contestants and their children are decided again (and held)."""
     from vibestudio.training.report.job import after_probes
+    from vibestudio.training.report.verdict import LOCAL_OPERATOR
 
     for name in names:
-        for who, state in after_probes(db, name):
+        for who, state in after_probes(db, name, by=LOCAL_OPERATOR):
             typer.echo(f"verdict decided again with the stored probes: {who} is now {state}", err=True)
 
 

@@ -130,7 +130,7 @@ def run_report(
                     "verdict/code": code,
                 }
             )
-        state = verdict.record(db, contestant_id, verdict.Verdict(**report.verdict), str(path))
+        state = verdict.record(db, contestant_id, verdict.Verdict(**report.verdict), str(path), report=report)
         say(f"{report.summary()} ({report.seconds:.1f} s) -> {state}")
         return state
     except Exception as exc:
@@ -176,9 +176,12 @@ def run_report_job(db: Database, config_path: str) -> str | None:
     return None
 
 
-def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
+def after_probes(
+    db: Database, name: str, *, user_id: int | None = None, by: str | None = None
+) -> list[tuple[str, str]]:
     """Probes were stored for ``name``: decide again the verdict of it and of its children (whose reports
-    compare with it), record the new ones and apply their hold. Returns (contestant, state) for each change."""
+    compare with it), record the new ones and apply their hold. Returns (contestant, state) for each change.
+    ``user_id`` or ``by`` is who stored the probes (``verdict.record_verdict``)."""
     with db.session() as s:
         row = s.scalar(select(Contestant).where(Contestant.public_name == name))
         if row is None:
@@ -187,7 +190,7 @@ def after_probes(db: Database, name: str) -> list[tuple[str, str]]:
         names = dict(s.execute(select(Contestant.id, Contestant.public_name)).tuples().all())
     out = []
     for cid in ids:
-        state = steps.reevaluate(db, cid)
+        state = steps.reevaluate(db, cid, user_id=user_id, by=by)
         if state is not None:
             out.append((names[cid], state))
     return out

@@ -786,10 +786,18 @@ def _decide(report: CheckpointReport, rules_path: str | Path | None) -> verdicts
     return verdicts.apply_hold_policy(v, rules)
 
 
-def reevaluate(db: Database, contestant: int | str, rules_path: str | Path | None = None) -> str | None:
+def reevaluate(
+    db: Database,
+    contestant: int | str,
+    rules_path: str | Path | None = None,
+    *,
+    user_id: int | None = None,
+    by: str | None = None,
+) -> str | None:
     """Decide a published checkpoint's verdict again from its saved report with the sycophancy probes stored
     since (``vibestudio probes run`` on it or its parent), save the report, record the verdict and apply its
-    hold. Returns the new state, or None when the contestant has no saved report or no parent to compare."""
+    hold. Returns the new state, or None when the contestant has no saved report or no parent to compare.
+    ``user_id`` or ``by`` is who asked (``verdict.record_verdict``)."""
     report = load_report(db, contestant)
     if report is None or report.parent_id is None or report.parent is None:
         return None
@@ -805,7 +813,15 @@ def reevaluate(db: Database, contestant: int | str, rules_path: str | Path | Non
     if before == report.verdict:
         return None  # nothing new: the verdict on record stands
     path = save_report(report, report_folder(db, report.contestant_id))
-    return verdicts.record(db, report.contestant_id, verdicts.Verdict(**report.verdict), str(path))
+    return verdicts.record(
+        db,
+        report.contestant_id,
+        verdicts.Verdict(**report.verdict),
+        str(path),
+        report=report,
+        user_id=user_id,
+        by=by,
+    )
 
 
 def rescore(

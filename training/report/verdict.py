@@ -15,8 +15,10 @@ What a verdict does to play is the file's ``hold`` section. These hold:
 - the verdicts listed in ``hold.verdicts`` (regress and unknown by default);
 - a report that failed or was skipped (``hold.failed_report`` / ``hold.skipped_report``, true by default).
 
-``record`` stores the verdict as a ``VerdictEvent`` row. It applies it to the contestant's one lifecycle
-(``arena.lifecycle.apply_verdict``: pending -> released or held, released -> held...). ``release`` and
+``record`` stores the verdict as a ``VerdictEvent`` row, with the report's size and who ran it. It applies it
+to the contestant's one lifecycle (``arena.lifecycle.apply_verdict``: pending -> released or held, released ->
+held...). A verdict releases a child the rules held only when its report measured at least what each report
+that held it measured (``shortfall``); otherwise the child stays held and the row says why. ``release`` and
 ``hold`` are a researcher's decisions through the same lifecycle, logged with who and why. ``current``
 gives the state and the newest verdict per contestant, for badges. ``reevaluate`` decides again from a
 saved report with the probes stored since. It records the result and applies its hold.
@@ -26,17 +28,19 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from vibestudio.accounts import require_role
 from vibestudio.arena import lifecycle
 from vibestudio.arena.registry import get_contestant
 from vibestudio.common.files import read_yaml
-from vibestudio.db.models import VerdictEvent
+from vibestudio.db.models import Contestant, ContestantEvent, User, VerdictEvent
 from vibestudio.db.session import Database
 from vibestudio.training.publishing.fidelity import FORMS, Policy
 from vibestudio.training.report import decisions
@@ -45,6 +49,8 @@ RULES_PATH = Path(__file__).parent / "data" / "verdict_rules.yaml"
 VERDICTS = ("pass", "watch", "regress", "unknown")
 _ORDER = {"pass": 0, "watch": 1, "unknown": 2, "regress": 3}
 CONDITIONS = ("significant_increase", "significant_decrease", "flagged", "above", "below")
+#: Who runs a report from the CLI or the Python API without an account (as ``arena.lifecycle`` names them).
+LOCAL_OPERATOR = "local operator"
 BADGES = {"pass": "✅ pass", "watch": "👀 watch", "regress": "⛔ regress", "unknown": "❔ unknown"}
 
 
@@ -312,22 +318,216 @@ def apply_hold_policy(verdict: Verdict, rules: Rules) -> Verdict:
     return verdict
 
 
-def record(db: Database, contestant_id: int, verdict: Verdict, report_path: str | None = None) -> str:
-    """Store the verdict and apply it to the contestant's lifecycle, in one transaction; returns the state."""
-    with db.session() as s:
-        s.add(
-            VerdictEvent(
-                contestant_id=contestant_id,
-                action="verdict",
-                verdict=verdict.verdict,
-                held=verdict.hold,  # what this verdict asked for; the state itself is contestants.state
-                reason="; ".join(verdict.reasons) or "no rule matched",
-                details={"unmeasured": verdict.unmeasured, "report": report_path},
-            )
+@dataclass(frozen=True)
+class Size:
+    """What a report measured: its held-out drift prompts, its eval items and the names of its measures."""
+
+    prompts: int = 0
+    items: int = 0
+    measures: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        n = len(self.measures)
+        return f"{self.prompts} prompts, {self.items} eval items, {n} measure{'' if n == 1 else 's'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prompts": self.prompts, "items": self.items, "measures": list(self.measures)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Size | None:
+        if not isinstance(d, dict):
+            return None
+        return cls(
+            int(d.get("prompts") or 0), int(d.get("items") or 0), tuple(sorted(d.get("measures") or ()))
         )
+
+
+def size_of(report: Any) -> Size:
+    """The size of a report (a ``CheckpointReport`` or its dict): ``n_prompts``, the evals' ``n`` and the
+    names in ``measures`` (a measure left unmeasured is not among them)."""
+    data = report.to_dict() if hasattr(report, "to_dict") else report
+    if not isinstance(data, dict):
+        raise VerdictError(f"a report must be a mapping, got {type(report).__name__}")
+    evals = data.get("evals") or {}
+    return Size(
+        int(data.get("n_prompts") or 0),
+        int(evals.get("n") or 0) if isinstance(evals, dict) else 0,
+        tuple(sorted(data.get("measures") or {})),
+    )
+
+
+def shortfall(size: Size | None, holding: Size) -> list[str]:
+    """What a report of ``size`` lacks to release a child ``holding`` held; empty when it may release it.
+
+    The rule: it may release only if it has at least as many drift prompts and at least as many eval items,
+    and every measure the holding report measured is measured too. None (no report: a verdict recorded
+    without one) measured nothing. A report that measured less can pass only because its intervals are wider
+    or a measure is missing, so it cannot undo a hold from a larger one.
+    """
+    size = size or Size()
+    short = []
+    if size.prompts < holding.prompts:
+        short.append(f"{size.prompts} < {holding.prompts} prompts")
+    if size.items < holding.items:
+        short.append(f"{size.items} < {holding.items} eval items")
+    missing = sorted(set(holding.measures) - set(size.measures))
+    if missing:
+        short.append("not measured: " + ", ".join(missing))
+    return short
+
+
+@dataclass
+class Recorded:
+    """What ``record_verdict`` did: the contestant's state after, and why a passing report kept it held."""
+
+    state: str
+    kept_held: str | None = None
+
+
+def record(
+    db: Database,
+    contestant_id: int,
+    verdict: Verdict,
+    report_path: str | None = None,
+    *,
+    report: Any = None,
+    user_id: int | None = None,
+    by: str | None = None,
+) -> str:
+    """Store the verdict and apply it to the contestant's lifecycle, in one transaction; returns the state.
+    See ``record_verdict`` for the arguments."""
+    return record_verdict(
+        db, contestant_id, verdict, report_path, report=report, user_id=user_id, by=by
+    ).state
+
+
+def record_verdict(
+    db: Database,
+    contestant_id: int,
+    verdict: Verdict,
+    report_path: str | None = None,
+    *,
+    report: Any = None,
+    user_id: int | None = None,
+    by: str | None = None,
+) -> Recorded:
+    """Store the verdict and apply it to the contestant's lifecycle, in one transaction.
+
+    ``report`` (or else the saved report at ``report_path``) gives the report's size; none means it measured
+    nothing. ``user_id`` (a user) or ``by`` (a name, e.g. the CLI's local operator) is who ran it; neither is
+    an automatic verdict (the report job). A verdict that would release a child the rules hold does not when
+    its report is smaller than one that held it (``shortfall``): the child stays held and ``kept_held`` says why,
+    with both sizes and how to go on.
+    """
+    size = _size(report, report_path)
+    with db.session() as s:
+        name = _user_name(s, user_id)
+        details: dict[str, Any] = {"unmeasured": verdict.unmeasured, "report": report_path}
+        details["size"] = size.to_dict() if size is not None else None
+        if by and by.strip() and name is None:
+            details["by"] = by.strip()
+        kept = None if verdict.hold else _kept_held(s, contestant_id, size)
+        reasons = list(verdict.reasons)
+        if kept is not None:
+            details["kept_held"] = kept
+            reasons.append(kept)
+        event = VerdictEvent(
+            contestant_id=contestant_id,
+            action="verdict",
+            verdict=verdict.verdict,
+            held=verdict.hold,  # what this verdict asked for; the state itself is contestants.state
+            user_id=user_id,
+            reason="; ".join(reasons) or "no rule matched",
+            details=details,
+        )
+        s.add(event)
         s.flush()
-        lifecycle.apply_verdict(s, contestant_id, verdict.verdict, verdict.hold, verdict.reasons)
-        return lifecycle.state_of(s, contestant_id)
+        lifecycle.apply_verdict(s, contestant_id, verdict.verdict, verdict.hold or kept is not None, reasons)
+        # the newest lifecycle event this verdict saw (its own included): orders it among them without a clock
+        event.details = {**details, "seen": _last_event_id(s, contestant_id)}
+        return Recorded(lifecycle.state_of(s, contestant_id), kept)
+
+
+def _size(report: Any, report_path: str | None) -> Size | None:
+    if report is not None:
+        return size_of(report)
+    if not report_path:
+        return None
+    try:
+        data = json.loads(Path(report_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise VerdictError(f"{report_path}: cannot read the report to record its verdict ({exc})") from exc
+    return size_of(data)
+
+
+def _user_name(s: Session, user_id: int | None) -> str | None:
+    if user_id is None:
+        return None
+    name = s.scalar(select(User.name).where(User.id == user_id))
+    if name is None:
+        raise VerdictError(f"no user with id {user_id} to record the verdict for")
+    return str(name)
+
+
+def _last_event_id(s: Session, contestant_id: int) -> int:
+    q = select(func.max(ContestantEvent.id)).where(ContestantEvent.contestant_id == contestant_id)
+    return int(s.scalar(q) or 0)
+
+
+def _kept_held(s: Session, contestant_id: int, size: Size | None) -> str | None:
+    """Why a releasing verdict of this size keeps the contestant held, or None when it may release it.
+
+    The reports that hold it are the holding verdicts recorded since it last left pending or released (a
+    person's release ends a hold). Only a hold the rules keep counts: a person's hold is undone by a person.
+    """
+    row = s.get(Contestant, contestant_id)
+    if row is None or row.state not in ("held", "hidden"):
+        return None
+    events = list(
+        s.scalars(
+            select(ContestantEvent)
+            .where(ContestantEvent.contestant_id == contestant_id)
+            .order_by(ContestantEvent.id)
+        )
+    )
+    if row.state == "held":
+        into = next((e for e in reversed(events) if e.to_state == "held"), None)
+        if into is not None and into.action in lifecycle.PERSON_ACTIONS:
+            return None  # a person's hold: the lifecycle keeps it whatever the report
+    since = max((e.id for e in events if e.from_state in (None, "pending", "released")), default=0)
+    holding = [
+        (e, held)
+        for e in s.scalars(
+            select(VerdictEvent)
+            .where(VerdictEvent.contestant_id == contestant_id, VerdictEvent.action == "verdict")
+            .order_by(VerdictEvent.id)
+        )
+        if e.held
+        and int((e.details or {}).get("seen") or 0) >= since
+        and (held := Size.from_dict((e.details or {}).get("size"))) is not None
+    ]
+    short = [(e, held, lacks) for e, held in holding if (lacks := shortfall(size, held))]
+    if not short:
+        return None
+    need = Size(  # covers every report that holds it: following the advice releases it
+        max(h.prompts for _, h in holding),
+        max(h.items for _, h in holding),
+        tuple(sorted({m for _, h in holding for m in h.measures})),
+    )
+    this = size.line() if size is not None else "no report"
+    held_by = "; ".join(
+        f"verdict #{e.id} ({e.verdict}, {e.created_at:%Y-%m-%d %H:%M}: {h.line()}; short: {', '.join(lacks)})"
+        for e, h, lacks in short
+    )
+    missing = sorted(set(need.measures) - set((size or Size()).measures))
+    rerun = f"--prompts {need.prompts} --eval-items {need.items}"
+    return (
+        f"kept held: this report ({this}) measured less than the report that held it: {held_by}. "
+        f"Rerun the report with at least {need.prompts} prompts and {need.items} eval items ({rerun})"
+        + (f" measuring {', '.join(missing)}" if missing else "")
+        + f", or a researcher releases it by hand: `vibestudio models release {row.public_name} --reason ...` "
+        "(logged with their name)"
+    )
 
 
 def _manual(db: Database, contestant: int | str, user_id: int | None, reason: str, active: bool) -> None:
@@ -374,8 +574,6 @@ class Status:
 
 def current(db: Database) -> dict[int, Status]:
     """Per contestant id that has a verdict or is not released: its state and newest verdict (for badges)."""
-    from vibestudio.db.models import Contestant
-
     with db.session() as s:
         latest = _latest(s)
         states = dict(s.execute(select(Contestant.id, Contestant.state)).tuples().all())
@@ -406,8 +604,6 @@ def badge_for(verdict: str | None, state: str | bool = "released") -> str:
 
 def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
     """Every verdict and every state change for one contestant, oldest first (who, what, why, when)."""
-    from vibestudio.db.models import ContestantEvent, User
-
     with db.session() as s:
         info = get_contestant(s, contestant)
         rows = s.execute(
@@ -421,7 +617,7 @@ def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
                 "action": e.action,
                 "verdict": e.verdict,
                 "held": e.held,
-                "by": name or ("rules" if e.action == "verdict" else "open-mode user"),
+                "by": _by(e, name),
                 "reason": e.reason,
                 "at": e.created_at.isoformat(timespec="seconds"),
                 "kind": "verdict",
@@ -460,6 +656,16 @@ def history(db: Database, contestant: int | str) -> list[dict[str, Any]]:
         return out
 
 
+def _by(e: VerdictEvent, name: str | None) -> str:
+    """Who a verdict row names: the person who ran the report, with "(rules)" (the rules decided); "rules"
+    alone for an automatic verdict (the report job); a person's hold or release row from before the lifecycle
+    is theirs."""
+    person = name or (e.details or {}).get("by")
+    if e.action != "verdict":
+        return person or "open-mode user"
+    return f"{person} (rules)" if person else "rules"
+
+
 def _merge_in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Two id-ordered streams merged by time; a verdict's own state change (same transaction) follows it."""
     verdict_rows = [r for r in rows if r["kind"] == "verdict"]
@@ -481,8 +687,6 @@ def _merge_in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def badges_by_name(db: Database) -> dict[str, str]:
     """Verdict badge per contestant name (only contestants that have a verdict): for lists and dropdowns."""
-    from vibestudio.db.models import Contestant
-
     status = current(db)
     if not status:
         return {}
