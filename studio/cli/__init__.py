@@ -19,7 +19,9 @@ This module builds the root app from one module per subject, one line per comman
 - ``tasks``: task sets with checkable answers for RLVR (``tasks.py``)
 
 Every module imports only typer at the top. Services and their libraries load inside the command that
-runs. So ``vibestudio --help`` stays fast (``benchmarks/startup.py``). The command modules keep their
+runs. So ``vibestudio --help`` stays fast (``benchmarks/startup.py``). ``drift``, ``models`` and ``train`` read
+the job config's field definitions to build their options: they are lazy (``_lazy.py``), so their modules load
+only when one of them runs or draws its own help; the root's help lists them from the line given here. The command modules keep their
 annotations as objects (no ``from __future__ import annotations``). Typer reads every command's
 annotations to build ``--help``, and a string annotation costs a compile each.
 tests/studio/test_cli_docs.py holds the rule. Shared helpers are in ``_common.py``. ``docs.py`` writes
@@ -35,18 +37,16 @@ from vibestudio.studio.cli import (
     evals,
     families,
     jobs,
-    models,
     probes,
     ratings,
     serve,
     tasks,
-    train,
     users,
     worker,
 )
-from vibestudio.studio.cli._common import group
+from vibestudio.studio.cli._lazy import LazyTyper
 
-app = group(
+app = LazyTyper(
     help="Vibe Studio: arena, ratings, preference data and fine-tuning in one loop.",
     no_args_is_help=True,
     add_completion=False,
@@ -58,11 +58,15 @@ app.command("export")(data.export)
 app.command("import")(data.import_cmd)
 app.command("agreement")(annotate.agreement)
 app.command("families")(families.families_cmd)
-app.command("drift")(models.drift_cmd)
+app.lazy_command(
+    "drift",
+    "vibestudio.studio.cli.models:drift_cmd",
+    help="Compare a checkpoint with its parent (or --against) under the same conditions, and give a verdict.",
+)
 app.command("decide")(decide.decide)
 app.command("worker")(worker.worker)
 
-app.add_typer(models.models_app, name="models")
+app.lazy_group("models", "vibestudio.studio.cli.models:models_app", help="Contestants in the arena.")
 app.add_typer(database.db_app, name="db")
 app.add_typer(arena.prompts_app, name="prompts")
 app.add_typer(users.users_app, name="users")
@@ -72,7 +76,11 @@ app.add_typer(annotate.queue_app, name="queue")
 app.add_typer(annotate.judge_app, name="judge")
 app.add_typer(annotate.rubric_app, name="rubric")
 app.add_typer(annotate.argilla_app, name="argilla")
-app.add_typer(train.train_app, name="train")
+app.lazy_group(
+    "train",
+    "vibestudio.studio.cli.train:train_app",
+    help="Launch training jobs (run out of process; see `vibestudio jobs`).",
+)
 app.add_typer(jobs.jobs_app, name="jobs")
 app.add_typer(probes.probes_app, name="probes")
 app.add_typer(tasks.tasks_app, name="tasks")

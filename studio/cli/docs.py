@@ -12,7 +12,7 @@ import argparse
 import contextlib
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ def command_tree(app: typer.Typer) -> list[tuple[tuple[str, ...], Any]]:
         if getattr(cmd, "hidden", False):
             return
         out.append((path, cmd))
-        if isinstance(getattr(cmd, "commands", None), dict):  # a group
+        if isinstance(getattr(cmd, "commands", None), Mapping):  # a group (a lazy one loads them here)
             ctx = typer.Context(cmd, info_name=path[-1] if path else "vibestudio")
             for name in cmd.list_commands(ctx):
                 walk(cmd.get_command(ctx, name), (*path, name))

@@ -8,17 +8,19 @@ field by field before anything is written or started. Then the job is queued and
 bar (``studio.cli.jobs``). It is reported as text or ``--json``.
 """
 
+import functools
 import inspect
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from vibestudio.studio.cli._common import echo_json, fail, group, open_db
+from vibestudio.studio.cli._common import echo_json, fail, open_db
+from vibestudio.studio.cli._lazy import LazyTyper
 from vibestudio.studio.cli.health import train_health
 from vibestudio.studio.cli.jobs import JSON_OPTION, TIMEOUT_OPTION, WAIT_OPTION, follow, job_dict
 
-train_app = group(
+train_app = LazyTyper(
     help="Launch training jobs (run out of process; see `vibestudio jobs`).", no_args_is_help=True
 )
 
@@ -280,11 +282,17 @@ def _grpo_rewards(flags: dict[str, Any], values: dict[str, Any]) -> None:
         fail("a GRPO job needs at least one reward function: --reward length:max=60 (see --help)")
 
 
+def launch_command(kind: str) -> Any:
+    """The ``vibestudio train KIND`` command function (GRPO's with ``--reward`` and ``--verifier``)."""
+    if kind == "grpo":
+        return kind_command(kind, _GRPO_EXTRA, _grpo_rewards)
+    return kind_command(kind)
+
+
+# Lazy: `vibestudio train --help` lists the kinds from KIND_HELP; a kind's options are built when it runs or draws
+# its own help, so listing them imports no config class and builds none of their ~57 options.
 for _kind in KIND_HELP:
-    if _kind == "grpo":
-        train_app.command(_kind)(kind_command(_kind, _GRPO_EXTRA, _grpo_rewards))
-    else:
-        train_app.command(_kind)(kind_command(_kind))
+    train_app.lazy_command(_kind, functools.partial(launch_command, _kind), help=KIND_HELP[_kind])
 
 
 _AXIS = typer.Option(

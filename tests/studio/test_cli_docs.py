@@ -53,9 +53,9 @@ def test_runs_as_a_module(args: list[str]) -> None:
 
 def test_importing_the_cli_loads_no_service_code() -> None:
     """Each command imports its services when it runs: `import vibestudio.studio.cli` (all of `vibestudio --help`
-    but the help drawing) loads none of the project's services and none of their libraries. The one exception is
-    the job settings' definitions: `vibestudio train KIND` and `vibestudio drift` take their options from the config
-    classes (each setting defined once), so the config module and the report's options load, and nothing below."""
+    but the help drawing) loads none of the project's services and none of their libraries. `vibestudio train KIND`
+    and `vibestudio drift` take their options from the config classes (each setting defined once): they are lazy
+    commands, so not even the config module loads (tests/studio/test_cli_lazy.py checks the help itself)."""
     heavy = {
         "vibestudio.accounts",
         "vibestudio.annotation",
@@ -74,10 +74,7 @@ def test_importing_the_cli_loads_no_service_code() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded, training = out.strip().splitlines()
     assert loaded == "[]", loaded
-    definitions = {"jobs", "jobs.config", "report", "report.options", "report.minimums"}
-    assert set(ast.literal_eval(training)) <= {"vibestudio.training"} | {
-        f"vibestudio.training.{m}" for m in definitions
-    }
+    assert ast.literal_eval(training) == [], training
 
 
 def test_help_is_drawn_without_rich() -> None:
