@@ -127,7 +127,7 @@ def build(ctx: StudioContext, demo: gr.Blocks) -> None:
                     if result.stopped:
                         notes.append(f"⚠️ {probe} on {target} stopped early: {result.stopped}")
             for target in targets:  # stored probes re-decide the verdicts (and apply a hold)
-                for who, state in after_probes(ctx.db, target):
+                for who, state in after_probes(ctx.db, target, user_id=uid):
                     notes.append(f"Verdict decided again with the stored probes: {who} is now {state}.")
             rates, text = report(name, other)
         except (ProbeError, PermissionDenied) as exc:
