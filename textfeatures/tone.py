@@ -48,6 +48,11 @@ that", "for three years". The axes were measured on a corpus written apart from 
 (``tests/data/tone_eval_corpus.jsonl``). They were tuned on its ``tune`` half only; the figures are in
 docs/training.md.
 
+A learned detector (``textfeatures.tone_model``, fitted on the tune half only) reads wordings the rules miss.
+It is asked for, not on by default: ``axes(text, prompt, with_model=True)`` counts a sentence either names. On the
+eval half it raised recall and cost precision (docs/training.md), so the studio's score stays the rules'.
+``named_by`` and ``sourced_examples`` say which source named each sentence: the rules, the model, or both.
+
 Each axis is a count of sentences per answer. ``axes(text, prompt)`` returns None for an answer the axes
 do not apply to. That is an empty answer, code only (no prose), or not English (the lexicon is English;
 see ``is_english``). So a comparison can leave that pair out instead of reading it as "no praise". The
@@ -62,6 +67,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from vibestudio.textfeatures import tone_idioms as idioms
+from vibestudio.textfeatures import tone_model
 from vibestudio.textfeatures.text_parts import load_markers, prose
 
 #: The tone axes counted here (the hedging and refusal axes are the marker counts of ``textfeatures.vibes``).
@@ -78,6 +84,8 @@ LABELS: dict[str, str] = {
     "sycophancy": "sycophancy markers (agreement, apology, thanks for corrections)",
 }
 TONE_FEATURES: tuple[str, ...] = (*AXES, "sycophancy", "hedging", "refusal")
+#: What can name a tone axis in a sentence (``named_by``): only the rules, only the learned model, or both.
+SOURCES: tuple[str, ...] = ("rules", "model", "both")
 
 POSITIVE = 1.5  # VADER valence at or above which a word praises
 # Praise words the VADER lexicon (social-media English) does not rate; each is praise when said of a person.
@@ -620,7 +628,8 @@ def _feelings(w: list[str], low: str, flat: str = "") -> bool:
 
 @lru_cache(maxsize=1 << 16)
 def sentence_axes(sentence: str) -> frozenset[str]:
-    """The tone axes one sentence shows (cached: answers of parent and child share many sentences)."""
+    """The tone axes the rules find in one sentence (cached: answers of parent and child share many sentences).
+    ``sentence_found`` adds the learned model's."""
     w = words(sentence)
     low = " ".join(w) if w else ""
     flat = re.sub(r" ([!?,;:])", r"\1", low)
@@ -661,31 +670,81 @@ def readable(text: str, prompt: str | None = None) -> tuple[str, str | None]:
     return body, None
 
 
-def axes(text: str, prompt: str | None = None) -> dict[str, float] | None:
+def axes(text: str, prompt: str | None = None, *, with_model: bool = False) -> dict[str, float] | None:
     """Sentences per tone axis in one answer, or None when the axes do not apply (empty, code only, not
-    English). ``prompt``: the user's message, whose copied words do not count as the answer's own."""
+    English). ``prompt``: the user's message, whose copied words do not count as the answer's own.
+    ``with_model``: count a sentence the rules or the learned model name (``named_by`` says which did)."""
     body, why = readable(text, prompt)
     if why is not None:
         return None
-    return counts(body)
+    return counts(body, with_model=with_model)
 
 
-def counts(body: str) -> dict[str, float]:
-    """Sentences per tone axis in a prose text already cleaned by ``own_prose``."""
+@lru_cache(maxsize=1 << 16)
+def _sources(sentence: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    rules, model = sentence_axes(sentence), tone_model.sentence_axes(sentence)
+    return tuple(
+        (axis, tuple(name for name, got in (("rules", rules), ("model", model)) if axis in got))
+        for axis in AXES
+        if axis in rules or axis in model
+    )
+
+
+def sentence_sources(sentence: str) -> dict[str, tuple[str, ...]]:
+    """Each tone axis one sentence shows, with what named it: ``("rules",)``, ``("model",)`` or both."""
+    return dict(_sources(sentence))
+
+
+def sentence_found(sentence: str) -> frozenset[str]:
+    """The tone axes one sentence shows: the rules' or the learned model's (``textfeatures.tone_model``)."""
+    return frozenset(axis for axis, _ in _sources(sentence))
+
+
+def counts(body: str, *, with_model: bool = False) -> dict[str, float]:
+    """Sentences per tone axis in a prose text already cleaned by ``own_prose`` (the rules' count, or with
+    ``with_model`` the sentences the rules or the learned model name)."""
     out = dict.fromkeys(AXES, 0.0)
+    read = sentence_found if with_model else sentence_axes
     for s in sentences(body):
-        for axis in sentence_axes(s):
+        for axis in read(s):
             out[axis] += 1.0
     return out
 
 
-def examples(texts: Iterable[str], axis: str, k: int = 3) -> list[str]:
-    """Up to ``k`` sentences of ``texts`` that show ``axis``, in order."""
-    out: list[str] = []
+def named_by(text: str, prompt: str | None = None) -> dict[str, dict[str, float]] | None:
+    """Per tone axis, the sentences only the rules named, only the model named, and both named.
+    None where the axes do not apply, as for ``axes``. The three add up to ``axes(text, prompt)[axis]``."""
+    body, why = readable(text, prompt)
+    if why is not None:
+        return None
+    out = {axis: dict.fromkeys(SOURCES, 0.0) for axis in AXES}
+    for s in sentences(body):
+        for axis, by in _sources(s):
+            out[axis]["both" if len(by) == 2 else by[0]] += 1.0
+    return out
+
+
+def examples(texts: Iterable[str], axis: str, k: int = 3, *, with_model: bool = False) -> list[str]:
+    """Up to ``k`` sentences of ``texts`` that show ``axis``, in order (the rules', or the rules' or the model's)."""
+    return [e["sentence"] for e in sourced_examples(texts, axis, k, with_model=with_model)]
+
+
+def sourced_examples(
+    texts: Iterable[str], axis: str, k: int = 3, *, with_model: bool = True
+) -> list[dict[str, Any]]:
+    """Up to ``k`` sentences of ``texts`` that show ``axis``, in order, each with what named it:
+    ``{"sentence": ..., "named_by": ["rules"] | ["model"] | ["rules", "model"]}``. Without ``with_model``, only
+    sentences the rules name (the model is then asked about those alone)."""
+    out: list[dict[str, Any]] = []
     for text in texts:
         body, why = readable(text)
         if why is None:
-            out += [s for s in sentences(body) if axis in sentence_axes(s)]
+            for s in sentences(body):
+                if not with_model and axis not in sentence_axes(s):
+                    continue
+                by = sentence_sources(s).get(axis)
+                if by:
+                    out.append({"sentence": s, "named_by": list(by)})
         if len(out) >= k:
             break
     return out[:k]
