@@ -76,31 +76,33 @@ def launch_from_cli(
 ) -> None:
     """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
     from vibestudio.annotation.unpaired import describe_balance
-    from vibestudio.common.files import read_yaml
+    from vibestudio.training.jobs.config import ConfigError, Sources, read_config_file
     from vibestudio.training.jobs.errors import JobError
     from vibestudio.training.jobs.service import check_config, launch_checked
     from vibestudio.training.objectives.pairmix import describe_mix
 
     data: dict[str, Any] = {}
+    sources = Sources()
     if config is not None:
-        loaded, error = read_yaml(config)
-        if error is not None:
-            fail(error.format(str(config)))
-        loaded = loaded or {}
-        if not isinstance(loaded, dict):
-            fail(f"{config}: expected a mapping of field: value")
+        try:
+            loaded, sources = read_config_file(config)  # errors then name the file and the line of the field
+        except ConfigError as exc:
+            fail(str(exc))
         if loaded.get("kind", kind) != kind:
             fail(f"{config}: it is a {loaded['kind']!r} config; use `vibestudio train {loaded['kind']}`")
         data.update(loaded)
-    data.update({k: v for k, v in flags.items() if v is not None})
+    given = {k: v for k, v in flags.items() if v is not None}
+    data.update(given)
+    sources.given.update({k: "--" + k.replace("_", "-") for k in given})
     data.update(parse_set(sets))
+    sources.given.update({item.partition("=")[0].strip(): f"--set {item.strip()}" for item in sets or []})
     data["kind"] = kind
     db = open_db()
-    check = check_config(db, data)
+    check = check_config(db, data, sources=sources)
     if dry_run or check.errors:
         out = {
             "ok": check.ok,
-            "errors": [{"field": e.field, "message": e.message} for e in check.errors],
+            "errors": [{"field": e.field, "message": e.message, "where": e.where} for e in check.errors],
             "config": check.config.to_dict() if check.config else None,
             "estimate": check.estimate.summary() if check.estimate else None,
             "fits": check.estimate.fits if check.estimate else None,
@@ -119,7 +121,8 @@ def launch_from_cli(
             if check.balance:
                 typer.echo(f"# KTO classes: {describe_balance(check.balance)}")
             for e in check.errors:
-                typer.secho(f"{e.field or 'config'}: {e.message}", fg=typer.colors.RED, err=True)
+                said = e.message if e.where else f"{e.field or 'config'}: {e.message}"
+                typer.secho(said, fg=typer.colors.RED, err=True)
         if check.errors:
             raise typer.Exit(1)
         return

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from vibestudio.common.files import MAX_YAML_BYTES, parse_yaml, read_yaml
-from vibestudio.common.paths import PathRefused, regular_file
+from vibestudio.common.paths import PathRefused, read_regular, regular_file
 from vibestudio.training.report.minimums import DEFAULT_PROMPTS, MIN_PROMPTS, MIN_VALIDATE
 
 if TYPE_CHECKING:
@@ -88,10 +88,83 @@ class ConfigError(ValueError):
 
 @dataclass
 class FieldError:
-    """One problem in a config, tied to the field it is about ('' when it is about the whole file)."""
+    """One problem in a config, tied to the field it is about ('' when it is about the whole file). ``where``:
+    where the value came from, once known ("job.yaml:7", "line 7", "--set beta=0"); the message then starts
+    with it (``locate``). ``path``: the place inside the field, as pydantic gives it (``("rewards", 1)``)."""
 
     field: str
     message: str
+    where: str = ""
+    path: tuple[str | int, ...] = ()
+
+
+@dataclass
+class Sources:
+    """Where a config's values came from, so an error can say it: a file (its name, and its YAML node tree for
+    the line of each key) and the values given on the command line (``given``: field -> "--set beta=0"), which
+    win over the file. A file without a name (the Train tab's editor) is said as "line 7"."""
+
+    file: str = ""
+    text: str = ""  # the file's text: its keys' lines are read from it only when an error needs one
+    given: dict[str, str] = field(default_factory=dict)
+
+    def where(self, error: FieldError) -> str:
+        """Where ``error``'s value came from: the --set, else the file and line of its key, else the file alone
+        ('' when nothing is known)."""
+        if error.field in self.given:
+            return self.given[error.field]
+        node = compose_yaml(self.text) if self.text.strip() and error.field else None
+        line = key_line(node, error.path or (error.field,)) if node is not None else None
+        if line is None:
+            return self.file
+        return f"{self.file}:{line}" if self.file else f"line {line}"
+
+
+def compose_yaml(text: str) -> Any:
+    """The YAML node tree of ``text`` (keys and items with their marks), or None when it cannot be composed.
+    Aliases stay shared nodes: nothing is expanded."""
+    import yaml
+
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+
+
+def key_line(node: Any, path: tuple[str | int, ...]) -> int | None:
+    """The 1-based line of the deepest key or item of ``path`` found in ``node`` (a mapping key's own line; the
+    last of duplicate keys, as YAML keeps), or None when its first step is not there."""
+    import yaml
+
+    line = None
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            hits = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(step)]
+            if not hits:
+                break
+            key, node = hits[-1]
+            line = key.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def locate(errors: list[FieldError], sources: Sources | None) -> list[FieldError]:
+    """``errors``, each told where its value came from: the message starts with it, and names the field."""
+    if sources is None or not errors:
+        return errors
+    out = []
+    for e in errors:
+        where = e.where or sources.where(e)
+        if not where or e.where:
+            out.append(e)
+            continue
+        said = e.message if not e.field or e.field in e.message else f"{e.field}: {e.message}"
+        out.append(FieldError(e.field, f"{where}: {said}", where, e.path))
+    return out
 
 
 #: The bounds a field may carry, as pydantic names them.
@@ -835,6 +908,12 @@ def _build_model(cls: type[JobConfig]) -> type[BaseModel]:
 def _error_message(kind: str, cls: type[JobConfig], error: Any) -> FieldError:
     """One pydantic error as the studio says it, tied to its field."""
     name = str(error["loc"][0]) if error["loc"] else ""
+    found = _said(kind, cls, error, name)
+    found.path = tuple(error["loc"])
+    return found
+
+
+def _said(kind: str, cls: type[JobConfig], error: Any, name: str) -> FieldError:
     got = error.get("input")
     metas: dict[str, Any] = {f.name: f.metadata for f in dataclasses.fields(cls)}
     if error["type"] == "extra_forbidden":
@@ -902,11 +981,13 @@ def config_errors(data: Any, kind: str | None = None) -> tuple[JobConfig | None,
 
 
 def parse_config_text(text: str, kind: str | None = None) -> tuple[JobConfig | None, list[FieldError]]:
-    """A config from YAML text (the Train tab's editor, a file): YAML syntax errors carry their line."""
+    """A config from YAML text (the Train tab's editor, a file): YAML syntax errors carry their line, and so
+    does each bad field ("line 7: beta must be > 0")."""
     data, error = parse_yaml(text) if text and text.strip() else ({}, None)
     if error is not None:
         return None, [FieldError("", f"line {error.line}: {error.message}" if error.line else error.message)]
-    return config_errors(data if data is not None else {}, kind)
+    cfg, errors = config_errors(data if data is not None else {}, kind)
+    return cfg, locate(errors, Sources(text=text)) if errors else errors
 
 
 def make_config(kind: str, **overrides: Any) -> JobConfig:
@@ -928,17 +1009,31 @@ def save_config(cfg: JobConfig, path: str | Path) -> Path:
     return p
 
 
-def load_config(path: str | Path, kind: str | None = None) -> JobConfig:
+def read_config_file(path: str | Path) -> tuple[dict[str, Any], Sources]:
+    """A config file's mapping (YAML, or JSON, which YAML reads) and its sources, for errors that name the file
+    and the line of each key; ConfigError naming the file (and the line of a syntax error) otherwise."""
     p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"config file {p} not found")
     data, error = read_yaml(p)
     if error is not None:
         raise ConfigError(error.format(str(p)))
     data = data or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of field: value")
-    return config_from_dict(data, kind)
+    try:  # read as read_yaml reads it (a plain file, bounded); the lines only
+        text = read_regular(p, MAX_YAML_BYTES).decode("utf-8-sig", errors="replace")
+    except (PathRefused, OSError):
+        text = ""  # it changed since: the errors name the file alone
+    return data, Sources(str(p), text)
+
+
+def load_config(path: str | Path, kind: str | None = None) -> JobConfig:
+    """The config in a file; ConfigError naming the file, the line and the field of every problem."""
+    data, sources = read_config_file(path)
+    cfg, errors = config_errors(data, kind)
+    if cfg is None:
+        errors = locate(errors, sources)
+        raise ConfigError("; ".join(e.message for e in errors), errors[0].field)
+    return cfg
 
 
 def _cell(value: Any) -> str:

@@ -10,7 +10,9 @@ in a job process.
 - refuses a tracker in ``report_to`` that is not installed (``training.jobs.trackers``);
 - refuses GRPO's vLLM server mode when no server answers TRL's health check, or no CUDA GPU is here;
 - refuses a job whose report cannot be made: too few held-out prompts beside its training data
-  (``training.report.minimums``). So "Config valid" means every part of the report can be made.
+  (``training.report.minimums``). So "Config valid" means every part of the report can be made;
+- refuses a report setting that turns off a measure a ``required`` verdict rule needs (``eval_items: 0``
+  under the built-in rules): the child's verdict could never be more than "unknown" (``REPORT_SWITCHES``).
 It returns every problem at once, each tied to its field, with what it resolved on the way.
 
 The Train tab, ``vibestudio train --dry-run`` and the API reach it through
@@ -175,7 +177,7 @@ class Findings:
 
 def errors_text(errors: list[FieldError]) -> str:
     """Every problem on one line, each after the field it is about."""
-    return "; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in errors)
+    return "; ".join(f"{e.field}: {e.message}" if e.field and not e.where else e.message for e in errors)
 
 
 def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = False) -> Findings:
@@ -279,14 +281,92 @@ def _check_pairs(session: Session, cfg: JobConfig, found: Findings, fresh_from_v
         )
 
 
+@dataclass(frozen=True)
+class ReportSwitch:
+    """A config setting that turns a part of the checkpoint report off, and the measures the report then leaves
+    unmeasured, named as the report names them (``training.report.steps``). When it is off is said in
+    ``unreachable_rules``."""
+
+    field: str
+    said: str  # what the setting does when off
+    measures: tuple[str, ...]
+    way_on: str  # how to turn it back on
+
+
+#: The report's parts a config can turn off (drift_prompts 0 is not here: it skips the whole report, which the
+#: rules' ``hold.skipped_report`` decides about).
+REPORT_SWITCHES = (
+    ReportSwitch(
+        "eval_items",
+        "eval_items 0 turns the report's verifiable evals off",
+        ("evals/accuracy",),
+        "set eval_items above 0 (-1 = all)",
+    ),
+    ReportSwitch(
+        "judge",
+        "with no judge the report has no head-to-head and no judge-described differences",
+        ("judge/child_win_rate", "described/significant"),
+        "name a judge contestant",
+    ),
+    ReportSwitch(
+        "describe_axes",
+        "describe_axes 0 turns the judge-described differences off",
+        ("described/significant",),
+        "set describe_axes above 0",
+    ),
+)
+
+
+def unreachable_rules(cfg: JobConfig) -> list[FieldError]:
+    """A refusal per report setting that leaves a measure unmeasured which a ``required`` rule of the verdict
+    rules in force needs (the config's ``verdict_rules``, else the built-in ones): its child's verdict would be
+    "unknown" (and held) for good. Read from the rules themselves: a rule's ``measure`` may be a pattern."""
+    import fnmatch
+
+    from vibestudio.training.jobs.config import rules_file
+    from vibestudio.training.report.verdict import load_rules
+
+    off = {
+        "eval_items": cfg.report_counts()[1] == 0,
+        "judge": not cfg.judge,
+        "describe_axes": bool(cfg.judge) and cfg.describe_axes == 0,
+    }
+    rules = load_rules(rules_file(cfg.verdict_rules) if cfg.verdict_rules else None)
+    named = f"verdict_rules {cfg.verdict_rules!r}" if cfg.verdict_rules else "the built-in verdict rules"
+    out = []
+    for switch in REPORT_SWITCHES:
+        needed = None
+        for rule in rules.rules if off[switch.field] else []:
+            for measure in switch.measures if rule.required else ():
+                if needed is None and fnmatch.fnmatchcase(measure, rule.measure):
+                    needed = (rule, measure)
+        if needed is not None:
+            rule, measure = needed
+            way = switch.way_on[:1].upper() + switch.way_on[1:]
+            out.append(
+                FieldError(
+                    switch.field,
+                    f"{switch.said}, but the rule {rule.name!r} of {named} requires {measure}: the child's "
+                    f"verdict would stay 'unknown' (held) for good. {way}, or set verdict_rules to rules that "
+                    f"do not require {measure}",
+                )
+            )
+    return out
+
+
 def _check_report(cfg: JobConfig, found: Findings) -> None:
     """The report's drift needs ``MIN_PROMPTS`` held-out prompts: MT-Bench's first turns less those the job
-    trains on. A job that cannot have them is refused here, not held as "unknown" after training."""
+    trains on. A job that cannot have them is refused here, not held as "unknown" after training; so is one
+    whose settings turn off a measure a required verdict rule needs (``unreachable_rules``)."""
     if not (JOB_KINDS[cfg.kind].publishes and cfg.publish):
         return
     n_prompts, _ = cfg.report_counts()
     if n_prompts == 0:
         return
+    try:
+        found.errors += unreachable_rules(cfg)
+    except ValueError as exc:  # a rules file that cannot be read (the field checks name it too)
+        found.errors.append(FieldError("verdict_rules", str(exc)))
     pool = held_out(n_prompts, found.rows, cfg.seed)
     if len(pool.prompts) < MIN_PROMPTS:
         found.errors.append(

@@ -35,8 +35,10 @@ from vibestudio.training.jobs.config import (
     FieldError,
     GRPOJobConfig,
     JobConfig,
+    Sources,
     config_errors,
     config_yaml,
+    locate,
     make_config,
     parse_config_text,
 )
@@ -144,11 +146,14 @@ def check_config(
     config: str | dict[str, Any] | JobConfig,
     kind: str | None = None,
     user_id: int | None = None,
+    sources: Sources | None = None,
 ) -> ConfigCheck:
     """Everything that can be checked before launch, without writing or starting anything: field types and
     ranges, the parent, the snapshot (an empty ``snapshot_hash`` means a fresh one from the votes at launch),
-    the reward sources (a judge that is down, a failed reward job), a taken output name, and the memory
-    estimate (a refusal when it cannot fit). Each problem is tied to the field it is about.
+    the reward sources (a judge that is down, a failed reward job), a taken output name, the report's verdict
+    rules (a measure a required rule needs must not be turned off), and the memory estimate (a refusal when it
+    cannot fit). Each problem is tied to the field it is about, and says where that value came from: the line
+    of YAML text, or ``sources`` (a file's lines, the CLI's ``--set``; ``training.jobs.config.Sources``).
 
     Needs researcher (``PermissionDenied``), checked first: a check may ask a judge's server whether it is up
     and tells whether names and paths exist."""
@@ -156,16 +161,19 @@ def check_config(
     if isinstance(config, JobConfig):
         cfg, errors = config_errors(config.to_dict())
     elif isinstance(config, str):
+        sources = sources or Sources(text=config)
         cfg, errors = parse_config_text(config, kind)
     else:
         cfg, errors = config_errors(config, kind)
     if cfg is None:
-        return ConfigCheck(None, errors)
+        return ConfigCheck(None, locate(errors, sources))
     refused = _model_path_errors(db, cfg, user)
     if refused:
-        return ConfigCheck(None, refused)
+        return ConfigCheck(None, locate(refused, sources))
     with db.session() as s:
         found = check_job(s, cfg, fresh_from_votes=True)
+    if found.errors:
+        found.errors = locate(found.errors, sources)
     return ConfigCheck(cfg, found.errors, found.estimate, found.mix, found.balance, found)
 
 
