@@ -306,15 +306,29 @@ def restore(
 
 # ---- the system's changes ----------------------------------------------------------------------------------
 def apply_verdict(
-    session: Session, contestant_id: int, verdict: str, hold_it: bool, reasons: list[str]
+    session: Session,
+    contestant_id: int,
+    verdict: str,
+    hold_it: bool,
+    reasons: list[str],
+    *,
+    by: str = "rules",
+    user_id: int | None = None,
 ) -> Change | None:
-    """What a recorded verdict does to the state (see the module docstring); None when nothing changes."""
+    """What a recorded verdict does to the state (see the module docstring); None when nothing changes.
+    ``by`` names who ran the report ("rules" for an automatic verdict, else e.g. "rita (rules)")."""
     row = _row(session, contestant_id)
     state = row.state
     why = f"verdict {verdict}: " + ("; ".join(reasons) or "no rule matched")
     if state == "pending":
         return change(
-            session, row.id, "held" if hold_it else "released", action="verdict", by="rules", reason=why
+            session,
+            row.id,
+            "held" if hold_it else "released",
+            action="verdict",
+            by=by,
+            user_id=user_id,
+            reason=why,
         )
     events = _events(session, row.id)
     if state == "hidden":  # logged, so a restore knows what the verdict said (events are ordered by id)
@@ -323,7 +337,8 @@ def apply_verdict(
             row.id,
             "hidden",
             action="verdict",
-            by="rules",
+            by=by,
+            user_id=user_id,
             reason=why,
             details={"verdict": verdict, "hold": hold_it},
         )
@@ -333,11 +348,11 @@ def apply_verdict(
             (last_release.details or {}).get("overrode") or []
         ):
             return None  # a person already let it in over exactly these reasons
-        return change(session, row.id, "held", action="verdict", by="rules", reason=why)
+        return change(session, row.id, "held", action="verdict", by=by, user_id=user_id, reason=why)
     if state == "held" and not hold_it:
         into_hold = next((e for e in reversed(events) if e.to_state == "held"), None)
         if into_hold is not None and into_hold.action in ("verdict", "sweep", "migrate"):
-            return change(session, row.id, "released", action="verdict", by="rules", reason=why)
+            return change(session, row.id, "released", action="verdict", by=by, user_id=user_id, reason=why)
     return None
 
 

@@ -205,3 +205,13 @@ def test_a_child_is_released_only_by_a_report_as_large_as_every_report_that_held
         ):
             state, holding = "released", []
         assert _state(db, child) == state, (steps[: i + 1], holding)
+
+
+def test_the_lifecycle_log_names_who_ran_the_verdict_that_moved_it(db, tmp_path):
+    child = _child(db)
+    uid = add_user(db, "dana", "pw-dana-123", "researcher").id
+    verdict.record(db, child, REGRESS, _report(tmp_path, 30, 10))  # the report job holds it
+    verdict.record(db, child, PASS, _report(tmp_path, 30, 10), user_id=uid)  # dana's rerun releases it
+    with db.session() as s:
+        moves = [(e["to"], e["by"]) for e in lifecycle.history(s, child) if e["action"] == "verdict"]
+    assert moves == [("held", "rules"), ("released", "dana (rules)")]

@@ -442,7 +442,16 @@ def record_verdict(
         )
         s.add(event)
         s.flush()
-        lifecycle.apply_verdict(s, contestant_id, verdict.verdict, verdict.hold or kept is not None, reasons)
+        who = name or (by.strip() if by and by.strip() else None)
+        lifecycle.apply_verdict(
+            s,
+            contestant_id,
+            verdict.verdict,
+            verdict.hold or kept is not None,
+            reasons,
+            by=f"{who} (rules)" if who else "rules",
+            user_id=user_id,
+        )
         # the newest lifecycle event this verdict saw (its own included): orders it among them without a clock
         event.details = {**details, "seen": _last_event_id(s, contestant_id)}
         return Recorded(lifecycle.state_of(s, contestant_id), kept)
