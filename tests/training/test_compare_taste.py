@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.postgres import ONE_KIND
+from tests.helpers.rules import rules_without_evals
 from vibestudio.training.compare_taste import axis_error, decide, taste_call
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.report.fair import detectable_shift, prompts_for
@@ -164,7 +165,16 @@ def test_smollm2_dpo_and_kto_on_a_planted_rocket(db, make_snapshot, capsys):
     snap = make_snapshot(rows=rocket_rows())
     calls = {}
     for steps in (12, 2):
-        cid = launch_comparison(db, "smollm2-plain", "dpo,kto", snap, axis="emoji", max_steps=steps, **RUN)
+        cid = launch_comparison(
+            db,
+            "smollm2-plain",
+            "dpo,kto",
+            snap,
+            axis="emoji",
+            max_steps=steps,
+            verdict_rules=rules_without_evals(),
+            **RUN,
+        )
         view = comparison(db, cid)
         while not view.done:
             time.sleep(5)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.helpers.postgres import ONE_KIND
+from tests.helpers.rules import rules_without_evals
 from tests.helpers.training import PROMPTS
 from vibestudio.training.jobs.runner import wait
 from vibestudio.training.jobs.service import launch_dpo
@@ -50,6 +51,7 @@ def test_a_dpo_child_takes_on_the_planted_preference(db, tiny_parent, make_snaps
         drift_prompts=20,
         drift_max_tokens=8,
         eval_items=0,
+        verdict_rules=rules_without_evals(),  # evals off: rules that do not need them
         describe_axes=0,
     )
     view = wait(db, job, timeout=600)

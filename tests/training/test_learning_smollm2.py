@@ -21,6 +21,7 @@ import time
 import pytest
 
 from tests.helpers.postgres import ONE_KIND
+from tests.helpers.rules import rules_without_evals
 from vibestudio.arena.registry import DEFAULT_PERSONAS, get_contestant, register
 from vibestudio.db.models import Checkpoint
 from vibestudio.training.jobs.runner import wait
@@ -103,7 +104,15 @@ def plain_parent(db) -> str:
 def test_the_child_as_it_plays_shows_the_planted_vibe(db, plain_parent, make_snapshot, kind, capsys):
     t0 = time.monotonic()
     extra = {"kl_prompts": 0} if kind == "dpo" else {}  # the KL curve is DPO's; not what this test reads
-    job = launch(db, kind, plain_parent, make_snapshot(rows=rocket_rows()), **STEPS, **extra)
+    job = launch(
+        db,
+        kind,
+        plain_parent,
+        make_snapshot(rows=rocket_rows()),
+        verdict_rules=rules_without_evals(),
+        **STEPS,
+        **extra,
+    )
     view = wait(db, job, timeout=1500)
     assert view.status == "succeeded", view.error or view.log_tail
     with db.session() as s:
