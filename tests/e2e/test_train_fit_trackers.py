@@ -50,7 +50,8 @@ def test_a_missing_tracker_and_a_70b_full_fine_tune_are_refused_in_place(tmp_pat
         page.wait_for_selector("#train-yaml .cm-content")
 
         shown = _launch(page, head + "report_to: wandb\n", "wandb is not installed")
-        assert "Not launched" in shown and "report_to: wandb is not installed" in shown, shown
+        # the field and the editor's line it is on (the config is typed into the Train tab's editor)
+        assert "Not launched" in shown and "report_to: line 6: wandb is not installed" in shown, shown
         assert "pip install 'vibestudio[wandb]'" in shown, shown
 
         shown = _launch(page, head + f"base_model: {base}\nlora: false\ngpu_memory_gb: 80\n", "70.6B model")

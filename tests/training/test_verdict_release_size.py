@@ -173,6 +173,8 @@ STEPS = st.lists(
 )
 
 
+# the rule is the store's: the tests above run on both kinds, the property on SQLite
+@pytest.mark.parametrize("db", ["sqlite"], indirect=True)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=STEPS)
 def test_a_child_is_released_only_by_a_report_as_large_as_every_report_that_held_it(db, tmp_path, steps):
