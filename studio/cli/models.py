@@ -19,13 +19,14 @@ A thin layer over ``arena.registry``, ``arena.personas``, ``standings.families``
 import json
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from vibestudio.studio.cli._common import fail, failing_on, group, open_db
-from vibestudio.training.report.minimums import MIN_VALIDATE
+from vibestudio.training.report.minimums import DEFAULT_PROMPTS
 from vibestudio.training.report.options import DEFAULTS as REPORT
-from vibestudio.training.report.options import report_help
+from vibestudio.training.report.options import report_bounds, report_help, report_problem
 
 models_app = group(help="Contestants in the arena.", no_args_is_help=True)
 
@@ -216,22 +217,48 @@ def models_show(
     _gate(v["verdict"], fail_on)
 
 
+def _report_option(name: str, help: str | None = None) -> Any:
+    """``vibestudio drift``'s option for report setting ``name``: the job config's default and bounds, its help
+    unless ``help`` words it for this command, and a check of the bounds as the options are read (before any
+    model loads). The report is this command's point, so a setting's "off" value (0 prompts) is refused."""
+    shown = getattr(REPORT, name)
+    rule = report_bounds(name, required=True)
+    tail = f"[default: {shown!r}" + (f"; {rule}]" if rule else "]")
+
+    def check(value: int) -> int:
+        problem = report_problem(name, value, required=True)
+        if problem:
+            raise typer.BadParameter(problem)
+        return value
+
+    return typer.Option(shown, help=f"{help or report_help(name)} {tail}", show_default=False, callback=check)
+
+
+#: drift's own words for settings whose job-config help speaks of training (bounds and defaults stay theirs).
+_PROMPTS_HELP = (
+    "Held-out prompts both models answer for the drift measures (the bound is the fewest they need; the pool "
+    f"holds the {DEFAULT_PROMPTS} MT-Bench first turns less any in the child's training snapshot)."
+)
+_SEED_HELP = (
+    "Random seed for the held-out prompts and eval items drawn and for sampling (the job's seed by default, so "
+    "this report matches the one made after training and reuses its cached answers)."
+)
+
+
 def drift_cmd(
     child: str = typer.Argument(..., help="The checkpoint (contestant name or id)."),
     against: str = typer.Option(
         None, "--against", help="Compare with this contestant instead of the parent."
     ),
-    prompts: int = typer.Option(REPORT.drift_prompts, help=report_help("drift_prompts")),
-    max_tokens: int = typer.Option(REPORT.drift_max_tokens, help=report_help("drift_max_tokens")),
-    eval_items: int = typer.Option(REPORT.eval_items, help=report_help("eval_items")),
+    prompts: int = _report_option("drift_prompts", _PROMPTS_HELP),
+    max_tokens: int = _report_option("drift_max_tokens"),
+    eval_items: int = _report_option("eval_items"),
     judge: str = typer.Option(
         None, help="A judge contestant: a position-swapped head-to-head, and the differences it describes."
     ),
-    describe_axes: int = typer.Option(REPORT.describe_axes, min=0, help=report_help("describe_axes")),
-    describe_prompts: int = typer.Option(
-        REPORT.describe_prompts, min=MIN_VALIDATE, help=report_help("describe_prompts")
-    ),
-    seed: int = typer.Option(REPORT.seed, help=report_help("seed")),
+    describe_axes: int = _report_option("describe_axes"),
+    describe_prompts: int = _report_option("describe_prompts"),
+    seed: int = _report_option("seed", _SEED_HELP),
     rules: str = typer.Option(None, "--rules", help="A verdict rules YAML file (default: the built-in one)."),
     record: bool = typer.Option(
         False,
@@ -246,7 +273,7 @@ def drift_cmd(
     from vibestudio.arena.registry import RegistryError
     from vibestudio.training.report import verdict
     from vibestudio.training.report.steps import drift_report, report_folder, save_report
-    from vibestudio.training.report.text import report_md
+    from vibestudio.training.report.text import UNRECORDED, report_md
 
     db = open_db()
 
@@ -273,6 +300,7 @@ def drift_cmd(
     if record and against:
         fail("--record saves a checkpoint's report against its parent; drop --against to record")
     note = "Nothing was saved or recorded (add --record to save the report and record its verdict)."
+    state = UNRECORDED
     if record:
         path = save_report(report, report_folder(db, report.contestant_id))
         done = verdict.record_verdict(
@@ -283,6 +311,7 @@ def drift_cmd(
             report=report,
             by=verdict.LOCAL_OPERATOR,
         )
+        state = done.state
         note = f"Saved the report to {path} and recorded the verdict {report.verdict_name}: {report.contestant} is {done.state}."
         if done.kept_held:
             note += f" It is still held: {done.kept_held.removeprefix('kept held: ')}."
@@ -290,7 +319,7 @@ def drift_cmd(
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         typer.echo(note, err=True)
     else:
-        typer.echo(report_md(report.to_dict()))
+        typer.echo(report_md(report.to_dict(), state=state))
         typer.echo(note)
     _gate(report.verdict_name, fail_on)
 

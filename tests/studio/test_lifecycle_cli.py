@@ -38,7 +38,7 @@ def test_list_restore_release_log_and_drift_record(chat):
         "models", "list"
     )  # the CLI reconciles first: a pending checkpoint whose report no job runs is held
     assert r.exit_code == 0 and [ln.split()[2] for ln in r.output.splitlines()] == ["released", "held"]
-    drift = ("drift", "cli-child", "--prompts", "10", "--max-tokens", "12", "--eval-items", "0")
+    drift = ("drift", "cli-child", "--prompts", "20", "--max-tokens", "12", "--eval-items", "0")
     r = _run(*drift)
     assert r.exit_code == 0 and "Nothing was saved or recorded" in r.output
     with db.session() as s:

@@ -2,7 +2,10 @@
 
 Each setting is defined once, in ``training.jobs.config``: its default, help and bounds.
 ``ReportOptions`` holds the fields the report reads (``REPORT_FIELDS``) with those defaults.
-``DEFAULTS`` is one such object; ``drift_report`` and ``vibestudio models drift`` take their defaults from it.
+``DEFAULTS`` is one such object; ``drift_report`` and ``vibestudio drift`` take their defaults from it.
+``report_bounds`` and ``report_problem`` give a setting's bounds in words and check a value against them, so
+``vibestudio drift`` refuses what the job config refuses. A command that always makes a report
+(``required``) refuses a setting's "off" value too (0 for ``drift_prompts``).
 
 The report's seed is the job's seed (42): a report made by hand draws the same held-out prompts and
 sampling seeds as the one made after training, so both compare, and cached answers are reused.
@@ -13,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from vibestudio.training.jobs.config import GRPOJobConfig, default_of
+from vibestudio.training.jobs.config import GRPOJobConfig, bounds_text, default_of, field_errors
 
 #: The job-config fields the checkpoint report reads (copied into a mid-run checkpoint's report job).
 REPORT_FIELDS = (
@@ -43,6 +46,27 @@ REPORT_FIELDS = (
 def report_help(name: str) -> str:
     """The help of report setting ``name``, as the job config defines it."""
     return str(report_fields()[name].metadata.get("help", ""))
+
+
+def report_bounds(name: str, *, required: bool = False) -> str:
+    """The bounds of report setting ``name`` in words, as ``vibestudio train`` shows them ('' when none).
+    ``required``: for a command that always makes a report, so a 0-means-off setting is "at least N"."""
+    meta = report_fields()[name].metadata
+    if required and "zero_or_at_least" in meta:
+        return bounds_text({"ge": meta["zero_or_at_least"]})
+    return bounds_text(meta)
+
+
+def report_problem(name: str, value: Any, *, required: bool = False) -> str | None:
+    """Why ``value`` is not allowed for report setting ``name`` ("must be at least -1 (got -5)"), or None.
+    The job config's own check decides (``field_errors``). ``required``: 0 does not turn the report off here."""
+    meta = report_fields()[name].metadata
+    least = meta.get("zero_or_at_least") if required else None
+    if least is not None and value < least:
+        off = "; 0 turns a training job's report off, and this command makes one" if value == 0 else ""
+        return f"must be {report_bounds(name, required=True)} (got {value!r}{off})"
+    errors = field_errors(GRPOJobConfig, {name: value})
+    return errors[0].message.removeprefix(f"{name} ") if errors else None
 
 
 def report_fields() -> dict[str, dataclasses.Field[Any]]:

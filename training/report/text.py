@@ -37,13 +37,29 @@ def _quote(text: str, esc: Escape, limit: int = 220) -> str:
     return esc(one[:limit] + ("…" if len(one) > limit else "")) or "*(empty)*"
 
 
-def verdict_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+#: ``verdict_md``'s ``state`` for a verdict nobody recorded: the hold is what recording it would do.
+UNRECORDED = ""
+HELD = "**Held out of anonymous battles** until a researcher lets it in."
+
+
+def verdict_md(report: dict[str, Any], esc: Escape = _plain, state: str | None = None) -> str:
+    """The verdict, its hold and its reasons. ``state``: the contestant's state once this verdict was recorded
+    (the hold line says what happened); ``UNRECORDED`` when it was not (it says what recording would do); None
+    for a stored report (the hold as the verdict asked)."""
     v = report.get("verdict") or {}
     from vibestudio.training.report.verdict import BADGES
 
     lines = [f"### Verdict: {BADGES.get(v.get('verdict', 'unknown'), v.get('verdict'))}"]
-    if v.get("hold"):
-        lines.append("**Held out of anonymous battles** until a researcher lets it in.")
+    if state == UNRECORDED:
+        if v.get("hold"):
+            lines.append(
+                "**Would hold it out of anonymous battles if recorded** (until a researcher lets it in); "
+                "nothing was recorded, so its state is unchanged."
+            )
+    elif state == "held" or (state is None and v.get("hold")):
+        lines.append(HELD)
+    elif state is not None and v.get("hold"):
+        lines.append(f"The verdict asks to hold it; it is **{esc(state)}**.")
     lines += [f"- {esc(r)}" for r in v.get("reasons", [])] or ["- no rule matched"]
     if report.get("unmeasured"):
         lines.append("\n**Could not measure:**")
@@ -450,10 +466,11 @@ def evals_md(report: dict[str, Any], esc: Escape = _plain) -> str:
     return "\n".join(lines)
 
 
-def report_md(report: dict[str, Any], esc: Escape = _plain) -> str:
+def report_md(report: dict[str, Any], esc: Escape = _plain, state: str | None = None) -> str:
+    """The whole report; ``state`` as ``verdict_md`` reads it."""
     return "\n\n".join(
         [
-            verdict_md(report, esc),
+            verdict_md(report, esc, state),
             glance_md(report, esc),
             tone_md(report, esc),
             drift_md(report, esc),
