@@ -11,7 +11,7 @@ bar (``studio.cli.jobs``). It is reported as text or ``--json``.
 import functools
 import inspect
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import typer
 
@@ -27,18 +27,48 @@ train_app = LazyTyper(
 
 def parse_set(items: list[str] | None) -> dict[str, Any]:
     """``field=value`` pairs; values are read as YAML (``lora=false``, ``rewards=[{type: length}]``)."""
+    out, problems = set_values(items)
+    if problems:
+        fail(problems[0].message)
+    return out
+
+
+def set_values(items: list[str] | None) -> tuple[dict[str, Any], list[Any]]:
+    """``parse_set``'s pairs, and a one-line problem (a ``FieldError``) per ``--set`` that cannot be read."""
     import yaml
 
+    from vibestudio.training.jobs.config import FieldError, yaml_syntax
+
     out: dict[str, Any] = {}
+    problems = []
     for item in items or []:
         key, sep, value = item.partition("=")
+        where = f"--set {item.strip()}"
         if not sep or not key.strip():
-            fail(f"--set {item!r}: expected FIELD=VALUE")
+            problems.append(FieldError(key.strip(), f"--set {item!r}: expected FIELD=VALUE", where))
+            continue
         try:
             out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
-        except yaml.YAMLError as exc:
-            fail(f"--set {key}: not a valid value ({exc})")
-    return out
+        except (yaml.YAMLError, RecursionError):
+            said = yaml_syntax(value, one_line=True)[1] or "not YAML"
+            problems.append(FieldError(key.strip(), f"{where}: not a valid value ({said})", where))
+    return out, problems
+
+
+def kind_problem(said_as: str, named: Any, kind: str) -> str | None:
+    """Why a config ``said_as`` (a file, ``--set kind=...``) naming kind ``named`` cannot run as ``vibestudio
+    train KIND``; None when it is that kind."""
+    from vibestudio.training.jobs.config import CONFIG_KINDS
+
+    if named == kind:
+        return None
+    if isinstance(named, str) and named in CONFIG_KINDS:
+        what = "job" if said_as.startswith("--set") else "config"
+        return f"{said_as}: it is a {named!r} {what}; use `vibestudio train {named}`"
+    return (
+        f"{said_as}: unknown job kind {named!r} (known: {', '.join(sorted(CONFIG_KINDS))}); "
+        f"`vibestudio train {kind}` makes {kind} jobs"
+    )
 
 
 def parse_reward(text: str) -> dict[str, Any]:
@@ -75,56 +105,40 @@ def launch_from_cli(
     as_json: bool,
 ) -> None:
     """Merge config file < flags < --set, check field by field, then launch (or only show, ``--dry-run``)."""
-    from vibestudio.annotation.unpaired import describe_balance
-    from vibestudio.training.jobs.config import ConfigError, Sources, read_config_file
+    from vibestudio.training.jobs.config import ConfigError, FieldError, Sources, read_config_file
     from vibestudio.training.jobs.errors import JobError
     from vibestudio.training.jobs.service import check_config, launch_checked
-    from vibestudio.training.objectives.pairmix import describe_mix
 
     data: dict[str, Any] = {}
     sources = Sources()
+    refused: list[FieldError] = []  # what stops the check before it starts, said as its errors are
     if config is not None:
         try:
             loaded, sources = read_config_file(config)  # errors then name the file and the line of the field
         except ConfigError as exc:
-            fail(str(exc))
-        if loaded.get("kind", kind) != kind:
-            fail(f"{config}: it is a {loaded['kind']!r} config; use `vibestudio train {loaded['kind']}`")
+            _refuse([FieldError("", str(exc), exc.where or str(config))], as_json)
+        wrong = kind_problem(str(config), loaded.get("kind", kind), kind)
+        if wrong:
+            refused.append(FieldError("kind", wrong, str(config)))
         data.update(loaded)
     given = {k: v for k, v in flags.items() if v is not None}
     data.update(given)
     sources.given.update({k: "--" + k.replace("_", "-") for k in given})
-    data.update(parse_set(sets))
+    values, problems = set_values(sets)
+    refused += problems
+    said = [f"--set {s.strip()}" for s in sets or [] if s.partition("=")[0].strip() == "kind"]
+    wrong = kind_problem(said[-1], values["kind"], kind) if "kind" in values else None  # the last one wins
+    if wrong:
+        refused.append(FieldError("kind", wrong, said[-1]))
+    if refused:
+        _refuse(refused, as_json)
+    data.update(values)
     sources.given.update({item.partition("=")[0].strip(): f"--set {item.strip()}" for item in sets or []})
     data["kind"] = kind
     db = open_db()
     check = check_config(db, data, sources=sources)
     if dry_run or check.errors:
-        out = {
-            "ok": check.ok,
-            "errors": [{"field": e.field, "message": e.message, "where": e.where} for e in check.errors],
-            "config": check.config.to_dict() if check.config else None,
-            "estimate": check.estimate.summary() if check.estimate else None,
-            "fits": check.estimate.fits if check.estimate else None,
-            "pair_mix": check.mix,
-            "balance": check.balance,
-        }
-        if as_json:
-            echo_json(out)
-        else:
-            if check.config is not None:
-                typer.echo(check.yaml.rstrip())
-            if check.estimate:
-                typer.echo(f"# estimate: {check.estimate.summary()}")
-            if check.mix:
-                typer.echo(f"# pairs for the parent: {describe_mix(check.mix)}")
-            if check.balance:
-                typer.echo(f"# KTO classes: {describe_balance(check.balance)}")
-            for e in check.errors:
-                said = e.message if e.where else f"{e.field or 'config'}: {e.message}"
-                typer.secho(said, fg=typer.colors.RED, err=True)
-        if check.errors:
-            raise typer.Exit(1)
+        _show_check(check, check.errors, as_json)
         return
     try:
         job_id = launch_checked(db, check)  # the check above, not a second one
@@ -143,9 +157,60 @@ def launch_from_cli(
     follow(db, job_id, timeout, as_json)
 
 
+def _show_check(check: Any, errors: list[Any], as_json: bool) -> None:
+    """What ``--dry-run`` shows (or a refused launch): the config, its estimate, pairs, classes and notes, then
+    every problem as ``Error: WHERE: MESSAGE``, as the CLI's other refusals; exit 1 on a problem. ``check``:
+    None when the config could not be read."""
+    from vibestudio.annotation.unpaired import describe_balance
+    from vibestudio.training.objectives.pairmix import describe_mix
+
+    config, est = (check.config, check.estimate) if check is not None else (None, None)
+    notes = check.found.notes if check is not None and check.found is not None else []
+    if as_json:
+        echo_json(
+            {
+                "ok": check is not None and check.ok,
+                "errors": [{"field": e.field, "message": e.message, "where": e.where} for e in errors],
+                "config": config.to_dict() if config else None,
+                "estimate": est.summary() if est else None,
+                "fits": est.fits if est else None,
+                "pair_mix": check.mix if check is not None else None,
+                "balance": check.balance if check is not None else None,
+                "notes": notes,
+            }
+        )
+    else:
+        if config is not None:
+            typer.echo(check.yaml.rstrip())
+        if est:
+            typer.echo(f"# estimate: {est.summary()}")
+        if check is not None and check.mix:
+            typer.echo(f"# pairs for the parent: {describe_mix(check.mix)}")
+        if check is not None and check.balance:
+            typer.echo(f"# KTO classes: {describe_balance(check.balance)}")
+        for note in notes if not est else [n for n in notes if n not in est.summary()]:
+            typer.echo(f"# note: {note}")
+        for e in errors:
+            said = e.message if e.where else f"{e.field or 'config'}: {e.message}"
+            typer.secho(f"Error: {said}", fg=typer.colors.RED, err=True)
+    if errors:
+        raise typer.Exit(1)
+
+
+def _refuse(errors: list[Any], as_json: bool) -> NoReturn:
+    """Problems found before the check could run, shown as its errors are (``_show_check``); exit 1."""
+    _show_check(None, errors, as_json)
+    raise typer.Exit(1)
+
+
 # ---- one command per job kind, derived from its config class -----------------------------------------------------
 _CONFIG = typer.Option(None, help="YAML config file (fields as in `vibestudio train KIND --dry-run`).")
-_SET = typer.Option(None, "--set", help="FIELD=VALUE (YAML value), repeatable; wins over flags and --config.")
+_SET = typer.Option(
+    None,
+    "--set",
+    metavar="FIELD=VALUE",
+    help="A field and its value (YAML), repeatable; wins over flags and --config.",
+)
 _DRY = typer.Option(
     False, "--dry-run", help="Check the config and show it with the estimate; launch nothing."
 )

@@ -104,7 +104,7 @@ def test_a_broken_config_file_is_named_with_its_line(home_db, tmp_path):
     bad = tmp_path / "job.yaml"
     bad.write_text("kind: dpo\nmax_steps: [1,\n", encoding="utf-8")
     r = _run("train", "dpo", "--config", str(bad), "--dry-run")
-    assert r.exit_code == 1 and f"{bad}:3: not valid YAML" in r.output
+    assert r.exit_code == 1 and f"{bad}:2: not valid YAML: the '[' opened here is not closed" in r.output
     bad.write_bytes(b"kind: dpo\nparent_contestant: \xff\n")
     r = _run("train", "dpo", "--config", str(bad), "--dry-run")
     assert r.exit_code == 1 and "not valid utf-8" in r.output

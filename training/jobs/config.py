@@ -79,11 +79,13 @@ SIMPO_FULL_LR = 1e-6
 
 
 class ConfigError(ValueError):
-    """A job config is invalid: unknown field, wrong type or out-of-range value. ``field`` names the field."""
+    """A job config is invalid: unknown field, wrong type or out-of-range value. ``field`` names the field;
+    ``where`` the file (and line) it is in, when known."""
 
-    def __init__(self, message: str, field: str = "") -> None:
+    def __init__(self, message: str, field: str = "", where: str = "") -> None:
         super().__init__(message)
         self.field = field
+        self.where = where
 
 
 @dataclass
@@ -111,13 +113,16 @@ class Sources:
     def where(self, error: FieldError) -> str:
         """Where ``error``'s value came from: the --set, else the file and line of its key, else the file alone
         ('' when nothing is known)."""
+        return self.place(error, compose_yaml(self.text) if self.text.strip() else None)[0]
+
+    def place(self, error: FieldError, node: Any) -> tuple[str, int | None]:
+        """``where`` and the line it names (None for a --set or the file alone), from the file's node tree."""
         if error.field in self.given:
-            return self.given[error.field]
-        node = compose_yaml(self.text) if self.text.strip() and error.field else None
-        line = key_line(node, error.path or (error.field,)) if node is not None else None
+            return self.given[error.field], None
+        line = key_line(node, error.path or (error.field,)) if node is not None and error.field else None
         if line is None:
-            return self.file
-        return f"{self.file}:{line}" if self.file else f"line {line}"
+            return self.file, None
+        return (f"{self.file}:{line}" if self.file else f"line {line}"), line
 
 
 def compose_yaml(text: str) -> Any:
@@ -153,18 +158,20 @@ def key_line(node: Any, path: tuple[str | int, ...]) -> int | None:
 
 
 def locate(errors: list[FieldError], sources: Sources | None) -> list[FieldError]:
-    """``errors``, each told where its value came from: the message starts with it, and names the field."""
+    """``errors``, each told where its value came from: the message starts with it, and names the field. Those
+    on a line of the file come first, in the file's order; the others keep theirs."""
     if sources is None or not errors:
         return errors
+    node = compose_yaml(sources.text) if sources.text.strip() else None
     out = []
     for e in errors:
-        where = e.where or sources.where(e)
-        if not where or e.where:
-            out.append(e)
+        where, line = ("", None) if e.where else sources.place(e, node)
+        if not where:
+            out.append((line, e))
             continue
         said = e.message if not e.field or e.field in e.message else f"{e.field}: {e.message}"
-        out.append(FieldError(e.field, f"{where}: {said}", where, e.path))
-    return out
+        out.append((line, FieldError(e.field, f"{where}: {said}", where, e.path)))
+    return [e for line, e in sorted(out, key=lambda pair: (pair[0] is None, pair[0] or 0))]
 
 
 #: The bounds a field may carry, as pydantic names them.
@@ -917,7 +924,7 @@ def _said(kind: str, cls: type[JobConfig], error: Any, name: str) -> FieldError:
     got = error.get("input")
     metas: dict[str, Any] = {f.name: f.metadata for f in dataclasses.fields(cls)}
     if error["type"] == "extra_forbidden":
-        return FieldError(name, f"unknown field {name!r} for a {kind} job (known: {', '.join(metas)})")
+        return FieldError(name, unknown_field(kind, name, list(metas)))
     meta = metas.get(name, {})
     if error["type"] == "literal_error":
         return FieldError(name, f"{name} {got!r} unknown; choose one of {', '.join(meta['choices'])}")
@@ -929,6 +936,20 @@ def _said(kind: str, cls: type[JobConfig], error: Any, name: str) -> FieldError:
         return FieldError(name, f"{kind} config field {name!r}: expected true/false, got {got!r}")
     said = str(error["msg"]).removeprefix("Value error, ")
     return FieldError(name, f"{kind} config field {name!r}: {said[:1].lower()}{said[1:]} (got {got!r})")
+
+
+def unknown_field(kind: str, name: str, known: list[str]) -> str:
+    """An unknown field in words: the close known one when there is one (with where every field is listed),
+    else every known field."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return (
+            f"unknown field {name!r} for a {kind} job; did you mean {close[0]!r}? (every field: "
+            f"`vibestudio train {kind} --help`, docs/job-config.md)"
+        )
+    return f"unknown field {name!r} for a {kind} job (known: {', '.join(known)})"
 
 
 def field_errors(cls: type[JobConfig], data: dict[str, Any]) -> list[FieldError]:
@@ -985,6 +1006,9 @@ def parse_config_text(text: str, kind: str | None = None) -> tuple[JobConfig | N
     does each bad field ("line 7: beta must be > 0")."""
     data, error = parse_yaml(text) if text and text.strip() else ({}, None)
     if error is not None:
+        line, said = yaml_syntax(text) if error.line else (None, "")
+        if line is not None:
+            return None, [FieldError("", f"line {line}: not valid YAML: {said}", f"line {line}")]
         return None, [FieldError("", f"line {error.line}: {error.message}" if error.line else error.message)]
     cfg, errors = config_errors(data if data is not None else {}, kind)
     return cfg, locate(errors, Sources(text=text)) if errors else errors
@@ -1014,16 +1038,97 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Sources]:
     and the line of each key; ConfigError naming the file (and the line of a syntax error) otherwise."""
     p = Path(path)
     data, error = read_yaml(p)
+    if error is not None and error.line is not None:  # a syntax error: where its construct began
+        line, said = yaml_syntax(_file_text(p))
+        if line is not None:
+            raise ConfigError(f"{p}:{line}: not valid YAML: {said}", where=f"{p}:{line}")
     if error is not None:
-        raise ConfigError(error.format(str(p)))
+        raise ConfigError(error.format(str(p)), where=error.where(str(p)))
     data = data or {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{p}: expected a mapping of field: value")
-    try:  # read as read_yaml reads it (a plain file, bounded); the lines only
-        text = read_regular(p, MAX_YAML_BYTES).decode("utf-8-sig", errors="replace")
+        raise ConfigError(f"{p}: expected a mapping of field: value", where=str(p))
+    return data, Sources(str(p), _file_text(p))
+
+
+def _file_text(p: Path) -> str:
+    """A config file's text, read as ``read_yaml`` reads it (a plain file, bounded), for its lines only; '' when
+    it changed since (the errors then name the file alone)."""
+    try:
+        return read_regular(p, MAX_YAML_BYTES).decode("utf-8-sig", errors="replace")
     except (PathRefused, OSError):
-        text = ""  # it changed since: the errors name the file alone
-    return data, Sources(str(p), text)
+        return ""
+
+
+#: PyYAML's contexts whose mark is an opening that was never closed.
+_OPENED = ("while parsing a flow sequence", "while parsing a flow mapping", "while scanning a quoted scalar")
+_OPENER_WORDS = {"[": "'['", "{": "'{'", '"': "double quote", "'": "single quote"}
+
+
+def yaml_syntax(text: str, one_line: bool = False) -> tuple[int | None, str]:
+    """Why ``text`` is not valid YAML, on one line, and the 1-based line to name: where an unclosed bracket or
+    quote opened (PyYAML's context mark), with where PyYAML noticed (its problem mark); else where it noticed.
+    ``one_line``: a value given on the command line, said by columns. (None, '') when it parses."""
+    import yaml
+
+    try:
+        yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        return _marked(exc, text, one_line)
+    except yaml.YAMLError as exc:
+        return None, " ".join(str(exc).split())
+    except RecursionError:
+        return None, "nested too deeply"
+    return None, ""
+
+
+def _marked(exc: Any, text: str, one_line: bool) -> tuple[int | None, str]:
+    """A PyYAML error with marks in words (see ``yaml_syntax``)."""
+    problem_mark, context_mark = exc.problem_mark, exc.context_mark
+    context = " ".join(str(exc.context or "").split())
+    problem = " ".join(str(exc.problem or context or "syntax error").split())
+    if (
+        context and exc.problem and not context.startswith("while")
+    ):  # "expected a single document ... but found"
+        problem, context = f"{context} {problem}", ""
+    opened = None
+    if context in _OPENED and context_mark is not None:
+        opened = context_mark
+    elif context == "while parsing a flow node" and "<stream end>" in problem and problem_mark is not None:
+        opened = _open_bracket(text, problem_mark.index)
+
+    def at(mark: Any) -> str:
+        return f"column {mark.column + 1}" if one_line else f"line {mark.line + 1}, column {mark.column + 1}"
+
+    if opened is not None and problem_mark is not None:
+        char = opened.buffer[opened.pointer] if opened.buffer and opened.pointer < len(opened.buffer) else ""
+        what = _OPENER_WORDS.get(char, repr(char))
+        here = f"at column {opened.column + 1}" if one_line else "opened here"
+        return opened.line + 1, f"the {what} {here} is not closed (noticed at {at(problem_mark)}: {problem})"
+    mark = problem_mark or context_mark
+    if mark is None:
+        return None, problem
+    began = ""
+    if context and context_mark is not None and context_mark.line != mark.line:
+        began = f"; {context} that began at line {context_mark.line + 1}"
+    return mark.line + 1, f"{problem} (column {mark.column + 1}{began})"
+
+
+def _open_bracket(text: str, before: int) -> Any:
+    """The mark of the innermost flow bracket still open at character ``before`` of ``text`` (None: none)."""
+    import yaml
+
+    opened: list[Any] = []
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if token.start_mark.index >= before:
+                break
+            if isinstance(token, yaml.FlowSequenceStartToken | yaml.FlowMappingStartToken):
+                opened.append(token.start_mark)
+            elif isinstance(token, yaml.FlowSequenceEndToken | yaml.FlowMappingEndToken) and opened:
+                opened.pop()
+    except yaml.YAMLError:
+        pass
+    return opened[-1] if opened else None
 
 
 def load_config(path: str | Path, kind: str | None = None) -> JobConfig:

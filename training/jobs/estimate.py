@@ -171,6 +171,7 @@ class Estimate:
     error: PastError | None = None  # the estimate's error on the last jobs of this studio
     load: MachineLoad | None = None  # the machine's load when the estimate was made (None: not known)
     fit: Any = None  # the per-GPU fit (``training.jobs.fit.Fit``) when the job's GPUs are known
+    report_note: str = ""  # what having no report does to the child (the pre-launch check's note), if any
 
     @property
     def fits(self) -> bool:
@@ -215,7 +216,7 @@ class Estimate:
             + (", the parent's answers kept from an earlier report" if self.report_reuses_parent else "")
             + ")"
             if self.report_seconds
-            else " (no checkpoint report)"
+            else f" ({self.report_note or 'no checkpoint report'})"
         )
         return (
             f"~{self.peak_bytes / GIB:.1f} GiB peak{avail} on {self.device}; ~{self.seconds_per_step:.1f} s/step, "

@@ -13,7 +13,8 @@ in a job process.
   (``training.report.minimums``). So "Config valid" means every part of the report can be made;
 - refuses a report setting that turns off a measure a ``required`` verdict rule needs (``eval_items: 0``
   under the built-in rules): the child's verdict could never be more than "unknown" (``REPORT_SWITCHES``).
-It returns every problem at once, each tied to its field, with what it resolved on the way.
+It returns every problem at once, each tied to its field, with what it resolved on the way. It also notes
+what is allowed but worth saying (``Findings.notes``): a skipped report holds the child, when the rules say so.
 
 The Train tab, ``vibestudio train --dry-run`` and the API reach it through
 ``training.jobs.service.check_config``. A launch passes that result on (``Findings.checked``) instead of
@@ -156,6 +157,8 @@ class Findings:
     rows: list[dict[str, Any]] | None = (
         None  # the rows checked (the snapshot's, or the votes'), for the launch
     )
+    #: what the config leads to that is allowed but worth saying (``NO_REPORT``: a skipped report)
+    notes: list[str] = field(default_factory=list)
 
     def checked(self, snapshot: Any = None) -> Checked:
         """What a launch passes on to the queued job: the resolved inputs (``snapshot``: the one the launch
@@ -221,6 +224,8 @@ def check_job(session: Session, cfg: JobConfig, *, fresh_from_votes: bool = Fals
             "per_device_train_batch_size",
             lambda: check_resources(session, cfg, base, found.parent.id if found.parent else None),
         )
+    if found.notes and found.estimate is not None:  # the skipped report's note, where the estimate says it
+        found.estimate.report_note = next((n for n in found.notes if n.startswith(NO_REPORT)), "")
     return found
 
 
@@ -354,6 +359,27 @@ def unreachable_rules(cfg: JobConfig) -> list[FieldError]:
     return out
 
 
+#: How the note on a skipped report starts (``skipped_report_note``).
+NO_REPORT = "no checkpoint report (drift_prompts 0)"
+
+
+def skipped_report_note(cfg: JobConfig) -> list[str]:
+    """What a skipped report (``drift_prompts: 0``) does to the child, read from the verdict rules in force
+    (their ``hold.skipped_report``): held until a researcher releases it, or let play unchecked. Not a refusal:
+    drift_prompts 0 is the way to skip the report. [] when the rules cannot be read (the field checks say so)."""
+    from vibestudio.training.jobs.config import rules_file
+    from vibestudio.training.report.verdict import load_rules
+
+    try:
+        rules = load_rules(rules_file(cfg.verdict_rules) if cfg.verdict_rules else None)
+    except ValueError:
+        return []
+    named = f"verdict_rules {cfg.verdict_rules!r}" if cfg.verdict_rules else "the built-in verdict rules"
+    held = rules.holds.skipped_report
+    then = "will be held until a researcher lets it in" if held else "plays at once, unchecked"
+    return [f"{NO_REPORT}: the child {then} ({named}: hold.skipped_report: {'true' if held else 'false'})"]
+
+
 def _check_report(cfg: JobConfig, found: Findings) -> None:
     """The report's drift needs ``MIN_PROMPTS`` held-out prompts: MT-Bench's first turns less those the job
     trains on. A job that cannot have them is refused here, not held as "unknown" after training; so is one
@@ -362,6 +388,7 @@ def _check_report(cfg: JobConfig, found: Findings) -> None:
         return
     n_prompts, _ = cfg.report_counts()
     if n_prompts == 0:
+        found.notes += skipped_report_note(cfg)
         return
     try:
         found.errors += unreachable_rules(cfg)
