@@ -66,7 +66,8 @@ LEAST_ROLE: dict[str, str] = {
     P + "leaderboard.wire_lc.<locals>.on_lc": ANY,
     P
     + "leaderboard.wire_judges.<locals>.on_judges": ANY,  # the human / judge / pooled board, like the others
-    P + "data.build.<locals>.<lambda>": ANY,
+    P + "data.build.<locals>.on_load": ANY,  # the counts, snapshots and task sets, as the page load read them
+    P + "data.build.<locals>.on_tick": ANY,  # the same, while the tab stays open
     P + "queues._refresh_handler.<locals>.on_refresh": ANY,
     P + "queues._create_handler.<locals>.on_create": RESEARCHER,
     P + "queues._import_handler.<locals>.on_import": RESEARCHER,
