@@ -280,6 +280,21 @@ def drift_cmd(
     def ident(x: str) -> int | str:
         return int(x) if x.isdigit() else x
 
+    if record and against:  # refused before minutes of answers, not after
+        fail("--record saves a checkpoint's report against its parent; drop --against to record")
+    if record:
+        from vibestudio.arena.registry import get_contestant
+
+        try:
+            with db.session() as s:
+                info = get_contestant(s, ident(child))
+        except RegistryError as exc:
+            fail(str(exc))
+        if info.parent_id is None:
+            fail(
+                f"--record gates a trained checkpoint against its parent, and {info.public_name} has none (a base "
+                "model is not gated): drop --record to read the comparison (--against NAME compares it with another)"
+            )
     try:
         report = drift_report(
             db,
@@ -297,8 +312,6 @@ def drift_cmd(
         )
     except (RegistryError, verdict.VerdictError) as exc:
         fail(str(exc))
-    if record and against:
-        fail("--record saves a checkpoint's report against its parent; drop --against to record")
     note = "Nothing was saved or recorded (add --record to save the report and record its verdict)."
     state = UNRECORDED
     if record:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 import typer
+from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from tests.helpers.scripted_chat import ScriptedChat
 from vibestudio.arena.registry import ContestantSpec, RegistryError, register
-from vibestudio.db.models import Contestant
+from vibestudio.db.models import Contestant, VerdictEvent
 from vibestudio.db.session import Database
 from vibestudio.studio.cli import app
 from vibestudio.training.jobs.config import GRPOJobConfig, bounds_text, default_of, field_errors
@@ -138,7 +139,7 @@ def test_help_speaks_of_this_command_with_the_definitions_default_and_bounds():
 
 def test_without_record_the_hold_is_what_recording_would_do():
     """Point 4: a released model with no parent, without ``--record``: nothing is recorded, so nothing is held;
-    the report says what the verdict would do. With ``--record`` it says the state recording left."""
+    the report says what the verdict would do. ``--record`` is refused: a model with no parent is not gated."""
     db = Database()
     db.migrate()
     with db.session() as s:
@@ -149,12 +150,12 @@ def test_without_record_the_hold_is_what_recording_would_do():
     assert "Would hold it out of anonymous battles if recorded" in r.output, r.output
     with db.session() as s:
         assert s.get_one(Contestant, alone).state == "released"
+    # a base model is not gated: --record is refused before any answer, and nothing is recorded
     r = _run("drift", "opt-alone", "--prompts", "20", "--eval-items", "0", "--record")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1 and "opt-alone has none (a base model is not gated)" in r.output, r.output
     with db.session() as s:
-        state = s.get_one(Contestant, alone).state
-    assert "if recorded" not in r.output and f"opt-alone is {state}" in r.output, r.output
-    assert (HELD_LINE in r.output) == (state == "held"), r.output
+        assert s.get_one(Contestant, alone).state == "released"
+        assert s.scalar(select(func.count()).select_from(VerdictEvent)) == 0
     db.dispose()
 
 
