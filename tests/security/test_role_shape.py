@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from vibestudio.db.models import Contestant, Job, JobMetric
+from tests.security._marked_child import add_marked_child
 
 MARK_PATH = "/srv/shape-model-path-3d9"
 MARK_ADAPTER = "/srv/shape-adapter-3d9"
@@ -38,25 +38,8 @@ MODELS_OPEN = "vibestudio.studio.pages.models.build.<locals>.on_open"  # the Mod
 @pytest.fixture(scope="module")
 def child(studio_app):
     """A trained child whose model and adapter are server paths, with a job config and a loss curve."""
-    with studio_app.db.session() as s:
-        job = Job(
-            kind="dpo", config={"kind": "dpo", "learning_rate": 1e-5, "note": MARK_CONFIG}, status="done"
-        )
-        s.add(job)
-        s.flush()
-        for step, loss in ((1, 0.7), (2, 0.5)):
-            s.add(JobMetric(job_id=job.id, step=step, name="loss", value=loss))
-        s.add(
-            Contestant(
-                public_name=CHILD,
-                engine="transformers",
-                model_ref=MARK_PATH,
-                adapter_ref=MARK_ADAPTER,
-                job_id=job.id,
-                state="hidden",  # plays in no battle of the other tests
-            )
-        )
-    return CHILD
+    config = {"learning_rate": 1e-5, "note": MARK_CONFIG}
+    return add_marked_child(studio_app.db, CHILD, MARK_PATH, MARK_ADAPTER, config)
 
 
 def _labels(app) -> dict[int, str]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from vibestudio.db.models import Contestant, Job, JobMetric
+from tests.security._marked_child import add_marked_child
+from vibestudio.db.models import Contestant
 
 MARK_PATH = "/srv/marker-model-path-8c1"
 MARK_ADAPTER = "/srv/marker-adapter-8c1"
@@ -69,23 +70,8 @@ def test_no_spelling_of_the_file_route_serves_an_upload(studio_app):
 @pytest.fixture(scope="module")
 def trained_child(studio_app):
     """A hidden trained child whose model and adapter are server paths, with a job config and a loss curve."""
-    with studio_app.db.session() as s:
-        job = Job(kind="dpo", config={"kind": "dpo", "learning_rate": MARK_LR, "beta": 0.1}, status="done")
-        s.add(job)
-        s.flush()
-        for step, loss in ((1, 0.7), (2, 0.5), (3, 0.4)):
-            s.add(JobMetric(job_id=job.id, step=step, name="loss", value=loss))
-        s.add(
-            Contestant(
-                public_name=CHILD,
-                engine="transformers",
-                model_ref=MARK_PATH,
-                adapter_ref=MARK_ADAPTER,
-                job_id=job.id,
-                state="hidden",  # plays in no battle of the other tests
-            )
-        )
-    return CHILD
+    config = {"learning_rate": MARK_LR, "beta": 0.1}
+    return add_marked_child(studio_app.db, CHILD, MARK_PATH, MARK_ADAPTER, config)
 
 
 def _models_show(app, who: str, name: str) -> str:
