@@ -3,7 +3,8 @@
 The slow tests start a real Ray cluster on this machine: a head and one worker node that alone has the custom
 resource ``trainer``, so a job that asks for it must run there. A tiny DPO job runs through Ray's Jobs API
 to the end; a cancel reaches Ray; a worker node killed mid-job fails the job with Ray's reason, and resume
-continues it from its checkpoint on a new node.
+continues it from its checkpoint on a new node. A lost node under a job across nodes names that node in the
+row's reason, whichever side records first: Ray, or rank 0 on its broken link.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import shlex
 import socket
 import time
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -21,8 +24,8 @@ from sqlalchemy import func, select
 from tests.helpers.postgres import ONE_KIND
 from tests.helpers.training import FAST
 from vibestudio.common.processes import process_alive
-from vibestudio.db.models import Contestant, Job, JobMetric
-from vibestudio.training.jobs import ray_jobs, runner
+from vibestudio.db.models import Contestant, Job, JobMetric, utcnow
+from vibestudio.training.jobs import ray_jobs, ray_spread, runner
 from vibestudio.training.jobs.config import make_config
 from vibestudio.training.jobs.errors import JobError
 from vibestudio.training.jobs.service import launch_dpo
@@ -124,6 +127,21 @@ def test_rays_node_death_message_reads_as_one_line_with_the_node():
         "because its node has died. Node Id: b55a the actor's node was terminated unexpectedly: health check "
         "failed due to missing too many heartbeats"
     )
+
+
+def test_the_drivers_verdict_names_a_lost_node_by_node_and_the_other_ranks_by_their_error():
+    errors = {
+        0: "its job process exited with code 1",
+        1: "Task failed because the node it was running on is dead",
+    }
+    nodes = {0: "n0", 1: "n1", 2: "n2"}
+    text, lost = ray_spread.verdict(errors, nodes, {"n0": True, "n1": False, "n2": True}, [2])
+    assert lost == [[1, "n1"]]
+    assert text == (
+        "the node n1 under rank 1 was lost; rank 0 failed: its job process exited with code 1; rank 2 was stopped"
+    )
+    text, lost = ray_spread.verdict({1: "boom"}, nodes, dict.fromkeys(nodes.values(), True), [])
+    assert (text, lost) == ("rank 1 failed: boom", [])
 
 
 # ---- refused before launch, nothing written ----------------------------------------------------------------------
@@ -405,6 +423,91 @@ def test_ray_jobs_that_end_behind_the_studios_back_end_their_rows_with_why(on_ra
     _wait_for(lambda: str(client.get_job_status(busy).value) == "STOPPED", 60, "cancel to reach Ray")
 
 
+def _ray_row(db, sid: str, status: str, log_path: str, error: str | None = None, ago_s: float = 5.0) -> int:
+    with db.session() as s:
+        job = Job(
+            kind="dpo",
+            config={"kind": "dpo"},
+            status=status,
+            host=f"{ray_jobs.PREFIX}{sid} on node d0",
+            log_path=log_path,
+            error=error,
+            ended_at=utcnow() - timedelta(seconds=ago_s) if status == "failed" else None,
+        )
+        s.add(job)
+        s.flush()
+        return job.id
+
+
+def test_rays_reason_goes_before_the_error_rank_0_recorded_first_once(db, monkeypatch, tmp_path):
+    """A lost node under a job across nodes: rank 0 may fail the row on its broken link before Ray calls the job
+    failed. Then Ray's reason, with the driver's verdict (the lost node), goes before rank 0's error, once
+    however many replicas look. A row Ray says nothing more about (the job's own exit, no node lost), or one
+    that failed long ago, stays as it was; a row still running fails with the verdict in its reason."""
+    monkeypatch.setenv("VIBESTUDIO_JOBS", "ray")
+    monkeypatch.setenv("VIBESTUDIO_RAY_ADDRESS", "http://ray-head:8265")
+    log = str(tmp_path / "train.log")
+    plain = f"{ray_jobs.PLAIN_EXIT} 1"
+    died = "Job supervisor actor died: The actor died because its node has died. Node Id: d0"
+    gloo = "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:17332\n--- log tail ---\n..."
+    lost_text, lost = ray_spread.verdict(
+        {0: "its job process exited with code 1"}, {0: "n0", 1: "n1"}, {"n0": True, "n1": False}, []
+    )
+    own_text, own = ray_spread.verdict(
+        {0: "ValueError: bad", 1: "its job process exited with code 1"},
+        {0: "n0", 1: "n1"},
+        {"n0": True, "n1": True},
+        [],
+    )
+    cases = {  # name: (row status, seconds since it failed, Ray status, Ray message, the driver's verdict)
+        "lost": ("failed", 5, "FAILED", plain, (lost_text, lost)),
+        "own": ("failed", 5, "FAILED", plain, (own_text, own)),
+        "died": ("failed", 5, "FAILED", died, None),
+        "old": ("failed", ray_jobs.LATE_S + 60, "FAILED", plain, (lost_text, lost)),
+        "driving": ("failed", 5, "RUNNING", "", None),  # the driver still waits for the other ranks
+        "running": ("running", 0, "FAILED", plain, (lost_text, lost)),
+    }
+    ids, infos = {}, []
+    for name, (status, ago, ray_status, message, verdict) in cases.items():
+        sid = f"vibestudio-job-{name}"
+        ids[name] = _ray_row(db, sid, status, log, gloo if status == "failed" else None, ago)
+        infos.append(
+            SimpleNamespace(
+                submission_id=sid, status=ray_status, message=message, driver_node_id="d0", driver_exit_code=1
+            )
+        )
+        if verdict:
+            ray_spread.write_verdict(ray_jobs.verdict_path(log, sid), *verdict)
+    monkeypatch.setattr(ray_jobs, "client", lambda: SimpleNamespace(list_jobs=lambda: infos))
+    real = ray_jobs.ended
+    found = real(db)
+    amends = sorted(r.job_id for r in found if isinstance(r, ray_jobs.Amend))
+    assert amends == sorted([ids["lost"], ids["died"]])
+    [by_ray] = [r for r in found if r.job_id == ids["died"]]  # Ray's own message says the node died
+    assert by_ray.error == (
+        f"the Ray job vibestudio-job-died failed on node d0: {died}; resume the job to run it again"
+        f"{ray_jobs.FIRST}{gloo}"
+    )
+    [running] = [r for r in found if isinstance(r, ray_jobs.Ended)]
+    assert running.job_id == ids["running"] and running.reason == (
+        f"the Ray job vibestudio-job-running failed on node d0: {plain} (the node n1 under rank 1 was lost; "
+        "rank 0 failed: its job process exited with code 1); resume the job to run it again"
+    )
+    monkeypatch.setattr(ray_jobs, "ended", lambda _db: [r for r in found if isinstance(r, ray_jobs.Amend)])
+    with db.session() as s:  # resumed (a new submission) and failed again since the look: not overwritten
+        again = s.get(Job, ids["died"])
+        again.host, again.error = f"{ray_jobs.PREFIX}vibestudio-job-died-again", "ValueError: a later attempt"
+    assert runner.fail_lost(db) == [] and runner.fail_lost(db) == []  # two replicas, the same look
+    views = {name: runner.job_view(db, job_id) for name, job_id in ids.items()}
+    assert views["lost"].status == "failed" and views["lost"].error == (
+        f"the Ray job vibestudio-job-lost failed on node d0: {plain} (the node n1 under rank 1 was lost; rank 0 "
+        f"failed: its job process exited with code 1); resume the job to run it again{ray_jobs.FIRST}{gloo}"
+    )
+    assert views["died"].error == "ValueError: a later attempt"
+    assert all(views[name].error == gloo for name in ("own", "old", "driving"))
+    assert [r for r in real(db) if isinstance(r, ray_jobs.Amend)] == []  # named now: nothing more to add
+
+
 def _ray_done_sid(client, sid: str) -> bool:
     return str(client.get_job_status(sid).value) in ("SUCCEEDED", "FAILED", "STOPPED")
 
@@ -500,8 +603,23 @@ def test_a_lost_node_under_a_job_across_nodes_fails_it_and_stops_every_rank(
     on_ray.remove_node(rank_1, allow_graceful=False)
     view = runner.wait(db, job_id, timeout=240)
     noticed = time.monotonic() - killed
-    print(f"rank 1's node killed; the studio showed after {noticed:.1f} s: {view.status}: {view.error[:600]}")
-    assert view.status == "failed" and f"the Ray job {ray_jobs.submission_of(view.host)} failed" in view.error
+    first = view.error.splitlines()[0][:300]
+    sid = ray_jobs.submission_of(view.host)
+
+    def named():  # rank 0 may record its broken link first; the app's watch then adds Ray's reason
+        runner.fail_lost(db)
+        seen = runner.job_view(db, job_id)
+        return seen if f"the Ray job {sid} failed" in seen.error else None
+
+    view = _wait_for(named, ray_spread.GRACE_S + 60, "Ray's reason in the row")
+    named_after = time.monotonic() - killed
+    print(
+        f"rank 1's node killed; the studio showed after {noticed:.1f} s: {view.status}: {first}; Ray's reason "
+        f"after {named_after:.1f} s ({'after' if ray_jobs.FIRST in view.error else 'before'} rank 0's own): "
+        f"{view.error[:600]}"
+    )
+    assert view.status == "failed" and f"the Ray job {sid} failed" in view.error
+    assert f"the node {placed['1']} under rank 1 was lost" in view.error.split(ray_jobs.FIRST)[0]
     whole = runner.log_tail(view.log_path, lines=10**5, max_chars=10**8)
     assert "[ray spread] a rank failed, stopping the others" in whole
     _wait_for(lambda: not _job_processes(config_path), 60, "every rank to end")

@@ -13,7 +13,10 @@ path.
 
 This module talks to Ray and returns plain data. It changes a row only to claim it for a submission or to
 name its node. ``runner`` finishes rows. It fails those whose Ray job ended without a result (``ended``).
-It stops the Ray job of a cancelled row (``stop``). Ray is imported only when used: it is an extra.
+A row the job's own process failed first (rank 0 on the broken link to a lost rank's node) gets Ray's reason
+put before its error, once (``Amend``). The reason names the lost node (the driver's verdict,
+``training.jobs.ray_spread``). It stops the Ray job of a cancelled row (``stop``). Ray is imported only when
+used: it is an extra.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
 
 from vibestudio.common.settings import get_settings, variable_name
-from vibestudio.db.models import Job
+from vibestudio.db.models import Job, utcnow
 from vibestudio.db.session import Database, data_home
 from vibestudio.training.jobs.config import load_config
 from vibestudio.training.jobs.errors import JobError
@@ -39,6 +43,9 @@ PREFIX = "ray:"
 SUBMITTING = "ray-submitting:"  # claimed, the submission on its way (a watcher must not call it lost yet)
 ON_NODE = " on node "
 TIMEOUT_S = 10  # seconds an answer from the cluster may take before it counts as unreachable
+LATE_S = 600  # how long after a row failed Ray's reason may still join its error (``Amend``)
+PLAIN_EXIT = "Job entrypoint command failed with exit code"  # Ray saw only the job's own exit
+FIRST = "\n--- the job process recorded first ---\n"  # between Ray's reason and the row's own error
 _CLIENTS: dict[str, Any] = {}  # one Jobs API client per address (each new one checks the version twice)
 
 
@@ -98,6 +105,17 @@ class Ended:
     reason: str
     was: str
     log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Amend:
+    """A row its own job process failed before Ray ended its job (rank 0 on a lost peer's broken link): the
+    error to record, Ray's reason first, and the error the row had when looked at (the change is conditional on
+    it, so it is made once)."""
+
+    job_id: int
+    error: str
+    was: str
 
 
 def _internal(resource: str) -> bool:
@@ -231,8 +249,11 @@ def check_cluster(cfg: Any) -> Needs:
     return needs
 
 
-def spread_argv(python: str, needs: Needs, config_path: str, job_id: int, log_path: str) -> list[str]:
-    """The driver that runs one job's processes across nodes, each the plain job process."""
+def spread_argv(
+    python: str, needs: Needs, config_path: str, job_id: int, log_path: str, verdict: str
+) -> list[str]:
+    """The driver that runs one job's processes across nodes, each the plain job process; on a failure it writes
+    its verdict to ``verdict`` (``verdict_path``)."""
     per = needs.per_process()
     return [
         python,
@@ -246,6 +267,8 @@ def spread_argv(python: str, needs: Needs, config_path: str, job_id: int, log_pa
         json.dumps(per.resources),
         "--log",
         log_path,
+        "--verdict",
+        verdict,
         "--",
         python,
         "-m",
@@ -271,6 +294,23 @@ def entrypoint(argv: list[str], log_path: str) -> str:
     part quoted, replacing the shell, its output appended to the job's ``train.log`` as on any other host."""
     folder = str(Path(argv_config(argv)).parent)
     return f"cd {shlex.quote(folder)} && exec {shlex.join(argv)} >> {shlex.quote(log_path)} 2>&1"
+
+
+def verdict_path(log_path: str, sid: str) -> str:
+    """Where the driver of a job across nodes writes its verdict: beside the job's log, one file per submission."""
+    return str(Path(log_path).parent / f"{sid}.verdict.json")
+
+
+def spread_verdict(log_path: str | None, sid: str) -> tuple[str, bool]:
+    """The driver's verdict for a submission (which rank failed, which node was lost) and whether it names a
+    lost node; ("", False) when it wrote none (a job on one node, or the driver itself was lost)."""
+    if not log_path:
+        return "", False
+    try:
+        found = json.loads(Path(verdict_path(log_path, sid)).read_text())
+        return str(found["verdict"]), bool(found["lost"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "", False
 
 
 def argv_config(argv: list[str]) -> str:
@@ -332,7 +372,7 @@ def submit_queued(db: Database, command: Callable[[str, int], list[str]]) -> tup
                 raise _nowhere(found, needs)
             python = get_settings().ray_python or sys.executable
             if where == "spread":  # the driver asks for each process's share itself
-                argv = spread_argv(python, needs, config_path, job_id, log_path)
+                argv = spread_argv(python, needs, config_path, job_id, log_path, verdict_path(log_path, sid))
                 asks: dict[str, Any] = {"entrypoint_num_cpus": 0}
             else:
                 argv = [python, *command(config_path, job_id)[1:]]
@@ -369,10 +409,13 @@ def _config(config_path: str) -> Any:
 
 
 # ---- watching and stopping ------------------------------------------------------------------------------------
-def ended(db: Database) -> list[Ended]:
+def ended(db: Database) -> list[Ended | Amend]:
     """Rows still queued or running whose Ray job ended (the node was lost, the process failed before it could
     record why, it was stopped through Ray), each with the reason to record. Names the node of a job Ray
-    started on the row. A cluster that does not answer ends nothing: the heartbeats judge a running job."""
+    started on the row. A cluster that does not answer ends nothing: the heartbeats judge a running job.
+
+    Also rows that failed in the last ``LATE_S`` seconds before Ray called their job failed, when Ray's reason
+    says more than the job's own exit (a lost node): that reason, to put before the row's error (``Amend``)."""
     if get_settings().jobs != "ray":
         return []
     with db.session() as s:
@@ -382,14 +425,22 @@ def ended(db: Database) -> list[Ended]:
                 Job.host.like(PREFIX + "%") | Job.host.like(SUBMITTING + "%"),
             )
         ).all()
-    if not rows:
+        failed = s.execute(
+            select(Job.id, Job.host, Job.error, Job.log_path).where(
+                Job.status == "failed",
+                Job.host.like(PREFIX + "%"),
+                Job.ended_at >= utcnow() - timedelta(seconds=LATE_S),
+            )
+        ).all()
+    late = [r for r in failed if f"the Ray job {submission_of(r.host)} " not in (r.error or "")]
+    if not rows and not late:
         return []
     try:
         known = {j.submission_id: j for j in client().list_jobs() if j.submission_id}
     except Exception:
         _CLIENTS.clear()  # a new client next time (the cluster may have restarted at the same address)
         return []
-    out: list[Ended] = []
+    out: list[Ended | Amend] = []
     for job_id, status, host, log_path in rows:
         host = str(host)
         sid = submission_of(host)
@@ -422,14 +473,28 @@ def ended(db: Database) -> list[Ended]:
             reason = f"the Ray job {sid} was stopped through Ray{where} ({message or 'no message'})"
             out.append(Ended(job_id, "cancelled", reason, status, log_path))
         elif ray_status == "FAILED":
-            reason = (
-                f"the Ray job {sid} failed{where}: {message or 'no message'}; resume the job to run it again"
-            )
-            out.append(Ended(job_id, "failed", reason, status, log_path))
+            out.append(Ended(job_id, "failed", _failed(str(sid), info, log_path), status, log_path))
         else:  # SUCCEEDED, yet the row did not end: the process left without recording its result
             reason = f"the Ray job {sid} ended{where} (exit code {info.driver_exit_code}) without recording a result"
             out.append(Ended(job_id, "failed", reason, status, log_path))
+    for job_id, host, error, log_path in late:
+        sid = str(submission_of(host))
+        info = known.get(sid)
+        if info is None or str(getattr(info.status, "value", info.status)) != "FAILED":
+            continue  # Ray has not called it yet (the driver waits for the other ranks), or never will
+        _, lost = spread_verdict(log_path, sid)
+        if lost or not ray_message(info.message).startswith(PLAIN_EXIT):
+            out.append(Amend(job_id, _failed(sid, info, log_path) + FIRST + (error or ""), error or ""))
     return out
+
+
+def _failed(sid: str, info: Any, log_path: str | None) -> str:
+    """Why a Ray job failed: Ray's message, and the driver's verdict for a job across nodes."""
+    where = f" on node {info.driver_node_id}" if info.driver_node_id else ""
+    said, _ = spread_verdict(log_path, sid)
+    detail = f" ({said})" if said else ""
+    message = ray_message(info.message) or "no message"
+    return f"the Ray job {sid} failed{where}: {message}{detail}; resume the job to run it again"
 
 
 def ray_message(text: str | None, limit: int = 600) -> str:

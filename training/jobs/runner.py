@@ -428,9 +428,18 @@ def _is_here(host: str | None) -> bool:
 
 def fail_lost(db: Database) -> list[int]:
     """Fail the running jobs that are lost: a stale heartbeat on any host (database clock, grace period), or,
-    for a job this host's runner started, a process that is gone. Returns the ids failed."""
+    for a job this host's runner started, a process that is gone. Returns the ids failed. A Ray job's row that
+    its process failed first gets Ray's reason (which node was lost) before its error (``ray_jobs.Amend``)."""
     failed = [x.job_id for x in stale_jobs(db) if finish(db, x.job_id, "failed", x.reason, only_if="running")]
     for r in ray_jobs.ended(db):  # a Ray job that ended without its row (lost node): Ray's reason, log tail
+        if isinstance(r, ray_jobs.Amend):  # its process failed it first (a lost peer): Ray's reason, once
+            with db.session() as s:
+                s.execute(
+                    update(Job)
+                    .where(Job.id == r.job_id, Job.status == "failed", func.coalesce(Job.error, "") == r.was)
+                    .values(error=r.error)
+                )
+            continue
         tail = log_tail(r.log_path)
         reason = r.reason + ("\n--- log tail ---\n" + tail if tail else "")
         if finish(db, r.job_id, r.status, reason, only_if=r.was):
