@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.browser import error_badges, sign_in, visible_tabs
+from tests.helpers.marked_child import add_marked_child
 from tests.helpers.servers import start_server, stop_server
 
 PW = "a long test password"
@@ -25,29 +26,22 @@ RESERVED = (MARK_PATH, MARK_ADAPTER, "e2e-shape-adapter", MARK_CONFIG, "learning
 PERSONA_FORM = "Add a persona (model + system prompt + decoding)"
 
 
-@pytest.fixture
-def shaped_server(tmp_path):
+@pytest.fixture(scope="module")
+def shaped_server(tmp_path_factory):
     """A studio with login on (an admin, a researcher, an annotator) and a trained child whose model and adapter
-    are server paths, with a job config and a loss curve."""
+    are server paths, with a job config and a loss curve. One server for the three roles: each reads, none
+    writes."""
     from vibestudio.accounts import add_user
-    from vibestudio.db.models import Contestant, Job, JobMetric
     from vibestudio.db.session import Database
 
-    home = tmp_path / "home"
+    home = tmp_path_factory.mktemp("shaped") / "home"
     home.mkdir()
     db = Database(f"sqlite:///{home / 'studio.sqlite'}")
     db.migrate()
     for name, role in USERS.items():
         add_user(db, name, PW, role)
-    with db.session() as s:
-        job = Job(
-            kind="dpo", config={"kind": "dpo", "learning_rate": 1e-5, "note": MARK_CONFIG}, status="done"
-        )
-        s.add(job)
-        s.flush()
-        s.add(JobMetric(job_id=job.id, step=1, name="loss", value=0.5))
-        s.add(Contestant(public_name="e2e-shape-child", engine="transformers", model_ref=MARK_PATH,
-                         adapter_ref=MARK_ADAPTER, job_id=job.id, state="hidden"))  # fmt: skip
+    config = {"learning_rate": 1e-5, "note": MARK_CONFIG}
+    add_marked_child(db, "e2e-shape-child", MARK_PATH, MARK_ADAPTER, config)
     db.dispose()
     proc, url = start_server(home)
     yield url

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from tests.security._marked_child import add_marked_child
+from tests.helpers.marked_child import add_marked_child
 
 MARK_PATH = "/srv/shape-model-path-3d9"
 MARK_ADAPTER = "/srv/shape-adapter-3d9"

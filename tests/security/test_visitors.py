@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security._marked_child import add_marked_child
+from tests.helpers.marked_child import add_marked_child
 from vibestudio.db.models import Contestant
 
 MARK_PATH = "/srv/marker-model-path-8c1"
