@@ -70,3 +70,15 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path
     from tests.helpers.models import make_tiny_llama
 
     return make_tiny_llama(tokenizer_dir, tmp_path_factory.mktemp("tiny") / "tiny-llama")
+
+
+@pytest.fixture
+def home_db(tiny_model_dir: Path):
+    """The data home's database with the tiny parent registered and a snapshot: (db, snapshot hash)."""
+    from tests.helpers.servers import seed_tiny_parent
+    from vibestudio.db.session import Database
+
+    db = Database()
+    snap = seed_tiny_parent(db, tiny_model_dir)
+    yield db, snap
+    db.dispose()

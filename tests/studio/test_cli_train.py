@@ -8,8 +8,6 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers.servers import seed_tiny_parent
-from vibestudio.db.session import Database
 from vibestudio.studio.cli import app
 from vibestudio.training.jobs import runner
 
@@ -18,14 +16,6 @@ FAST = ["--set", "kl_prompts=0", "--set", "drift_prompts=0", "--lr", "5e-3"]
 
 def _run(*args: str):
     return CliRunner().invoke(app, list(args))
-
-
-@pytest.fixture
-def home_db(tiny_model_dir):
-    db = Database()
-    snap = seed_tiny_parent(db, tiny_model_dir)
-    yield db, snap
-    db.dispose()
 
 
 def test_help_for_every_command():

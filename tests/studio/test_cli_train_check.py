@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
-from tests.helpers.servers import seed_tiny_parent
-from vibestudio.db.session import Database, data_home
+from vibestudio.db.session import data_home
 from vibestudio.training.jobs import runner
 
 
@@ -24,14 +22,6 @@ def _run(*args: str):
 
 def _problems(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("Error: ")]
-
-
-@pytest.fixture
-def home_db(tiny_model_dir):
-    db = Database()
-    snap = seed_tiny_parent(db, tiny_model_dir)
-    yield db, snap
-    db.dispose()
 
 
 def _job_file(tmp_path: Path, snap: str = "", extra: str = "") -> Path:

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from tests.helpers.servers import seed_tiny_parent
 from vibestudio.db.models import Job
 from vibestudio.db.session import Database, data_home
 from vibestudio.training.jobs.config import (
@@ -155,12 +154,6 @@ def test_any_bad_field_in_a_generated_file_is_named_on_its_line(picked, bad, gap
 
 
 # ---- 2. a bad --set says it came from --set ----------------------------------------------------------------------
-@pytest.fixture
-def home_db(tiny_model_dir):
-    db = Database()
-    snap = seed_tiny_parent(db, tiny_model_dir)
-    yield db, snap
-    db.dispose()
 
 
 def _cli(*args: str):

@@ -11,9 +11,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers.servers import seed_tiny_parent
 from vibestudio.arena.registry import BUILTIN_HF
-from vibestudio.db.session import Database
 from vibestudio.studio.cli import app
 from vibestudio.training.jobs.config import make_config
 from vibestudio.training.jobs.estimate import MachineLoad, estimate
@@ -54,14 +52,6 @@ def test_a_measured_estimate_says_it_assumes_the_load_its_jobs_ran_under():
     assert est.busy_factor == 1.0
     assert "assumes the load the measured jobs ran under (load 3.0 on 2 CPUs now" in est.summary()
     assert "if it stays so" not in est.summary()
-
-
-@pytest.fixture
-def home_db(tiny_model_dir):
-    db = Database()
-    snap = seed_tiny_parent(db, tiny_model_dir)
-    yield db, snap
-    db.dispose()
 
 
 def test_the_dry_run_and_the_train_tab_read_the_load_when_asked(home_db, monkeypatch):
