@@ -56,7 +56,10 @@ def _option_names(help_text: str) -> set[str]:
         if not line.startswith("  --"):
             continue
         head = line.strip().split("  ")[0].split(" <")[0]
-        names |= {part.strip() for part in head.replace("/", ",").split(",") if part.strip().startswith("--")}
+        parts = head.replace("/", ",").split(",")
+        names |= {
+            part.split()[0] for part in parts if part.strip().startswith("--")
+        }  # no metavar (FIELD=VALUE)
     return names
 
 
