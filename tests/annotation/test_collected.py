@@ -101,6 +101,8 @@ def test_the_data_tab_says_the_snapshots_number(db) -> None:
     assert snap.n_pairs == 1 and _old_decisive(db) == 4
     assert f"**{snap.n_pairs}** preference pair a snapshot would freeze now" in text
     assert "from the 3 votes it reads" in text and "two identical answers" in text, text
+    # the two votes it does not read (the named battle, the vote after a reveal) are said, not dropped silently
+    assert "not read: 2 (named mode, or a model named before the vote)" in text, text
 
 
 def test_the_cli_dry_run_prints_the_counts_and_writes_nothing() -> None:
