@@ -202,6 +202,11 @@ class Collected:
     pairs: int  # the preference pairs a snapshot freezes from them (``vote_pairs``, the freeze's own rule)
     skipped: dict[str, int]  # why the other votes it reads make no pair (``SKIP_REASONS``)
 
+    @property
+    def unread(self) -> int:
+        """The votes a snapshot does not read: named mode, or a model named before the vote (by default)."""
+        return max(self.votes - self.read, 0)
+
 
 #: The counts last read, per database, filters and state of its ended votes. An ended battle's turns and
 #: votes do not change, so the same state pairs the same. Pairing reads every answer: 5,000 battles took

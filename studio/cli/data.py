@@ -118,7 +118,7 @@ def export(
     if dry_run:  # the Data tab's counts (``annotation.snapshots.collected``), under these filters
         with open_db().session() as s:
             counts = collected(s, include_named=include_named, include_self_play=self_play)
-        typer.echo(json.dumps(asdict(counts)))
+        typer.echo(json.dumps({**asdict(counts), "unread": counts.unread}))  # votes a snapshot does not read
         return
 
     if fmt or snapshot:

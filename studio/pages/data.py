@@ -39,12 +39,11 @@ def _counts(ctx: StudioContext) -> str:
     with ctx.db.session() as s:
         c = collected(s)
     skipped = skip_reason_text(c.skipped)
-    unread = max(c.votes - c.read, 0)
     return (
         f"{count(c.battles, 'ended battle', bold=True)} · {count(c.votes, 'vote', bold=True)} · "
         f"{count(c.pairs, 'preference pair', bold=True)} a snapshot would freeze now, from the "
         f"{count(c.read, 'vote')} it reads (anonymous and self-play, not revealed before voting)"
-        + (f"; not read: {unread} (named mode, or a model named before the vote)" if unread else "")
+        + (f"; not read: {c.unread} (named mode, or a model named before the vote)" if c.unread else "")
         + (f"; left out: {literal(skipped)}" if skipped else "")
     )
 

@@ -115,8 +115,9 @@ def test_the_cli_dry_run_prints_the_counts_and_writes_nothing() -> None:
     named = runner.invoke(app, ["export", "--dry-run", "--include-named"])
     assert plain.exit_code == 0 and named.exit_code == 0, plain.output + named.output
     with db.session() as s:
-        assert json.loads(plain.stdout) == asdict(collected(s))
+        assert json.loads(plain.stdout) == {**asdict(collected(s)), "unread": 1}  # the named battle's vote
         assert s.scalar(select(func.count(DatasetSnapshot.id))) == 0
     assert (json.loads(plain.stdout)["pairs"], json.loads(named.stdout)["pairs"]) == (1, 2)
+    assert json.loads(named.stdout)["unread"] == 0
     refused = runner.invoke(app, ["export", "--dry-run", "--format", "trl"])
     assert refused.exit_code != 0 and "--dry-run" in refused.output
