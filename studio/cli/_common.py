@@ -88,3 +88,17 @@ def progress_bar(  # type: ignore[no-untyped-def]
         bar.set_postfix_str(note, refresh=True)
 
     return bar, progress
+
+
+def yaml_value(flag: str, text: str) -> Any:
+    """``text`` of the option ``flag`` read as YAML; a value that does not parse is refused on one line, naming
+    the flag and where in the value the problem is (``training.jobs.config.yaml_syntax``)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        from vibestudio.training.jobs.config import yaml_syntax
+
+        given = f"{flag}{text}" if flag.endswith("=") else f"{flag} {text}"
+        fail(f"{given}: not valid YAML ({yaml_syntax(text, one_line=True)[1]})")

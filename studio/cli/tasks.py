@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from vibestudio.studio.cli._common import echo_json, fail, group, open_db
+from vibestudio.studio.cli._common import echo_json, fail, group, open_db, yaml_value
 
 tasks_app = group(
     help="Task sets with checkable answers (RLVR): import, generate, list, show.", no_args_is_help=True
@@ -23,12 +23,7 @@ _HELDOUT = typer.Option(0.2, "--heldout", help="Share of tasks held out (by cont
 def _verifier(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
-    import yaml
-
-    try:
-        spec = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        fail(f"--verifier {text!r}: {exc}")
+    spec = yaml_value("--verifier", text)
     return {"type": spec} if isinstance(spec, str) else spec
 
 

@@ -15,7 +15,7 @@ from typing import Any, NoReturn, Optional
 
 import typer
 
-from vibestudio.studio.cli._common import echo_json, fail, open_db
+from vibestudio.studio.cli._common import echo_json, fail, open_db, yaml_value
 from vibestudio.studio.cli._lazy import LazyTyper
 from vibestudio.studio.cli.health import train_health
 from vibestudio.studio.cli.jobs import JSON_OPTION, TIMEOUT_OPTION, WAIT_OPTION, follow, job_dict
@@ -73,22 +73,18 @@ def kind_problem(said_as: str, named: Any, kind: str) -> str | None:
 
 def parse_reward(text: str) -> dict[str, Any]:
     """A reward spec: a YAML mapping (``{type: length, max: 60}``) or ``TYPE[:key=value,...]``."""
-    import yaml
 
     text = text.strip()
-    try:
-        if text.startswith("{"):
-            spec = yaml.safe_load(text)
-        else:
-            kind, _, rest = text.partition(":")
-            spec = {"type": kind.strip()}
-            for part in filter(None, (p.strip() for p in rest.split(","))):
-                key, sep, value = part.partition("=")
-                if not sep:
-                    fail(f"--reward {text!r}: expected key=value, got {part!r}")
-                spec[key.strip()] = yaml.safe_load(value)
-    except yaml.YAMLError as exc:
-        fail(f"--reward {text!r}: {exc}")
+    if text.startswith("{"):
+        spec = yaml_value("--reward", text)
+    else:
+        kind, _, rest = text.partition(":")
+        spec = {"type": kind.strip()}
+        for part in filter(None, (p.strip() for p in rest.split(","))):
+            key, sep, value = part.partition("=")
+            if not sep:
+                fail(f"--reward {text!r}: expected key=value, got {part!r}")
+            spec[key.strip()] = yaml_value(f"--reward {key.strip()}=", value)
     if not isinstance(spec, dict):
         fail(f"--reward {text!r}: expected a mapping like {{type: length, max: 60}}")
     return dict(spec)
@@ -330,16 +326,12 @@ _GRPO_EXTRA = [
 
 def _grpo_rewards(flags: dict[str, Any], values: dict[str, Any]) -> None:
     """``--reward`` specs, and with ``--tasks`` the task reward first (with ``--verifier``'s verifier)."""
-    import yaml
 
     reward, verifier = values["reward"], values["verifier"]
     if flags.get("tasks"):
         task_reward: dict[str, Any] = {"type": "task"}
         if verifier:
-            try:
-                spec = yaml.safe_load(verifier)
-            except yaml.YAMLError as exc:
-                fail(f"--verifier {verifier!r}: {exc}")
+            spec = yaml_value("--verifier", verifier)
             task_reward["verifier"] = {"type": spec} if isinstance(spec, str) else spec
         flags["rewards"] = [task_reward] + [parse_reward(r) for r in reward or []]
     elif verifier:
