@@ -178,3 +178,21 @@ def test_a_childs_hold_is_said_as_would_then_as_done():
     finally:
         chat.close()
         db.dispose()
+
+
+def test_the_python_api_with_no_prompts_records_the_gap_instead_of_raising():
+    """``drift_report`` raises only for a contestant that does not exist: 0 prompts is a gap in the report."""
+    chat = ScriptedChat()
+    db = Database()
+    db.migrate()
+    try:
+        with db.session() as s:
+            look = {"engine": "openai", "model_ref": "steadfast", "engine_config": chat.config()}
+            parent = register(s, ContestantSpec("api-p", **look))
+            register(s, ContestantSpec("api-c", parent_id=parent, **look), state="pending")
+        report = steps.drift_report(db, "api-c", n_prompts=0, eval_items=0, describe_axes=0)
+        assert "0 prompts" in report.unmeasured["answers"], report.unmeasured
+        assert report.verdict_name == "unknown"
+    finally:
+        chat.close()
+        db.dispose()

@@ -436,6 +436,9 @@ def _record_answers(
 ) -> tuple[list[Answer], list[Answer]] | None:
     """Both sides' answers to the prompts (None, with the gap recorded, when they cannot be had)."""
     answers: tuple[list[Answer], list[Answer]] | None = None
+    if not prompts:
+        report.unmeasured["answers"] = "no held-out prompts were asked (0 prompts): nothing to compare"
+        return None
     t = time.perf_counter()
     say(f"answering {len(prompts)} held-out prompts (parent, then child)")
     try:
