@@ -40,6 +40,9 @@ def test_the_config_chooses_the_counts_and_the_estimate_and_the_report_job_read_
     assert options.counts() == (50, 70)
     off = make_config("dpo", parent_contestant="p", drift_prompts=0, detect_drift_sd=0.4, eval_items=0)
     assert (off.report_counts(), report_seconds(off, gpu=False)) == ((0, 0), 0.0)
+    # no child published, no report to wait for, whatever its settings
+    unpublished = make_config("dpo", parent_contestant="p", publish=False)
+    assert report_seconds(explicit, gpu=False) > 0 and report_seconds(unpublished, gpu=False) == 0.0
     plain = ReportOptions.from_config(make_config("dpo", parent_contestant="p").to_dict())
     assert plain.counts() == (80, 70)  # without a target: the counts as set
 

@@ -455,10 +455,10 @@ def estimate(
 
 def report_seconds(cfg: JobConfig, gpu: bool) -> float:
     """The checkpoint report's time from its settings: both sides answer the held-out prompts and the eval items
-    (each answer counted at its cap), plus two model loads. 0 when it is skipped (``drift_prompts: 0``) and for a
-    reward model, which publishes no contestant and so gets no report."""
+    (each answer counted at its cap), plus two model loads. 0 when it is skipped (``drift_prompts: 0``), and when
+    no contestant is published (a reward model, or ``publish: false``): no child, no report."""
     prompts, items = cfg.report_counts()
-    if prompts <= 0 or not JOB_KINDS[cfg.kind].publishes:
+    if prompts <= 0 or not JOB_KINDS[cfg.kind].publishes or not cfg.publish:
         return 0.0
     items = min(items, _eval_set_size()) if items >= 0 else _eval_set_size()
     tokens = 2 * prompts * cfg.drift_max_tokens + 2 * items * cfg.eval_max_tokens
