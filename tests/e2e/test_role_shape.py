@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.browser import error_badges, sign_in, visible_tabs
+from tests.helpers.browser import error_badges, settled, sign_in, visible_tabs
 from tests.helpers.marked_child import add_marked_child
 from tests.helpers.servers import start_server, stop_server
 
@@ -67,7 +67,7 @@ def test_each_role_sees_its_tabs_and_no_error(shaped_server, browser, who):
     seen = []
     for tab in want:
         page.get_by_role("tab", name=tab, exact=True).click()
-        page.wait_for_timeout(3000)  # the tab's loads and its opening's refresh answer
+        settled(page)  # the tab's loads and its opening's refresh answer
         assert error_badges(page) == [], (who, tab, error_badges(page))
         if tab == "Arena":
             shown = (

@@ -172,6 +172,14 @@ def visible_tabs(page) -> list[str]:  # type: ignore[no-untyped-def]
     )
 
 
+def settled(page, timeout: int = STEP_MS) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the events a click started have answered: their progress is gone (a short pause first, so
+    the events have begun, and one after, so what they answered is drawn)."""
+    page.wait_for_timeout(500)
+    page.wait_for_function("!document.querySelector('.progress-text, .eta-bar')", timeout=timeout)
+    page.wait_for_timeout(400)
+
+
 def error_badges(page) -> list[str]:  # type: ignore[no-untyped-def]
     """Every red "Error" the page shows (a failed event's badge over its outputs, an error toast), each named by
     the nearest element id around it, a toast by its text."""
