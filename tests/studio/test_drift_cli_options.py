@@ -159,9 +159,9 @@ def test_without_record_the_hold_is_what_recording_would_do():
     db.dispose()
 
 
-def test_a_childs_hold_is_said_as_would_then_as_done():
-    """A pending child whose verdict holds it (evals off: unknown): 'would hold' before ``--record``, the
-    held line and its state after."""
+@pytest.fixture
+def scripted_pair():
+    """A parent and its pending child, both answering from one scripted chat server: the database."""
     chat = ScriptedChat()
     db = Database()
     db.migrate()
@@ -170,29 +170,24 @@ def test_a_childs_hold_is_said_as_would_then_as_done():
             look = {"engine": "openai", "model_ref": "steadfast", "engine_config": chat.config()}
             parent = register(s, ContestantSpec("opt-p", **look))
             register(s, ContestantSpec("opt-c", parent_id=parent, **look), state="pending")
-        args = ("drift", "opt-c", "--prompts", "20", "--max-tokens", "12", "--eval-items", "0")
-        r = _run(*args)
-        assert r.exit_code == 0 and "Would hold it" in r.output and HELD_LINE not in r.output, r.output
-        r = _run(*args, "--record")
-        assert r.exit_code == 0 and "opt-c is held" in r.output and HELD_LINE in r.output, r.output
+        yield db
     finally:
         chat.close()
         db.dispose()
 
 
-def test_the_python_api_with_no_prompts_records_the_gap_instead_of_raising():
+def test_a_childs_hold_is_said_as_would_then_as_done(scripted_pair):
+    """A pending child whose verdict holds it (evals off: unknown): 'would hold' before ``--record``, the
+    held line and its state after."""
+    args = ("drift", "opt-c", "--prompts", "20", "--max-tokens", "12", "--eval-items", "0")
+    r = _run(*args)
+    assert r.exit_code == 0 and "Would hold it" in r.output and HELD_LINE not in r.output, r.output
+    r = _run(*args, "--record")
+    assert r.exit_code == 0 and "opt-c is held" in r.output and HELD_LINE in r.output, r.output
+
+
+def test_the_python_api_with_no_prompts_records_the_gap_instead_of_raising(scripted_pair):
     """``drift_report`` raises only for a contestant that does not exist: 0 prompts is a gap in the report."""
-    chat = ScriptedChat()
-    db = Database()
-    db.migrate()
-    try:
-        with db.session() as s:
-            look = {"engine": "openai", "model_ref": "steadfast", "engine_config": chat.config()}
-            parent = register(s, ContestantSpec("api-p", **look))
-            register(s, ContestantSpec("api-c", parent_id=parent, **look), state="pending")
-        report = steps.drift_report(db, "api-c", n_prompts=0, eval_items=0, describe_axes=0)
-        assert "0 prompts" in report.unmeasured["answers"], report.unmeasured
-        assert report.verdict_name == "unknown"
-    finally:
-        chat.close()
-        db.dispose()
+    report = steps.drift_report(scripted_pair, "opt-c", n_prompts=0, eval_items=0, describe_axes=0)
+    assert "0 prompts" in report.unmeasured["answers"], report.unmeasured
+    assert report.verdict_name == "unknown"
