@@ -322,26 +322,35 @@ REPORT_SWITCHES = (
 )
 
 
-def unreachable_rules(cfg: JobConfig) -> list[FieldError]:
-    """A refusal per report setting that leaves a measure unmeasured which a ``required`` rule of the verdict
-    rules in force needs (the config's ``verdict_rules``, else the built-in ones): its child's verdict would be
-    "unknown" (and held) for good. Read from the rules themselves: a rule's ``measure`` may be a pattern."""
-    import fnmatch
-
+def _rules_in_force(cfg: JobConfig) -> tuple[Any, str]:
+    """The verdict rules a job's report is judged by (the config's ``verdict_rules``, else the built-in ones),
+    and how to name them in a message. ValueError when the file cannot be read."""
     from vibestudio.training.jobs.config import rules_file
     from vibestudio.training.report.verdict import load_rules
+
+    rules = load_rules(rules_file(cfg.verdict_rules) if cfg.verdict_rules else None)
+    return (
+        rules,
+        f"verdict_rules {cfg.verdict_rules!r}" if cfg.verdict_rules else "the built-in verdict rules",
+    )
+
+
+def unreachable_rules(cfg: JobConfig) -> list[FieldError]:
+    """A refusal per report setting that leaves a measure unmeasured which a ``required`` rule of the verdict
+    rules in force needs: its child's verdict would be "unknown" (and held) for good. Read from the rules
+    themselves: a rule's ``measure`` may be a pattern."""
+    import fnmatch
 
     off = {
         "eval_items": cfg.report_counts()[1] == 0,
         "judge": not cfg.judge,
         "describe_axes": bool(cfg.judge) and cfg.describe_axes == 0,
     }
-    rules = load_rules(rules_file(cfg.verdict_rules) if cfg.verdict_rules else None)
-    named = f"verdict_rules {cfg.verdict_rules!r}" if cfg.verdict_rules else "the built-in verdict rules"
+    rules, named = _rules_in_force(cfg)
     out = []
     for switch in REPORT_SWITCHES:
         needed = None
-        for rule in rules.rules if off[switch.field] else []:
+        for rule in rules.rules if off[switch.field] else ():
             for measure in switch.measures if rule.required else ():
                 if needed is None and fnmatch.fnmatchcase(measure, rule.measure):
                     needed = (rule, measure)
@@ -367,14 +376,10 @@ def skipped_report_note(cfg: JobConfig) -> list[str]:
     """What a skipped report (``drift_prompts: 0``) does to the child, read from the verdict rules in force
     (their ``hold.skipped_report``): held until a researcher releases it, or let play unchecked. Not a refusal:
     drift_prompts 0 is the way to skip the report. [] when the rules cannot be read (the field checks say so)."""
-    from vibestudio.training.jobs.config import rules_file
-    from vibestudio.training.report.verdict import load_rules
-
     try:
-        rules = load_rules(rules_file(cfg.verdict_rules) if cfg.verdict_rules else None)
+        rules, named = _rules_in_force(cfg)
     except ValueError:
         return []
-    named = f"verdict_rules {cfg.verdict_rules!r}" if cfg.verdict_rules else "the built-in verdict rules"
     held = rules.holds.skipped_report
     then = "will be held until a researcher lets it in" if held else "plays at once, unchecked"
     return [f"{NO_REPORT}: the child {then} ({named}: hold.skipped_report: {'true' if held else 'false'})"]
