@@ -425,7 +425,7 @@ def record_verdict(
         details: dict[str, Any] = {"unmeasured": verdict.unmeasured, "report": report_path}
         details["size"] = size.to_dict() if size is not None else None
         if by and by.strip() and name is None:
-            details["by"] = by.strip()
+            details["by"] = by.strip()  # who ran it, without an account (``_by`` names the row by it)
         kept = None if verdict.hold else _kept_held(s, contestant_id, size)
         reasons = list(verdict.reasons)
         if kept is not None:
@@ -442,14 +442,13 @@ def record_verdict(
         )
         s.add(event)
         s.flush()
-        who = name or (by.strip() if by and by.strip() else None)
         lifecycle.apply_verdict(
             s,
             contestant_id,
             verdict.verdict,
             verdict.hold or kept is not None,
             reasons,
-            by=f"{who} (rules)" if who else "rules",
+            by=_by(event, name),  # the state change names who ran the report as the history does
             user_id=user_id,
         )
         # the newest lifecycle event this verdict saw (its own included): orders it among them without a clock
