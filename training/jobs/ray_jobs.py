@@ -473,7 +473,8 @@ def ended(db: Database) -> list[Ended | Amend]:
             reason = f"the Ray job {sid} was stopped through Ray{where} ({message or 'no message'})"
             out.append(Ended(job_id, "cancelled", reason, status, log_path))
         elif ray_status == "FAILED":
-            out.append(Ended(job_id, "failed", _failed(str(sid), info, log_path), status, log_path))
+            said, _ = spread_verdict(log_path, str(sid))
+            out.append(Ended(job_id, "failed", _failed(str(sid), info, said), status, log_path))
         else:  # SUCCEEDED, yet the row did not end: the process left without recording its result
             reason = f"the Ray job {sid} ended{where} (exit code {info.driver_exit_code}) without recording a result"
             out.append(Ended(job_id, "failed", reason, status, log_path))
@@ -482,16 +483,15 @@ def ended(db: Database) -> list[Ended | Amend]:
         info = known.get(sid)
         if info is None or str(getattr(info.status, "value", info.status)) != "FAILED":
             continue  # Ray has not called it yet (the driver waits for the other ranks), or never will
-        _, lost = spread_verdict(log_path, sid)
+        said, lost = spread_verdict(log_path, sid)  # the driver's verdict file, read once
         if lost or not ray_message(info.message).startswith(PLAIN_EXIT):
-            out.append(Amend(job_id, _failed(sid, info, log_path) + FIRST + (error or ""), error or ""))
+            out.append(Amend(job_id, _failed(sid, info, said) + FIRST + (error or ""), error or ""))
     return out
 
 
-def _failed(sid: str, info: Any, log_path: str | None) -> str:
-    """Why a Ray job failed: Ray's message, and the driver's verdict for a job across nodes."""
+def _failed(sid: str, info: Any, said: str) -> str:
+    """Why a Ray job failed: Ray's message, and ``said``, the driver's verdict for a job across nodes."""
     where = f" on node {info.driver_node_id}" if info.driver_node_id else ""
-    said, _ = spread_verdict(log_path, sid)
     detail = f" ({said})" if said else ""
     message = ray_message(info.message) or "no message"
     return f"the Ray job {sid} failed{where}: {message}{detail}; resume the job to run it again"
