@@ -84,7 +84,9 @@ def test_ask_waits_behind_a_battle_holding_the_engines_only_slot():
     done: list[Reply] = []
     t = threading.Thread(target=lambda: done.append(ask(engine, _user("later"), Sampling())))
     t.start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10  # the thread reaches the gate when the scheduler lets it
+    while gate.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert done == [] and gate.waiting == 1  # queued in the same line, not jumping it
     gate.release()
     t.join(5)
@@ -162,8 +164,10 @@ def test_transformers_batches_natively_in_chunks_that_share_their_decoding(tiny_
     out: list[list[Reply]] = []
     t = threading.Thread(target=lambda: out.append(ask_batch(engine, requests)))
     t.start()
-    time.sleep(0.3)
-    assert out == [] and calls == []
+    deadline = time.monotonic() + 10
+    while gate.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert out == [] and calls == [] and gate.waiting == 1
     gate.release()
     t.join(120)
     replies = out[0]

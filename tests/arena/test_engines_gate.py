@@ -9,6 +9,14 @@ from vibestudio.arena.engines.base import GenerationStats, timed
 from vibestudio.arena.engines.gate import Gate, gate_for
 
 
+def _until(condition, timeout: float = 10.0) -> None:
+    """Wait for ``condition`` (threads reach the gate when the scheduler lets them, not after a fixed pause)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the gate never reached the expected state"
+        time.sleep(0.01)
+
+
 def test_gate_limits_and_serves_in_arrival_order_with_positions():
     gate = Gate(1)
     assert gate.acquire(timeout=1)
@@ -23,10 +31,10 @@ def test_gate_limits_and_serves_in_arrival_order_with_positions():
 
     tx = threading.Thread(target=waiter, args=("x",))
     tx.start()
-    time.sleep(0.1)
+    _until(lambda: gate.waiting == 1)  # x queued before y starts: arrival order is what the gate keeps
     ty = threading.Thread(target=waiter, args=("y",))
     ty.start()
-    time.sleep(0.1)
+    _until(lambda: gate.waiting == 2)
     assert gate.waiting == 2 and gate.active == 1
     gate.release()
     tx.join(2)

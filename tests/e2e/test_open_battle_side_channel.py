@@ -92,6 +92,18 @@ def _click_and_settle(page, selector: str) -> None:
     page.wait_for_timeout(300)
 
 
+def _steady_text(page, selector: str) -> str:
+    """The element's text once two reads half a second apart agree (its tab's timer may re-draw it meanwhile)."""
+    last = page.locator(selector).inner_text()
+    for _ in range(20):
+        page.wait_for_timeout(500)
+        now = page.locator(selector).inner_text()
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"{selector} kept changing: {last!r}")
+
+
 def _read_everything(page, url: str) -> dict[str, str]:
     """What a second tab can read about the contestants: every board and profile, as text."""
     page.goto(url)
@@ -101,7 +113,7 @@ def _read_everything(page, url: str) -> dict[str, str]:
     # opening the tab re-reads the counts: read them once that re-read's timer is gone
     page.wait_for_timeout(300)
     page.wait_for_function("!document.querySelector('.progress-text, .eta-bar')", timeout=STEP_MS)
-    seen = {"data": page.locator("#data-counts").inner_text()}
+    seen = {"data": _steady_text(page, "#data-counts")}
     page.get_by_role("tab", name="Leaderboard").click()
     _click_and_settle(page, "#leaderboard-refresh")
     seen["summary"] = page.locator("#leaderboard-summary").inner_text().split(" Refreshed")[0]

@@ -1,13 +1,17 @@
 """Slow: a real SmolLM2-135M LoRA child in the form publishing chooses (``training.publishing.fidelity``) keeps its training,
 answers greedily as the transformers engine answers for the trained weights about as often as its parent's GGUF
-agrees with its own fp32 conversion, and runs at the budget's share of its parent's speed in one battle. The same
-child re-quantized at Q4_1 loses its training: the chooser must not pick it."""
+agrees with its own fp32 conversion. The same child re-quantized at Q4_1 loses its training: the chooser must not
+pick it.
+
+Its speed against its parent's is the performance lane's budget (``child-vs-parent-tok-s`` in
+benchmarks/budgets.toml), timed there on a machine doing nothing else: timed here, beside the other tests of a
+parallel run, the ratio read 0.74 on a child that reads 0.89 alone."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.child_speed import make_child, measure
+from benchmarks.child_speed import make_child
 from vibestudio.arena.engines.base import Request, Sampling
 from vibestudio.arena.engines.factory import get_engine
 from vibestudio.arena.registry import BUILTIN_GGUF, BUILTIN_HF, resolve_model_ref
@@ -19,7 +23,7 @@ PROMPTS = ["What is the capital of France?", "Name three colours.", "What is 2 +
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_smollm2_child_keeps_its_training_in_the_form_that_plays_and_near_its_parents_speed(tmp_path):
+def test_smollm2_child_keeps_its_training_in_the_form_that_plays(tmp_path):
     from vibestudio.arena.engines.hf import TransformersEngine
     from vibestudio.arena.engines.llamacpp import LlamaCppEngine
 
@@ -43,8 +47,3 @@ def test_smollm2_child_keeps_its_training_in_the_form_that_plays_and_near_its_pa
         return sum(a.split()[:2] == b.split()[:2] for a, b in zip(xs, ys, strict=True))
 
     assert agree(ours, theirs) >= max(1, agree(parent_ours, parent_theirs) - 1), (ours, theirs, parent_ours)
-    parent = LlamaCppEngine(resolve_model_ref(BUILTIN_GGUF))
-    measure(parent, child, 8, 1)  # warm-up
-    p, c = measure(parent, child, 48, 3)
-    print(f"\n[child speed] parent {p:.1f} tok/s, child {c:.1f} tok/s, ratio {c / p:.2f}")
-    assert c >= 0.8 * p  # the budget's floor: the run-time adapter reads 0.87-0.89
