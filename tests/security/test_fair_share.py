@@ -1,8 +1,8 @@
 """One user's fair share of the arena's generation slots, against the running app over HTTP: an annotator with
 eight signed-in sessions (a flood in a process of its own, each session sending a turn whenever its last one
 ended) has one turn answered at a time, the others refused with a message that says why, and another user's turn
-meanwhile takes at most twice its time alone; with the cap off, the same flood holds every slot and that turn
-takes several times as long. Guard: ``arena.battles`` (turns in flight per user, ``VIBESTUDIO_TURNS_IN_FLIGHT``),
+meanwhile never waits for an engine slot; with the cap off, the same flood holds every slot and that turn waits
+behind it, taking several times as long. Guard: ``arena.battles`` (turns in flight per user, ``VIBESTUDIO_TURNS_IN_FLIGHT``),
 asked before a battle is opened by ``studio.pages.arena``."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -143,8 +144,45 @@ print(json.dumps(said))
 """
 
 
+class _Waiters:
+    """The most requests seen waiting for an engine slot (every engine gate in this process), sampled every 20 ms
+    while a phase of the test runs: whether a turn waited behind others, read from the gates, not from a clock."""
+
+    def __init__(self) -> None:
+        self.most = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from vibestudio.arena.engines import gate
+
+        while not self._stop.is_set():
+            self.most = max(self.most, sum(g.waiting for g in list(gate._GATES.values())))
+            time.sleep(0.02)
+
+    def __enter__(self) -> _Waiters:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def _until_no_one_waits(timeout: float = 60.0) -> None:
+    from vibestudio.arena.engines import gate
+
+    deadline = time.monotonic() + timeout
+    while sum(g.waiting for g in list(gate._GATES.values())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 @pytest.mark.slow  # a load test: about 30 s
-def test_a_flood_from_one_account_keeps_another_users_turn_within_2x(arena, tmp_path: Path):
+def test_a_flood_from_one_account_does_not_make_another_users_turn_wait_for_a_slot(arena, tmp_path: Path):
+    """Without the cap the flood's turns fill every engine slot and the other user's turn waits behind them;
+    with it, nobody waits for a slot while that user's turns run. The gates' queues decide, not the clock: on a
+    busy machine a turn's time grows with the CPU the flood's own process takes (alone 1.10 s, with the cap
+    2.35 s once, beside a training run), whether or not it queued. The times are printed and bounded loosely."""
     ctx, url, _ = arena
     capped, open_ = ctx.arena.limits, replace(ctx.arena.limits, turns_in_flight_per_user=0)
     assert capped.turns_in_flight_per_user == 1  # the shipped default
@@ -165,19 +203,27 @@ def test_a_flood_from_one_account_keeps_another_users_turn_within_2x(arena, tmp_
         ctx.arena.limits = open_
         time.sleep(4)  # its sessions sign in and fill the queues
         vic = _client(url, "vic")  # a new session, a new battle (one battle takes at most eight turns)
-        flooded = statistics.median(_turn(vic) for _ in range(2))
+        with _Waiters() as flooded_queue:
+            flooded = statistics.median(_turn(vic) for _ in range(2))
         # with it, the flood has one turn answered at a time, and the other user's turn goes on beside it
         ctx.arena.limits = capped
         time.sleep(3 * ANSWER_S + 1)  # the turns it started without the cap end
+        _until_no_one_waits()
         vic = _client(url, "vic")
-        fair = statistics.median(_turn(vic) for _ in range(3))
+        with _Waiters() as fair_queue:
+            fair = statistics.median(_turn(vic) for _ in range(3))
     finally:
         ctx.arena.limits = capped
         stop.touch()
         out, _ = flood.communicate(timeout=120)
-    figures = f"alone {alone:.2f} s, flood without the cap {flooded:.2f} s, with it {fair:.2f} s"
-    assert flooded > 2 * alone, figures  # the flood is a real one
-    assert fair <= 2 * alone, figures
+    figures = (
+        f"alone {alone:.2f} s, flood without the cap {flooded:.2f} s (up to {flooded_queue.most} requests waiting "
+        f"for a slot), with it {fair:.2f} s (up to {fair_queue.most} waiting)"
+    )
+    print(f"\n[fair share] {figures}")
+    assert flooded_queue.most > 0 and flooded > 2 * alone, figures  # the flood is a real one
+    assert fair_queue.most == 0, figures  # with the cap, no request waited for a slot while the turns ran
+    assert fair < flooded, figures
     said = json.loads(out or "[]")
     refused = [s for s in said if "VIBESTUDIO_TURNS_IN_FLIGHT" in s]
     assert refused and all("already have a turn being answered" in s for s in refused), said[:5]
