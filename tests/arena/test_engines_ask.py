@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers.waiting import until
 from vibestudio.arena.engines.ask import ask, ask_batch, ask_each
 from vibestudio.arena.engines.base import (
     EngineError,
@@ -84,9 +85,7 @@ def test_ask_waits_behind_a_battle_holding_the_engines_only_slot():
     done: list[Reply] = []
     t = threading.Thread(target=lambda: done.append(ask(engine, _user("later"), Sampling())))
     t.start()
-    deadline = time.monotonic() + 10  # the thread reaches the gate when the scheduler lets it
-    while gate.waiting == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: gate.waiting, 10, "the ask in the gate", every=0.01)  # when the scheduler lets it
     assert done == [] and gate.waiting == 1  # queued in the same line, not jumping it
     gate.release()
     t.join(5)
@@ -164,9 +163,7 @@ def test_transformers_batches_natively_in_chunks_that_share_their_decoding(tiny_
     out: list[list[Reply]] = []
     t = threading.Thread(target=lambda: out.append(ask_batch(engine, requests)))
     t.start()
-    deadline = time.monotonic() + 10
-    while gate.waiting == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: gate.waiting, 10, "the batch in the gate", every=0.01)
     assert out == [] and calls == [] and gate.waiting == 1
     gate.release()
     t.join(120)

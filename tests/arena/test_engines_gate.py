@@ -5,16 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
+from tests.helpers.waiting import until
 from vibestudio.arena.engines.base import GenerationStats, timed
 from vibestudio.arena.engines.gate import Gate, gate_for
-
-
-def _until(condition, timeout: float = 10.0) -> None:
-    """Wait for ``condition`` (threads reach the gate when the scheduler lets them, not after a fixed pause)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the gate never reached the expected state"
-        time.sleep(0.01)
 
 
 def test_gate_limits_and_serves_in_arrival_order_with_positions():
@@ -31,10 +24,12 @@ def test_gate_limits_and_serves_in_arrival_order_with_positions():
 
     tx = threading.Thread(target=waiter, args=("x",))
     tx.start()
-    _until(lambda: gate.waiting == 1)  # x queued before y starts: arrival order is what the gate keeps
+    until(
+        lambda: gate.waiting == 1, 10, "x in the gate", every=0.01
+    )  # x queued before y starts: arrival order is what the gate keeps
     ty = threading.Thread(target=waiter, args=("y",))
     ty.start()
-    _until(lambda: gate.waiting == 2)
+    until(lambda: gate.waiting == 2, 10, "y in the gate", every=0.01)
     assert gate.waiting == 2 and gate.active == 1
     gate.release()
     tx.join(2)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.fake_openai import FakeOpenAI, register_http
+from tests.helpers.waiting import until
 
 PW = "a long test password"
 SESSIONS = 8  # the flooding annotator's signed-in sessions (tabs, scripts)
@@ -103,9 +104,7 @@ def test_one_user_has_one_turn_answered_at_a_time(arena):
     fake.hang_s = 3.0
     try:
         job = first.submit("Say hi.", "Anonymous", None, None, api_name="/arena_send")
-        deadline = time.monotonic() + 30
-        while not ctx.arena.answering_ids() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(ctx.arena.answering_ids, 30, "the first session's turn to be answered", every=0.05)
         before = _battles(ctx, "flood")
         t0 = time.perf_counter()
         said = _send(second)  # the same user's second session, while the first is being answered
@@ -154,10 +153,8 @@ class _Waiters:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        from vibestudio.arena.engines import gate
-
         while not self._stop.is_set():
-            self.most = max(self.most, sum(g.waiting for g in list(gate._GATES.values())))
+            self.most = max(self.most, _waiting())
             time.sleep(0.02)
 
     def __enter__(self) -> _Waiters:
@@ -169,12 +166,11 @@ class _Waiters:
         self._thread.join(5)
 
 
-def _until_no_one_waits(timeout: float = 60.0) -> None:
+def _waiting() -> int:
+    """Requests waiting for a slot now, over every engine gate in this process."""
     from vibestudio.arena.engines import gate
 
-    deadline = time.monotonic() + timeout
-    while sum(g.waiting for g in list(gate._GATES.values())) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    return sum(g.waiting for g in list(gate._GATES.values()))
 
 
 @pytest.mark.slow  # a load test: about 30 s
@@ -208,7 +204,7 @@ def test_a_flood_from_one_account_does_not_make_another_users_turn_wait_for_a_sl
         # with it, the flood has one turn answered at a time, and the other user's turn goes on beside it
         ctx.arena.limits = capped
         time.sleep(3 * ANSWER_S + 1)  # the turns it started without the cap end
-        _until_no_one_waits()
+        until(lambda: _waiting() == 0, 60, "the uncapped turns' waiters to be served")
         vic = _client(url, "vic")
         with _Waiters() as fair_queue:
             fair = statistics.median(_turn(vic) for _ in range(3))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from sqlalchemy import func, select
 
 from tests.helpers.training import FAST, pair_rows
+from tests.helpers.waiting import until
 from vibestudio.db.models import Contestant, Job
 from vibestudio.training.jobs import runner
 from vibestudio.training.jobs.errors import JobError
@@ -22,18 +22,8 @@ def _count_jobs(db) -> int:
         return s.scalar(select(func.count(Job.id)))
 
 
-def _wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _running_pid(db, job_id: int) -> int:
-    return _wait_for(lambda: runner.job_view(db, job_id).pid, what="worker pid")
+    return until(lambda: runner.job_view(db, job_id).pid, what="worker pid")
 
 
 def _gone(pid: int) -> bool:
@@ -87,11 +77,11 @@ def test_empty_answer_in_snapshot_is_refused(db, tiny_parent, make_snapshot):
 def test_killed_worker_is_marked_failed_with_log_tail(db, tiny_parent, make_snapshot):
     job_id = launch_dpo(db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 500})
     pid = _running_pid(db, job_id)
-    _wait_for(
+    until(
         lambda: "[job process] job" in runner.log_tail(runner.job_view(db, job_id).log_path), what="log line"
     )
     os.kill(pid, signal.SIGKILL)  # what the OOM killer does
-    _wait_for(lambda: not runner.pid_alive(pid), what="worker death")
+    until(lambda: not runner.pid_alive(pid), what="worker death")
     assert runner.job_view(db, job_id).status == "running"  # nobody has noticed yet
     assert runner.reconcile(db) == [job_id]
     view = runner.job_view(db, job_id)
@@ -129,7 +119,7 @@ def test_resume_continues_from_the_last_checkpoint(db, tiny_parent, make_snapsho
         db, "tiny-parent", make_snapshot(8), **{**FAST, "max_steps": 6, "save_steps": 2, "kl_prompts": 0}
     )
     folder = runner.job_dir(job_id) / "checkpoints" / "checkpoint-2" / "trainer_state.json"
-    _wait_for(folder.exists, timeout=120, what="first checkpoint")
+    until(folder.exists, timeout=120, what="first checkpoint")
     runner.cancel(db, job_id, grace=5.0)
     # A checkpoint saved on the way plays in the arena; the job view says it is that step's, not the job's result.
     early = publish_checkpoint(db, job_id, step=2)
